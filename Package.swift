@@ -1,0 +1,29 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "vault",
+    products: [
+        .library(name: "VaultArchive", targets: ["VaultArchive"]),
+        .library(name: "VaultStore", targets: ["VaultStore"]),
+        .executable(name: "vault", targets: ["vault"]),
+    ],
+    targets: [
+        // libsodium from Debian's libsodium-dev; imported (internally) by VaultCrypto only.
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]
+        ),
+        .target(name: "VaultCrypto", dependencies: ["CSodium"]),
+        .target(name: "VaultSystem"),
+        .target(name: "VaultArchive"),
+        .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"]),
+        .executableTarget(name: "vault", dependencies: ["VaultStore"]),
+
+        .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"]),
+        .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),
+        .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto", "VaultSystem"]),
+        .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"]),
+    ]
+)

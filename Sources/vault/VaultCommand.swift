@@ -1,0 +1,6 @@
+import VaultStore
+
+@main
+struct VaultCommand {
+    static func main() {}
+}

@@ -1,0 +1,7 @@
+import Testing
+
+@testable import VaultArchive
+
+@Test func archiveModuleLinks() {
+    _ = VaultArchive.self
+}

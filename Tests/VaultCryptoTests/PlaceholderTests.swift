@@ -1,0 +1,5 @@
+import Testing
+
+@testable import VaultCrypto
+
+@Test func links() {}

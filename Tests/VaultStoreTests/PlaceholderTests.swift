@@ -1,0 +1,5 @@
+import Testing
+
+@testable import VaultStore
+
+@Test func links() {}

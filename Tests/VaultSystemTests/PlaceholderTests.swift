@@ -1,0 +1,5 @@
+import Testing
+
+@testable import VaultSystem
+
+@Test func links() {}
