@@ -16,7 +16,9 @@ let package = Package(
             providers: [.apt(["libsodium-dev"])]
         ),
         .target(name: "VaultCrypto", dependencies: ["CSodium"]),
-        .target(name: "VaultSystem"),
+        // Linux calls that Swift's Glibc module does not import (OFD locks, prctl).
+        .target(name: "CVaultSystem"),
+        .target(name: "VaultSystem", dependencies: ["CVaultSystem"]),
         .target(name: "VaultArchive"),
         .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"]),
         .executableTarget(name: "vault", dependencies: ["VaultStore"]),

@@ -1,0 +1,107 @@
+import VaultCrypto
+
+/// The bytes of one item file (format v1):
+///
+///     header = "VLTI" | version u8 (1) | algorithm u8 (1 = XChaCha20-Poly1305-IETF) | reserved u16 (0)
+///     nonce  = 24 random bytes
+///     body   = AEAD(group encryption key, nonce, plaintext,
+///                   ad = header || vault id || len16be(group) || group || item id)
+///
+/// The associated data binds the file to its vault, group and name: a file copied onto another item
+/// id, group or vault fails authentication.
+enum ItemFile {
+    static let magic: [UInt8] = Array("VLTI".utf8)
+    static let formatVersion: UInt8 = 1
+    static let algorithmXChaCha20Poly1305: UInt8 = 1
+    static let headerByteCount = 8
+    static let overheadByteCount =
+        headerByteCount + XChaCha20Poly1305.nonceByteCount + XChaCha20Poly1305.tagByteCount
+    /// The largest item file accepted (16 MiB of plaintext plus overhead); a bigger file is damage or
+    /// an attack, and is refused before it is read into memory.
+    static let maximumPlaintextByteCount = 16 << 20
+    static let maximumFileByteCount = maximumPlaintextByteCount + overheadByteCount
+
+    static let header: [UInt8] = magic + [formatVersion, algorithmXChaCha20Poly1305, 0, 0]
+
+    static func associatedData(vaultID: [UInt8], group: GroupName, id: ItemID) -> [UInt8] {
+        let groupBytes = Array(group.rawValue.utf8)
+        var ad = header
+        ad.reserveCapacity(header.count + vaultID.count + 2 + groupBytes.count + 64)
+        ad += vaultID
+        ad.append(UInt8(groupBytes.count >> 8))
+        ad.append(UInt8(groupBytes.count & 0xff))
+        ad += groupBytes
+        ad += Array(id.rawValue.utf8)
+        return ad
+    }
+
+    /// Encrypts `plaintext` into the complete file contents.
+    static func seal(
+        _ plaintext: UnsafeRawBufferPointer,
+        key: SecureBytes,
+        vaultID: [UInt8],
+        group: GroupName,
+        id: ItemID
+    ) throws(StoreError) -> [UInt8] {
+        guard plaintext.count <= maximumPlaintextByteCount else {
+            throw StoreError(
+                .io, "item \(id) in group \(group) is \(plaintext.count) bytes; at most \(maximumPlaintextByteCount)")
+        }
+        do {
+            let nonce = try XChaCha20Poly1305.randomNonce()
+            let body = try XChaCha20Poly1305.seal(
+                plaintext, key: key, nonce: nonce,
+                associatedData: associatedData(vaultID: vaultID, group: group, id: id))
+            return header + nonce + body
+        } catch {
+            throw StoreError.crypto(error, "cannot encrypt item \(id) of group \(group)")
+        }
+    }
+
+    /// Checks and decrypts complete file contents. Every failure is `integrity` and names the file.
+    static func open(
+        _ contents: [UInt8],
+        key: SecureBytes,
+        vaultID: [UInt8],
+        group: GroupName,
+        id: ItemID,
+        path: String
+    ) throws(StoreError) -> SecureBytes {
+        guard contents.count >= headerByteCount, Array(contents[0..<4]) == magic else {
+            throw StoreError(.integrity, "\(path) is not an item file (bad magic); it is damaged", path: path)
+        }
+        guard contents[4] == formatVersion else {
+            throw StoreError(
+                .unsupportedFormat,
+                "\(path) has item format version \(contents[4]); this build reads version \(formatVersion)",
+                path: path)
+        }
+        guard contents[5] == algorithmXChaCha20Poly1305, contents[6] == 0, contents[7] == 0 else {
+            throw StoreError(.integrity, "\(path) has an unknown algorithm or flags; it is damaged", path: path)
+        }
+        guard contents.count >= overheadByteCount else {
+            throw StoreError(
+                .integrity, "\(path) is truncated (\(contents.count) bytes); it is damaged", path: path)
+        }
+        let nonceEnd = headerByteCount + XChaCha20Poly1305.nonceByteCount
+        let nonce = Array(contents[headerByteCount..<nonceEnd])
+        let ad = associatedData(vaultID: vaultID, group: group, id: id)
+        let result: Result<SecureBytes, CryptoError> = contents.withUnsafeBytes { raw in
+            Result { () throws(CryptoError) in
+                try XChaCha20Poly1305.open(
+                    UnsafeRawBufferPointer(rebasing: raw[nonceEnd...]), key: key, nonce: nonce, associatedData: ad)
+            }
+        }
+        do {
+            return try result.get()
+        } catch where error.code == .authenticationFailed {
+            throw StoreError(
+                .integrity,
+                "\(path) failed authentication: it was tampered with, damaged, moved from another item, group "
+                    + "or vault, or written under another key",
+                path: path, cause: error)
+        } catch {
+            throw StoreError.crypto(error, "cannot decrypt \(path)")
+        }
+    }
+}

@@ -1,0 +1,358 @@
+import Synchronization
+import VaultCrypto
+import VaultSystem
+
+/// An open vault directory: the master key, the vault id, and encrypted item files grouped by access
+/// group. It stores opaque plaintexts under item ids; what an item means is the business of the layer
+/// above. Reads take no lock (renames are atomic); every mutation runs inside `withWriteLock`.
+///
+/// Layout: `VAULT` (marker), `master.key`, `.lock`, `groups/<group>/<item-id>.item`.
+public final class VaultStore: Sendable {
+    /// The vault directory as given.
+    public let path: String
+    /// The vault's 16-byte id from its marker.
+    public let vaultID: [UInt8]
+
+    let directory: FileDescriptor
+    let groupsDirectory: FileDescriptor
+    let lockFile: FileDescriptor
+    let masterKey: SecureBytes
+
+    private struct State {
+        var groupDirectories: [GroupName: FileDescriptor] = [:]
+        var groupKeys: [GroupName: GroupKeys] = [:]
+        var cleanedGroups: Set<GroupName> = []
+    }
+    private let state = Mutex(State())
+    /// Serialises this process's writers; the OFD lock on `.lock` serialises processes.
+    private let writerMutex = Mutex(())
+
+    static let lockFileName = ".lock"
+    static let groupsDirectoryName = "groups"
+
+    private init(
+        path: String, vaultID: [UInt8], directory: FileDescriptor, groupsDirectory: FileDescriptor,
+        lockFile: FileDescriptor, masterKey: SecureBytes
+    ) {
+        self.path = path
+        self.vaultID = vaultID
+        self.directory = directory
+        self.groupsDirectory = groupsDirectory
+        self.lockFile = lockFile
+        self.masterKey = masterKey
+    }
+
+    deinit {
+        let fds = state.withLock { Array($0.groupDirectories.values) }
+        for fd in fds { try? fd.close() }
+        try? lockFile.close()
+        try? groupsDirectory.close()
+        try? directory.close()
+    }
+
+    // MARK: Creating and opening
+
+    /// Creates a new vault at `path`: the directory (0700, and missing parents), `master.key` (0600,
+    /// 32 random bytes), `.lock`, `groups/` and, last, the `VAULT` marker, each durable. Refuses with
+    /// `vaultAlreadyExists` when a vault is there; nothing is overwritten. An init that was interrupted
+    /// after `master.key` was written is completed with that key.
+    public static func create(at path: String) throws(StoreError) -> VaultStore {
+        try VaultDirectory.prepareForCreate(path)
+        let directory = try VaultDirectory.open(path, creating: true)
+        do throws(StoreError) {
+            if (try? directory.statusAt(VaultMarker.fileName)) != nil {
+                throw StoreError(
+                    .vaultAlreadyExists, "a vault already exists at \(path); nothing was changed", path: path)
+            }
+            let masterKey: SecureBytes
+            if (try? directory.statusAt(MasterKeyFile.fileName)) != nil {
+                // A previous init stopped before its marker: finish it with the key it left.
+                masterKey = try MasterKeyFile.load(in: directory, vaultPath: path)
+            } else {
+                masterKey = try MasterKeyFile.create(in: directory, vaultPath: path)
+            }
+            try ensureLockFile(in: directory, path: path)
+            try ensureGroupsDirectory(in: directory, path: path)
+            let marker = try VaultMarker.random()
+            let encoded = try marker.encoded(masterKey: masterKey)
+            do {
+                try encoded.withStoreBytes { bytes throws(StoreError) in
+                    try AtomicFile.createExclusively(
+                        VaultMarker.fileName, contents: bytes, in: directory, directoryPath: path,
+                        permissions: .ownerReadWrite)
+                }
+            } catch where error.errno == .fileExists {
+                throw StoreError(
+                    .vaultAlreadyExists, "a vault was created at \(path) by another init at the same time",
+                    path: path)
+            }
+        } catch {
+            try? directory.close()
+            throw error
+        }
+        try? directory.close()
+        return try open(at: path)
+    }
+
+    /// Opens the vault at `path`, checking the directory, the key file and the marker; every refusal
+    /// names the file and the fix.
+    public static func open(at path: String) throws(StoreError) -> VaultStore {
+        let directory = try VaultDirectory.open(path, creating: false)
+        var toClose = [directory]
+        do throws(StoreError) {
+            let markerPath = path + "/" + VaultMarker.fileName
+            let markerBytes: [UInt8]
+            do {
+                markerBytes = try VaultDirectory.readSmallFile(
+                    VaultMarker.fileName, in: directory, path: markerPath, limit: 4096)
+            } catch where error.errno == .noSuchFileOrDirectory {
+                if (try? directory.statusAt(MasterKeyFile.fileName)) != nil {
+                    throw StoreError(
+                        .vaultNotFound,
+                        "vault at \(path) is incomplete: \(markerPath) is missing (an init was interrupted); "
+                            + "run `vault init` again to finish it",
+                        path: markerPath)
+                }
+                throw StoreError(
+                    .vaultNotFound, "no vault at \(path) (no \(VaultMarker.fileName) file); create one with `vault init`",
+                    path: path)
+            }
+            // The version must be checked before the key: a future format may keep its key elsewhere.
+            if markerBytes.count >= 5, Array(markerBytes[0..<4]) == VaultMarker.magic,
+                markerBytes[4] != VaultMarker.formatVersion
+            {
+                throw StoreError(
+                    .unsupportedFormat,
+                    "vault at \(path) has format version \(markerBytes[4]); "
+                        + "this build of vault reads version \(VaultMarker.formatVersion)",
+                    path: markerPath)
+            }
+            let masterKey = try MasterKeyFile.load(in: directory, vaultPath: path)
+            let marker = try VaultMarker.decode(markerBytes, masterKey: masterKey, path: markerPath)
+            let lockFile = try ensureLockFile(in: directory, path: path)
+            toClose.append(lockFile)
+            let groups = try ensureGroupsDirectory(in: directory, path: path)
+            return VaultStore(
+                path: path, vaultID: marker.vaultID, directory: directory, groupsDirectory: groups,
+                lockFile: lockFile, masterKey: masterKey)
+        } catch {
+            for fd in toClose { try? fd.close() }
+            throw error
+        }
+    }
+
+    @discardableResult
+    private static func ensureLockFile(in directory: FileDescriptor, path: String) throws(StoreError) -> FileDescriptor {
+        let lockPath = path + "/" + lockFileName
+        do {
+            let fd = try directory.openAt(lockFileName, [.readWrite, .create], permissions: .ownerReadWrite)
+            let status = try fd.status()
+            guard status.kind == .regular else {
+                try? fd.close()
+                throw StoreError(.insecureFile, "\(lockPath) is not a regular file", path: lockPath)
+            }
+            return fd
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError.system(error as! Errno, "open the lock file", path: lockPath)
+        }
+    }
+
+    @discardableResult
+    private static func ensureGroupsDirectory(in directory: FileDescriptor, path: String) throws(StoreError)
+        -> FileDescriptor
+    {
+        let groupsPath = path + "/" + groupsDirectoryName
+        do {
+            try directory.makeDirectoryAt(groupsDirectoryName, permissions: .ownerAll)
+            try AtomicFile.syncDirectory(directory, path: path)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            if (error as! Errno) != .fileExists {
+                throw StoreError.system(error as! Errno, "create", path: groupsPath)
+            }
+        }
+        return try VaultDirectory.openSubdirectory(groupsDirectoryName, in: directory, path: groupsPath)
+    }
+
+    // MARK: Keys and ids
+
+    func keys(for group: GroupName) throws(StoreError) -> GroupKeys {
+        if let keys = state.withLock({ $0.groupKeys[group] }) { return keys }
+        let keys = try GroupKeys(masterKey: masterKey, group: group)
+        state.withLock { $0.groupKeys[group] = keys }
+        return keys
+    }
+
+    /// The id of the item whose canonical primary key is `primaryKey` in `group`: a keyed BLAKE2b
+    /// under the group's index key, so names reveal nothing and differ between groups.
+    public func itemID(group: GroupName, primaryKey: [UInt8]) throws(StoreError) -> ItemID {
+        let keys = try keys(for: group)
+        do {
+            let hash = try KeyDerivation.keyedHash(
+                primaryKey, key: keys.index, domain: KeyDerivation.Domain("vault.item-id.v1"),
+                outputByteCount: ItemID.hashByteCount)
+            return ItemID(hash: hash)
+        } catch {
+            throw StoreError.crypto(error, "cannot compute an item id in group \(group)")
+        }
+    }
+
+    // MARK: Reading
+
+    func groupPath(_ group: GroupName) -> String {
+        path + "/" + Self.groupsDirectoryName + "/" + group.rawValue
+    }
+
+    func itemPath(_ group: GroupName, _ id: ItemID) -> String {
+        groupPath(group) + "/" + id.fileName
+    }
+
+    /// The open directory of `group`, or nil when the group has no directory yet (and `create` is
+    /// false).
+    func groupDirectory(_ group: GroupName, create: Bool) throws(StoreError) -> FileDescriptor? {
+        if let fd = state.withLock({ $0.groupDirectories[group] }) { return fd }
+        let groupPath = groupPath(group)
+        if create {
+            do {
+                try groupsDirectory.makeDirectoryAt(group.rawValue, permissions: .ownerAll)
+                try AtomicFile.syncDirectory(groupsDirectory, path: path + "/" + Self.groupsDirectoryName)
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                if (error as! Errno) != .fileExists {
+                    throw StoreError.system(error as! Errno, "create the group directory", path: groupPath)
+                }
+            }
+        }
+        let fd: FileDescriptor
+        do {
+            fd = try VaultDirectory.openSubdirectory(group.rawValue, in: groupsDirectory, path: groupPath)
+        } catch where error.errno == .noSuchFileOrDirectory {
+            return nil
+        }
+        return state.withLock { state in
+            if let existing = state.groupDirectories[group] {
+                try? fd.close()
+                return existing
+            }
+            state.groupDirectories[group] = fd
+            return fd
+        }
+    }
+
+    /// Reads and decrypts one item; nil when it does not exist. A file that fails any check is an
+    /// `integrity` error naming it, never garbage.
+    public func readItem(group: GroupName, id: ItemID) throws(StoreError) -> SecureBytes? {
+        guard let directory = try groupDirectory(group, create: false) else { return nil }
+        let path = itemPath(group, id)
+        let contents: [UInt8]
+        do {
+            contents = try VaultDirectory.readSmallFile(
+                id.fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
+        } catch where error.errno == .noSuchFileOrDirectory {
+            return nil
+        }
+        return try ItemFile.open(
+            contents, key: try keys(for: group).encryption, vaultID: vaultID, group: group, id: id, path: path)
+    }
+
+    /// The groups that have a directory in the vault, sorted.
+    public func groups() throws(StoreError) -> [GroupName] {
+        let names: [String]
+        do {
+            names = try groupsDirectory.entryNames()
+        } catch {
+            throw StoreError.system(error, "list", path: path + "/" + Self.groupsDirectoryName)
+        }
+        return names.compactMap { try? GroupName($0) }.sorted()
+    }
+
+    /// The ids of the items in `group`, sorted; temp files and foreign names are skipped.
+    public func itemIDs(in group: GroupName) throws(StoreError) -> [ItemID] {
+        guard let directory = try groupDirectory(group, create: false) else { return [] }
+        do {
+            return try directory.entryNames().compactMap { ItemID(fileName: $0) }.sorted()
+        } catch {
+            throw StoreError.system(error, "list", path: groupPath(group))
+        }
+    }
+
+    // MARK: Writing
+
+    /// Runs `body` holding the vault's write lock: this process's writer mutex and an exclusive OFD
+    /// lock on `.lock`, so that a check-then-act in `body` cannot interleave with any other writer, in
+    /// this process or another. The lock is released when `body` returns or throws (or the process
+    /// dies).
+    public func withWriteLock<R>(_ body: (WriteTransaction) throws -> R) throws -> R {
+        try writerMutex.withLock { _ in
+            do {
+                try lockFile.lock(.exclusive)
+            } catch let error as Errno {
+                throw StoreError.system(error, "lock", path: path + "/" + Self.lockFileName)
+            }
+            defer { try? lockFile.unlock() }
+            return try body(WriteTransaction(store: self))
+        }
+    }
+
+    /// Encrypts `plaintext` as item `id` of `group` and durably replaces the file. Call within
+    /// `withWriteLock` (through `WriteTransaction`).
+    func writeItem(group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer) throws(StoreError) {
+        let directory = try groupDirectory(group, create: true)!
+        try removeStaleTemporaryFiles(group: group, directory: directory)
+        let contents = try ItemFile.seal(
+            plaintext, key: try keys(for: group).encryption, vaultID: vaultID, group: group, id: id)
+        try contents.withStoreBytes { bytes throws(StoreError) in
+            try AtomicFile.replace(id.fileName, contents: bytes, in: directory, directoryPath: groupPath(group))
+        }
+    }
+
+    /// Removes item `id` of `group`; false when it did not exist.
+    func removeItem(group: GroupName, id: ItemID) throws(StoreError) -> Bool {
+        guard let directory = try groupDirectory(group, create: false) else { return false }
+        return try AtomicFile.remove(id.fileName, in: directory, directoryPath: groupPath(group))
+    }
+
+    /// Temp files exist only while a writer holds the lock, so under the lock any temp file is left
+    /// from a writer that died; remove them once per group per open store.
+    private func removeStaleTemporaryFiles(group: GroupName, directory: FileDescriptor) throws(StoreError) {
+        if state.withLock({ $0.cleanedGroups.contains(group) }) { return }
+        let names = (try? directory.entryNames()) ?? []
+        for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) {
+            try? directory.unlinkAt(name)
+        }
+        state.withLock { _ = $0.cleanedGroups.insert(group) }
+    }
+}
+
+/// The write side of a vault, handed out only inside `VaultStore.withWriteLock`; do not keep it past
+/// the closure, whose end releases the lock.
+public struct WriteTransaction {
+    let store: VaultStore
+
+    /// Encrypts and durably stores `plaintext` as item `id` of `group`, replacing any previous value.
+    public func write(group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer) throws(StoreError) {
+        try store.writeItem(group: group, id: id, plaintext: plaintext)
+    }
+
+    /// Stores the contents of `plaintext` (see `write(group:id:plaintext:)`).
+    public func write(group: GroupName, id: ItemID, plaintext: SecureBytes) throws(StoreError) {
+        try plaintext.withUnsafeBytes { bytes throws(StoreError) in
+            try store.writeItem(group: group, id: id, plaintext: bytes)
+        }
+    }
+
+    /// Durably removes item `id` of `group`; false when it did not exist.
+    @discardableResult
+    public func remove(group: GroupName, id: ItemID) throws(StoreError) -> Bool {
+        try store.removeItem(group: group, id: id)
+    }
+
+    /// Reads item `id` of `group` under the lock.
+    public func read(group: GroupName, id: ItemID) throws(StoreError) -> SecureBytes? {
+        try store.readItem(group: group, id: id)
+    }
+}

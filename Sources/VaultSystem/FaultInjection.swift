@@ -1,0 +1,97 @@
+#if DEBUG
+import Synchronization
+
+/// The debug-only fault seam: a test installs a `FaultPlan` for the task it runs in, and every system
+/// call of this module made from that task asks the plan whether to fail. Task-local, so tests that run
+/// in parallel do not see each other's faults. Compiled out of release builds.
+public enum FaultInjection {
+    @TaskLocal static var plan: FaultPlan?
+
+    /// Runs `body` with `plan` deciding the fate of each system call made from this task.
+    public static func withPlan<R>(_ plan: FaultPlan, _ body: () throws -> R) rethrows -> R {
+        try $plan.withValue(plan) { try body() }
+    }
+
+    static func fault(for operation: SystemOperation) -> Errno? {
+        guard let plan else { return nil }
+        switch plan.next(operation) {
+        case .fail(let errno): return errno
+        case .proceed, .shortWrite: return nil
+        }
+    }
+
+    /// Whether the current write should be cut short; consulted by `FileDescriptor.write`.
+    static func shortensWrite() -> Bool {
+        plan?.takeShortWrite() ?? false
+    }
+}
+
+/// What the seam does to a system call it matches.
+public enum FaultEffect: Sendable, Equatable {
+    /// The call fails with this error and has no effect.
+    case fail(Errno)
+    /// A write transfers fewer bytes than asked (as the kernel may), then the caller must loop.
+    case shortWrite
+}
+
+/// A schedule of faults: fail the k-th call of an operation, once or from then on.
+public final class FaultPlan: Sendable {
+    enum Decision { case proceed, fail(Errno), shortWrite }
+
+    private struct State {
+        var counts: [SystemOperation: Int] = [:]
+        var pendingShortWrite = false
+        var injected = 0
+    }
+
+    private let operation: SystemOperation
+    private let occurrence: Int
+    private let persistent: Bool
+    private let effect: FaultEffect
+    private let state = Mutex(State())
+
+    /// Fails (or cuts short) the `occurrence`-th call (1-based) of `operation`; with `persistent`,
+    /// also every later call of it.
+    public init(_ operation: SystemOperation, occurrence: Int, effect: FaultEffect, persistent: Bool = false) {
+        self.operation = operation
+        self.occurrence = occurrence
+        self.effect = effect
+        self.persistent = persistent
+    }
+
+    /// A plan that injects nothing and only counts calls.
+    public static func counting() -> FaultPlan {
+        FaultPlan(.open, occurrence: Int.max, effect: .fail(.ioError))
+    }
+
+    /// How many calls of `operation` went through the seam so far.
+    public func count(of operation: SystemOperation) -> Int {
+        state.withLock { $0.counts[operation, default: 0] }
+    }
+
+    /// How many faults were injected so far.
+    public var injectedCount: Int { state.withLock { $0.injected } }
+
+    func next(_ op: SystemOperation) -> Decision {
+        state.withLock { state in
+            let n = state.counts[op, default: 0] + 1
+            state.counts[op] = n
+            guard op == operation, n == occurrence || (persistent && n > occurrence) else { return .proceed }
+            state.injected += 1
+            switch effect {
+            case .fail(let errno): return .fail(errno)
+            case .shortWrite:
+                state.pendingShortWrite = true
+                return .shortWrite
+            }
+        }
+    }
+
+    func takeShortWrite() -> Bool {
+        state.withLock { state in
+            defer { state.pendingShortWrite = false }
+            return state.pendingShortWrite
+        }
+    }
+}
+#endif

@@ -1,0 +1,64 @@
+internal import Glibc
+
+extension FileDescriptor {
+    /// Creates a directory relative to this one.
+    public func makeDirectoryAt(_ path: String, permissions: FilePermissions = .ownerAll) throws(Errno) {
+        _ = try retryingOnInterrupt(.mkdir) {
+            path.withCString { Glibc.mkdirat(rawValue, $0, permissions.rawValue) }
+        }
+    }
+
+    /// Atomically renames `source` (relative to this directory) to `destination` (relative to
+    /// `destinationDirectory`), replacing an existing destination.
+    public func renameAt(_ source: String, to destination: String, in destinationDirectory: FileDescriptor? = nil)
+        throws(Errno)
+    {
+        let target = (destinationDirectory ?? self).rawValue
+        _ = try retryingOnInterrupt(.rename) {
+            source.withCString { s in destination.withCString { d in Glibc.renameat(rawValue, s, target, d) } }
+        }
+    }
+
+    /// Makes a hard link `destination` to `source`, both relative to this directory; fails with
+    /// `EEXIST` when `destination` exists, which makes it an atomic create-if-absent of a complete file.
+    public func linkAt(_ source: String, to destination: String) throws(Errno) {
+        _ = try retryingOnInterrupt(.link) {
+            source.withCString { s in destination.withCString { d in Glibc.linkat(rawValue, s, rawValue, d, 0) } }
+        }
+    }
+
+    /// Removes the file `path` relative to this directory.
+    public func unlinkAt(_ path: String) throws(Errno) {
+        _ = try retryingOnInterrupt(.unlink) { path.withCString { Glibc.unlinkat(rawValue, $0, 0) } }
+    }
+
+    /// Removes the empty directory `path` relative to this directory.
+    public func removeDirectoryAt(_ path: String) throws(Errno) {
+        _ = try retryingOnInterrupt(.unlink) { path.withCString { Glibc.unlinkat(rawValue, $0, AT_REMOVEDIR) } }
+    }
+
+    /// The names in this directory (without "." and ".."), in no particular order.
+    public func entryNames() throws(Errno) -> [String] {
+        // fdopendir takes ownership of its descriptor, so it gets a duplicate.
+        let copy = try retryingOnInterrupt(.readDirectory) { Glibc.fcntl(rawValue, F_DUPFD_CLOEXEC, 0) }
+        guard let dir = Glibc.fdopendir(copy) else {
+            let error = Errno.current
+            Glibc.close(copy)
+            throw error
+        }
+        defer { Glibc.closedir(dir) }
+        Glibc.rewinddir(dir)
+        var names: [String] = []
+        while true {
+            errno = 0
+            guard let entry = Glibc.readdir(dir) else {
+                if errno != 0 { throw Errno.current }
+                return names
+            }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+    }
+}

@@ -1,0 +1,174 @@
+internal import Glibc
+
+/// An open file descriptor. It is a plain value: whoever opens it closes it (`close()` or
+/// `closeAfter(_:)`).
+public struct FileDescriptor: Hashable, Sendable {
+    /// The raw descriptor number.
+    public let rawValue: Int32
+
+    /// Wraps a raw descriptor that the caller owns.
+    public init(rawValue: Int32) {
+        self.rawValue = rawValue
+    }
+
+    /// Standard input.
+    public static let standardInput = FileDescriptor(rawValue: 0)
+    /// Standard output.
+    public static let standardOutput = FileDescriptor(rawValue: 1)
+    /// Standard error.
+    public static let standardError = FileDescriptor(rawValue: 2)
+
+    /// The current working directory, as a base for `*at` calls.
+    public static let currentWorkingDirectory = FileDescriptor(rawValue: AT_FDCWD)
+
+    /// How a file is opened. `O_CLOEXEC` and `O_NOFOLLOW` are always added.
+    public struct OpenOptions: OptionSet, Sendable {
+        /// The raw `open(2)` flags.
+        public let rawValue: Int32
+        /// Wraps raw `open(2)` flags.
+        public init(rawValue: Int32) { self.rawValue = rawValue }
+
+        /// O_RDONLY.
+        public static let readOnly = OpenOptions([])
+        /// O_WRONLY.
+        public static let writeOnly = OpenOptions(rawValue: O_WRONLY)
+        /// O_RDWR.
+        public static let readWrite = OpenOptions(rawValue: O_RDWR)
+        /// O_CREAT.
+        public static let create = OpenOptions(rawValue: O_CREAT)
+        /// O_EXCL: with `create`, fail if the name exists (even as a dangling symlink).
+        public static let exclusiveCreate = OpenOptions(rawValue: O_EXCL)
+        /// O_TRUNC.
+        public static let truncate = OpenOptions(rawValue: O_TRUNC)
+        /// O_APPEND.
+        public static let append = OpenOptions(rawValue: O_APPEND)
+        /// O_DIRECTORY: fail unless the path is a directory.
+        public static let directory = OpenOptions(rawValue: O_DIRECTORY)
+    }
+
+    /// Opens `path` relative to this directory descriptor, never following a symlink in the last
+    /// component and never leaking the descriptor into a child process.
+    public func openAt(
+        _ path: String,
+        _ options: OpenOptions,
+        permissions: FilePermissions = .ownerReadWrite
+    ) throws(Errno) -> FileDescriptor {
+        let flags = options.rawValue | O_CLOEXEC | O_NOFOLLOW
+        let fd = try retryingOnInterrupt(.open) {
+            path.withCString { Glibc.openat(rawValue, $0, flags, permissions.rawValue) }
+        }
+        return FileDescriptor(rawValue: fd)
+    }
+
+    /// Opens a directory relative to this one (`O_DIRECTORY|O_NOFOLLOW`): a symlink is refused with
+    /// `ELOOP` or `ENOTDIR`.
+    public func openDirectoryAt(_ path: String) throws(Errno) -> FileDescriptor {
+        try openAt(path, [.readOnly, .directory])
+    }
+
+    /// Closes the descriptor. On Linux the descriptor is released even when close reports an error,
+    /// so it is never retried; the error still matters (it can carry a delayed write failure).
+    public func close() throws(Errno) {
+        try notRetrying(.close) { Glibc.close(rawValue) }
+    }
+
+    /// Runs `body`, then closes the descriptor; an error from `body` wins over one from close.
+    public func closeAfter<R>(_ body: () throws -> R) throws -> R {
+        let result: R
+        do {
+            result = try body()
+        } catch {
+            try? close()
+            throw error
+        }
+        try close()
+        return result
+    }
+
+    /// Reads up to `buffer.count` bytes; returns how many were read (0 at end of file).
+    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+        try retryingOnInterrupt(.read) { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
+    }
+
+    /// Writes from `buffer`, possibly fewer bytes than asked; returns how many were written.
+    public func write(_ buffer: UnsafeRawBufferPointer) throws(Errno) -> Int {
+        var count = buffer.count
+        #if DEBUG
+        if count > 1, FaultInjection.shortensWrite() {
+            count /= 2
+        }
+        #endif
+        let limited = count
+        return try retryingOnInterrupt(.write) { Glibc.write(rawValue, buffer.baseAddress, limited) }
+    }
+
+    /// Writes every byte of `buffer`, looping over short writes.
+    public func writeAll(_ buffer: UnsafeRawBufferPointer) throws(Errno) {
+        var offset = 0
+        while offset < buffer.count {
+            let written = try write(UnsafeRawBufferPointer(rebasing: buffer[offset...]))
+            // A zero-byte write of a non-empty buffer would loop forever; the kernel reports ENOSPC
+            // for a full disk, so treat it as that.
+            if written == 0 { throw Errno.noSpace }
+            offset += written
+        }
+    }
+
+    /// Writes every byte of `bytes`, looping over short writes.
+    public func writeAll(_ bytes: [UInt8]) throws(Errno) {
+        let result: Result<Void, Errno> = bytes.withUnsafeBytes { buffer in
+            Result { () throws(Errno) in try writeAll(buffer) }
+        }
+        try result.get()
+    }
+
+    /// Reads the rest of the file, refusing more than `limit` bytes (a file that grew past what the
+    /// caller accepts is `EFBIG`, never an unbounded allocation).
+    public func readAll(limit: Int) throws(Errno) -> [UInt8] {
+        var result: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = try chunk.withUnsafeMutableBytes { buffer in
+                Result { () throws(Errno) in try read(into: buffer) }
+            }.get()
+            if n == 0 { return result }
+            if result.count + n > limit { throw Errno.fileTooLarge }
+            result.append(contentsOf: chunk[0..<n])
+        }
+    }
+
+    /// Reads the rest of the file into `buffer`, which must be at least one byte larger than the most
+    /// the caller accepts; returns the byte count, or throws `EFBIG` when the file fills the buffer.
+    public func readAll(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+        var offset = 0
+        while offset < buffer.count {
+            let n = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[offset...]))
+            if n == 0 { return offset }
+            offset += n
+        }
+        throw Errno.fileTooLarge
+    }
+
+    /// Flushes the file's data and metadata to stable storage. A failure is returned once and never
+    /// retried: after a failed fsync the kernel may have dropped the dirty pages.
+    public func sync() throws(Errno) {
+        _ = try retryingOnInterrupt(.fsync) { Glibc.fsync(rawValue) }
+    }
+
+    /// The file's status (`fstat`).
+    public func status() throws(Errno) -> FileStatus {
+        var st = stat()
+        _ = try retryingOnInterrupt(.stat) { Glibc.fstat(rawValue, &st) }
+        return FileStatus(st)
+    }
+
+    /// The status of `path` relative to this directory, without following a symlink (`fstatat` with
+    /// `AT_SYMLINK_NOFOLLOW`).
+    public func statusAt(_ path: String) throws(Errno) -> FileStatus {
+        var st = stat()
+        _ = try retryingOnInterrupt(.stat) {
+            path.withCString { Glibc.fstatat(rawValue, $0, &st, AT_SYMLINK_NOFOLLOW) }
+        }
+        return FileStatus(st)
+    }
+}

@@ -1,0 +1,46 @@
+internal import Glibc
+
+/// What `stat` says of a file, in the few fields the vault checks.
+public struct FileStatus: Sendable, Equatable {
+    /// The kind of file.
+    public enum Kind: Sendable, Equatable {
+        /// A regular file.
+        case regular
+        /// A directory.
+        case directory
+        /// A symbolic link.
+        case symbolicLink
+        /// Anything else (device, FIFO, socket).
+        case other
+    }
+
+    /// The kind of file.
+    public let kind: Kind
+    /// The permission bits.
+    public let permissions: FilePermissions
+    /// The owner's user id.
+    public let ownerID: UInt32
+    /// The size in bytes.
+    public let size: Int64
+    /// The number of hard links.
+    public let linkCount: UInt64
+    /// Device and inode: together they identify the file.
+    public let device: UInt64
+    /// Device and inode: together they identify the file.
+    public let inode: UInt64
+
+    init(_ st: stat) {
+        switch st.st_mode & S_IFMT {
+        case S_IFREG: kind = .regular
+        case S_IFDIR: kind = .directory
+        case S_IFLNK: kind = .symbolicLink
+        default: kind = .other
+        }
+        permissions = FilePermissions(rawValue: st.st_mode)
+        ownerID = st.st_uid
+        size = Int64(st.st_size)
+        linkCount = UInt64(st.st_nlink)
+        device = UInt64(st.st_dev)
+        inode = UInt64(st.st_ino)
+    }
+}

@@ -1,0 +1,27 @@
+/// The system calls that go through this module, named so that the fault seam can target them.
+public enum SystemOperation: String, Sendable, CaseIterable, Hashable {
+    /// open(2) and openat(2).
+    case open
+    /// read(2) and pread(2).
+    case read
+    /// write(2).
+    case write
+    /// fsync(2).
+    case fsync
+    /// close(2).
+    case close
+    /// renameat(2).
+    case rename
+    /// linkat(2).
+    case link
+    /// unlinkat(2).
+    case unlink
+    /// mkdirat(2).
+    case mkdir
+    /// fstat(2) and fstatat(2).
+    case stat
+    /// fcntl(2) locks.
+    case lock
+    /// Reading a directory's entries.
+    case readDirectory
+}
