@@ -23,7 +23,7 @@ let package = Package(
         .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"]),
         .executableTarget(name: "vault", dependencies: ["VaultStore"]),
 
-        .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"]),
+        .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto", "VaultSystem"]),
         .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"]),

@@ -25,8 +25,8 @@ public final class SecureBytes: @unchecked Sendable {
             )
         }
         sodium_memzero(memory, max(count, 1))
-        self.pointer = memory
-        self.count = count
+        // Fill before the stored properties are set: a throw from a fully initialised class would run
+        // deinit and free the memory a second time.
         do {
             try initializer(UnsafeMutableRawBufferPointer(start: memory, count: count))
         } catch {
@@ -34,6 +34,8 @@ public final class SecureBytes: @unchecked Sendable {
             throw error
         }
         _ = sodium_mprotect_readonly(memory)
+        self.pointer = memory
+        self.count = count
     }
 
     /// Copies `bytes` into secure memory. The caller remains responsible for wiping its own copy.

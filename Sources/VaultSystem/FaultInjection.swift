@@ -13,16 +13,12 @@ public enum FaultInjection {
     }
 
     static func fault(for operation: SystemOperation) -> Errno? {
-        guard let plan else { return nil }
-        switch plan.next(operation) {
-        case .fail(let errno): return errno
-        case .proceed, .shortWrite: return nil
-        }
+        if case .fail(let errno) = decision(for: operation) { return errno }
+        return nil
     }
 
-    /// Whether the current write should be cut short; consulted by `FileDescriptor.write`.
-    static func shortensWrite() -> Bool {
-        plan?.takeShortWrite() ?? false
+    static func decision(for operation: SystemOperation) -> FaultPlan.Decision {
+        plan?.next(operation) ?? .proceed
     }
 }
 
@@ -40,7 +36,6 @@ public final class FaultPlan: Sendable {
 
     private struct State {
         var counts: [SystemOperation: Int] = [:]
-        var pendingShortWrite = false
         var injected = 0
     }
 
@@ -80,17 +75,8 @@ public final class FaultPlan: Sendable {
             state.injected += 1
             switch effect {
             case .fail(let errno): return .fail(errno)
-            case .shortWrite:
-                state.pendingShortWrite = true
-                return .shortWrite
+            case .shortWrite: return .shortWrite
             }
-        }
-    }
-
-    func takeShortWrite() -> Bool {
-        state.withLock { state in
-            defer { state.pendingShortWrite = false }
-            return state.pendingShortWrite
         }
     }
 }

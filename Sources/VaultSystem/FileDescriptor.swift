@@ -94,12 +94,15 @@ public struct FileDescriptor: Hashable, Sendable {
     public func write(_ buffer: UnsafeRawBufferPointer) throws(Errno) -> Int {
         var count = buffer.count
         #if DEBUG
-        if count > 1, FaultInjection.shortensWrite() {
-            count /= 2
+        switch FaultInjection.decision(for: .write) {
+        case .fail(let error): throw error
+        case .shortWrite: count = max(1, count / 2)
+        case .proceed: break
         }
         #endif
         let limited = count
-        return try retryingOnInterrupt(.write) { Glibc.write(rawValue, buffer.baseAddress, limited) }
+        // The seam was consulted above, so the call itself passes no operation.
+        return try retryingOnInterrupt(nil) { Glibc.write(rawValue, buffer.baseAddress, limited) }
     }
 
     /// Writes every byte of `buffer`, looping over short writes.

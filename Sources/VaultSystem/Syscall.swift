@@ -4,11 +4,11 @@ internal import Glibc
 /// call, retrying on EINTR, and turns -1 into the thread's errno.
 @inline(__always)
 func retryingOnInterrupt<R: BinaryInteger>(
-    _ operation: SystemOperation,
+    _ operation: SystemOperation?,
     _ body: () -> R
 ) throws(Errno) -> R {
     #if DEBUG
-    if let injected = FaultInjection.fault(for: operation) {
+    if let operation, let injected = FaultInjection.fault(for: operation) {
         throw injected
     }
     #endif

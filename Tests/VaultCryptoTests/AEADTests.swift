@@ -1,0 +1,112 @@
+import Testing
+
+@testable import VaultCrypto
+
+struct AEADVector: Decodable {
+    let source: String
+    let key: String
+    let nonce: String
+    let ad: String
+    let plaintext: String
+    let ciphertext: String
+    let tag: String
+}
+
+@Suite struct XChaCha20Poly1305Tests {
+    func key(_ bytes: [UInt8]) throws -> SecureBytes {
+        try bytes.withUnsafeBytes { try SecureBytes(copying: $0) }
+    }
+
+    @Test func specificationVectors() throws {
+        let vectors = try Vectors.load([AEADVector].self, "xchacha20poly1305.json")
+        #expect(!vectors.isEmpty)
+        for vector in vectors {
+            let k = try key(Hex.decode(vector.key))
+            let plaintext = Hex.decode(vector.plaintext)
+            let sealed = try plaintext.withUnsafeBytes {
+                try XChaCha20Poly1305.seal(
+                    $0, key: k, nonce: Hex.decode(vector.nonce), associatedData: Hex.decode(vector.ad))
+            }
+            #expect(Hex.encode(sealed) == vector.ciphertext + vector.tag, "\(vector.source)")
+            let opened = try sealed.withUnsafeBytes {
+                try XChaCha20Poly1305.open(
+                    $0, key: k, nonce: Hex.decode(vector.nonce), associatedData: Hex.decode(vector.ad))
+            }
+            #expect(opened.withUnsafeBytes { Array($0) } == plaintext)
+        }
+    }
+
+    @Test func roundTripAndEveryTamperingFails() throws {
+        let k = try SecureBytes.random(count: 32)
+        let nonce = try XChaCha20Poly1305.randomNonce()
+        let ad: [UInt8] = Array("group/item".utf8)
+        let message: [UInt8] = Array("the secret".utf8)
+        let sealed = try message.withUnsafeBytes {
+            try XChaCha20Poly1305.seal($0, key: k, nonce: nonce, associatedData: ad)
+        }
+        #expect(sealed.count == message.count + XChaCha20Poly1305.tagByteCount)
+
+        func open(_ c: [UInt8], key: SecureBytes, nonce: [UInt8], ad: [UInt8]) throws -> SecureBytes {
+            try c.withUnsafeBytes { try XChaCha20Poly1305.open($0, key: key, nonce: nonce, associatedData: ad) }
+        }
+        #expect(try open(sealed, key: k, nonce: nonce, ad: ad).withUnsafeBytes { Array($0) } == message)
+
+        // Every single-bit flip of the ciphertext and tag is caught.
+        for bit in 0..<(sealed.count * 8) {
+            var damaged = sealed
+            damaged[bit / 8] ^= UInt8(1 << (bit % 8))
+            #expect(throws: CryptoError(.authenticationFailed, "authentication failed")) {
+                _ = try open(damaged, key: k, nonce: nonce, ad: ad)
+            }
+        }
+        // Every truncation is caught.
+        for length in 0..<sealed.count {
+            #expect(throws: CryptoError.self) { _ = try open(Array(sealed[0..<length]), key: k, nonce: nonce, ad: ad) }
+        }
+        // Wrong key, nonce, associated data.
+        #expect(throws: CryptoError.self) {
+            _ = try open(sealed, key: try SecureBytes.random(count: 32), nonce: nonce, ad: ad)
+        }
+        var otherNonce = nonce
+        otherNonce[0] ^= 1
+        #expect(throws: CryptoError.self) { _ = try open(sealed, key: k, nonce: otherNonce, ad: ad) }
+        #expect(throws: CryptoError.self) { _ = try open(sealed, key: k, nonce: nonce, ad: ad + [0]) }
+    }
+
+    @Test func wrongSizesAreErrors() throws {
+        let short = try SecureBytes.random(count: 16)
+        #expect(throws: CryptoError.self) {
+            _ = try [UInt8]().withUnsafeBytes {
+                try XChaCha20Poly1305.seal($0, key: short, nonce: [UInt8](repeating: 0, count: 24), associatedData: [])
+            }
+        }
+        let k = try SecureBytes.random(count: 32)
+        #expect(throws: CryptoError.self) {
+            _ = try [UInt8]().withUnsafeBytes {
+                try XChaCha20Poly1305.seal($0, key: k, nonce: [1, 2, 3], associatedData: [])
+            }
+        }
+    }
+
+    @Test func noncesAreFreshAndTheRightSize() throws {
+        var seen = Set<[UInt8]>()
+        for _ in 0..<10_000 {
+            let nonce = try XChaCha20Poly1305.randomNonce()
+            #expect(nonce.count == 24)
+            seen.insert(nonce)
+        }
+        #expect(seen.count == 10_000)
+    }
+
+    @Test func emptyPlaintextRoundTrips() throws {
+        let k = try SecureBytes.random(count: 32)
+        let nonce = try XChaCha20Poly1305.randomNonce()
+        let sealed = try [UInt8]().withUnsafeBytes {
+            try XChaCha20Poly1305.seal($0, key: k, nonce: nonce, associatedData: [])
+        }
+        let opened = try sealed.withUnsafeBytes {
+            try XChaCha20Poly1305.open($0, key: k, nonce: nonce, associatedData: [])
+        }
+        #expect(opened.count == 0)
+    }
+}

@@ -1,5 +1,0 @@
-import Testing
-
-@testable import VaultCrypto
-
-@Test func links() {}

@@ -1,5 +1,0 @@
-import Testing
-
-@testable import VaultSystem
-
-@Test func links() {}
