@@ -125,7 +125,9 @@ enum AtomicFile {
 extension Array where Element == UInt8 {
     /// `withUnsafeBytes` for a body that throws `StoreError`, keeping the error's type.
     func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws(StoreError) -> R) throws(StoreError) -> R {
-        let result: Result<R, StoreError> = withUnsafeBytes { bytes in Result { () throws(StoreError) in try body(bytes) } }
+        let result: Result<R, StoreError> = withUnsafeBytes { bytes in
+            Result { () throws(StoreError) in try body(bytes) }
+        }
         return try result.get()
     }
 }

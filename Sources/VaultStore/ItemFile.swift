@@ -94,7 +94,7 @@ enum ItemFile {
         }
         do {
             return try result.get()
-        } catch where error.code == .authenticationFailed {
+        } catch  where error.code == .authenticationFailed {
             throw StoreError(
                 .integrity,
                 "\(path) failed authentication: it was tampered with, damaged, moved from another item, group "

@@ -115,7 +115,7 @@ enum MasterKeyFile {
                     fileName, contents: bytes, in: directory, directoryPath: vaultPath,
                     permissions: .ownerReadWrite)
             }
-        } catch where error.errno == .fileExists {
+        } catch  where error.errno == .fileExists {
             throw StoreError(
                 .vaultAlreadyExists, "\(path) already exists; another init created this vault first", path: path,
                 cause: error.cause)

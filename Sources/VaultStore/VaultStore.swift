@@ -22,6 +22,7 @@ public final class VaultStore: Sendable {
         var groupDirectories: [GroupName: FileDescriptor] = [:]
         var groupKeys: [GroupName: GroupKeys] = [:]
         var cleanedGroups: Set<GroupName> = []
+        var cleanedVaultDirectory = false
     }
     private let state = Mutex(State())
     /// Serialises this process's writers; the OFD lock on `.lock` serialises processes.
@@ -81,7 +82,7 @@ public final class VaultStore: Sendable {
                         VaultMarker.fileName, contents: bytes, in: directory, directoryPath: path,
                         permissions: .ownerReadWrite)
                 }
-            } catch where error.errno == .fileExists {
+            } catch  where error.errno == .fileExists {
                 throw StoreError(
                     .vaultAlreadyExists, "a vault was created at \(path) by another init at the same time",
                     path: path)
@@ -105,7 +106,7 @@ public final class VaultStore: Sendable {
             do {
                 markerBytes = try VaultDirectory.readSmallFile(
                     VaultMarker.fileName, in: directory, path: markerPath, limit: 4096)
-            } catch where error.errno == .noSuchFileOrDirectory {
+            } catch  where error.errno == .noSuchFileOrDirectory {
                 if (try? directory.statusAt(MasterKeyFile.fileName)) != nil {
                     throw StoreError(
                         .vaultNotFound,
@@ -114,7 +115,8 @@ public final class VaultStore: Sendable {
                         path: markerPath)
                 }
                 throw StoreError(
-                    .vaultNotFound, "no vault at \(path) (no \(VaultMarker.fileName) file); create one with `vault init`",
+                    .vaultNotFound,
+                    "no vault at \(path) (no \(VaultMarker.fileName) file); create one with `vault init`",
                     path: path)
             }
             // The version must be checked before the key: a future format may keep its key elsewhere.
@@ -142,7 +144,8 @@ public final class VaultStore: Sendable {
     }
 
     @discardableResult
-    private static func ensureLockFile(in directory: FileDescriptor, path: String) throws(StoreError) -> FileDescriptor {
+    private static func ensureLockFile(in directory: FileDescriptor, path: String) throws(StoreError) -> FileDescriptor
+    {
         let lockPath = path + "/" + lockFileName
         do {
             let fd = try directory.openAt(lockFileName, [.readWrite, .create], permissions: .ownerReadWrite)
@@ -230,7 +233,7 @@ public final class VaultStore: Sendable {
         let fd: FileDescriptor
         do {
             fd = try VaultDirectory.openSubdirectory(group.rawValue, in: groupsDirectory, path: groupPath)
-        } catch where error.errno == .noSuchFileOrDirectory {
+        } catch  where error.errno == .noSuchFileOrDirectory {
             return nil
         }
         return state.withLock { state in
@@ -252,7 +255,7 @@ public final class VaultStore: Sendable {
         do {
             contents = try VaultDirectory.readSmallFile(
                 id.fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
-        } catch where error.errno == .noSuchFileOrDirectory {
+        } catch  where error.errno == .noSuchFileOrDirectory {
             return nil
         }
         return try ItemFile.open(
@@ -294,6 +297,7 @@ public final class VaultStore: Sendable {
                 throw StoreError.system(error, "lock", path: path + "/" + Self.lockFileName)
             }
             defer { try? lockFile.unlock() }
+            removeStaleTemporaryFilesInVaultDirectory()
             return try body(WriteTransaction(store: self))
         }
     }
@@ -314,6 +318,19 @@ public final class VaultStore: Sendable {
     func removeItem(group: GroupName, id: ItemID) throws(StoreError) -> Bool {
         guard let directory = try groupDirectory(group, create: false) else { return false }
         return try AtomicFile.remove(id.fileName, in: directory, directoryPath: groupPath(group))
+    }
+
+    /// Init leaves a temp file in the vault directory only when even its removal failed; the first
+    /// writer of each open store removes such leftovers.
+    private func removeStaleTemporaryFilesInVaultDirectory() {
+        let first = state.withLock { state in
+            defer { state.cleanedVaultDirectory = true }
+            return !state.cleanedVaultDirectory
+        }
+        guard first else { return }
+        for name in (try? directory.entryNames()) ?? [] where name.hasPrefix(AtomicFile.temporaryPrefix) {
+            try? directory.unlinkAt(name)
+        }
     }
 
     /// Temp files exist only while a writer holds the lock, so under the lock any temp file is left

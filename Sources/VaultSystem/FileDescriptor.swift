@@ -94,11 +94,11 @@ public struct FileDescriptor: Hashable, Sendable {
     public func write(_ buffer: UnsafeRawBufferPointer) throws(Errno) -> Int {
         var count = buffer.count
         #if DEBUG
-        switch FaultInjection.decision(for: .write) {
-        case .fail(let error): throw error
-        case .shortWrite: count = max(1, count / 2)
-        case .proceed: break
-        }
+            switch FaultInjection.decision(for: .write) {
+            case .fail(let error): throw error
+            case .shortWrite: count = max(1, count / 2)
+            case .proceed: break
+            }
         #endif
         let limited = count
         // The seam was consulted above, so the call itself passes no operation.

@@ -21,7 +21,7 @@ extension FileDescriptor {
         do {
             _ = try retryingOnInterrupt(.lock) { vault_ofd_lock(rawValue, kind.rawValue, 0) }
             return true
-        } catch where error == .wouldBlock || error == .permissionDenied {
+        } catch  where error == .wouldBlock || error == .permissionDenied {
             return false
         }
     }

@@ -8,9 +8,9 @@ func retryingOnInterrupt<R: BinaryInteger>(
     _ body: () -> R
 ) throws(Errno) -> R {
     #if DEBUG
-    if let operation, let injected = FaultInjection.fault(for: operation) {
-        throw injected
-    }
+        if let operation, let injected = FaultInjection.fault(for: operation) {
+            throw injected
+        }
     #endif
     while true {
         let result = body()
@@ -25,9 +25,9 @@ func retryingOnInterrupt<R: BinaryInteger>(
 @inline(__always)
 func notRetrying(_ operation: SystemOperation, _ body: () -> Int32) throws(Errno) {
     #if DEBUG
-    if let injected = FaultInjection.fault(for: operation) {
-        throw injected
-    }
+        if let injected = FaultInjection.fault(for: operation) {
+            throw injected
+        }
     #endif
     if body() == -1 {
         let error = Errno.current

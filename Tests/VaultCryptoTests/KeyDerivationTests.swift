@@ -26,7 +26,9 @@ struct BLAKE2bVectorFile: Decodable {
             case "vault.grp.idx.v1": domain = KeyDerivation.Domain("vault.grp.idx.v1")
             default: domain = KeyDerivation.Domain("vault.marker.v1")
             }
-            #expect(domain.personal == Array(vector.personal.utf8) + [UInt8](repeating: 0, count: 16 - vector.personal.utf8.count))
+            #expect(
+                domain.personal == Array(vector.personal.utf8)
+                    + [UInt8](repeating: 0, count: 16 - vector.personal.utf8.count))
             let hash = try KeyDerivation.keyedHash(
                 Hex.decode(vector.message), key: key, domain: domain, outputByteCount: vector.outputByteCount)
             #expect(Hex.encode(hash) == vector.hash)
@@ -49,7 +51,8 @@ struct BLAKE2bVectorFile: Decodable {
         #expect(a != b)
         #expect(a != aIndex)
         #expect(a != master)
-        let other = try KeyDerivation.subkey(of: try SecureBytes.random(count: 32), domain: enc, context: Array("group-a".utf8))
+        let other = try KeyDerivation.subkey(
+            of: try SecureBytes.random(count: 32), domain: enc, context: Array("group-a".utf8))
         #expect(a != other)
     }
 

@@ -1,5 +1,0 @@
-import Testing
-
-@testable import VaultStore
-
-@Test func links() {}
