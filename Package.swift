@@ -25,5 +25,10 @@ let package = Package(
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto", "VaultSystem"]),
         .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"]),
+
+        // VaultArchive fuzzing (scripts/fuzz) and benchmark (`swift run -c release archive-bench`).
+        .executableTarget(name: "FuzzArchiveDecode", dependencies: ["VaultArchive"]),
+        .executableTarget(name: "FuzzArchiveRoundTrip", dependencies: ["VaultArchive"]),
+        .executableTarget(name: "archive-bench", dependencies: ["VaultArchive"], path: "Sources/ArchiveBench"),
     ]
 )

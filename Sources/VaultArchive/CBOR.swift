@@ -109,18 +109,3 @@ package enum CBORTag {
     /// RFC 8949 §3.4.6: self-described CBOR.
     package static let selfDescribed: UInt64 = 55799
 }
-
-extension CodingKey {
-    /// Whether this key is written as a CBOR integer key: it has an integer value whose decimal text is its
-    /// string value (as the keys of `[Int: V]` do). Every other key is written as a text key.
-    @inline(__always)
-    var archiveIntKey: Int? {
-        guard let i = intValue else { return nil }
-        let text = stringValue
-        // Fast reject: a decimal integer's text starts with a digit or '-'.
-        guard let first = text.utf8.first, first == UInt8(ascii: "-") || (first >= 0x30 && first <= 0x39) else {
-            return nil
-        }
-        return text == String(i) ? i : nil
-    }
-}

@@ -162,6 +162,9 @@ final class ArchiveDecoder: Decoder {
         if T.self == UInt16.self { return try integer(item, UInt16.self, path: path()) as! T }
         if T.self == Int8.self { return try integer(item, Int8.self, path: path()) as! T }
         if T.self == UInt8.self { return try integer(item, UInt8.self, path: path()) as! T }
+        if let dictionary = T.self as? any IntKeyedDecodable.Type {
+            return try dictionary.archiveDecode(item, path: path(), state: state) as! T
+        }
         let decoder = ArchiveDecoder(value: item, codingPath: path(), state: state)
         return try state.decode(T.self, with: decoder)
     }
@@ -276,6 +279,43 @@ final class ArchiveDecoder: Decoder {
     }
 }
 
+/// `[Int: V]`, read from a CBOR map with integer keys only.
+protocol IntKeyedDecodable {
+    static func archiveDecode(_ item: CBOR, path: [any CodingKey], state: DecodeState) throws -> Self
+}
+
+extension Dictionary: IntKeyedDecodable where Key == Int, Value: Decodable {
+    static func archiveDecode(_ item: CBOR, path: [any CodingKey], state: DecodeState) throws -> Self {
+        guard case .map(let entries) = item else {
+            throw ArchiveDecoder.mismatch(Self.self, item, "a map", path)
+        }
+        var result: [Int: Value] = [:]
+        result.reserveCapacity(entries.count)
+        for entry in entries {
+            let key: Int
+            switch entry.key {
+            case .unsigned(let u) where u <= UInt64(Int.max):
+                key = Int(u)
+            case .negative(let n) where n <= UInt64(Int.max):
+                key = -1 - Int(n)
+            default:
+                throw ArchiveDecoder.corrupted(
+                    path,
+                    "a map decoded as [Int: \(Value.self)] needs Int keys, found \(entry.key.kindDescription)"
+                )
+            }
+            // The scanner has already rejected duplicate keys, so this never overwrites.
+            result[key] = try ArchiveDecoder.unbox(
+                entry.value,
+                as: Value.self,
+                path: path + [ArchiveCodingKey(intValue: key)],
+                state: state
+            )
+        }
+        return result
+    }
+}
+
 // MARK: - Containers
 
 private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
@@ -287,19 +327,9 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         var keys: [Key] = []
         keys.reserveCapacity(entries.count)
         for entry in entries {
-            switch entry.key {
-            case .text(let s):
-                if let key = Key(stringValue: s), key.archiveIntKey == nil, key.stringValue == s { keys.append(key) }
-            case .unsigned(let u):
-                if u <= UInt64(Int.max), let key = Key(intValue: Int(u)), key.archiveIntKey == Int(u) {
-                    keys.append(key)
-                }
-            case .negative(let n):
-                if n <= UInt64(Int.max), let key = Key(intValue: -1 - Int(n)), key.archiveIntKey == -1 - Int(n) {
-                    keys.append(key)
-                }
-            default:
-                break
+            // Only text keys name fields; integer keys belong to `[Int: V]`, which is decoded without this.
+            if case .text(let s) = entry.key, let key = Key(stringValue: s), key.stringValue == s {
+                keys.append(key)
             }
         }
         return keys
@@ -406,7 +436,7 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func superDecoder() throws -> any Decoder {
-        try superDecoder(key: ArchiveCodingKey.super, lookup: EncodeKey.text("super"))
+        try superDecoder(key: ArchiveCodingKey.super, lookup: .text("super"))
     }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {

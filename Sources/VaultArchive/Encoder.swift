@@ -13,12 +13,10 @@ enum EncodeKey {
     case text(String)
     case int(Int)
 
+    /// The key of a keyed container: always its text (only `[Int: V]` is written with integer keys).
+    @inline(__always)
     init(_ key: some CodingKey) {
-        if let i = key.archiveIntKey {
-            self = .int(i)
-        } else {
-            self = .text(key.stringValue)
-        }
+        self = .text(key.stringValue)
     }
 
     /// Orders keys as their deterministic encodings order bytewise (RFC 8949 §4.2.1).
@@ -139,8 +137,16 @@ final class ArchiveEncoder: Encoder {
             )
         }
         let child = ArchiveEncoder(state: state, codingPath: codingPath + [key], depth: depth + 1)
-        try value.encode(to: child)
-        return child.node ?? .map(EncodeMap())
+        return try child.encodeComposite(value)
+    }
+
+    /// Lets a non-leaf value encode itself into this (fresh) encoder and returns what it wrote.
+    func encodeComposite<T: Encodable>(_ value: T) throws -> EncodeNode {
+        if let dictionary = value as? any IntKeyedEncodable {
+            return try dictionary.archiveNode(encoder: self)
+        }
+        try value.encode(to: self)
+        return node ?? .map(EncodeMap())
     }
 
     /// The CBOR of values the archive maps itself (scalars, strings, bytes, Date, UUID, URL), or nil.
@@ -195,6 +201,22 @@ final class ArchiveEncoder: Encoder {
                 u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.7, u.8, u.9, u.10, u.11, u.12, u.13, u.14, u.15,
             ])
         )
+    }
+}
+
+/// `[Int: V]`, written as a CBOR map with integer keys (every other keyed container has text keys).
+protocol IntKeyedEncodable {
+    func archiveNode(encoder: ArchiveEncoder) throws -> EncodeNode
+}
+
+extension Dictionary: IntKeyedEncodable where Key == Int, Value: Encodable {
+    func archiveNode(encoder: ArchiveEncoder) throws -> EncodeNode {
+        let map = EncodeMap()
+        map.entries.reserveCapacity(count)
+        for (key, value) in self {
+            map.entries.append((.int(key), try encoder.box(value, at: ArchiveCodingKey(intValue: key))))
+        }
+        return .map(map)
     }
 }
 
@@ -359,8 +381,7 @@ private struct SingleValueContainer: SingleValueEncodingContainer {
             )
         }
         let child = ArchiveEncoder(state: encoder.state, codingPath: codingPath, depth: encoder.depth + 1)
-        try value.encode(to: child)
-        encoder.node = child.node ?? .map(EncodeMap())
+        encoder.node = try child.encodeComposite(value)
     }
 }
 

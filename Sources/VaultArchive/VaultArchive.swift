@@ -45,9 +45,7 @@ public enum VaultArchive {
         if let leaf = try ArchiveEncoder.leaf(value, path: []) {
             node = .value(leaf)
         } else {
-            let encoder = ArchiveEncoder(state: state, codingPath: [], depth: 0)
-            try value.encode(to: encoder)
-            node = encoder.node ?? .map(EncodeMap())
+            node = try ArchiveEncoder(state: state, codingPath: [], depth: 0).encodeComposite(value)
         }
         if let misuse = state.misuse { throw misuse }
         var writer = CBORWriter(capacity: 128)
