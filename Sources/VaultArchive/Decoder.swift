@@ -19,18 +19,12 @@ final class DecodeState {
     func decode<T: Decodable>(_ type: T.Type, with decoder: ArchiveDecoder) throws -> T {
         guard rejectsUnknownKeys else { return try T(from: decoder) }
         let scope = opened.count
-        let value: T
-        do {
-            value = try T(from: decoder)
-        } catch {
-            opened.removeSubrange(scope...)
-            throw error
-        }
+        defer { opened.removeSubrange(scope...) }
+        let value = try T(from: decoder)
         if opened.count > scope {
             for index in scope..<opened.count {
                 try opened[index].checkFullyRead()
             }
-            opened.removeSubrange(scope...)
         }
         return value
     }
