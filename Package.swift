@@ -26,6 +26,11 @@ let package = Package(
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto", "VaultSystem"]),
-        .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"]),
+        .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"], exclude: ["Vectors", "Regressions"]),
+
+        // VaultArchive fuzzing (scripts/fuzz) and benchmark (`swift run -c release archive-bench`).
+        .executableTarget(name: "FuzzArchiveDecode", dependencies: ["VaultArchive"]),
+        .executableTarget(name: "FuzzArchiveRoundTrip", dependencies: ["VaultArchive"]),
+        .executableTarget(name: "archive-bench", dependencies: ["VaultArchive"], path: "Sources/ArchiveBench"),
     ]
 )

@@ -1,0 +1,446 @@
+import FoundationEssentials
+
+/// A value being encoded: finished leaves, or containers that may still be filled through references.
+enum EncodeNode {
+    case value(CBOR)
+    case array(EncodeArray)
+    case map(EncodeMap)
+    case deferred(ArchiveEncoder)
+}
+
+/// The key of an encoded map entry: a text key or an integer key.
+enum EncodeKey {
+    case text(String)
+    case int(Int)
+
+    /// The key of a keyed container: always its text (only `[Int: V]` is written with integer keys).
+    @inline(__always)
+    init(_ key: some CodingKey) {
+        self = .text(key.stringValue)
+    }
+
+    /// Orders keys as their deterministic encodings order bytewise (RFC 8949 §4.2.1).
+    static func precedes(_ a: EncodeKey, _ b: EncodeKey) -> Bool {
+        switch (a, b) {
+        case (.text(let x), .text(let y)):
+            let cx = x.utf8.count
+            let cy = y.utf8.count
+            if cx != cy { return cx < cy }
+            return x.utf8.lexicographicallyPrecedes(y.utf8)
+        case (.int, .text): return true
+        case (.text, .int): return false
+        case (.int(let x), .int(let y)):
+            // Major type 0 (non-negative) sorts before major type 1; within type 1, -1 < -2 < ... bytewise.
+            if (x >= 0) != (y >= 0) { return x >= 0 }
+            return x >= 0 ? x < y : x > y
+        }
+    }
+
+    static func == (a: EncodeKey, b: EncodeKey) -> Bool {
+        switch (a, b) {
+        case (.text(let x), .text(let y)): return x == y
+        case (.int(let x), .int(let y)): return x == y
+        default: return false
+        }
+    }
+}
+
+final class EncodeArray {
+    var items: [EncodeNode] = []
+}
+
+final class EncodeMap {
+    var entries: [(key: EncodeKey, value: EncodeNode)] = []
+}
+
+/// Shared state of one top-level encode.
+final class EncodeState {
+    let maxDepth: Int
+    let userInfo: [CodingUserInfoKey: Any]
+    /// The first misuse of the container API (which cannot throw); reported when the encode finishes.
+    var misuse: EncodingError?
+
+    init(maxDepth: Int, userInfo: [CodingUserInfoKey: Any]) {
+        self.maxDepth = maxDepth
+        self.userInfo = userInfo
+    }
+}
+
+/// The `Encoder` handed to `Encodable` types.
+final class ArchiveEncoder: Encoder {
+    let state: EncodeState
+    let codingPath: [any CodingKey]
+    let depth: Int
+    var node: EncodeNode?
+
+    var userInfo: [CodingUserInfoKey: Any] { state.userInfo }
+
+    init(state: EncodeState, codingPath: [any CodingKey], depth: Int) {
+        self.state = state
+        self.codingPath = codingPath
+        self.depth = depth
+    }
+
+    func recordMisuse(_ message: String) {
+        if state.misuse == nil {
+            state.misuse = EncodingError.invalidValue(
+                (),
+                EncodingError.Context(codingPath: codingPath, debugDescription: message)
+            )
+        }
+    }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) -> KeyedEncodingContainer<Key> {
+        let map: EncodeMap
+        switch node {
+        case .map(let existing):
+            map = existing
+        case nil:
+            map = EncodeMap()
+            node = .map(map)
+        default:
+            recordMisuse("a keyed container was requested after another value was encoded at this path")
+            map = EncodeMap()
+        }
+        return KeyedEncodingContainer(KeyedContainer<Key>(encoder: self, map: map))
+    }
+
+    func unkeyedContainer() -> any UnkeyedEncodingContainer {
+        let array: EncodeArray
+        switch node {
+        case .array(let existing):
+            array = existing
+        case nil:
+            array = EncodeArray()
+            node = .array(array)
+        default:
+            recordMisuse("an unkeyed container was requested after another value was encoded at this path")
+            array = EncodeArray()
+        }
+        return UnkeyedContainer(encoder: self, array: array, codingPath: codingPath)
+    }
+
+    func singleValueContainer() -> any SingleValueEncodingContainer {
+        SingleValueContainer(encoder: self)
+    }
+
+    /// Encodes one value that lives at `path` (one level below this encoder) into a node.
+    func box<T: Encodable>(_ value: T, at key: any CodingKey) throws -> EncodeNode {
+        if let leaf = try Self.leaf(value, path: codingPath + [key]) { return .value(leaf) }
+        guard depth < state.maxDepth else {
+            throw EncodingError.invalidValue(
+                value,
+                EncodingError.Context(
+                    codingPath: codingPath + [key],
+                    debugDescription: "nesting deeper than the limit of \(state.maxDepth)"
+                )
+            )
+        }
+        let child = ArchiveEncoder(state: state, codingPath: codingPath + [key], depth: depth + 1)
+        return try child.encodeComposite(value)
+    }
+
+    /// Lets a non-leaf value encode itself into this (fresh) encoder and returns what it wrote.
+    func encodeComposite<T: Encodable>(_ value: T) throws -> EncodeNode {
+        if let dictionary = value as? any IntKeyedEncodable {
+            return try dictionary.archiveNode(encoder: self)
+        }
+        try value.encode(to: self)
+        return node ?? .map(EncodeMap())
+    }
+
+    /// The CBOR of values the archive maps itself (scalars, strings, bytes, Date, UUID, URL), or nil.
+    @inline(__always)
+    static func leaf<T: Encodable>(_ value: T, path: @autoclosure () -> [any CodingKey]) throws -> CBOR? {
+        if T.self == String.self { return .text(value as! String) }
+        if T.self == Int.self { return int(Int64(value as! Int)) }
+        if T.self == Bool.self { return .bool(value as! Bool) }
+        if T.self == Double.self { return .float(value as! Double) }
+        if T.self == Data.self { return .bytes([UInt8](value as! Data)) }
+        if T.self == [UInt8].self { return .bytes(value as! [UInt8]) }
+        if T.self == Date.self { return try date(value as! Date, path: path()) }
+        if T.self == UUID.self { return uuid(value as! UUID) }
+        if T.self == URL.self { return .tagged(CBORTag.uri, .text((value as! URL).absoluteString)) }
+        if T.self == Float.self { return .float(Double(value as! Float)) }
+        if T.self == Int64.self { return int(value as! Int64) }
+        if T.self == UInt64.self { return .unsigned(value as! UInt64) }
+        if T.self == UInt.self { return .unsigned(UInt64(value as! UInt)) }
+        if T.self == Int32.self { return int(Int64(value as! Int32)) }
+        if T.self == UInt32.self { return .unsigned(UInt64(value as! UInt32)) }
+        if T.self == Int16.self { return int(Int64(value as! Int16)) }
+        if T.self == UInt16.self { return .unsigned(UInt64(value as! UInt16)) }
+        if T.self == Int8.self { return int(Int64(value as! Int8)) }
+        if T.self == UInt8.self { return .unsigned(UInt64(value as! UInt8)) }
+        return nil
+    }
+
+    @inline(__always)
+    static func int(_ v: Int64) -> CBOR {
+        v >= 0 ? .unsigned(UInt64(v)) : .negative(UInt64(bitPattern: -1 - v))
+    }
+
+    static func date(_ date: Date, path: [any CodingKey]) throws -> CBOR {
+        let seconds = date.timeIntervalSince1970
+        guard seconds.isFinite else {
+            throw EncodingError.invalidValue(
+                date,
+                EncodingError.Context(codingPath: path, debugDescription: "a date must be finite")
+            )
+        }
+        if let whole = Int64(exactly: seconds) {
+            return .tagged(CBORTag.epochDate, int(whole))
+        }
+        return .tagged(CBORTag.epochDate, .float(seconds))
+    }
+
+    static func uuid(_ uuid: UUID) -> CBOR {
+        let u = uuid.uuid
+        return .tagged(
+            CBORTag.uuid,
+            .bytes([
+                u.0, u.1, u.2, u.3, u.4, u.5, u.6, u.7, u.8, u.9, u.10, u.11, u.12, u.13, u.14, u.15,
+            ])
+        )
+    }
+}
+
+/// `[Int: V]`, written as a CBOR map with integer keys (every other keyed container has text keys).
+protocol IntKeyedEncodable {
+    func archiveNode(encoder: ArchiveEncoder) throws -> EncodeNode
+}
+
+extension Dictionary: IntKeyedEncodable where Key == Int, Value: Encodable {
+    func archiveNode(encoder: ArchiveEncoder) throws -> EncodeNode {
+        let map = EncodeMap()
+        map.entries.reserveCapacity(count)
+        for (key, value) in self {
+            map.entries.append((.int(key), try encoder.box(value, at: ArchiveCodingKey(intValue: key))))
+        }
+        return .map(map)
+    }
+}
+
+// MARK: - Containers
+
+private struct KeyedContainer<Key: CodingKey>: KeyedEncodingContainerProtocol {
+    let encoder: ArchiveEncoder
+    let map: EncodeMap
+    var codingPath: [any CodingKey] { encoder.codingPath }
+
+    @inline(__always)
+    private func put(_ value: CBOR, _ key: Key) {
+        map.entries.append((EncodeKey(key), .value(value)))
+    }
+
+    mutating func encodeNil(forKey key: Key) throws { put(.null, key) }
+    mutating func encode(_ value: Bool, forKey key: Key) throws { put(.bool(value), key) }
+    mutating func encode(_ value: String, forKey key: Key) throws { put(.text(value), key) }
+    mutating func encode(_ value: Double, forKey key: Key) throws { put(.float(value), key) }
+    mutating func encode(_ value: Float, forKey key: Key) throws { put(.float(Double(value)), key) }
+    mutating func encode(_ value: Int, forKey key: Key) throws { put(ArchiveEncoder.int(Int64(value)), key) }
+    mutating func encode(_ value: Int8, forKey key: Key) throws { put(ArchiveEncoder.int(Int64(value)), key) }
+    mutating func encode(_ value: Int16, forKey key: Key) throws { put(ArchiveEncoder.int(Int64(value)), key) }
+    mutating func encode(_ value: Int32, forKey key: Key) throws { put(ArchiveEncoder.int(Int64(value)), key) }
+    mutating func encode(_ value: Int64, forKey key: Key) throws { put(ArchiveEncoder.int(value), key) }
+    mutating func encode(_ value: UInt, forKey key: Key) throws { put(.unsigned(UInt64(value)), key) }
+    mutating func encode(_ value: UInt8, forKey key: Key) throws { put(.unsigned(UInt64(value)), key) }
+    mutating func encode(_ value: UInt16, forKey key: Key) throws { put(.unsigned(UInt64(value)), key) }
+    mutating func encode(_ value: UInt32, forKey key: Key) throws { put(.unsigned(UInt64(value)), key) }
+    mutating func encode(_ value: UInt64, forKey key: Key) throws { put(.unsigned(value), key) }
+
+    mutating func encode<T: Encodable>(_ value: T, forKey key: Key) throws {
+        let node = try encoder.box(value, at: key)
+        map.entries.append((EncodeKey(key), node))
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type,
+        forKey key: Key
+    ) -> KeyedEncodingContainer<NestedKey> {
+        let child = ArchiveEncoder(state: encoder.state, codingPath: codingPath + [key], depth: encoder.depth + 1)
+        map.entries.append((EncodeKey(key), .deferred(child)))
+        return child.container(keyedBy: keyType)
+    }
+
+    mutating func nestedUnkeyedContainer(forKey key: Key) -> any UnkeyedEncodingContainer {
+        let child = ArchiveEncoder(state: encoder.state, codingPath: codingPath + [key], depth: encoder.depth + 1)
+        map.entries.append((EncodeKey(key), .deferred(child)))
+        return child.unkeyedContainer()
+    }
+
+    mutating func superEncoder() -> any Encoder {
+        superEncoder(forKey: ArchiveCodingKey.super)
+    }
+
+    mutating func superEncoder(forKey key: Key) -> any Encoder {
+        superEncoder(forKey: key as any CodingKey)
+    }
+
+    private func superEncoder(forKey key: any CodingKey) -> any Encoder {
+        let child = ArchiveEncoder(state: encoder.state, codingPath: codingPath + [key], depth: encoder.depth + 1)
+        map.entries.append((EncodeKey(key), .deferred(child)))
+        return child
+    }
+}
+
+private struct UnkeyedContainer: UnkeyedEncodingContainer {
+    let encoder: ArchiveEncoder
+    let array: EncodeArray
+    let codingPath: [any CodingKey]
+    var count: Int { array.items.count }
+
+    private var nextKey: ArchiveCodingKey { ArchiveCodingKey(index: array.items.count) }
+
+    mutating func encodeNil() throws { array.items.append(.value(.null)) }
+    mutating func encode(_ value: Bool) throws { array.items.append(.value(.bool(value))) }
+    mutating func encode(_ value: String) throws { array.items.append(.value(.text(value))) }
+    mutating func encode(_ value: Double) throws { array.items.append(.value(.float(value))) }
+    mutating func encode(_ value: Float) throws { array.items.append(.value(.float(Double(value)))) }
+    mutating func encode(_ value: Int) throws { array.items.append(.value(ArchiveEncoder.int(Int64(value)))) }
+    mutating func encode(_ value: Int8) throws { array.items.append(.value(ArchiveEncoder.int(Int64(value)))) }
+    mutating func encode(_ value: Int16) throws { array.items.append(.value(ArchiveEncoder.int(Int64(value)))) }
+    mutating func encode(_ value: Int32) throws { array.items.append(.value(ArchiveEncoder.int(Int64(value)))) }
+    mutating func encode(_ value: Int64) throws { array.items.append(.value(ArchiveEncoder.int(value))) }
+    mutating func encode(_ value: UInt) throws { array.items.append(.value(.unsigned(UInt64(value)))) }
+    mutating func encode(_ value: UInt8) throws { array.items.append(.value(.unsigned(UInt64(value)))) }
+    mutating func encode(_ value: UInt16) throws { array.items.append(.value(.unsigned(UInt64(value)))) }
+    mutating func encode(_ value: UInt32) throws { array.items.append(.value(.unsigned(UInt64(value)))) }
+    mutating func encode(_ value: UInt64) throws { array.items.append(.value(.unsigned(value))) }
+
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        let node = try encoder.box(value, at: nextKey)
+        array.items.append(node)
+    }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy keyType: NestedKey.Type
+    ) -> KeyedEncodingContainer<NestedKey> {
+        let child = ArchiveEncoder(state: encoder.state, codingPath: codingPath + [nextKey], depth: encoder.depth + 1)
+        array.items.append(.deferred(child))
+        return child.container(keyedBy: keyType)
+    }
+
+    mutating func nestedUnkeyedContainer() -> any UnkeyedEncodingContainer {
+        let child = ArchiveEncoder(state: encoder.state, codingPath: codingPath + [nextKey], depth: encoder.depth + 1)
+        array.items.append(.deferred(child))
+        return child.unkeyedContainer()
+    }
+
+    mutating func superEncoder() -> any Encoder {
+        let child = ArchiveEncoder(state: encoder.state, codingPath: codingPath + [nextKey], depth: encoder.depth + 1)
+        array.items.append(.deferred(child))
+        return child
+    }
+}
+
+private struct SingleValueContainer: SingleValueEncodingContainer {
+    let encoder: ArchiveEncoder
+    var codingPath: [any CodingKey] { encoder.codingPath }
+
+    private func set(_ value: CBOR) {
+        if encoder.node != nil {
+            encoder.recordMisuse("a single value was encoded where a value was already encoded")
+            return
+        }
+        encoder.node = .value(value)
+    }
+
+    mutating func encodeNil() throws { set(.null) }
+    mutating func encode(_ value: Bool) throws { set(.bool(value)) }
+    mutating func encode(_ value: String) throws { set(.text(value)) }
+    mutating func encode(_ value: Double) throws { set(.float(value)) }
+    mutating func encode(_ value: Float) throws { set(.float(Double(value))) }
+    mutating func encode(_ value: Int) throws { set(ArchiveEncoder.int(Int64(value))) }
+    mutating func encode(_ value: Int8) throws { set(ArchiveEncoder.int(Int64(value))) }
+    mutating func encode(_ value: Int16) throws { set(ArchiveEncoder.int(Int64(value))) }
+    mutating func encode(_ value: Int32) throws { set(ArchiveEncoder.int(Int64(value))) }
+    mutating func encode(_ value: Int64) throws { set(ArchiveEncoder.int(value)) }
+    mutating func encode(_ value: UInt) throws { set(.unsigned(UInt64(value))) }
+    mutating func encode(_ value: UInt8) throws { set(.unsigned(UInt64(value))) }
+    mutating func encode(_ value: UInt16) throws { set(.unsigned(UInt64(value))) }
+    mutating func encode(_ value: UInt32) throws { set(.unsigned(UInt64(value))) }
+    mutating func encode(_ value: UInt64) throws { set(.unsigned(value)) }
+
+    mutating func encode<T: Encodable>(_ value: T) throws {
+        if encoder.node != nil {
+            encoder.recordMisuse("a single value was encoded where a value was already encoded")
+            return
+        }
+        if let leaf = try ArchiveEncoder.leaf(value, path: codingPath) {
+            encoder.node = .value(leaf)
+            return
+        }
+        // The value encodes itself into this same encoder (e.g. a wrapper type forwarding to its payload).
+        guard encoder.depth < encoder.state.maxDepth else {
+            throw EncodingError.invalidValue(
+                value,
+                EncodingError.Context(
+                    codingPath: codingPath,
+                    debugDescription: "nesting deeper than the limit of \(encoder.state.maxDepth)"
+                )
+            )
+        }
+        let child = ArchiveEncoder(state: encoder.state, codingPath: codingPath, depth: encoder.depth + 1)
+        encoder.node = try child.encodeComposite(value)
+    }
+}
+
+// MARK: - Writing nodes
+
+extension CBORWriter {
+    mutating func write(_ node: EncodeNode) {
+        switch node {
+        case .value(let item):
+            write(item)
+        case .array(let array):
+            writeHead(4, UInt64(array.items.count))
+            for item in array.items { write(item) }
+        case .map(let map):
+            writeMap(map)
+        case .deferred(let encoder):
+            write(encoder.node ?? .map(EncodeMap()))
+        }
+    }
+
+    private mutating func writeMap(_ map: EncodeMap) {
+        let entries = map.entries
+        if entries.count <= 1 {
+            writeHead(5, UInt64(entries.count))
+            if let entry = entries.first {
+                writeKey(entry.key)
+                write(entry.value)
+            }
+            return
+        }
+        // Stable order by key, then keep the last value written for a key (a key encoded twice overwrites).
+        let order = entries.indices.sorted { a, b in
+            let ka = entries[a].key
+            let kb = entries[b].key
+            if EncodeKey.precedes(ka, kb) { return true }
+            if EncodeKey.precedes(kb, ka) { return false }
+            return a < b
+        }
+        var kept: [Int] = []
+        kept.reserveCapacity(order.count)
+        for index in order {
+            if let last = kept.last, entries[last].key == entries[index].key {
+                kept[kept.count - 1] = index
+            } else {
+                kept.append(index)
+            }
+        }
+        writeHead(5, UInt64(kept.count))
+        for index in kept {
+            writeKey(entries[index].key)
+            write(entries[index].value)
+        }
+    }
+
+    @inline(__always)
+    private mutating func writeKey(_ key: EncodeKey) {
+        switch key {
+        case .text(let s): writeText(s)
+        case .int(let i): writeInt(Int64(i))
+        }
+    }
+}

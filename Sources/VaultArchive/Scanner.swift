@@ -1,0 +1,257 @@
+/// Turns bytes into a ``CBOR`` tree, accepting only the core deterministic encoding (RFC 8949 §4.2.1).
+///
+/// Every length and count is checked against the bytes left before anything is allocated, all arithmetic
+/// is checked, recursion is bounded by `maxDepth`, and every violation is a `DecodingError.dataCorrupted`
+/// whose coding path leads to the offending item and whose description names the byte offset.
+package struct CBORScanner {
+    private let input: [UInt8]
+    private var position: Int
+    private let maxDepth: Int
+    private var path: [any CodingKey] = []
+
+    private init(input: [UInt8], position: Int, maxDepth: Int) {
+        self.input = input
+        self.position = position
+        self.maxDepth = maxDepth
+    }
+
+    /// Scans a complete archive: the envelope (tag 55799, an array of two, version 1), one item, and nothing
+    /// after it.
+    package static func scanArchive(_ input: [UInt8], maxDepth: Int, maxSize: Int) throws -> CBOR {
+        guard input.count <= maxSize else {
+            throw corrupted([], "archive of \(input.count) bytes exceeds the size limit of \(maxSize) bytes")
+        }
+        guard input.count >= 3, input[0] == 0xD9, input[1] == 0xD9, input[2] == 0xF7 else {
+            throw corrupted([], "not a vault archive: missing the self-describe tag 55799 (d9 d9 f7)")
+        }
+        guard input.count >= 4, input[3] == 0x82 else {
+            throw corrupted([], "not a vault archive: expected an array of two items (82) at byte offset 3")
+        }
+        var scanner = CBORScanner(input: input, position: 4, maxDepth: maxDepth)
+        let versionKey = ArchiveCodingKey(stringValue: "<archive version>")
+        scanner.path = [versionKey]
+        let version = try scanner.scanItem(depth: 0)
+        guard case .unsigned(1) = version else {
+            if case .unsigned(let v) = version {
+                throw corrupted([versionKey], "unsupported archive version \(v); this decoder reads version 1")
+            }
+            throw corrupted([versionKey], "not a vault archive: the version is \(version.kindDescription)")
+        }
+        scanner.path = []
+        let value = try scanner.scanItem(depth: 0)
+        guard scanner.position == input.count else {
+            throw corrupted([], "\(input.count - scanner.position) trailing bytes after the archive at byte offset "
+                + "\(scanner.position)")
+        }
+        return value
+    }
+
+    /// Scans exactly one bare item (no envelope) that must fill `input`.
+    package static func scanItem(_ input: [UInt8], maxDepth: Int) throws -> CBOR {
+        var scanner = CBORScanner(input: input, position: 0, maxDepth: maxDepth)
+        let value = try scanner.scanItem(depth: 0)
+        guard scanner.position == input.count else {
+            throw corrupted([], "trailing bytes at byte offset \(scanner.position)")
+        }
+        return value
+    }
+
+    static func corrupted(_ path: [any CodingKey], _ message: String) -> DecodingError {
+        DecodingError.dataCorrupted(DecodingError.Context(codingPath: path, debugDescription: message))
+    }
+
+    private func fail(_ message: String, at offset: Int) -> DecodingError {
+        Self.corrupted(path, "\(message) at byte offset \(offset)")
+    }
+
+    private var remaining: Int { input.count - position }
+
+    private mutating func readByte() throws -> UInt8 {
+        guard position < input.count else { throw fail("unexpected end of input", at: position) }
+        let b = input[position]
+        position += 1
+        return b
+    }
+
+    /// Reads the argument of a head whose additional information is `info` (0...27), requiring the shortest form.
+    private mutating func readArgument(_ info: UInt8, headAt start: Int) throws -> UInt64 {
+        switch info {
+        case 0..<24:
+            return UInt64(info)
+        case 24...27:
+            let size = 1 << Int(info - 24)
+            guard size <= remaining else { throw fail("unexpected end of input in a head", at: start) }
+            var value: UInt64 = 0
+            for i in 0..<size {
+                value = (value << 8) | UInt64(input[position + i])
+            }
+            position += size
+            let minimum: UInt64
+            switch size {
+            case 1: minimum = 24
+            case 2: minimum = 0x100
+            case 4: minimum = 0x1_0000
+            default: minimum = 0x1_0000_0000
+            }
+            guard value >= minimum else {
+                throw fail("non-shortest head (argument \(value) written in \(size) bytes)", at: start)
+            }
+            return value
+        case 31:
+            throw fail("indefinite length items are not allowed", at: start)
+        default:
+            throw fail("reserved additional information \(info)", at: start)
+        }
+    }
+
+    private static func key(for item: CBOR) -> any CodingKey {
+        switch item {
+        case .text(let s): return ArchiveCodingKey(stringValue: s)
+        case .unsigned(let u) where u <= UInt64(Int.max): return ArchiveCodingKey(intValue: Int(u))
+        case .negative(let n) where n <= UInt64(Int.max): return ArchiveCodingKey(intValue: -1 - Int(n))
+        default: return ArchiveCodingKey(stringValue: "<\(item.kindDescription) key>")
+        }
+    }
+
+    private mutating func scanItem(depth: Int) throws -> CBOR {
+        let start = position
+        let initial = try readByte()
+        let major = initial >> 5
+        let info = initial & 0x1F
+
+        if major == 7 {
+            return try scanSimpleOrFloat(info, headAt: start)
+        }
+        let argument = try readArgument(info, headAt: start)
+        switch major {
+        case 0:
+            return .unsigned(argument)
+        case 1:
+            return .negative(argument)
+        case 2:
+            guard argument <= UInt64(remaining) else {
+                throw fail("byte string of \(argument) bytes is longer than the \(remaining) bytes left", at: start)
+            }
+            let end = position + Int(argument)
+            let bytes = Array(input[position..<end])
+            position = end
+            return .bytes(bytes)
+        case 3:
+            guard argument <= UInt64(remaining) else {
+                throw fail("text string of \(argument) bytes is longer than the \(remaining) bytes left", at: start)
+            }
+            let end = position + Int(argument)
+            guard let text = String(validating: input[position..<end], as: UTF8.self) else {
+                throw fail("invalid UTF-8 in a text string", at: start)
+            }
+            position = end
+            return .text(text)
+        case 4:
+            guard argument <= UInt64(remaining) else {
+                throw fail("array of \(argument) items cannot fit in the \(remaining) bytes left", at: start)
+            }
+            guard depth < maxDepth else { throw fail("nesting deeper than the limit of \(maxDepth)", at: start) }
+            let count = Int(argument)
+            var items: [CBOR] = []
+            items.reserveCapacity(count)
+            for index in 0..<count {
+                path.append(ArchiveCodingKey(index: index))
+                items.append(try scanItem(depth: depth + 1))
+                path.removeLast()
+            }
+            return .array(items)
+        case 5:
+            guard argument <= UInt64(remaining / 2) else {
+                throw fail("map of \(argument) entries cannot fit in the \(remaining) bytes left", at: start)
+            }
+            guard depth < maxDepth else { throw fail("nesting deeper than the limit of \(maxDepth)", at: start) }
+            let count = Int(argument)
+            var entries: [CBORMapEntry] = []
+            entries.reserveCapacity(count)
+            var previousKey = 0..<0
+            for index in 0..<count {
+                let keyStart = position
+                path.append(ArchiveCodingKey(stringValue: "<key \(index)>"))
+                let key = try scanItem(depth: depth + 1)
+                path.removeLast()
+                let keyRange = keyStart..<position
+                if index > 0 {
+                    let previous = input[previousKey]
+                    let current = input[keyRange]
+                    if previous.elementsEqual(current) {
+                        path.append(Self.key(for: key))
+                        defer { path.removeLast() }
+                        throw fail("duplicate map key", at: keyStart)
+                    }
+                    guard previous.lexicographicallyPrecedes(current) else {
+                        path.append(Self.key(for: key))
+                        defer { path.removeLast() }
+                        throw fail("map keys are not in deterministic (bytewise) order", at: keyStart)
+                    }
+                }
+                previousKey = keyRange
+                path.append(Self.key(for: key))
+                let value = try scanItem(depth: depth + 1)
+                path.removeLast()
+                entries.append(CBORMapEntry(key: key, value: value))
+            }
+            return .map(entries)
+        default:  // 6
+            guard depth < maxDepth else { throw fail("nesting deeper than the limit of \(maxDepth)", at: start) }
+            let content = try scanItem(depth: depth + 1)
+            return .tagged(argument, content)
+        }
+    }
+
+    private mutating func scanSimpleOrFloat(_ info: UInt8, headAt start: Int) throws -> CBOR {
+        switch info {
+        case 20: return .bool(false)
+        case 21: return .bool(true)
+        case 22: return .null
+        case 23: throw fail("the simple value undefined is not supported", at: start)
+        case 24:
+            let value = try readByte()
+            if value < 32 {
+                throw fail("simple value \(value) in two bytes is not well-formed", at: start)
+            }
+            throw fail("unassigned simple value \(value)", at: start)
+        case 25:
+            guard remaining >= 2 else { throw fail("unexpected end of input in a half float", at: start) }
+            let bits = UInt16(input[position]) << 8 | UInt16(input[position + 1])
+            position += 2
+            let half = Float16(bitPattern: bits)
+            if half.isNaN && bits != 0x7E00 {
+                throw fail("non-canonical NaN (the only NaN allowed is f9 7e 00)", at: start)
+            }
+            return .float(Double(half))
+        case 26:
+            guard remaining >= 4 else { throw fail("unexpected end of input in a single float", at: start) }
+            var bits: UInt32 = 0
+            for i in 0..<4 { bits = bits << 8 | UInt32(input[position + i]) }
+            position += 4
+            let single = Float(bitPattern: bits)
+            if single.isNaN { throw fail("non-canonical NaN (the only NaN allowed is f9 7e 00)", at: start) }
+            if Float16(exactly: single) != nil {
+                throw fail("non-shortest float: \(single) fits in a half float", at: start)
+            }
+            return .float(Double(single))
+        case 27:
+            guard remaining >= 8 else { throw fail("unexpected end of input in a double float", at: start) }
+            var bits: UInt64 = 0
+            for i in 0..<8 { bits = bits << 8 | UInt64(input[position + i]) }
+            position += 8
+            let double = Double(bitPattern: bits)
+            if double.isNaN { throw fail("non-canonical NaN (the only NaN allowed is f9 7e 00)", at: start) }
+            if Float(exactly: double) != nil {
+                throw fail("non-shortest float: \(double) fits in a narrower float", at: start)
+            }
+            return .float(double)
+        case 28...30:
+            throw fail("reserved additional information \(info)", at: start)
+        case 31:
+            throw fail("unexpected break (ff) outside an indefinite length item", at: start)
+        default:
+            throw fail("unassigned simple value \(info)", at: start)
+        }
+    }
+}

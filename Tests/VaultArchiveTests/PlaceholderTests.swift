@@ -1,7 +1,0 @@
-import Testing
-
-@testable import VaultArchive
-
-@Test func archiveModuleLinks() {
-    _ = VaultArchive.self
-}
