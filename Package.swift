@@ -6,6 +6,7 @@ let package = Package(
     products: [
         .library(name: "VaultArchive", targets: ["VaultArchive"]),
         .library(name: "VaultStore", targets: ["VaultStore"]),
+        .library(name: "Vault", targets: ["Vault"]),
         .executable(name: "vault", targets: ["vault"]),
     ],
     targets: [
@@ -21,12 +22,18 @@ let package = Package(
         .target(name: "VaultSystem", dependencies: ["CVaultSystem"]),
         .target(name: "VaultArchive"),
         .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"]),
+        .target(name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto"]),
         .executableTarget(name: "vault", dependencies: ["VaultStore"]),
+        // A process for the multi-process tests to spawn.
+        .executableTarget(name: "vault-test-helper", dependencies: ["Vault"], path: "Sources/VaultTestHelper"),
 
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto", "VaultSystem"]),
         .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"], exclude: ["Vectors", "Regressions"]),
+        .testTarget(
+            name: "VaultTests",
+            dependencies: ["Vault", "VaultStore", "VaultArchive", "VaultSystem", "vault-test-helper"]),
 
         // VaultArchive fuzzing (scripts/fuzz) and benchmark (`swift run -c release archive-bench`).
         .executableTarget(name: "FuzzArchiveDecode", dependencies: ["VaultArchive"]),

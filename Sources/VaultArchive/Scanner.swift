@@ -40,8 +40,10 @@ package struct CBORScanner {
         scanner.path = []
         let value = try scanner.scanItem(depth: 0)
         guard scanner.position == input.count else {
-            throw corrupted([], "\(input.count - scanner.position) trailing bytes after the archive at byte offset "
-                + "\(scanner.position)")
+            throw corrupted(
+                [],
+                "\(input.count - scanner.position) trailing bytes after the archive at byte offset "
+                    + "\(scanner.position)")
         }
         return value
     }

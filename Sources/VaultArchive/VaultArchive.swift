@@ -100,7 +100,8 @@ public enum VaultArchive {
             throw DecodingError.dataCorrupted(
                 DecodingError.Context(
                     codingPath: [],
-                    debugDescription: "archive of \(data.count) bytes exceeds the size limit of \(options.maxSize) bytes"
+                    debugDescription:
+                        "archive of \(data.count) bytes exceeds the size limit of \(options.maxSize) bytes"
                 )
             )
         }

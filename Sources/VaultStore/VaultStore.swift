@@ -320,6 +320,49 @@ public final class VaultStore: Sendable {
         return try AtomicFile.remove(id.fileName, in: directory, directoryPath: groupPath(group))
     }
 
+    static func checkNoteName(_ name: String) throws(StoreError) {
+        guard name.hasPrefix("."), !name.hasPrefix(AtomicFile.temporaryPrefix), !name.contains("/"), name.count > 1,
+            name != ".."
+        else {
+            throw StoreError(.invalidName, "\"\(name.debugDescriptionEscaped)\" is not a note name")
+        }
+    }
+
+    func writeNote(group: GroupName, name: String, contents: [UInt8]) throws(StoreError) {
+        try Self.checkNoteName(name)
+        let directory = try groupDirectory(group, create: true)!
+        try contents.withStoreBytes { bytes throws(StoreError) in
+            try AtomicFile.replace(name, contents: bytes, in: directory, directoryPath: groupPath(group))
+        }
+    }
+
+    func removeNote(group: GroupName, name: String) throws(StoreError) {
+        try Self.checkNoteName(name)
+        guard let directory = try groupDirectory(group, create: false) else { return }
+        _ = try AtomicFile.remove(name, in: directory, directoryPath: groupPath(group))
+    }
+
+    func notes(group: GroupName, prefix: String) throws(StoreError) -> [(name: String, contents: [UInt8])] {
+        guard let directory = try groupDirectory(group, create: false) else { return [] }
+        let names: [String]
+        do {
+            names = try directory.entryNames()
+        } catch {
+            throw StoreError.system(error, "list", path: groupPath(group))
+        }
+        var result: [(name: String, contents: [UInt8])] = []
+        for name in names.sorted() where name.hasPrefix(prefix) && name.hasPrefix(".") {
+            do {
+                let contents = try VaultDirectory.readSmallFile(
+                    name, in: directory, path: groupPath(group) + "/" + name, limit: 4096)
+                result.append((name, contents))
+            } catch  where error.errno == .noSuchFileOrDirectory {
+                continue
+            }
+        }
+        return result
+    }
+
     /// Init leaves a temp file in the vault directory only when even its removal failed; the first
     /// writer of each open store removes such leftovers.
     private func removeStaleTemporaryFilesInVaultDirectory() {
@@ -366,6 +409,22 @@ public struct WriteTransaction {
     @discardableResult
     public func remove(group: GroupName, id: ItemID) throws(StoreError) -> Bool {
         try store.removeItem(group: group, id: id)
+    }
+
+    /// Durably writes a small note file `name` (which must start with '.', so listings skip it) in the
+    /// directory of `group`: the layer above records intents there that survive a crash.
+    public func writeNote(group: GroupName, name: String, contents: [UInt8]) throws(StoreError) {
+        try store.writeNote(group: group, name: name, contents: contents)
+    }
+
+    /// Removes note `name` of `group` (no error when it is gone).
+    public func removeNote(group: GroupName, name: String) throws(StoreError) {
+        try store.removeNote(group: group, name: name)
+    }
+
+    /// The notes of `group` whose names start with `prefix`, with their contents.
+    public func notes(group: GroupName, prefix: String) throws(StoreError) -> [(name: String, contents: [UInt8])] {
+        try store.notes(group: group, prefix: prefix)
     }
 
     /// Reads item `id` of `group` under the lock.

@@ -1,0 +1,123 @@
+import FoundationEssentials
+
+/// The attributes of an item, named as Apple's `kSecAttr*` keys. In an add they describe the new item
+/// (a missing service or account is ""); in a query each non-nil attribute must match exactly; in an
+/// update each non-nil attribute is set. The vault fills in `accessGroup`, `synchronizable` and the
+/// dates of the items it returns.
+public struct ItemAttributes: Sendable, Hashable, Codable {
+    /// kSecAttrService ("svce"), generic passwords.
+    public var service: String?
+    /// kSecAttrAccount ("acct").
+    public var account: String?
+    /// kSecAttrLabel ("labl").
+    public var label: String?
+    /// kSecAttrDescription ("desc").
+    public var itemDescription: String?
+    /// kSecAttrComment ("icmt").
+    public var comment: String?
+    /// kSecAttrGeneric ("gena"), generic passwords.
+    public var generic: Data?
+    /// kSecAttrCreator ("crtr"), a four-character code.
+    public var creator: UInt32?
+    /// kSecAttrType ("type"), a four-character code.
+    public var type: UInt32?
+    /// kSecAttrIsInvisible ("invi").
+    public var isInvisible: Bool?
+    /// kSecAttrIsNegative ("nega").
+    public var isNegative: Bool?
+    /// kSecAttrAccessible ("pdmn").
+    public var accessible: Accessibility?
+    /// kSecAttrAccessGroup ("agrp"): where the item lives.
+    public var accessGroup: AccessGroup?
+    /// kSecAttrSynchronizable ("sync"): part of the primary key; missing is false. In a query use
+    /// `Query.synchronizable` instead.
+    public var synchronizable: Bool?
+    /// kSecAttrServer ("srvr"), internet passwords.
+    public var server: String?
+    /// kSecAttrSecurityDomain ("sdmn"), internet passwords.
+    public var securityDomain: String?
+    /// kSecAttrProtocol ("ptcl"): the raw value of a `kSecAttrProtocol*` constant, e.g. "htps".
+    public var `protocol`: String?
+    /// kSecAttrAuthenticationType ("atyp"): the raw value of a `kSecAttrAuthenticationType*` constant.
+    public var authenticationType: String?
+    /// kSecAttrPort ("port"), internet passwords.
+    public var port: Int?
+    /// kSecAttrPath ("path"), internet passwords.
+    public var path: String?
+    /// kSecAttrCreationDate ("cdat"): set by the vault.
+    public var creationDate: Date?
+    /// kSecAttrModificationDate ("mdat"): set by the vault.
+    public var modificationDate: Date?
+
+    /// No attributes.
+    public init() {}
+
+    /// Common attributes of a generic password.
+    public init(service: String?, account: String?, label: String? = nil, comment: String? = nil) {
+        self.service = service
+        self.account = account
+        self.label = label
+        self.comment = comment
+    }
+
+    /// Whether the class has this attribute: the internet-only ones are not attributes of a generic
+    /// password and `service`/`generic` not of an internet password.
+    func unsupportedAttribute(for itemClass: ItemClass) -> String? {
+        switch itemClass {
+        case .genericPassword:
+            if server != nil { return "server" }
+            if securityDomain != nil { return "securityDomain" }
+            if `protocol` != nil { return "protocol" }
+            if authenticationType != nil { return "authenticationType" }
+            if port != nil { return "port" }
+            if path != nil { return "path" }
+        case .internetPassword:
+            if service != nil { return "service" }
+            if generic != nil { return "generic" }
+        }
+        return nil
+    }
+
+    /// Whether every non-nil attribute of `self` (a filter) matches `item`. A missing service or
+    /// account of a stored item is "" (Apple's rule); the synchronizable flag, the group and the
+    /// dates are matched by the query itself.
+    func matches(_ item: ItemAttributes) -> Bool {
+        func same<T: Equatable>(_ filter: T?, _ value: T?) -> Bool {
+            guard let filter else { return true }
+            return filter == value
+        }
+        return same(service, item.service ?? "") && same(account, item.account ?? "") && same(label, item.label)
+            && same(itemDescription, item.itemDescription) && same(comment, item.comment)
+            && same(generic, item.generic) && same(creator, item.creator) && same(type, item.type)
+            && same(isInvisible, item.isInvisible) && same(isNegative, item.isNegative)
+            && same(accessible, item.accessible) && same(server, item.server ?? "")
+            && same(securityDomain, item.securityDomain ?? "") && same(`protocol`, item.`protocol` ?? "")
+            && same(authenticationType, item.authenticationType ?? "") && same(port, item.port ?? 0)
+            && same(path, item.path ?? "") && same(creationDate, item.creationDate)
+            && same(modificationDate, item.modificationDate)
+    }
+
+    /// `self` with every non-nil attribute of `changes` applied (the group and dates excepted).
+    func applying(_ changes: ItemAttributes) -> ItemAttributes {
+        var result = self
+        if let v = changes.service { result.service = v }
+        if let v = changes.account { result.account = v }
+        if let v = changes.label { result.label = v }
+        if let v = changes.itemDescription { result.itemDescription = v }
+        if let v = changes.comment { result.comment = v }
+        if let v = changes.generic { result.generic = v }
+        if let v = changes.creator { result.creator = v }
+        if let v = changes.type { result.type = v }
+        if let v = changes.isInvisible { result.isInvisible = v }
+        if let v = changes.isNegative { result.isNegative = v }
+        if let v = changes.accessible { result.accessible = v }
+        if let v = changes.synchronizable { result.synchronizable = v }
+        if let v = changes.server { result.server = v }
+        if let v = changes.securityDomain { result.securityDomain = v }
+        if let v = changes.`protocol` { result.`protocol` = v }
+        if let v = changes.authenticationType { result.authenticationType = v }
+        if let v = changes.port { result.port = v }
+        if let v = changes.path { result.path = v }
+        return result
+    }
+}

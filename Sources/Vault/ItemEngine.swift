@@ -1,0 +1,295 @@
+import FoundationEssentials
+import VaultArchive
+import VaultCrypto
+import VaultStore
+
+/// An item found in the store: where it is and what it holds.
+struct LocatedItem: Sendable {
+    let group: AccessGroup
+    let id: ItemID
+    let record: ItemRecord
+
+    var persistentReference: PersistentReference {
+        PersistentReference(group: group, persistentID: record.persistentID, itemID: id)
+    }
+
+    func matched(returning options: ReturnOptions) -> MatchedItem {
+        MatchedItem(
+            itemClass: record.itemClass, attributes: record.returnedAttributes(group: group),
+            data: options.contains(.data) ? record.data : nil, persistentReference: persistentReference)
+    }
+}
+
+/// The internal SecItem layer (as Valet keeps one under its API): item records in and out of the
+/// store, the look-up strategy (one file per group for a full primary key, a scan otherwise), and the
+/// write rules (duplicates, moves, generations). Every mutation runs under the store's write lock.
+struct ItemEngine: Sendable {
+    let store: VaultStore
+
+    // MARK: Records
+
+    func describe(_ itemClass: ItemClass, _ a: ItemAttributes, group: AccessGroup) -> String {
+        switch itemClass {
+        case .genericPassword:
+            return "generic password (service \"\(a.service ?? "")\", account \"\(a.account ?? "")\") in group \(group)"
+        case .internetPassword:
+            return "internet password (server \"\(a.server ?? "")\", account \"\(a.account ?? "")\") in group \(group)"
+        }
+    }
+
+    func itemID(_ group: AccessGroup, _ primaryKey: [UInt8]) throws(VaultError) -> ItemID {
+        try translatingStoreErrors { try store.itemID(group: group.name, primaryKey: primaryKey) }
+    }
+
+    func filePath(_ group: AccessGroup, _ id: ItemID) -> String {
+        "\(store.path)/groups/\(group)/\(id.fileName)"
+    }
+
+    /// Reads and decodes one record; nil when the file does not exist.
+    func load(_ group: AccessGroup, _ id: ItemID) throws(VaultError) -> ItemRecord? {
+        let plaintext = try translatingStoreErrors { try store.readItem(group: group.name, id: id) }
+        guard let plaintext else { return nil }
+        return try decode(plaintext, path: filePath(group, id))
+    }
+
+    func decode(_ plaintext: SecureBytes, path: String) throws(VaultError) -> ItemRecord {
+        var bytes = plaintext.withUnsafeBytes { [UInt8]($0) }
+        defer { bytes.wipe() }
+        do {
+            return try VaultArchive.decode(ItemRecord.self, from: bytes, options: ItemRecord.archiveOptions)
+        } catch {
+            throw VaultError(.decode, "\(path) decrypted but is not a valid item record: \(error)", cause: error)
+        }
+    }
+
+    func save(_ record: ItemRecord, group: AccessGroup, id: ItemID, in tx: WriteTransaction) throws(VaultError) {
+        var bytes: [UInt8]
+        do {
+            bytes = try VaultArchive.encode(record, options: ItemRecord.archiveOptions)
+        } catch {
+            throw VaultError(
+                .param, "cannot encode \(describe(record.itemClass, record.attributes, group: group)): \(error)")
+        }
+        defer { bytes.wipe() }
+        try translatingStoreErrors {
+            try bytes.withUnsafeBytes { try tx.write(group: group.name, id: id, plaintext: $0) }
+        }
+    }
+
+    // MARK: Finding
+
+    /// Every item of `groups` that `query` matches (the limit is the caller's business), in a stable
+    /// order: by group as listed, then creation date, then id. A damaged file is skipped in a scan, but
+    /// if nothing matched and a file was damaged, the damage is the answer: "not found" is said only
+    /// when every candidate could be read.
+    func find(_ query: Query, in groups: [AccessGroup]) throws(VaultError) -> [LocatedItem] {
+        if let reference = query.persistentReference {
+            guard groups.contains(reference.group) else { return [] }
+            return try findByReference(reference, query: query)
+        }
+        if let primaryKey = query.fullPrimaryKey {
+            var found: [LocatedItem] = []
+            for group in groups {
+                let id = try itemID(group, primaryKey)
+                if let record = try load(group, id), query.matches(record, group: group) {
+                    found.append(LocatedItem(group: group, id: id, record: record))
+                }
+            }
+            return found
+        }
+        var found: [LocatedItem] = []
+        var damage: VaultError?
+        for group in groups {
+            let scanned = try scan(group) { record in query.matches(record, group: group) }
+            found += scanned.items
+            damage = damage ?? scanned.damage
+        }
+        if found.isEmpty, let damage { throw damage }
+        return found
+    }
+
+    private func findByReference(_ reference: PersistentReference, query: Query) throws(VaultError) -> [LocatedItem] {
+        // Fast path: the item still has the primary key it had when the reference was made.
+        if let record = try? load(reference.group, reference.itemIDHint), record.persistentID == reference.persistentID
+        {
+            guard query.matches(record, group: reference.group) else { return [] }
+            return [LocatedItem(group: reference.group, id: reference.itemIDHint, record: record)]
+        }
+        let scanned = try scan(reference.group) { record in
+            record.persistentID == reference.persistentID && query.matches(record, group: reference.group)
+        }
+        if scanned.items.isEmpty, let damage = scanned.damage { throw damage }
+        return scanned.items
+    }
+
+    /// Decrypts every item of `group` and keeps those `include` accepts. Of two files with one
+    /// persistent id (a crash in the middle of a move), the higher generation wins.
+    func scan(_ group: AccessGroup, include: (ItemRecord) -> Bool) throws(VaultError) -> (
+        items: [LocatedItem], damage: VaultError?
+    ) {
+        let ids = try translatingStoreErrors { try store.itemIDs(in: group.name) }
+        var byPersistentID: [Data: LocatedItem] = [:]
+        var damage: VaultError?
+        for id in ids {
+            let record: ItemRecord
+            do {
+                guard let loaded = try load(group, id) else { continue }  // removed meanwhile
+                record = loaded
+            } catch {
+                damage = damage ?? error
+                continue
+            }
+            guard include(record) else { continue }
+            let item = LocatedItem(group: group, id: id, record: record)
+            if let other = byPersistentID[record.persistentID], other.record.generation >= record.generation {
+                continue
+            }
+            byPersistentID[record.persistentID] = item
+        }
+        let items = byPersistentID.values.sorted {
+            ($0.record.created, $0.id) < ($1.record.created, $1.id)
+        }
+        return (items, damage)
+    }
+
+    // MARK: Writing (call under the write lock)
+
+    /// Adds a new item; a duplicate primary key leaves the stored item untouched.
+    func add(
+        _ itemClass: ItemClass, attributes: ItemAttributes, data: Data, group: AccessGroup, in tx: WriteTransaction
+    ) throws(VaultError) -> LocatedItem {
+        var stored = attributes
+        stored.accessGroup = nil
+        stored.creationDate = nil
+        stored.modificationDate = nil
+        let id = try itemID(group, ItemRecord.primaryKey(itemClass, stored))
+        if try load(group, id) != nil {
+            throw VaultError(.duplicateItem, "\(describe(itemClass, stored, group: group)) already exists")
+        }
+        let now = ItemRecord.now()
+        let persistentID: Data
+        do {
+            persistentID = Data(try SecureRandom.bytes(count: 16))
+        } catch {
+            throw VaultError(.notAvailable, "cannot make a persistent id: \(error.message)", cause: error)
+        }
+        let record = ItemRecord(
+            itemClass: itemClass, attributes: stored, data: data, created: now, modified: now,
+            persistentID: persistentID, generation: 1)
+        try save(record, group: group, id: id, in: tx)
+        return LocatedItem(group: group, id: id, record: record)
+    }
+
+    /// Applies `changes` to every item in `matches`. Every new primary key is checked before anything
+    /// is written: a move onto an existing item's key is a duplicate and nothing changes.
+    func update(_ matches: [LocatedItem], with changes: ItemChanges, client: Client, in tx: WriteTransaction)
+        throws(VaultError) -> [LocatedItem]
+    {
+        if let target = changes.attributes.accessGroup { try client.entitle(target) }
+        let now = ItemRecord.now()
+        var planned: [(old: LocatedItem, new: LocatedItem)] = []
+        for match in matches {
+            var record = match.record
+            var changed = changes.attributes
+            changed.accessGroup = nil
+            record.attributes = record.attributes.applying(changed)
+            if let data = changes.data { record.data = data }
+            record.modified = max(now, record.modified)
+            record.generation &+= 1
+            let group = changes.attributes.accessGroup ?? match.group
+            let id = try itemID(group, record.primaryKey)
+            planned.append((match, LocatedItem(group: group, id: id, record: record)))
+        }
+        let oldKeys = Set(planned.map { Key(group: $0.old.group, id: $0.old.id) })
+        var newKeys = Set<Key>()
+        for (old, new) in planned {
+            let key = Key(group: new.group, id: new.id)
+            let description = describe(new.record.itemClass, new.record.attributes, group: new.group)
+            guard newKeys.insert(key).inserted else {
+                throw VaultError(.duplicateItem, "the update would give two items the key of \(description)")
+            }
+            if key != Key(group: old.group, id: old.id), !oldKeys.contains(key), try load(new.group, new.id) != nil {
+                throw VaultError(.duplicateItem, "\(description) already exists; nothing was updated")
+            }
+        }
+        for (old, new) in planned {
+            let moves = old.group != new.group || old.id != new.id
+            if moves { try writeMoveIntent(from: old, to: new, in: tx) }
+            try save(new.record, group: new.group, id: new.id, in: tx)
+            if moves, !newKeys.contains(Key(group: old.group, id: old.id)) {
+                _ = try translatingStoreErrors { try tx.remove(group: old.group.name, id: old.id) }
+            }
+            if moves { try clearMoveIntent(for: old, in: tx) }
+        }
+        return planned.map(\.new)
+    }
+
+    /// Removes every item in `matches`.
+    func delete(_ matches: [LocatedItem], in tx: WriteTransaction) throws(VaultError) {
+        for match in matches {
+            _ = try translatingStoreErrors { try tx.remove(group: match.group.name, id: match.id) }
+        }
+    }
+
+    struct Key: Hashable {
+        let group: AccessGroup
+        let id: ItemID
+    }
+
+    // A move writes the new file, then removes the old one. Until the old one is gone, both exist with
+    // one persistent id; scans keep the higher generation, and the intent file lets the next writer
+    // finish the removal after a crash.
+    private func writeMoveIntent(from old: LocatedItem, to new: LocatedItem, in tx: WriteTransaction)
+        throws(VaultError)
+    {
+        let contents = Array("\(new.group.rawValue)\n\(new.id.rawValue)\n".utf8)
+        try translatingStoreErrors {
+            try tx.writeNote(group: old.group.name, name: MoveIntent.noteName(old.id), contents: contents)
+        }
+    }
+
+    private func clearMoveIntent(for old: LocatedItem, in tx: WriteTransaction) throws(VaultError) {
+        try translatingStoreErrors { try tx.removeNote(group: old.group.name, name: MoveIntent.noteName(old.id)) }
+    }
+
+    /// Finishes moves that a crashed writer left half-done: where the new file exists with the same
+    /// persistent id and a higher generation, the old file is removed; otherwise the old file stays.
+    func finishInterruptedMoves(in tx: WriteTransaction) throws(VaultError) {
+        let groups = try translatingStoreErrors { try store.groups() }
+        for groupName in groups {
+            let group = AccessGroup(groupName)
+            let notes = try translatingStoreErrors { try tx.notes(group: groupName, prefix: MoveIntent.prefix) }
+            for (name, contents) in notes {
+                defer { try? tx.removeNote(group: groupName, name: name) }
+                guard let oldID = MoveIntent.itemID(fromNoteName: name) else { continue }
+                let lines = String(decoding: contents, as: UTF8.self).split(separator: "\n").map(String.init)
+                guard lines.count == 2, let newGroup = try? AccessGroup(lines[0]), let newID = try? ItemID(lines[1])
+                else { continue }
+                guard let old = try? load(group, oldID), let new = try? load(newGroup, newID),
+                    old.persistentID == new.persistentID, new.generation > old.generation
+                else { continue }
+                _ = try translatingStoreErrors { try tx.remove(group: groupName, id: oldID) }
+            }
+        }
+    }
+}
+
+enum MoveIntent {
+    static let prefix = ".move."
+
+    static func noteName(_ id: ItemID) -> String { prefix + id.rawValue }
+
+    static func itemID(fromNoteName name: String) -> ItemID? {
+        guard name.hasPrefix(prefix) else { return nil }
+        return try? ItemID(String(name.dropFirst(prefix.count)))
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Overwrites the array's storage with zeros (best effort: copies Swift made earlier are not reached).
+    mutating func wipe() {
+        withUnsafeMutableBytes { raw in
+            for i in raw.indices { raw[i] = 0 }
+        }
+    }
+}

@@ -1,0 +1,76 @@
+import FoundationEssentials
+import VaultStore
+
+/// An opaque, stable reference to one item (Apple's `kSecValuePersistentRef`): it stays valid across
+/// processes and across updates, including updates that change the item's primary key.
+///
+/// Bytes: "VPR1" | group length u8 | group | persistent id (16) | item id at issue (32 raw bytes), the
+/// last being a hint that finds the item with one file read while its primary key is unchanged.
+public struct PersistentReference: Hashable, Sendable, CustomStringConvertible {
+    /// The reference as bytes, to store or hand back later.
+    public let rawValue: Data
+
+    let group: AccessGroup
+    let persistentID: Data
+    let itemIDHint: ItemID
+
+    static let magic = Array("VPR1".utf8)
+
+    init(group: AccessGroup, persistentID: Data, itemID: ItemID) {
+        self.group = group
+        self.persistentID = persistentID
+        self.itemIDHint = itemID
+        var bytes = Self.magic
+        let groupBytes = Array(group.rawValue.utf8)
+        bytes.append(UInt8(groupBytes.count))
+        bytes += groupBytes
+        bytes += persistentID
+        bytes += Self.hexDecode(itemID.rawValue)
+        rawValue = Data(bytes)
+    }
+
+    /// Parses a reference; anything that is not one is a `param` error.
+    public init(_ rawValue: Data) throws(VaultError) {
+        let bytes = [UInt8](rawValue)
+        let invalid = VaultError(.param, "the persistent reference (\(bytes.count) bytes) is not a vault reference")
+        guard bytes.count > 5, Array(bytes[0..<4]) == Self.magic else { throw invalid }
+        let groupLength = Int(bytes[4])
+        guard bytes.count == 5 + groupLength + 16 + 32 else { throw invalid }
+        guard let name = String(validating: bytes[5..<(5 + groupLength)], as: UTF8.self) else { throw invalid }
+        group = try AccessGroup(name)
+        persistentID = Data(bytes[(5 + groupLength)..<(5 + groupLength + 16)])
+        let hint = bytes[(5 + groupLength + 16)...]
+        do {
+            itemIDHint = try ItemID(hint.map { byte in String(byte, radix: 16).leftPadded(to: 2) }.joined())
+        } catch {
+            throw invalid
+        }
+        self.rawValue = rawValue
+    }
+
+    private static func hexDecode(_ hex: String) -> [UInt8] {
+        var result: [UInt8] = []
+        var high: UInt8?
+        for c in hex.utf8 {
+            let v = c <= 0x39 ? c - 0x30 : c - 0x61 + 10
+            if let h = high {
+                result.append(h << 4 | v)
+                high = nil
+            } else {
+                high = v
+            }
+        }
+        return result
+    }
+
+    /// The group and a short form of the id, never a secret.
+    public var description: String {
+        "PersistentReference(group: \(group), id: \(persistentID.prefix(4).map { String($0, radix: 16).leftPadded(to: 2) }.joined())…)"
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
+    }
+}

@@ -1,0 +1,169 @@
+import FoundationEssentials
+import Synchronization
+import VaultStore
+
+/// An open vault, seen as one client (an application identifier and its access groups): the
+/// keychain's add, copy-matching, update and delete over an encrypted directory. Thread-safe; one
+/// vault may be opened by many threads and many processes at once. Every mutation is atomic and
+/// durable and runs under the vault's lock, so a check-then-act cannot lose another process's write.
+public final class Vault: Sendable {
+    /// The client this handle acts as.
+    public let client: Client
+    /// The vault directory.
+    public var path: String { engine.store.path }
+
+    let engine: ItemEngine
+    private let recovered = Mutex(false)
+
+    init(store: VaultStore, client: Client) {
+        self.engine = ItemEngine(store: store)
+        self.client = client
+    }
+
+    /// Opens the vault at `path` (default: `VaultLocation.defaultPath()`), creating it when it does
+    /// not exist and `createIfMissing` is set.
+    public static func open(at path: String? = nil, client: Client, createIfMissing: Bool = false) throws(VaultError)
+        -> Vault
+    {
+        guard let path = path ?? VaultLocation.defaultPath() else {
+            throw VaultError(.noSuchVault, "no vault location: set VAULT_DIR or HOME, or pass a path")
+        }
+        do {
+            return Vault(store: try VaultStore.open(at: path), client: client)
+        } catch  where error.code == .vaultNotFound && createIfMissing {
+            do {
+                return Vault(store: try VaultStore.create(at: path), client: client)
+            } catch  where error.code == .vaultAlreadyExists {
+                // Another process created it between our open and our create.
+                return Vault(store: try translatingStoreErrors { try VaultStore.open(at: path) }, client: client)
+            } catch {
+                throw VaultError(error)
+            }
+        } catch {
+            throw VaultError(error)
+        }
+    }
+
+    /// Creates a new vault at `path`; refuses (`duplicateVault`) when one exists.
+    public static func create(at path: String, client: Client) throws(VaultError) -> Vault {
+        Vault(store: try translatingStoreErrors { try VaultStore.create(at: path) }, client: client)
+    }
+
+    /// The same vault seen as another client.
+    public func asClient(_ other: Client) -> Vault {
+        Vault(store: engine.store, client: other)
+    }
+
+    /// Runs `body` under the vault's write lock; the first writer of this handle also finishes any
+    /// move that a crashed writer left half-done.
+    func withWriteLock<R>(_ body: (WriteTransaction) throws(VaultError) -> R) throws(VaultError) -> R {
+        do {
+            return try engine.store.withWriteLock { tx in
+                let first = recovered.withLock { done in
+                    defer { done = true }
+                    return !done
+                }
+                if first { try engine.finishInterruptedMoves(in: tx) }
+                do {
+                    return try body(tx)
+                } catch {
+                    throw error
+                }
+            }
+        } catch let error as VaultError {
+            throw error
+        } catch let error as StoreError {
+            throw VaultError(error)
+        } catch {
+            throw VaultError(.io, "\(error)")
+        }
+    }
+
+    // MARK: The four operations
+
+    /// Adds an item (`SecItemAdd`). The group is `attributes.accessGroup` (which the client must be
+    /// entitled to) or the client's default group. An item with the same primary key is a
+    /// `duplicateItem` error and stays untouched.
+    @discardableResult
+    public func add(_ itemClass: ItemClass, attributes: ItemAttributes, data: Data) throws(VaultError)
+        -> MatchedItem
+    {
+        if let name = attributes.unsupportedAttribute(for: itemClass) {
+            throw VaultError(.noSuchAttribute, "\(name) is not an attribute of class \(itemClass.rawValue)")
+        }
+        if let port = attributes.port, !(0...65535).contains(port) {
+            throw VaultError(.param, "port \(port) is outside 0...65535")
+        }
+        let group = try client.targetGroup(for: attributes.accessGroup)
+        let located = try withWriteLock { tx throws(VaultError) in
+            try engine.add(itemClass, attributes: attributes, data: data, group: group, in: tx)
+        }
+        return located.matched(returning: [.attributes, .persistentReference])
+    }
+
+    /// Finds items (`SecItemCopyMatching`): at most `query.limit` of them, with the secret when
+    /// `returning` contains `.data`. No match is an `itemNotFound` error.
+    public func copyMatching(_ query: Query, returning: ReturnOptions = [.attributes]) throws(VaultError)
+        -> [MatchedItem]
+    {
+        let groups = try searchGroups(query)
+        let found = try engine.find(query, in: groups)
+        guard !found.isEmpty else { throw notFound(query) }
+        return found.prefix(query.limit.maximum).map { $0.matched(returning: returning) }
+    }
+
+    /// Updates every item that `query` matches (`SecItemUpdate`; the limit is ignored): creation date
+    /// and persistent reference are kept, the modification date and generation move on. A change that
+    /// would give an item the primary key of another is `duplicateItem`, and nothing changes.
+    @discardableResult
+    public func update(_ query: Query, with changes: ItemChanges) throws(VaultError) -> Int {
+        if let itemClass = query.itemClass, let name = changes.attributes.unsupportedAttribute(for: itemClass) {
+            throw VaultError(.noSuchAttribute, "\(name) is not an attribute of class \(itemClass.rawValue)")
+        }
+        if changes.attributes.creationDate != nil || changes.attributes.modificationDate != nil {
+            throw VaultError(.param, "the creation and modification dates are set by the vault and cannot be updated")
+        }
+        let groups = try searchGroups(query)
+        return try withWriteLock { tx throws(VaultError) in
+            let found = try engine.find(query, in: groups)
+            guard !found.isEmpty else { throw notFound(query) }
+            return try engine.update(found, with: changes, client: client, in: tx).count
+        }
+    }
+
+    /// Deletes every item that `query` matches (`SecItemDelete`); none is `itemNotFound`.
+    @discardableResult
+    public func delete(_ query: Query) throws(VaultError) -> Int {
+        let groups = try searchGroups(query)
+        return try withWriteLock { tx throws(VaultError) in
+            let found = try engine.find(query, in: groups)
+            guard !found.isEmpty else { throw notFound(query) }
+            try engine.delete(found, in: tx)
+            return found.count
+        }
+    }
+
+    func searchGroups(_ query: Query) throws(VaultError) -> [AccessGroup] {
+        if let reference = query.persistentReference, query.attributes.accessGroup == nil {
+            // A reference to a group the client cannot see finds nothing, as Apple's does.
+            _ = try client.groups(for: nil)
+            return client.accessGroups.contains(reference.group) ? [reference.group] : []
+        }
+        return try client.groups(for: query.attributes.accessGroup)
+    }
+
+    func notFound(_ query: Query) -> VaultError {
+        let a = query.attributes
+        var parts: [String] = []
+        if let itemClass = query.itemClass {
+            parts.append(itemClass == .genericPassword ? "generic password" : "internet password")
+        }
+        if let service = a.service { parts.append("service \"\(service)\"") }
+        if let server = a.server { parts.append("server \"\(server)\"") }
+        if let account = a.account { parts.append("account \"\(account)\"") }
+        if query.persistentReference != nil { parts.append("with the given persistent reference") }
+        let scope = a.accessGroup.map { "group \($0)" } ?? "the groups of client \(client)"
+        let what = parts.isEmpty ? "item" : parts.joined(separator: ", ")
+        return VaultError(.itemNotFound, "no \(what) in \(scope)")
+    }
+}
