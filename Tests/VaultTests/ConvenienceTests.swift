@@ -223,3 +223,34 @@ struct Credentials: Codable, Equatable {
         #expect(try vault.string(for: try ItemKey(service: "counter", account: "value")) == "400")
     }
 }
+
+@Suite struct ClientEnvironmentTests {
+    @Test func entitlementsFileWins() throws {
+        let t = try TestVault()
+        defer { t.remove() }
+        let file = t.root + "/entitlements.json"
+        try Data(#"{"application-identifier": "TEAM.app", "keychain-access-groups": ["TEAM.shared"]}"#.utf8)
+            .write(to: URL(fileURLWithPath: file))
+        let client = try Client.fromEnvironment(
+            ["VAULT_ENTITLEMENTS": file, "VAULT_APP_ID": "ignored"], fallbackApplicationIdentifier: "fallback")
+        #expect(client.applicationIdentifier == "TEAM.app")
+        #expect(client.accessGroups.map(\.rawValue) == ["TEAM.shared", "TEAM.app"])
+    }
+
+    @Test func variablesThenFallback() throws {
+        let client = try Client.fromEnvironment(
+            ["VAULT_APP_ID": "app", "VAULT_ACCESS_GROUPS": "g1, g2"], fallbackApplicationIdentifier: "fallback")
+        #expect(client.accessGroups.map(\.rawValue) == ["g1", "g2", "app"])
+        let fallback = try Client.fromEnvironment([:], fallbackApplicationIdentifier: "my-service")
+        #expect(fallback.accessGroups.map(\.rawValue) == ["my-service"])
+    }
+
+    @Test func aBadEntitlementsFileIsAParameterErrorNamingIt() throws {
+        let error = #expect(throws: VaultError.self) {
+            _ = try Client.fromEnvironment(
+                ["VAULT_ENTITLEMENTS": "/nonexistent.json"], fallbackApplicationIdentifier: nil)
+        }
+        #expect(error?.status == .param)
+        #expect(error?.message.contains("/nonexistent.json") == true)
+    }
+}
