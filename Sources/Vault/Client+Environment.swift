@@ -32,13 +32,13 @@ extension Client {
                     .param,
                     "cannot read the entitlements file \(path) (VAULT_ENTITLEMENTS): \(error); it must be JSON with "
                         + "\"application-identifier\" and \"keychain-access-groups\"",
-                    cause: error as? (any Error & Sendable))
+                    cause: error)
             }
             return try Client(
                 applicationIdentifier: file.applicationIdentifier, accessGroups: file.keychainAccessGroups ?? [])
         }
         let groups = (environment["VAULT_ACCESS_GROUPS"] ?? "").split(separator: ",").map {
-            $0.trimmingCharacters(in: .whitespaces)
+            String($0.drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
         }.filter { !$0.isEmpty }
         if let app = environment["VAULT_APP_ID"], !app.isEmpty {
             return try Client(applicationIdentifier: app, accessGroups: groups)
