@@ -38,6 +38,9 @@ let package = Package(
         // VaultArchive fuzzing (scripts/fuzz) and benchmark (`swift run -c release archive-bench`).
         .executableTarget(name: "FuzzArchiveDecode", dependencies: ["VaultArchive"]),
         .executableTarget(name: "FuzzArchiveRoundTrip", dependencies: ["VaultArchive"]),
+        .executableTarget(
+            name: "vault-bench", dependencies: ["Vault", "VaultArchive", "VaultCrypto", "VaultSystem"],
+            path: "Sources/VaultBench"),
         .executableTarget(name: "archive-bench", dependencies: ["VaultArchive"], path: "Sources/ArchiveBench"),
     ]
 )

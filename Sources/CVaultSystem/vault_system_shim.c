@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <unistd.h>
 
 int vault_ofd_lock(int fd, int type, int wait) {
     struct flock lock;
@@ -22,4 +23,8 @@ int vault_set_dumpable(int value) {
 
 int vault_get_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
+}
+
+int vault_syncfs(int fd) {
+    return syncfs(fd);
 }

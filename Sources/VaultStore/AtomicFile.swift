@@ -20,16 +20,18 @@ enum AtomicFile {
         contents: UnsafeRawBufferPointer,
         in directory: FileDescriptor,
         directoryPath: String,
-        permissions: FilePermissions = .ownerReadWrite
+        permissions: FilePermissions = .ownerReadWrite,
+        durable: Bool = true
     ) throws(StoreError) {
-        let temporary = try writeTemporary(contents, in: directory, directoryPath: directoryPath, permissions)
+        let temporary = try writeTemporary(
+            contents, in: directory, directoryPath: directoryPath, permissions, durable: durable)
         do {
             try directory.renameAt(temporary, to: name)
         } catch {
             try? directory.unlinkAt(temporary)
             throw StoreError.system(error, "rename a temp file onto", path: directoryPath + "/" + name)
         }
-        try syncDirectory(directory, path: directoryPath)
+        if durable { try syncDirectory(directory, path: directoryPath) }
     }
 
     /// Creates `name` with `contents` only if no file of that name exists; fails with a `StoreError`
@@ -77,7 +79,8 @@ enum AtomicFile {
         _ contents: UnsafeRawBufferPointer,
         in directory: FileDescriptor,
         directoryPath: String,
-        _ permissions: FilePermissions
+        _ permissions: FilePermissions,
+        durable: Bool = true
     ) throws(StoreError) -> String {
         var name = temporaryName()
         var fd: FileDescriptor
@@ -105,7 +108,7 @@ enum AtomicFile {
             throw StoreError.system(error, "write", path: path)
         }
         do {
-            try fd.sync()
+            if durable { try fd.sync() }
         } catch {
             try? fd.close()
             try? directory.unlinkAt(name)

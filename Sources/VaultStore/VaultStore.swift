@@ -23,6 +23,7 @@ public final class VaultStore: Sendable {
         var groupKeys: [GroupName: GroupKeys] = [:]
         var cleanedGroups: Set<GroupName> = []
         var cleanedVaultDirectory = false
+        var bulkLoading = false
     }
     private let state = Mutex(State())
     /// Serialises this process's writers; the OFD lock on `.lock` serialises processes.
@@ -309,8 +310,10 @@ public final class VaultStore: Sendable {
         try removeStaleTemporaryFiles(group: group, directory: directory)
         let contents = try ItemFile.seal(
             plaintext, key: try keys(for: group).encryption, vaultID: vaultID, group: group, id: id)
+        let durable = !state.withLock { $0.bulkLoading }
         try contents.withStoreBytes { bytes throws(StoreError) in
-            try AtomicFile.replace(id.fileName, contents: bytes, in: directory, directoryPath: groupPath(group))
+            try AtomicFile.replace(
+                id.fileName, contents: bytes, in: directory, directoryPath: groupPath(group), durable: durable)
         }
     }
 
@@ -359,6 +362,21 @@ public final class VaultStore: Sendable {
             } catch  where error.errno == .noSuchFileOrDirectory {
                 continue
             }
+        }
+        return result
+    }
+
+    /// Runs `body` with per-write fsyncs skipped, then makes everything durable at once with one
+    /// `syncfs` of the vault's file system. Writes stay atomic (rename) but are durable only when this
+    /// returns; for filling a vault in bulk (benchmarks, imports), never for ordinary writes.
+    package func withBulkLoad<R>(_ body: () throws -> R) throws -> R {
+        state.withLock { $0.bulkLoading = true }
+        defer { state.withLock { $0.bulkLoading = false } }
+        let result = try body()
+        do {
+            try directory.syncFileSystem()
+        } catch {
+            throw StoreError.system(error, "syncfs", path: path)
         }
         return result
     }

@@ -1,3 +1,4 @@
+internal import CVaultSystem
 internal import Glibc
 
 /// An open file descriptor. It is a plain value: whoever opens it closes it (`close()` or
@@ -156,6 +157,11 @@ public struct FileDescriptor: Hashable, Sendable {
     /// retried: after a failed fsync the kernel may have dropped the dirty pages.
     public func sync() throws(Errno) {
         _ = try retryingOnInterrupt(.fsync) { Glibc.fsync(rawValue) }
+    }
+
+    /// Flushes every file of the file system that holds this file (`syncfs`).
+    public func syncFileSystem() throws(Errno) {
+        _ = try retryingOnInterrupt(.fsync) { vault_syncfs(rawValue) }
     }
 
     /// The file's status (`fstat`).

@@ -12,4 +12,7 @@ int vault_set_dumpable(int value);
 /// prctl(PR_GET_DUMPABLE).
 int vault_get_dumpable(void);
 
+/// syncfs(fd): a GNU extension that Swift's Glibc module does not import.
+int vault_syncfs(int fd);
+
 #endif

@@ -1,0 +1,68 @@
+import FoundationEssentials
+
+/// Timings of one operation, in nanoseconds per op, and what they summarise to.
+struct OperationTiming: Encodable {
+    let operation: String
+    let items: Int
+    let samples: Int
+    let medianNanoseconds: Double
+    let p90Nanoseconds: Double
+    let p99Nanoseconds: Double
+    var opsPerSecond: Double { medianNanoseconds > 0 ? 1e9 / medianNanoseconds : 0 }
+    var floor: String?
+    var ratio: Double?
+
+    init(operation: String, items: Int, nanoseconds: [Double]) {
+        let sorted = nanoseconds.sorted()
+        func percentile(_ p: Double) -> Double {
+            guard !sorted.isEmpty else { return 0 }
+            let index = min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))
+            return sorted[index]
+        }
+        self.operation = operation
+        self.items = items
+        self.samples = sorted.count
+        self.medianNanoseconds = percentile(0.5)
+        self.p90Nanoseconds = percentile(0.9)
+        self.p99Nanoseconds = percentile(0.99)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case operation, items, samples, medianNanoseconds, p90Nanoseconds, p99Nanoseconds, opsPerSecond, floor, ratio
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(operation, forKey: .operation)
+        try c.encode(items, forKey: .items)
+        try c.encode(samples, forKey: .samples)
+        try c.encode(medianNanoseconds, forKey: .medianNanoseconds)
+        try c.encode(p90Nanoseconds, forKey: .p90Nanoseconds)
+        try c.encode(p99Nanoseconds, forKey: .p99Nanoseconds)
+        try c.encode(opsPerSecond, forKey: .opsPerSecond)
+        try c.encodeIfPresent(floor, forKey: .floor)
+        try c.encodeIfPresent(ratio, forKey: .ratio)
+    }
+}
+
+/// Runs `body` `iterations` times and returns the time of each run in nanoseconds.
+func time(_ iterations: Int, _ body: (Int) throws -> Void) rethrows -> [Double] {
+    var samples: [Double] = []
+    samples.reserveCapacity(iterations)
+    let clock = ContinuousClock()
+    for i in 0..<iterations {
+        let start = clock.now
+        try body(i)
+        let elapsed = clock.now - start
+        samples.append(Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9)
+    }
+    return samples
+}
+
+/// "12.3 µs", "4.56 ms".
+func formatDuration(_ nanoseconds: Double) -> String {
+    if nanoseconds >= 1e9 { return String(format: "%.2f s", nanoseconds / 1e9) }
+    if nanoseconds >= 1e6 { return String(format: "%.2f ms", nanoseconds / 1e6) }
+    if nanoseconds >= 1e3 { return String(format: "%.1f µs", nanoseconds / 1e3) }
+    return String(format: "%.0f ns", nanoseconds)
+}

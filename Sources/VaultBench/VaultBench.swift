@@ -1,0 +1,144 @@
+// `swift run -c release vault-bench [--items 1000,10000] [--quick] [--json] [--dir DIR]`
+//
+// Per-operation latency of the vault next to the physical floor of the same machine, measured in the
+// same run on the same directory: a durable write floor (create + write + fsync + rename + fsync of
+// the directory, same size as an item file), a read floor (open + read + close of the same file plus
+// one AEAD open of the same size), and a scan floor (that read for every file of a group).
+import Foundation
+import Vault
+import VaultArchive
+import VaultCrypto
+import VaultSystem
+
+struct Options {
+    var scales: [Int] = [1000, 10_000]
+    var quick = false
+    var json = false
+    var directory: String?
+    var holdVault: String?
+
+    static func parse(_ arguments: [String]) -> Options {
+        var options = Options()
+        var i = 0
+        func value() -> String {
+            i += 1
+            guard i < arguments.count else {
+                FileHandle.standardError.write(Data("vault-bench: \(arguments[i - 1]) needs a value\n".utf8))
+                exit(2)
+            }
+            return arguments[i]
+        }
+        while i < arguments.count {
+            switch arguments[i] {
+            case "--items": options.scales = value().split(separator: ",").compactMap { Int($0) }
+            case "--quick": options.quick = true
+            case "--json": options.json = true
+            case "--dir": options.directory = value()
+            case "--hold-vault": options.holdVault = value()
+            case "-h", "--help":
+                print("usage: vault-bench [--items N[,N...]] [--quick] [--json] [--dir DIR]")
+                exit(0)
+            default:
+                FileHandle.standardError.write(Data("vault-bench: unknown argument \(arguments[i])\n".utf8))
+                exit(2)
+            }
+            i += 1
+        }
+        if options.quick { options.scales = [200] }
+        return options
+    }
+}
+
+struct Report: Encodable {
+    var machine: String
+    var measurements: [OperationTiming] = []
+    var memory: [String: Int] = [:]
+}
+
+@main
+struct VaultBench {
+    static func main() throws {
+        let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
+        if let path = options.holdVault {
+            try holdVault(path)
+            return
+        }
+        let base = options.directory ?? FileManager.default.currentDirectoryPath + "/.build/vault-bench"
+        try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
+        let runDirectory = base + "/run-\(ProcessInfo.processInfo.processIdentifier)"
+        try? FileManager.default.removeItem(atPath: runDirectory)
+        try FileManager.default.createDirectory(atPath: runDirectory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: runDirectory) }
+
+        var report = Report(machine: machineDescription())
+        let progress = Progress(enabled: !options.json && isatty(2) == 1)
+        for scale in options.scales {
+            let bench = try ScaleBench(
+                directory: runDirectory + "/items-\(scale)", items: scale, quick: options.quick, progress: progress)
+            report.measurements += try bench.run()
+            report.memory.merge(try bench.memory(), uniquingKeysWith: { $1 })
+        }
+        report.measurements += try ProcessBench(directory: runDirectory, quick: options.quick, progress: progress).run(
+            memory: &report.memory)
+        progress.clear()
+        if options.json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+        } else {
+            printTable(report)
+        }
+    }
+
+    /// Opens a vault, runs one query over all of it, and prints this process's peak RSS in KiB.
+    static func holdVault(_ path: String) throws {
+        let vault = try Vault.open(at: path, client: try Client(applicationIdentifier: "bench"))
+        _ = try vault.copyMatching(.genericPassword(service: "bench", limit: .all))
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
+        print(line.split(separator: " ").dropFirst().first ?? "0")
+    }
+
+    static func machineDescription() -> String {
+        let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.split(separator: "\n")
+            .first { $0.hasPrefix("model name") }?.split(separator: ":").last?.trimmingCharacters(in: .whitespaces)
+        return "\(cpu ?? "unknown CPU"), \(ProcessInfo.processInfo.activeProcessorCount) cores"
+    }
+
+    static func printTable(_ report: Report) {
+        print("machine: \(report.machine)")
+        print(
+            "operation".padding(toLength: 34, withPad: " ", startingAt: 0) + "items".leftPad(8) + "median".leftPad(11)
+                + "p90".leftPad(11) + "p99".leftPad(11) + "ops/s".leftPad(10) + "  ratio to floor")
+        for m in report.measurements {
+            let ratio = m.ratio.map { String(format: "%.2f× %@", $0, m.floor ?? "") } ?? ""
+            print(
+                m.operation.padding(toLength: 34, withPad: " ", startingAt: 0) + String(m.items).leftPad(8)
+                    + formatDuration(m.medianNanoseconds).leftPad(11) + formatDuration(m.p90Nanoseconds).leftPad(11)
+                    + formatDuration(m.p99Nanoseconds).leftPad(11) + String(format: "%.0f", m.opsPerSecond).leftPad(10)
+                    + "  " + ratio)
+        }
+        for (name, kilobytes) in report.memory.sorted(by: { $0.key < $1.key }) {
+            print("peak RSS \(name): \(String(format: "%.1f", Double(kilobytes) / 1024)) MiB")
+        }
+    }
+}
+
+extension String {
+    func leftPad(_ width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}
+
+/// Progress on standard error, only on a terminal.
+final class Progress {
+    let enabled: Bool
+    init(enabled: Bool) { self.enabled = enabled }
+
+    func show(_ text: String) {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data("\r\u{1B}[K\(text)".utf8))
+    }
+
+    func clear() { show("") }
+}
