@@ -10,13 +10,23 @@ enum VaultDirectory {
         let absolute = path.hasPrefix("/")
         var prefix = absolute ? "/" : ""
         let components = path.split(separator: "/", omittingEmptySubsequences: true)
+        var parent = absolute ? "/" : "."
         for component in components {
             prefix += (prefix.isEmpty || prefix == "/" ? "" : "/") + component
+            defer { parent = prefix }
             do {
                 try FileDescriptor.currentWorkingDirectory.makeDirectoryAt(prefix, permissions: .ownerAll)
             } catch {
                 if error == .fileExists { continue }
                 throw StoreError.system(error, "create the directory", path: prefix)
+            }
+            // A new directory exists durably only once its parent's entry is on disk.
+            do {
+                let fd = try FileDescriptor.currentWorkingDirectory.openDirectoryAt(parent)
+                defer { try? fd.close() }
+                try fd.sync()
+            } catch {
+                throw StoreError.system(error, "fsync the directory", path: parent)
             }
         }
     }
