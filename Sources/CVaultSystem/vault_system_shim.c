@@ -28,3 +28,7 @@ int vault_get_dumpable(void) {
 int vault_syncfs(int fd) {
     return syncfs(fd);
 }
+
+int vault_o_noatime(void) {
+    return O_NOATIME;
+}

@@ -45,6 +45,9 @@ public struct FileDescriptor: Hashable, Sendable {
         public static let append = OpenOptions(rawValue: O_APPEND)
         /// O_DIRECTORY: fail unless the path is a directory.
         public static let directory = OpenOptions(rawValue: O_DIRECTORY)
+        /// O_NOATIME: reading does not update the access time, so a read dirties no inode (and adds
+        /// nothing to the next fsync). Allowed only to the file's owner (EPERM otherwise).
+        public static let noAccessTime = OpenOptions(rawValue: vault_o_noatime())
     }
 
     /// Opens `path` relative to this directory descriptor, never following a symlink in the last

@@ -12,6 +12,9 @@ int vault_set_dumpable(int value);
 /// prctl(PR_GET_DUMPABLE).
 int vault_get_dumpable(void);
 
+/// O_NOATIME: a GNU flag that Swift's Glibc module does not import.
+int vault_o_noatime(void);
+
 /// syncfs(fd): a GNU extension that Swift's Glibc module does not import.
 int vault_syncfs(int fd);
 
