@@ -120,7 +120,7 @@ enum VaultDirectory {
         do {
             do {
                 fd = try directory.openAt(name, [.readOnly, .noAccessTime])
-            } catch where error == .notPermitted {
+            } catch  where error == .notPermitted {
                 // O_NOATIME needs ownership; a file of another user is read (and then refused) without it.
                 fd = try directory.openAt(name, .readOnly)
             }
