@@ -53,16 +53,19 @@ public final class CFAllocator: Sendable {
 public let kCFAllocatorDefault: CFAllocator! = CFAllocator()
 
 /// The domain of an error (Apple's `CFErrorGetDomain`).
+@discardableResult
 public func CFErrorGetDomain(_ err: CFError!) -> CFErrorDomain! {
     NSString(string: err.domain)
 }
 
 /// The code of an error (Apple's `CFErrorGetCode`).
+@discardableResult
 public func CFErrorGetCode(_ err: CFError!) -> CFIndex {
     err.code
 }
 
 /// The user-info dictionary of an error (Apple's `CFErrorCopyUserInfo`).
+@discardableResult
 public func CFErrorCopyUserInfo(_ err: CFError!) -> CFDictionary! {
     let info = NSMutableDictionary()
     for (key, value) in err.userInfo {
@@ -72,6 +75,7 @@ public func CFErrorCopyUserInfo(_ err: CFError!) -> CFDictionary! {
 }
 
 /// A description of an error (Apple's `CFErrorCopyDescription`).
+@discardableResult
 public func CFErrorCopyDescription(_ err: CFError!) -> CFString! {
     NSString(string: err.localizedDescription)
 }

@@ -69,6 +69,7 @@ public final class SecAccessControl: Hashable, Sendable, CustomStringConvertible
 /// Makes an access control object (Apple's `SecAccessControlCreateWithFlags`). `protection` must be
 /// one of the `kSecAttrAccessible*` values; otherwise the result is nil and `error` (if given)
 /// receives an `NSOSStatusErrorDomain` error with code `errSecParam`. The allocator is ignored.
+@discardableResult
 public func SecAccessControlCreateWithFlags(
     _ allocator: CFAllocator?, _ protection: CFTypeRef, _ flags: SecAccessControlCreateFlags,
     _ error: UnsafeMutablePointer<Unmanaged<CFError>?>?

@@ -143,6 +143,9 @@ public let errSecInvalidData: OSStatus = -67673
 /// errSecInvalidPointer (-67675): An invalid pointer was encountered.
 public let errSecInvalidPointer: OSStatus = -67675
 
+/// Apple's `noErr` (MacTypes.h): no error, 0; older keychain code compares statuses with it.
+public let noErr: OSStatus = 0
+
 /// Apple's `errSecDskFull`, the old name of `errSecDiskFull` (-34).
 public let errSecDskFull: OSStatus = -34
 
@@ -221,6 +224,7 @@ let securityErrorMessages: [OSStatus: String] = [
 
 /// A sentence that describes `status` (Apple's `SecCopyErrorMessageString`), or "OSStatus <n>" for a
 /// status this module does not know. `reserved` must be nil.
+@discardableResult
 public func SecCopyErrorMessageString(_ status: OSStatus, _ reserved: UnsafeMutableRawPointer?) -> CFString? {
     NSString(string: securityErrorMessages[status] ?? "OSStatus \(status)")
 }

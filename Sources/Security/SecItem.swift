@@ -3,12 +3,13 @@ import Vault
 
 // Apple's four SecItem functions over the vault. Parameter checks and result shapes follow Apple's
 // SecItem.h documentation and its open-source SecItemServer (`_SecItemAdd`, `_SecItemCopyMatching`,
-// `_SecItemUpdate`, `_SecItemDelete`).
+// `_SecItemUpdate`, `_SecItemDelete`). Like every C function Swift imports, their results may be discarded.
 
 /// Adds an item (Apple's `SecItemAdd`). `attributes` holds `kSecClass`, the attributes, `kSecValueData`
 /// and optionally `kSecReturn*` keys; with those and a non-nil `result`, `result` receives the new
 /// item as `SecItemCopyMatching` would return it. An item with the same primary key is
 /// `errSecDuplicateItem` and stays unchanged; search keys (`kSecMatch*`) are `errSecParam`.
+@discardableResult
 public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     status { () throws(SecStatusError) in
         let object = try SecItemOperations.add(attributes)
@@ -20,6 +21,7 @@ public func SecItemAdd(_ attributes: CFDictionary, _ result: UnsafeMutablePointe
 /// `kSecMatchLimitAll` (or a number above one) an `NSArray`, even of one item. Per item: `NSData` for
 /// `kSecReturnData` or `kSecReturnPersistentRef` alone, else an `NSDictionary` with raw keys. Without
 /// return keys only the status says whether something matched. No match is `errSecItemNotFound`.
+@discardableResult
 public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePointer<CFTypeRef?>?) -> OSStatus {
     status { () throws(SecStatusError) in
         let object = try SecItemOperations.copyMatching(query, wantsResult: result != nil)
@@ -30,12 +32,14 @@ public func SecItemCopyMatching(_ query: CFDictionary, _ result: UnsafeMutablePo
 /// Changes every item that `query` matches (Apple's `SecItemUpdate`) to have the attributes and
 /// `kSecValueData` of `attributesToUpdate`. Return keys in `query` are `errSecParam`; a change that
 /// would give an item another item's primary key is `errSecDuplicateItem`, and nothing changes.
+@discardableResult
 public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDictionary) -> OSStatus {
     status { () throws(SecStatusError) in try SecItemOperations.update(query, attributesToUpdate) }
 }
 
 /// Deletes every item that `query` matches (Apple's `SecItemDelete`). Search keys, including
 /// `kSecMatchLimit`, are `errSecParam`; no match is `errSecItemNotFound`.
+@discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     status { () throws(SecStatusError) in try SecItemOperations.delete(query) }
 }

@@ -7,6 +7,7 @@ nonisolated(unsafe) public let kSecRandomDefault: SecRandomRef? = nil
 /// Fills `count` bytes at `bytes` with cryptographically secure random bytes (Apple's
 /// `SecRandomCopyBytes`; here from the kernel via `SystemRandomNumberGenerator`). Returns
 /// `errSecSuccess`, or `errSecParam` for a negative count.
+@discardableResult
 public func SecRandomCopyBytes(_ rnd: SecRandomRef?, _ count: Int, _ bytes: UnsafeMutableRawPointer) -> Int32 {
     guard count >= 0 else { return errSecParam }
     var generator = SystemRandomNumberGenerator()

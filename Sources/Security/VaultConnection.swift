@@ -28,12 +28,16 @@ enum VaultConnection {
     /// The vault to use now.
     static func current() throws(VaultError) -> Vault {
         if let override { return override }
+        // Read with getenv each time: cheap, and it sees every setenv.
         let key = variables.map { name in getenv(name).map { String(cString: $0) } }
         return try cache.withLock { cached throws(VaultError) -> Vault in
             if let cached, cached.key == key { return cached.vault }
+            var environment: [String: String] = [:]
+            for (name, value) in zip(variables, key) { environment[name] = value }
             let client = try Client.fromEnvironment(
-                ProcessInfo.processInfo.environment, fallbackApplicationIdentifier: fallbackApplicationIdentifier())
-            let vault = try Vault.open(at: nil, client: client, createIfMissing: true)
+                environment, fallbackApplicationIdentifier: fallbackApplicationIdentifier())
+            let directory = environment["VAULT_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+            let vault = try Vault.open(at: directory, client: client, createIfMissing: true)
             cached = Cached(key: key, vault: vault)
             return vault
         }
