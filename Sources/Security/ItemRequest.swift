@@ -79,7 +79,9 @@ struct ItemRequest {
                     throw SecStatusError(errSecParam, "\(key) is not a supported kSecUse key")
                 }
             case "v_Data":
-                guard let data = Self.data(value) else { throw SecStatusError(errSecParam, "kSecValueData is not data") }
+                guard let data = Self.data(value) else {
+                    throw SecStatusError(errSecParam, "kSecValueData is not data")
+                }
                 self.data = data
             case "v_PersistentRef":
                 guard let bytes = Self.data(value) else {
@@ -105,7 +107,9 @@ struct ItemRequest {
         self.itemClass = itemClass
         for (key, value) in try Self.entries(of: dictionary) {
             if key == "v_Data" {
-                guard let data = Self.data(value) else { throw SecStatusError(errSecParam, "kSecValueData is not data") }
+                guard let data = Self.data(value) else {
+                    throw SecStatusError(errSecParam, "kSecValueData is not data")
+                }
                 self.data = data
             } else {
                 try setAttribute(key, value)
@@ -149,7 +153,8 @@ struct ItemRequest {
         switch name {
         case "cert", "keys", "idnt":
             throw SecStatusError(
-                errSecUnimplemented, "class \(name) (certificates, keys, identities) is not implemented; only genp and inet are")
+                errSecUnimplemented,
+                "class \(name) (certificates, keys, identities) is not implemented; only genp and inet are")
         default:
             throw SecStatusError(errSecNoSuchClass, "\(name) is not an item class")
         }
@@ -168,11 +173,13 @@ struct ItemRequest {
             } else if let n = Self.integer(value), n >= 1 {
                 limit = n == 1 ? .one : .count(n)
             } else {
-                throw SecStatusError(errSecParam, "kSecMatchLimit is neither a kSecMatchLimit value nor a positive number")
+                throw SecStatusError(
+                    errSecParam, "kSecMatchLimit is neither a kSecMatchLimit value nor a positive number")
             }
         case "m_CaseInsensitive":
             if Self.bool(value) == true {
-                throw SecStatusError(errSecUnimplemented, "kSecMatchCaseInsensitive is not implemented: matching is exact")
+                throw SecStatusError(
+                    errSecUnimplemented, "kSecMatchCaseInsensitive is not implemented: matching is exact")
             }
         default:
             // Apple records other search keys (policies, issuers, …) and password searches ignore them.
@@ -233,7 +240,9 @@ struct ItemRequest {
                 throw invalid("a kSecAttrProtocol value")
             }
         case "gena":
-            guard let data = Self.data(value) ?? Self.string(value).map({ Data($0.utf8) }) else { throw invalid("data") }
+            guard let data = Self.data(value) ?? Self.string(value).map({ Data($0.utf8) }) else {
+                throw invalid("data")
+            }
             attributes.generic = data
         case "crtr", "type":
             guard let n = Self.integer(value), let code = UInt32(exactly: n) else { throw invalid("a 32-bit code") }

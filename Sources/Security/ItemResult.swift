@@ -65,7 +65,9 @@ enum ItemResult {
         number("type", a.type.map { NSNumber(value: $0) })
         number("invi", a.isInvisible.map { NSNumber(value: $0) })
         number("nega", a.isNegative.map { NSNumber(value: $0) })
-        if let created = a.creationDate { result.append(("cdat", NSDate(timeIntervalSinceReferenceDate: created.timeIntervalSinceReferenceDate))) }
+        if let created = a.creationDate {
+            result.append(("cdat", NSDate(timeIntervalSinceReferenceDate: created.timeIntervalSinceReferenceDate)))
+        }
         if let modified = a.modificationDate {
             result.append(("mdat", NSDate(timeIntervalSinceReferenceDate: modified.timeIntervalSinceReferenceDate)))
         }

@@ -4,7 +4,6 @@ import Foundation
 // Security framework, SecItemConstants.c (OSX/sec/Security), and the SecItem.h documentation.
 // `nonisolated(unsafe)`: the strings are immutable NSString instances that are never replaced.
 
-
 // MARK: Item class key and values
 
 /// Apple's `kSecClass` ("class"): The key of an item's class.

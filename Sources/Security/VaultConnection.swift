@@ -25,11 +25,15 @@ enum VaultConnection {
     /// its own temp vault).
     @TaskLocal static var override: Vault?
 
-    /// The vault to use now.
-    static func current() throws(VaultError) -> Vault {
+    /// The process environment, read with getenv each time: cheap, and it sees every setenv.
+    static func processEnvironment(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+
+    /// The vault to use now; `environment` looks variables up (tests pass their own).
+    static func current(environment lookup: (String) -> String? = processEnvironment) throws(VaultError) -> Vault {
         if let override { return override }
-        // Read with getenv each time: cheap, and it sees every setenv.
-        let key = variables.map { name in getenv(name).map { String(cString: $0) } }
+        let key = variables.map(lookup)
         return try cache.withLock { cached throws(VaultError) -> Vault in
             if let cached, cached.key == key { return cached.vault }
             var environment: [String: String] = [:]

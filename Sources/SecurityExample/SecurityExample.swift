@@ -97,7 +97,9 @@ do {
     else { throw KeychainError.unexpectedStatus(errSecDecode, "stored passwords differ") }
     print("accounts: \(try accounts(service: service).joined(separator: ", "))")
 
-    let deleteQuery: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service]
+    let deleteQuery: [String: Any] = [
+        kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service,
+    ]
     try check(SecItemDelete(deleteQuery as CFDictionary), "SecItemDelete")
     guard try loadPassword(service: service, account: "alice") == nil else {
         throw KeychainError.unexpectedStatus(errSecDecode, "item survived its deletion")

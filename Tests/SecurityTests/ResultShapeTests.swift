@@ -80,14 +80,18 @@ struct ResultShapeTests {
         try withTempVault {
             #expect(addGenericPassword(service: "svc", account: "a", password: "pw") == errSecSuccess)
             let (status, result) = copy(
-                query([kSecReturnData as String: true, kSecReturnAttributes as String: true, kSecReturnPersistentRef as String: true]))
+                query([
+                    kSecReturnData as String: true, kSecReturnAttributes as String: true,
+                    kSecReturnPersistentRef as String: true,
+                ]))
             #expect(status == errSecSuccess)
             let dictionary = try #require(result as? NSDictionary)
             #expect(dictionary.object(forKey: "v_Data") as? NSData == NSData(data: Data("pw".utf8)))
             #expect(dictionary.object(forKey: "v_PersistentRef") is NSData)
             #expect(dictionary.object(forKey: "acct") as? NSString == "a")
 
-            let (_, dataAndReference) = copy(query([kSecReturnData as String: true, kSecReturnPersistentRef as String: true]))
+            let (_, dataAndReference) = copy(
+                query([kSecReturnData as String: true, kSecReturnPersistentRef as String: true]))
             let pair = try #require(dataAndReference as? NSDictionary)
             #expect(pair.count == 2)
             #expect(pair.object(forKey: "v_Data") as? NSData == NSData(data: Data("pw".utf8)))
@@ -110,7 +114,8 @@ struct ResultShapeTests {
     func limitAll() throws {
         try withTempVault {
             #expect(addGenericPassword(service: "svc", account: "a", password: "pa") == errSecSuccess)
-            let (status, one) = copy(query([kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnAttributes as String: true]))
+            let (status, one) = copy(
+                query([kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnAttributes as String: true]))
             #expect(status == errSecSuccess)
             let single = try #require(one as? NSArray)
             #expect(single.count == 1)
@@ -153,17 +158,22 @@ struct ResultShapeTests {
             #expect(copied as? Data == reference)
 
             var result: CFTypeRef?
-            let byReference: [String: Any] = [kSecValuePersistentRef as String: reference, kSecReturnData as String: true]
+            let byReference: [String: Any] = [
+                kSecValuePersistentRef as String: reference, kSecReturnData as String: true,
+            ]
             #expect(SecItemCopyMatching(byReference as CFDictionary, &result) == errSecSuccess)
             #expect(result as? Data == Data("pw".utf8))
 
             // The reference stays valid across an update of the primary key, and deletes its item.
             let changes = [kSecAttrAccount as String: "renamed"] as CFDictionary
-            #expect(SecItemUpdate([kSecValuePersistentRef as String: reference] as CFDictionary, changes) == errSecSuccess)
+            #expect(
+                SecItemUpdate([kSecValuePersistentRef as String: reference] as CFDictionary, changes) == errSecSuccess)
             let (_, renamed) = copy([kSecValuePersistentRef as String: reference, kSecReturnAttributes as String: true])
             #expect((renamed as? [String: Any])?[kSecAttrAccount as String] as? String == "renamed")
             #expect(SecItemDelete([kSecValuePersistentRef as String: reference] as CFDictionary) == errSecSuccess)
-            #expect(SecItemCopyMatching([kSecValuePersistentRef as String: reference] as CFDictionary, nil) == errSecItemNotFound)
+            #expect(
+                SecItemCopyMatching([kSecValuePersistentRef as String: reference] as CFDictionary, nil)
+                    == errSecItemNotFound)
         }
     }
 

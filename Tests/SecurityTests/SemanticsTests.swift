@@ -45,8 +45,12 @@ struct SemanticsTests {
             for account in ["a", "b", "c"] {
                 #expect(addGenericPassword(service: "svc", account: account, password: "p") == errSecSuccess)
             }
-            let service: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc"]
-            #expect(SecItemUpdate(service as CFDictionary, [kSecAttrComment as String: "seen"] as CFDictionary) == errSecSuccess)
+            let service: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc",
+            ]
+            #expect(
+                SecItemUpdate(service as CFDictionary, [kSecAttrComment as String: "seen"] as CFDictionary)
+                    == errSecSuccess)
             var all = service
             all[kSecMatchLimit as String] = kSecMatchLimitAll
             all[kSecAttrComment as String] = "seen"
@@ -63,7 +67,10 @@ struct SemanticsTests {
     func synchronizable() throws {
         try withTempVault {
             #expect(addGenericPassword(service: "svc", account: "a", password: "local") == errSecSuccess)
-            #expect(addGenericPassword(service: "svc", account: "a", password: "synced", extra: [kSecAttrSynchronizable as String: true]) == errSecSuccess)
+            #expect(
+                addGenericPassword(
+                    service: "svc", account: "a", password: "synced", extra: [kSecAttrSynchronizable as String: true])
+                    == errSecSuccess)
             let base: [String: Any] = [
                 kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc",
                 kSecReturnData as String: true,
@@ -121,8 +128,13 @@ struct SemanticsTests {
         let temp = try TempVault(app: "TEAMID.com.example.app", groups: ["TEAMID.shared"])
         try temp.run {
             #expect(addGenericPassword(service: "svc", account: "default", password: "p") == errSecSuccess)
-            #expect(addGenericPassword(service: "svc", account: "own", password: "p", extra: [kSecAttrAccessGroup as String: "TEAMID.com.example.app"]) == errSecSuccess)
-            let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "default"]
+            #expect(
+                addGenericPassword(
+                    service: "svc", account: "own", password: "p",
+                    extra: [kSecAttrAccessGroup as String: "TEAMID.com.example.app"]) == errSecSuccess)
+            let query: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "default",
+            ]
             #expect(try #require(attributes(query))[kSecAttrAccessGroup as String] as? String == "TEAMID.shared")
 
             let sharedOnly: [String: Any] = [
@@ -135,7 +147,9 @@ struct SemanticsTests {
 
             try temp.asClient(app: "TEAMID.com.example.widget", groups: ["TEAMID.shared"]) {
                 #expect(attributes(query) != nil)
-                let own: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "own"]
+                let own: [String: Any] = [
+                    kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "own",
+                ]
                 #expect(SecItemCopyMatching(own as CFDictionary, nil) == errSecItemNotFound)
             }
             try temp.asClient(app: "OTHER.app") {
@@ -149,14 +163,23 @@ struct SemanticsTests {
         try withTempVault {
             var error: Unmanaged<CFError>?
             let access = try #require(
-                SecAccessControlCreateWithFlags(kCFAllocatorDefault, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, .userPresence, &error))
+                SecAccessControlCreateWithFlags(
+                    kCFAllocatorDefault, kSecAttrAccessibleWhenUnlockedThisDeviceOnly, .userPresence, &error))
             #expect(error == nil)
-            #expect(addGenericPassword(service: "svc", account: "a", password: "p", extra: [kSecAttrAccessControl as String: access]) == errSecSuccess)
-            let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc"]
+            #expect(
+                addGenericPassword(
+                    service: "svc", account: "a", password: "p", extra: [kSecAttrAccessControl as String: access])
+                    == errSecSuccess)
+            let query: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc",
+            ]
             #expect(try #require(attributes(query))[kSecAttrAccessible as String] as? String == "aku")
-            #expect(addGenericPassword(service: "svc", account: "b", password: "p", extra: [
-                kSecAttrAccessControl as String: access, kSecAttrAccessible as String: kSecAttrAccessibleAlways,
-            ]) == errSecParam)
+            #expect(
+                addGenericPassword(
+                    service: "svc", account: "b", password: "p",
+                    extra: [
+                        kSecAttrAccessControl as String: access, kSecAttrAccessible as String: kSecAttrAccessibleAlways,
+                    ]) == errSecParam)
         }
     }
 
@@ -169,7 +192,9 @@ struct SemanticsTests {
                 kSecValueData as String: NSData(data: Data("pw".utf8)),
             ]
             #expect(SecItemAdd(item as CFDictionary, nil) == errSecSuccess)
-            let query: [String: Any] = [kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "acct"]
+            let query: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "acct",
+            ]
             let found = try #require(attributes(query))
             #expect(found[kSecAttrGeneric as String] as? Data == Data("generic text".utf8))
         }

@@ -53,7 +53,9 @@ struct StatusRuleTests {
             let query: [String: Any] = [kSecClass as String: itemClass, kSecAttrLabel as String: "l"]
             #expect(SecItemAdd(query as CFDictionary, nil) == errSecUnimplemented)
             #expect(copyStatus(query) == errSecUnimplemented)
-            #expect(SecItemUpdate(query as CFDictionary, [kSecAttrLabel as String: "m"] as CFDictionary) == errSecUnimplemented)
+            #expect(
+                SecItemUpdate(query as CFDictionary, [kSecAttrLabel as String: "m"] as CFDictionary)
+                    == errSecUnimplemented)
             #expect(SecItemDelete(query as CFDictionary) == errSecUnimplemented)
             let message = SecCopyErrorMessageString(errSecUnimplemented, nil)! as String
             #expect(message == "Function or operation not implemented.")
@@ -63,9 +65,13 @@ struct StatusRuleTests {
     @Test("An attribute the class does not have is errSecNoSuchAttr")
     func unknownAttribute() throws {
         try withTempVault {
-            #expect(addGenericPassword(service: "s", account: "a", password: "p", extra: ["zzzz": "x"]) == errSecNoSuchAttr)
+            #expect(
+                addGenericPassword(service: "s", account: "a", password: "p", extra: ["zzzz": "x"]) == errSecNoSuchAttr)
             // A key attribute and an internet-password attribute on a generic password.
-            #expect(addGenericPassword(service: "s", account: "a", password: "p", extra: [kSecAttrApplicationTag as String: Data()]) == errSecNoSuchAttr)
+            #expect(
+                addGenericPassword(
+                    service: "s", account: "a", password: "p", extra: [kSecAttrApplicationTag as String: Data()])
+                    == errSecNoSuchAttr)
             #expect(copyStatus(genp([kSecAttrServer as String: "example.com"])) == errSecNoSuchAttr)
             let inet: [String: Any] = [
                 kSecClass as String: kSecClassInternetPassword, kSecAttrService as String: "svc",
@@ -75,7 +81,9 @@ struct StatusRuleTests {
             // In the attributes of an update, every key but kSecValueData must be an attribute.
             #expect(addGenericPassword(service: "svc", account: "acct", password: "p") == errSecSuccess)
             #expect(SecItemUpdate(genp() as CFDictionary, ["zzzz": "x"] as CFDictionary) == errSecNoSuchAttr)
-            #expect(SecItemUpdate(genp() as CFDictionary, [kSecClass as String: kSecClassGenericPassword] as CFDictionary) == errSecNoSuchAttr)
+            #expect(
+                SecItemUpdate(genp() as CFDictionary, [kSecClass as String: kSecClassGenericPassword] as CFDictionary)
+                    == errSecNoSuchAttr)
             // Keys that are neither attributes nor search, return, use or value keys are errSecParam.
             #expect(copyStatus(genp(["accountName": "x"])) == errSecParam)
         }
@@ -92,7 +100,9 @@ struct StatusRuleTests {
         }
     }
 
-    @Test("Return keys in the query of an update are errSecParam", arguments: ["r_Data", "r_Attributes", "r_Ref", "r_PersistentRef"])
+    @Test(
+        "Return keys in the query of an update are errSecParam",
+        arguments: ["r_Data", "r_Attributes", "r_Ref", "r_PersistentRef"])
     func returnKeysInUpdate(key: String) throws {
         try withTempVault {
             #expect(addGenericPassword(service: "svc", account: "acct", password: "p") == errSecSuccess)
@@ -141,9 +151,18 @@ struct StatusRuleTests {
             #expect(copyStatus(genp([kSecMatchLimit as String: 0])) == errSecParam)
             #expect(copyStatus(genp([kSecAttrAccount as String: 12])) == errSecParam)
             #expect(copyStatus(genp([kSecAttrPort as String: "80"])) == errSecNoSuchAttr)  // not a genp attribute
-            #expect(addGenericPassword(service: "s", account: "a", password: "p", extra: [kSecAttrAccessible as String: "sometimes"]) == errSecParam)
-            #expect(addGenericPassword(service: "s", account: "a", password: "p", extra: [kSecAttrIsInvisible as String: "no"]) == errSecParam)
-            #expect(addGenericPassword(service: "s", account: "a", password: "p", extra: [kSecAttrCreationDate as String: "today"]) == errSecParam)
+            #expect(
+                addGenericPassword(
+                    service: "s", account: "a", password: "p", extra: [kSecAttrAccessible as String: "sometimes"])
+                    == errSecParam)
+            #expect(
+                addGenericPassword(
+                    service: "s", account: "a", password: "p", extra: [kSecAttrIsInvisible as String: "no"])
+                    == errSecParam)
+            #expect(
+                addGenericPassword(
+                    service: "s", account: "a", password: "p", extra: [kSecAttrCreationDate as String: "today"])
+                    == errSecParam)
             #expect(copyStatus(genp([kSecValuePersistentRef as String: Data("not a reference".utf8)])) == errSecParam)
             #expect(copyStatus(genp([kSecValueRef as String: Data()])) == errSecParam)
             #expect(copyStatus(genp([kSecReturnData as String: true, "r_Everything": true])) == errSecParam)
@@ -153,13 +172,19 @@ struct StatusRuleTests {
     @Test("kSecUse keys about user interface are accepted and ignored; unknown ones are errSecParam")
     func useKeys() throws {
         try withTempVault {
-            #expect(addGenericPassword(service: "svc", account: "acct", password: "p", extra: [
-                kSecUseDataProtectionKeychain as String: true, kSecAttrSyncViewHint as String: "",
-            ]) == errSecSuccess)
-            #expect(copyStatus(genp([
-                kSecUseOperationPrompt as String: "Authenticate to read", kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail,
-                kSecUseAuthenticationContext as String: NSObject(),
-            ])) == errSecSuccess)
+            #expect(
+                addGenericPassword(
+                    service: "svc", account: "acct", password: "p",
+                    extra: [
+                        kSecUseDataProtectionKeychain as String: true, kSecAttrSyncViewHint as String: "",
+                    ]) == errSecSuccess)
+            #expect(
+                copyStatus(
+                    genp([
+                        kSecUseOperationPrompt as String: "Authenticate to read",
+                        kSecUseAuthenticationUI as String: kSecUseAuthenticationUIFail,
+                        kSecUseAuthenticationContext as String: NSObject(),
+                    ])) == errSecSuccess)
             #expect(copyStatus(genp(["u_Whatever": true])) == errSecParam)
             #expect(copyStatus(genp([kSecUseItemList as String: NSArray()])) == errSecParam)
             #expect(copyStatus(genp([kSecMatchCaseInsensitive as String: true])) == errSecUnimplemented)
@@ -173,17 +198,23 @@ struct StatusRuleTests {
             #expect(addGenericPassword(service: "svc", account: "acct", password: "first") == errSecSuccess)
             #expect(addGenericPassword(service: "svc", account: "acct", password: "second") == errSecDuplicateItem)
             var result: CFTypeRef?
-            #expect(SecItemCopyMatching(genp([kSecReturnData as String: true]) as CFDictionary, &result) == errSecSuccess)
+            #expect(
+                SecItemCopyMatching(genp([kSecReturnData as String: true]) as CFDictionary, &result) == errSecSuccess)
             #expect(result as? Data == Data("first".utf8))
 
             let other = genp([kSecAttrAccount as String: "nobody"])
             #expect(copyStatus(other) == errSecItemNotFound)
-            #expect(SecItemUpdate(other as CFDictionary, [kSecAttrLabel as String: "l"] as CFDictionary) == errSecItemNotFound)
+            #expect(
+                SecItemUpdate(other as CFDictionary, [kSecAttrLabel as String: "l"] as CFDictionary)
+                    == errSecItemNotFound)
             #expect(SecItemDelete(other as CFDictionary) == errSecItemNotFound)
 
             let foreign = genp([kSecAttrAccessGroup as String: "OTHERTEAM.secret"])
             #expect(copyStatus(foreign) == errSecMissingEntitlement)
-            #expect(addGenericPassword(service: "s", account: "a", password: "p", extra: [kSecAttrAccessGroup as String: "OTHERTEAM.secret"]) == errSecMissingEntitlement)
+            #expect(
+                addGenericPassword(
+                    service: "s", account: "a", password: "p",
+                    extra: [kSecAttrAccessGroup as String: "OTHERTEAM.secret"]) == errSecMissingEntitlement)
         }
     }
 
@@ -193,10 +224,14 @@ struct StatusRuleTests {
             #expect(addGenericPassword(service: "svc", account: "a", password: "pa") == errSecSuccess)
             #expect(addGenericPassword(service: "svc", account: "b", password: "pb") == errSecSuccess)
             let status = SecItemUpdate(
-                genp([kSecAttrAccount as String: "a"]) as CFDictionary, [kSecAttrAccount as String: "b"] as CFDictionary)
+                genp([kSecAttrAccount as String: "a"]) as CFDictionary, [kSecAttrAccount as String: "b"] as CFDictionary
+            )
             #expect(status == errSecDuplicateItem)
             var result: CFTypeRef?
-            #expect(SecItemCopyMatching(genp([kSecAttrAccount as String: "a", kSecReturnData as String: true]) as CFDictionary, &result) == errSecSuccess)
+            #expect(
+                SecItemCopyMatching(
+                    genp([kSecAttrAccount as String: "a", kSecReturnData as String: true]) as CFDictionary, &result)
+                    == errSecSuccess)
             #expect(result as? Data == Data("pa".utf8))
         }
     }
