@@ -229,7 +229,6 @@ struct ConstantsTests {
         #expect(SecAccessControlCreateWithFlags(nil, kSecClassGenericPassword, .userPresence, &error) == nil)
         let failure = try #require(error).takeRetainedValue()
         #expect(CFErrorGetCode(failure) == Int(errSecParam))
-        #expect((failure as Error) is NSError)
     }
 
     @Test("SecRandomCopyBytes fills the buffer from the system generator")
