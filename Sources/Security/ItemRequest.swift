@@ -130,10 +130,12 @@ struct ItemRequest {
             persistentReference: persistentReference, limit: limit ?? .one)
     }
 
-    /// The attributes of a new item, with the synchronizable flag.
+    /// The attributes of a new item, with the synchronizable flag and, as Apple's server does, the
+    /// protection class `kSecAttrAccessibleWhenUnlocked` when none is given.
     var addAttributes: ItemAttributes {
         var result = attributes
         result.synchronizable = synchronizable == .yes ? true : nil
+        if result.accessible == nil { result.accessible = .whenUnlocked }
         return result
     }
 

@@ -200,3 +200,80 @@ struct SemanticsTests {
         }
     }
 }
+
+@Suite("Concurrency and the forms older snippets use")
+struct SnippetFormTests {
+    @Test("Many tasks add and read at once")
+    func concurrentCalls() async throws {
+        let temp = try TempVault()
+        defer { try? FileManager.default.removeItem(atPath: temp.root) }
+        let statuses = await VaultConnection.$override.withValue(temp.vault) {
+            await withTaskGroup(of: (OSStatus, Data?).self) { group in
+                for i in 0..<16 {
+                    group.addTask {
+                        let added = addGenericPassword(service: "svc", account: "a\(i)", password: "p\(i)")
+                        let query: [String: Any] = [
+                            kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc",
+                            kSecAttrAccount as String: "a\(i)", kSecReturnData as String: true,
+                        ]
+                        var result: CFTypeRef?
+                        let read = SecItemCopyMatching(query as CFDictionary, &result)
+                        return (added == errSecSuccess ? read : added, result as? Data)
+                    }
+                }
+                var collected: [(OSStatus, Data?)] = []
+                for await status in group { collected.append(status) }
+                return collected
+            }
+        }
+        #expect(statuses.count == 16)
+        #expect(statuses.allSatisfy { $0.0 == errSecSuccess && $0.1 != nil })
+    }
+
+    @Test("[String: AnyObject] queries, `as AnyObject` values, optionals and withUnsafeMutablePointer")
+    func olderForms() throws {
+        try withTempVault {
+            let password: String? = "pw"
+            let add: [String: AnyObject] = [
+                kSecClass as String: kSecClassGenericPassword,
+                kSecAttrService as String: "svc" as AnyObject,
+                kSecAttrAccount as String: "acct" as AnyObject,
+                kSecValueData as String: password!.data(using: .utf8)! as AnyObject,
+                kSecAttrAccessible as String: kSecAttrAccessibleAfterFirstUnlockThisDeviceOnly,
+            ]
+            #expect(SecItemAdd(add as CFDictionary, nil) == errSecSuccess)
+
+            let optionalData: Data? = Data("other".utf8)
+            let second: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc",
+                kSecAttrAccount as String: "second", kSecValueData as String: optionalData as Any,
+            ]
+            #expect(SecItemAdd(second as CFDictionary, nil) == errSecSuccess)
+
+            let query: [String: AnyObject] = [
+                kSecClass as String: kSecClassGenericPassword,
+                kSecAttrService as String: "svc" as AnyObject,
+                kSecAttrAccount as String: "acct" as AnyObject,
+                kSecReturnData as String: kCFBooleanTrue,
+                kSecMatchLimit as String: kSecMatchLimitOne,
+            ]
+            var result: AnyObject?
+            let status = withUnsafeMutablePointer(to: &result) {
+                SecItemCopyMatching(query as CFDictionary, UnsafeMutablePointer($0))
+            }
+            #expect(status == noErr)
+            #expect(result as? Data == Data("pw".utf8))
+
+            // The protection class is a filter, and Apple's default is stored when none is given.
+            let whenUnlocked: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword,
+                kSecAttrAccessible as String: kSecAttrAccessibleWhenUnlocked,
+            ]
+            #expect(SecItemCopyMatching(whenUnlocked as CFDictionary, nil) == errSecSuccess)
+            let always: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrAccessible as String: kSecAttrAccessibleAlways,
+            ]
+            #expect(SecItemCopyMatching(always as CFDictionary, nil) == errSecItemNotFound)
+        }
+    }
+}
