@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import Vault
 
 @testable import Security
 
@@ -103,7 +104,7 @@ struct EnvironmentChangeTests {
         #expect(try VaultConnection.current(environment: lookup) === first)
         #expect(first.path == root + "/one")
         #expect(first.client.applicationIdentifier == "TEAMID.com.example.tests")
-        try VaultConnection.$override.withValue(first) {
+        VaultConnection.$override.withValue(first) {
             #expect(addGenericPassword(service: "svc", account: "a", password: "one") == errSecSuccess)
         }
         #expect(FileManager.default.fileExists(atPath: root + "/one/groups/TEAMID.com.example.tests"))
@@ -117,5 +118,34 @@ struct EnvironmentChangeTests {
         environment.withLock { $0["VAULT_ACCESS_GROUPS"] = "TEAMID.shared" }
         let third = try VaultConnection.current(environment: lookup)
         #expect(third.client.defaultGroup?.rawValue == "TEAMID.shared")
+    }
+}
+
+@Suite("A vault that cannot be used is never \"not found\"")
+struct UnusableVaultTests {
+    @Test("A master key readable by others is refused with errSecWrPerm")
+    func looseMasterKey() throws {
+        let temp = try TempVault()
+        defer { try? FileManager.default.removeItem(atPath: temp.root) }
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: temp.path + "/master.key")
+        let environment = ["VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": temp.path]
+        #expect(throws: VaultError.self) { try VaultConnection.current(environment: { environment[$0] }) }
+        do {
+            _ = try VaultConnection.current(environment: { environment[$0] })
+        } catch {
+            #expect(error.status.rawValue == errSecWrPerm)
+            #expect(error.message.contains(temp.path))
+        }
+    }
+
+    @Test("An entitlements file that cannot be read is errSecParam")
+    func brokenEntitlements() throws {
+        let environment = ["VAULT_ENTITLEMENTS": "/nonexistent/entitlements.json", "VAULT_DIR": "/nonexistent/vault"]
+        do {
+            _ = try VaultConnection.current(environment: { environment[$0] })
+            Issue.record("a client was made from a missing entitlements file")
+        } catch {
+            #expect(error.status.rawValue == errSecParam)
+        }
     }
 }
