@@ -8,6 +8,8 @@ let package = Package(
         .library(name: "VaultStore", targets: ["VaultStore"]),
         .library(name: "Vault", targets: ["Vault"]),
         .executable(name: "vault", targets: ["vault"]),
+        // Apple's SecItem API (names, constants, statuses) over the vault.
+        .library(name: "Security", targets: ["Security"]),
     ],
     targets: [
         // libsodium from Debian's libsodium-dev; imported (internally) by VaultCrypto only.
@@ -42,5 +44,11 @@ let package = Package(
             name: "vault-bench", dependencies: ["Vault", "VaultArchive", "VaultCrypto", "VaultSystem"],
             path: "Sources/VaultBench"),
         .executableTarget(name: "archive-bench", dependencies: ["VaultArchive"], path: "Sources/ArchiveBench"),
+
+        // Apple's Security framework names over the vault, so that keychain code written for iOS builds on Linux.
+        .target(name: "Security", dependencies: ["Vault"]),
+        // Keychain code written exactly as on iOS (only Foundation and Security); CI runs it.
+        .executableTarget(name: "SecurityExample", dependencies: ["Security"]),
+        .testTarget(name: "SecurityTests", dependencies: ["Security", "Vault", "VaultArchive", "SecurityExample"]),
     ]
 )

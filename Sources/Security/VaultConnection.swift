@@ -1,0 +1,71 @@
+import Foundation
+import Synchronization
+import Vault
+
+/// Which vault the SecItem functions use, and as which client: resolved from the environment, one
+/// cached handle per process, re-resolved when the environment that chose it changes.
+///
+/// - Vault: `VAULT_DIR`, else the default location (`Vault.open(at: nil)`); created on first use.
+/// - Client: `VAULT_ENTITLEMENTS`, else `VAULT_APP_ID`/`VAULT_ACCESS_GROUPS`, else the bundle
+///   identifier, else the executable's name (see `Client.fromEnvironment`).
+enum VaultConnection {
+    /// The variables whose values choose the vault and the client.
+    static let variables = [
+        "VAULT_DIR", "XDG_DATA_HOME", "HOME", "VAULT_ENTITLEMENTS", "VAULT_APP_ID", "VAULT_ACCESS_GROUPS",
+    ]
+
+    private struct Cached: Sendable {
+        let key: [String?]
+        let vault: Vault
+    }
+
+    private static let cache = Mutex<Cached?>(nil)
+
+    /// A vault that replaces the environment's for the current task (tests run in parallel, each on
+    /// its own temp vault).
+    @TaskLocal static var override: Vault?
+
+    /// The process environment, read with getenv each time: cheap, and it sees every setenv.
+    static func processEnvironment(_ name: String) -> String? {
+        getenv(name).map { String(cString: $0) }
+    }
+
+    /// The vault to use now; `environment` looks variables up (tests pass their own).
+    static func current(environment lookup: (String) -> String? = processEnvironment) throws(VaultError) -> Vault {
+        if let override { return override }
+        let key = variables.map(lookup)
+        return try cache.withLock { cached throws(VaultError) -> Vault in
+            if let cached, cached.key == key { return cached.vault }
+            var environment: [String: String] = [:]
+            for (name, value) in zip(variables, key) { environment[name] = value }
+            let client = try Client.fromEnvironment(
+                environment, fallbackApplicationIdentifier: fallbackApplicationIdentifier())
+            let directory = environment["VAULT_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+            let vault = try Vault.open(at: directory, client: client, createIfMissing: true)
+            cached = Cached(key: key, vault: vault)
+            return vault
+        }
+    }
+
+    /// The bundle identifier, else the executable's name with characters an access group cannot hold
+    /// replaced by "-".
+    static func fallbackApplicationIdentifier() -> String {
+        if let identifier = Bundle.main.bundleIdentifier, !identifier.isEmpty { return identifier }
+        let name = URL(fileURLWithPath: CommandLine.arguments.first ?? "").lastPathComponent
+        return sanitizedGroupName(name.isEmpty ? ProcessInfo.processInfo.processName : name)
+    }
+
+    /// `name` made into a valid access-group name: `[A-Za-z0-9._-]`, no leading '.', at most 200 bytes.
+    static func sanitizedGroupName(_ name: String) -> String {
+        var result = String(
+            name.unicodeScalars.map { scalar -> Character in
+                switch scalar {
+                case "A"..."Z", "a"..."z", "0"..."9", ".", "_", "-": return Character(scalar)
+                default: return "-"
+                }
+            })
+        while result.hasPrefix(".") { result.removeFirst() }
+        if result.isEmpty { result = "app" }
+        return String(result.prefix(200))
+    }
+}
