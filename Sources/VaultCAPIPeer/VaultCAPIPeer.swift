@@ -24,8 +24,7 @@ struct VaultCAPIPeer {
                 try vault.set(readStandardInput(), for: key)
             } else {
                 guard let data = try vault.data(for: key) else { fail("vault-capi-peer: no item \(key)", code: 44) }
-                data.withUnsafeBytes { bytes in _ = fwrite(bytes.baseAddress, 1, bytes.count, stdout) }
-                fflush(stdout)
+                writeAll(1, Array(data))
             }
         } catch {
             fail("vault-capi-peer: \(error.message) [\(error.status)]", code: 1)
@@ -36,15 +35,31 @@ struct VaultCAPIPeer {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            let count = fread(&buffer, 1, buffer.count, stdin)
-            if count > 0 { data.append(contentsOf: buffer[0..<count]) }
-            if count < buffer.count { break }
+            let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+            if count > 0 {
+                data.append(contentsOf: buffer[0..<count])
+            } else if count == 0 || errno != EINTR {
+                return data
+            }
         }
-        return data
+    }
+
+    static func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            if written > 0 {
+                offset += written
+            } else if written < 0 && errno == EINTR {
+                continue
+            } else {
+                return
+            }
+        }
     }
 
     static func fail(_ message: String, code: Int32) -> Never {
-        fputs(message + "\n", stderr)
+        writeAll(2, Array((message + "\n").utf8))
         exit(code)
     }
 }
