@@ -63,6 +63,13 @@ enum {
 enum { VAULT_UUID_LENGTH = 16 };
 
 /**
+ * The longest secret vault_put and vault_add accept (16 MiB); a longer secret_len is VAULT_ERR_PARAM
+ * and the bytes are not read. (An item is stored with its attributes, so a secret very close to this
+ * limit can still be refused by the store with VAULT_ERR_IO.)
+ */
+enum { VAULT_MAX_SECRET_LENGTH = 16777216 };
+
+/**
  * An open vault, seen as one client (an application identifier and its access groups). Opaque: it is
  * a handle, not an address; it is never dereferenced, and a closed or forged handle is reported as
  * VAULT_ERR_INVALID_HANDLE (handles are never reused, so a stale one is always detected).
@@ -155,8 +162,8 @@ int32_t vault_close(vault_t *vault);
  * as one atomic operation under the vault's lock. `secret` may be NULL only when secret_len is 0 (an
  * empty secret). The bytes are copied; the caller keeps ownership of `secret`.
  *
- * Errors: VAULT_ERR_INVALID_HANDLE, VAULT_ERR_PARAM, VAULT_ERR_MISSING_ENTITLEMENT, VAULT_ERR_IO (also
- * for a secret over 16 MiB).
+ * Errors: VAULT_ERR_INVALID_HANDLE, VAULT_ERR_PARAM (also a secret_len over VAULT_MAX_SECRET_LENGTH),
+ * VAULT_ERR_MISSING_ENTITLEMENT, VAULT_ERR_IO.
  */
 int32_t vault_put(vault_t *vault, const char *group, const char *service, const char *account,
                   const uint8_t *secret, uint64_t secret_len);

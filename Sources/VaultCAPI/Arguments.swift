@@ -1,3 +1,4 @@
+import CVaultAPI
 import FoundationEssentials
 import Glibc
 import Vault
@@ -48,15 +49,13 @@ enum Arguments {
         }
     }
 
-    /// A byte count from C as an `Int`.
-    static func count(_ value: UInt64, _ name: String) throws(Failure) -> Int {
-        guard let count = Int(exactly: value) else { throw Failure.param("\(name) \(value) is too large") }
-        return count
-    }
-
-    /// A secret from C, copied: `pointer` may be NULL only when `length` is 0.
+    /// A secret from C, copied: `pointer` may be NULL only when `length` is 0; at most
+    /// `VAULT_MAX_SECRET_LENGTH` bytes, checked before any byte is read.
     static func secret(_ pointer: UnsafePointer<UInt8>?, _ length: UInt64) throws(Failure) -> Data {
-        let count = try count(length, "secret_len")
+        guard length <= UInt64(VAULT_MAX_SECRET_LENGTH) else {
+            throw Failure.param("secret_len is \(length) bytes; at most \(VAULT_MAX_SECRET_LENGTH) are allowed")
+        }
+        let count = Int(length)
         guard count > 0 else { return Data() }
         guard let pointer else { throw Failure.param("secret is NULL but secret_len is \(length)") }
         return Data(bytes: pointer, count: count)

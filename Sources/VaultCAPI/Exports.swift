@@ -153,7 +153,8 @@ public func vault_get(
         length.pointee = 0
         let vault = try Registry.vaults.lookup(vault, name: "vault")
         let key = try Arguments.itemKey(group: group, service: service, account: account)
-        let capacity = try Arguments.count(buffer_size, "buffer_size")
+        // Only compared with the secret's length, so a size beyond Int.max is as good as Int.max.
+        let capacity = Int(clamping: buffer_size)
         if capacity > 0, buffer == nil { throw Failure.param("buffer is NULL but buffer_size is \(buffer_size)") }
         var data = try secret(of: key, in: vault)
         defer { data.wipe() }

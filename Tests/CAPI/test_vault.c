@@ -303,6 +303,13 @@ static void test_put_get(void) {
     EXPECT(vault_put(vault, NULL, "svc", "a\x80", bytes("x"), 1), VAULT_ERR_PARAM);
     EXPECT(vault_put(vault, "bad group!", "svc", "a", bytes("x"), 1), VAULT_ERR_PARAM);
     EXPECT(vault_put(vault, NULL, "svc", "a", bytes("x"), UINT64_MAX), VAULT_ERR_PARAM);
+    /* Over the limit: refused before a byte is read (the pointer is to 2 bytes). */
+    EXPECT(vault_put(vault, NULL, "svc", "a", bytes("x"), (uint64_t)VAULT_MAX_SECRET_LENGTH + 1), VAULT_ERR_PARAM);
+    EXPECT_MESSAGE_CONTAINS("secret_len");
+    EXPECT(vault_add(vault, NULL, "svc", "a", bytes("x"), (uint64_t)VAULT_MAX_SECRET_LENGTH + 1), VAULT_ERR_PARAM);
+    /* A buffer_size beyond any real buffer is only compared, never trusted. */
+    EXPECT(vault_get(vault, NULL, "long", "l", buffer, UINT64_MAX, &length), VAULT_OK);
+    CHECK(length == 10);
     char *huge = malloc(5000);
     CHECK(huge != NULL);
     memset(huge, 's', 4999);
@@ -466,6 +473,9 @@ static void test_groups_and_entitlements(void) {
     EXPECT(vault_get(nobody, NULL, "svc", "a", buffer, sizeof buffer, &length), VAULT_ERR_MISSING_ENTITLEMENT);
     uint8_t uuid[VAULT_UUID_LENGTH];
     EXPECT(vault_device_id(nobody, NULL, uuid, NULL), VAULT_ERR_MISSING_ENTITLEMENT);
+    EXPECT(vault_remove(nobody, NULL, "svc", "a"), VAULT_ERR_MISSING_ENTITLEMENT);
+    EXPECT(vault_list(nobody, NULL, &iter), VAULT_ERR_MISSING_ENTITLEMENT);
+    EXPECT(vault_add(nobody, NULL, "svc", "new", bytes("x"), 1), VAULT_ERR_MISSING_ENTITLEMENT);
     EXPECT(vault_close(nobody), VAULT_OK);
 
     /* A client with only groups (no application identifier) works. */
