@@ -42,6 +42,7 @@ let package = Package(
         .testTarget(
             name: "VaultTests",
             dependencies: ["Vault", "VaultStore", "VaultArchive", "VaultSystem", "vault-test-helper"]),
+        .testTarget(name: "VaultCAPITests", dependencies: ["VaultCAPI", "CVaultAPI", "Vault"]),
 
         // VaultArchive fuzzing (scripts/fuzz) and benchmark (`swift run -c release archive-bench`).
         .executableTarget(name: "FuzzArchiveDecode", dependencies: ["VaultArchive"]),
