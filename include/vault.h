@@ -123,7 +123,8 @@ const char *vault_last_error_message(void);
  *
  *   path       may be NULL: $VAULT_DIR, else /var/lib/vault for root, else $XDG_DATA_HOME/vault
  *              (~/.local/share/vault).
- *   app_id     may be NULL: a client without an application identifier (then it has only `groups`).
+ *   app_id     may be NULL (or ""): a client without an application identifier (then it has only
+ *              `groups`).
  *              The application identifier is itself an access group, after the listed ones.
  *   groups     the client's access groups in order; the first one (else app_id) is where items are
  *              added when no group is given. May be NULL only when ngroups is 0. Each element must be

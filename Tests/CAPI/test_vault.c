@@ -200,6 +200,8 @@ static void test_open(void) {
     EXPECT(vault_open(path, "app\xff", NULL, 0, VAULT_OPEN_CREATE, &vault), VAULT_ERR_PARAM);
     EXPECT_MESSAGE_CONTAINS("UTF-8");
     EXPECT(vault_open("\xc3", "app.one", NULL, 0, VAULT_OPEN_CREATE, &vault), VAULT_ERR_PARAM);
+    EXPECT(vault_open("", "app.one", NULL, 0, VAULT_OPEN_CREATE, &vault), VAULT_ERR_PARAM);
+    EXPECT_MESSAGE_CONTAINS("empty");
     EXPECT(vault_open(path, "app.one", with_null, 0xFFFFFFFFu, VAULT_OPEN_CREATE, &vault), VAULT_ERR_PARAM);
     EXPECT_MESSAGE_CONTAINS("ngroups");
     CHECK(vault == NULL);
