@@ -4,15 +4,22 @@ import PackageDescription
 let package = Package(
     name: "vault",
     products: [
+        // The C API (include/vault.h). SwiftPM names it libVaultC.so (the name "vault" is the CLI's);
+        // scripts/test-c-api installs it as libvault.so: see docs/C-API.md.
+        .library(name: "VaultC", type: .dynamic, targets: ["VaultCAPI"]),
         .library(name: "VaultArchive", targets: ["VaultArchive"]),
         .library(name: "VaultStore", targets: ["VaultStore"]),
         .library(name: "Vault", targets: ["Vault"]),
         .executable(name: "vault", targets: ["vault"]),
-        // The C API (include/vault.h). SwiftPM names it libVaultC.so (the name "vault" is the CLI's);
-        // scripts/test-c-api installs it as libvault.so: see docs/C-API.md.
-        .library(name: "VaultC", type: .dynamic, targets: ["VaultCAPI"]),
     ],
     targets: [
+        // The C API: include/vault.h as a Clang module, and its Swift implementation.
+        .systemLibrary(name: "CVaultAPI", path: "Sources/CVaultAPI"),
+        .target(name: "VaultCAPI", dependencies: ["CVaultAPI", "Vault", "VaultCrypto"]),
+        // The Swift side of the C/Swift/CLI cross test (scripts/test-c-api).
+        .executableTarget(name: "vault-capi-peer", dependencies: ["Vault"], path: "Sources/VaultCAPIPeer"),
+        .testTarget(name: "VaultCAPITests", dependencies: ["VaultCAPI", "CVaultAPI", "Vault"]),
+
         // libsodium from Debian's libsodium-dev; imported (internally) by VaultCrypto only.
         .systemLibrary(
             name: "CSodium",
@@ -27,11 +34,6 @@ let package = Package(
         .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"]),
         .target(name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto"]),
         .executableTarget(name: "vault", dependencies: ["VaultStore"]),
-        // The C API: include/vault.h as a Clang module, and its Swift implementation.
-        .systemLibrary(name: "CVaultAPI", path: "Sources/CVaultAPI"),
-        .target(name: "VaultCAPI", dependencies: ["CVaultAPI", "Vault", "VaultCrypto"]),
-        // The Swift side of the C/Swift/CLI cross test (scripts/test-c-api).
-        .executableTarget(name: "vault-capi-peer", dependencies: ["Vault"], path: "Sources/VaultCAPIPeer"),
         // A process for the multi-process tests to spawn.
         .executableTarget(name: "vault-test-helper", dependencies: ["Vault"], path: "Sources/VaultTestHelper"),
 
@@ -42,7 +44,6 @@ let package = Package(
         .testTarget(
             name: "VaultTests",
             dependencies: ["Vault", "VaultStore", "VaultArchive", "VaultSystem", "vault-test-helper"]),
-        .testTarget(name: "VaultCAPITests", dependencies: ["VaultCAPI", "CVaultAPI", "Vault"]),
 
         // VaultArchive fuzzing (scripts/fuzz) and benchmark (`swift run -c release archive-bench`).
         .executableTarget(name: "FuzzArchiveDecode", dependencies: ["VaultArchive"]),
