@@ -6,9 +6,10 @@
  * and built as libvault.so: link with -lvault. docs/C-API.md is the guide; this header is the reference.
  *
  * Conventions, for every function below:
- *   - Every function returns an int32_t status: VAULT_OK (0) or a negative code with the value of the
- *     matching errSec* constant of Apple's Security framework. No failure is reported any other way:
- *     no signal, no abort, no exception crosses into C (short of the process running out of memory).
+ *   - Every function but the two error-message functions returns an int32_t status: VAULT_OK (0) or a
+ *     negative code with the value of the matching errSec* constant of Apple's Security framework. No
+ *     failure is reported any other way: no signal, no abort, no exception crosses into C (short of the
+ *     process running out of memory).
  *   - Integer parameters are fixed-width (uint8_t, uint32_t, uint64_t, int32_t, int64_t): no int, long,
  *     size_t, bool or enum types, so that every FFI sees the same layout.
  *   - Strings are NUL-terminated UTF-8 and only read during the call; invalid UTF-8 is VAULT_ERR_PARAM.
@@ -30,7 +31,8 @@ extern "C" {
 #endif
 
 /**
- * Status codes: 0 is success; failures keep the values of Apple's errSec* constants (in brackets).
+ * Status codes: 0 is success; failures keep the values of Apple's errSec* constants (named in the
+ * comments).
  */
 enum {
     VAULT_OK = 0,                                /* errSecSuccess */
