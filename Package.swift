@@ -4,6 +4,9 @@ import PackageDescription
 let package = Package(
     name: "vault",
     products: [
+        // The C API (include/vault.h). SwiftPM names it libVaultC.so (the name "vault" is the CLI's);
+        // scripts/test-c-api installs it as libvault.so: see docs/C-API.md.
+        .library(name: "VaultC", type: .dynamic, targets: ["VaultCAPI"]),
         .library(name: "VaultArchive", targets: ["VaultArchive"]),
         .library(name: "VaultStore", targets: ["VaultStore"]),
         .library(name: "Vault", targets: ["Vault"]),
@@ -12,6 +15,13 @@ let package = Package(
         .library(name: "Security", targets: ["Security"]),
     ],
     targets: [
+        // The C API: include/vault.h as a Clang module, and its Swift implementation.
+        .systemLibrary(name: "CVaultAPI", path: "Sources/CVaultAPI"),
+        .target(name: "VaultCAPI", dependencies: ["CVaultAPI", "Vault", "VaultCrypto"]),
+        // The Swift side of the C/Swift/CLI cross test (scripts/test-c-api).
+        .executableTarget(name: "vault-capi-peer", dependencies: ["Vault"], path: "Sources/VaultCAPIPeer"),
+        .testTarget(name: "VaultCAPITests", dependencies: ["VaultCAPI", "CVaultAPI", "Vault"]),
+
         // libsodium from Debian's libsodium-dev; imported (internally) by VaultCrypto only.
         .systemLibrary(
             name: "CSodium",
