@@ -7,6 +7,7 @@ let package = Package(
         .library(name: "VaultArchive", targets: ["VaultArchive"]),
         .library(name: "VaultStore", targets: ["VaultStore"]),
         .library(name: "Vault", targets: ["Vault"]),
+        .library(name: "VaultCLI", targets: ["VaultCLI"]),
         .executable(name: "vault", targets: ["vault"]),
     ],
     targets: [
@@ -23,7 +24,13 @@ let package = Package(
         .target(name: "VaultArchive"),
         .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"]),
         .target(name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto"]),
-        .executableTarget(name: "vault", dependencies: ["VaultStore"]),
+        // The command-line tool as a library (parser, one file per command), and a thin executable over
+        // it. Release builds link the Swift runtime and FoundationEssentials statically: start-up
+        // time is the tool's cost (docs/PERFORMANCE.md). Debug builds stay dynamic for fast links.
+        .target(name: "VaultCLI", dependencies: ["Vault", "VaultStore", "VaultSystem"]),
+        .executableTarget(
+            name: "vault", dependencies: ["VaultCLI"],
+            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
         // A process for the multi-process tests to spawn.
         .executableTarget(name: "vault-test-helper", dependencies: ["Vault"], path: "Sources/VaultTestHelper"),
 
@@ -31,6 +38,7 @@ let package = Package(
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto", "VaultSystem"]),
         .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"], exclude: ["Vectors", "Regressions"]),
+        .testTarget(name: "VaultCLITests", dependencies: ["VaultCLI", "Vault", "vault"]),
         .testTarget(
             name: "VaultTests",
             dependencies: ["Vault", "VaultStore", "VaultArchive", "VaultSystem", "vault-test-helper"]),

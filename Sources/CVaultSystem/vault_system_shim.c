@@ -2,8 +2,13 @@
 #include "vault_system_shim.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <errno.h>
+#include <signal.h>
+#include <termios.h>
 
 int vault_ofd_lock(int fd, int type, int wait) {
     struct flock lock;
@@ -22,4 +27,107 @@ int vault_set_dumpable(int value) {
 
 int vault_get_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
+}
+
+/* Echo control. The saved settings live in statics because a signal handler can reach nothing else;
+ * tcsetattr, sigaction and raise are async-signal-safe. */
+static struct termios vault_saved_termios;
+static int vault_saved_fd = -1;
+static volatile sig_atomic_t vault_echo_is_off = 0;
+static const int vault_echo_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+#define VAULT_ECHO_SIGNAL_COUNT ((int)(sizeof vault_echo_signals / sizeof vault_echo_signals[0]))
+static struct sigaction vault_previous_actions[VAULT_ECHO_SIGNAL_COUNT];
+
+static void vault_restore_signal_actions(void) {
+    for (int i = 0; i < VAULT_ECHO_SIGNAL_COUNT; i++) {
+        sigaction(vault_echo_signals[i], &vault_previous_actions[i], NULL);
+    }
+}
+
+static void vault_echo_signal_handler(int signal_number) {
+    int saved_errno = errno;
+    if (vault_echo_is_off) {
+        tcsetattr(vault_saved_fd, TCSANOW, &vault_saved_termios);
+        vault_echo_is_off = 0;
+    }
+    vault_restore_signal_actions();
+    /* Delivered again once this handler returns (the signal is blocked while it runs), now with the
+     * previous action: the default one kills the process with the right status. */
+    raise(signal_number);
+    errno = saved_errno;
+}
+
+int vault_echo_off(int fd) {
+    struct termios settings;
+    if (vault_echo_is_off) {
+        errno = EBUSY;
+        return -1;
+    }
+    if (tcgetattr(fd, &settings) != 0) return -1;
+    vault_saved_termios = settings;
+    vault_saved_fd = fd;
+
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = vault_echo_signal_handler;
+    sigemptyset(&action.sa_mask);
+    for (int i = 0; i < VAULT_ECHO_SIGNAL_COUNT; i++) {
+        sigaction(vault_echo_signals[i], &action, &vault_previous_actions[i]);
+    }
+    vault_echo_is_off = 1;
+
+    settings.c_lflag &= ~(tcflag_t)(ECHO | ECHOE | ECHOK | ECHONL);
+    int result;
+    do {
+        result = tcsetattr(fd, TCSAFLUSH, &settings);
+    } while (result != 0 && errno == EINTR);
+    if (result != 0) {
+        int saved_errno = errno;
+        vault_echo_is_off = 0;
+        vault_restore_signal_actions();
+        errno = saved_errno;
+        return -1;
+    }
+    return 0;
+}
+
+int vault_echo_restore(void) {
+    if (!vault_echo_is_off) return 0;
+    int result;
+    do {
+        result = tcsetattr(vault_saved_fd, TCSAFLUSH, &vault_saved_termios);
+    } while (result != 0 && errno == EINTR);
+    int saved_errno = errno;
+    vault_echo_is_off = 0;
+    vault_restore_signal_actions();
+    errno = saved_errno;
+    return result;
+}
+
+int vault_echo_enabled(int fd) {
+    struct termios settings;
+    if (tcgetattr(fd, &settings) != 0) return -1;
+    return (settings.c_lflag & ECHO) != 0;
+}
+
+int vault_open_pseudo_terminal(int *primary, int *secondary) {
+    int p = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (p < 0) return -1;
+    char name[128];
+    if (grantpt(p) != 0 || unlockpt(p) != 0 || ptsname_r(p, name, sizeof name) != 0) {
+        int saved_errno = errno;
+        close(p);
+        errno = saved_errno;
+        return -1;
+    }
+    int s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (s < 0) {
+        int saved_errno = errno;
+        close(p);
+        errno = saved_errno;
+        return -1;
+    }
+    *primary = p;
+    *secondary = s;
+    return 0;
 }

@@ -12,4 +12,20 @@ int vault_set_dumpable(int value);
 /// prctl(PR_GET_DUMPABLE).
 int vault_get_dumpable(void);
 
+/// Turns off echo on the terminal `fd` (discarding type-ahead, as getpass does) and remembers the
+/// previous settings. Until vault_echo_restore, SIGINT, SIGTERM, SIGHUP and SIGQUIT first restore the
+/// settings and then take their previous action, so an interrupted prompt never leaves the terminal
+/// silent. Only one terminal at a time. Returns 0 or -1 with errno set.
+int vault_echo_off(int fd);
+
+/// Restores the settings saved by vault_echo_off and the previous signal actions. Returns 0 or -1.
+int vault_echo_restore(void);
+
+/// Whether the terminal `fd` echoes input: 1, 0, or -1 with errno set.
+int vault_echo_enabled(int fd);
+
+/// Opens a new pseudo-terminal pair (posix_openpt, grantpt, unlockpt, then the secondary side), both
+/// O_NOCTTY and close-on-exec. Returns 0 or -1 with errno set.
+int vault_open_pseudo_terminal(int *primary, int *secondary);
+
 #endif
