@@ -38,7 +38,7 @@ let package = Package(
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto", "VaultSystem"]),
         .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"], exclude: ["Vectors", "Regressions"]),
-        .testTarget(name: "VaultCLITests", dependencies: ["VaultCLI", "Vault", "vault"]),
+        .testTarget(name: "VaultCLITests", dependencies: ["VaultCLI", "Vault", "VaultSystem", "vault"]),
         .testTarget(
             name: "VaultTests",
             dependencies: ["Vault", "VaultStore", "VaultArchive", "VaultSystem", "vault-test-helper"]),

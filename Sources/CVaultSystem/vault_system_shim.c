@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <termios.h>
 
@@ -37,11 +38,13 @@ static volatile sig_atomic_t vault_echo_is_off = 0;
 static const int vault_echo_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 #define VAULT_ECHO_SIGNAL_COUNT ((int)(sizeof vault_echo_signals / sizeof vault_echo_signals[0]))
 static struct sigaction vault_previous_actions[VAULT_ECHO_SIGNAL_COUNT];
+static sigset_t vault_previous_mask;
 
 static void vault_restore_signal_actions(void) {
     for (int i = 0; i < VAULT_ECHO_SIGNAL_COUNT; i++) {
         sigaction(vault_echo_signals[i], &vault_previous_actions[i], NULL);
     }
+    pthread_sigmask(SIG_SETMASK, &vault_previous_mask, NULL);
 }
 
 static void vault_echo_signal_handler(int signal_number) {
@@ -71,9 +74,20 @@ int vault_echo_off(int fd) {
     memset(&action, 0, sizeof action);
     action.sa_handler = vault_echo_signal_handler;
     sigemptyset(&action.sa_mask);
+    /* A prompt must be interruptible even when the parent left these signals blocked (a child
+     * spawned from a libdispatch worker thread inherits its mask): they are unblocked on this thread
+     * until the restore. */
+    sigset_t unblock;
+    sigemptyset(&unblock);
     for (int i = 0; i < VAULT_ECHO_SIGNAL_COUNT; i++) {
-        sigaction(vault_echo_signals[i], &action, &vault_previous_actions[i]);
+        sigaction(vault_echo_signals[i], NULL, &vault_previous_actions[i]);
+        /* A signal the process ignores (as a background job of a shell ignores SIGINT) stays
+         * ignored: catching it would make it stop an entry that nothing else would stop. */
+        if (vault_previous_actions[i].sa_handler == SIG_IGN) continue;
+        sigaction(vault_echo_signals[i], &action, NULL);
+        sigaddset(&unblock, vault_echo_signals[i]);
     }
+    pthread_sigmask(SIG_UNBLOCK, &unblock, &vault_previous_mask);
     vault_echo_is_off = 1;
 
     settings.c_lflag &= ~(tcflag_t)(ECHO | ECHOE | ECHOK | ECHONL);

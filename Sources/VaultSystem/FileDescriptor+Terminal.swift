@@ -25,7 +25,8 @@ extension FileDescriptor {
     }
 
     /// Runs `body` with echo turned off on this terminal, and turns it back on afterwards, also when
-    /// `body` throws or the process gets SIGINT, SIGTERM, SIGHUP or SIGQUIT meanwhile. Type-ahead is
+    /// `body` throws or the process gets SIGINT, SIGTERM, SIGHUP or SIGQUIT meanwhile (the signal then takes its
+    /// previous action; an ignored one stays ignored). Type-ahead is
     /// discarded, as getpass(3) does. Calls do not nest: a second one while echo is off is `EBUSY`.
     public func withEchoDisabled<R, E: Error>(_ body: () throws(E) -> R) throws -> R {
         _ = try retryingOnInterrupt(nil) { vault_echo_off(rawValue) }

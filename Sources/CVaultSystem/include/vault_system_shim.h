@@ -15,7 +15,7 @@ int vault_get_dumpable(void);
 /// Turns off echo on the terminal `fd` (discarding type-ahead, as getpass does) and remembers the
 /// previous settings. Until vault_echo_restore, SIGINT, SIGTERM, SIGHUP and SIGQUIT first restore the
 /// settings and then take their previous action, so an interrupted prompt never leaves the terminal
-/// silent. Only one terminal at a time. Returns 0 or -1 with errno set.
+/// silent (an ignored signal stays ignored). Only one terminal at a time. Returns 0 or -1 with errno set.
 int vault_echo_off(int fd);
 
 /// Restores the settings saved by vault_echo_off and the previous signal actions. Returns 0 or -1.

@@ -17,8 +17,9 @@ public struct PutCommand: Sendable, Hashable {
     /// `--comment`.
     public var comment: String?
 
-    /// The largest secret accepted, in bytes (an item file holds at most 17 MiB).
-    static let maximumSecretByteCount = 16 << 20
+    /// The largest secret accepted, in bytes: an item record holds at most 16 MiB, and this leaves room
+    /// for the attributes.
+    static let maximumSecretByteCount = 16_000_000
 
     static func info(add: Bool) -> CommandInfo {
         let name = add ? "add" : "put"
@@ -106,7 +107,7 @@ public struct PutCommand: Sendable, Hashable {
         do {
             bytes = try input.readAll(limit: Self.maximumSecretByteCount)
         } catch  where error == .fileTooLarge {
-            throw CLIError(.usage, "standard input", "the secret is larger than 16 MiB")
+            throw CLIError(.usage, "standard input", "the secret is larger than 16 MB (16000000 bytes)")
         } catch {
             throw CLIError(.io, "standard input", "\(error)")
         }
