@@ -25,12 +25,18 @@ let package = Package(
         .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"]),
         .target(name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto"]),
         // The command-line tool as a library (parser, one file per command), and a thin executable over
-        // it. Release builds link the Swift runtime and FoundationEssentials statically: start-up
-        // time is the tool's cost (docs/PERFORMANCE.md). Debug builds stay dynamic for fast links.
+        // it. Release builds are a static executable (Swift runtime, FoundationEssentials, libsodium):
+        // start-up is most of what a `vault get` costs (docs/PERFORMANCE.md). Debug builds stay
+        // dynamic, for fast links of the tests.
         .target(name: "VaultCLI", dependencies: ["Vault", "VaultStore", "VaultSystem"]),
         .executableTarget(
             name: "vault", dependencies: ["VaultCLI"],
-            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
+            linkerSettings: [
+                .unsafeFlags(["-static-executable"], .when(configuration: .release)),
+                // The static FoundationEssentials does not autolink the two libraries it uses.
+                .linkedLibrary("_FoundationCShims", .when(configuration: .release)),
+                .linkedLibrary("_FoundationCollections", .when(configuration: .release)),
+            ]),
         // A process for the multi-process tests to spawn.
         .executableTarget(name: "vault-test-helper", dependencies: ["Vault"], path: "Sources/VaultTestHelper"),
 

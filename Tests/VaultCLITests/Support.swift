@@ -1,9 +1,11 @@
 import Foundation
 import Testing
 
-/// The built `vault` executable, next to the test bundle.
-let vaultExecutable = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    .appendingPathComponent("vault")
+/// The built `vault` executable, next to the test bundle; `VAULT_TEST_BINARY` runs the same tests on
+/// another build (e.g. the static release binary).
+let vaultExecutable =
+    ProcessInfo.processInfo.environment["VAULT_TEST_BINARY"].map { URL(fileURLWithPath: $0) }
+    ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("vault")
 
 /// What a run of the `vault` binary gave back.
 struct RunResult {
