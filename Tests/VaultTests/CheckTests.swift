@@ -62,8 +62,11 @@ import Testing
         #expect(report.problems.allSatisfy { $0.group == "com.example.app" })
         #expect(report.problems[0].reason.hasPrefix("failed authentication"))
         #expect(report.problems[1].description.hasPrefix(files[1] + ": "))
-        // The sound file is still readable.
-        #expect(try vault.string(for: ItemKey(service: "s", account: "d")) == "d")
+        // The sound file (whichever account it holds: names are hashes) is still readable.
+        let readable = try ["a", "b", "c", "d"].filter {
+            (try? vault.string(for: ItemKey(service: "s", account: $0))) != nil
+        }
+        #expect(readable.count == 1)
     }
 
     @Test func everyGroupIsCheckedWhateverTheClient() throws {
