@@ -281,6 +281,48 @@ import Testing
         #expect(try scratch.run(["--group", ".hidden", "ls"]).status == 2)
     }
 
+    @Test func theClientCanComeFromAnEntitlementsFile() throws {
+        let scratch = try Scratch.initialized()
+        defer { scratch.remove() }
+        let file = scratch.root + "/entitlements.json"
+        try Data(#"{"application-identifier": "TEAM.com.example.app", "keychain-access-groups": ["TEAM.shared"]}"#)
+            .write(to: URL(fileURLWithPath: file))
+        let env = ["VAULT_ENTITLEMENTS": file]
+        #expect(try scratch.run(["put", "s"], input: Data("v"), environment: env).status == 0)
+        let item = try scratch.run(["get", "--json", "s"], environment: env).json() as! [String: Any]
+        #expect(item["group"] as? String == "TEAM.shared")
+        let groups = try scratch.run(["groups"], environment: env).text
+        #expect(groups == "TEAM.com.example.app\t0\tyes\nTEAM.shared\t1\tdefault\n")
+        // A broken entitlements file is a usage error that names it.
+        let broken = try scratch.run(["ls"], environment: ["VAULT_ENTITLEMENTS": scratch.root + "/missing.json"])
+        #expect(broken.status == 2)
+        #expect(
+            broken.errors.hasPrefix("vault: client: cannot read the entitlements file \(scratch.root)/missing.json"))
+    }
+
+    @Test func theReadmeFirstUseWorks() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        // The README's main job after the install step, with this build of vault on PATH.
+        let script = """
+            export VAULT_DIR="$(mktemp -d -p '\(scratch.root)')/vault" && vault init \
+              && printf '%s' 'correct horse battery staple' | vault put demo-service demo-account \
+              && vault get demo-service demo-account
+            """
+        let shell = Process()
+        shell.executableURL = URL(fileURLWithPath: "/bin/sh")
+        shell.arguments = ["-c", script]
+        shell.environment = scratch.environment.merging(
+            ["PATH": vaultExecutable.deletingLastPathComponent().path + ":/usr/bin:/bin"]) { $1 }
+        let pipe = Pipe()
+        shell.standardOutput = pipe
+        try shell.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        shell.waitUntilExit()
+        #expect(shell.terminationStatus == 0)
+        #expect(output == Data("correct horse battery staple"))
+    }
+
     @Test func groupsListsPresentGroupsAndTheClientsAccess() throws {
         let scratch = try Scratch.initialized()
         defer { scratch.remove() }

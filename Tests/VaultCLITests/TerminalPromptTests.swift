@@ -52,7 +52,7 @@ final class TerminalSession: Sendable {
 
     /// Starts `vault arguments…` with the terminal as standard input and standard error (where the
     /// prompts go), and standard output to a pipe.
-    func start(_ arguments: [String], scratch: Scratch) throws -> Process {
+    func start(_ arguments: [String], scratch: Scratch, outputToTerminal: Bool = false) throws -> Process {
         let process = Process()
         process.executableURL = vaultExecutable
         process.arguments = ["--vault", scratch.vault] + arguments
@@ -60,7 +60,7 @@ final class TerminalSession: Sendable {
         let terminal = FileHandle(fileDescriptor: secondary.rawValue, closeOnDealloc: false)
         process.standardInput = terminal
         process.standardError = terminal
-        process.standardOutput = Pipe()
+        process.standardOutput = outputToTerminal ? terminal : Pipe()
         try process.run()
         return process
     }
@@ -153,6 +153,43 @@ func waitForExit(_ process: Process, timeout: TimeInterval = 20) -> Bool {
         #expect(process.terminationStatus == SIGTERM)
         #expect(try session.secondary.isEchoEnabled())
         #expect(try scratch.run(["get", "db"]).status == 1)
+    }
+}
+
+/// What the commands print when standard output is a terminal.
+@Suite struct TerminalOutputTests {
+    @Test func getEndsTheSecretWithANewlineOnlyOnATerminal() throws {
+        let scratch = try Scratch.initialized()
+        defer { scratch.remove() }
+        try scratch.run(["put", "db"], input: Data("s3cret"))
+        let session = try TerminalSession()
+        defer { session.close() }
+        let process = try session.start(["get", "db"], scratch: scratch, outputToTerminal: true)
+        #expect(waitForExit(process))
+        #expect(process.terminationStatus == 0)
+        #expect(session.waitFor("s3cret\r\n"))
+        // Piped, the bytes are exact.
+        #expect(try scratch.run(["get", "db"]).output == Data("s3cret"))
+    }
+
+    @Test func listIsATableOnATerminal() throws {
+        let scratch = try Scratch.initialized()
+        defer { scratch.remove() }
+        try scratch.run(["put", "database", "app", "--label", "Main"], input: Data("x"))
+        try scratch.run(["put", "api"], input: Data("y"))
+        let session = try TerminalSession()
+        defer { session.close() }
+        let process = try session.start(["ls"], scratch: scratch, outputToTerminal: true)
+        #expect(waitForExit(process))
+        #expect(process.terminationStatus == 0)
+        #expect(session.waitFor("MODIFIED\r\n"))
+        #expect(session.waitFor("\r\n", count: 3))
+        let lines = session.text.components(separatedBy: "\r\n").filter { !$0.isEmpty }
+        #expect(lines.count == 3)
+        #expect(lines[0].hasPrefix("KIND     SERVICE   ACCOUNT  GROUP  LABEL  CREATED"))
+        #expect(lines[1].hasPrefix("generic  api                vault         "))
+        #expect(lines[2].hasPrefix("generic  database  app      vault  Main   "))
+        #expect(!session.text.contains("\t"))
     }
 }
 
