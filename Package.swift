@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "VaultArchive", targets: ["VaultArchive"]),
         .library(name: "VaultStore", targets: ["VaultStore"]),
         .library(name: "Vault", targets: ["Vault"]),
+        .library(name: "VaultCLI", targets: ["VaultCLI"]),
         .executable(name: "vault", targets: ["vault"]),
         // Apple's SecItem API (names, constants, statuses) over the vault.
         .library(name: "Security", targets: ["Security"]),
@@ -35,7 +36,19 @@ let package = Package(
         .target(name: "VaultArchive"),
         .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"]),
         .target(name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto"]),
-        .executableTarget(name: "vault", dependencies: ["VaultStore"]),
+        // The command-line tool as a library (parser, one file per command), and a thin executable over
+        // it. Release builds are a static executable (Swift runtime, FoundationEssentials, libsodium):
+        // start-up is most of what a `vault get` costs (docs/PERFORMANCE.md). Debug builds stay
+        // dynamic, for fast links of the tests.
+        .target(name: "VaultCLI", dependencies: ["Vault", "VaultStore", "VaultSystem"]),
+        .executableTarget(
+            name: "vault", dependencies: ["VaultCLI"],
+            linkerSettings: [
+                .unsafeFlags(["-static-executable"], .when(configuration: .release)),
+                // The static FoundationEssentials does not autolink the two libraries it uses.
+                .linkedLibrary("_FoundationCShims", .when(configuration: .release)),
+                .linkedLibrary("_FoundationCollections", .when(configuration: .release)),
+            ]),
         // A process for the multi-process tests to spawn.
         .executableTarget(name: "vault-test-helper", dependencies: ["Vault"], path: "Sources/VaultTestHelper"),
 
@@ -43,6 +56,7 @@ let package = Package(
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto", "VaultSystem"]),
         .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"], exclude: ["Vectors", "Regressions"]),
+        .testTarget(name: "VaultCLITests", dependencies: ["VaultCLI", "Vault", "VaultSystem", "vault"]),
         .testTarget(
             name: "VaultTests",
             dependencies: ["Vault", "VaultStore", "VaultArchive", "VaultSystem", "vault-test-helper"]),

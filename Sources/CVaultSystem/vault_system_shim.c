@@ -2,11 +2,18 @@
 #include "vault_system_shim.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
-int vault_ofd_lock(int fd, int type, int wait) {
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <termios.h>
+
+int vsys_ofd_lock(int fd, int type, int wait) {
     struct flock lock;
     memset(&lock, 0, sizeof lock);
     lock.l_type = type == 0 ? F_UNLCK : (type == 1 ? F_RDLCK : F_WRLCK);
@@ -17,18 +24,134 @@ int vault_ofd_lock(int fd, int type, int wait) {
     return fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &lock);
 }
 
-int vault_set_dumpable(int value) {
+int vsys_set_dumpable(int value) {
     return prctl(PR_SET_DUMPABLE, (unsigned long)value, 0UL, 0UL, 0UL);
 }
 
-int vault_get_dumpable(void) {
+int vsys_get_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
 }
 
-int vault_syncfs(int fd) {
+int vsys_syncfs(int fd) {
     return syncfs(fd);
 }
 
-int vault_o_noatime(void) {
+int vsys_o_noatime(void) {
     return O_NOATIME;
+}
+
+/* Echo control. The saved settings live in statics because a signal handler can reach nothing else;
+ * tcsetattr, sigaction and raise are async-signal-safe. */
+static struct termios vsys_saved_termios;
+static int vsys_saved_fd = -1;
+static volatile sig_atomic_t vsys_echo_is_off = 0;
+static const int vsys_echo_signals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
+#define VAULT_ECHO_SIGNAL_COUNT ((int)(sizeof vsys_echo_signals / sizeof vsys_echo_signals[0]))
+static struct sigaction vsys_previous_actions[VAULT_ECHO_SIGNAL_COUNT];
+static sigset_t vsys_previous_mask;
+
+static void vsys_restore_signal_actions(void) {
+    for (int i = 0; i < VAULT_ECHO_SIGNAL_COUNT; i++) {
+        sigaction(vsys_echo_signals[i], &vsys_previous_actions[i], NULL);
+    }
+    pthread_sigmask(SIG_SETMASK, &vsys_previous_mask, NULL);
+}
+
+static void vsys_echo_signal_handler(int signal_number) {
+    int saved_errno = errno;
+    if (vsys_echo_is_off) {
+        tcsetattr(vsys_saved_fd, TCSANOW, &vsys_saved_termios);
+        vsys_echo_is_off = 0;
+    }
+    vsys_restore_signal_actions();
+    /* Delivered again once this handler returns (the signal is blocked while it runs), now with the
+     * previous action: the default one kills the process with the right status. */
+    raise(signal_number);
+    errno = saved_errno;
+}
+
+int vsys_echo_off(int fd) {
+    struct termios settings;
+    if (vsys_echo_is_off) {
+        errno = EBUSY;
+        return -1;
+    }
+    if (tcgetattr(fd, &settings) != 0) return -1;
+    vsys_saved_termios = settings;
+    vsys_saved_fd = fd;
+
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = vsys_echo_signal_handler;
+    sigemptyset(&action.sa_mask);
+    /* A prompt must be interruptible even when the parent left these signals blocked (a child
+     * spawned from a libdispatch worker thread inherits its mask): they are unblocked on this thread
+     * until the restore. */
+    sigset_t unblock;
+    sigemptyset(&unblock);
+    for (int i = 0; i < VAULT_ECHO_SIGNAL_COUNT; i++) {
+        sigaction(vsys_echo_signals[i], NULL, &vsys_previous_actions[i]);
+        /* A signal the process ignores (as a background job of a shell ignores SIGINT) stays
+         * ignored: catching it would make it stop an entry that nothing else would stop. */
+        if (vsys_previous_actions[i].sa_handler == SIG_IGN) continue;
+        sigaction(vsys_echo_signals[i], &action, NULL);
+        sigaddset(&unblock, vsys_echo_signals[i]);
+    }
+    pthread_sigmask(SIG_UNBLOCK, &unblock, &vsys_previous_mask);
+    vsys_echo_is_off = 1;
+
+    settings.c_lflag &= ~(tcflag_t)(ECHO | ECHOE | ECHOK | ECHONL);
+    int result;
+    do {
+        result = tcsetattr(fd, TCSAFLUSH, &settings);
+    } while (result != 0 && errno == EINTR);
+    if (result != 0) {
+        int saved_errno = errno;
+        vsys_echo_is_off = 0;
+        vsys_restore_signal_actions();
+        errno = saved_errno;
+        return -1;
+    }
+    return 0;
+}
+
+int vsys_echo_restore(void) {
+    if (!vsys_echo_is_off) return 0;
+    int result;
+    do {
+        result = tcsetattr(vsys_saved_fd, TCSAFLUSH, &vsys_saved_termios);
+    } while (result != 0 && errno == EINTR);
+    int saved_errno = errno;
+    vsys_echo_is_off = 0;
+    vsys_restore_signal_actions();
+    errno = saved_errno;
+    return result;
+}
+
+int vsys_echo_enabled(int fd) {
+    struct termios settings;
+    if (tcgetattr(fd, &settings) != 0) return -1;
+    return (settings.c_lflag & ECHO) != 0;
+}
+
+int vsys_open_pseudo_terminal(int *primary, int *secondary) {
+    int p = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (p < 0) return -1;
+    char name[128];
+    if (grantpt(p) != 0 || unlockpt(p) != 0 || ptsname_r(p, name, sizeof name) != 0) {
+        int saved_errno = errno;
+        close(p);
+        errno = saved_errno;
+        return -1;
+    }
+    int s = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+    if (s < 0) {
+        int saved_errno = errno;
+        close(p);
+        errno = saved_errno;
+        return -1;
+    }
+    *primary = p;
+    *secondary = s;
+    return 0;
 }

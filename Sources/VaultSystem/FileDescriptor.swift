@@ -47,7 +47,7 @@ public struct FileDescriptor: Hashable, Sendable {
         public static let directory = OpenOptions(rawValue: O_DIRECTORY)
         /// O_NOATIME: reading does not update the access time, so a read dirties no inode (and adds
         /// nothing to the next fsync). Allowed only to the file's owner (EPERM otherwise).
-        public static let noAccessTime = OpenOptions(rawValue: vault_o_noatime())
+        public static let noAccessTime = OpenOptions(rawValue: vsys_o_noatime())
     }
 
     /// Opens `path` relative to this directory descriptor, never following a symlink in the last
@@ -164,7 +164,7 @@ public struct FileDescriptor: Hashable, Sendable {
 
     /// Flushes every file of the file system that holds this file (`syncfs`).
     public func syncFileSystem() throws(Errno) {
-        _ = try retryingOnInterrupt(.fsync) { vault_syncfs(rawValue) }
+        _ = try retryingOnInterrupt(.fsync) { vsys_syncfs(rawValue) }
     }
 
     /// The file's status (`fstat`).

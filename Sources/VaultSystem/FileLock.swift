@@ -13,13 +13,13 @@ extension FileDescriptor {
     /// open file description: two opens in one process exclude each other, and the kernel drops the
     /// lock when the last descriptor of it closes, including when the process dies.
     public func lock(_ kind: LockKind) throws(Errno) {
-        _ = try retryingOnInterrupt(.lock) { vault_ofd_lock(rawValue, kind.rawValue, 1) }
+        _ = try retryingOnInterrupt(.lock) { vsys_ofd_lock(rawValue, kind.rawValue, 1) }
     }
 
     /// Tries to take an OFD lock without waiting; returns false when another holder has it.
     public func tryLock(_ kind: LockKind) throws(Errno) -> Bool {
         do {
-            _ = try retryingOnInterrupt(.lock) { vault_ofd_lock(rawValue, kind.rawValue, 0) }
+            _ = try retryingOnInterrupt(.lock) { vsys_ofd_lock(rawValue, kind.rawValue, 0) }
             return true
         } catch  where error == .wouldBlock || error == .permissionDenied {
             return false
@@ -28,6 +28,6 @@ extension FileDescriptor {
 
     /// Releases an OFD lock held through this descriptor.
     public func unlock() throws(Errno) {
-        _ = try retryingOnInterrupt(.lock) { vault_ofd_lock(rawValue, 0, 0) }
+        _ = try retryingOnInterrupt(.lock) { vsys_ofd_lock(rawValue, 0, 0) }
     }
 }

@@ -7,11 +7,11 @@ public enum ProcessIdentity {
     public static var effectiveUserID: UInt32 { Glibc.geteuid() }
 
     /// Whether the process may be dumped or traced (`PR_GET_DUMPABLE`).
-    public static var isDumpable: Bool { vault_get_dumpable() == 1 }
+    public static var isDumpable: Bool { vsys_get_dumpable() == 1 }
 
     /// Turns off core dumps and ptrace attach by the same user for this process (`PR_SET_DUMPABLE` 0);
     /// called once a key is held.
     public static func disableDumps() throws(Errno) {
-        if vault_set_dumpable(0) != 0 { throw Errno.current }
+        if vsys_set_dumpable(0) != 0 { throw Errno.current }
     }
 }

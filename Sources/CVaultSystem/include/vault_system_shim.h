@@ -1,21 +1,40 @@
 #ifndef VAULT_SYSTEM_SHIM_H
 #define VAULT_SYSTEM_SHIM_H
 
+/* Internal to the package: hidden so that libvault.so exports only the C API of include/vault.h. */
+#define VSYS_INTERNAL __attribute__((visibility("hidden")))
+
 /// Open-file-description lock on the whole file: F_OFD_SETLK(W) is a GNU extension that Swift's Glibc
 /// module does not import, and fcntl is variadic. Returns 0 or -1 with errno set.
 /// type: 0 = unlock, 1 = shared (read), 2 = exclusive (write). wait: non-zero blocks (F_OFD_SETLKW).
-int vault_ofd_lock(int fd, int type, int wait);
+VSYS_INTERNAL int vsys_ofd_lock(int fd, int type, int wait);
 
 /// prctl(PR_SET_DUMPABLE, value): 0 stops core dumps and ptrace attach by the same user.
-int vault_set_dumpable(int value);
+VSYS_INTERNAL int vsys_set_dumpable(int value);
 
 /// prctl(PR_GET_DUMPABLE).
-int vault_get_dumpable(void);
+VSYS_INTERNAL int vsys_get_dumpable(void);
 
 /// O_NOATIME: a GNU flag that Swift's Glibc module does not import.
-int vault_o_noatime(void);
+VSYS_INTERNAL int vsys_o_noatime(void);
 
 /// syncfs(fd): a GNU extension that Swift's Glibc module does not import.
-int vault_syncfs(int fd);
+VSYS_INTERNAL int vsys_syncfs(int fd);
+
+/// Turns off echo on the terminal `fd` (discarding type-ahead, as getpass does) and remembers the
+/// previous settings. Until vsys_echo_restore, SIGINT, SIGTERM, SIGHUP and SIGQUIT first restore the
+/// settings and then take their previous action, so an interrupted prompt never leaves the terminal
+/// silent (an ignored signal stays ignored). Only one terminal at a time. Returns 0 or -1 with errno set.
+VSYS_INTERNAL int vsys_echo_off(int fd);
+
+/// Restores the settings saved by vsys_echo_off and the previous signal actions. Returns 0 or -1.
+VSYS_INTERNAL int vsys_echo_restore(void);
+
+/// Whether the terminal `fd` echoes input: 1, 0, or -1 with errno set.
+VSYS_INTERNAL int vsys_echo_enabled(int fd);
+
+/// Opens a new pseudo-terminal pair (posix_openpt, grantpt, unlockpt, then the secondary side), both
+/// O_NOCTTY and close-on-exec. Returns 0 or -1 with errno set.
+VSYS_INTERNAL int vsys_open_pseudo_terminal(int *primary, int *secondary);
 
 #endif

@@ -1,0 +1,256 @@
+/// An option a command accepts: `--name`, maybe a one-letter `-x`, maybe with a value.
+public struct OptionSpec: Sendable, Hashable {
+    /// The long name, without the dashes.
+    public let name: String
+    /// The one-letter name, if any.
+    public let short: Character?
+    /// The value's name in help (e.g. "DIR"); nil for a flag.
+    public let valueName: String?
+    /// One line of help.
+    public let help: String
+
+    /// A flag (no value).
+    public static func flag(_ name: String, short: Character? = nil, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, short: short, valueName: nil, help: help)
+    }
+
+    /// An option with a value.
+    public static func value(_ name: String, _ valueName: String, _ help: String) -> OptionSpec {
+        OptionSpec(name: name, short: nil, valueName: valueName, help: help)
+    }
+
+    /// Whether it takes a value.
+    public var takesValue: Bool { valueName != nil }
+}
+
+/// A command line that cannot be run: what is wrong, and the command it concerns (for the help hint).
+public struct UsageError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The command, or nil for the tool as a whole.
+    public let command: String?
+    /// What is wrong, e.g. "unknown option --foo".
+    public let message: String
+
+    /// Makes an error.
+    public init(_ message: String, command: String? = nil) {
+        self.message = message
+        self.command = command
+    }
+
+    /// The message with the help hint.
+    public var description: String {
+        guard let command else { return "\(message) (see 'vault --help')" }
+        return "\(command): \(message) (see 'vault \(command) --help')"
+    }
+}
+
+/// The options and operands of one command line, after the option syntax has been taken apart.
+public struct ParsedArguments: Sendable {
+    /// The options in the order given, with their values ("" for a flag).
+    public var options: [(name: String, value: String)]
+    /// The operands, in order.
+    public var operands: [String]
+
+    /// Whether the flag was given.
+    public func flag(_ name: String) -> Bool { options.contains { $0.name == name } }
+
+    /// The option's last value, if it was given.
+    public func value(_ name: String) -> String? { options.last { $0.name == name }?.value }
+
+    /// Takes `arguments` apart against `specs`: `--name value` and `--name=value` for options with a
+    /// value, `-x` for one-letter flags, `--` ends the options, and a lone `-` is an operand. When
+    /// `stopAtOperand` is set, parsing stops at the first operand, which starts `rest`.
+    static func parse(
+        _ arguments: ArraySlice<String>, specs: [OptionSpec], command: String?, stopAtOperand: Bool = false
+    ) throws(UsageError) -> (parsed: ParsedArguments, rest: ArraySlice<String>) {
+        var parsed = ParsedArguments(options: [], operands: [])
+        var index = arguments.startIndex
+        var optionsEnded = false
+        while index < arguments.endIndex {
+            let argument = arguments[index]
+            index += 1
+            if optionsEnded || argument == "-" || !argument.hasPrefix("-") {
+                if stopAtOperand && !optionsEnded { return (parsed, arguments[(index - 1)...]) }
+                parsed.operands.append(argument)
+                continue
+            }
+            if argument == "--" {
+                optionsEnded = true
+                continue
+            }
+            let spec: OptionSpec
+            var inlineValue: String?
+            if argument.hasPrefix("--") {
+                let body = argument.dropFirst(2)
+                let name: Substring
+                if let equals = body.firstIndex(of: "=") {
+                    name = body[..<equals]
+                    inlineValue = String(body[body.index(after: equals)...])
+                } else {
+                    name = body
+                }
+                guard let found = specs.first(where: { $0.name == name }) else {
+                    throw UsageError("unknown option --\(name)", command: command)
+                }
+                spec = found
+            } else {
+                let letters = argument.dropFirst()
+                guard letters.count == 1, let found = specs.first(where: { $0.short == letters.first }) else {
+                    throw UsageError("unknown option \(argument)", command: command)
+                }
+                spec = found
+            }
+            if spec.takesValue {
+                if let inlineValue {
+                    parsed.options.append((spec.name, inlineValue))
+                } else {
+                    guard index < arguments.endIndex else {
+                        throw UsageError("option --\(spec.name) needs a value (\(spec.valueName!))", command: command)
+                    }
+                    parsed.options.append((spec.name, arguments[index]))
+                    index += 1
+                }
+            } else {
+                if inlineValue != nil {
+                    throw UsageError("option --\(spec.name) takes no value", command: command)
+                }
+                parsed.options.append((spec.name, ""))
+            }
+        }
+        return (parsed, arguments[arguments.endIndex...])
+    }
+}
+
+/// The options every command accepts, before or after the command name.
+public struct GlobalOptions: Sendable, Hashable {
+    /// `--vault DIR`: the vault directory.
+    public var vaultPath: String?
+    /// `--app ID`: the client's application identifier.
+    public var applicationIdentifier: String?
+    /// `--group G`: the access group to work in.
+    public var group: String?
+
+    /// No global options.
+    public init(vaultPath: String? = nil, applicationIdentifier: String? = nil, group: String? = nil) {
+        self.vaultPath = vaultPath
+        self.applicationIdentifier = applicationIdentifier
+        self.group = group
+    }
+
+    static let specs: [OptionSpec] = [
+        .value("vault", "DIR", "the vault directory (default: $VAULT_DIR, else the per-user location)"),
+        .value(
+            "app", "ID",
+            "act as the client with this application identifier (default: from the environment, else \"vault\")"),
+        .value("group", "G", "work in access group G: adds go there, searches look only there"),
+        .flag("help", short: "h", "show help"),
+    ]
+
+    mutating func take(_ parsed: ParsedArguments) throws(UsageError) {
+        for (name, value) in parsed.options {
+            switch name {
+            case "vault":
+                guard !value.isEmpty else { throw UsageError("--vault needs a directory, not an empty string") }
+                vaultPath = value
+            case "app": applicationIdentifier = value
+            case "group": group = value
+            default: break
+            }
+        }
+    }
+}
+
+/// A parsed command line: the global options and the command to run.
+public struct Invocation: Sendable, Hashable {
+    /// The global options.
+    public var global: GlobalOptions
+    /// The command.
+    public var command: Command
+}
+
+/// Every command, with its own options and operands.
+public enum Command: Sendable, Hashable {
+    /// `vault --help`, `vault help [COMMAND]` or `vault COMMAND --help`.
+    case help(topic: String?)
+    /// `vault --version`.
+    case version
+    /// `vault init`.
+    case initialize(InitCommand)
+    /// `vault put` and `vault add`.
+    case put(PutCommand)
+    /// `vault get`.
+    case get(GetCommand)
+    /// `vault rm`.
+    case remove(RemoveCommand)
+    /// `vault ls`.
+    case list(ListCommand)
+    /// `vault uuid`.
+    case uuid(UUIDCommand)
+    /// `vault groups`.
+    case groups(GroupsCommand)
+    /// `vault check`.
+    case check(CheckCommand)
+    /// `vault completion bash`.
+    case completion(CompletionCommand)
+}
+
+/// What each command declares about itself: its name, options, help, and how to build it from parsed
+/// arguments.
+struct CommandInfo: Sendable {
+    let name: String
+    let synopsis: String
+    let summary: String
+    let details: String
+    let options: [OptionSpec]
+    let make: @Sendable (ParsedArguments) throws(UsageError) -> Command
+}
+
+/// The command-line parser: a pure function from arguments to an invocation.
+public enum ArgumentParser {
+    static let commands: [CommandInfo] = [
+        InitCommand.info, PutCommand.info(add: false), PutCommand.info(add: true), GetCommand.info,
+        RemoveCommand.info, ListCommand.info, UUIDCommand.info, GroupsCommand.info, CheckCommand.info,
+        CompletionCommand.info,
+    ]
+
+    static func info(_ name: String) -> CommandInfo? { commands.first { $0.name == name } }
+
+    static let toolSpecs = GlobalOptions.specs + [.flag("version", "print the version and exit")]
+
+    /// Parses `arguments` (without the program name).
+    public static func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
+        var global = GlobalOptions()
+        let (before, rest) = try ParsedArguments.parse(
+            arguments[...], specs: toolSpecs, command: nil, stopAtOperand: true)
+        try global.take(before)
+        if before.flag("help") { return Invocation(global: global, command: .help(topic: nil)) }
+        if before.flag("version") { return Invocation(global: global, command: .version) }
+        guard let name = rest.first else { throw UsageError("no command given") }
+        if name == "help" {
+            let topics = Array(rest.dropFirst())
+            guard topics.count <= 1 else { throw UsageError("help takes at most one command name") }
+            if let topic = topics.first, info(topic) == nil { throw UsageError("unknown command '\(topic)'") }
+            return Invocation(global: global, command: .help(topic: topics.first))
+        }
+        guard let command = info(name) else { throw UsageError("unknown command '\(name)'") }
+        let (parsed, _) = try ParsedArguments.parse(
+            rest.dropFirst(), specs: command.options + GlobalOptions.specs, command: name)
+        try global.take(parsed)
+        if parsed.flag("help") { return Invocation(global: global, command: .help(topic: name)) }
+        return Invocation(global: global, command: try command.make(parsed))
+    }
+}
+
+extension ParsedArguments {
+    /// The operands, checked to be between `minimum` and `maximum` in number; `names` name them in the
+    /// error (e.g. ["SERVICE", "ACCOUNT"]).
+    func operands(_ names: [String], minimum: Int, command: String) throws(UsageError) -> [String] {
+        if operands.count < minimum {
+            throw UsageError("missing operand \(names[operands.count])", command: command)
+        }
+        if operands.count > names.count {
+            let extra = operands[names.count]
+            throw UsageError("unexpected operand '\(extra)'", command: command)
+        }
+        return operands
+    }
+}

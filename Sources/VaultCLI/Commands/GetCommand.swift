@@ -1,0 +1,42 @@
+import FoundationEssentials
+import Vault
+
+/// `vault get`: the secret's bytes to standard output, exactly as stored.
+public struct GetCommand: Sendable, Hashable {
+    /// The item.
+    public var name: ItemName
+    /// `--json`: the attributes and the secret as one JSON object.
+    public var json: Bool
+
+    static let info = CommandInfo(
+        name: "get",
+        synopsis: "vault get [options] SERVICE [ACCOUNT]\n       vault get [options] --server HOST [ACCOUNT]",
+        summary: "print a secret",
+        details: """
+            Writes the secret's bytes to standard output exactly as stored, with a newline after them
+            only when standard output is a terminal. With --json, prints the item's attributes and the
+            secret as one JSON object: "secret" is the text when it is UTF-8, else base64, as
+            "secretEncoding" ("utf8" or "base64") says. A missing item is exit status 1, so that
+            `if vault get NAME >/dev/null` reads like grep. A missing ACCOUNT is the empty account.
+            """,
+        options: [.flag("json", "print the attributes and the secret as JSON")] + InternetOptions.specs,
+        make: { parsed throws(UsageError) in
+            .get(GetCommand(name: try InternetOptions.itemName(parsed, command: "get"), json: parsed.flag("json")))
+        })
+
+    func run(in context: Context) throws(CLIError) {
+        let group = try context.group()
+        let vault = try context.openVault()
+        let item = try context.attempt(vault, name.description) { () throws(VaultError) in
+            try vault.copyMatching(name.query(group: group), returning: [.data, .attributes])[0]
+        }
+        var secret = item.data ?? Data()
+        defer { secret.resetBytes(in: 0..<secret.count) }
+        if json {
+            try context.write(try Output.json(ItemJSON(item, secret: secret)))
+            return
+        }
+        try context.write(bytes: [UInt8](secret))
+        if context.output.isTerminal { try context.write("\n") }
+    }
+}

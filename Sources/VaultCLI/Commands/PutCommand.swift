@@ -1,0 +1,154 @@
+import FoundationEssentials
+import Vault
+import VaultSystem
+
+/// `vault put` (add or update) and `vault add` (add only): stores a secret read from standard input,
+/// or from a prompt with echo off when standard input is a terminal. No option takes the secret: an
+/// argument is visible to every user in /proc/<pid>/cmdline.
+public struct PutCommand: Sendable, Hashable {
+    /// The item.
+    public var name: ItemName
+    /// `vault add`: fail on an existing item instead of replacing its secret.
+    public var addOnly: Bool
+    /// `--trim`: drop one trailing newline from standard input.
+    public var trim: Bool
+    /// `--label`.
+    public var label: String?
+    /// `--comment`.
+    public var comment: String?
+
+    /// The largest secret accepted, in bytes: an item record holds at most 16 MiB, and this leaves room
+    /// for the attributes.
+    static let maximumSecretByteCount = 16_000_000
+
+    static func info(add: Bool) -> CommandInfo {
+        let name = add ? "add" : "put"
+        return CommandInfo(
+            name: name,
+            synopsis:
+                "vault \(name) [options] SERVICE [ACCOUNT]\n       vault \(name) [options] --server HOST [ACCOUNT]",
+            summary: add ? "add a secret; fails when the item exists" : "add or replace a secret",
+            details: (add
+                ? "Adds a generic password (or with --server an internet password); an existing item is\nexit status 3 and stays unchanged."
+                : "Adds a generic password (or with --server an internet password), or replaces the secret of\nthe existing one atomically: readers see the old secret or the new one, never neither.")
+                    + """
+
+                    The secret is every byte of standard input (binary-safe; --trim drops one trailing
+                    newline), or, when standard input is a terminal, typed twice at a prompt that does not echo.
+                    No option takes the secret itself: arguments are visible to every user of the machine.
+                    A missing ACCOUNT is the empty account.
+                    """,
+            options: [
+                .flag("trim", "drop one trailing newline from standard input"),
+                .value("label", "TEXT", "the item's label"),
+                .value("comment", "TEXT", "the item's comment"),
+            ] + InternetOptions.specs,
+            make: { parsed throws(UsageError) in
+                .put(
+                    PutCommand(
+                        name: try InternetOptions.itemName(parsed, command: name), addOnly: add,
+                        trim: parsed.flag("trim"), label: parsed.value("label"), comment: parsed.value("comment")))
+            })
+    }
+
+    func run(in context: Context) throws(CLIError) {
+        let group = try context.group()
+        let vault = try context.openVault()
+        var secret = try readSecret(context)
+        defer { secret.resetBytes(in: 0..<secret.count) }
+        var attributes = name.attributes
+        attributes.label = label
+        attributes.comment = comment
+        attributes.accessGroup = group
+        let subject = name.description
+        if addOnly {
+            try context.attempt(vault, subject) { () throws(VaultError) in
+                _ = try vault.add(name.itemClass, attributes: attributes, data: secret)
+            }
+            return
+        }
+        var changes = ItemChanges(data: secret)
+        changes.attributes.label = label
+        changes.attributes.comment = comment
+        // Update in place, else add; another process can add or remove the item between the two
+        // steps, so a lost race is retried. Each step is atomic on its own.
+        for _ in 0..<8 {
+            let existing: MatchedItem?
+            do {
+                existing = try vault.copyMatching(name.query(group: group), returning: [.attributes]).first
+            } catch  where error.status == .itemNotFound {
+                existing = nil
+            } catch {
+                throw CLIError(error, subject: subject, vaultPath: vault.path)
+            }
+            do {
+                if let existing {
+                    try vault.update(name.query(group: existing.attributes.accessGroup), with: changes)
+                } else {
+                    try vault.add(name.itemClass, attributes: attributes, data: secret)
+                }
+                return
+            } catch  where error.status == .itemNotFound || error.status == .duplicateItem {
+                continue
+            } catch {
+                throw CLIError(error, subject: subject, vaultPath: vault.path)
+            }
+        }
+        throw CLIError(.io, subject, "other processes kept changing the item; try again")
+    }
+
+    /// The secret: all of standard input, or typed twice at a prompt without echo on a terminal.
+    func readSecret(_ context: Context) throws(CLIError) -> Data {
+        let input = context.input
+        if input.isTerminal {
+            return try prompt(context)
+        }
+        var bytes: [UInt8]
+        do {
+            bytes = try input.readAll(limit: Self.maximumSecretByteCount)
+        } catch  where error == .fileTooLarge {
+            throw CLIError(.usage, "standard input", "the secret is larger than 16 MB (16000000 bytes)")
+        } catch {
+            throw CLIError(.io, "standard input", "\(error)")
+        }
+        defer { bytes.wipe() }
+        if trim, bytes.last == UInt8(ascii: "\n") { bytes.removeLast() }
+        guard !bytes.isEmpty else {
+            throw CLIError(.usage, "standard input", "no secret: standard input is empty")
+        }
+        return Data(bytes)
+    }
+
+    func prompt(_ context: Context) throws(CLIError) -> Data {
+        func ask(_ question: String) throws(CLIError) -> [UInt8] {
+            context.writeError(question)
+            let line: [UInt8]?
+            do {
+                line = try context.input.withEchoDisabled { () throws(Errno) in
+                    try context.input.readLine(limit: Self.maximumSecretByteCount)
+                }
+            } catch {
+                context.writeError("\n")
+                throw CLIError(.io, "terminal", "\(error)")
+            }
+            // The user's Enter was not echoed.
+            context.writeError("\n")
+            guard let line else { throw CLIError(.usage, "terminal", "no secret: end of input at the prompt") }
+            return line
+        }
+        var first = try ask("Secret for \(name): ")
+        defer { first.wipe() }
+        guard !first.isEmpty else { throw CLIError(.usage, "terminal", "no secret: the entry was empty") }
+        var second = try ask("Again: ")
+        defer { second.wipe() }
+        guard first == second else { throw CLIError(.usage, "terminal", "the two entries differ; nothing was stored") }
+        return Data(first)
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Overwrites the bytes with zeros in place (best effort: copies made earlier are not reached).
+    mutating func wipe() {
+        for index in indices { self[index] = 0 }
+    }
+}

@@ -1,0 +1,72 @@
+import Vault
+
+/// `vault rm`: removes an item, or with `--all` every item of a service (or server).
+public struct RemoveCommand: Sendable, Hashable {
+    /// What to remove.
+    public enum Target: Sendable, Hashable {
+        /// One item.
+        case item(ItemName)
+        /// Every generic password of the service.
+        case service(String)
+        /// Every internet password of the server (narrowed by the options given).
+        case server(InternetName)
+    }
+
+    /// What to remove.
+    public var target: Target
+
+    static let info = CommandInfo(
+        name: "rm",
+        synopsis: """
+            vault rm [options] SERVICE [ACCOUNT]
+                   vault rm [options] --server HOST [ACCOUNT]
+                   vault rm --all SERVICE | vault rm --all --server HOST
+            """,
+        summary: "remove a secret",
+        details: """
+            Removes the item (a missing ACCOUNT is the empty account); with --all, every item of the
+            service, or of the server. Nothing to remove is exit status 1.
+            """,
+        options: [.flag("all", "remove every item of the service or server")] + InternetOptions.specs,
+        make: { parsed throws(UsageError) in
+            guard parsed.flag("all") else {
+                return .remove(RemoveCommand(target: .item(try InternetOptions.itemName(parsed, command: "rm"))))
+            }
+            if let internet = try InternetOptions.parse(parsed, command: "rm") {
+                _ = try parsed.operands([], minimum: 0, command: "rm")
+                return .remove(
+                    RemoveCommand(
+                        target: .server(
+                            InternetName(
+                                server: internet.server, account: "", protocolCode: internet.protocolCode,
+                                port: internet.port, path: internet.path))))
+            }
+            let operands = try parsed.operands(["SERVICE"], minimum: 1, command: "rm")
+            return .remove(RemoveCommand(target: .service(operands[0])))
+        })
+
+    func run(in context: Context) throws(CLIError) {
+        let group = try context.group()
+        let vault = try context.openVault()
+        let query: Query
+        let subject: String
+        switch target {
+        case .item(let name):
+            query = name.query(group: group)
+            subject = name.description
+        case .service(let service):
+            query = .genericPassword(service: service, group: group, limit: .all)
+            subject = "service \"\(service)\""
+        case .server(let name):
+            var a = ItemAttributes()
+            a.server = name.server
+            a.protocol = name.protocolCode
+            a.port = name.port
+            a.path = name.path
+            a.accessGroup = group
+            query = Query(itemClass: .internetPassword, attributes: a, limit: .all)
+            subject = "server \"\(name.locator)\""
+        }
+        try context.attempt(vault, subject) { () throws(VaultError) in _ = try vault.delete(query) }
+    }
+}

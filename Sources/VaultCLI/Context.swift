@@ -1,0 +1,95 @@
+import FoundationEssentials
+import Vault
+import VaultStore
+import VaultSystem
+
+/// What a command runs with: the global options, the environment, and the three standard streams.
+struct Context {
+    let global: GlobalOptions
+    let environment: [String: String]
+    let input: FileDescriptor
+    let output: FileDescriptor
+    let errors: FileDescriptor
+
+    /// The default application identifier of the tool's client.
+    static let defaultApplicationIdentifier = "vault"
+
+    /// The vault directory: `--vault`, else the default location.
+    func vaultPath() throws(CLIError) -> String {
+        if let path = global.vaultPath { return path }
+        guard let path = VaultLocation.defaultPath(environment: environment) else {
+            throw CLIError(.noVault, nil, "no vault location: pass --vault DIR or set VAULT_DIR or HOME")
+        }
+        return path
+    }
+
+    /// The client the command acts as: `--app` and `--group` when given, else the environment
+    /// (VAULT_ENTITLEMENTS, VAULT_APP_ID, VAULT_ACCESS_GROUPS), else the application identifier "vault".
+    func client() throws(CLIError) -> Client {
+        do {
+            let base = try Client.fromEnvironment(
+                environment, fallbackApplicationIdentifier: Self.defaultApplicationIdentifier)
+            guard global.applicationIdentifier != nil || global.group != nil else { return base }
+            let app = global.applicationIdentifier ?? base.applicationIdentifier ?? Self.defaultApplicationIdentifier
+            let groups: [String]
+            if let group = global.group {
+                groups = [group]
+            } else {
+                groups = base.accessGroups.map(\.rawValue).filter { $0 != base.applicationIdentifier }
+            }
+            return try Client(applicationIdentifier: app, accessGroups: groups)
+        } catch {
+            throw CLIError(ExitCode(error.status), "client", error.message)
+        }
+    }
+
+    /// The group named by `--group`, validated.
+    func group() throws(CLIError) -> AccessGroup? {
+        guard let name = global.group else { return nil }
+        do {
+            return try AccessGroup(name)
+        } catch {
+            throw CLIError(.usage, "--group", error.message)
+        }
+    }
+
+    /// Opens the existing vault as the command's client.
+    func openVault() throws(CLIError) -> Vault {
+        let path = try vaultPath()
+        let client = try client()
+        do {
+            return try Vault.open(at: path, client: client)
+        } catch {
+            throw CLIError(error, subject: path, vaultPath: path)
+        }
+    }
+
+    /// Runs a vault operation; a failure is reported against `subject`.
+    func attempt<R>(_ vault: Vault, _ subject: String, _ body: () throws(VaultError) -> R) throws(CLIError) -> R {
+        do {
+            return try body()
+        } catch {
+            let groups = global.group.flatMap { try? AccessGroup($0) }.map { [$0] } ?? vault.client.accessGroups
+            throw CLIError(error, subject: subject, vaultPath: vault.path, searched: groups)
+        }
+    }
+
+    /// Writes text to standard output.
+    func write(_ text: String) throws(CLIError) {
+        try write(bytes: Array(text.utf8))
+    }
+
+    /// Writes bytes to standard output.
+    func write(bytes: [UInt8]) throws(CLIError) {
+        do {
+            try output.writeAll(bytes)
+        } catch {
+            throw CLIError(.io, "standard output", "\(error)")
+        }
+    }
+
+    /// Writes text to standard error (prompts and reports).
+    func writeError(_ text: String) {
+        try? errors.writeAll(Array(text.utf8))
+    }
+}

@@ -1,0 +1,81 @@
+import Vault
+
+/// The tool's exit statuses, documented in `vault --help` and the README.
+public enum ExitCode: Int32, Sendable, CaseIterable {
+    /// Success.
+    case success = 0
+    /// No item matches (so that `if vault get x >/dev/null` reads like grep).
+    case notFound = 1
+    /// The command line is wrong, or an argument or the input is not valid.
+    case usage = 2
+    /// The item (or the vault, for `init`) already exists.
+    case duplicate = 3
+    /// Access denied: a missing entitlement, file permissions, or an unsafe file mode or owner.
+    case accessDenied = 4
+    /// The vault is locked.
+    case locked = 5
+    /// A file is damaged or was tampered with.
+    case integrity = 6
+    /// An input/output error.
+    case io = 7
+    /// There is no vault at the path.
+    case noVault = 8
+
+    /// The exit status for a vault status.
+    public init(_ status: VaultStatus) {
+        switch status {
+        case .success: self = .success
+        case .itemNotFound: self = .notFound
+        case .param, .noSuchAttribute, .noSuchClass: self = .usage
+        case .duplicateItem, .duplicateVault: self = .duplicate
+        case .missingEntitlement, .permissionDenied: self = .accessDenied
+        case .interactionNotAllowed: self = .locked
+        case .decode: self = .integrity
+        case .noSuchVault: self = .noVault
+        default: self = .io  // errSecIO, errSecAllocate, errSecNotAvailable, errSecUnimplemented
+        }
+    }
+}
+
+/// A failure to report: one stderr line `vault: <subject>: <message>` and an exit status.
+struct CLIError: Error, Sendable {
+    let code: ExitCode
+    let subject: String?
+    let message: String
+
+    init(_ code: ExitCode, _ subject: String?, _ message: String) {
+        self.code = code
+        self.subject = subject
+        self.message = message
+    }
+
+    /// A vault failure about `subject` (an item, a group or a path). Vault-wide failures are reported
+    /// against the vault path, whatever the subject.
+    init(_ error: VaultError, subject: String, vaultPath: String, searched groups: [AccessGroup] = []) {
+        let code = ExitCode(error.status)
+        switch error.status {
+        case .itemNotFound:
+            let scope =
+                groups.isEmpty
+                ? ""
+                : " (searched group\(groups.count == 1 ? "" : "s") \(groups.map(\.rawValue).joined(separator: ", ")))"
+            self.init(code, subject, "not found" + scope)
+        case .duplicateItem:
+            self.init(code, subject, "already exists (vault put replaces an item)")
+        case .noSuchVault:
+            let hint = error.message.contains("vault init") ? "" : "; create one with `vault init`"
+            self.init(code, vaultPath, error.message + hint)
+        case .duplicateVault, .permissionDenied, .io, .notAvailable, .allocate:
+            self.init(code, vaultPath, error.message)
+        default:
+            self.init(code, subject, error.message)
+        }
+    }
+
+    /// The one line written to standard error; line breaks inside become spaces.
+    var line: String {
+        let text = (subject.map { "\($0): " } ?? "") + message
+        let flat = String(text.map { $0 == "\n" || $0 == "\r" ? " " : $0 })
+        return "vault: \(flat)\n"
+    }
+}

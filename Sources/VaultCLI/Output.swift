@@ -1,0 +1,118 @@
+import FoundationEssentials
+import Vault
+
+/// Text output: tab-separated lines for pipes, aligned tables for terminals, JSON, dates.
+enum Output {
+    /// A field for a tab-separated line: backslash, tab, newline and carriage return escaped as `\\`,
+    /// `\t`, `\n` and `\r`, so that every item stays on one line with a fixed number of fields.
+    static func escape(_ field: String) -> String {
+        var result = ""
+        for character in field.unicodeScalars {
+            switch character {
+            case "\\": result += "\\\\"
+            case "\t": result += "\\t"
+            case "\n": result += "\\n"
+            case "\r": result += "\\r"
+            default: result.unicodeScalars.append(character)
+            }
+        }
+        return result
+    }
+
+    /// Rows as tab-separated lines.
+    static func tabSeparated(_ rows: [[String]]) -> String {
+        rows.map { $0.map(escape).joined(separator: "\t") + "\n" }.joined()
+    }
+
+    /// Rows under a header, in columns padded to their widest cell.
+    static func table(header: [String], _ rows: [[String]]) -> String {
+        let all = [header] + rows.map { $0.map(escape) }
+        var widths = [Int](repeating: 0, count: header.count)
+        for row in all {
+            for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) }
+        }
+        return all.map { row in
+            var line = ""
+            for (column, cell) in row.enumerated() {
+                if column == row.count - 1 {
+                    line += cell
+                } else {
+                    line += cell + String(repeating: " ", count: widths[column] - cell.count + 2)
+                }
+            }
+            return line + "\n"
+        }.joined()
+    }
+
+    /// A date as ISO 8601 in UTC, e.g. "2026-11-30T05:47:51Z".
+    static func date(_ date: Date?) -> String {
+        guard let date else { return "" }
+        return date.formatted(Date.ISO8601FormatStyle())
+    }
+
+    /// `value` as one line of JSON with sorted keys.
+    static func json<T: Encodable>(_ value: T) throws(CLIError) -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            return String(decoding: try encoder.encode(value), as: UTF8.self) + "\n"
+        } catch {
+            throw CLIError(.io, "json", "cannot encode the output: \(error)")
+        }
+    }
+}
+
+/// An item as `ls --json` and `get --json` print it.
+struct ItemJSON: Encodable {
+    var kind: String
+    var group: String
+    var service: String?
+    var account: String
+    var server: String?
+    var `protocol`: String?
+    var port: Int?
+    var path: String?
+    var label: String?
+    var comment: String?
+    var description: String?
+    var created: String
+    var modified: String
+    var secret: String?
+    var secretEncoding: String?
+
+    init(_ item: MatchedItem, secret: Data? = nil) {
+        let a = item.attributes
+        kind = item.itemClass == .genericPassword ? "generic" : "internet"
+        group = a.accessGroup?.rawValue ?? ""
+        account = a.account ?? ""
+        if item.itemClass == .genericPassword {
+            service = a.service ?? ""
+        } else {
+            server = a.server ?? ""
+            `protocol` = a.protocol.flatMap { $0.isEmpty ? nil : ProtocolName.name(for: $0) }
+            port = a.port.flatMap { $0 == 0 ? nil : $0 }
+            path = a.path.flatMap { $0.isEmpty ? nil : $0 }
+        }
+        label = a.label
+        comment = a.comment
+        description = a.itemDescription
+        created = Output.date(a.creationDate)
+        modified = Output.date(a.modificationDate)
+        if let secret {
+            if let text = String(validating: secret, as: UTF8.self) {
+                self.secret = text
+                secretEncoding = "utf8"
+            } else {
+                self.secret = secret.base64EncodedString()
+                secretEncoding = "base64"
+            }
+        }
+    }
+
+    /// The service column of `ls`: the service, or the server as a URL-like text.
+    var serviceColumn: String {
+        if let service { return service }
+        return InternetName.locator(
+            server: server ?? "", protocolCode: `protocol`.flatMap(ProtocolName.code), port: port, path: path)
+    }
+}

@@ -1,0 +1,60 @@
+import FoundationEssentials
+import VaultSystem
+
+/// The `vault` command-line tool as a library: the executable is a thin `@main` over `run`.
+public enum VaultCLI {
+    /// The tool's version.
+    public static let version = "0.1.0"
+
+    /// Runs the tool with `arguments` (the first is the program name) on the process's standard
+    /// streams and environment; returns the exit status.
+    public static func run(_ arguments: [String]) -> Int32 {
+        run(
+            Array(arguments.dropFirst()), environment: ProcessInfo.processInfo.environment,
+            input: .standardInput, output: .standardOutput, errors: .standardError)
+    }
+
+    /// Runs the tool with `arguments` (without the program name) on the given streams.
+    static func run(
+        _ arguments: [String], environment: [String: String], input: FileDescriptor, output: FileDescriptor,
+        errors: FileDescriptor
+    ) -> Int32 {
+        let invocation: Invocation
+        do {
+            invocation = try ArgumentParser.parse(arguments)
+        } catch {
+            try? errors.writeAll(Array("vault: \(error)\n".utf8))
+            return ExitCode.usage.rawValue
+        }
+        let context = Context(
+            global: invocation.global, environment: environment, input: input, output: output, errors: errors)
+        do {
+            try execute(invocation.command, in: context)
+            return ExitCode.success.rawValue
+        } catch {
+            context.writeError(error.line)
+            return error.code.rawValue
+        }
+    }
+
+    static func execute(_ command: Command, in context: Context) throws(CLIError) {
+        switch command {
+        case .help(let topic):
+            if let topic, let info = ArgumentParser.info(topic) {
+                try context.write(Help.command(info))
+            } else {
+                try context.write(Help.tool + "\n")
+            }
+        case .version: try context.write("vault \(version)\n")
+        case .initialize(let command): try command.run(in: context)
+        case .put(let command): try command.run(in: context)
+        case .get(let command): try command.run(in: context)
+        case .remove(let command): try command.run(in: context)
+        case .list(let command): try command.run(in: context)
+        case .uuid(let command): try command.run(in: context)
+        case .groups(let command): try command.run(in: context)
+        case .check(let command): try command.run(in: context)
+        case .completion(let command): try command.run(in: context)
+        }
+    }
+}

@@ -1,0 +1,98 @@
+import Foundation
+import Testing
+
+/// The built `vault` executable, next to the test bundle; `VAULT_TEST_BINARY` runs the same tests on
+/// another build (e.g. the static release binary).
+let vaultExecutable =
+    ProcessInfo.processInfo.environment["VAULT_TEST_BINARY"].map { URL(fileURLWithPath: $0) }
+    ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("vault")
+
+/// What a run of the `vault` binary gave back.
+struct RunResult {
+    let status: Int32
+    let output: Data
+    let errors: String
+
+    var text: String { String(decoding: output, as: UTF8.self) }
+
+    /// The standard output parsed as JSON.
+    func json() throws -> Any {
+        try JSONSerialization.jsonObject(with: output)
+    }
+}
+
+/// A scratch directory with a vault path inside it (not created), removed by `remove()`.
+struct Scratch {
+    let root: String
+    let vault: String
+
+    init() throws {
+        root = FileManager.default.temporaryDirectory.appendingPathComponent("vault-cli-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        vault = root + "/vault"
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: root) }
+
+    /// An environment with nothing of the caller's vault settings: HOME inside the scratch directory.
+    var environment: [String: String] {
+        ["HOME": root + "/home", "PATH": "/usr/bin:/bin"]
+    }
+
+    /// Runs `vault --vault <this vault> arguments…` with `input` on standard input.
+    @discardableResult
+    func run(
+        _ arguments: [String], input: Data = Data(), environment extra: [String: String] = [:], vaultOption: Bool = true
+    )
+        throws -> RunResult
+    {
+        try runVault(
+            (vaultOption ? ["--vault", vault] : []) + arguments, input: input,
+            environment: environment.merging(extra) { $1 }, scratch: root)
+    }
+
+    /// A fresh vault.
+    static func initialized() throws -> Scratch {
+        let scratch = try Scratch()
+        let result = try scratch.run(["init"])
+        try #require(result.status == 0, "init failed: \(result.errors)")
+        return scratch
+    }
+}
+
+/// Runs the binary; standard input comes from a file holding `input`, and the outputs go to files, so
+/// that no pipe can fill up and stall the child.
+func runVault(_ arguments: [String], input: Data, environment: [String: String], scratch: String) throws -> RunResult {
+    let id = UUID().uuidString
+    let inPath = scratch + "/stdin-\(id)"
+    let outPath = scratch + "/stdout-\(id)"
+    let errPath = scratch + "/stderr-\(id)"
+    try input.write(to: URL(fileURLWithPath: inPath))
+    FileManager.default.createFile(atPath: outPath, contents: nil)
+    FileManager.default.createFile(atPath: errPath, contents: nil)
+    defer {
+        for path in [inPath, outPath, errPath] { try? FileManager.default.removeItem(atPath: path) }
+    }
+    let process = Process()
+    process.executableURL = vaultExecutable
+    process.arguments = arguments
+    process.environment = environment
+    let stdin = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))
+    let stdout = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+    let stderr = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+    process.standardInput = stdin
+    process.standardOutput = stdout
+    process.standardError = stderr
+    try process.run()
+    process.waitUntilExit()
+    try stdin.close()
+    try stdout.close()
+    try stderr.close()
+    let output = try Data(contentsOf: URL(fileURLWithPath: outPath))
+    let errors = try String(contentsOfFile: errPath, encoding: .utf8)
+    return RunResult(status: process.terminationStatus, output: output, errors: errors)
+}
+
+extension Data {
+    init(_ text: String) { self = Data(text.utf8) }
+}
