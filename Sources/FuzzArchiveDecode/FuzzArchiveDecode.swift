@@ -5,23 +5,23 @@ import FoundationEssentials
 import VaultArchive
 
 #if VAULT_FUZZING
-@_cdecl("LLVMFuzzerTestOneInput")
-public func fuzzArchiveDecode(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
-    ArchiveFuzzOracle.decodeOnly(Array(UnsafeBufferPointer(start: start, count: count)))
-    return 0
-}
-#else
-@main
-enum FuzzArchiveDecodeReplay {
-    static func main() {
-        let files = FuzzReplayFiles.collect(CommandLine.arguments.dropFirst())
-        for (path, bytes) in files {
-            _ = path
-            ArchiveFuzzOracle.decodeOnly(bytes)
-        }
-        print("FuzzArchiveDecode: replayed \(files.count) inputs")
+    @_cdecl("LLVMFuzzerTestOneInput")
+    public func fuzzArchiveDecode(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
+        ArchiveFuzzOracle.decodeOnly(Array(UnsafeBufferPointer(start: start, count: count)))
+        return 0
     }
-}
+#else
+    @main
+    enum FuzzArchiveDecodeReplay {
+        static func main() {
+            let files = FuzzReplayFiles.collect(CommandLine.arguments.dropFirst())
+            for (path, bytes) in files {
+                _ = path
+                ArchiveFuzzOracle.decodeOnly(bytes)
+            }
+            print("FuzzArchiveDecode: replayed \(files.count) inputs")
+        }
+    }
 #endif
 
 /// Reads every regular file named, or found directly inside a directory named.

@@ -102,7 +102,8 @@ final class ArchiveDecoder: Decoder {
         guard case .map(let entries) = value else {
             throw DecodingError.typeMismatch(
                 [String: Any].self,
-                DecodingError.Context(codingPath: codingPath, debugDescription: "expected a map, found \(value.kindDescription)")
+                DecodingError.Context(
+                    codingPath: codingPath, debugDescription: "expected a map, found \(value.kindDescription)")
             )
         }
         register()
@@ -166,7 +167,8 @@ final class ArchiveDecoder: Decoder {
     static func mismatch(_ type: Any.Type, _ item: CBOR, _ expected: String, _ path: [any CodingKey]) -> DecodingError {
         DecodingError.typeMismatch(
             type,
-            DecodingError.Context(codingPath: path, debugDescription: "expected \(expected), found \(item.kindDescription)")
+            DecodingError.Context(
+                codingPath: path, debugDescription: "expected \(expected), found \(item.kindDescription)")
         )
     }
 
@@ -373,7 +375,8 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         guard let i = index(of: key) else {
             throw DecodingError.keyNotFound(
                 key,
-                DecodingError.Context(codingPath: codingPath, debugDescription: "no value for key \"\(key.stringValue)\"")
+                DecodingError.Context(
+                    codingPath: codingPath, debugDescription: "no value for key \"\(key.stringValue)\"")
             )
         }
         decoder.markUsed(i)
@@ -386,7 +389,8 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         guard let i = index(of: key) else {
             throw DecodingError.keyNotFound(
                 key,
-                DecodingError.Context(codingPath: codingPath, debugDescription: "no value for key \"\(key.stringValue)\"")
+                DecodingError.Context(
+                    codingPath: codingPath, debugDescription: "no value for key \"\(key.stringValue)\"")
             )
         }
         guard case .null = entries[i].value else { return false }
@@ -551,11 +555,19 @@ private struct SingleValueContainer: SingleValueDecodingContainer {
     func decode(_ type: Float.Type) throws -> Float { try ArchiveDecoder.float(decoder.value, path: codingPath) }
     func decode(_ type: Int.Type) throws -> Int { try ArchiveDecoder.integer(decoder.value, type, path: codingPath) }
     func decode(_ type: Int8.Type) throws -> Int8 { try ArchiveDecoder.integer(decoder.value, type, path: codingPath) }
-    func decode(_ type: Int16.Type) throws -> Int16 { try ArchiveDecoder.integer(decoder.value, type, path: codingPath) }
-    func decode(_ type: Int32.Type) throws -> Int32 { try ArchiveDecoder.integer(decoder.value, type, path: codingPath) }
-    func decode(_ type: Int64.Type) throws -> Int64 { try ArchiveDecoder.integer(decoder.value, type, path: codingPath) }
+    func decode(_ type: Int16.Type) throws -> Int16 {
+        try ArchiveDecoder.integer(decoder.value, type, path: codingPath)
+    }
+    func decode(_ type: Int32.Type) throws -> Int32 {
+        try ArchiveDecoder.integer(decoder.value, type, path: codingPath)
+    }
+    func decode(_ type: Int64.Type) throws -> Int64 {
+        try ArchiveDecoder.integer(decoder.value, type, path: codingPath)
+    }
     func decode(_ type: UInt.Type) throws -> UInt { try ArchiveDecoder.integer(decoder.value, type, path: codingPath) }
-    func decode(_ type: UInt8.Type) throws -> UInt8 { try ArchiveDecoder.integer(decoder.value, type, path: codingPath) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 {
+        try ArchiveDecoder.integer(decoder.value, type, path: codingPath)
+    }
     func decode(_ type: UInt16.Type) throws -> UInt16 {
         try ArchiveDecoder.integer(decoder.value, type, path: codingPath)
     }

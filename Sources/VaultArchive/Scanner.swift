@@ -40,8 +40,10 @@ package struct CBORScanner {
         scanner.path = []
         let value = try scanner.scanItem(depth: 0)
         guard scanner.position == input.count else {
-            throw corrupted([], "\(input.count - scanner.position) trailing bytes after the archive at byte offset "
-                + "\(scanner.position)")
+            throw corrupted(
+                [],
+                "\(input.count - scanner.position) trailing bytes after the archive at byte offset "
+                    + "\(scanner.position)")
         }
         return value
     }
@@ -113,93 +115,150 @@ package struct CBORScanner {
         }
     }
 
-    private mutating func scanItem(depth: Int) throws -> CBOR {
-        let start = position
-        let initial = try readByte()
-        let major = initial >> 5
-        let info = initial & 0x1F
+    /// A container being filled while scanning; the scanner keeps these on an explicit stack instead of
+    /// recursing, so hostile nesting cannot exhaust the thread's stack (depth is also limited by `maxDepth`).
+    private enum Frame {
+        case array(items: [CBOR], count: Int)
+        case map(entries: [CBORMapEntry], count: Int, key: CBOR?, previousKey: Range<Int>, keyStart: Int)
+        case tag(UInt64)
+    }
 
-        if major == 7 {
-            return try scanSimpleOrFloat(info, headAt: start)
-        }
-        let argument = try readArgument(info, headAt: start)
-        switch major {
-        case 0:
-            return .unsigned(argument)
-        case 1:
-            return .negative(argument)
-        case 2:
-            guard argument <= UInt64(remaining) else {
-                throw fail("byte string of \(argument) bytes is longer than the \(remaining) bytes left", at: start)
-            }
-            let end = position + Int(argument)
-            let bytes = Array(input[position..<end])
-            position = end
-            return .bytes(bytes)
-        case 3:
-            guard argument <= UInt64(remaining) else {
-                throw fail("text string of \(argument) bytes is longer than the \(remaining) bytes left", at: start)
-            }
-            let end = position + Int(argument)
-            guard let text = String(validating: input[position..<end], as: UTF8.self) else {
-                throw fail("invalid UTF-8 in a text string", at: start)
-            }
-            position = end
-            return .text(text)
-        case 4:
-            guard argument <= UInt64(remaining) else {
-                throw fail("array of \(argument) items cannot fit in the \(remaining) bytes left", at: start)
-            }
-            guard depth < maxDepth else { throw fail("nesting deeper than the limit of \(maxDepth)", at: start) }
-            let count = Int(argument)
-            var items: [CBOR] = []
-            items.reserveCapacity(count)
-            for index in 0..<count {
-                path.append(ArchiveCodingKey(index: index))
-                items.append(try scanItem(depth: depth + 1))
-                path.removeLast()
-            }
-            return .array(items)
-        case 5:
-            guard argument <= UInt64(remaining / 2) else {
-                throw fail("map of \(argument) entries cannot fit in the \(remaining) bytes left", at: start)
-            }
-            guard depth < maxDepth else { throw fail("nesting deeper than the limit of \(maxDepth)", at: start) }
-            let count = Int(argument)
-            var entries: [CBORMapEntry] = []
-            entries.reserveCapacity(count)
-            var previousKey = 0..<0
-            for index in 0..<count {
-                let keyStart = position
-                path.append(ArchiveCodingKey(stringValue: "<key \(index)>"))
-                let key = try scanItem(depth: depth + 1)
-                path.removeLast()
-                let keyRange = keyStart..<position
-                if index > 0 {
-                    let previous = input[previousKey]
-                    let current = input[keyRange]
-                    if previous.elementsEqual(current) {
-                        path.append(Self.key(for: key))
-                        defer { path.removeLast() }
-                        throw fail("duplicate map key", at: keyStart)
+    private mutating func scanItem(depth: Int) throws -> CBOR {
+        var stack: [Frame] = []
+        readItems: while true {
+            let start = position
+            let initial = try readByte()
+            let major = initial >> 5
+            let info = initial & 0x1F
+            var value: CBOR
+
+            if major == 7 {
+                value = try scanSimpleOrFloat(info, headAt: start)
+            } else {
+                let argument = try readArgument(info, headAt: start)
+                switch major {
+                case 0:
+                    value = .unsigned(argument)
+                case 1:
+                    value = .negative(argument)
+                case 2:
+                    guard argument <= UInt64(remaining) else {
+                        throw fail(
+                            "byte string of \(argument) bytes is longer than the \(remaining) bytes left",
+                            at: start
+                        )
                     }
-                    guard previous.lexicographicallyPrecedes(current) else {
-                        path.append(Self.key(for: key))
-                        defer { path.removeLast() }
-                        throw fail("map keys are not in deterministic (bytewise) order", at: keyStart)
+                    let end = position + Int(argument)
+                    value = .bytes(Array(input[position..<end]))
+                    position = end
+                case 3:
+                    guard argument <= UInt64(remaining) else {
+                        throw fail(
+                            "text string of \(argument) bytes is longer than the \(remaining) bytes left",
+                            at: start
+                        )
+                    }
+                    let end = position + Int(argument)
+                    guard let text = String(validating: input[position..<end], as: UTF8.self) else {
+                        throw fail("invalid UTF-8 in a text string", at: start)
+                    }
+                    position = end
+                    value = .text(text)
+                case 4:
+                    guard argument <= UInt64(remaining) else {
+                        throw fail("array of \(argument) items cannot fit in the \(remaining) bytes left", at: start)
+                    }
+                    if argument == 0 {
+                        value = .array([])
+                    } else {
+                        guard depth + stack.count < maxDepth else {
+                            throw fail("nesting deeper than the limit of \(maxDepth)", at: start)
+                        }
+                        var items: [CBOR] = []
+                        items.reserveCapacity(Int(argument))
+                        stack.append(.array(items: items, count: Int(argument)))
+                        path.append(ArchiveCodingKey(index: 0))
+                        continue readItems
+                    }
+                case 5:
+                    guard argument <= UInt64(remaining / 2) else {
+                        throw fail("map of \(argument) entries cannot fit in the \(remaining) bytes left", at: start)
+                    }
+                    if argument == 0 {
+                        value = .map([])
+                    } else {
+                        guard depth + stack.count < maxDepth else {
+                            throw fail("nesting deeper than the limit of \(maxDepth)", at: start)
+                        }
+                        var entries: [CBORMapEntry] = []
+                        entries.reserveCapacity(Int(argument))
+                        stack.append(
+                            .map(
+                                entries: entries, count: Int(argument), key: nil, previousKey: 0..<0, keyStart: position
+                            )
+                        )
+                        path.append(ArchiveCodingKey(stringValue: "<key 0>"))
+                        continue readItems
+                    }
+                default:  // 6
+                    guard depth + stack.count < maxDepth else {
+                        throw fail("nesting deeper than the limit of \(maxDepth)", at: start)
+                    }
+                    stack.append(.tag(argument))
+                    continue readItems
+                }
+            }
+
+            // `value` is complete: hand it to the enclosing containers, closing those that are now full.
+            while let frame = stack.popLast() {
+                switch frame {
+                case .tag(let tag):
+                    value = .tagged(tag, value)
+                case .array(var items, let count):
+                    items.append(value)
+                    path.removeLast()
+                    if items.count < count {
+                        path.append(ArchiveCodingKey(index: items.count))
+                        stack.append(.array(items: items, count: count))
+                        continue readItems
+                    }
+                    value = .array(items)
+                case .map(var entries, let count, let key, let previousKey, let keyStart):
+                    path.removeLast()
+                    if let key {
+                        entries.append(CBORMapEntry(key: key, value: value))
+                        if entries.count < count {
+                            path.append(ArchiveCodingKey(stringValue: "<key \(entries.count)>"))
+                            stack.append(
+                                .map(
+                                    entries: entries, count: count, key: nil, previousKey: previousKey,
+                                    keyStart: position)
+                            )
+                            continue readItems
+                        }
+                        value = .map(entries)
+                    } else {
+                        // `value` is a key: it must sort strictly after the previous key (bytewise).
+                        let keyRange = keyStart..<position
+                        path.append(Self.key(for: value))
+                        if !entries.isEmpty {
+                            let previous = input[previousKey]
+                            let current = input[keyRange]
+                            if previous.elementsEqual(current) {
+                                throw fail("duplicate map key", at: keyStart)
+                            }
+                            guard previous.lexicographicallyPrecedes(current) else {
+                                throw fail("map keys are not in deterministic (bytewise) order", at: keyStart)
+                            }
+                        }
+                        stack.append(
+                            .map(entries: entries, count: count, key: value, previousKey: keyRange, keyStart: keyStart)
+                        )
+                        continue readItems
                     }
                 }
-                previousKey = keyRange
-                path.append(Self.key(for: key))
-                let value = try scanItem(depth: depth + 1)
-                path.removeLast()
-                entries.append(CBORMapEntry(key: key, value: value))
             }
-            return .map(entries)
-        default:  // 6
-            guard depth < maxDepth else { throw fail("nesting deeper than the limit of \(maxDepth)", at: start) }
-            let content = try scanItem(depth: depth + 1)
-            return .tagged(argument, content)
+            return value
         }
     }
 

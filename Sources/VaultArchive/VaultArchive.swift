@@ -12,7 +12,7 @@ public enum VaultArchive {
 
     /// Limits and strictness of encoding and decoding.
     public struct Options: Sendable {
-        /// The deepest nesting of arrays, maps and tags accepted (and written); default 256, at most 4096.
+        /// The deepest nesting of arrays, maps and tags accepted (and written); default 256; values above 1024 are treated as 1024.
         public var maxDepth: Int
         /// The largest archive accepted (and written), in bytes; default 4 MiB.
         public var maxSize: Int
@@ -27,7 +27,7 @@ public enum VaultArchive {
             self.rejectsUnknownKeys = rejectsUnknownKeys
         }
 
-        var effectiveDepth: Int { Swift.max(0, Swift.min(maxDepth, 4096)) }
+        var effectiveDepth: Int { Swift.max(0, Swift.min(maxDepth, 1024)) }
     }
 
     /// Encodes `value` as an archive.
@@ -100,7 +100,8 @@ public enum VaultArchive {
             throw DecodingError.dataCorrupted(
                 DecodingError.Context(
                     codingPath: [],
-                    debugDescription: "archive of \(data.count) bytes exceeds the size limit of \(options.maxSize) bytes"
+                    debugDescription:
+                        "archive of \(data.count) bytes exceeds the size limit of \(options.maxSize) bytes"
                 )
             )
         }
