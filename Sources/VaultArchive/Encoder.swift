@@ -393,9 +393,13 @@ extension CBORWriter {
         case .value(let item):
             write(item)
         case .array(let array):
+            enter()
+            defer { depth -= 1 }
             writeHead(4, UInt64(array.items.count))
             for item in array.items { write(item) }
         case .map(let map):
+            enter()
+            defer { depth -= 1 }
             writeMap(map)
         case .deferred(let encoder):
             write(encoder.node ?? .map(EncodeMap()))

@@ -168,12 +168,12 @@ package struct CBORScanner {
                     guard argument <= UInt64(remaining) else {
                         throw fail("array of \(argument) items cannot fit in the \(remaining) bytes left", at: start)
                     }
+                    guard depth + stack.count < maxDepth else {
+                        throw fail("nesting deeper than the limit of \(maxDepth)", at: start)
+                    }
                     if argument == 0 {
                         value = .array([])
                     } else {
-                        guard depth + stack.count < maxDepth else {
-                            throw fail("nesting deeper than the limit of \(maxDepth)", at: start)
-                        }
                         var items: [CBOR] = []
                         items.reserveCapacity(Int(argument))
                         stack.append(.array(items: items, count: Int(argument)))
@@ -184,12 +184,12 @@ package struct CBORScanner {
                     guard argument <= UInt64(remaining / 2) else {
                         throw fail("map of \(argument) entries cannot fit in the \(remaining) bytes left", at: start)
                     }
+                    guard depth + stack.count < maxDepth else {
+                        throw fail("nesting deeper than the limit of \(maxDepth)", at: start)
+                    }
                     if argument == 0 {
                         value = .map([])
                     } else {
-                        guard depth + stack.count < maxDepth else {
-                            throw fail("nesting deeper than the limit of \(maxDepth)", at: start)
-                        }
                         var entries: [CBORMapEntry] = []
                         entries.reserveCapacity(Int(argument))
                         stack.append(

@@ -49,8 +49,18 @@ public enum VaultArchive {
         }
         if let misuse = state.misuse { throw misuse }
         var writer = CBORWriter(capacity: 128)
+        writer.maxDepth = options.effectiveDepth
         writer.bytes.append(contentsOf: CBORWriter.envelope)
         writer.write(node)
+        guard !writer.exceededDepth else {
+            throw EncodingError.invalidValue(
+                value,
+                EncodingError.Context(
+                    codingPath: [],
+                    debugDescription: "nesting deeper than the limit of \(options.effectiveDepth)"
+                )
+            )
+        }
         guard writer.bytes.count <= options.maxSize else {
             throw EncodingError.invalidValue(
                 value,

@@ -305,3 +305,32 @@ struct Misuse: Encodable {
         try keyed.encode(2, forKey: ArchiveCodingKey(stringValue: "x"))
     }
 }
+
+@Suite struct DepthLimitAgreementTests {
+    /// Whatever encodes under a depth limit also decodes under it, and the limit is exact: a value nested
+    /// exactly to the limit encodes and decodes, one level more fails on both sides.
+    @Test(arguments: [1, 2, 3, 10, 256])
+    func encoderAndDecoderAgree(limit: Int) throws {
+        let options = VaultArchive.Options(maxDepth: limit)
+        // n nested arrays around an empty array: n + 1 containers.
+        func nested(_ n: Int) -> String { String(repeating: "81", count: n) + "80" }
+        let atLimit = archive(nested(limit - 1))
+        let beyond = archive(nested(limit))
+        #expect(try VaultArchive.write(VaultArchive.scan(atLimit, options: options)) == atLimit)
+        #expect(throws: DecodingError.self) { try VaultArchive.scan(beyond, options: options) }
+        // A tagged leaf counts as a level too: a Date inside `limit - 1` arrays is `limit` levels deep.
+        let date = Date(timeIntervalSince1970: 0)
+        if limit == 1 {
+            #expect(
+                try VaultArchive.decode(Date.self, from: VaultArchive.encode(date, options: options), options: options)
+                    == date)
+            #expect(throws: EncodingError.self) { try VaultArchive.encode([date], options: options) }
+        }
+        if limit == 2 {
+            _ = try VaultArchive.decode(
+                [Date].self, from: VaultArchive.encode([date], options: options), options: options)
+            #expect(throws: EncodingError.self) { try VaultArchive.encode([[date]], options: options) }
+            #expect(throws: EncodingError.self) { try VaultArchive.encode([[Int]()], options: .init(maxDepth: 1)) }
+        }
+    }
+}
