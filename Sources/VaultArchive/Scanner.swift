@@ -7,7 +7,10 @@ package struct CBORScanner {
     private let input: [UInt8]
     private var position: Int
     private let maxDepth: Int
-    private var path: [any CodingKey] = []
+    /// Coding path of the item being scanned, above the open containers (the archive version's key).
+    private var pathPrefix: [any CodingKey] = []
+    /// The containers open around the item being scanned; the coding path is derived from it on failure only.
+    private var stack: [Frame] = []
 
     private init(input: [UInt8], position: Int, maxDepth: Int) {
         self.input = input
@@ -29,7 +32,7 @@ package struct CBORScanner {
         }
         var scanner = CBORScanner(input: input, position: 4, maxDepth: maxDepth)
         let versionKey = ArchiveCodingKey(stringValue: "<archive version>")
-        scanner.path = [versionKey]
+        scanner.pathPrefix = [versionKey]
         let version = try scanner.scanItem(depth: 0)
         guard case .unsigned(1) = version else {
             if case .unsigned(let v) = version {
@@ -37,7 +40,7 @@ package struct CBORScanner {
             }
             throw corrupted([versionKey], "not a vault archive: the version is \(version.kindDescription)")
         }
-        scanner.path = []
+        scanner.pathPrefix = []
         let value = try scanner.scanItem(depth: 0)
         guard scanner.position == input.count else {
             throw corrupted(
@@ -64,6 +67,26 @@ package struct CBORScanner {
 
     private func fail(_ message: String, at offset: Int) -> DecodingError {
         Self.corrupted(path, "\(message) at byte offset \(offset)")
+    }
+
+    /// The coding path of the item being scanned: array indices, map keys, and `<key N>` while a key is read.
+    private var path: [any CodingKey] {
+        var path = pathPrefix
+        for frame in stack {
+            switch frame {
+            case .array(let items, _):
+                path.append(ArchiveCodingKey(index: items.count))
+            case .map(let entries, _, let key, _, _):
+                if let key {
+                    path.append(Self.key(for: key))
+                } else {
+                    path.append(ArchiveCodingKey(stringValue: "<key \(entries.count)>"))
+                }
+            case .tag:
+                break
+            }
+        }
+        return path
     }
 
     private var remaining: Int { input.count - position }
@@ -124,7 +147,7 @@ package struct CBORScanner {
     }
 
     private mutating func scanItem(depth: Int) throws -> CBOR {
-        var stack: [Frame] = []
+        stack.removeAll(keepingCapacity: true)
         readItems: while true {
             let start = position
             let initial = try readByte()
@@ -159,11 +182,16 @@ package struct CBORScanner {
                         )
                     }
                     let end = position + Int(argument)
-                    guard let text = String(validating: input[position..<end], as: UTF8.self) else {
+                    let utf8 = input[position..<end]
+                    if utf8.allSatisfy({ $0 < 0x80 }) {
+                        // ASCII is valid UTF-8: nothing to repair, so the fast initializer is exact.
+                        value = .text(String(decoding: utf8, as: UTF8.self))
+                    } else if let text = String(validating: utf8, as: UTF8.self) {
+                        value = .text(text)
+                    } else {
                         throw fail("invalid UTF-8 in a text string", at: start)
                     }
                     position = end
-                    value = .text(text)
                 case 4:
                     guard argument <= UInt64(remaining) else {
                         throw fail("array of \(argument) items cannot fit in the \(remaining) bytes left", at: start)
@@ -177,7 +205,6 @@ package struct CBORScanner {
                         var items: [CBOR] = []
                         items.reserveCapacity(Int(argument))
                         stack.append(.array(items: items, count: Int(argument)))
-                        path.append(ArchiveCodingKey(index: 0))
                         continue readItems
                     }
                 case 5:
@@ -197,7 +224,6 @@ package struct CBORScanner {
                                 entries: entries, count: Int(argument), key: nil, previousKey: 0..<0, keyStart: position
                             )
                         )
-                        path.append(ArchiveCodingKey(stringValue: "<key 0>"))
                         continue readItems
                     }
                 default:  // 6
@@ -216,19 +242,15 @@ package struct CBORScanner {
                     value = .tagged(tag, value)
                 case .array(var items, let count):
                     items.append(value)
-                    path.removeLast()
                     if items.count < count {
-                        path.append(ArchiveCodingKey(index: items.count))
                         stack.append(.array(items: items, count: count))
                         continue readItems
                     }
                     value = .array(items)
                 case .map(var entries, let count, let key, let previousKey, let keyStart):
-                    path.removeLast()
                     if let key {
                         entries.append(CBORMapEntry(key: key, value: value))
                         if entries.count < count {
-                            path.append(ArchiveCodingKey(stringValue: "<key \(entries.count)>"))
                             stack.append(
                                 .map(
                                     entries: entries, count: count, key: nil, previousKey: previousKey,
@@ -240,7 +262,9 @@ package struct CBORScanner {
                     } else {
                         // `value` is a key: it must sort strictly after the previous key (bytewise).
                         let keyRange = keyStart..<position
-                        path.append(Self.key(for: value))
+                        stack.append(
+                            .map(entries: entries, count: count, key: value, previousKey: keyRange, keyStart: keyStart)
+                        )
                         if !entries.isEmpty {
                             let previous = input[previousKey]
                             let current = input[keyRange]
@@ -251,9 +275,6 @@ package struct CBORScanner {
                                 throw fail("map keys are not in deterministic (bytewise) order", at: keyStart)
                             }
                         }
-                        stack.append(
-                            .map(entries: entries, count: count, key: value, previousKey: keyRange, keyStart: keyStart)
-                        )
                         continue readItems
                     }
                 }
