@@ -11,6 +11,10 @@ package struct CBORScanner {
     private var pathPrefix: [any CodingKey] = []
     /// The containers open around the item being scanned; the coding path is derived from it on failure only.
     private var stack: [Frame] = []
+    /// The elements read so far of each open array.
+    private var arrays: [[CBOR]] = []
+    /// The entries read so far of each open map.
+    private var maps: [[CBORMapEntry]] = []
 
     private init(input: [UInt8], position: Int, maxDepth: Int) {
         self.input = input
@@ -72,16 +76,20 @@ package struct CBORScanner {
     /// The coding path of the item being scanned: array indices, map keys, and `<key N>` while a key is read.
     private var path: [any CodingKey] {
         var path = pathPrefix
+        var arrayIndex = 0
+        var mapIndex = 0
         for frame in stack {
             switch frame {
-            case .array(let items, _):
-                path.append(ArchiveCodingKey(index: items.count))
-            case .map(let entries, _, let key, _, _):
+            case .array:
+                path.append(ArchiveCodingKey(index: arrays[arrayIndex].count))
+                arrayIndex += 1
+            case .map(_, let key, _, _):
                 if let key {
                     path.append(Self.key(for: key))
                 } else {
-                    path.append(ArchiveCodingKey(stringValue: "<key \(entries.count)>"))
+                    path.append(ArchiveCodingKey(stringValue: "<key \(maps[mapIndex].count)>"))
                 }
+                mapIndex += 1
             case .tag:
                 break
             }
@@ -140,14 +148,19 @@ package struct CBORScanner {
 
     /// A container being filled while scanning; the scanner keeps these on an explicit stack instead of
     /// recursing, so hostile nesting cannot exhaust the thread's stack (depth is also limited by `maxDepth`).
+    ///
+    /// The elements themselves live in `arrays` and `maps` (one per open array or map, innermost last), where
+    /// they are appended in place: an array held in an enum payload would be copied on every append.
     private enum Frame {
-        case array(items: [CBOR], count: Int)
-        case map(entries: [CBORMapEntry], count: Int, key: CBOR?, previousKey: Range<Int>, keyStart: Int)
+        case array(count: Int)
+        case map(count: Int, key: CBOR?, previousKey: Range<Int>, keyStart: Int)
         case tag(UInt64)
     }
 
     private mutating func scanItem(depth: Int) throws -> CBOR {
         stack.removeAll(keepingCapacity: true)
+        arrays.removeAll(keepingCapacity: true)
+        maps.removeAll(keepingCapacity: true)
         readItems: while true {
             let start = position
             let initial = try readByte()
@@ -204,7 +217,8 @@ package struct CBORScanner {
                     } else {
                         var items: [CBOR] = []
                         items.reserveCapacity(Int(argument))
-                        stack.append(.array(items: items, count: Int(argument)))
+                        arrays.append(items)
+                        stack.append(.array(count: Int(argument)))
                         continue readItems
                     }
                 case 5:
@@ -219,11 +233,8 @@ package struct CBORScanner {
                     } else {
                         var entries: [CBORMapEntry] = []
                         entries.reserveCapacity(Int(argument))
-                        stack.append(
-                            .map(
-                                entries: entries, count: Int(argument), key: nil, previousKey: 0..<0, keyStart: position
-                            )
-                        )
+                        maps.append(entries)
+                        stack.append(.map(count: Int(argument), key: nil, previousKey: 0..<0, keyStart: position))
                         continue readItems
                     }
                 default:  // 6
@@ -236,36 +247,38 @@ package struct CBORScanner {
             }
 
             // `value` is complete: hand it to the enclosing containers, closing those that are now full.
-            while let frame = stack.popLast() {
+            while let frame = stack.last {
                 switch frame {
                 case .tag(let tag):
+                    stack.removeLast()
                     value = .tagged(tag, value)
-                case .array(var items, let count):
-                    items.append(value)
-                    if items.count < count {
-                        stack.append(.array(items: items, count: count))
-                        continue readItems
-                    }
-                    value = .array(items)
-                case .map(var entries, let count, let key, let previousKey, let keyStart):
+                case .array(let count):
+                    let top = arrays.count - 1
+                    arrays[top].append(value)
+                    if arrays[top].count < count { continue readItems }
+                    stack.removeLast()
+                    value = .array(arrays.removeLast())
+                case .map(let count, let key, let previousKey, let keyStart):
+                    let top = maps.count - 1
                     if let key {
-                        entries.append(CBORMapEntry(key: key, value: value))
-                        if entries.count < count {
-                            stack.append(
-                                .map(
-                                    entries: entries, count: count, key: nil, previousKey: previousKey,
-                                    keyStart: position)
+                        maps[top].append(CBORMapEntry(key: key, value: value))
+                        if maps[top].count < count {
+                            stack[stack.count - 1] = .map(
+                                count: count,
+                                key: nil,
+                                previousKey: previousKey,
+                                keyStart: position
                             )
                             continue readItems
                         }
-                        value = .map(entries)
+                        stack.removeLast()
+                        value = .map(maps.removeLast())
                     } else {
                         // `value` is a key: it must sort strictly after the previous key (bytewise).
                         let keyRange = keyStart..<position
-                        stack.append(
-                            .map(entries: entries, count: count, key: value, previousKey: keyRange, keyStart: keyStart)
-                        )
-                        if !entries.isEmpty {
+                        stack[stack.count - 1] = .map(
+                            count: count, key: value, previousKey: keyRange, keyStart: keyStart)
+                        if !maps[top].isEmpty {
                             let previous = input[previousKey]
                             let current = input[keyRange]
                             if previous.elementsEqual(current) {

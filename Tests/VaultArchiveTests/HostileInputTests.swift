@@ -253,3 +253,27 @@ enum Either: Codable, Equatable {
         }
     }
 }
+
+@Suite struct ScalingTests {
+    /// Large arrays and maps scan in linear time (an append that copied the array would make this quadratic).
+    @Test func largeContainersScanInLinearTime() throws {
+        let count = 1 << 19
+        let array = CBORWriter.envelope + [0x9A, 0x00, 0x08, 0x00, 0x00] + [UInt8](repeating: 0, count: count)
+        // A map of 65536 entries {0: 0, 1: 0, ...}, keys in shortest form.
+        var map = CBORWriter.envelope + [0xBA, 0x00, 0x01, 0x00, 0x00]
+        var writer = CBORWriter(capacity: 1 << 19)
+        for i in 0..<(1 << 16) {
+            writer.writeHead(0, UInt64(i))
+            writer.bytes.append(0)
+        }
+        map += writer.bytes
+        let clock = ContinuousClock()
+        let elapsed = try clock.measure {
+            let decoded = try VaultArchive.decode([Int].self, from: array)
+            #expect(decoded.count == count)
+            let dictionary = try VaultArchive.decode([Int: Int].self, from: map)
+            #expect(dictionary.count == 1 << 16)
+        }
+        #expect(elapsed < .seconds(5))
+    }
+}
