@@ -187,6 +187,13 @@ final class ArchiveEncoder: Encoder {
                 EncodingError.Context(codingPath: path, debugDescription: "a date must be finite")
             )
         }
+        // The decoder accepts only seconds that `Date` holds exactly; never write an archive it would refuse.
+        guard Date(timeIntervalSince1970: seconds).timeIntervalSince1970 == seconds else {
+            throw EncodingError.invalidValue(
+                date,
+                EncodingError.Context(codingPath: path, debugDescription: "the date cannot be archived exactly")
+            )
+        }
         if let whole = Int64(exactly: seconds) {
             return .tagged(CBORTag.epochDate, int(whole))
         }

@@ -334,3 +334,23 @@ struct Misuse: Encodable {
         }
     }
 }
+
+@Suite struct DateRangeTests {
+    /// Dates across the whole useful range (and extremes) archive and decode back to the same archive.
+    @Test func datesOverAWideRangeRoundTrip() throws {
+        var seconds: [Double] = [0, -0.5, 1e-9, 978_307_200, 978_307_200.000_001, 1e12, -1e12, 2e18, -9.3e18, 1e300]
+        var x = 1.234_567_891_234e-6
+        while x < 1e15 {
+            seconds.append(x)
+            seconds.append(-x)
+            x *= 3.7
+        }
+        for s in seconds {
+            for date in [Date(timeIntervalSince1970: s), Date(timeIntervalSinceReferenceDate: s)] {
+                let bytes = try VaultArchive.encode(date)
+                let back = try VaultArchive.decode(Date.self, from: bytes)
+                #expect(try VaultArchive.encode(back) == bytes, "\(s)")
+            }
+        }
+    }
+}
