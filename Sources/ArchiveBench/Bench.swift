@@ -80,6 +80,14 @@ func run() throws {
         tags: ["mail", "work", "imap"]
     )
     let iterations = Int(CommandLine.arguments.dropFirst().first ?? "") ?? 20_000
+    // `archive-bench N profile`: only VaultArchive on Credentials, for a profiler.
+    if CommandLine.arguments.count > 2, CommandLine.arguments[2] == "profile" {
+        let r = try measure(iterations: iterations) {
+            try VaultArchive.decode(Credentials.self, from: try VaultArchive.encode(credentials)) == credentials ? 1 : 0
+        }
+        print(String(format: "VaultArchive Credentials: %.2f µs", r.ns / 1000), r.sink > 0 ? "" : "?")
+        return
+    }
     var rows: [Row] = []
     var sink = 0
 

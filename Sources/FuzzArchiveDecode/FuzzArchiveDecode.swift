@@ -5,6 +5,7 @@ import FoundationEssentials
 import VaultArchive
 
 #if VAULT_FUZZING
+    /// libFuzzer entry point: runs the oracle on one input.
     @_cdecl("LLVMFuzzerTestOneInput")
     public func fuzzArchiveDecode(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
         ArchiveFuzzOracle.decodeOnly(Array(UnsafeBufferPointer(start: start, count: count)))

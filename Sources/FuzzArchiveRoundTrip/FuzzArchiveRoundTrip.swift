@@ -6,6 +6,7 @@ import Glibc
 import VaultArchive
 
 #if VAULT_FUZZING
+    /// libFuzzer entry point: runs the oracle on one input.
     @_cdecl("LLVMFuzzerTestOneInput")
     public func fuzzArchiveRoundTrip(_ start: UnsafePointer<UInt8>, _ count: Int) -> CInt {
         if let failure = ArchiveFuzzOracle.roundTrip(Array(UnsafeBufferPointer(start: start, count: count))) {

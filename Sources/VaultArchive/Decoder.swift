@@ -176,100 +176,106 @@ final class ArchiveDecoder: Decoder {
         DecodingError.dataCorrupted(DecodingError.Context(codingPath: path, debugDescription: message))
     }
 
-    static func string(_ item: CBOR, path: [any CodingKey]) throws -> String {
-        guard case .text(let s) = item else { throw mismatch(String.self, item, "a text string", path) }
+    static func string(_ item: CBOR, path: @autoclosure () -> [any CodingKey]) throws -> String {
+        guard case .text(let s) = item else { throw mismatch(String.self, item, "a text string", path()) }
         return s
     }
 
-    static func bool(_ item: CBOR, path: [any CodingKey]) throws -> Bool {
-        guard case .bool(let b) = item else { throw mismatch(Bool.self, item, "a boolean", path) }
+    static func bool(_ item: CBOR, path: @autoclosure () -> [any CodingKey]) throws -> Bool {
+        guard case .bool(let b) = item else { throw mismatch(Bool.self, item, "a boolean", path()) }
         return b
     }
 
-    static func integer<T: FixedWidthInteger>(_ item: CBOR, _ type: T.Type, path: [any CodingKey]) throws -> T {
+    static func integer<T: FixedWidthInteger>(_ item: CBOR, _ type: T.Type, path: @autoclosure () -> [any CodingKey])
+        throws -> T
+    {
         switch item {
         case .unsigned(let u):
             guard let v = T(exactly: u) else {
-                throw corrupted(path, "the integer \(u) does not fit in \(T.self)")
+                throw corrupted(path(), "the integer \(u) does not fit in \(T.self)")
             }
             return v
         case .negative(let n):
             guard T.isSigned, let m = T(exactly: n) else {
-                throw corrupted(path, "the integer -1-\(n) does not fit in \(T.self)")
+                throw corrupted(path(), "the integer -1-\(n) does not fit in \(T.self)")
             }
             return -1 - m
         default:
-            throw mismatch(T.self, item, "an integer", path)
+            throw mismatch(T.self, item, "an integer", path())
         }
     }
 
-    static func double(_ item: CBOR, path: [any CodingKey]) throws -> Double {
-        guard case .float(let d) = item else { throw mismatch(Double.self, item, "a float", path) }
+    static func double(_ item: CBOR, path: @autoclosure () -> [any CodingKey]) throws -> Double {
+        guard case .float(let d) = item else { throw mismatch(Double.self, item, "a float", path()) }
         return d
     }
 
-    static func float(_ item: CBOR, path: [any CodingKey]) throws -> Float {
-        guard case .float(let d) = item else { throw mismatch(Float.self, item, "a float", path) }
+    static func float(_ item: CBOR, path: @autoclosure () -> [any CodingKey]) throws -> Float {
+        guard case .float(let d) = item else { throw mismatch(Float.self, item, "a float", path()) }
         if d.isNaN { return .nan }
-        guard let f = Float(exactly: d) else { throw corrupted(path, "the float \(d) does not fit in Float exactly") }
+        guard let f = Float(exactly: d) else { throw corrupted(path(), "the float \(d) does not fit in Float exactly") }
         return f
     }
 
-    static func bytes(_ item: CBOR, as type: Any.Type, path: [any CodingKey]) throws -> [UInt8] {
-        guard case .bytes(let b) = item else { throw mismatch(type, item, "a byte string", path) }
+    static func bytes(_ item: CBOR, as type: Any.Type, path: @autoclosure () -> [any CodingKey]) throws -> [UInt8] {
+        guard case .bytes(let b) = item else { throw mismatch(type, item, "a byte string", path()) }
         return b
     }
 
-    static func tagContent(_ item: CBOR, tag: UInt64, as type: Any.Type, path: [any CodingKey]) throws -> CBOR {
+    static func tagContent(_ item: CBOR, tag: UInt64, as type: Any.Type, path: @autoclosure () -> [any CodingKey])
+        throws -> CBOR
+    {
         guard case .tagged(let t, let content) = item else {
-            throw mismatch(type, item, "an item with tag \(tag)", path)
+            throw mismatch(type, item, "an item with tag \(tag)", path())
         }
         guard t == tag else {
-            throw corrupted(path, "unexpected tag \(t) where \(type) (tag \(tag)) was expected")
+            throw corrupted(path(), "unexpected tag \(t) where \(type) (tag \(tag)) was expected")
         }
         return content
     }
 
-    static func date(_ item: CBOR, path: [any CodingKey]) throws -> Date {
-        let content = try tagContent(item, tag: CBORTag.epochDate, as: Date.self, path: path)
+    static func date(_ item: CBOR, path: @autoclosure () -> [any CodingKey]) throws -> Date {
+        let content = try tagContent(item, tag: CBORTag.epochDate, as: Date.self, path: path())
         let seconds: Double
         switch content {
         case .unsigned, .negative:
-            let whole = try integer(content, Int64.self, path: path)
+            let whole = try integer(content, Int64.self, path: path())
             guard let exact = Double(exactly: whole) else {
-                throw corrupted(path, "the date \(whole) is not exactly representable")
+                throw corrupted(path(), "the date \(whole) is not exactly representable")
             }
             seconds = exact
         case .float(let d):
-            guard d.isFinite else { throw corrupted(path, "a date must be finite") }
+            guard d.isFinite else { throw corrupted(path(), "a date must be finite") }
             guard Int64(exactly: d) == nil else {
-                throw corrupted(path, "non-canonical date: a whole number of seconds must be an integer")
+                throw corrupted(path(), "non-canonical date: a whole number of seconds must be an integer")
             }
             seconds = d
         default:
-            throw mismatch(Date.self, content, "an integer or a float in tag 1", path)
+            throw mismatch(Date.self, content, "an integer or a float in tag 1", path())
         }
         let date = Date(timeIntervalSince1970: seconds)
         guard date.timeIntervalSince1970 == seconds else {
-            throw corrupted(path, "the date \(seconds) is not exactly representable by Date")
+            throw corrupted(path(), "the date \(seconds) is not exactly representable by Date")
         }
         return date
     }
 
-    static func uuid(_ item: CBOR, path: [any CodingKey]) throws -> UUID {
-        let content = try tagContent(item, tag: CBORTag.uuid, as: UUID.self, path: path)
-        guard case .bytes(let b) = content else { throw mismatch(UUID.self, content, "a byte string in tag 37", path) }
-        guard b.count == 16 else { throw corrupted(path, "a UUID must have 16 bytes, not \(b.count)") }
+    static func uuid(_ item: CBOR, path: @autoclosure () -> [any CodingKey]) throws -> UUID {
+        let content = try tagContent(item, tag: CBORTag.uuid, as: UUID.self, path: path())
+        guard case .bytes(let b) = content else {
+            throw mismatch(UUID.self, content, "a byte string in tag 37", path())
+        }
+        guard b.count == 16 else { throw corrupted(path(), "a UUID must have 16 bytes, not \(b.count)") }
         return UUID(
             uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15])
         )
     }
 
-    static func url(_ item: CBOR, path: [any CodingKey]) throws -> URL {
-        let content = try tagContent(item, tag: CBORTag.uri, as: URL.self, path: path)
-        guard case .text(let s) = content else { throw mismatch(URL.self, content, "a text string in tag 32", path) }
+    static func url(_ item: CBOR, path: @autoclosure () -> [any CodingKey]) throws -> URL {
+        let content = try tagContent(item, tag: CBORTag.uri, as: URL.self, path: path())
+        guard case .text(let s) = content else { throw mismatch(URL.self, content, "a text string in tag 32", path()) }
         guard let url = URL(string: s), url.absoluteString == s else {
-            throw corrupted(path, "invalid or non-canonical URL")
+            throw corrupted(path(), "invalid or non-canonical URL")
         }
         return url
     }

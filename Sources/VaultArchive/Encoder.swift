@@ -187,6 +187,13 @@ final class ArchiveEncoder: Encoder {
                 EncodingError.Context(codingPath: path, debugDescription: "a date must be finite")
             )
         }
+        // The decoder accepts only seconds that `Date` holds exactly; never write an archive it would refuse.
+        guard Date(timeIntervalSince1970: seconds).timeIntervalSince1970 == seconds else {
+            throw EncodingError.invalidValue(
+                date,
+                EncodingError.Context(codingPath: path, debugDescription: "the date cannot be archived exactly")
+            )
+        }
         if let whole = Int64(exactly: seconds) {
             return .tagged(CBORTag.epochDate, int(whole))
         }
@@ -393,9 +400,13 @@ extension CBORWriter {
         case .value(let item):
             write(item)
         case .array(let array):
+            enter()
+            defer { depth -= 1 }
             writeHead(4, UInt64(array.items.count))
             for item in array.items { write(item) }
         case .map(let map):
+            enter()
+            defer { depth -= 1 }
             writeMap(map)
         case .deferred(let encoder):
             write(encoder.node ?? .map(EncodeMap()))

@@ -7,7 +7,14 @@ package struct CBORScanner {
     private let input: [UInt8]
     private var position: Int
     private let maxDepth: Int
-    private var path: [any CodingKey] = []
+    /// Coding path of the item being scanned, above the open containers (the archive version's key).
+    private var pathPrefix: [any CodingKey] = []
+    /// The containers open around the item being scanned; the coding path is derived from it on failure only.
+    private var stack: [Frame] = []
+    /// The elements read so far of each open array.
+    private var arrays: [[CBOR]] = []
+    /// The entries read so far of each open map.
+    private var maps: [[CBORMapEntry]] = []
 
     private init(input: [UInt8], position: Int, maxDepth: Int) {
         self.input = input
@@ -29,7 +36,7 @@ package struct CBORScanner {
         }
         var scanner = CBORScanner(input: input, position: 4, maxDepth: maxDepth)
         let versionKey = ArchiveCodingKey(stringValue: "<archive version>")
-        scanner.path = [versionKey]
+        scanner.pathPrefix = [versionKey]
         let version = try scanner.scanItem(depth: 0)
         guard case .unsigned(1) = version else {
             if case .unsigned(let v) = version {
@@ -37,7 +44,7 @@ package struct CBORScanner {
             }
             throw corrupted([versionKey], "not a vault archive: the version is \(version.kindDescription)")
         }
-        scanner.path = []
+        scanner.pathPrefix = []
         let value = try scanner.scanItem(depth: 0)
         guard scanner.position == input.count else {
             throw corrupted(
@@ -64,6 +71,30 @@ package struct CBORScanner {
 
     private func fail(_ message: String, at offset: Int) -> DecodingError {
         Self.corrupted(path, "\(message) at byte offset \(offset)")
+    }
+
+    /// The coding path of the item being scanned: array indices, map keys, and `<key N>` while a key is read.
+    private var path: [any CodingKey] {
+        var path = pathPrefix
+        var arrayIndex = 0
+        var mapIndex = 0
+        for frame in stack {
+            switch frame {
+            case .array:
+                path.append(ArchiveCodingKey(index: arrays[arrayIndex].count))
+                arrayIndex += 1
+            case .map(_, let key, _, _):
+                if let key {
+                    path.append(Self.key(for: key))
+                } else {
+                    path.append(ArchiveCodingKey(stringValue: "<key \(maps[mapIndex].count)>"))
+                }
+                mapIndex += 1
+            case .tag:
+                break
+            }
+        }
+        return path
     }
 
     private var remaining: Int { input.count - position }
@@ -115,93 +146,153 @@ package struct CBORScanner {
         }
     }
 
-    private mutating func scanItem(depth: Int) throws -> CBOR {
-        let start = position
-        let initial = try readByte()
-        let major = initial >> 5
-        let info = initial & 0x1F
+    /// A container being filled while scanning; the scanner keeps these on an explicit stack instead of
+    /// recursing, so hostile nesting cannot exhaust the thread's stack (depth is also limited by `maxDepth`).
+    ///
+    /// The elements themselves live in `arrays` and `maps` (one per open array or map, innermost last), where
+    /// they are appended in place: an array held in an enum payload would be copied on every append.
+    private enum Frame {
+        case array(count: Int)
+        case map(count: Int, key: CBOR?, previousKey: Range<Int>, keyStart: Int)
+        case tag(UInt64)
+    }
 
-        if major == 7 {
-            return try scanSimpleOrFloat(info, headAt: start)
-        }
-        let argument = try readArgument(info, headAt: start)
-        switch major {
-        case 0:
-            return .unsigned(argument)
-        case 1:
-            return .negative(argument)
-        case 2:
-            guard argument <= UInt64(remaining) else {
-                throw fail("byte string of \(argument) bytes is longer than the \(remaining) bytes left", at: start)
-            }
-            let end = position + Int(argument)
-            let bytes = Array(input[position..<end])
-            position = end
-            return .bytes(bytes)
-        case 3:
-            guard argument <= UInt64(remaining) else {
-                throw fail("text string of \(argument) bytes is longer than the \(remaining) bytes left", at: start)
-            }
-            let end = position + Int(argument)
-            guard let text = String(validating: input[position..<end], as: UTF8.self) else {
-                throw fail("invalid UTF-8 in a text string", at: start)
-            }
-            position = end
-            return .text(text)
-        case 4:
-            guard argument <= UInt64(remaining) else {
-                throw fail("array of \(argument) items cannot fit in the \(remaining) bytes left", at: start)
-            }
-            guard depth < maxDepth else { throw fail("nesting deeper than the limit of \(maxDepth)", at: start) }
-            let count = Int(argument)
-            var items: [CBOR] = []
-            items.reserveCapacity(count)
-            for index in 0..<count {
-                path.append(ArchiveCodingKey(index: index))
-                items.append(try scanItem(depth: depth + 1))
-                path.removeLast()
-            }
-            return .array(items)
-        case 5:
-            guard argument <= UInt64(remaining / 2) else {
-                throw fail("map of \(argument) entries cannot fit in the \(remaining) bytes left", at: start)
-            }
-            guard depth < maxDepth else { throw fail("nesting deeper than the limit of \(maxDepth)", at: start) }
-            let count = Int(argument)
-            var entries: [CBORMapEntry] = []
-            entries.reserveCapacity(count)
-            var previousKey = 0..<0
-            for index in 0..<count {
-                let keyStart = position
-                path.append(ArchiveCodingKey(stringValue: "<key \(index)>"))
-                let key = try scanItem(depth: depth + 1)
-                path.removeLast()
-                let keyRange = keyStart..<position
-                if index > 0 {
-                    let previous = input[previousKey]
-                    let current = input[keyRange]
-                    if previous.elementsEqual(current) {
-                        path.append(Self.key(for: key))
-                        defer { path.removeLast() }
-                        throw fail("duplicate map key", at: keyStart)
+    private mutating func scanItem(depth: Int) throws -> CBOR {
+        stack.removeAll(keepingCapacity: true)
+        arrays.removeAll(keepingCapacity: true)
+        maps.removeAll(keepingCapacity: true)
+        readItems: while true {
+            let start = position
+            let initial = try readByte()
+            let major = initial >> 5
+            let info = initial & 0x1F
+            var value: CBOR
+
+            if major == 7 {
+                value = try scanSimpleOrFloat(info, headAt: start)
+            } else {
+                let argument = try readArgument(info, headAt: start)
+                switch major {
+                case 0:
+                    value = .unsigned(argument)
+                case 1:
+                    value = .negative(argument)
+                case 2:
+                    guard argument <= UInt64(remaining) else {
+                        throw fail(
+                            "byte string of \(argument) bytes is longer than the \(remaining) bytes left",
+                            at: start
+                        )
                     }
-                    guard previous.lexicographicallyPrecedes(current) else {
-                        path.append(Self.key(for: key))
-                        defer { path.removeLast() }
-                        throw fail("map keys are not in deterministic (bytewise) order", at: keyStart)
+                    let end = position + Int(argument)
+                    value = .bytes(Array(input[position..<end]))
+                    position = end
+                case 3:
+                    guard argument <= UInt64(remaining) else {
+                        throw fail(
+                            "text string of \(argument) bytes is longer than the \(remaining) bytes left",
+                            at: start
+                        )
+                    }
+                    let end = position + Int(argument)
+                    let utf8 = input[position..<end]
+                    if utf8.allSatisfy({ $0 < 0x80 }) {
+                        // ASCII is valid UTF-8: nothing to repair, so the fast initializer is exact.
+                        value = .text(String(decoding: utf8, as: UTF8.self))
+                    } else if let text = String(validating: utf8, as: UTF8.self) {
+                        value = .text(text)
+                    } else {
+                        throw fail("invalid UTF-8 in a text string", at: start)
+                    }
+                    position = end
+                case 4:
+                    guard argument <= UInt64(remaining) else {
+                        throw fail("array of \(argument) items cannot fit in the \(remaining) bytes left", at: start)
+                    }
+                    guard depth + stack.count < maxDepth else {
+                        throw fail("nesting deeper than the limit of \(maxDepth)", at: start)
+                    }
+                    if argument == 0 {
+                        value = .array([])
+                    } else {
+                        var items: [CBOR] = []
+                        items.reserveCapacity(Int(argument))
+                        arrays.append(items)
+                        stack.append(.array(count: Int(argument)))
+                        continue readItems
+                    }
+                case 5:
+                    guard argument <= UInt64(remaining / 2) else {
+                        throw fail("map of \(argument) entries cannot fit in the \(remaining) bytes left", at: start)
+                    }
+                    guard depth + stack.count < maxDepth else {
+                        throw fail("nesting deeper than the limit of \(maxDepth)", at: start)
+                    }
+                    if argument == 0 {
+                        value = .map([])
+                    } else {
+                        var entries: [CBORMapEntry] = []
+                        entries.reserveCapacity(Int(argument))
+                        maps.append(entries)
+                        stack.append(.map(count: Int(argument), key: nil, previousKey: 0..<0, keyStart: position))
+                        continue readItems
+                    }
+                default:  // 6
+                    guard depth + stack.count < maxDepth else {
+                        throw fail("nesting deeper than the limit of \(maxDepth)", at: start)
+                    }
+                    stack.append(.tag(argument))
+                    continue readItems
+                }
+            }
+
+            // `value` is complete: hand it to the enclosing containers, closing those that are now full.
+            while let frame = stack.last {
+                switch frame {
+                case .tag(let tag):
+                    stack.removeLast()
+                    value = .tagged(tag, value)
+                case .array(let count):
+                    let top = arrays.count - 1
+                    arrays[top].append(value)
+                    if arrays[top].count < count { continue readItems }
+                    stack.removeLast()
+                    value = .array(arrays.removeLast())
+                case .map(let count, let key, let previousKey, let keyStart):
+                    let top = maps.count - 1
+                    if let key {
+                        maps[top].append(CBORMapEntry(key: key, value: value))
+                        if maps[top].count < count {
+                            stack[stack.count - 1] = .map(
+                                count: count,
+                                key: nil,
+                                previousKey: previousKey,
+                                keyStart: position
+                            )
+                            continue readItems
+                        }
+                        stack.removeLast()
+                        value = .map(maps.removeLast())
+                    } else {
+                        // `value` is a key: it must sort strictly after the previous key (bytewise).
+                        let keyRange = keyStart..<position
+                        stack[stack.count - 1] = .map(
+                            count: count, key: value, previousKey: keyRange, keyStart: keyStart)
+                        if !maps[top].isEmpty {
+                            let previous = input[previousKey]
+                            let current = input[keyRange]
+                            if previous.elementsEqual(current) {
+                                throw fail("duplicate map key", at: keyStart)
+                            }
+                            guard previous.lexicographicallyPrecedes(current) else {
+                                throw fail("map keys are not in deterministic (bytewise) order", at: keyStart)
+                            }
+                        }
+                        continue readItems
                     }
                 }
-                previousKey = keyRange
-                path.append(Self.key(for: key))
-                let value = try scanItem(depth: depth + 1)
-                path.removeLast()
-                entries.append(CBORMapEntry(key: key, value: value))
             }
-            return .map(entries)
-        default:  // 6
-            guard depth < maxDepth else { throw fail("nesting deeper than the limit of \(maxDepth)", at: start) }
-            let content = try scanItem(depth: depth + 1)
-            return .tagged(argument, content)
+            return value
         }
     }
 

@@ -12,7 +12,7 @@ public enum VaultArchive {
 
     /// Limits and strictness of encoding and decoding.
     public struct Options: Sendable {
-        /// The deepest nesting of arrays, maps and tags accepted (and written); default 256, at most 4096.
+        /// The deepest nesting of arrays, maps and tags accepted (and written); default 256; values above 1024 are treated as 1024.
         public var maxDepth: Int
         /// The largest archive accepted (and written), in bytes; default 4 MiB.
         public var maxSize: Int
@@ -27,7 +27,7 @@ public enum VaultArchive {
             self.rejectsUnknownKeys = rejectsUnknownKeys
         }
 
-        var effectiveDepth: Int { Swift.max(0, Swift.min(maxDepth, 4096)) }
+        var effectiveDepth: Int { Swift.max(0, Swift.min(maxDepth, 1024)) }
     }
 
     /// Encodes `value` as an archive.
@@ -49,8 +49,18 @@ public enum VaultArchive {
         }
         if let misuse = state.misuse { throw misuse }
         var writer = CBORWriter(capacity: 128)
+        writer.maxDepth = options.effectiveDepth
         writer.bytes.append(contentsOf: CBORWriter.envelope)
         writer.write(node)
+        guard !writer.exceededDepth else {
+            throw EncodingError.invalidValue(
+                value,
+                EncodingError.Context(
+                    codingPath: [],
+                    debugDescription: "nesting deeper than the limit of \(options.effectiveDepth)"
+                )
+            )
+        }
         guard writer.bytes.count <= options.maxSize else {
             throw EncodingError.invalidValue(
                 value,

@@ -2,6 +2,19 @@
 package struct CBORWriter {
     /// The bytes written so far.
     package var bytes: [UInt8]
+    /// The number of arrays, maps and tags enclosing the item being written.
+    package var depth = 0
+    /// The deepest nesting the decoder will accept; writing deeper sets `exceededDepth`.
+    package var maxDepth = Int.max
+    /// Whether an array, map or tag was written at a depth of `maxDepth` or more.
+    package var exceededDepth = false
+
+    /// Notes one more level of nesting (an array, map or tag) about to be written.
+    @inline(__always)
+    package mutating func enter() {
+        if depth >= maxDepth { exceededDepth = true }
+        depth += 1
+    }
 
     /// Creates a writer with some reserved capacity.
     package init(capacity: Int = 64) {
@@ -90,9 +103,13 @@ package struct CBORWriter {
             bytes.append(contentsOf: b)
         case .text(let s): writeText(s)
         case .array(let items):
+            enter()
+            defer { depth -= 1 }
             writeHead(4, UInt64(items.count))
             for element in items { write(element) }
         case .map(let entries):
+            enter()
+            defer { depth -= 1 }
             writeHead(5, UInt64(entries.count))
             var encoded: [(key: [UInt8], value: CBOR)] = []
             encoded.reserveCapacity(entries.count)
@@ -107,6 +124,8 @@ package struct CBORWriter {
                 write(entry.value)
             }
         case .tagged(let tag, let content):
+            enter()
+            defer { depth -= 1 }
             writeHead(6, tag)
             write(content)
         case .bool(let b): bytes.append(b ? 0xF5 : 0xF4)

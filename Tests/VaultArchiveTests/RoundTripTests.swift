@@ -305,3 +305,52 @@ struct Misuse: Encodable {
         try keyed.encode(2, forKey: ArchiveCodingKey(stringValue: "x"))
     }
 }
+
+@Suite struct DepthLimitAgreementTests {
+    /// Whatever encodes under a depth limit also decodes under it, and the limit is exact: a value nested
+    /// exactly to the limit encodes and decodes, one level more fails on both sides.
+    @Test(arguments: [1, 2, 3, 10, 256])
+    func encoderAndDecoderAgree(limit: Int) throws {
+        let options = VaultArchive.Options(maxDepth: limit)
+        // n nested arrays around an empty array: n + 1 containers.
+        func nested(_ n: Int) -> String { String(repeating: "81", count: n) + "80" }
+        let atLimit = archive(nested(limit - 1))
+        let beyond = archive(nested(limit))
+        #expect(try VaultArchive.write(VaultArchive.scan(atLimit, options: options)) == atLimit)
+        #expect(throws: DecodingError.self) { try VaultArchive.scan(beyond, options: options) }
+        // A tagged leaf counts as a level too: a Date inside `limit - 1` arrays is `limit` levels deep.
+        let date = Date(timeIntervalSince1970: 0)
+        if limit == 1 {
+            #expect(
+                try VaultArchive.decode(Date.self, from: VaultArchive.encode(date, options: options), options: options)
+                    == date)
+            #expect(throws: EncodingError.self) { try VaultArchive.encode([date], options: options) }
+        }
+        if limit == 2 {
+            _ = try VaultArchive.decode(
+                [Date].self, from: VaultArchive.encode([date], options: options), options: options)
+            #expect(throws: EncodingError.self) { try VaultArchive.encode([[date]], options: options) }
+            #expect(throws: EncodingError.self) { try VaultArchive.encode([[Int]()], options: .init(maxDepth: 1)) }
+        }
+    }
+}
+
+@Suite struct DateRangeTests {
+    /// Dates across the whole useful range (and extremes) archive and decode back to the same archive.
+    @Test func datesOverAWideRangeRoundTrip() throws {
+        var seconds: [Double] = [0, -0.5, 1e-9, 978_307_200, 978_307_200.000_001, 1e12, -1e12, 2e18, -9.3e18, 1e300]
+        var x = 1.234_567_891_234e-6
+        while x < 1e15 {
+            seconds.append(x)
+            seconds.append(-x)
+            x *= 3.7
+        }
+        for s in seconds {
+            for date in [Date(timeIntervalSince1970: s), Date(timeIntervalSinceReferenceDate: s)] {
+                let bytes = try VaultArchive.encode(date)
+                let back = try VaultArchive.decode(Date.self, from: bytes)
+                #expect(try VaultArchive.encode(back) == bytes, "\(s)")
+            }
+        }
+    }
+}
