@@ -57,25 +57,15 @@ public final class Vault: Sendable {
     /// Runs `body` under the vault's write lock; the first writer of this handle also finishes any
     /// move that a crashed writer left half-done.
     func withWriteLock<R>(_ body: (WriteTransaction) throws(VaultError) -> R) throws(VaultError) -> R {
-        do {
-            return try engine.store.withWriteLock { tx in
+        try translatingStoreErrors {
+            try engine.store.withWriteLock { tx in
                 let first = recovered.withLock { done in
                     defer { done = true }
                     return !done
                 }
                 if first { try engine.finishInterruptedMoves(in: tx) }
-                do {
-                    return try body(tx)
-                } catch {
-                    throw error
-                }
+                return try body(tx)
             }
-        } catch let error as VaultError {
-            throw error
-        } catch let error as StoreError {
-            throw VaultError(error)
-        } catch {
-            throw VaultError(.io, "\(error)")
         }
     }
 
