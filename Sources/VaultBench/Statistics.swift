@@ -10,6 +10,7 @@ struct OperationTiming: Encodable {
     let p99Nanoseconds: Double
     var opsPerSecond: Double { medianNanoseconds > 0 ? 1e9 / medianNanoseconds : 0 }
     var floor: String?
+    var floorMedianNanoseconds: Double?
     var ratio: Double?
 
     init(operation: String, items: Int, nanoseconds: [Double]) {
@@ -28,7 +29,8 @@ struct OperationTiming: Encodable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case operation, items, samples, medianNanoseconds, p90Nanoseconds, p99Nanoseconds, opsPerSecond, floor, ratio
+        case operation, items, samples, medianNanoseconds, p90Nanoseconds, p99Nanoseconds, opsPerSecond, floor
+        case floorMedianNanoseconds, ratio
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -41,6 +43,7 @@ struct OperationTiming: Encodable {
         try c.encode(p99Nanoseconds, forKey: .p99Nanoseconds)
         try c.encode(opsPerSecond, forKey: .opsPerSecond)
         try c.encodeIfPresent(floor, forKey: .floor)
+        try c.encodeIfPresent(floorMedianNanoseconds, forKey: .floorMedianNanoseconds)
         try c.encodeIfPresent(ratio, forKey: .ratio)
     }
 }

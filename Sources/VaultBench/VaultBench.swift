@@ -111,7 +111,12 @@ struct VaultBench {
             "operation".padding(toLength: 34, withPad: " ", startingAt: 0) + "items".leftPad(8) + "median".leftPad(11)
                 + "p90".leftPad(11) + "p99".leftPad(11) + "ops/s".leftPad(10) + "  ratio to floor")
         for m in report.measurements {
-            let ratio = m.ratio.map { String(format: "%.2f× %@", $0, m.floor ?? "") } ?? ""
+            let ratio =
+                m.ratio.map {
+                    String(
+                        format: "%.2f× %@ (%@, interleaved)", $0, m.floor ?? "",
+                        formatDuration(m.floorMedianNanoseconds ?? 0))
+                } ?? ""
             print(
                 m.operation.padding(toLength: 34, withPad: " ", startingAt: 0) + String(m.items).leftPad(8)
                     + formatDuration(m.medianNanoseconds).leftPad(11) + formatDuration(m.p90Nanoseconds).leftPad(11)
