@@ -59,7 +59,7 @@ let package = Package(
         .testTarget(name: "VaultCLITests", dependencies: ["VaultCLI", "Vault", "VaultSystem", "vault"]),
         .testTarget(
             name: "VaultTests",
-            dependencies: ["Vault", "VaultStore", "VaultArchive", "VaultSystem", "vault-test-helper"]),
+            dependencies: ["Vault", "VaultStore", "VaultArchive", "VaultCrypto", "VaultSystem", "vault-test-helper"]),
 
         // VaultArchive fuzzing (scripts/fuzz) and benchmark (`swift run -c release archive-bench`).
         .executableTarget(name: "FuzzArchiveDecode", dependencies: ["VaultArchive"]),

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Synchronization
+import VaultCrypto
 import VaultStore
 
 /// An open vault, seen as one client (an application identifier and its access groups): the
@@ -21,21 +22,27 @@ public final class Vault: Sendable {
     }
 
     /// Opens the vault at `path` (default: `VaultLocation.defaultPath()`), creating it when it does
-    /// not exist and `createIfMissing` is set.
-    public static func open(at path: String? = nil, client: Client, createIfMissing: Bool = false) throws(VaultError)
-        -> Vault
-    {
+    /// not exist and `createIfMissing` is set. `keySource` says where the master key is (by default
+    /// from the environment: `VAULT_KEY_FILE`, a systemd credential, else `master.key`); a vault whose
+    /// key needs a passphrase that `keySource` does not give is `interactionNotAllowed` (locked), and a
+    /// wrong passphrase is `authFailed`.
+    public static func open(
+        at path: String? = nil, client: Client, createIfMissing: Bool = false,
+        keySource: KeySource = .fromEnvironment()
+    ) throws(VaultError) -> Vault {
         guard let path = path ?? VaultLocation.defaultPath() else {
             throw VaultError(.noSuchVault, "no vault location: set VAULT_DIR or HOME, or pass a path")
         }
         do {
-            return Vault(store: try VaultStore.open(at: path), client: client)
+            return Vault(store: try VaultStore.open(at: path, keySource: keySource), client: client)
         } catch  where error.code == .vaultNotFound && createIfMissing {
             do {
-                return Vault(store: try VaultStore.create(at: path), client: client)
+                return Vault(store: try VaultStore.create(at: path, keySource: keySource), client: client)
             } catch  where error.code == .vaultAlreadyExists {
                 // Another process created it between our open and our create.
-                return Vault(store: try translatingStoreErrors { try VaultStore.open(at: path) }, client: client)
+                return Vault(
+                    store: try translatingStoreErrors { try VaultStore.open(at: path, keySource: keySource) },
+                    client: client)
             } catch {
                 throw VaultError(error)
             }
@@ -44,9 +51,24 @@ public final class Vault: Sendable {
         }
     }
 
-    /// Creates a new vault at `path`; refuses (`duplicateVault`) when one exists.
-    public static func create(at path: String, client: Client) throws(VaultError) -> Vault {
-        Vault(store: try translatingStoreErrors { try VaultStore.create(at: path) }, client: client)
+    /// Creates a new vault at `path`; refuses (`duplicateVault`) when one exists. `keySource` chooses
+    /// where its new master key goes (see `KeySource`).
+    public static func create(at path: String, client: Client, keySource: KeySource = .fromEnvironment())
+        throws(VaultError) -> Vault
+    {
+        Vault(
+            store: try translatingStoreErrors { try VaultStore.create(at: path, keySource: keySource) }, client: client)
+    }
+
+    /// Re-wraps `master.key` under `newPassphrase` (nil stores the key plainly); items are untouched.
+    /// Atomic: a crash leaves the old passphrase or the new one working.
+    public func changePassphrase(
+        to newPassphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits = .moderate,
+        keySource: KeySource = .fromEnvironment()
+    ) throws(VaultError) {
+        try translatingStoreErrors {
+            try engine.store.changePassphrase(to: newPassphrase, limits: limits, keySource: keySource)
+        }
     }
 
     /// The same vault seen as another client.

@@ -21,6 +21,8 @@ public struct VaultStatus: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let permissionDenied = VaultStatus(rawValue: -61)
     /// errSecAllocate (-108): memory could not be allocated.
     public static let allocate = VaultStatus(rawValue: -108)
+    /// errSecAuthFailed (-25293): the passphrase is wrong.
+    public static let authFailed = VaultStatus(rawValue: -25293)
     /// errSecNotAvailable (-25291): the crypto library is not available.
     public static let notAvailable = VaultStatus(rawValue: -25291)
     /// errSecNoSuchKeychain (-25294): there is no vault at the path.
@@ -53,6 +55,7 @@ public struct VaultStatus: RawRepresentable, Hashable, Sendable, CustomStringCon
         case .allocate: return "errSecAllocate"
         case .notAvailable: return "errSecNotAvailable"
         case .noSuchVault: return "errSecNoSuchKeychain"
+        case .authFailed: return "errSecAuthFailed"
         case .duplicateVault: return "errSecDuplicateKeychain"
         case .duplicateItem: return "errSecDuplicateItem"
         case .itemNotFound: return "errSecItemNotFound"
@@ -90,7 +93,7 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 
     /// Translates a store failure, keeping its message (which names the path).
-    init(_ error: StoreError) {
+    public init(_ error: StoreError) {
         let status: VaultStatus
         switch error.code {
         case .vaultAlreadyExists: status = .duplicateVault
@@ -100,6 +103,8 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case .io: status = .io
         case .invalidName: status = .param
         case .cryptoUnavailable: status = .notAvailable
+        case .locked: status = .interactionNotAllowed
+        case .wrongPassphrase: status = .authFailed
         }
         self.init(status, error.description, cause: error)
     }

@@ -128,6 +128,10 @@ public struct GlobalOptions: Sendable, Hashable {
     public var applicationIdentifier: String?
     /// `--group G`: the access group to work in.
     public var group: String?
+    /// `--key-file PATH`: the master key is in this external file (a systemd credential, say).
+    public var keyFile: String?
+    /// `--passphrase-fd N`: read passphrases from file descriptor N, one per line, instead of a prompt.
+    public var passphraseDescriptor: Int32?
 
     /// No global options.
     public init(vaultPath: String? = nil, applicationIdentifier: String? = nil, group: String? = nil) {
@@ -142,6 +146,8 @@ public struct GlobalOptions: Sendable, Hashable {
             "app", "ID",
             "act as the client with this application identifier (default: from the environment, else \"vault\")"),
         .value("group", "G", "work in access group G: adds go there, searches look only there"),
+        .value("key-file", "PATH", "the master key is in this file (default: $VAULT_KEY_FILE, a systemd credential)"),
+        .value("passphrase-fd", "N", "read passphrases from file descriptor N, one per line, instead of a prompt"),
         .flag("help", short: "h", "show help"),
     ]
 
@@ -153,6 +159,14 @@ public struct GlobalOptions: Sendable, Hashable {
                 vaultPath = value
             case "app": applicationIdentifier = value
             case "group": group = value
+            case "key-file":
+                guard !value.isEmpty else { throw UsageError("--key-file needs a path, not an empty string") }
+                keyFile = value
+            case "passphrase-fd":
+                guard let fd = Int32(value), fd >= 0 else {
+                    throw UsageError("--passphrase-fd needs a file descriptor number, not \"\(value)\"")
+                }
+                passphraseDescriptor = fd
             default: break
             }
         }
@@ -191,6 +205,8 @@ public enum Command: Sendable, Hashable {
     case check(CheckCommand)
     /// `vault completion bash`.
     case completion(CompletionCommand)
+    /// `vault passwd`.
+    case passwd(PasswdCommand)
 }
 
 /// What each command declares about itself: its name, options, help, and how to build it from parsed
@@ -209,7 +225,7 @@ public enum ArgumentParser {
     static let commands: [CommandInfo] = [
         InitCommand.info, PutCommand.info(add: false), PutCommand.info(add: true), GetCommand.info,
         RemoveCommand.info, ListCommand.info, UUIDCommand.info, GroupsCommand.info, CheckCommand.info,
-        CompletionCommand.info,
+        CompletionCommand.info, PasswdCommand.info,
     ]
 
     static func info(_ name: String) -> CommandInfo? { commands.first { $0.name == name } }

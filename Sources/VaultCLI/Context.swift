@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Vault
+import VaultCrypto
 import VaultStore
 import VaultSystem
 
@@ -10,6 +11,21 @@ struct Context {
     let input: FileDescriptor
     let output: FileDescriptor
     let errors: FileDescriptor
+    /// The passphrases of this run, asked for (or read) at most once each.
+    let passphrases: PassphraseSource
+
+    init(
+        global: GlobalOptions, environment: [String: String], input: FileDescriptor, output: FileDescriptor,
+        errors: FileDescriptor
+    ) {
+        self.global = global
+        self.environment = environment
+        self.input = input
+        self.output = output
+        self.errors = errors
+        passphrases = PassphraseSource(
+            descriptor: global.passphraseDescriptor.map { FileDescriptor(rawValue: $0) }, errors: errors)
+    }
 
     /// The default application identifier of the tool's client.
     static let defaultApplicationIdentifier = "vault"
@@ -53,12 +69,22 @@ struct Context {
         }
     }
 
+    /// Where the master key comes from: `--key-file`, else the environment (`VAULT_KEY_FILE`, a systemd
+    /// credential), else `master.key`; passphrases from `--passphrase-fd N`, else a prompt on the
+    /// terminal.
+    func keySource(limits: PassphraseKeyDerivation.Limits = .moderate) -> KeySource {
+        var source = global.keyFile.map { KeySource(keyFile: $0) } ?? KeySource.fromEnvironment(environment)
+        source.passphrase = passphrases.provider
+        source.limits = limits
+        return source
+    }
+
     /// Opens the existing vault as the command's client.
     func openVault() throws(CLIError) -> Vault {
         let path = try vaultPath()
         let client = try client()
         do {
-            return try Vault.open(at: path, client: client)
+            return try Vault.open(at: path, client: client, keySource: keySource())
         } catch {
             throw CLIError(error, subject: path, vaultPath: path)
         }

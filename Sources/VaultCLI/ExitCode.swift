@@ -10,9 +10,10 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     case usage = 2
     /// The item (or the vault, for `init`) already exists.
     case duplicate = 3
-    /// Access denied: a missing entitlement, file permissions, or an unsafe file mode or owner.
+    /// Access denied: a missing entitlement, file permissions, an unsafe file mode or owner, or a wrong
+    /// passphrase.
     case accessDenied = 4
-    /// The vault is locked.
+    /// The vault is locked: its key needs a passphrase that was not given.
     case locked = 5
     /// A file is damaged or was tampered with.
     case integrity = 6
@@ -28,7 +29,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .itemNotFound: self = .notFound
         case .param, .noSuchAttribute, .noSuchClass: self = .usage
         case .duplicateItem, .duplicateVault: self = .duplicate
-        case .missingEntitlement, .permissionDenied: self = .accessDenied
+        case .missingEntitlement, .permissionDenied, .authFailed: self = .accessDenied
         case .interactionNotAllowed: self = .locked
         case .decode: self = .integrity
         case .noSuchVault: self = .noVault

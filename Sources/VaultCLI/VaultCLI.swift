@@ -55,6 +55,7 @@ public enum VaultCLI {
         case .groups(let command): try command.run(in: context)
         case .check(let command): try command.run(in: context)
         case .completion(let command): try command.run(in: context)
+        case .passwd(let command): try command.run(in: context)
         }
     }
 }

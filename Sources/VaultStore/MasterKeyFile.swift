@@ -1,55 +1,103 @@
 import VaultCrypto
 import VaultSystem
 
-/// `master.key`: the vault's 32-byte master key, stored plainly in a file only its owner can read (the
-/// key-file mode of systemd's `credential.secret`). Opening refuses, naming the file and the fix, any
-/// file that others could read or replace.
+/// The master key's file: `<vault>/master.key` holding the 32-byte key plainly (the key-file mode of
+/// systemd's `credential.secret`) or wrapped under a passphrase (`WrappedMasterKey`), or an external
+/// 32-byte key file (a systemd credential, `--key-file`). Loading refuses, naming the file and the
+/// fix, any file that others could read or replace.
 enum MasterKeyFile {
     static let fileName = "master.key"
     static let keyByteCount = 32
 
-    /// Reads and checks the key file in `directory` (the vault directory, opened).
-    static func load(in directory: FileDescriptor, vaultPath: String) throws(StoreError) -> SecureBytes {
+    /// Loads the master key as `source` says: the external key file if there is one, else
+    /// `master.key` in `directory` (the vault directory, opened), unwrapped with the passphrase when
+    /// it is wrapped.
+    static func load(in directory: FileDescriptor, vaultPath: String, source: KeySource) throws(StoreError)
+        -> SecureBytes
+    {
+        if let keyFile = source.keyFile { return try loadExternal(keyFile) }
         let path = vaultPath + "/" + fileName
+        let contents: SecureBytes
+        do {
+            contents = try read(fileName, in: directory, path: path, ownerMayBeRoot: false)
+        } catch  where error.errno == .noSuchFileOrDirectory {
+            // The vault is there; its key is not: that is "locked", never "no vault" or "not found".
+            throw StoreError(
+                .locked,
+                "\(path) is missing: the vault's key is not in it. If the vault was created with an external key "
+                    + "file, give it with --key-file PATH or VAULT_KEY_FILE (or run the service with "
+                    + "LoadCredential=\(KeySource.credentialName):…); otherwise restore master.key from a backup",
+                path: path, cause: error.cause)
+        }
+        if contents.count == keyByteCount { return contents }
+        let bytes = contents.withUnsafeBytes { [UInt8]($0) }  // the wrapped form is not secret
+        guard let provider = source.passphrase else {
+            throw StoreError(
+                .locked,
+                "the vault at \(vaultPath) is locked: \(path) is protected by a passphrase and none was given",
+                path: path)
+        }
+        let passphrase: SecureBytes
+        do {
+            passphrase = try provider("passphrase for \(path)")
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(.locked, "the vault at \(vaultPath) is locked: no passphrase (\(error))", path: path)
+        }
+        return try WrappedMasterKey.unwrap(bytes, passphrase: passphrase, path: path)
+    }
+
+    /// Loads an external key file: 32 raw bytes, a regular file (not a symlink), owned by the
+    /// effective user or by root (systemd's credentials), not accessible to group or others.
+    static func loadExternal(_ path: String) throws(StoreError) -> SecureBytes {
+        let contents = try read(path, in: .currentWorkingDirectory, path: path, ownerMayBeRoot: true)
+        guard contents.count == keyByteCount else {
+            throw StoreError(
+                .integrity,
+                "\(path) is \(contents.count) bytes; an external key file is exactly \(keyByteCount) raw bytes",
+                path: path)
+        }
+        return contents
+    }
+
+    /// Reads a key file into secure memory after checking it, both by name and once opened (the name
+    /// could be swapped in between).
+    private static func read(_ name: String, in directory: FileDescriptor, path: String, ownerMayBeRoot: Bool)
+        throws(StoreError) -> SecureBytes
+    {
         let status: FileStatus
         do {
-            status = try directory.statusAt(fileName)
+            status = try directory.statusAt(name)
         } catch {
-            if error == .noSuchFileOrDirectory {
-                throw StoreError(
-                    .vaultNotFound, "\(path) is missing; the vault has no key (restore it from a backup)", path: path,
-                    cause: error)
-            }
             throw StoreError.system(error, "inspect", path: path)
         }
-        try check(status, path: path)
+        try check(status, path: path, ownerMayBeRoot: ownerMayBeRoot)
         let fd: FileDescriptor
         do {
-            fd = try directory.openAt(fileName, .readOnly)
+            fd = try directory.openAt(name, .readOnly)
         } catch {
             throw StoreError.system(error, "open", path: path)
         }
         defer { try? fd.close() }
-        // Check the opened file too: the name could have been swapped between fstatat and open.
+        let opened: FileStatus
         do {
-            let opened = try fd.status()
-            guard opened.inode == status.inode, opened.device == status.device else {
-                throw StoreError(.insecureFile, "\(path) changed while it was being opened; try again", path: path)
-            }
-            try check(opened, path: path)
-        } catch let error as StoreError {
-            throw error
+            opened = try fd.status()
         } catch {
-            throw StoreError.system(error as! Errno, "inspect", path: path)
+            throw StoreError.system(error, "inspect", path: path)
         }
+        guard opened.inode == status.inode, opened.device == status.device else {
+            throw StoreError(.insecureFile, "\(path) changed while it was being opened; try again", path: path)
+        }
+        try check(opened, path: path, ownerMayBeRoot: ownerMayBeRoot)
+        let size = Int(opened.size)
         do {
-            return try SecureBytes(count: keyByteCount) { buffer in
+            return try SecureBytes(count: size) { buffer in
                 var offset = 0
-                while offset < keyByteCount {
+                while offset < size {
                     let n = try fd.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[offset...]))
                     if n == 0 {
-                        throw StoreError(
-                            .integrity, "\(path) is shorter than \(keyByteCount) bytes; it is damaged", path: path)
+                        throw StoreError(.integrity, "\(path) shrank while it was being read; try again", path: path)
                     }
                     offset += n
                 }
@@ -63,7 +111,7 @@ enum MasterKeyFile {
         }
     }
 
-    private static func check(_ status: FileStatus, path: String) throws(StoreError) {
+    private static func check(_ status: FileStatus, path: String, ownerMayBeRoot: Bool) throws(StoreError) {
         switch status.kind {
         case .regular: break
         case .symbolicLink:
@@ -76,7 +124,7 @@ enum MasterKeyFile {
                 .insecureFile, "\(path) is not a regular file; vault needs a key file there (mode 0600)", path: path)
         }
         let euid = ProcessIdentity.effectiveUserID
-        guard status.ownerID == euid else {
+        guard status.ownerID == euid || (ownerMayBeRoot && status.ownerID == 0) else {
             throw StoreError(
                 .insecureFile,
                 "\(path) is owned by uid \(status.ownerID), not by the user running vault (uid \(euid)); "
@@ -89,31 +137,65 @@ enum MasterKeyFile {
                 "\(path) is accessible by group or others (mode \(status.permissions)); run `chmod 600 \(path)`",
                 path: path)
         }
-        guard status.size == Int64(keyByteCount) else {
+        guard status.size == Int64(keyByteCount) || status.size == Int64(WrappedMasterKey.byteCount) else {
             throw StoreError(
                 .integrity,
-                "\(path) is \(status.size) bytes; a master key file is exactly \(keyByteCount) bytes. "
-                    + "It is damaged or not a vault key; restore it from a backup",
+                "\(path) is \(status.size) bytes; a master key file is exactly \(keyByteCount) bytes (or "
+                    + "\(WrappedMasterKey.byteCount) when wrapped by a passphrase). It is damaged or not a vault "
+                    + "key; restore it from a backup",
                 path: path)
         }
     }
 
-    /// Writes a new random key as `master.key`, atomically and exclusively: the key goes to a temp
-    /// file that is fsynced and then hard-linked to the final name, which fails if the name exists. So
-    /// of two concurrent inits exactly one wins, and no reader can ever see a half-written key.
-    static func create(in directory: FileDescriptor, vaultPath: String) throws(StoreError) -> SecureBytes {
-        let key: SecureBytes
-        do {
-            key = try SecureBytes.random(count: keyByteCount)
-        } catch {
-            throw StoreError.crypto(error, "cannot make a master key")
-        }
-        let path = vaultPath + "/" + fileName
-        do {
+    /// Makes a new random master key and stores it as `source` says: in a new external key file (or
+    /// taken from an existing one), or as `master.key`, wrapped when a passphrase provider is given.
+    /// New files are written atomically and exclusively (temp file, fsync, hard link to the final name,
+    /// which fails if the name exists), so of two concurrent inits exactly one wins and no reader ever
+    /// sees a half-written key.
+    static func create(in directory: FileDescriptor, vaultPath: String, source: KeySource) throws(StoreError)
+        -> SecureBytes
+    {
+        if let keyFile = source.keyFile {
+            if (try? FileDescriptor.currentWorkingDirectory.statusAt(keyFile)) != nil {
+                return try loadExternal(keyFile)
+            }
+            let key = try randomKey()
+            let (parent, name) = split(keyFile)
+            let parentFD: FileDescriptor
+            do {
+                parentFD = try FileDescriptor.currentWorkingDirectory.openDirectoryAt(parent)
+            } catch {
+                throw StoreError.system(error, "open the directory of the key file", path: parent)
+            }
+            defer { try? parentFD.close() }
             try key.withUnsafeBytes { bytes throws(StoreError) in
-                try AtomicFile.createExclusively(
-                    fileName, contents: bytes, in: directory, directoryPath: vaultPath,
-                    permissions: .ownerReadWrite)
+                try AtomicFile.createExclusively(name, contents: bytes, in: parentFD, directoryPath: parent)
+            }
+            return key
+        }
+        let key = try randomKey()
+        let path = vaultPath + "/" + fileName
+        var contents: [UInt8]?
+        if let provider = source.passphrase {
+            let passphrase: SecureBytes
+            do {
+                passphrase = try provider("new passphrase for \(path)")
+            } catch let error as StoreError {
+                throw error
+            } catch {
+                throw StoreError(.locked, "no passphrase for the new vault at \(vaultPath) (\(error))", path: path)
+            }
+            contents = try WrappedMasterKey.wrap(key, passphrase: passphrase, limits: source.limits)
+        }
+        do {
+            if let contents {
+                try contents.withStoreBytes { bytes throws(StoreError) in
+                    try AtomicFile.createExclusively(fileName, contents: bytes, in: directory, directoryPath: vaultPath)
+                }
+            } else {
+                try key.withUnsafeBytes { bytes throws(StoreError) in
+                    try AtomicFile.createExclusively(fileName, contents: bytes, in: directory, directoryPath: vaultPath)
+                }
             }
         } catch  where error.errno == .fileExists {
             throw StoreError(
@@ -121,5 +203,38 @@ enum MasterKeyFile {
                 cause: error.cause)
         }
         return key
+    }
+
+    /// Replaces `master.key` with `key` wrapped under `passphrase` (or plain when it is nil):
+    /// atomically (temp file, fsync, rename, fsync of the directory), so a crash leaves the old file or
+    /// the new one, never neither.
+    static func rewrite(
+        _ key: SecureBytes, passphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits,
+        in directory: FileDescriptor, vaultPath: String
+    ) throws(StoreError) {
+        if let passphrase {
+            let contents = try WrappedMasterKey.wrap(key, passphrase: passphrase, limits: limits)
+            try contents.withStoreBytes { bytes throws(StoreError) in
+                try AtomicFile.replace(fileName, contents: bytes, in: directory, directoryPath: vaultPath)
+            }
+        } else {
+            try key.withUnsafeBytes { bytes throws(StoreError) in
+                try AtomicFile.replace(fileName, contents: bytes, in: directory, directoryPath: vaultPath)
+            }
+        }
+    }
+
+    private static func randomKey() throws(StoreError) -> SecureBytes {
+        do {
+            return try SecureBytes.random(count: keyByteCount)
+        } catch {
+            throw StoreError.crypto(error, "cannot make a master key")
+        }
+    }
+
+    private static func split(_ path: String) -> (directory: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        let directory = String(path[..<slash])
+        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
     }
 }

@@ -25,6 +25,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case invalidName
         /// The crypto library could not be used (initialisation or secure memory).
         case cryptoUnavailable
+        /// The vault is locked: its key needs a passphrase (or a key file) that was not given.
+        case locked
+        /// The passphrase does not unwrap the master key.
+        case wrongPassphrase
     }
 
     /// The kind of failure.

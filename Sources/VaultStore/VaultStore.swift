@@ -57,8 +57,9 @@ public final class VaultStore: Sendable {
     /// Creates a new vault at `path`: the directory (0700, and missing parents), `master.key` (0600,
     /// 32 random bytes), `.lock`, `groups/` and, last, the `VAULT` marker, each durable. Refuses with
     /// `vaultAlreadyExists` when a vault is there; nothing is overwritten. An init that was interrupted
-    /// after `master.key` was written is completed with that key.
-    public static func create(at path: String) throws(StoreError) -> VaultStore {
+    /// after `master.key` was written is completed with that key. `keySource` chooses where the new key
+    /// goes: `master.key` (plain, or wrapped when it has a passphrase provider) or an external key file.
+    public static func create(at path: String, keySource: KeySource = KeySource()) throws(StoreError) -> VaultStore {
         try VaultDirectory.prepareForCreate(path)
         let directory = try VaultDirectory.open(path, creating: true)
         do throws(StoreError) {
@@ -67,11 +68,11 @@ public final class VaultStore: Sendable {
                     .vaultAlreadyExists, "a vault already exists at \(path); nothing was changed", path: path)
             }
             let masterKey: SecureBytes
-            if (try? directory.statusAt(MasterKeyFile.fileName)) != nil {
+            if keySource.keyFile == nil, (try? directory.statusAt(MasterKeyFile.fileName)) != nil {
                 // A previous init stopped before its marker: finish it with the key it left.
-                masterKey = try MasterKeyFile.load(in: directory, vaultPath: path)
+                masterKey = try MasterKeyFile.load(in: directory, vaultPath: path, source: keySource)
             } else {
-                masterKey = try MasterKeyFile.create(in: directory, vaultPath: path)
+                masterKey = try MasterKeyFile.create(in: directory, vaultPath: path, source: keySource)
             }
             try ensureLockFile(in: directory, path: path)
             try ensureGroupsDirectory(in: directory, path: path)
@@ -88,19 +89,17 @@ public final class VaultStore: Sendable {
                     .vaultAlreadyExists, "a vault was created at \(path) by another init at the same time",
                     path: path)
             }
+            return try assemble(path: path, directory: directory, markerBytes: encoded, masterKey: masterKey)
         } catch {
             try? directory.close()
             throw error
         }
-        try? directory.close()
-        return try open(at: path)
     }
 
     /// Opens the vault at `path`, checking the directory, the key file and the marker; every refusal
     /// names the file and the fix.
-    public static func open(at path: String) throws(StoreError) -> VaultStore {
+    public static func open(at path: String, keySource: KeySource = KeySource()) throws(StoreError) -> VaultStore {
         let directory = try VaultDirectory.open(path, creating: false)
-        var toClose = [directory]
         do throws(StoreError) {
             let markerPath = path + "/" + VaultMarker.fileName
             let markerBytes: [UInt8]
@@ -130,17 +129,55 @@ public final class VaultStore: Sendable {
                         + "this build of vault reads version \(VaultMarker.formatVersion)",
                     path: markerPath)
             }
-            let masterKey = try MasterKeyFile.load(in: directory, vaultPath: path)
-            let marker = try VaultMarker.decode(markerBytes, masterKey: masterKey, path: markerPath)
-            let lockFile = try ensureLockFile(in: directory, path: path)
-            toClose.append(lockFile)
+            let masterKey = try MasterKeyFile.load(in: directory, vaultPath: path, source: keySource)
+            return try assemble(path: path, directory: directory, markerBytes: markerBytes, masterKey: masterKey)
+        } catch {
+            try? directory.close()
+            throw error
+        }
+    }
+
+    /// Checks the marker against the key and opens the lock file and the groups directory. Takes
+    /// ownership of `directory` only on success.
+    private static func assemble(
+        path: String, directory: FileDescriptor, markerBytes: [UInt8], masterKey: SecureBytes
+    ) throws(StoreError) -> VaultStore {
+        let marker = try VaultMarker.decode(
+            markerBytes, masterKey: masterKey, path: path + "/" + VaultMarker.fileName)
+        let lockFile = try ensureLockFile(in: directory, path: path)
+        do throws(StoreError) {
             let groups = try ensureGroupsDirectory(in: directory, path: path)
             return VaultStore(
                 path: path, vaultID: marker.vaultID, directory: directory, groupsDirectory: groups,
                 lockFile: lockFile, masterKey: masterKey)
         } catch {
-            for fd in toClose { try? fd.close() }
+            try? lockFile.close()
             throw error
+        }
+    }
+
+    /// Re-wraps the master key in `master.key` under `newPassphrase` (nil stores it plainly), under the
+    /// write lock; the key itself and every item stay as they are. Atomic: a crash leaves the old file
+    /// (old passphrase) or the new one. Refused for a vault whose key is in an external key file.
+    public func changePassphrase(
+        to newPassphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits = .moderate,
+        keySource: KeySource = KeySource()
+    ) throws(StoreError) {
+        guard keySource.keyFile == nil else {
+            throw StoreError(
+                .invalidName,
+                "the key of the vault at \(path) is in the external file \(keySource.keyFile!); a passphrase "
+                    + "protects master.key only")
+        }
+        do {
+            try withWriteLock { _ in
+                try MasterKeyFile.rewrite(
+                    masterKey, passphrase: newPassphrase, limits: limits, in: directory, vaultPath: path)
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(.io, "cannot change the passphrase of \(path): \(error)", path: path)
         }
     }
 

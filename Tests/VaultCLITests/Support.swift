@@ -62,7 +62,10 @@ struct Scratch {
 
 /// Runs the binary; standard input comes from a file holding `input`, and the outputs go to files, so
 /// that no pipe can fill up and stall the child.
-func runVault(_ arguments: [String], input: Data, environment: [String: String], scratch: String) throws -> RunResult {
+func runVault(
+    _ arguments: [String], input: Data, environment: [String: String], scratch: String,
+    executable: URL = vaultExecutable
+) throws -> RunResult {
     let id = UUID().uuidString
     let inPath = scratch + "/stdin-\(id)"
     let outPath = scratch + "/stdout-\(id)"
@@ -74,7 +77,7 @@ func runVault(_ arguments: [String], input: Data, environment: [String: String],
         for path in [inPath, outPath, errPath] { try? FileManager.default.removeItem(atPath: path) }
     }
     let process = Process()
-    process.executableURL = vaultExecutable
+    process.executableURL = executable
     process.arguments = arguments
     process.environment = environment
     let stdin = try FileHandle(forReadingFrom: URL(fileURLWithPath: inPath))

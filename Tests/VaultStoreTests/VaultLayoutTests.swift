@@ -213,7 +213,7 @@ import VaultCrypto
         defer { vault.remove() }
         try FileManager.default.removeItem(atPath: vault.file("master.key"))
         let error = refusal(vault)
-        #expect(error?.code == .vaultNotFound)
+        #expect(error?.code == .locked)
         #expect(error?.message.contains("master.key is missing") == true)
     }
 

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 import VaultArchive
+import VaultCrypto
+import VaultStore
 
 @testable import Vault
 
@@ -252,5 +254,28 @@ struct Credentials: Codable, Equatable {
         }
         #expect(error?.status == .param)
         #expect(error?.message.contains("/nonexistent.json") == true)
+    }
+}
+
+@Suite struct LockedVaultTests {
+    @Test func aLockedVaultIsInteractionNotAllowedAndAWrongPassphraseIsAuthFailed() throws {
+        let t = try TestVault()
+        defer { t.remove() }
+        let client = try Client(applicationIdentifier: "com.example.app")
+        let right = KeySource(
+            passphrase: { _ in try SecureBytes(count: 2) { $0.copyBytes(from: [1, 2]) } }, limits: .minimum)
+        let vault = try Vault.create(at: t.path, client: client, keySource: right)
+        try vault.set("s", for: try ItemKey(service: "svc"))
+        let locked = #expect(throws: VaultError.self) {
+            _ = try Vault.open(at: t.path, client: client, keySource: KeySource())
+        }
+        #expect(locked?.status == .interactionNotAllowed)
+        let wrong = KeySource(passphrase: { _ in try SecureBytes(count: 1) { $0.copyBytes(from: [9]) } })
+        let failed = #expect(throws: VaultError.self) {
+            _ = try Vault.open(at: t.path, client: client, keySource: wrong)
+        }
+        #expect(failed?.status == .authFailed)
+        let reopened = try Vault.open(at: t.path, client: client, keySource: right)
+        #expect(try reopened.string(for: try ItemKey(service: "svc")) == "s")
     }
 }

@@ -45,12 +45,15 @@ public struct CompletionCommand: Sendable, Hashable {
                 cword=$COMP_CWORD
             fi
 
-            local commands="init put add get rm ls uuid groups check completion help"
-            local global="--vault --app --group --help --version"
+            local commands="init put add get rm ls uuid groups check passwd completion help"
+            local global="--vault --app --group --key-file --passphrase-fd --help --version"
             local internet="--server --protocol --port --path"
 
             case "$prev" in
                 --vault) COMPREPLY=($(compgen -d -- "$cur")); return ;;
+                --key-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+                --kdf-cost) COMPREPLY=($(compgen -W "moderate interactive minimum" -- "$cur")); return ;;
+                --passphrase-fd) return ;;
                 --protocol) COMPREPLY=($(compgen -W "https http ftp ftps ssh imap imaps smtp pop3 pop3s ldap ldaps smb" -- "$cur")); return ;;
                 --app|--group|--server|--port|--path|--label|--comment|--service) return ;;
             esac
@@ -59,7 +62,8 @@ public struct CompletionCommand: Sendable, Hashable {
             local i command="" scope=()
             for ((i = 1; i < cword; i++)); do
                 case "${words[i]}" in
-                    --vault|--app|--group) scope+=("${words[i]}" "${words[i+1]}"); ((i++)) ;;
+                    --vault|--app|--group|--key-file) scope+=("${words[i]}" "${words[i+1]}"); ((i++)) ;;
+                    --passphrase-fd|--kdf-cost) ((i++)) ;;
                     --server|--protocol|--port|--path|--label|--comment|--service) ((i++)) ;;
                     -*) ;;
                     *) command="${words[i]}"; break ;;
@@ -79,6 +83,8 @@ public struct CompletionCommand: Sendable, Hashable {
                 rm) options="--all $internet" ;;
                 ls) options="--service --json $internet" ;;
                 uuid|groups|check) options="--json" ;;
+                init) options="--passphrase --kdf-cost" ;;
+                passwd) options="--remove --kdf-cost" ;;
                 completion) COMPREPLY=($(compgen -W "bash" -- "$cur")); return ;;
                 help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;
             esac

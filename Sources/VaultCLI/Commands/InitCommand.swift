@@ -1,4 +1,5 @@
 import Vault
+import VaultStore
 
 /// `vault init`: creates the vault; refuses to touch an existing one.
 public struct InitCommand: Sendable, Hashable {
@@ -8,20 +9,36 @@ public struct InitCommand: Sendable, Hashable {
         summary: "create a new vault",
         details: """
             Creates the vault directory (0700), its master key (0600) and its marker. An existing vault
-            is never touched: that is exit status 3. The directory is --vault DIR, else $VAULT_DIR, else
+            is never touched: that is exit status 3. With --passphrase, master.key holds the key wrapped
+            under a passphrase (Argon2id, then asked for by every command); with --key-file PATH the key
+            goes to (or is taken from) that file instead of master.key. The directory is --vault DIR, else $VAULT_DIR, else
             /var/lib/vault for root, else $XDG_DATA_HOME/vault (~/.local/share/vault).
             """,
-        options: [],
+        options: [
+            .flag(
+                "passphrase",
+                "protect master.key with a passphrase (Argon2id), asked twice or read from --passphrase-fd"),
+            KeyDerivationCost.spec,
+        ],
         make: { parsed throws(UsageError) in
             _ = try parsed.operands([], minimum: 0, command: "init")
-            return .initialize(InitCommand())
+            return .initialize(
+                InitCommand(
+                    passphrase: parsed.flag("passphrase"), cost: try KeyDerivationCost.parse(parsed, command: "init")))
         })
+
+    /// `--passphrase`: wrap the new master key under a passphrase.
+    public var passphrase = false
+    /// `--kdf-cost`: the Argon2id cost of the wrapping.
+    public var cost = KeyDerivationCost.moderate
 
     func run(in context: Context) throws(CLIError) {
         let path = try context.vaultPath()
         let client = try context.client()
+        var source = context.keySource(limits: cost.limits)
+        if !passphrase { source.passphrase = nil }
         do {
-            _ = try Vault.create(at: path, client: client)
+            _ = try Vault.create(at: path, client: client, keySource: source)
         } catch {
             throw CLIError(error, subject: path, vaultPath: path)
         }

@@ -121,11 +121,13 @@ public struct PutCommand: Sendable, Hashable {
 
     func prompt(_ context: Context) throws(CLIError) -> Data {
         func ask(_ question: String) throws(CLIError) -> [UInt8] {
-            context.writeError(question)
             let line: [UInt8]?
             do {
+                // The prompt goes out only once echo is off: turning it off discards type-ahead, so a
+                // reply typed after a prompt shown earlier could be lost.
                 line = try context.input.withEchoDisabled { () throws(Errno) in
-                    try context.input.readLine(limit: Self.maximumSecretByteCount)
+                    context.writeError(question)
+                    return try context.input.readLine(limit: Self.maximumSecretByteCount)
                 }
             } catch {
                 context.writeError("\n")

@@ -1,0 +1,95 @@
+import Synchronization
+import VaultCrypto
+import VaultStore
+import VaultSystem
+
+/// Where the tool gets passphrases: from a file descriptor (`--passphrase-fd N`: one passphrase per
+/// line, taken in order, for scripts), else from the terminal (`/dev/tty`, so that standard input stays
+/// free for a secret), typed with echo off; a new passphrase is typed twice. Never from an argument or
+/// the environment.
+final class PassphraseSource: Sendable {
+    let descriptor: FileDescriptor?
+    let errors: FileDescriptor
+    private let lines = Mutex<[[UInt8]]?>(nil)
+
+    /// The longest passphrase accepted, in bytes.
+    static let maximumLength = 4096
+
+    init(descriptor: FileDescriptor?, errors: FileDescriptor) {
+        self.descriptor = descriptor
+        self.errors = errors
+    }
+
+    var provider: KeySource.PassphraseProvider {
+        { [self] prompt in try self.passphrase(prompt) }
+    }
+
+    func passphrase(_ prompt: String) throws -> SecureBytes {
+        let isNew = prompt.hasPrefix("new ")
+        if let descriptor {
+            let passphrase = try next(from: descriptor)
+            if isNew, passphrase.count == 0 {
+                throw StoreError(
+                    .invalidName, "the new passphrase from file descriptor \(descriptor.rawValue) is empty")
+            }
+            return passphrase
+        }
+        let terminal: FileDescriptor
+        do {
+            terminal = try FileDescriptor.currentWorkingDirectory.openAt("/dev/tty", .readWrite)
+        } catch {
+            throw StoreError(
+                .locked, "a passphrase is needed and there is no terminal to ask it on; give it with --passphrase-fd N")
+        }
+        defer { try? terminal.close() }
+        var first = try ask(terminal, "Enter \(prompt): ")
+        defer { first.wipeBytes() }
+        if isNew {
+            guard !first.isEmpty else { throw StoreError(.invalidName, "the new passphrase is empty") }
+            var second = try ask(terminal, "Again: ")
+            defer { second.wipeBytes() }
+            guard first == second else { throw StoreError(.invalidName, "the two passphrases differ; nothing changed") }
+        }
+        return try SecureBytes(consuming: &first)
+    }
+
+    private func ask(_ terminal: FileDescriptor, _ question: String) throws -> [UInt8] {
+        defer { try? terminal.writeAll(Array("\n".utf8)) }
+        // The question goes out once echo is off: turning echo off discards type-ahead.
+        let line = try terminal.withEchoDisabled { () throws(Errno) in
+            try? terminal.writeAll(Array(question.utf8))
+            return try terminal.readLine(limit: Self.maximumLength)
+        }
+        guard let line else { throw StoreError(.locked, "no passphrase: end of input at the prompt") }
+        return line
+    }
+
+    private func next(from descriptor: FileDescriptor) throws -> SecureBytes {
+        try lines.withLock { lines in
+            if lines == nil {
+                var all: [UInt8]
+                do {
+                    all = try descriptor.readAll(limit: 4 * Self.maximumLength)
+                } catch {
+                    throw StoreError(
+                        .io, "cannot read passphrases from file descriptor \(descriptor.rawValue): \(error)")
+                }
+                defer { all.wipeBytes() }
+                lines = all.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map(Array.init)
+            }
+            guard var line = lines!.first else {
+                throw StoreError(
+                    .locked, "file descriptor \(descriptor.rawValue) gave no (more) passphrases; one per line is read")
+            }
+            lines!.removeFirst()
+            return try SecureBytes(consuming: &line)
+        }
+    }
+}
+
+extension Array where Element == UInt8 {
+    /// Overwrites the bytes with zeros (best effort).
+    mutating func wipeBytes() {
+        for index in indices { self[index] = 0 }
+    }
+}

@@ -1,0 +1,45 @@
+import FoundationEssentials
+import VaultCrypto
+
+/// Where the master key comes from, beyond the vault's own plain `master.key`:
+/// - an external key file (`--key-file PATH`, `VAULT_KEY_FILE`, or a systemd credential in
+///   `$CREDENTIALS_DIRECTORY`), 32 raw bytes, for vaults created with one;
+/// - a passphrase, for vaults whose `master.key` is wrapped with Argon2id.
+public struct KeySource: Sendable {
+    /// Asked for a passphrase; `prompt` names the file it unlocks. The returned bytes are wiped when
+    /// released; never hand a passphrase over as a `String` that lives on.
+    public typealias PassphraseProvider = @Sendable (_ prompt: String) throws -> SecureBytes
+
+    /// An external key file, used instead of `<vault>/master.key`.
+    public var keyFile: String?
+    /// Supplies the passphrase of a wrapped `master.key` (and, at init, the new one).
+    public var passphrase: PassphraseProvider?
+    /// The Argon2id cost of a newly wrapped key.
+    public var limits: PassphraseKeyDerivation.Limits
+
+    /// A key source; with no arguments, the vault's own plain `master.key`.
+    public init(
+        keyFile: String? = nil, passphrase: PassphraseProvider? = nil,
+        limits: PassphraseKeyDerivation.Limits = .moderate
+    ) {
+        self.keyFile = keyFile
+        self.passphrase = passphrase
+        self.limits = limits
+    }
+
+    /// The name of the systemd credential that holds the key (`LoadCredential=vault.key:…`).
+    public static let credentialName = "vault.key"
+
+    /// The key source a process gets from its environment: `VAULT_KEY_FILE`, else
+    /// `$CREDENTIALS_DIRECTORY/vault.key` when systemd placed one there, else the vault's `master.key`.
+    public static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment)
+        -> KeySource
+    {
+        if let file = environment["VAULT_KEY_FILE"], !file.isEmpty { return KeySource(keyFile: file) }
+        if let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
+            let path = directory + "/" + credentialName
+            if FileManager.default.fileExists(atPath: path) { return KeySource(keyFile: path) }
+        }
+        return KeySource()
+    }
+}

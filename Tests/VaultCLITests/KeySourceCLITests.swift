@@ -1,0 +1,77 @@
+import Foundation
+import Testing
+
+/// `init --passphrase`, `passwd`, `--passphrase-fd`, `--key-file` and systemd credentials, end to end.
+@Suite struct KeySourceCLITests {
+    /// Runs `vault` through bash so that a second file descriptor can carry the passphrases while
+    /// standard input carries the secret.
+    func shell(_ scratch: Scratch, _ command: String, environment: [String: String] = [:]) throws -> RunResult {
+        try runVault(
+            ["-c", command], input: Data(), environment: scratch.environment.merging(environment) { $1 },
+            scratch: scratch.root, executable: URL(fileURLWithPath: "/bin/bash"))
+    }
+
+    @Test func aPassphraseProtectedVaultFromInitToPasswd() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let v = "\(vaultExecutable.path) --vault \(scratch.vault)"
+        let initialized = try scratch.run(
+            ["init", "--passphrase", "--kdf-cost", "minimum", "--passphrase-fd", "0"], input: Data("first pass\n"))
+        #expect(initialized.status == 0, "\(initialized.errors)")
+        let keyFile = try Data(contentsOf: URL(fileURLWithPath: scratch.vault + "/master.key"))
+        #expect(keyFile.count == 124)
+        #expect(!keyFile.contains(Data("first pass".utf8)))
+
+        let put = try shell(scratch, "printf 'the secret' | \(v) put svc --passphrase-fd 3 3<<< 'first pass'")
+        #expect(put.status == 0, "\(put.errors)")
+        let get = try scratch.run(["get", "svc", "--passphrase-fd", "0"], input: Data("first pass\n"))
+        #expect(get.status == 0)
+        #expect(get.text == "the secret")
+
+        // Wrong passphrase: access denied (4); none and no terminal: locked (5), never "not found".
+        let wrong = try scratch.run(["get", "svc", "--passphrase-fd", "0"], input: Data("nope\n"))
+        #expect(wrong.status == 4)
+        #expect(wrong.errors.contains("wrong passphrase"))
+        let locked = try shell(scratch, "\(v) get svc < /dev/null")
+        #expect(locked.status == 5)
+        #expect(locked.errors.contains("--passphrase-fd"))
+
+        let passwd = try scratch.run(
+            ["passwd", "--kdf-cost", "minimum", "--passphrase-fd", "0"], input: Data("first pass\nsecond pass\n"))
+        #expect(passwd.status == 0, "\(passwd.errors)")
+        #expect(try scratch.run(["get", "svc", "--passphrase-fd", "0"], input: Data("first pass\n")).status == 4)
+        #expect(
+            try scratch.run(["get", "svc", "--passphrase-fd", "0"], input: Data("second pass\n")).text == "the secret")
+
+        let removed = try scratch.run(["passwd", "--remove", "--passphrase-fd", "0"], input: Data("second pass\n"))
+        #expect(removed.status == 0)
+        #expect(try scratch.run(["get", "svc"]).text == "the secret")
+    }
+
+    @Test func anEmptyNewPassphraseIsRefused() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let result = try scratch.run(["init", "--passphrase", "--passphrase-fd", "0"], input: Data("\n"))
+        #expect(result.status == 2)
+        #expect(!FileManager.default.fileExists(atPath: scratch.vault + "/master.key"))
+    }
+
+    @Test func anExternalKeyFileAndASystemdCredential() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let credentials = scratch.root + "/credentials"
+        try FileManager.default.createDirectory(atPath: credentials, withIntermediateDirectories: true)
+        let keyFile = credentials + "/vault.key"
+        #expect(try scratch.run(["init", "--key-file", keyFile]).status == 0)
+        #expect(!FileManager.default.fileExists(atPath: scratch.vault + "/master.key"))
+        #expect(try scratch.run(["--key-file", keyFile, "put", "svc"], input: Data("v")).status == 0)
+        // Without the key: locked (5), and the message says how to give it.
+        let locked = try scratch.run(["get", "svc"])
+        #expect(locked.status == 5)
+        #expect(locked.errors.contains("VAULT_KEY_FILE"))
+        // VAULT_KEY_FILE, and a simulated systemd service: LoadCredential=vault.key:… puts the key in
+        // $CREDENTIALS_DIRECTORY/vault.key.
+        #expect(try scratch.run(["get", "svc"], environment: ["VAULT_KEY_FILE": keyFile]).text == "v")
+        #expect(try scratch.run(["get", "svc"], environment: ["CREDENTIALS_DIRECTORY": credentials]).text == "v")
+    }
+}
