@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
+#include <linux/keyctl.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <errno.h>
@@ -154,4 +156,48 @@ int vsys_open_pseudo_terminal(int *primary, int *secondary) {
     *primary = p;
     *secondary = s;
     return 0;
+}
+
+/* The kernel keyring through raw system calls (no libkeyutils needed). The permission bits are the
+ * kernel's key_perm_t values (keyctl_setperm(3), include/linux/key.h); the UAPI header lacks them. */
+#define VSYS_KEY_POS_ALL 0x3f000000u
+#define VSYS_KEY_USR_VIEW 0x00010000u
+#define VSYS_KEY_USR_READ 0x00020000u
+#define VSYS_KEY_USR_SEARCH 0x00080000u
+
+static long vsys_keyring_search(const char *description) {
+    return syscall(SYS_keyctl, KEYCTL_SEARCH, KEY_SPEC_USER_KEYRING, "user", description, 0);
+}
+
+long vsys_keyring_add(const char *description, const void *payload, unsigned long length,
+                      unsigned int timeout_seconds) {
+    long id = syscall(SYS_add_key, "user", description, payload, (size_t)length, KEY_SPEC_USER_KEYRING);
+    if (id < 0) return -1;
+    /* Possessor: everything; the same user (other processes): view, read, search. */
+    unsigned int permissions = VSYS_KEY_POS_ALL | VSYS_KEY_USR_VIEW | VSYS_KEY_USR_READ | VSYS_KEY_USR_SEARCH;
+    if (syscall(SYS_keyctl, KEYCTL_SETPERM, id, permissions) < 0) {
+        int saved = errno;
+        syscall(SYS_keyctl, KEYCTL_INVALIDATE, id);
+        errno = saved;
+        return -1;
+    }
+    if (syscall(SYS_keyctl, KEYCTL_SET_TIMEOUT, id, timeout_seconds) < 0) {
+        int saved = errno;
+        syscall(SYS_keyctl, KEYCTL_INVALIDATE, id);
+        errno = saved;
+        return -1;
+    }
+    return id;
+}
+
+long vsys_keyring_read(const char *description, void *buffer, unsigned long length) {
+    long id = vsys_keyring_search(description);
+    if (id < 0) return -1;
+    return syscall(SYS_keyctl, KEYCTL_READ, id, buffer, (size_t)length);
+}
+
+int vsys_keyring_remove(const char *description) {
+    long id = vsys_keyring_search(description);
+    if (id < 0) return -1;
+    return (int)syscall(SYS_keyctl, KEYCTL_INVALIDATE, id);
 }

@@ -187,3 +187,21 @@ extension Vault {
         try engine.store.withBulkLoad(body)
     }
 }
+
+extension Vault {
+    /// Unwraps the master key of the passphrase-protected vault at `path` (with `keySource`'s
+    /// passphrase) and caches it in the kernel keyring for `timeoutSeconds` (0: until reboot or
+    /// `lock`): other processes of this user then open the vault without the passphrase.
+    public static func unlock(at path: String, keySource: KeySource, timeoutSeconds: UInt32) throws(VaultError) {
+        try translatingStoreErrors {
+            try VaultStore.unlock(at: path, keySource: keySource, timeoutSeconds: timeoutSeconds)
+        }
+    }
+
+    /// Drops the cached key of the vault at `path`; returns false when none was cached. Handles that
+    /// are already open keep working until they are released.
+    @discardableResult
+    public static func lock(at path: String) throws(VaultError) -> Bool {
+        try translatingStoreErrors { try VaultStore.lock(at: path) }
+    }
+}

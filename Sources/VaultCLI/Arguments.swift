@@ -207,6 +207,10 @@ public enum Command: Sendable, Hashable {
     case completion(CompletionCommand)
     /// `vault passwd`.
     case passwd(PasswdCommand)
+    /// `vault unlock`.
+    case unlock(UnlockCommand)
+    /// `vault lock`.
+    case lock(LockCommand)
 }
 
 /// What each command declares about itself: its name, options, help, and how to build it from parsed
@@ -225,7 +229,7 @@ public enum ArgumentParser {
     static let commands: [CommandInfo] = [
         InitCommand.info, PutCommand.info(add: false), PutCommand.info(add: true), GetCommand.info,
         RemoveCommand.info, ListCommand.info, UUIDCommand.info, GroupsCommand.info, CheckCommand.info,
-        CompletionCommand.info, PasswdCommand.info,
+        CompletionCommand.info, PasswdCommand.info, UnlockCommand.info, LockCommand.info,
     ]
 
     static func info(_ name: String) -> CommandInfo? { commands.first { $0.name == name } }

@@ -56,6 +56,8 @@ public enum VaultCLI {
         case .check(let command): try command.run(in: context)
         case .completion(let command): try command.run(in: context)
         case .passwd(let command): try command.run(in: context)
+        case .unlock(let command): try command.run(in: context)
+        case .lock(let command): try command.run(in: context)
         }
     }
 }

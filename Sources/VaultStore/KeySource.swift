@@ -16,6 +16,8 @@ public struct KeySource: Sendable {
     public var passphrase: PassphraseProvider?
     /// The Argon2id cost of a newly wrapped key.
     public var limits: PassphraseKeyDerivation.Limits
+    /// Whether a key cached in the kernel keyring by `vault unlock` may be used (the default).
+    public var usesUnlockCache = true
 
     /// A key source; with no arguments, the vault's own plain `master.key`.
     public init(

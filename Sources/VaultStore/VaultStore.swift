@@ -129,6 +129,13 @@ public final class VaultStore: Sendable {
                         + "this build of vault reads version \(VaultMarker.formatVersion)",
                     path: markerPath)
             }
+            // A key cached by `vault unlock` is used only if it passes the marker's check.
+            if keySource.usesUnlockCache, keySource.keyFile == nil,
+                let vaultID = UnlockCache.claimedVaultID(markerBytes), let cached = UnlockCache.read(vaultID: vaultID),
+                let store = try? assemble(path: path, directory: directory, markerBytes: markerBytes, masterKey: cached)
+            {
+                return store
+            }
             let masterKey = try MasterKeyFile.load(in: directory, vaultPath: path, source: keySource)
             return try assemble(path: path, directory: directory, markerBytes: markerBytes, masterKey: masterKey)
         } catch {

@@ -75,3 +75,25 @@ import Testing
         #expect(try scratch.run(["get", "svc"], environment: ["CREDENTIALS_DIRECTORY": credentials]).text == "v")
     }
 }
+
+@Suite struct UnlockCLITests {
+    @Test func unlockInOneProcessGetInAnotherLockFromAThird() throws {
+        let scratch = try Scratch()
+        defer {
+            _ = try? scratch.run(["lock"])
+            scratch.remove()
+        }
+        #expect(
+            try scratch.run(
+                ["init", "--passphrase", "--kdf-cost", "minimum", "--passphrase-fd", "0"], input: Data("pw\n")
+            )
+            .status == 0)
+        let unlock = try scratch.run(["unlock", "--timeout", "5m", "--passphrase-fd", "0"], input: Data("pw\n"))
+        #expect(unlock.status == 0, "\(unlock.errors)")
+        #expect(try scratch.run(["put", "svc"], input: Data("v")).status == 0)
+        #expect(try scratch.run(["get", "svc"]).text == "v")
+        #expect(try scratch.run(["lock"]).status == 0)
+        #expect(try scratch.run(["get", "svc"]).status == 5)
+        #expect(try scratch.run(["unlock", "--timeout", "soon"]).status == 2)
+    }
+}

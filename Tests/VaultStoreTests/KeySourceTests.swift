@@ -211,3 +211,46 @@ func passphrase(_ text: String) -> KeySource {
         _ = try VaultStore.open(at: vault.path, keySource: fromCredentials)
     }
 }
+
+@Suite struct UnlockCacheTests {
+    @Test func unlockLetsOtherOpensInUntilLockOrTimeout() throws {
+        let vault = try TestVault()
+        defer {
+            _ = try? VaultStore.lock(at: vault.path)
+            vault.remove()
+        }
+        let store = try VaultStore.create(at: vault.path, keySource: passphrase("pw"))
+        #expect(throws: StoreError.self) { _ = try VaultStore.open(at: vault.path) }
+        try VaultStore.unlock(at: vault.path, keySource: passphrase("pw"), timeoutSeconds: 60)
+        #expect(try VaultStore.open(at: vault.path).vaultID == store.vaultID)
+        #expect(try VaultStore.lock(at: vault.path) == true)
+        #expect(try VaultStore.lock(at: vault.path) == false)
+        let locked = #expect(throws: StoreError.self) { _ = try VaultStore.open(at: vault.path) }
+        #expect(locked?.code == .locked)
+        // The timeout drops the key by itself.
+        try VaultStore.unlock(at: vault.path, keySource: passphrase("pw"), timeoutSeconds: 1)
+        _ = try VaultStore.open(at: vault.path)
+        Thread.sleep(forTimeInterval: 2.2)
+        #expect((try? VaultStore.open(at: vault.path)) == nil)
+        // A wrong passphrase caches nothing.
+        let wrong = #expect(throws: StoreError.self) {
+            try VaultStore.unlock(at: vault.path, keySource: passphrase("nope"), timeoutSeconds: 60)
+        }
+        #expect(wrong?.code == .wrongPassphrase)
+        #expect((try? VaultStore.open(at: vault.path)) == nil)
+    }
+
+    @Test func aWrongCachedKeyIsIgnored() throws {
+        let vault = try TestVault()
+        defer {
+            _ = try? VaultStore.lock(at: vault.path)
+            vault.remove()
+        }
+        let store = try VaultStore.create(at: vault.path, keySource: passphrase("pw"))
+        let bogus = try SecureBytes.random(count: 32)
+        try UnlockCache.store(bogus, vaultID: store.vaultID, timeoutSeconds: 60, path: vault.path)
+        let error = #expect(throws: StoreError.self) { _ = try VaultStore.open(at: vault.path) }
+        #expect(error?.code == .locked)
+        _ = try VaultStore.open(at: vault.path, keySource: passphrase("pw"))
+    }
+}

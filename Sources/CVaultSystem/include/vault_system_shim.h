@@ -37,4 +37,18 @@ VSYS_INTERNAL int vsys_echo_enabled(int fd);
 /// O_NOCTTY and close-on-exec. Returns 0 or -1 with errno set.
 VSYS_INTERNAL int vsys_open_pseudo_terminal(int *primary, int *secondary);
 
+/// Adds (or replaces) a "user" key `description` with `payload` in the user keyring (@u), readable by
+/// every process of the same user, expiring after `timeout_seconds` (0: no timeout). Returns the key id
+/// or -1 with errno set.
+VSYS_INTERNAL long vsys_keyring_add(const char *description, const void *payload, unsigned long length,
+                                    unsigned int timeout_seconds);
+
+/// Reads the "user" key `description` of the user keyring into `buffer`. Returns the key's length
+/// (which may exceed `length`: then call again with a larger buffer) or -1 with errno set (ENOKEY,
+/// EKEYEXPIRED, EKEYREVOKED when there is none).
+VSYS_INTERNAL long vsys_keyring_read(const char *description, void *buffer, unsigned long length);
+
+/// Invalidates the "user" key `description` of the user keyring. Returns 0 or -1 with errno set.
+VSYS_INTERNAL int vsys_keyring_remove(const char *description);
+
 #endif

@@ -45,7 +45,7 @@ public struct CompletionCommand: Sendable, Hashable {
                 cword=$COMP_CWORD
             fi
 
-            local commands="init put add get rm ls uuid groups check passwd completion help"
+            local commands="init put add get rm ls uuid groups check passwd unlock lock completion help"
             local global="--vault --app --group --key-file --passphrase-fd --help --version"
             local internet="--server --protocol --port --path"
 
@@ -53,7 +53,7 @@ public struct CompletionCommand: Sendable, Hashable {
                 --vault) COMPREPLY=($(compgen -d -- "$cur")); return ;;
                 --key-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
                 --kdf-cost) COMPREPLY=($(compgen -W "moderate interactive minimum" -- "$cur")); return ;;
-                --passphrase-fd) return ;;
+                --passphrase-fd|--timeout) return ;;
                 --protocol) COMPREPLY=($(compgen -W "https http ftp ftps ssh imap imaps smtp pop3 pop3s ldap ldaps smb" -- "$cur")); return ;;
                 --app|--group|--server|--port|--path|--label|--comment|--service) return ;;
             esac
@@ -85,6 +85,7 @@ public struct CompletionCommand: Sendable, Hashable {
                 uuid|groups|check) options="--json" ;;
                 init) options="--passphrase --kdf-cost" ;;
                 passwd) options="--remove --kdf-cost" ;;
+                unlock) options="--timeout" ;;
                 completion) COMPREPLY=($(compgen -W "bash" -- "$cur")); return ;;
                 help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;
             esac
