@@ -211,6 +211,10 @@ public enum Command: Sendable, Hashable {
     case unlock(UnlockCommand)
     /// `vault lock`.
     case lock(LockCommand)
+    /// `vault export`.
+    case export(ExportCommand)
+    /// `vault import`.
+    case importBackup(ImportCommand)
 }
 
 /// What each command declares about itself: its name, options, help, and how to build it from parsed
@@ -230,6 +234,7 @@ public enum ArgumentParser {
         InitCommand.info, PutCommand.info(add: false), PutCommand.info(add: true), GetCommand.info,
         RemoveCommand.info, ListCommand.info, UUIDCommand.info, GroupsCommand.info, CheckCommand.info,
         CompletionCommand.info, PasswdCommand.info, UnlockCommand.info, LockCommand.info,
+        ExportCommand.info, ImportCommand.info,
     ]
 
     static func info(_ name: String) -> CommandInfo? { commands.first { $0.name == name } }

@@ -79,6 +79,17 @@ struct Context {
         return source
     }
 
+    /// A passphrase for something other than the vault's key (a backup), from the same source.
+    func passphrase(_ prompt: String, subject: String) throws(CLIError) -> SecureBytes {
+        do {
+            return try passphrases.passphrase(prompt)
+        } catch let error as StoreError {
+            throw CLIError(ExitCode(VaultError(error).status), subject, error.message)
+        } catch {
+            throw CLIError(.io, subject, "\(error)")
+        }
+    }
+
     /// Opens the existing vault as the command's client.
     func openVault() throws(CLIError) -> Vault {
         let path = try vaultPath()

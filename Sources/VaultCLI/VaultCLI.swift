@@ -58,6 +58,8 @@ public enum VaultCLI {
         case .passwd(let command): try command.run(in: context)
         case .unlock(let command): try command.run(in: context)
         case .lock(let command): try command.run(in: context)
+        case .export(let command): try command.run(in: context)
+        case .importBackup(let command): try command.run(in: context)
         }
     }
 }

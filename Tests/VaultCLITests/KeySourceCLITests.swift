@@ -97,3 +97,32 @@ import Testing
         #expect(try scratch.run(["unlock", "--timeout", "soon"]).status == 2)
     }
 }
+
+@Suite struct BackupCLITests {
+    @Test func exportAndImportEndToEnd() throws {
+        let scratch = try Scratch.initialized()
+        defer { scratch.remove() }
+        #expect(try scratch.run(["put", "svc", "acct"], input: Data("secret")).status == 0)
+        #expect(try scratch.run(["uuid"]).status == 0)  // a …ThisDeviceOnly item, left out
+        let backup = scratch.root + "/backup"
+        let export = try scratch.run(
+            ["export", "--kdf-cost", "minimum", "--passphrase-fd", "0", backup], input: Data("backup pw\n"))
+        #expect(export.status == 0, "\(export.errors)")
+        #expect(export.errors.contains("exported 1 items") && export.errors.contains("left out 1"))
+        let other = scratch.root + "/other"
+        #expect(try scratch.run(["--vault", other, "init"], vaultOption: false).status == 0)
+        let imported = try scratch.run(
+            ["--vault", other, "import", "--passphrase-fd", "0", backup], input: Data("backup pw\n"), vaultOption: false
+        )
+        #expect(imported.status == 0, "\(imported.errors)")
+        #expect(try scratch.run(["--vault", other, "get", "svc", "acct"], vaultOption: false).text == "secret")
+        let again = try scratch.run(
+            ["--vault", other, "import", "--passphrase-fd", "0", backup], input: Data("backup pw\n"), vaultOption: false
+        )
+        #expect(again.status == 3)
+        #expect(again.errors.contains("--replace"))
+        let wrong = try scratch.run(
+            ["--vault", other, "import", "--passphrase-fd", "0", backup], input: Data("nope\n"), vaultOption: false)
+        #expect(wrong.status == 4)
+    }
+}

@@ -45,7 +45,7 @@ public struct CompletionCommand: Sendable, Hashable {
                 cword=$COMP_CWORD
             fi
 
-            local commands="init put add get rm ls uuid groups check passwd unlock lock completion help"
+            local commands="init put add get rm ls uuid groups check passwd unlock lock export import completion help"
             local global="--vault --app --group --key-file --passphrase-fd --help --version"
             local internet="--server --protocol --port --path"
 
@@ -86,6 +86,8 @@ public struct CompletionCommand: Sendable, Hashable {
                 init) options="--passphrase --kdf-cost" ;;
                 passwd) options="--remove --kdf-cost" ;;
                 unlock) options="--timeout" ;;
+                export) options="--kdf-cost" ;;
+                import) options="--replace" ;;
                 completion) COMPREPLY=($(compgen -W "bash" -- "$cur")); return ;;
                 help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;
             esac

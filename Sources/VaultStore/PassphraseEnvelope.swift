@@ -1,0 +1,110 @@
+import VaultCrypto
+
+/// Bytes sealed under a passphrase, the format shared by a wrapped `master.key` ("VLTK") and a backup
+/// ("VLTX"):
+///
+///     header     = magic (4) | version u8 (1) | kdf u8 (1 = Argon2id v1.3) | aead u8 (1 = XChaCha20-Poly1305)
+///                  | reserved u8 (0) | operations u32be | memory bytes u64be | salt (16) | nonce (24)
+///     ciphertext = AEAD(Argon2id(passphrase, salt, limits), nonce, payload, ad = header)
+///     checksum   = BLAKE2b-128 of header || ciphertext (personalisation "vault.mkey.sum.1", a fixed key)
+///
+/// The AEAD authenticates the header (limits and salt), so a lowered cost cannot be slipped in; the
+/// checksum, which is not a MAC, tells damage apart from a wrong passphrase.
+struct PassphraseEnvelope {
+    static let headerByteCount = 60
+    static let checksumByteCount = 16
+    static let overheadByteCount = headerByteCount + XChaCha20Poly1305.tagByteCount + checksumByteCount
+    static let checksumDomain = KeyDerivation.Domain("vault.mkey.sum.1")
+
+    let magic: [UInt8]
+    /// What the sealed thing is called in messages ("the key file", "the backup").
+    let what: String
+
+    func isSealed(_ bytes: [UInt8]) -> Bool {
+        bytes.count >= 4 && Array(bytes[0..<4]) == magic
+    }
+
+    func seal(_ payload: UnsafeRawBufferPointer, passphrase: SecureBytes, limits: PassphraseKeyDerivation.Limits)
+        throws(StoreError) -> [UInt8]
+    {
+        do {
+            let salt = try SecureRandom.bytes(count: PassphraseKeyDerivation.saltByteCount)
+            let nonce = try XChaCha20Poly1305.randomNonce()
+            var header = magic + [1, 1, 1, 0]
+            header += Self.bigEndian(limits.operations, bytes: 4)
+            header += Self.bigEndian(limits.memoryBytes, bytes: 8)
+            header += salt + nonce
+            let key = try PassphraseKeyDerivation.deriveKey(passphrase: passphrase, salt: salt, limits: limits)
+            let ciphertext = try XChaCha20Poly1305.seal(payload, key: key, nonce: nonce, associatedData: header)
+            let body = header + ciphertext
+            return body + (try Self.checksum(body))
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError.crypto(error, "cannot seal \(what)")
+        }
+    }
+
+    func open(_ bytes: [UInt8], passphrase: SecureBytes, path: String) throws(StoreError) -> SecureBytes {
+        guard bytes.count >= Self.overheadByteCount, isSealed(bytes) else {
+            throw StoreError(.integrity, "\(path) is not \(what) (bad magic or too short)", path: path)
+        }
+        let body = Array(bytes[0..<(bytes.count - Self.checksumByteCount)])
+        let sum: [UInt8]
+        do {
+            sum = try Self.checksum(body)
+        } catch {
+            throw StoreError.crypto(error, "cannot check \(path)")
+        }
+        guard sum == Array(bytes[(bytes.count - Self.checksumByteCount)...]) else {
+            throw StoreError(
+                .integrity, "\(path) is damaged (its checksum does not match); restore it from a backup", path: path)
+        }
+        guard bytes[4] == 1 else {
+            throw StoreError(
+                .unsupportedFormat, "\(path) has version \(bytes[4]); this build reads version 1", path: path)
+        }
+        guard bytes[5] == 1, bytes[6] == 1, bytes[7] == 0 else {
+            throw StoreError(.unsupportedFormat, "\(path) names an unknown key derivation or cipher", path: path)
+        }
+        let limits = PassphraseKeyDerivation.Limits(
+            operations: Self.integer(bytes[8..<12]), memoryBytes: Self.integer(bytes[12..<20]))
+        guard limits.isValid else {
+            throw StoreError(.integrity, "\(path) asks for Argon2id limits outside what vault accepts", path: path)
+        }
+        let header = Array(bytes[0..<Self.headerByteCount])
+        let salt = Array(bytes[20..<36])
+        let nonce = Array(bytes[36..<60])
+        let key: SecureBytes
+        do {
+            key = try PassphraseKeyDerivation.deriveKey(passphrase: passphrase, salt: salt, limits: limits)
+        } catch {
+            throw StoreError.crypto(error, "cannot derive the key of \(path)")
+        }
+        let result: Result<SecureBytes, CryptoError> = body.withUnsafeBytes { raw in
+            Result { () throws(CryptoError) in
+                try XChaCha20Poly1305.open(
+                    UnsafeRawBufferPointer(rebasing: raw[Self.headerByteCount...]), key: key, nonce: nonce,
+                    associatedData: header)
+            }
+        }
+        do {
+            return try result.get()
+        } catch {
+            throw StoreError(.wrongPassphrase, "wrong passphrase for \(path)", path: path)
+        }
+    }
+
+    static func checksum(_ body: [UInt8]) throws -> [UInt8] {
+        let key = try SecureBytes(count: 32) { _ in }
+        return try KeyDerivation.keyedHash(body, key: key, domain: checksumDomain, outputByteCount: checksumByteCount)
+    }
+
+    private static func bigEndian(_ value: UInt64, bytes: Int) -> [UInt8] {
+        (0..<bytes).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) }
+    }
+
+    private static func integer(_ bytes: ArraySlice<UInt8>) -> UInt64 {
+        bytes.reduce(0) { $0 << 8 | UInt64($1) }
+    }
+}
