@@ -73,6 +73,8 @@ let package = Package(
         .target(name: "Security", dependencies: ["Vault"]),
         // Keychain code written exactly as on iOS (only Foundation and Security); CI runs it.
         .executableTarget(name: "SecurityExample", dependencies: ["Security"]),
-        .testTarget(name: "SecurityTests", dependencies: ["Security", "Vault", "VaultArchive", "SecurityExample"]),
+        .testTarget(
+            name: "SecurityTests",
+            dependencies: ["Security", "Vault", "VaultArchive", "VaultCrypto", "VaultStore", "SecurityExample"]),
     ]
 )

@@ -1,3 +1,5 @@
+import VaultStore
+
 /// The item classes the vault stores, with the raw values of `kSecClass*`.
 public enum ItemClass: String, Sendable, Hashable, Codable, CaseIterable {
     /// kSecClassGenericPassword ("genp"): primary key = group, service, account, synchronizable.
@@ -24,4 +26,20 @@ public enum Accessibility: String, Sendable, Hashable, Codable, CaseIterable {
     case afterFirstUnlockThisDeviceOnly = "cku"
     /// kSecAttrAccessibleAlwaysThisDeviceOnly ("dku").
     case alwaysThisDeviceOnly = "dku"
+}
+
+extension Accessibility {
+    /// The class key that protects items of this accessibility.
+    public var protectionClass: ProtectionClass {
+        switch self {
+        case .always, .alwaysThisDeviceOnly: return .always
+        case .afterFirstUnlock, .afterFirstUnlockThisDeviceOnly: return .afterFirstUnlock
+        case .whenUnlocked, .whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly: return .whenUnlocked
+        }
+    }
+}
+
+extension Optional where Wrapped == Accessibility {
+    /// A missing accessibility is Apple's default, `whenUnlocked`.
+    var protectionClass: ProtectionClass { self?.protectionClass ?? .whenUnlocked }
 }

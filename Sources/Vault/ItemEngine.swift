@@ -72,7 +72,9 @@ struct ItemEngine: Sendable {
         }
         defer { bytes.wipe() }
         try translatingStoreErrors {
-            try bytes.withUnsafeBytes { try tx.write(group: group.name, id: id, plaintext: $0) }
+            try bytes.withUnsafeBytes {
+                try tx.write(group: group.name, id: id, plaintext: $0, protectionClass: record.protectionClass)
+            }
         }
     }
 
@@ -81,17 +83,26 @@ struct ItemEngine: Sendable {
     /// Every item of `groups` that `query` matches (the limit is the caller's business), in a stable
     /// order: by group as listed, then creation date, then id. A damaged file is skipped in a scan, but
     /// if nothing matched and a file was damaged, the damage is the answer: "not found" is said only
-    /// when every candidate could be read.
+    /// when every candidate could be read. A file whose class key the vault lacks (locked) makes the
+    /// whole query "locked" (`interactionNotAllowed`), never "not found", unless the query's
+    /// accessibility filter names a class that is unlocked (then locked files cannot match).
     func find(_ query: Query, in groups: [AccessGroup]) throws(VaultError) -> [LocatedItem] {
+        let lockedFilesCannotMatch = query.attributes.accessible.map { store.isAvailable($0.protectionClass) } ?? false
         if let reference = query.persistentReference {
             guard groups.contains(reference.group) else { return [] }
-            return try findByReference(reference, query: query)
+            return try findByReference(reference, query: query, lockedFilesCannotMatch: lockedFilesCannotMatch)
         }
         if let primaryKey = query.fullPrimaryKey {
             var found: [LocatedItem] = []
             for group in groups {
                 let id = try itemID(group, primaryKey)
-                if let record = try load(group, id), query.matches(record, group: group) {
+                let record: ItemRecord?
+                do {
+                    record = try load(group, id)
+                } catch  where error.status == .interactionNotAllowed && lockedFilesCannotMatch {
+                    continue
+                }
+                if let record, query.matches(record, group: group) {
                     found.append(LocatedItem(group: group, id: id, record: record))
                 }
             }
@@ -101,6 +112,7 @@ struct ItemEngine: Sendable {
         var damage: VaultError?
         for group in groups {
             let scanned = try scan(group) { record in query.matches(record, group: group) }
+            if let locked = scanned.locked, !lockedFilesCannotMatch { throw locked }
             found += scanned.items
             damage = damage ?? scanned.damage
         }
@@ -108,33 +120,48 @@ struct ItemEngine: Sendable {
         return found
     }
 
-    private func findByReference(_ reference: PersistentReference, query: Query) throws(VaultError) -> [LocatedItem] {
+    private func findByReference(_ reference: PersistentReference, query: Query, lockedFilesCannotMatch: Bool)
+        throws(VaultError) -> [LocatedItem]
+    {
         // Fast path: the item still has the primary key it had when the reference was made.
-        if let record = try? load(reference.group, reference.itemIDHint), record.persistentID == reference.persistentID
-        {
-            guard query.matches(record, group: reference.group) else { return [] }
-            return [LocatedItem(group: reference.group, id: reference.itemIDHint, record: record)]
+        do {
+            if let record = try load(reference.group, reference.itemIDHint),
+                record.persistentID == reference.persistentID
+            {
+                guard query.matches(record, group: reference.group) else { return [] }
+                return [LocatedItem(group: reference.group, id: reference.itemIDHint, record: record)]
+            }
+        } catch  where error.status == .interactionNotAllowed && !lockedFilesCannotMatch {
+            throw error
+        } catch {
+            // Damaged or locked-and-irrelevant: look further.
         }
         let scanned = try scan(reference.group) { record in
             record.persistentID == reference.persistentID && query.matches(record, group: reference.group)
         }
+        if scanned.items.isEmpty, let locked = scanned.locked, !lockedFilesCannotMatch { throw locked }
         if scanned.items.isEmpty, let damage = scanned.damage { throw damage }
         return scanned.items
     }
 
     /// Decrypts every item of `group` and keeps those `include` accepts. Of two files with one
-    /// persistent id (a crash in the middle of a move), the higher generation wins.
+    /// persistent id (a crash in the middle of a move), the higher generation wins. Files that fail are
+    /// set aside: the first damaged one and the first locked one are returned with the items.
     func scan(_ group: AccessGroup, include: (ItemRecord) -> Bool) throws(VaultError) -> (
-        items: [LocatedItem], damage: VaultError?
+        items: [LocatedItem], damage: VaultError?, locked: VaultError?
     ) {
         let ids = try translatingStoreErrors { try store.itemIDs(in: group.name) }
         var byPersistentID: [Data: LocatedItem] = [:]
         var damage: VaultError?
+        var locked: VaultError?
         for id in ids {
             let record: ItemRecord
             do {
                 guard let loaded = try load(group, id) else { continue }  // removed meanwhile
                 record = loaded
+            } catch  where error.status == .interactionNotAllowed {
+                locked = locked ?? error
+                continue
             } catch {
                 damage = damage ?? error
                 continue
@@ -149,7 +176,7 @@ struct ItemEngine: Sendable {
         let items = byPersistentID.values.sorted {
             ($0.record.created, $0.id) < ($1.record.created, $1.id)
         }
-        return (items, damage)
+        return (items, damage, locked)
     }
 
     // MARK: Writing (call under the write lock)
@@ -163,8 +190,22 @@ struct ItemEngine: Sendable {
         stored.creationDate = nil
         stored.modificationDate = nil
         let id = try itemID(group, ItemRecord.primaryKey(itemClass, stored))
-        if try load(group, id) != nil {
+        let protectionClass = stored.accessible.protectionClass
+        guard store.isAvailable(protectionClass) else {
+            throw VaultError(
+                .interactionNotAllowed,
+                "cannot add \(describe(itemClass, stored, group: group)) with class \(protectionClass): the vault "
+                    + "at \(store.path) is locked for it; run `vault unlock`")
+        }
+        do throws(VaultError) {
+            if try load(group, id) != nil {
+                throw VaultError(.duplicateItem, "\(describe(itemClass, stored, group: group)) already exists")
+            }
+        } catch  where error.status == .interactionNotAllowed {
+            // An item is there, even if this process cannot read it.
             throw VaultError(.duplicateItem, "\(describe(itemClass, stored, group: group)) already exists")
+        } catch {
+            throw error
         }
         let now = ItemRecord.now()
         let persistentID: Data

@@ -53,6 +53,9 @@ extension Vault {
         for name in try translatingStoreErrors({ try engine.store.groups() }) {
             let group = try AccessGroup(name.rawValue)
             let scanned = try engine.scan(group) { _ in true }
+            if let locked = scanned.locked {
+                throw VaultError(locked.status, "cannot export a locked vault: \(locked.message)", cause: locked)
+            }
             if let damage = scanned.damage {
                 throw VaultError(damage.status, "cannot export: \(damage.message) (run `vault check`)", cause: damage)
             }

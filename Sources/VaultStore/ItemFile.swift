@@ -2,9 +2,10 @@ import VaultCrypto
 
 /// The bytes of one item file (format v1):
 ///
-///     header = "VLTI" | version u8 (1) | algorithm u8 (1 = XChaCha20-Poly1305-IETF) | reserved u16 (0)
+///     header = "VLTI" | version u8 (1) | algorithm u8 (1 = XChaCha20-Poly1305-IETF)
+///              | protection class u8 (0 always, 1 after first unlock, 2 when unlocked) | reserved u8 (0)
 ///     nonce  = 24 random bytes
-///     body   = AEAD(group encryption key, nonce, plaintext,
+///     body   = AEAD(group encryption key of the class, nonce, plaintext,
 ///                   ad = header || vault id || len16be(group) || group || item id)
 ///
 /// The associated data binds the file to its vault, group and name: a file copied onto another item
@@ -21,10 +22,15 @@ enum ItemFile {
     static let maximumPlaintextByteCount = 16 << 20
     static let maximumFileByteCount = maximumPlaintextByteCount + overheadByteCount
 
-    static let header: [UInt8] = magic + [formatVersion, algorithmXChaCha20Poly1305, 0, 0]
+    static func header(_ protectionClass: ProtectionClass) -> [UInt8] {
+        magic + [formatVersion, algorithmXChaCha20Poly1305, protectionClass.rawValue, 0]
+    }
 
-    static func associatedData(vaultID: [UInt8], group: GroupName, id: ItemID) -> [UInt8] {
+    static func associatedData(
+        vaultID: [UInt8], group: GroupName, id: ItemID, protectionClass: ProtectionClass
+    ) -> [UInt8] {
         let groupBytes = Array(group.rawValue.utf8)
+        let header = header(protectionClass)
         var ad = header
         ad.reserveCapacity(header.count + vaultID.count + 2 + groupBytes.count + 64)
         ad += vaultID
@@ -39,6 +45,7 @@ enum ItemFile {
     static func seal(
         _ plaintext: UnsafeRawBufferPointer,
         key: SecureBytes,
+        protectionClass: ProtectionClass,
         vaultID: [UInt8],
         group: GroupName,
         id: ItemID
@@ -51,22 +58,17 @@ enum ItemFile {
             let nonce = try XChaCha20Poly1305.randomNonce()
             let body = try XChaCha20Poly1305.seal(
                 plaintext, key: key, nonce: nonce,
-                associatedData: associatedData(vaultID: vaultID, group: group, id: id))
-            return header + nonce + body
+                associatedData: associatedData(vaultID: vaultID, group: group, id: id, protectionClass: protectionClass)
+            )
+            return header(protectionClass) + nonce + body
         } catch {
             throw StoreError.crypto(error, "cannot encrypt item \(id) of group \(group)")
         }
     }
 
-    /// Checks and decrypts complete file contents. Every failure is `integrity` and names the file.
-    static func open(
-        _ contents: [UInt8],
-        key: SecureBytes,
-        vaultID: [UInt8],
-        group: GroupName,
-        id: ItemID,
-        path: String
-    ) throws(StoreError) -> SecureBytes {
+    /// The protection class a file says it has, after the checks that need no key; every failure is
+    /// `integrity` (or `unsupportedFormat`) and names the file.
+    static func protectionClass(of contents: [UInt8], path: String) throws(StoreError) -> ProtectionClass {
         guard contents.count >= headerByteCount, Array(contents[0..<4]) == magic else {
             throw StoreError(.integrity, "\(path) is not an item file (bad magic); it is damaged", path: path)
         }
@@ -76,16 +78,32 @@ enum ItemFile {
                 "\(path) has item format version \(contents[4]); this build reads version \(formatVersion)",
                 path: path)
         }
-        guard contents[5] == algorithmXChaCha20Poly1305, contents[6] == 0, contents[7] == 0 else {
-            throw StoreError(.integrity, "\(path) has an unknown algorithm or flags; it is damaged", path: path)
+        guard contents[5] == algorithmXChaCha20Poly1305, let protectionClass = ProtectionClass(rawValue: contents[6]),
+            contents[7] == 0
+        else {
+            throw StoreError(.integrity, "\(path) has an unknown algorithm, class or flags; it is damaged", path: path)
         }
         guard contents.count >= overheadByteCount else {
             throw StoreError(
                 .integrity, "\(path) is truncated (\(contents.count) bytes); it is damaged", path: path)
         }
+        return protectionClass
+    }
+
+    /// Checks and decrypts complete file contents with the key of its class. Every failure is
+    /// `integrity` and names the file.
+    static func open(
+        _ contents: [UInt8],
+        key: SecureBytes,
+        vaultID: [UInt8],
+        group: GroupName,
+        id: ItemID,
+        path: String
+    ) throws(StoreError) -> SecureBytes {
+        let protectionClass = try protectionClass(of: contents, path: path)
         let nonceEnd = headerByteCount + XChaCha20Poly1305.nonceByteCount
         let nonce = Array(contents[headerByteCount..<nonceEnd])
-        let ad = associatedData(vaultID: vaultID, group: group, id: id)
+        let ad = associatedData(vaultID: vaultID, group: group, id: id, protectionClass: protectionClass)
         let result: Result<SecureBytes, CryptoError> = contents.withUnsafeBytes { raw in
             Result { () throws(CryptoError) in
                 try XChaCha20Poly1305.open(

@@ -9,13 +9,18 @@ enum MasterKeyFile {
     static let fileName = "master.key"
     static let keyByteCount = 32
 
-    /// Loads the master key as `source` says: the external key file if there is one, else
-    /// `master.key` in `directory` (the vault directory, opened), unwrapped with the passphrase when
-    /// it is wrapped.
-    static func load(in directory: FileDescriptor, vaultPath: String, source: KeySource) throws(StoreError)
-        -> SecureBytes
+    /// What a key file holds: the key itself, or the key wrapped under a passphrase.
+    enum Contents {
+        case key(SecureBytes)
+        case wrapped([UInt8], path: String)
+    }
+
+    /// Reads the master key's file as `source` says: the external key file if there is one, else
+    /// `master.key` in `directory` (the vault directory, opened). A wrapped key is returned as such.
+    static func read(in directory: FileDescriptor, vaultPath: String, source: KeySource) throws(StoreError)
+        -> Contents
     {
-        if let keyFile = source.keyFile { return try loadExternal(keyFile) }
+        if let keyFile = source.keyFile { return .key(try loadExternal(keyFile)) }
         let path = vaultPath + "/" + fileName
         let contents: SecureBytes
         do {
@@ -29,12 +34,20 @@ enum MasterKeyFile {
                     + "LoadCredential=\(KeySource.credentialName):…); otherwise restore master.key from a backup",
                 path: path, cause: error.cause)
         }
-        if contents.count == keyByteCount { return contents }
-        let bytes = contents.withUnsafeBytes { [UInt8]($0) }  // the wrapped form is not secret
+        if contents.count == keyByteCount { return .key(contents) }
+        return .wrapped(contents.withUnsafeBytes { [UInt8]($0) }, path: path)  // the wrapped form is not secret
+    }
+
+    /// Asks `source` for the passphrase and unwraps. No provider, or one that cannot ask (no
+    /// terminal), is `locked`; a wrong passphrase is `wrongPassphrase`.
+    static func unwrap(_ bytes: [UInt8], path: String, vaultPath: String, source: KeySource) throws(StoreError)
+        -> SecureBytes
+    {
         guard let provider = source.passphrase else {
             throw StoreError(
                 .locked,
-                "the vault at \(vaultPath) is locked: \(path) is protected by a passphrase and none was given",
+                "the vault at \(vaultPath) is locked: \(path) is protected by a passphrase and none was given "
+                    + "(run `vault unlock`, or give the passphrase)",
                 path: path)
         }
         let passphrase: SecureBytes
@@ -46,6 +59,72 @@ enum MasterKeyFile {
             throw StoreError(.locked, "the vault at \(vaultPath) is locked: no passphrase (\(error))", path: path)
         }
         return try WrappedMasterKey.unwrap(bytes, passphrase: passphrase, path: path)
+    }
+
+    /// The `always` class key of a passphrase vault, kept plainly so that `Always` items can be read
+    /// without unlocking (with the same checks as `master.key`), followed by check values of the other
+    /// two class keys (BLAKE2b-128 keyed by each, "vault.class.chk"), so that a key taken from the
+    /// unlock cache is known to be this vault's before it is used: 32 + 16 + 16 bytes.
+    static let alwaysKeyFileName = "always.key"
+    static let alwaysKeyFileByteCount = keyByteCount + 32
+    static let checkDomain = KeyDerivation.Domain("vault.class.chk")
+
+    struct AlwaysKeyFile {
+        let always: SecureBytes
+        let checks: [ProtectionClass: [UInt8]]
+
+        /// Whether `key` is this vault's key of `protectionClass`.
+        func verifies(_ key: SecureBytes, _ protectionClass: ProtectionClass) -> Bool {
+            guard let expected = checks[protectionClass], let actual = try? checkValue(key) else { return false }
+            return expected == actual
+        }
+    }
+
+    static func checkValue(_ key: SecureBytes) throws -> [UInt8] {
+        try KeyDerivation.keyedHash([], key: key, domain: checkDomain, outputByteCount: 16)
+    }
+
+    static func loadAlwaysKey(in directory: FileDescriptor, vaultPath: String) throws(StoreError) -> AlwaysKeyFile? {
+        let path = vaultPath + "/" + alwaysKeyFileName
+        let contents: SecureBytes
+        do {
+            contents = try read(
+                alwaysKeyFileName, in: directory, path: path, ownerMayBeRoot: false,
+                sizes: [Int64(alwaysKeyFileByteCount)])
+        } catch  where error.errno == .noSuchFileOrDirectory {
+            return nil
+        }
+        do {
+            let always = try contents.withUnsafeBytes {
+                try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0[0..<32]))
+            }
+            let tail = contents.withUnsafeBytes { Array($0[32...]) }
+            return AlwaysKeyFile(
+                always: always,
+                checks: [.afterFirstUnlock: Array(tail[0..<16]), .whenUnlocked: Array(tail[16..<32])])
+        } catch {
+            throw StoreError.crypto(error, "cannot hold the always class key in secure memory")
+        }
+    }
+
+    static func writeAlwaysKey(_ keys: ClassKeys, in directory: FileDescriptor, vaultPath: String) throws(StoreError) {
+        guard let afterFirstUnlock = keys.afterFirstUnlock, let whenUnlocked = keys.whenUnlocked else {
+            throw StoreError(.locked, "the class keys of \(vaultPath) are not all available")
+        }
+        do {
+            let checks = try checkValue(afterFirstUnlock) + checkValue(whenUnlocked)
+            let contents = try SecureBytes(count: alwaysKeyFileByteCount) { buffer in
+                keys.always.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress!, byteCount: 32) }
+                checks.withUnsafeBytes { (buffer.baseAddress! + 32).copyMemory(from: $0.baseAddress!, byteCount: 32) }
+            }
+            try contents.withUnsafeBytes { bytes throws(StoreError) in
+                try AtomicFile.replace(alwaysKeyFileName, contents: bytes, in: directory, directoryPath: vaultPath)
+            }
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError.crypto(error, "cannot write \(vaultPath)/\(alwaysKeyFileName)")
+        }
     }
 
     /// Loads an external key file: 32 raw bytes, a regular file (not a symlink), owned by the
@@ -63,7 +142,10 @@ enum MasterKeyFile {
 
     /// Reads a key file into secure memory after checking it, both by name and once opened (the name
     /// could be swapped in between).
-    private static func read(_ name: String, in directory: FileDescriptor, path: String, ownerMayBeRoot: Bool)
+    private static func read(
+        _ name: String, in directory: FileDescriptor, path: String, ownerMayBeRoot: Bool,
+        sizes: Set<Int64> = [Int64(keyByteCount), Int64(WrappedMasterKey.byteCount)]
+    )
         throws(StoreError) -> SecureBytes
     {
         let status: FileStatus
@@ -72,7 +154,7 @@ enum MasterKeyFile {
         } catch {
             throw StoreError.system(error, "inspect", path: path)
         }
-        try check(status, path: path, ownerMayBeRoot: ownerMayBeRoot)
+        try check(status, path: path, ownerMayBeRoot: ownerMayBeRoot, sizes: sizes)
         let fd: FileDescriptor
         do {
             fd = try directory.openAt(name, .readOnly)
@@ -89,7 +171,7 @@ enum MasterKeyFile {
         guard opened.inode == status.inode, opened.device == status.device else {
             throw StoreError(.insecureFile, "\(path) changed while it was being opened; try again", path: path)
         }
-        try check(opened, path: path, ownerMayBeRoot: ownerMayBeRoot)
+        try check(opened, path: path, ownerMayBeRoot: ownerMayBeRoot, sizes: sizes)
         let size = Int(opened.size)
         do {
             return try SecureBytes(count: size) { buffer in
@@ -111,7 +193,9 @@ enum MasterKeyFile {
         }
     }
 
-    private static func check(_ status: FileStatus, path: String, ownerMayBeRoot: Bool) throws(StoreError) {
+    private static func check(_ status: FileStatus, path: String, ownerMayBeRoot: Bool, sizes: Set<Int64>)
+        throws(StoreError)
+    {
         switch status.kind {
         case .regular: break
         case .symbolicLink:
@@ -137,7 +221,7 @@ enum MasterKeyFile {
                 "\(path) is accessible by group or others (mode \(status.permissions)); run `chmod 600 \(path)`",
                 path: path)
         }
-        guard status.size == Int64(keyByteCount) || status.size == Int64(WrappedMasterKey.byteCount) else {
+        guard sizes.contains(status.size) else {
             throw StoreError(
                 .integrity,
                 "\(path) is \(status.size) bytes; a master key file is exactly \(keyByteCount) bytes (or "

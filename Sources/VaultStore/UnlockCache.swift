@@ -1,27 +1,34 @@
 import VaultCrypto
 import VaultSystem
 
-/// The unwrapped master key of a passphrase-protected vault, kept in the kernel keyring between
-/// `vault unlock` and `vault lock` (or the timeout), so that other processes of the same user open the
-/// vault without asking for the passphrase. Keyed by the vault id: one entry per vault.
+/// The unlocked class keys of a passphrase-protected vault, kept in the kernel keyring of the user
+/// between `vault unlock` and `vault lock` (or the timeout), so that other processes of the same user
+/// open the vault without the passphrase. Per vault (by id): the `afterFirstUnlock` key with no
+/// timeout (it stays until reboot, as Apple's does), the `whenUnlocked` key with the unlock's timeout.
+/// The master key itself is never cached.
 enum UnlockCache {
-    static func description(vaultID: [UInt8]) -> String {
-        "vault:" + vaultID.map { String($0, radix: 16).leftPadded(2) }.joined() + ":master"
+    static func description(vaultID: [UInt8], _ protectionClass: ProtectionClass) -> String {
+        let name = protectionClass == .whenUnlocked ? "wu" : "afu"
+        return "vault:" + vaultID.map { String($0, radix: 16).leftPadded(2) }.joined() + ":" + name
     }
 
-    /// The vault id as the marker states it, before the marker is authenticated (the cached key is
-    /// checked against the marker's tag before it is used).
+    /// The vault id as the marker states it, before the marker is authenticated (cached keys are only
+    /// used to decrypt items, whose authentication binds them to this vault).
     static func claimedVaultID(_ markerBytes: [UInt8]) -> [UInt8]? {
         guard markerBytes.count == VaultMarker.byteCount else { return nil }
         return Array(markerBytes[8..<VaultMarker.headerByteCount])
     }
 
-    /// The cached key of the vault, if any. A keyring that cannot be used (a seccomp profile forbids
+    /// The cached class keys of the vault. A keyring that cannot be used (a seccomp profile forbids
     /// it) counts as an empty cache here; `store` reports it.
-    static func read(vaultID: [UInt8]) -> SecureBytes? {
+    static func read(vaultID: [UInt8]) -> (afterFirstUnlock: SecureBytes?, whenUnlocked: SecureBytes?) {
+        (read(description(vaultID: vaultID, .afterFirstUnlock)), read(description(vaultID: vaultID, .whenUnlocked)))
+    }
+
+    private static func read(_ description: String) -> SecureBytes? {
         var length = 0
         let key = try? SecureBytes(count: MasterKeyFile.keyByteCount) { buffer in
-            guard let n = try KernelKeyring.read(description: description(vaultID: vaultID), into: buffer) else {
+            guard let n = try KernelKeyring.read(description: description, into: buffer) else {
                 throw Errno.noSuchFileOrDirectory
             }
             length = n
@@ -30,20 +37,22 @@ enum UnlockCache {
         return key
     }
 
-    static func store(_ key: SecureBytes, vaultID: [UInt8], timeoutSeconds: UInt32, path: String) throws(StoreError) {
+    static func store(
+        _ key: SecureBytes, vaultID: [UInt8], _ protectionClass: ProtectionClass, timeoutSeconds: UInt32, path: String
+    ) throws(StoreError) {
         do {
             try key.withUnsafeBytes { bytes throws(Errno) in
                 try KernelKeyring.store(
-                    bytes, description: description(vaultID: vaultID), timeoutSeconds: timeoutSeconds)
+                    bytes, description: description(vaultID: vaultID, protectionClass), timeoutSeconds: timeoutSeconds)
             }
         } catch {
             throw unavailable(error, path: path)
         }
     }
 
-    static func remove(vaultID: [UInt8], path: String) throws(StoreError) -> Bool {
+    static func remove(vaultID: [UInt8], _ protectionClass: ProtectionClass, path: String) throws(StoreError) -> Bool {
         do {
-            return try KernelKeyring.remove(description: description(vaultID: vaultID))
+            return try KernelKeyring.remove(description: description(vaultID: vaultID, protectionClass))
         } catch {
             throw unavailable(error, path: path)
         }
@@ -65,18 +74,27 @@ extension String {
 }
 
 extension VaultStore {
-    /// Unwraps the master key of the vault at `path` with `keySource`'s passphrase and caches it in the
-    /// kernel keyring for `timeoutSeconds` (0: until reboot or until `lock`), so that other processes
-    /// of this user open the vault without the passphrase.
+    /// Unwraps the master key of the vault at `path` with `keySource`'s passphrase and caches the
+    /// class keys in the kernel keyring: `afterFirstUnlock` until reboot, `whenUnlocked` for
+    /// `timeoutSeconds` (0: until reboot or `lock`). Other processes of this user then open the vault
+    /// without the passphrase.
     public static func unlock(at path: String, keySource: KeySource, timeoutSeconds: UInt32) throws(StoreError) {
         var source = keySource
         source.usesUnlockCache = false
         let store = try open(at: path, keySource: source)
-        try UnlockCache.store(store.masterKey, vaultID: store.vaultID, timeoutSeconds: timeoutSeconds, path: path)
+        guard let afterFirstUnlock = store.classKeys.afterFirstUnlock, let whenUnlocked = store.classKeys.whenUnlocked
+        else {
+            throw StoreError(.locked, "no passphrase was given to unlock the vault at \(path)", path: path)
+        }
+        try UnlockCache.store(
+            afterFirstUnlock, vaultID: store.vaultID, .afterFirstUnlock, timeoutSeconds: 0, path: path)
+        try UnlockCache.store(
+            whenUnlocked, vaultID: store.vaultID, .whenUnlocked, timeoutSeconds: timeoutSeconds, path: path)
     }
 
-    /// Drops the cached key of the vault at `path` from the kernel keyring; false when none was there.
-    /// Processes that already opened the vault keep their key until they close it.
+    /// Drops the cached `whenUnlocked` key of the vault at `path` (the `afterFirstUnlock` key stays
+    /// until reboot, as Apple's does); false when none was cached. Processes that already opened the
+    /// vault keep their keys until they close it.
     public static func lock(at path: String) throws(StoreError) -> Bool {
         let directory = try VaultDirectory.open(path, creating: false)
         defer { try? directory.close() }
@@ -85,6 +103,6 @@ extension VaultStore {
         guard let vaultID = UnlockCache.claimedVaultID(bytes) else {
             throw StoreError(.integrity, "\(markerPath) is damaged", path: markerPath)
         }
-        return try UnlockCache.remove(vaultID: vaultID, path: path)
+        return try UnlockCache.remove(vaultID: vaultID, .whenUnlocked, path: path)
     }
 }

@@ -4,7 +4,8 @@ import VaultCrypto
 /// id that every item file is bound to.
 ///
 /// Layout (56 bytes): "VLTV" | format version u8 | reserved u8×3 (0) | vault id (16 random bytes) |
-/// keyed BLAKE2b-256 of the first 24 bytes under the master key ("vault.marker.v1"). The version is
+/// keyed BLAKE2b-256 of the first 24 bytes under the `always` class key ("vault.marker.v1"), which
+/// every opener has, locked or not. The version is
 /// readable without the key so that a newer format is named as such; the tag makes any change to the
 /// vault id detectable once the key is known.
 struct VaultMarker: Equatable {
@@ -31,10 +32,10 @@ struct VaultMarker: Equatable {
         Self.magic + [Self.formatVersion, 0, 0, 0] + vaultID
     }
 
-    func encoded(masterKey: SecureBytes) throws(StoreError) -> [UInt8] {
+    func encoded(key: SecureBytes) throws(StoreError) -> [UInt8] {
         let head = header()
         do {
-            return head + (try KeyDerivation.keyedHash(head, key: masterKey, domain: Self.tagDomain))
+            return head + (try KeyDerivation.keyedHash(head, key: key, domain: Self.tagDomain))
         } catch {
             throw StoreError.crypto(error, "cannot authenticate the vault marker")
         }
@@ -42,7 +43,7 @@ struct VaultMarker: Equatable {
 
     /// Parses and checks the marker. The format version is checked before the size and the tag, so
     /// that a future format is reported as such rather than as damage.
-    static func decode(_ bytes: [UInt8], masterKey: SecureBytes, path: String) throws(StoreError) -> VaultMarker {
+    static func decode(_ bytes: [UInt8], key: SecureBytes, path: String) throws(StoreError) -> VaultMarker {
         guard bytes.count >= 5, Array(bytes[0..<4]) == magic else {
             throw StoreError(.integrity, "\(path) is not a vault marker (bad magic); the file is damaged", path: path)
         }
@@ -59,7 +60,7 @@ struct VaultMarker: Equatable {
         let marker = VaultMarker(vaultID: Array(bytes[8..<headerByteCount]))
         let expected: [UInt8]
         do {
-            expected = try KeyDerivation.keyedHash(marker.header(), key: masterKey, domain: tagDomain)
+            expected = try KeyDerivation.keyedHash(marker.header(), key: key, domain: tagDomain)
         } catch {
             throw StoreError.crypto(error, "cannot check the vault marker")
         }

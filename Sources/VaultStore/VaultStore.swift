@@ -16,7 +16,10 @@ public final class VaultStore: Sendable {
     let directory: FileDescriptor
     let groupsDirectory: FileDescriptor
     let lockFile: FileDescriptor
-    let masterKey: SecureBytes
+    let classKeys: ClassKeys
+    /// The master key, when this process has it (a key file, or the passphrase); not when the vault
+    /// was opened with only the `always` key and cached class keys.
+    var masterKey: SecureBytes? { classKeys.master }
 
     private struct State {
         var groupDirectories: [GroupName: FileDescriptor] = [:]
@@ -34,14 +37,14 @@ public final class VaultStore: Sendable {
 
     private init(
         path: String, vaultID: [UInt8], directory: FileDescriptor, groupsDirectory: FileDescriptor,
-        lockFile: FileDescriptor, masterKey: SecureBytes
+        lockFile: FileDescriptor, classKeys: ClassKeys
     ) {
         self.path = path
         self.vaultID = vaultID
         self.directory = directory
         self.groupsDirectory = groupsDirectory
         self.lockFile = lockFile
-        self.masterKey = masterKey
+        self.classKeys = classKeys
     }
 
     deinit {
@@ -70,14 +73,22 @@ public final class VaultStore: Sendable {
             let masterKey: SecureBytes
             if keySource.keyFile == nil, (try? directory.statusAt(MasterKeyFile.fileName)) != nil {
                 // A previous init stopped before its marker: finish it with the key it left.
-                masterKey = try MasterKeyFile.load(in: directory, vaultPath: path, source: keySource)
+                switch try MasterKeyFile.read(in: directory, vaultPath: path, source: keySource) {
+                case .key(let key): masterKey = key
+                case .wrapped(let bytes, let keyPath):
+                    masterKey = try MasterKeyFile.unwrap(bytes, path: keyPath, vaultPath: path, source: keySource)
+                }
             } else {
                 masterKey = try MasterKeyFile.create(in: directory, vaultPath: path, source: keySource)
+            }
+            let classKeys = try ClassKeys(master: masterKey)
+            if keySource.keyFile == nil, keySource.passphrase != nil {
+                try MasterKeyFile.writeAlwaysKey(classKeys, in: directory, vaultPath: path)
             }
             try ensureLockFile(in: directory, path: path)
             try ensureGroupsDirectory(in: directory, path: path)
             let marker = try VaultMarker.random()
-            let encoded = try marker.encoded(masterKey: masterKey)
+            let encoded = try marker.encoded(key: classKeys.always)
             do {
                 try encoded.withStoreBytes { bytes throws(StoreError) in
                     try AtomicFile.createExclusively(
@@ -89,7 +100,7 @@ public final class VaultStore: Sendable {
                     .vaultAlreadyExists, "a vault was created at \(path) by another init at the same time",
                     path: path)
             }
-            return try assemble(path: path, directory: directory, markerBytes: encoded, masterKey: masterKey)
+            return try assemble(path: path, directory: directory, markerBytes: encoded, classKeys: classKeys)
         } catch {
             try? directory.close()
             throw error
@@ -129,38 +140,70 @@ public final class VaultStore: Sendable {
                         + "this build of vault reads version \(VaultMarker.formatVersion)",
                     path: markerPath)
             }
-            // A key cached by `vault unlock` is used only if it passes the marker's check.
-            if keySource.usesUnlockCache, keySource.keyFile == nil,
-                let vaultID = UnlockCache.claimedVaultID(markerBytes), let cached = UnlockCache.read(vaultID: vaultID),
-                let store = try? assemble(path: path, directory: directory, markerBytes: markerBytes, masterKey: cached)
-            {
-                return store
-            }
-            let masterKey = try MasterKeyFile.load(in: directory, vaultPath: path, source: keySource)
-            return try assemble(path: path, directory: directory, markerBytes: markerBytes, masterKey: masterKey)
+            let classKeys = try loadClassKeys(
+                directory: directory, path: path, markerBytes: markerBytes, keySource: keySource)
+            return try assemble(path: path, directory: directory, markerBytes: markerBytes, classKeys: classKeys)
         } catch {
             try? directory.close()
             throw error
         }
     }
 
-    /// Checks the marker against the key and opens the lock file and the groups directory. Takes
-    /// ownership of `directory` only on success.
+    /// The class keys a process can have: all of them from a key file or a passphrase; in a passphrase
+    /// vault opened without one, the `always` key from `always.key` and whatever `vault unlock` cached.
+    /// The cache is tried before the passphrase is asked for, so that an unlocked vault asks nothing.
+    private static func loadClassKeys(
+        directory: FileDescriptor, path: String, markerBytes: [UInt8], keySource: KeySource
+    ) throws(StoreError) -> ClassKeys {
+        let contents = try MasterKeyFile.read(in: directory, vaultPath: path, source: keySource)
+        guard case .wrapped(let wrapped, let keyPath) = contents else {
+            guard case .key(let master) = contents else { fatalError("unreachable") }
+            return try ClassKeys(master: master)
+        }
+        let alwaysFile = try MasterKeyFile.loadAlwaysKey(in: directory, vaultPath: path)
+        // Cached class keys count only if they are this vault's (a stale or foreign entry is ignored).
+        var afterFirstUnlock: SecureBytes?
+        var whenUnlocked: SecureBytes?
+        if keySource.usesUnlockCache, let alwaysFile, let vaultID = UnlockCache.claimedVaultID(markerBytes) {
+            let cached = UnlockCache.read(vaultID: vaultID)
+            afterFirstUnlock = cached.afterFirstUnlock.flatMap { alwaysFile.verifies($0, .afterFirstUnlock) ? $0 : nil }
+            whenUnlocked = cached.whenUnlocked.flatMap { alwaysFile.verifies($0, .whenUnlocked) ? $0 : nil }
+            if let afterFirstUnlock, let whenUnlocked {
+                return ClassKeys(
+                    always: alwaysFile.always, afterFirstUnlock: afterFirstUnlock, whenUnlocked: whenUnlocked)
+            }
+        }
+        do {
+            let master = try MasterKeyFile.unwrap(wrapped, path: keyPath, vaultPath: path, source: keySource)
+            return try ClassKeys(master: master)
+        } catch  where error.code == .locked && alwaysFile != nil {
+            // No passphrase to be had: open locked. `Always` items stay readable; the others say locked.
+            return ClassKeys(always: alwaysFile!.always, afterFirstUnlock: afterFirstUnlock, whenUnlocked: whenUnlocked)
+        }
+    }
+
+    /// Checks the marker against the `always` class key and opens the lock file and the groups
+    /// directory. Takes ownership of `directory` only on success.
     private static func assemble(
-        path: String, directory: FileDescriptor, markerBytes: [UInt8], masterKey: SecureBytes
+        path: String, directory: FileDescriptor, markerBytes: [UInt8], classKeys: ClassKeys
     ) throws(StoreError) -> VaultStore {
         let marker = try VaultMarker.decode(
-            markerBytes, masterKey: masterKey, path: path + "/" + VaultMarker.fileName)
+            markerBytes, key: classKeys.always, path: path + "/" + VaultMarker.fileName)
         let lockFile = try ensureLockFile(in: directory, path: path)
         do throws(StoreError) {
             let groups = try ensureGroupsDirectory(in: directory, path: path)
             return VaultStore(
                 path: path, vaultID: marker.vaultID, directory: directory, groupsDirectory: groups,
-                lockFile: lockFile, masterKey: masterKey)
+                lockFile: lockFile, classKeys: classKeys)
         } catch {
             try? lockFile.close()
             throw error
         }
+    }
+
+    /// Whether this store holds the key of `protectionClass` (always true for a key-file vault).
+    public func isAvailable(_ protectionClass: ProtectionClass) -> Bool {
+        classKeys.key(protectionClass) != nil
     }
 
     /// Re-wraps the master key in `master.key` under `newPassphrase` (nil stores it plainly), under the
@@ -176,8 +219,16 @@ public final class VaultStore: Sendable {
                 "the key of the vault at \(path) is in the external file \(keySource.keyFile!); a passphrase "
                     + "protects master.key only")
         }
+        guard let masterKey else {
+            throw StoreError(
+                .locked, "the vault at \(path) was opened without its passphrase; give the current one to change it")
+        }
         do {
             try withWriteLock { _ in
+                if newPassphrase != nil {
+                    // Written first: a crash after it leaves a plain master.key and a harmless always.key.
+                    try MasterKeyFile.writeAlwaysKey(classKeys, in: directory, vaultPath: path)
+                }
                 try MasterKeyFile.rewrite(
                     masterKey, passphrase: newPassphrase, limits: limits, in: directory, vaultPath: path)
             }
@@ -229,7 +280,7 @@ public final class VaultStore: Sendable {
 
     func keys(for group: GroupName) throws(StoreError) -> GroupKeys {
         if let keys = state.withLock({ $0.groupKeys[group] }) { return keys }
-        let keys = try GroupKeys(masterKey: masterKey, group: group)
+        let keys = try GroupKeys(classKeys: classKeys, group: group)
         state.withLock { $0.groupKeys[group] = keys }
         return keys
     }
@@ -303,8 +354,19 @@ public final class VaultStore: Sendable {
         } catch  where error.errno == .noSuchFileOrDirectory {
             return nil
         }
-        return try ItemFile.open(
-            contents, key: try keys(for: group).encryption, vaultID: vaultID, group: group, id: id, path: path)
+        let protectionClass = try ItemFile.protectionClass(of: contents, path: path)
+        guard let key = try keys(for: group).encryption(protectionClass) else {
+            throw lockedError(protectionClass, path: path)
+        }
+        return try ItemFile.open(contents, key: key, vaultID: vaultID, group: group, id: id, path: path)
+    }
+
+    func lockedError(_ protectionClass: ProtectionClass, path: String) -> StoreError {
+        StoreError(
+            .locked,
+            "\(path) is protected by class \(protectionClass) and the vault at \(self.path) is locked for it; "
+                + "run `vault unlock` (or give the passphrase)",
+            path: path)
     }
 
     /// The groups that have a directory in the vault, sorted.
@@ -349,11 +411,16 @@ public final class VaultStore: Sendable {
 
     /// Encrypts `plaintext` as item `id` of `group` and durably replaces the file. Call within
     /// `withWriteLock` (through `WriteTransaction`).
-    func writeItem(group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer) throws(StoreError) {
+    func writeItem(
+        group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer, protectionClass: ProtectionClass
+    ) throws(StoreError) {
+        guard let key = try keys(for: group).encryption(protectionClass) else {
+            throw lockedError(protectionClass, path: itemPath(group, id))
+        }
         let directory = try groupDirectory(group, create: true)!
         try removeStaleTemporaryFiles(group: group, directory: directory)
         let contents = try ItemFile.seal(
-            plaintext, key: try keys(for: group).encryption, vaultID: vaultID, group: group, id: id)
+            plaintext, key: key, protectionClass: protectionClass, vaultID: vaultID, group: group, id: id)
         let durable = !state.withLock { $0.bulkLoading }
         try contents.withStoreBytes { bytes throws(StoreError) in
             try AtomicFile.replace(
@@ -455,15 +522,20 @@ public final class VaultStore: Sendable {
 public struct WriteTransaction {
     let store: VaultStore
 
-    /// Encrypts and durably stores `plaintext` as item `id` of `group`, replacing any previous value.
-    public func write(group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer) throws(StoreError) {
-        try store.writeItem(group: group, id: id, plaintext: plaintext)
+    /// Encrypts `plaintext` under the key of `protectionClass` and durably stores it as item `id` of
+    /// `group`, replacing any previous value; `locked` when the store lacks that class key.
+    public func write(
+        group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer, protectionClass: ProtectionClass
+    ) throws(StoreError) {
+        try store.writeItem(group: group, id: id, plaintext: plaintext, protectionClass: protectionClass)
     }
 
-    /// Stores the contents of `plaintext` (see `write(group:id:plaintext:)`).
-    public func write(group: GroupName, id: ItemID, plaintext: SecureBytes) throws(StoreError) {
+    /// Stores the contents of `plaintext` (see `write(group:id:plaintext:protectionClass:)`).
+    public func write(group: GroupName, id: ItemID, plaintext: SecureBytes, protectionClass: ProtectionClass)
+        throws(StoreError)
+    {
         try plaintext.withUnsafeBytes { bytes throws(StoreError) in
-            try store.writeItem(group: group, id: id, plaintext: bytes)
+            try store.writeItem(group: group, id: id, plaintext: bytes, protectionClass: protectionClass)
         }
     }
 

@@ -34,7 +34,7 @@ import Testing
         #expect(wrong.errors.contains("wrong passphrase"))
         let locked = try shell(scratch, "\(v) get svc < /dev/null")
         #expect(locked.status == 5)
-        #expect(locked.errors.contains("--passphrase-fd"))
+        #expect(locked.errors.contains("vault unlock"))
 
         let passwd = try scratch.run(
             ["passwd", "--kdf-cost", "minimum", "--passphrase-fd", "0"], input: Data("first pass\nsecond pass\n"))
@@ -92,8 +92,12 @@ import Testing
         #expect(unlock.status == 0, "\(unlock.errors)")
         #expect(try scratch.run(["put", "svc"], input: Data("v")).status == 0)
         #expect(try scratch.run(["get", "svc"]).text == "v")
+        #expect(try scratch.run(["uuid"]).status == 0)  // AfterFirstUnlockThisDeviceOnly
         #expect(try scratch.run(["lock"]).status == 0)
+        // The CLI's items are WhenUnlocked (Apple's default): locked again; the AfterFirstUnlock
+        // identifier stays readable until reboot.
         #expect(try scratch.run(["get", "svc"]).status == 5)
+        #expect(try scratch.run(["uuid"]).status == 0)
         #expect(try scratch.run(["unlock", "--timeout", "soon"]).status == 2)
     }
 }

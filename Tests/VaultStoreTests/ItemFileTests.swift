@@ -6,8 +6,12 @@ import VaultSystem
 @testable import VaultStore
 
 extension VaultStore {
-    func put(_ bytes: [UInt8], group: GroupName, id: ItemID) throws {
-        try withWriteLock { tx in try bytes.withUnsafeBytes { try tx.write(group: group, id: id, plaintext: $0) } }
+    func put(_ bytes: [UInt8], group: GroupName, id: ItemID, protectionClass: ProtectionClass = .always) throws {
+        try withWriteLock { tx in
+            try bytes.withUnsafeBytes {
+                try tx.write(group: group, id: id, plaintext: $0, protectionClass: protectionClass)
+            }
+        }
     }
 
     func get(group: GroupName, id: ItemID) throws -> [UInt8]? {
@@ -212,7 +216,7 @@ extension VaultStore {
         let vault = try TestVault()
         defer { vault.remove() }
         let store = try VaultStore.create(at: vault.path)
-        let address = store.masterKey.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+        let address = store.classKeys.always.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
         let smaps = String(
             decoding: FileHandle(forReadingAtPath: "/proc/self/smaps")!.readDataToEndOfFile(), as: UTF8.self)
         var inside = false

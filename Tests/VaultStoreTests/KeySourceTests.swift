@@ -36,9 +36,20 @@ func passphrase(_ text: String) -> KeySource {
         #expect(wrong?.code == .wrongPassphrase)
         #expect(wrong?.message.contains("master.key") == true)
 
-        let locked = #expect(throws: StoreError.self) { _ = try VaultStore.open(at: vault.path) }
-        #expect(locked?.code == .locked)
-        #expect(locked?.message.contains("locked") == true)
+        // Without the passphrase the vault opens locked: only the `always` class key is there.
+        let locked = try VaultStore.open(at: vault.path)
+        #expect(locked.isAvailable(.always))
+        #expect(!locked.isAvailable(.afterFirstUnlock) && !locked.isAvailable(.whenUnlocked))
+        #expect(try locked.get(group: group, id: id) == Array("secret".utf8))  // written as `always`
+        let wuID = try store.itemID(group: group, primaryKey: [2])
+        try store.put([2], group: group, id: wuID, protectionClass: .whenUnlocked)
+        let error = #expect(throws: StoreError.self) { _ = try locked.get(group: group, id: wuID) }
+        #expect(error?.code == .locked)
+        #expect(error?.message.contains("WhenUnlocked") == true)
+        #expect(error?.message.contains("vault unlock") == true)
+        #expect(throws: StoreError.self) { try locked.put([3], group: group, id: wuID, protectionClass: .whenUnlocked) }
+        #expect(try vault.bytes("always.key").count == 64)
+        #expect(try vault.mode("always.key") == 0o600)
     }
 
     @Test func everyBitFlipOfTheWrappedKeyIsDamageNotAWrongPassphrase() throws {
@@ -213,31 +224,40 @@ func passphrase(_ text: String) -> KeySource {
 }
 
 @Suite struct UnlockCacheTests {
-    @Test func unlockLetsOtherOpensInUntilLockOrTimeout() throws {
+    @Test func unlockGivesOtherOpensTheClassKeysUntilLockOrTimeout() throws {
         let vault = try TestVault()
         defer {
             _ = try? VaultStore.lock(at: vault.path)
             vault.remove()
         }
         let store = try VaultStore.create(at: vault.path, keySource: passphrase("pw"))
-        #expect(throws: StoreError.self) { _ = try VaultStore.open(at: vault.path) }
+        let group = try GroupName("g")
+        let ids = try [1, 2, 3].map { try store.itemID(group: group, primaryKey: [UInt8($0)]) }
+        try store.put([0], group: group, id: ids[0], protectionClass: .always)
+        try store.put([1], group: group, id: ids[1], protectionClass: .afterFirstUnlock)
+        try store.put([2], group: group, id: ids[2], protectionClass: .whenUnlocked)
+        func readable() throws -> [Bool] {
+            let opened = try VaultStore.open(at: vault.path)
+            return ids.map { (try? opened.get(group: group, id: $0)) != nil }
+        }
+        #expect(try readable() == [true, false, false])
         try VaultStore.unlock(at: vault.path, keySource: passphrase("pw"), timeoutSeconds: 60)
-        #expect(try VaultStore.open(at: vault.path).vaultID == store.vaultID)
+        #expect(try readable() == [true, true, true])
+        // `lock` drops the WhenUnlocked key; the AfterFirstUnlock key stays until reboot.
         #expect(try VaultStore.lock(at: vault.path) == true)
         #expect(try VaultStore.lock(at: vault.path) == false)
-        let locked = #expect(throws: StoreError.self) { _ = try VaultStore.open(at: vault.path) }
-        #expect(locked?.code == .locked)
-        // The timeout drops the key by itself.
+        #expect(try readable() == [true, true, false])
+        // The timeout drops the WhenUnlocked key by itself.
         try VaultStore.unlock(at: vault.path, keySource: passphrase("pw"), timeoutSeconds: 1)
-        _ = try VaultStore.open(at: vault.path)
+        #expect(try readable() == [true, true, true])
         Thread.sleep(forTimeInterval: 2.2)
-        #expect((try? VaultStore.open(at: vault.path)) == nil)
+        #expect(try readable() == [true, true, false])
         // A wrong passphrase caches nothing.
         let wrong = #expect(throws: StoreError.self) {
             try VaultStore.unlock(at: vault.path, keySource: passphrase("nope"), timeoutSeconds: 60)
         }
         #expect(wrong?.code == .wrongPassphrase)
-        #expect((try? VaultStore.open(at: vault.path)) == nil)
+        #expect(try readable() == [true, true, false])
     }
 
     @Test func aWrongCachedKeyIsIgnored() throws {
@@ -248,9 +268,10 @@ func passphrase(_ text: String) -> KeySource {
         }
         let store = try VaultStore.create(at: vault.path, keySource: passphrase("pw"))
         let bogus = try SecureBytes.random(count: 32)
-        try UnlockCache.store(bogus, vaultID: store.vaultID, timeoutSeconds: 60, path: vault.path)
-        let error = #expect(throws: StoreError.self) { _ = try VaultStore.open(at: vault.path) }
-        #expect(error?.code == .locked)
-        _ = try VaultStore.open(at: vault.path, keySource: passphrase("pw"))
+        try UnlockCache.store(bogus, vaultID: store.vaultID, .afterFirstUnlock, timeoutSeconds: 60, path: vault.path)
+        try UnlockCache.store(bogus, vaultID: store.vaultID, .whenUnlocked, timeoutSeconds: 60, path: vault.path)
+        let locked = try VaultStore.open(at: vault.path)
+        #expect(!locked.isAvailable(.afterFirstUnlock) && !locked.isAvailable(.whenUnlocked))
+        #expect(try VaultStore.open(at: vault.path, keySource: passphrase("pw")).isAvailable(.whenUnlocked))
     }
 }

@@ -47,7 +47,9 @@ import VaultCrypto
         let group = try GroupName("g")
         let id = try store.itemID(group: group, primaryKey: [1])
         try store.withWriteLock { tx in
-            try [UInt8]([9, 9]).withUnsafeBytes { try tx.write(group: group, id: id, plaintext: $0) }
+            try [UInt8]([9, 9]).withUnsafeBytes {
+                try tx.write(group: group, id: id, plaintext: $0, protectionClass: .always)
+            }
         }
         let key = try vault.bytes("master.key")
         let marker = try vault.bytes("VAULT")

@@ -258,24 +258,61 @@ struct Credentials: Codable, Equatable {
 }
 
 @Suite struct LockedVaultTests {
-    @Test func aLockedVaultIsInteractionNotAllowedAndAWrongPassphraseIsAuthFailed() throws {
+    @Test func classKeysDecideWhatALockedVaultCanRead() throws {
         let t = try TestVault()
-        defer { t.remove() }
+        defer {
+            _ = try? Vault.lock(at: t.path)
+            t.remove()
+        }
         let client = try Client(applicationIdentifier: "com.example.app")
         let right = KeySource(
             passphrase: { _ in try SecureBytes(count: 2) { $0.copyBytes(from: [1, 2]) } }, limits: .minimum)
         let vault = try Vault.create(at: t.path, client: client, keySource: right)
-        try vault.set("s", for: try ItemKey(service: "svc"))
-        let locked = #expect(throws: VaultError.self) {
-            _ = try Vault.open(at: t.path, client: client, keySource: KeySource())
+        try vault.set("always", for: try ItemKey(service: "always"), accessibility: .always)
+        try vault.set("afu", for: try ItemKey(service: "afu"), accessibility: .afterFirstUnlock)
+        try vault.set("wu", for: try ItemKey(service: "wu"), accessibility: .whenUnlockedThisDeviceOnly)
+        try vault.add(.genericPassword, attributes: genp("default", ""), data: Data("apple's default: ak"))
+
+        let locked = try Vault.open(at: t.path, client: client, keySource: KeySource())
+        #expect(try locked.string(for: try ItemKey(service: "always")) == "always")
+        for service in ["afu", "wu", "default"] {
+            #expect(status { _ = try locked.data(for: try ItemKey(service: service)) } == .interactionNotAllowed)
         }
-        #expect(locked?.status == .interactionNotAllowed)
+        // Never "not found" for a locked item, and a query spanning locked items says locked...
+        #expect(
+            status { _ = try locked.copyMatching(Query(itemClass: .genericPassword, limit: .all)) }
+                == .interactionNotAllowed)
+        #expect(status { _ = try locked.allKeys() } == .interactionNotAllowed)
+        // ...unless it is filtered to an unlocked class.
+        var onlyAlways = Query(itemClass: .genericPassword, limit: .all)
+        onlyAlways.attributes.accessible = .always
+        #expect(try locked.copyMatching(onlyAlways).map(\.attributes.service) == ["always"])
+        // Writes of a locked class are refused, an existing key is still a duplicate, nothing changes.
+        #expect(
+            status { try locked.set("x", for: try ItemKey(service: "new-wu"), accessibility: .whenUnlocked) }
+                == .interactionNotAllowed)
+        #expect(
+            status { try locked.add(.genericPassword, attributes: genp("afu", ""), data: Data("x")) }
+                == .interactionNotAllowed)
+        var alwaysDuplicate = genp("wu", "")
+        alwaysDuplicate.accessible = .always
+        #expect(
+            status { try locked.add(.genericPassword, attributes: alwaysDuplicate, data: Data("x")) } == .duplicateItem)
+
+        // A wrong passphrase is authFailed; the right one reads everything.
         let wrong = KeySource(passphrase: { _ in try SecureBytes(count: 1) { $0.copyBytes(from: [9]) } })
-        let failed = #expect(throws: VaultError.self) {
-            _ = try Vault.open(at: t.path, client: client, keySource: wrong)
-        }
-        #expect(failed?.status == .authFailed)
-        let reopened = try Vault.open(at: t.path, client: client, keySource: right)
-        #expect(try reopened.string(for: try ItemKey(service: "svc")) == "s")
+        #expect(status { _ = try Vault.open(at: t.path, client: client, keySource: wrong) } == .authFailed)
+        let unlocked = try Vault.open(at: t.path, client: client, keySource: right)
+        #expect(try unlocked.string(for: try ItemKey(service: "wu")) == "wu")
+
+        // After `unlock`, other handles read everything; after `lock`, WhenUnlocked items are locked again.
+        try Vault.unlock(at: t.path, keySource: right, timeoutSeconds: 60)
+        #expect(
+            try Vault.open(at: t.path, client: client, keySource: KeySource()).string(for: try ItemKey(service: "wu"))
+                == "wu")
+        try Vault.lock(at: t.path)
+        let afterLock = try Vault.open(at: t.path, client: client, keySource: KeySource())
+        #expect(try afterLock.string(for: try ItemKey(service: "afu")) == "afu")
+        #expect(status { _ = try afterLock.data(for: try ItemKey(service: "wu")) } == .interactionNotAllowed)
     }
 }

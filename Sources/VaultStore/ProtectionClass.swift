@@ -1,0 +1,69 @@
+import VaultCrypto
+
+/// When an item can be read, as Apple's keybag classes: every item file is encrypted under the key of
+/// its class (recorded, authenticated, in the file's header).
+///
+/// In a vault whose key is a key file, every class key is always there. In a passphrase vault,
+/// `always` items need no unlock (their key is in `always.key`), `afterFirstUnlock` items need a
+/// `vault unlock` since boot (the key stays in the kernel keyring), and `whenUnlocked` items need an
+/// unlock that `vault lock` and the timeout end.
+public enum ProtectionClass: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    /// kSecAttrAccessibleAlways(ThisDeviceOnly).
+    case always = 0
+    /// kSecAttrAccessibleAfterFirstUnlock(ThisDeviceOnly).
+    case afterFirstUnlock = 1
+    /// kSecAttrAccessibleWhenUnlocked(ThisDeviceOnly), WhenPasscodeSetThisDeviceOnly.
+    case whenUnlocked = 2
+
+    /// The class's name, as in messages.
+    public var description: String {
+        switch self {
+        case .always: return "Always"
+        case .afterFirstUnlock: return "AfterFirstUnlock"
+        case .whenUnlocked: return "WhenUnlocked"
+        }
+    }
+
+    static let domain = KeyDerivation.Domain("vault.class.v1")
+}
+
+/// The class keys a store holds: `always` always, the others when the vault is unlocked (or has a key
+/// file). Each is derived from the master key: K = BLAKE2b(master, "vault.class.v1", [class]).
+struct ClassKeys: Sendable {
+    let always: SecureBytes
+    let afterFirstUnlock: SecureBytes?
+    let whenUnlocked: SecureBytes?
+    /// The master key, when this process has it (key file or passphrase), not from the cache.
+    let master: SecureBytes?
+
+    init(master: SecureBytes) throws(StoreError) {
+        self.master = master
+        always = try Self.derive(master, .always)
+        afterFirstUnlock = try Self.derive(master, .afterFirstUnlock)
+        whenUnlocked = try Self.derive(master, .whenUnlocked)
+    }
+
+    init(always: SecureBytes, afterFirstUnlock: SecureBytes?, whenUnlocked: SecureBytes?) {
+        self.master = nil
+        self.always = always
+        self.afterFirstUnlock = afterFirstUnlock
+        self.whenUnlocked = whenUnlocked
+    }
+
+    static func derive(_ master: SecureBytes, _ protectionClass: ProtectionClass) throws(StoreError) -> SecureBytes {
+        do {
+            return try KeyDerivation.subkey(
+                of: master, domain: ProtectionClass.domain, context: [protectionClass.rawValue])
+        } catch {
+            throw StoreError.crypto(error, "cannot derive the \(protectionClass) class key")
+        }
+    }
+
+    func key(_ protectionClass: ProtectionClass) -> SecureBytes? {
+        switch protectionClass {
+        case .always: return always
+        case .afterFirstUnlock: return afterFirstUnlock
+        case .whenUnlocked: return whenUnlocked
+        }
+    }
+}
