@@ -25,7 +25,9 @@ let package = Package(
         .target(name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto"]),
         .executableTarget(name: "vault", dependencies: ["VaultStore"]),
         // A process for the multi-process tests to spawn.
-        .executableTarget(name: "vault-test-helper", dependencies: ["Vault"], path: "Sources/VaultTestHelper"),
+        .executableTarget(
+            name: "vault-test-helper", dependencies: ["Vault", "VaultCrypto", "VaultSystem"],
+            path: "Sources/VaultTestHelper"),
 
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),
@@ -34,6 +36,11 @@ let package = Package(
         .testTarget(
             name: "VaultTests",
             dependencies: ["Vault", "VaultStore", "VaultArchive", "VaultSystem", "vault-test-helper"]),
+        // Crash, power-loss, fault, concurrency, hostile-file and memory harnesses (docs/RELIABILITY.md);
+        // sizes grow with VAULT_STRESS=1 (scripts/stress).
+        .testTarget(
+            name: "VaultReliabilityTests",
+            dependencies: ["Vault", "VaultStore", "VaultCrypto", "VaultSystem", "vault-test-helper"]),
 
         // VaultArchive fuzzing (scripts/fuzz) and benchmark (`swift run -c release archive-bench`).
         .executableTarget(name: "FuzzArchiveDecode", dependencies: ["VaultArchive"]),
