@@ -52,6 +52,26 @@ struct ItemEngine: Sendable {
         return try decode(plaintext, path: filePath(group, id))
     }
 
+    /// Like `load`, but nil also when the file is the old half of a move that has not finished (a
+    /// writer crashed, or is still running, between writing the new file and removing this one): its
+    /// move intent names a new file with the same persistent id and a higher generation. Without this,
+    /// a look-up by primary key would still find the item under its old key while a scan finds it
+    /// under the new one (the crash harness found that).
+    func loadCurrent(_ group: AccessGroup, _ id: ItemID) throws(VaultError) -> ItemRecord? {
+        guard let record = try load(group, id) else { return nil }
+        return try isMovedAway(group, id, record) ? nil : record
+    }
+
+    func isMovedAway(_ group: AccessGroup, _ id: ItemID, _ record: ItemRecord) throws(VaultError) -> Bool {
+        let note = try translatingStoreErrors {
+            try store.readNote(group: group.name, name: MoveIntent.noteName(id))
+        }
+        guard let note, let target = MoveIntent.target(note),
+            let moved = try? load(target.group, target.id)
+        else { return false }
+        return moved.persistentID == record.persistentID && moved.generation > record.generation
+    }
+
     func decode(_ plaintext: SecureBytes, path: String) throws(VaultError) -> ItemRecord {
         var bytes = plaintext.withUnsafeBytes { [UInt8]($0) }
         defer { bytes.wipe() }
@@ -91,7 +111,7 @@ struct ItemEngine: Sendable {
             var found: [LocatedItem] = []
             for group in groups {
                 let id = try itemID(group, primaryKey)
-                if let record = try load(group, id), query.matches(record, group: group) {
+                if let record = try loadCurrent(group, id), query.matches(record, group: group) {
                     found.append(LocatedItem(group: group, id: id, record: record))
                 }
             }
@@ -110,7 +130,8 @@ struct ItemEngine: Sendable {
 
     private func findByReference(_ reference: PersistentReference, query: Query) throws(VaultError) -> [LocatedItem] {
         // Fast path: the item still has the primary key it had when the reference was made.
-        if let record = try? load(reference.group, reference.itemIDHint), record.persistentID == reference.persistentID
+        if let record = try? loadCurrent(reference.group, reference.itemIDHint),
+            record.persistentID == reference.persistentID
         {
             guard query.matches(record, group: reference.group) else { return [] }
             return [LocatedItem(group: reference.group, id: reference.itemIDHint, record: record)]
@@ -163,7 +184,7 @@ struct ItemEngine: Sendable {
         stored.creationDate = nil
         stored.modificationDate = nil
         let id = try itemID(group, ItemRecord.primaryKey(itemClass, stored))
-        if try load(group, id) != nil {
+        if try loadCurrent(group, id) != nil {
             throw VaultError(.duplicateItem, "\(describe(itemClass, stored, group: group)) already exists")
         }
         let now = ItemRecord.now()
@@ -208,7 +229,7 @@ struct ItemEngine: Sendable {
             guard newKeys.insert(key).inserted else {
                 throw VaultError(.duplicateItem, "the update would give two items the key of \(description)")
             }
-            if key != Key(group: old.group, id: old.id), !oldKeys.contains(key), try load(new.group, new.id) != nil {
+            if key != Key(group: old.group, id: old.id), !oldKeys.contains(key), try loadCurrent(new.group, new.id) != nil {
                 throw VaultError(.duplicateItem, "\(description) already exists; nothing was updated")
             }
         }
@@ -262,10 +283,8 @@ struct ItemEngine: Sendable {
             for (name, contents) in notes {
                 defer { try? tx.removeNote(group: groupName, name: name) }
                 guard let oldID = MoveIntent.itemID(fromNoteName: name) else { continue }
-                let lines = String(decoding: contents, as: UTF8.self).split(separator: "\n").map(String.init)
-                guard lines.count == 2, let newGroup = try? AccessGroup(lines[0]), let newID = try? ItemID(lines[1])
-                else { continue }
-                guard let old = try? load(group, oldID), let new = try? load(newGroup, newID),
+                guard let target = MoveIntent.target(contents) else { continue }
+                guard let old = try? load(group, oldID), let new = try? load(target.group, target.id),
                     old.persistentID == new.persistentID, new.generation > old.generation
                 else { continue }
                 _ = try translatingStoreErrors { try tx.remove(group: groupName, id: oldID) }
@@ -278,6 +297,15 @@ enum MoveIntent {
     static let prefix = ".move."
 
     static func noteName(_ id: ItemID) -> String { prefix + id.rawValue }
+
+    /// The new group and id that a move intent names.
+    static func target(_ contents: [UInt8]) -> (group: AccessGroup, id: ItemID)? {
+        let lines = String(decoding: contents, as: UTF8.self).split(separator: "\n").map(String.init)
+        guard lines.count == 2, let group = try? AccessGroup(lines[0]), let id = try? ItemID(lines[1]) else {
+            return nil
+        }
+        return (group, id)
+    }
 
     static func itemID(fromNoteName name: String) -> ItemID? {
         guard name.hasPrefix(prefix) else { return nil }

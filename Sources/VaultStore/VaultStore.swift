@@ -345,6 +345,19 @@ public final class VaultStore: Sendable {
         _ = try AtomicFile.remove(name, in: directory, directoryPath: groupPath(group))
     }
 
+    /// The contents of note `name` of `group`, or nil when there is none; read without the lock (a
+    /// note is replaced atomically), so that readers can consult a writer's recorded intent.
+    public func readNote(group: GroupName, name: String) throws(StoreError) -> [UInt8]? {
+        try Self.checkNoteName(name)
+        guard let directory = try groupDirectory(group, create: false) else { return nil }
+        do {
+            return try VaultDirectory.readSmallFile(
+                name, in: directory, path: groupPath(group) + "/" + name, limit: 4096)
+        } catch  where error.errno == .noSuchFileOrDirectory {
+            return nil
+        }
+    }
+
     func notes(group: GroupName, prefix: String) throws(StoreError) -> [(name: String, contents: [UInt8])] {
         guard let directory = try groupDirectory(group, create: false) else { return [] }
         let names: [String]
