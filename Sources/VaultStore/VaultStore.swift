@@ -247,6 +247,18 @@ public final class VaultStore: Sendable {
         }
     }
 
+    /// The directory of `group`, created when missing. The directory can vanish between mkdir and
+    /// open (another process renamed or removed it; the symlink-swap harness does that): an error, not
+    /// a crash.
+    func existingGroupDirectory(_ group: GroupName) throws(StoreError) -> FileDescriptor {
+        guard let directory = try groupDirectory(group, create: true) else {
+            throw StoreError(
+                .io, "the group directory \(groupPath(group)) disappeared while it was being opened; try again",
+                path: groupPath(group))
+        }
+        return directory
+    }
+
     /// Reads and decrypts one item; nil when it does not exist. A file that fails any check is an
     /// `integrity` error naming it, never garbage.
     public func readItem(group: GroupName, id: ItemID) throws(StoreError) -> SecureBytes? {
@@ -306,7 +318,7 @@ public final class VaultStore: Sendable {
     /// Encrypts `plaintext` as item `id` of `group` and durably replaces the file. Call within
     /// `withWriteLock` (through `WriteTransaction`).
     func writeItem(group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer) throws(StoreError) {
-        let directory = try groupDirectory(group, create: true)!
+        let directory = try existingGroupDirectory(group)
         try removeStaleTemporaryFiles(group: group, directory: directory)
         let contents = try ItemFile.seal(
             plaintext, key: try keys(for: group).encryption, vaultID: vaultID, group: group, id: id)
@@ -333,7 +345,7 @@ public final class VaultStore: Sendable {
 
     func writeNote(group: GroupName, name: String, contents: [UInt8]) throws(StoreError) {
         try Self.checkNoteName(name)
-        let directory = try groupDirectory(group, create: true)!
+        let directory = try existingGroupDirectory(group)
         try contents.withStoreBytes { bytes throws(StoreError) in
             try AtomicFile.replace(name, contents: bytes, in: directory, directoryPath: groupPath(group))
         }
