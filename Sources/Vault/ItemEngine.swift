@@ -46,10 +46,17 @@ struct ItemEngine: Sendable {
     }
 
     /// Reads and decodes one record; nil when the file does not exist.
+    /// An item file replaced with an older copy of itself is an error (`decode`), caught by the
+    /// store's generation record, which is read before the item so that a concurrent update cannot
+    /// look like a rollback.
     func load(_ group: AccessGroup, _ id: ItemID) throws(VaultError) -> ItemRecord? {
-        let plaintext = try translatingStoreErrors { try store.readItem(group: group.name, id: id) }
-        guard let plaintext else { return nil }
-        return try decode(plaintext, path: filePath(group, id))
+        let read = try translatingStoreErrors { try store.readItemAndGeneration(group: group.name, id: id) }
+        guard let read else { return nil }
+        let record = try decode(read.plaintext, path: filePath(group, id))
+        try translatingStoreErrors {
+            try store.checkNotRolledBack(read.recorded, group: group.name, id: id, version: record.version)
+        }
+        return record
     }
 
     /// Like `load`, but nil also when the file is the old half of a move that has not finished (a
@@ -92,7 +99,7 @@ struct ItemEngine: Sendable {
         }
         defer { bytes.wipe() }
         try translatingStoreErrors {
-            try bytes.withUnsafeBytes { try tx.write(group: group.name, id: id, plaintext: $0) }
+            try bytes.withUnsafeBytes { try tx.write(group: group.name, id: id, plaintext: $0, version: record.version) }
         }
     }
 

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import VaultArchive
+import VaultStore
 
 /// What one item file holds, as a VaultArchive: the class, the attributes (without group and dates,
 /// which are the file's place and the fields below), the secret, the dates, a persistent id that stays
@@ -76,4 +77,7 @@ struct ItemRecord: Codable, Sendable {
     }
 
     var primaryKey: [UInt8] { Self.primaryKey(itemClass, attributes) }
+
+    /// The persistent id and generation, for the store's rollback check.
+    var version: ItemVersion { ItemVersion(persistentID: [UInt8](persistentID), generation: generation) }
 }

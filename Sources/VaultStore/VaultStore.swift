@@ -317,22 +317,31 @@ public final class VaultStore: Sendable {
 
     /// Encrypts `plaintext` as item `id` of `group` and durably replaces the file. Call within
     /// `withWriteLock` (through `WriteTransaction`).
-    func writeItem(group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer) throws(StoreError) {
+    /// With `version`, the item's generation record is replaced after the item, before the directory
+    /// fsync (see `GenerationRecord`).
+    func writeItem(group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer, version: ItemVersion? = nil)
+        throws(StoreError)
+    {
         let directory = try existingGroupDirectory(group)
         try removeStaleTemporaryFiles(group: group, directory: directory)
         let contents = try ItemFile.seal(
             plaintext, key: try keys(for: group).encryption, vaultID: vaultID, group: group, id: id)
         let durable = !state.withLock { $0.bulkLoading }
+        let directoryPath = groupPath(group)
+        var recordText: String?
+        if let version { recordText = try generationRecordText(group: group, id: id, version: version) }
         try contents.withStoreBytes { bytes throws(StoreError) in
             try AtomicFile.replace(
-                id.fileName, contents: bytes, in: directory, directoryPath: groupPath(group), durable: durable)
+                id.fileName, contents: bytes, in: directory, directoryPath: directoryPath, durable: durable,
+                generationRecord: recordText.map { (GenerationRecord.name(id), $0) })
         }
     }
 
-    /// Removes item `id` of `group`; false when it did not exist.
+    /// Removes item `id` of `group` and its generation record; false when it did not exist.
     func removeItem(group: GroupName, id: ItemID) throws(StoreError) -> Bool {
         guard let directory = try groupDirectory(group, create: false) else { return false }
-        return try AtomicFile.remove(id.fileName, in: directory, directoryPath: groupPath(group))
+        return try AtomicFile.remove(
+            id.fileName, in: directory, directoryPath: groupPath(group), alsoRemove: GenerationRecord.name(id))
     }
 
     static func checkNoteName(_ name: String) throws(StoreError) {
@@ -441,6 +450,15 @@ public struct WriteTransaction {
     /// Encrypts and durably stores `plaintext` as item `id` of `group`, replacing any previous value.
     public func write(group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer) throws(StoreError) {
         try store.writeItem(group: group, id: id, plaintext: plaintext)
+    }
+
+    /// Encrypts and durably stores `plaintext` as item `id` of `group`, and records `version` so that
+    /// a later read can tell when the file was replaced with an older copy of itself
+    /// (`VaultStore.checkNotRolledBack`). The record shares the item's directory fsync.
+    public func write(group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer, version: ItemVersion)
+        throws(StoreError)
+    {
+        try store.writeItem(group: group, id: id, plaintext: plaintext, version: version)
     }
 
     /// Stores the contents of `plaintext` (see `write(group:id:plaintext:)`).
