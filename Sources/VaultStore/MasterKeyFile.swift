@@ -8,8 +8,17 @@ enum MasterKeyFile {
     static let fileName = "master.key"
     static let keyByteCount = 32
 
+    /// Once a key is in memory, the process may no longer be dumped or ptrace-attached by the same
+    /// user (`PR_SET_DUMPABLE` 0): a core file or a debugger would otherwise get the key despite
+    /// `MADV_DONTDUMP` (ptrace reads any page). Called before the key is read. A failure is ignored:
+    /// prctl cannot fail for this argument, and refusing to open a vault over it would help nobody.
+    static func protectProcess() {
+        try? ProcessIdentity.disableDumps()
+    }
+
     /// Reads and checks the key file in `directory` (the vault directory, opened).
     static func load(in directory: FileDescriptor, vaultPath: String) throws(StoreError) -> SecureBytes {
+        protectProcess()
         let path = vaultPath + "/" + fileName
         let status: FileStatus
         do {
@@ -102,6 +111,7 @@ enum MasterKeyFile {
     /// file that is fsynced and then hard-linked to the final name, which fails if the name exists. So
     /// of two concurrent inits exactly one wins, and no reader can ever see a half-written key.
     static func create(in directory: FileDescriptor, vaultPath: String) throws(StoreError) -> SecureBytes {
+        protectProcess()
         let key: SecureBytes
         do {
             key = try SecureBytes.random(count: keyByteCount)
