@@ -17,6 +17,11 @@ struct VaultCommand {
         """
 
     static func main() {
+        // A crash must not print key or secret bytes (Swift's backtracer dumps memory that registers
+        // point to), and a file-size limit (ulimit -f) must fail a write with EFBIG, leaving the old
+        // value, instead of killing the process with SIGXFSZ. See docs/RELIABILITY.md.
+        ProcessIdentity.disableCrashBacktraces()
+        signal(SIGXFSZ, SIG_IGN)
         exit(run(Array(CommandLine.arguments.dropFirst())))
     }
 
