@@ -13,12 +13,16 @@ import VaultSystem
 ///     crash-writer PATH APP WRITER SEQ [OPS]  random set/delete/move on keys WRITER-k0..k7, printing
 ///                                             "start SEQ OP ARGS" before and "ack SEQ" after each;
 ///                                             forever, or OPS operations
+///     set PATH APP SERVICE ACCOUNT VALUE      store VALUE under (SERVICE, ACCOUNT)
 ///     hold-lock PATH APP                      take the write lock, print "locked", sleep until killed
 ///     dumpable PATH APP                       print "before=N after=N" (PR_GET_DUMPABLE around the open)
-///     memory-child PATH APP                   store and read back a random secret, close the vault,
-///                                             wipe own copies, print "ready", wait for standard input
-///     crash-with-secret PATH APP              read the secret of ("crash", "secret"), then crash
-///                                             (SIGSEGV) with a pointer to it in a register
+///     memory-child PATH APP                   store and read back a random secret, print "open", wait
+///                                             for a byte on standard input; then close the vault,
+///                                             wipe own copies, print "ready", wait again
+///     crash-with-secret PATH APP [no-backtrace]
+///                                             read the secret of ("crash", "secret"), then crash
+///                                             (SIGSEGV) with a pointer to it in a register; with
+///                                             no-backtrace, after disableCrashBacktraces()
 ///     fsize-put PATH APP LIMIT BYTES          RLIMIT_FSIZE = LIMIT, SIGXFSZ ignored, then set a
 ///                                             BYTES-long secret: prints "ok" or "error <message>"
 ///     fork-nonces COUNT                       fork; parent and child each print COUNT nonces
@@ -53,6 +57,8 @@ enum ReliabilityCommands {
         case "crash-writer":
             let ops = arguments.count > 5 ? Int(arguments[5])! : Int.max
             try crashWriter(vault, writer: arguments[3], firstSequence: Int(arguments[4])!, operations: ops)
+        case "set":
+            try vault.set(Data(arguments[5].utf8), for: try ItemKey(service: arguments[3], account: arguments[4]))
         case "hold-lock":
             try vault.modify(try ItemKey(service: "lock", account: "holder")) { current in
                 say("locked\n")
@@ -63,6 +69,7 @@ enum ReliabilityCommands {
             guard let secret = try vault.data(for: try ItemKey(service: "crash", account: "secret")) else {
                 throw ReliabilityError("no secret stored under crash/secret")
             }
+            if arguments.count > 3, arguments[3] == "no-backtrace" { ProcessIdentity.disableCrashBacktraces() }
             say("crashing\n")
             secret.withUnsafeBytes { raw in crash(holding: raw.baseAddress!) }
         case "fsize-put":
@@ -141,6 +148,9 @@ enum ReliabilityCommands {
             secret.withUnsafeMutableBytes { for i in $0.indices { $0[i] = 0 } }
             back!.withUnsafeMutableBytes { for i in $0.indices { $0[i] = 0 } }
             back = nil
+            say("open\n")
+            var byte: UInt8 = 0
+            _ = read(0, &byte, 1)
         }
         say("ready\n")
         var byte: UInt8 = 0

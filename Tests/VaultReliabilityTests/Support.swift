@@ -69,8 +69,11 @@ final class Helper {
     let output = Pipe()
     let errors = Pipe()
 
-    init(_ arguments: [String], environment: [String: String]? = nil) throws {
+    let input = Pipe()
+
+    init(_ arguments: [String], environment: [String: String]? = nil, standardInput: Bool = false) throws {
         process.executableURL = URL(fileURLWithPath: helperPath)
+        if standardInput { process.standardInput = input }
         process.arguments = arguments
         if let environment { process.environment = environment }
         process.standardOutput = output
@@ -79,6 +82,11 @@ final class Helper {
     }
 
     var pid: Int32 { process.processIdentifier }
+
+    /// Writes `text` to the process's standard input (when it was started with one).
+    func send(_ text: String) {
+        input.fileHandleForWriting.write(Data(text.utf8))
+    }
 
     func kill() {
         _ = Glibc.kill(process.processIdentifier, SIGKILL)
