@@ -73,8 +73,12 @@ public final class VaultStore: Sendable {
             } else {
                 masterKey = try MasterKeyFile.create(in: directory, vaultPath: path)
             }
-            try ensureLockFile(in: directory, path: path)
-            try ensureGroupsDirectory(in: directory, path: path)
+            // Only made here; `open` below opens them again for the store (discarding these descriptors
+            // leaked two per create, which kept a file system busy: the power-loss harness found it).
+            let lockFile = try ensureLockFile(in: directory, path: path)
+            try? lockFile.close()
+            let groups = try ensureGroupsDirectory(in: directory, path: path)
+            try? groups.close()
             let marker = try VaultMarker.random()
             let encoded = try marker.encoded(masterKey: masterKey)
             do {
