@@ -99,7 +99,9 @@ struct ItemEngine: Sendable {
         }
         defer { bytes.wipe() }
         try translatingStoreErrors {
-            try bytes.withUnsafeBytes { try tx.write(group: group.name, id: id, plaintext: $0, version: record.version) }
+            try bytes.withUnsafeBytes {
+                try tx.write(group: group.name, id: id, plaintext: $0, version: record.version)
+            }
         }
     }
 
@@ -236,7 +238,9 @@ struct ItemEngine: Sendable {
             guard newKeys.insert(key).inserted else {
                 throw VaultError(.duplicateItem, "the update would give two items the key of \(description)")
             }
-            if key != Key(group: old.group, id: old.id), !oldKeys.contains(key), try loadCurrent(new.group, new.id) != nil {
+            if key != Key(group: old.group, id: old.id), !oldKeys.contains(key),
+                try loadCurrent(new.group, new.id) != nil
+            {
                 throw VaultError(.duplicateItem, "\(description) already exists; nothing was updated")
             }
         }

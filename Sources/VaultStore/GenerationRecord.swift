@@ -54,7 +54,9 @@ enum GenerationRecord {
         message += Array(id.rawValue.utf8)
         message.append(UInt8(version.persistentID.count))
         message += version.persistentID
-        for shift in stride(from: 56, through: 0, by: -8) { message.append(UInt8((version.generation >> shift) & 0xff)) }
+        for shift in stride(from: 56, through: 0, by: -8) {
+            message.append(UInt8((version.generation >> shift) & 0xff))
+        }
         do {
             return try KeyDerivation.keyedHash(message, key: key, domain: domain, outputByteCount: tagByteCount)
         } catch {

@@ -77,7 +77,9 @@ enum ReliabilityCommands {
             // the caller, and it wants write(2) to fail with EFBIG instead of dying of SIGXFSZ.
             signal(SIGXFSZ, SIG_IGN)
             var limit = rlimit(rlim_cur: rlim_t(Int(arguments[3])!), rlim_max: rlim_t(Int(arguments[3])!))
-            guard setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &limit) == 0 else { throw ReliabilityError("setrlimit failed") }
+            guard setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &limit) == 0 else {
+                throw ReliabilityError("setrlimit failed")
+            }
             let bytes = Data(repeating: 0x61, count: Int(arguments[4])!)
             do {
                 try vault.set(bytes, for: try ItemKey(service: "fsize", account: "big"))

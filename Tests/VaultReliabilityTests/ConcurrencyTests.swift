@@ -50,7 +50,9 @@ import Vault
         }
         let seconds = (monotonicMilliseconds() - started) / 1000
         let items = try vault.copyMatching(
-            Query(itemClass: .genericPassword, attributes: ItemAttributes(service: "distinct", account: nil), limit: .all))
+            Query(
+                itemClass: .genericPassword, attributes: ItemAttributes(service: "distinct", account: nil), limit: .all)
+        )
         #expect(items.count == Self.processes * perProcess)
         let decrypted = try decryptEveryItem(path)
         #expect(decrypted.failures.isEmpty)

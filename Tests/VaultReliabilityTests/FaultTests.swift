@@ -29,7 +29,8 @@ enum FaultedOperation: String, CaseIterable, Sendable {
         case .move:
             var attributes = ItemAttributes()
             attributes.account = "k3"
-            try vault.update(.genericPassword(service: "fault", account: "k1"), with: ItemChanges(attributes: attributes))
+            try vault.update(
+                .genericPassword(service: "fault", account: "k1"), with: ItemChanges(attributes: attributes))
         case .delete: try vault.remove(try Self.key("k1"))
         }
     }
@@ -77,10 +78,13 @@ struct FaultCase: CustomStringConvertible, Sendable {
             for occurrence in 1...count {
                 for persistent in [false, true] {
                     for effect in Self.effects where Self.canFail(op, with: effect) {
-                        result.append(FaultCase(operation: op, occurrence: occurrence, effect: effect, persistent: persistent))
+                        result.append(
+                            FaultCase(operation: op, occurrence: occurrence, effect: effect, persistent: persistent))
                     }
                     if op == .write {
-                        result.append(FaultCase(operation: op, occurrence: occurrence, effect: .shortWrite, persistent: persistent))
+                        result.append(
+                            FaultCase(
+                                operation: op, occurrence: occurrence, effect: .shortWrite, persistent: persistent))
                     }
                 }
             }
@@ -177,7 +181,9 @@ struct FaultCase: CustomStringConvertible, Sendable {
         let dir = try TestDirectory("init-faults")
         defer { dir.remove() }
         let counting = FaultPlan.counting()
-        _ = try FaultInjection.withPlan(counting) { try Vault.create(at: dir.path + "/probe", client: try testClient()) }
+        _ = try FaultInjection.withPlan(counting) {
+            try Vault.create(at: dir.path + "/probe", client: try testClient())
+        }
         let all = cases(for: Self.counts(counting))
         var problems: [String] = []
         var failed = 0
@@ -206,7 +212,10 @@ struct FaultCase: CustomStringConvertible, Sendable {
             if !temporary.isEmpty { problems.append("init with \(c): temp files \(temporary) after the next write") }
         }
         #expect(problems.isEmpty, "\(problems.prefix(8))")
-        figure("faults-init", "\(all.count) injections: \(failed) failed cleanly, \(problems.count) problems; every vault usable afterwards")
+        figure(
+            "faults-init",
+            "\(all.count) injections: \(failed) failed cleanly, \(problems.count) problems; every vault usable afterwards"
+        )
     }
 
     // MARK: Real limits
@@ -220,7 +229,9 @@ struct FaultCase: CustomStringConvertible, Sendable {
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: false)
         let mount = try Shell.run("mount", "-t", "tmpfs", "-o", "size=256k,mode=0700", "tmpfs", mountPoint)
         guard mount.status == 0 else {
-            print("SKIP aRealFullDisk: cannot mount a tmpfs here (\(mount.output.trimmingCharacters(in: .whitespacesAndNewlines)))")
+            print(
+                "SKIP aRealFullDisk: cannot mount a tmpfs here (\(mount.output.trimmingCharacters(in: .whitespacesAndNewlines)))"
+            )
             return
         }
         defer { _ = try? Shell.run("umount", mountPoint) }
@@ -248,7 +259,10 @@ struct FaultCase: CustomStringConvertible, Sendable {
         try FileManager.default.removeItem(atPath: mountPoint + "/filler")
         try vault.set(Data("after"), for: key)
         #expect(try vault.string(for: key) == "after")
-        figure("full-disk", "256 KiB tmpfs filled: \(failure.map { $0.status.name } ?? "no error") naming ENOSPC, old value kept, 0 temp files, next write after freeing space succeeded")
+        figure(
+            "full-disk",
+            "256 KiB tmpfs filled: \(failure.map { $0.status.name } ?? "no error") naming ENOSPC, old value kept, 0 temp files, next write after freeing space succeeded"
+        )
     }
 
     /// RLIMIT_FSIZE below the item size: with SIGXFSZ ignored (the helper's decision, as the CLI's),
@@ -268,7 +282,10 @@ struct FaultCase: CustomStringConvertible, Sendable {
         #expect(temporaryFiles(in: path).isEmpty)
         let unlimited = try runHelper(["fsize-put", path, testApp, "100000000", "200000"])
         #expect(unlimited.output == "ok\n")
-        figure("ulimit-f", "RLIMIT_FSIZE 64 KiB, 200 KB item: \(limited.output.split(separator: " ").prefix(2).joined(separator: " ")) (EFBIG), old value kept, 0 temp files")
+        figure(
+            "ulimit-f",
+            "RLIMIT_FSIZE 64 KiB, 200 KB item: \(limited.output.split(separator: " ").prefix(2).joined(separator: " ")) (EFBIG), old value kept, 0 temp files"
+        )
     }
 }
 

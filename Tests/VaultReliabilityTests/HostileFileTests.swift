@@ -37,7 +37,9 @@ struct Fixture {
     func itemPath(_ key: ItemKey) throws -> String {
         let group = try GroupName(testApp)
         let id = try vault.engine.store.itemID(
-            group: group, primaryKey: ItemRecord.primaryKey(.genericPassword, ItemAttributes(service: key.service, account: key.account)))
+            group: group,
+            primaryKey: ItemRecord.primaryKey(
+                .genericPassword, ItemAttributes(service: key.service, account: key.account)))
         return vault.engine.store.itemPath(group, id)
     }
 }
@@ -79,14 +81,18 @@ struct Fixture {
         try writeBytes(original, target)
         #expect(try f.vault.data(for: f.keys[0]) == Data("secret-0"))
         #expect(detected == cases)
-        figure("item-flips", "\(original.count * 8) bit flips and \(original.count) truncations of a \(original.count)-byte item file: \(detected)/\(cases) detected (errSecDecode), 0 plaintexts returned")
+        figure(
+            "item-flips",
+            "\(original.count * 8) bit flips and \(original.count) truncations of a \(original.count)-byte item file: \(detected)/\(cases) detected (errSecDecode), 0 plaintexts returned"
+        )
     }
 
     @Test func everyFlipOfAGenerationRecordIsHarmless() throws {
         let f = try Fixture()
         defer { f.dir.remove() }
         let target = try f.itemPath(f.keys[0])
-        let record = (target as NSString).deletingLastPathComponent + "/.gen."
+        let record =
+            (target as NSString).deletingLastPathComponent + "/.gen."
             + ((target as NSString).lastPathComponent as NSString).deletingPathExtension
         let text = Array(try FileManager.default.destinationOfSymbolicLink(atPath: record).utf8)
         for index in text.indices {
@@ -95,7 +101,8 @@ struct Fixture {
                 bytes[index] ^= UInt8(1 << bit)
                 guard !bytes.contains(0), !bytes.contains(UInt8(ascii: "/")) || true else { continue }
                 try FileManager.default.removeItem(atPath: record)
-                try FileManager.default.createSymbolicLink(atPath: record, withDestinationPath: String(decoding: bytes, as: UTF8.self))
+                try FileManager.default.createSymbolicLink(
+                    atPath: record, withDestinationPath: String(decoding: bytes, as: UTF8.self))
                 // A damaged record is not authentic and is ignored: the current item still reads.
                 #expect(try f.vault.data(for: f.keys[0]) == Data("secret-0"))
             }
@@ -164,7 +171,9 @@ struct Fixture {
                 for i in 0..<2 {
                     let id = try store.itemID(group: group, primaryKey: [UInt8(i)])
                     try store.withWriteLock { tx in
-                        try Array("v\(v)g\(g)i\(i)".utf8).withUnsafeBytes { try tx.write(group: group, id: id, plaintext: $0) }
+                        try Array("v\(v)g\(g)i\(i)".utf8).withUnsafeBytes {
+                            try tx.write(group: group, id: id, plaintext: $0)
+                        }
                     }
                     places.append((store, group, id))
                 }
@@ -188,7 +197,9 @@ struct Fixture {
             }
         }
         #expect(pairs == 56)
-        figure("swaps", "\(pairs) ordered pairs of 8 item files (2 vaults x 2 groups x 2 ids) copied onto each other: all rejected")
+        figure(
+            "swaps",
+            "\(pairs) ordered pairs of 8 item files (2 vaults x 2 groups x 2 ids) copied onto each other: all rejected")
     }
 
     // MARK: Rollback
@@ -221,7 +232,8 @@ struct Fixture {
         let f = try Fixture()
         defer { f.dir.remove() }
         let target = try f.itemPath(f.keys[0])
-        let record = (target as NSString).deletingLastPathComponent + "/.gen."
+        let record =
+            (target as NSString).deletingLastPathComponent + "/.gen."
             + ((target as NSString).lastPathComponent as NSString).deletingPathExtension
         let oldItem = try readBytes(target)
         let oldRecord = try FileManager.default.destinationOfSymbolicLink(atPath: record)
@@ -333,7 +345,8 @@ struct Fixture {
         figure(
             "symlink-races",
             "\(swaps.load(ordering: .relaxed)) directory/symlink swaps against \(i) open+write+read rounds "
-                + "(\(writes) completed, \(refused) refused): 0 files written outside, \(outsideReads) reads from outside")
+                + "(\(writes) completed, \(refused) refused): 0 files written outside, \(outsideReads) reads from outside"
+        )
     }
 
     // MARK: Nonces
@@ -351,7 +364,9 @@ struct Fixture {
         var repeats = 0
         let plaintext: [UInt8] = Array("x".utf8)
         for _ in 0..<count {
-            let sealed = try plaintext.withUnsafeBytes { try ItemFile.seal($0, key: key, vaultID: vaultID, group: group, id: id) }
+            let sealed = try plaintext.withUnsafeBytes {
+                try ItemFile.seal($0, key: key, vaultID: vaultID, group: group, id: id)
+            }
             let nonce = sealed.withUnsafeBytes { raw in
                 Nonce(
                     a: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
@@ -387,6 +402,9 @@ struct Fixture {
         #expect(parent.count == count && child.count == count)
         let shared = parent.intersection(child).count
         #expect(shared == 0)
-        figure("fork-nonces", "\(count) nonces in a parent and \(count) in its fork()ed child: \(shared) shared, \(2 * count - parent.count - child.count) repeated")
+        figure(
+            "fork-nonces",
+            "\(count) nonces in a parent and \(count) in its fork()ed child: \(shared) shared, \(2 * count - parent.count - child.count) repeated"
+        )
     }
 }

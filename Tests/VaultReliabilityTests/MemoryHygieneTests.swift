@@ -34,7 +34,9 @@ func scanMemory(pid: Int32, for needles: [String: [UInt8]]) throws -> [String] {
         var offset = start
         while offset < end {
             let length = Int(min(UInt64(chunk + 64), end - offset))
-            let n = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress, length, off_t(Int64(bitPattern: offset))) }
+            let n = buffer.withUnsafeMutableBytes {
+                pread(fd, $0.baseAddress, length, off_t(Int64(bitPattern: offset)))
+            }
             if n <= 0 { break }
             for (label, needle) in needles {
                 var i = 0
@@ -69,7 +71,10 @@ func scanMemory(pid: Int32, for needles: [String: [UInt8]]) throws -> [String] {
         defer { dir.remove() }
         let result = try runHelper(["dumpable", dir.path + "/vault", testApp])
         #expect(result.output == "before=1 after=0\n", "\(result.output) \(result.errors)")
-        figure("dumpable", "helper process: PR_GET_DUMPABLE \(result.output.trimmingCharacters(in: .whitespacesAndNewlines)) around Vault.open")
+        figure(
+            "dumpable",
+            "helper process: PR_GET_DUMPABLE \(result.output.trimmingCharacters(in: .whitespacesAndNewlines)) around Vault.open"
+        )
     }
 
     /// /proc/self/smaps: after a vault is opened this process has locked ("lo") pages that are also
@@ -167,6 +172,9 @@ func scanMemory(pid: Int32, for needles: [String: [UInt8]]) throws -> [String] {
         environment["SWIFT_BACKTRACE"] = "enable=no"
         let (output2, secret2) = try crashOutput([], environment: environment)
         #expect(!Self.leaks(output2, secret2), "\(output2)")
-        figure("crash-report", "crash with a secret in a register: secret printed by the default backtracer; not printed with disableCrashBacktraces() or SWIFT_BACKTRACE=enable=no")
+        figure(
+            "crash-report",
+            "crash with a secret in a register: secret printed by the default backtracer; not printed with disableCrashBacktraces() or SWIFT_BACKTRACE=enable=no"
+        )
     }
 }

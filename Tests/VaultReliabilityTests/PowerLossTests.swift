@@ -36,8 +36,10 @@ import Vault
                 usleep(100_000)
             }
             let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-            let open = fds.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0) }
-                .filter { $0.hasPrefix(mountPoint) }
+            let open = fds.compactMap {
+                try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)
+            }
+            .filter { $0.hasPrefix(mountPoint) }
             Issue.record("cannot unmount \(mountPoint): this process holds \(open)")
         }
     }
@@ -163,6 +165,8 @@ import Vault
             }
         }
         #expect(intact < count, "the control lost nothing: the shutdown does not simulate a power loss")
-        figure("power-loss-control-\(kind)", "writer without fsync: \(count - intact) of \(count) acknowledged files lost or torn")
+        figure(
+            "power-loss-control-\(kind)",
+            "writer without fsync: \(count - intact) of \(count) acknowledged files lost or torn")
     }
 }

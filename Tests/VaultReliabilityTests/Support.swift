@@ -42,7 +42,8 @@ struct TestDirectory {
     let path: String
 
     init(_ label: String = "rel") throws {
-        path = FileManager.default.temporaryDirectory.appendingPathComponent("vault-\(label)-\(UUID().uuidString)")
+        path =
+            FileManager.default.temporaryDirectory.appendingPathComponent("vault-\(label)-\(UUID().uuidString)")
             .path
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     }
