@@ -19,7 +19,7 @@ enum Sizes {
     }
 
     /// SIGKILL iterations of the 4-writer crash test.
-    static let crashIterations = value("VAULT_CRASH_ITERATIONS", ci: 150, stress: 1000)
+    static let crashIterations = value("VAULT_CRASH_ITERATIONS", ci: 200, stress: 1000)
     /// Operations per process in the 8-process tests.
     static let operationsPerProcess = value("VAULT_CONCURRENCY_OPS", ci: 200, stress: 1000)
     /// Directory-for-symlink swaps raced against a writer.
