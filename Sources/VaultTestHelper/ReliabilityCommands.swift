@@ -13,6 +13,8 @@ import VaultSystem
 ///     crash-writer PATH APP WRITER SEQ [OPS]  random set/delete/move on keys WRITER-k0..k7, printing
 ///                                             "start SEQ OP ARGS" before and "ack SEQ" after each;
 ///                                             forever, or OPS operations
+///     crash-increment PATH APP                increment the shared counter forever, "start"/"ack" around
+///                                             each increment
 ///     set PATH APP SERVICE ACCOUNT VALUE      store VALUE under (SERVICE, ACCOUNT)
 ///     hold-lock PATH APP                      take the write lock, print "locked", sleep until killed
 ///     dumpable PATH APP                       print "before=N after=N" (PR_GET_DUMPABLE around the open)
@@ -57,6 +59,17 @@ enum ReliabilityCommands {
         case "crash-writer":
             let ops = arguments.count > 5 ? Int(arguments[5])! : Int.max
             try crashWriter(vault, writer: arguments[3], firstSequence: Int(arguments[4])!, operations: ops)
+        case "crash-increment":
+            // "start" before and "ack" after each atomic increment of the shared counter, forever.
+            let key = try ItemKey(service: "counter", account: "value")
+            while true {
+                say("start\n")
+                try vault.modify(key) { current in
+                    let value = current.flatMap { Int(String(decoding: $0, as: UTF8.self)) } ?? 0
+                    return Data(String(value + 1).utf8)
+                }
+                say("ack\n")
+            }
         case "set":
             try vault.set(Data(arguments[5].utf8), for: try ItemKey(service: arguments[3], account: arguments[4]))
         case "hold-lock":

@@ -170,4 +170,44 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
         #expect(disagreements.isEmpty, "\(disagreements.prefix(5))")
         #expect(acknowledgedTotal > iterations)
     }
+    /// 4 processes incrementing one shared counter (`Vault.modify`) are SIGKILLed at random points: the
+    /// counter is at least the number of acknowledged increments and at most that plus the ones in
+    /// flight, every time.
+    @Test func killedIncrementersLoseNoAcknowledgedIncrement() throws {
+        let dir = try TestDirectory("crash-increment")
+        defer { dir.remove() }
+        let path = dir.path + "/vault"
+        _ = try Vault.create(at: path, client: try testClient())
+        let key = try ItemKey(service: "counter", account: "value")
+        var acknowledged = 0
+        var inFlight = 0
+        var lower = 0
+        var violations: [String] = []
+        let iterations = Sizes.crashIterations / 4
+        for iteration in 0..<iterations {
+            let children = try (0..<4).map { _ in try Helper(["crash-increment", path, testApp]) }
+            usleep(UInt32.random(in: 30_000...150_000))
+            for child in children.shuffled() { child.kill() }
+            for child in children {
+                let lines = child.finish().output.split(separator: "\n")
+                let acks = lines.filter { $0 == "ack" }.count
+                let starts = lines.filter { $0 == "start" }.count
+                acknowledged += acks
+                inFlight += starts - acks
+            }
+            let value = Int(try Vault.open(at: path, client: try testClient()).string(for: key) ?? "0") ?? -1
+            // Every acknowledged increment is in; of the unacknowledged ones, any number may be.
+            if value < acknowledged + lower || value > acknowledged + inFlight {
+                violations.append(
+                    "iteration \(iteration): counter \(value), acknowledged \(acknowledged), in flight \(inFlight)")
+            }
+            lower = value - acknowledged
+        }
+        #expect(violations.isEmpty, "\(violations.prefix(3))")
+        figure(
+            "crash-increments",
+            "\(iterations) SIGKILL iterations of 4 incrementing processes: \(acknowledged) acknowledged increments, "
+                + "counter \(acknowledged + lower) (\(lower) of \(inFlight) unacknowledged ones applied), "
+                + "\(violations.count) violations")
+    }
 }
