@@ -314,9 +314,36 @@ public final class VaultStore: Sendable {
                 throw StoreError.system(error, "lock", path: path + "/" + Self.lockFileName)
             }
             defer { try? lockFile.unlock() }
+            let previousWriterDied = markWriterActive()
+            defer { markWriterDone() }
+            if previousWriterDied {
+                // Its temp files may be anywhere, and this handle may have cleaned up long ago.
+                state.withLock { state in
+                    state.cleanedGroups = []
+                    state.cleanedVaultDirectory = false
+                }
+            }
             removeStaleTemporaryFilesInVaultDirectory()
-            return try body(WriteTransaction(store: self))
+            return try body(WriteTransaction(store: self, previousWriterDied: previousWriterDied))
         }
+    }
+
+    // Byte 0 of `.lock` is 1 while a writer holds the lock and 0 after it let go: a writer that finds
+    // a 1 when it gets the lock knows that the previous holder died inside it (OFD locks die with
+    // their process; the byte stays), and cleans up after it even if this handle cleaned up at its
+    // first write long ago. Advisory and not synced (after a reboot every handle is new and cleans up
+    // anyway); a failure to read or write it only delays a cleanup.
+    private func markWriterActive() -> Bool {
+        var flag: UInt8 = 0
+        let read = (try? withUnsafeMutableBytes(of: &flag) { try lockFile.read(into: $0, at: 0) }) ?? 0
+        var active: UInt8 = 1
+        _ = try? withUnsafeBytes(of: &active) { try lockFile.write($0, at: 0) }
+        return read == 1 && flag == 1
+    }
+
+    private func markWriterDone() {
+        var done: UInt8 = 0
+        _ = try? withUnsafeBytes(of: &done) { try lockFile.write($0, at: 0) }
     }
 
     /// Encrypts `plaintext` as item `id` of `group` and durably replaces the file. Call within
@@ -450,6 +477,14 @@ public final class VaultStore: Sendable {
 /// the closure, whose end releases the lock.
 public struct WriteTransaction {
     let store: VaultStore
+    /// Whether the previous holder of the write lock died while holding it (see
+    /// `VaultStore.withWriteLock`): the layer above then finishes what it may have left half-done.
+    public let previousWriterDied: Bool
+
+    init(store: VaultStore, previousWriterDied: Bool = false) {
+        self.store = store
+        self.previousWriterDied = previousWriterDied
+    }
 
     /// Encrypts and durably stores `plaintext` as item `id` of `group`, replacing any previous value.
     public func write(group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer) throws(StoreError) {
