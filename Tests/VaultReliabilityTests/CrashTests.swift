@@ -106,6 +106,9 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
         var temporaryBeforeCleanup = 0
         var temporaryAfterCleanup: [String] = []
         let iterations = Sizes.crashIterations
+        // A long-lived handle (a service that keeps its vault open) does the writing after each round:
+        // it must clean up after writers that died long after its own first write.
+        let longLived = try Vault.open(at: path, client: try testClient())
         let started = monotonicMilliseconds()
         for iteration in 0..<iterations {
             let children = try writers.enumerated().map { index, writer in
@@ -150,7 +153,7 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
                 model.merge(actual) { $1 }
             }
             // A writer runs again: it finishes interrupted moves and removes stale temp files.
-            try vault.set(Data("\(iteration)"), for: try ItemKey(service: "settle", account: "settle"))
+            try longLived.set(Data("\(iteration)"), for: try ItemKey(service: "settle", account: "settle"))
             temporaryAfterCleanup += temporaryFiles(in: path).map { "iteration \(iteration): \($0)" }
             let decrypted = try decryptEveryItem(path)
             undecryptable += decrypted.failures
