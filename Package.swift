@@ -42,7 +42,7 @@ let package = Package(
         // dynamic, for fast links of the tests.
         .target(name: "VaultCLI", dependencies: ["Vault", "VaultStore", "VaultSystem"]),
         .executableTarget(
-            name: "vault", dependencies: ["VaultCLI"],
+            name: "vault", dependencies: ["VaultCLI", "VaultSystem"],
             linkerSettings: [
                 .unsafeFlags(["-static-executable"], .when(configuration: .release)),
                 // The static FoundationEssentials does not autolink the two libraries it uses.
@@ -50,7 +50,9 @@ let package = Package(
                 .linkedLibrary("_FoundationCollections", .when(configuration: .release)),
             ]),
         // A process for the multi-process tests to spawn.
-        .executableTarget(name: "vault-test-helper", dependencies: ["Vault"], path: "Sources/VaultTestHelper"),
+        .executableTarget(
+            name: "vault-test-helper", dependencies: ["Vault", "VaultCrypto", "VaultSystem"],
+            path: "Sources/VaultTestHelper"),
 
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),
@@ -60,6 +62,11 @@ let package = Package(
         .testTarget(
             name: "VaultTests",
             dependencies: ["Vault", "VaultStore", "VaultArchive", "VaultCrypto", "VaultSystem", "vault-test-helper"]),
+        // Crash, power-loss, fault, concurrency, hostile-file and memory harnesses (docs/RELIABILITY.md);
+        // sizes grow with VAULT_STRESS=1 (scripts/stress).
+        .testTarget(
+            name: "VaultReliabilityTests",
+            dependencies: ["Vault", "VaultStore", "VaultCrypto", "VaultSystem", "vault-test-helper"]),
 
         // VaultArchive fuzzing (scripts/fuzz) and benchmark (`swift run -c release archive-bench`).
         .executableTarget(name: "FuzzArchiveDecode", dependencies: ["VaultArchive"]),

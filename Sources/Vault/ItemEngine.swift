@@ -46,10 +46,37 @@ struct ItemEngine: Sendable {
     }
 
     /// Reads and decodes one record; nil when the file does not exist.
+    /// An item file replaced with an older copy of itself is an error (`decode`), caught by the
+    /// store's generation record, which is read before the item so that a concurrent update cannot
+    /// look like a rollback.
     func load(_ group: AccessGroup, _ id: ItemID) throws(VaultError) -> ItemRecord? {
-        let plaintext = try translatingStoreErrors { try store.readItem(group: group.name, id: id) }
-        guard let plaintext else { return nil }
-        return try decode(plaintext, path: filePath(group, id))
+        let read = try translatingStoreErrors { try store.readItemAndGeneration(group: group.name, id: id) }
+        guard let read else { return nil }
+        let record = try decode(read.plaintext, path: filePath(group, id))
+        try translatingStoreErrors {
+            try store.checkNotRolledBack(read.recorded, group: group.name, id: id, version: record.version)
+        }
+        return record
+    }
+
+    /// Like `load`, but nil also when the file is the old half of a move that has not finished (a
+    /// writer crashed, or is still running, between writing the new file and removing this one): its
+    /// move intent names a new file with the same persistent id and a higher generation. Without this,
+    /// a look-up by primary key would still find the item under its old key while a scan finds it
+    /// under the new one (the crash harness found that).
+    func loadCurrent(_ group: AccessGroup, _ id: ItemID) throws(VaultError) -> ItemRecord? {
+        guard let record = try load(group, id) else { return nil }
+        return try isMovedAway(group, id, record) ? nil : record
+    }
+
+    func isMovedAway(_ group: AccessGroup, _ id: ItemID, _ record: ItemRecord) throws(VaultError) -> Bool {
+        let note = try translatingStoreErrors {
+            try store.readNote(group: group.name, name: MoveIntent.noteName(id))
+        }
+        guard let note, let target = MoveIntent.target(note),
+            let moved = try? load(target.group, target.id)
+        else { return false }
+        return moved.persistentID == record.persistentID && moved.generation > record.generation
     }
 
     func decode(_ plaintext: SecureBytes, path: String) throws(VaultError) -> ItemRecord {
@@ -73,7 +100,8 @@ struct ItemEngine: Sendable {
         defer { bytes.wipe() }
         try translatingStoreErrors {
             try bytes.withUnsafeBytes {
-                try tx.write(group: group.name, id: id, plaintext: $0, protectionClass: record.protectionClass)
+                try tx.write(group: group.name, id: id, plaintext: $0, protectionClass: record.protectionClass,
+                    version: record.version)
             }
         }
     }
@@ -98,7 +126,7 @@ struct ItemEngine: Sendable {
                 let id = try itemID(group, primaryKey)
                 let record: ItemRecord?
                 do {
-                    record = try load(group, id)
+                    record = try loadCurrent(group, id)
                 } catch  where error.status == .interactionNotAllowed && lockedFilesCannotMatch {
                     continue
                 }
@@ -125,7 +153,7 @@ struct ItemEngine: Sendable {
     {
         // Fast path: the item still has the primary key it had when the reference was made.
         do {
-            if let record = try load(reference.group, reference.itemIDHint),
+            if let record = try loadCurrent(reference.group, reference.itemIDHint),
                 record.persistentID == reference.persistentID
             {
                 guard query.matches(record, group: reference.group) else { return [] }
@@ -198,7 +226,7 @@ struct ItemEngine: Sendable {
                     + "at \(store.path) is locked for it; run `vault unlock`")
         }
         do throws(VaultError) {
-            if try load(group, id) != nil {
+            if try loadCurrent(group, id) != nil {
                 throw VaultError(.duplicateItem, "\(describe(itemClass, stored, group: group)) already exists")
             }
         } catch  where error.status == .interactionNotAllowed {
@@ -249,7 +277,9 @@ struct ItemEngine: Sendable {
             guard newKeys.insert(key).inserted else {
                 throw VaultError(.duplicateItem, "the update would give two items the key of \(description)")
             }
-            if key != Key(group: old.group, id: old.id), !oldKeys.contains(key), try load(new.group, new.id) != nil {
+            if key != Key(group: old.group, id: old.id), !oldKeys.contains(key),
+                try loadCurrent(new.group, new.id) != nil
+            {
                 throw VaultError(.duplicateItem, "\(description) already exists; nothing was updated")
             }
         }
@@ -303,10 +333,8 @@ struct ItemEngine: Sendable {
             for (name, contents) in notes {
                 defer { try? tx.removeNote(group: groupName, name: name) }
                 guard let oldID = MoveIntent.itemID(fromNoteName: name) else { continue }
-                let lines = String(decoding: contents, as: UTF8.self).split(separator: "\n").map(String.init)
-                guard lines.count == 2, let newGroup = try? AccessGroup(lines[0]), let newID = try? ItemID(lines[1])
-                else { continue }
-                guard let old = try? load(group, oldID), let new = try? load(newGroup, newID),
+                guard let target = MoveIntent.target(contents) else { continue }
+                guard let old = try? load(group, oldID), let new = try? load(target.group, target.id),
                     old.persistentID == new.persistentID, new.generation > old.generation
                 else { continue }
                 _ = try translatingStoreErrors { try tx.remove(group: groupName, id: oldID) }
@@ -319,6 +347,15 @@ enum MoveIntent {
     static let prefix = ".move."
 
     static func noteName(_ id: ItemID) -> String { prefix + id.rawValue }
+
+    /// The new group and id that a move intent names.
+    static func target(_ contents: [UInt8]) -> (group: AccessGroup, id: ItemID)? {
+        let lines = String(decoding: contents, as: UTF8.self).split(separator: "\n").map(String.init)
+        guard lines.count == 2, let group = try? AccessGroup(lines[0]), let id = try? ItemID(lines[1]) else {
+            return nil
+        }
+        return (group, id)
+    }
 
     static func itemID(fromNoteName name: String) -> ItemID? {
         guard name.hasPrefix(prefix) else { return nil }

@@ -80,4 +80,7 @@ struct ItemRecord: Codable, Sendable {
 
     /// The class key that encrypts the item's file.
     var protectionClass: ProtectionClass { attributes.accessible.protectionClass }
+
+    /// The persistent id and generation, for the store's rollback check.
+    var version: ItemVersion { ItemVersion(persistentID: [UInt8](persistentID), generation: generation) }
 }

@@ -76,8 +76,8 @@ public final class Vault: Sendable {
         Vault(store: engine.store, client: other)
     }
 
-    /// Runs `body` under the vault's write lock; the first writer of this handle also finishes any
-    /// move that a crashed writer left half-done.
+    /// Runs `body` under the vault's write lock; the first writer of this handle, and any writer that
+    /// takes the lock from one that died holding it, also finishes moves a crashed writer left half-done.
     func withWriteLock<R>(_ body: (WriteTransaction) throws(VaultError) -> R) throws(VaultError) -> R {
         try translatingStoreErrors {
             try engine.store.withWriteLock { tx in
@@ -85,7 +85,7 @@ public final class Vault: Sendable {
                     defer { done = true }
                     return !done
                 }
-                if first { try engine.finishInterruptedMoves(in: tx) }
+                if first || tx.previousWriterDied { try engine.finishInterruptedMoves(in: tx) }
                 return try body(tx)
             }
         }

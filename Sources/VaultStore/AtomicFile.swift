@@ -21,7 +21,8 @@ enum AtomicFile {
         in directory: FileDescriptor,
         directoryPath: String,
         permissions: FilePermissions = .ownerReadWrite,
-        durable: Bool = true
+        durable: Bool = true,
+        generationRecord: (name: String, text: String)? = nil
     ) throws(StoreError) {
         let temporary = try writeTemporary(
             contents, in: directory, directoryPath: directoryPath, permissions, durable: durable)
@@ -31,7 +32,40 @@ enum AtomicFile {
             try? directory.unlinkAt(temporary)
             throw StoreError.system(error, "rename a temp file onto", path: directoryPath + "/" + name)
         }
+        // The generation record is metadata only and shares the one directory fsync; the file is in
+        // place, so the directory is synced even when the record fails, and then that failure is
+        // reported.
+        var pending: StoreError?
+        if let generationRecord {
+            do {
+                try replaceSymbolicLink(
+                    generationRecord.name, target: generationRecord.text, in: directory, directoryPath: directoryPath)
+            } catch {
+                pending = error
+            }
+        }
         if durable { try syncDirectory(directory, path: directoryPath) }
+        if let pending { throw pending }
+    }
+
+    /// Replaces (or creates) the symbolic link `name` with one whose text is `target`, atomically
+    /// (symlink to a temp name, then rename), without syncing: the caller's directory fsync makes it
+    /// durable.
+    static func replaceSymbolicLink(
+        _ name: String, target: String, in directory: FileDescriptor, directoryPath: String
+    ) throws(StoreError) {
+        let temporary = temporaryName()
+        do {
+            try directory.makeSymbolicLinkAt(temporary, target: target)
+        } catch {
+            throw StoreError.system(error, "create a temp link in", path: directoryPath)
+        }
+        do {
+            try directory.renameAt(temporary, to: name)
+        } catch {
+            try? directory.unlinkAt(temporary)
+            throw StoreError.system(error, "rename a temp link onto", path: directoryPath + "/" + name)
+        }
     }
 
     /// Creates `name` with `contents` only if no file of that name exists; fails with a `StoreError`
@@ -55,14 +89,29 @@ enum AtomicFile {
     }
 
     /// Removes `name`; returns false when it did not exist.
-    static func remove(_ name: String, in directory: FileDescriptor, directoryPath: String) throws(StoreError) -> Bool {
+    /// `alsoRemove` names a companion (the generation record) unlinked in the same directory-fsync
+    /// round, after `name`; that it is missing is fine.
+    static func remove(
+        _ name: String, in directory: FileDescriptor, directoryPath: String, alsoRemove: String? = nil
+    ) throws(StoreError) -> Bool {
         do {
             try directory.unlinkAt(name)
         } catch {
             if error == .noSuchFileOrDirectory { return false }
             throw StoreError.system(error, "remove", path: directoryPath + "/" + name)
         }
+        var pending: StoreError?
+        if let alsoRemove {
+            do {
+                try directory.unlinkAt(alsoRemove)
+            } catch {
+                if error != .noSuchFileOrDirectory {
+                    pending = StoreError.system(error, "remove", path: directoryPath + "/" + alsoRemove)
+                }
+            }
+        }
         try syncDirectory(directory, path: directoryPath)
+        if let pending { throw pending }
         return true
     }
 

@@ -9,6 +9,14 @@ enum MasterKeyFile {
     static let fileName = "master.key"
     static let keyByteCount = 32
 
+    /// Once a key is in memory, the process may no longer be dumped or ptrace-attached by the same
+    /// user (`PR_SET_DUMPABLE` 0): a core file or a debugger would otherwise get the key despite
+    /// `MADV_DONTDUMP` (ptrace reads any page). Called before a key is read. A failure is ignored:
+    /// prctl cannot fail for this argument, and refusing to open a vault over it would help nobody.
+    static func protectProcess() {
+        try? ProcessIdentity.disableDumps()
+    }
+
     /// What a key file holds: the key itself, or the key wrapped under a passphrase.
     enum Contents {
         case key(SecureBytes)
@@ -20,6 +28,7 @@ enum MasterKeyFile {
     static func read(in directory: FileDescriptor, vaultPath: String, source: KeySource) throws(StoreError)
         -> Contents
     {
+        protectProcess()
         if let keyFile = source.keyFile { return .key(try loadExternal(keyFile)) }
         let path = vaultPath + "/" + fileName
         let contents: SecureBytes
@@ -85,6 +94,7 @@ enum MasterKeyFile {
     }
 
     static func loadAlwaysKey(in directory: FileDescriptor, vaultPath: String) throws(StoreError) -> AlwaysKeyFile? {
+        protectProcess()
         let path = vaultPath + "/" + alwaysKeyFileName
         let contents: SecureBytes
         do {
@@ -130,6 +140,7 @@ enum MasterKeyFile {
     /// Loads an external key file: 32 raw bytes, a regular file (not a symlink), owned by the
     /// effective user or by root (systemd's credentials), not accessible to group or others.
     static func loadExternal(_ path: String) throws(StoreError) -> SecureBytes {
+        protectProcess()
         let contents = try read(path, in: .currentWorkingDirectory, path: path, ownerMayBeRoot: true)
         guard contents.count == keyByteCount else {
             throw StoreError(
@@ -239,6 +250,7 @@ enum MasterKeyFile {
     static func create(in directory: FileDescriptor, vaultPath: String, source: KeySource) throws(StoreError)
         -> SecureBytes
     {
+        protectProcess()
         if let keyFile = source.keyFile {
             if (try? FileDescriptor.currentWorkingDirectory.statusAt(keyFile)) != nil {
                 return try loadExternal(keyFile)

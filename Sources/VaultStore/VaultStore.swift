@@ -85,8 +85,12 @@ public final class VaultStore: Sendable {
             if keySource.keyFile == nil, keySource.passphrase != nil {
                 try MasterKeyFile.writeAlwaysKey(classKeys, in: directory, vaultPath: path)
             }
-            try ensureLockFile(in: directory, path: path)
-            try ensureGroupsDirectory(in: directory, path: path)
+            // Only made here; `open` below opens them again for the store (discarding these descriptors
+            // leaked two per create, which kept a file system busy: the power-loss harness found it).
+            let lockFile = try ensureLockFile(in: directory, path: path)
+            try? lockFile.close()
+            let groups = try ensureGroupsDirectory(in: directory, path: path)
+            try? groups.close()
             let marker = try VaultMarker.random()
             let encoded = try marker.encoded(key: classKeys.always)
             do {
@@ -342,6 +346,18 @@ public final class VaultStore: Sendable {
         }
     }
 
+    /// The directory of `group`, created when missing. The directory can vanish between mkdir and
+    /// open (another process renamed or removed it; the symlink-swap harness does that): an error, not
+    /// a crash.
+    func existingGroupDirectory(_ group: GroupName) throws(StoreError) -> FileDescriptor {
+        guard let directory = try groupDirectory(group, create: true) else {
+            throw StoreError(
+                .io, "the group directory \(groupPath(group)) disappeared while it was being opened; try again",
+                path: groupPath(group))
+        }
+        return directory
+    }
+
     /// Reads and decrypts one item; nil when it does not exist. A file that fails any check is an
     /// `integrity` error naming it, never garbage.
     public func readItem(group: GroupName, id: ItemID) throws(StoreError) -> SecureBytes? {
@@ -404,34 +420,69 @@ public final class VaultStore: Sendable {
                 throw StoreError.system(error, "lock", path: path + "/" + Self.lockFileName)
             }
             defer { try? lockFile.unlock() }
+            let previousWriterDied = markWriterActive()
+            defer { markWriterDone() }
+            if previousWriterDied {
+                // Its temp files may be anywhere, and this handle may have cleaned up long ago.
+                state.withLock { state in
+                    state.cleanedGroups = []
+                    state.cleanedVaultDirectory = false
+                }
+            }
             removeStaleTemporaryFilesInVaultDirectory()
-            return try body(WriteTransaction(store: self))
+            return try body(WriteTransaction(store: self, previousWriterDied: previousWriterDied))
         }
+    }
+
+    // Byte 0 of `.lock` is 1 while a writer holds the lock and 0 after it let go: a writer that finds
+    // a 1 when it gets the lock knows that the previous holder died inside it (OFD locks die with
+    // their process; the byte stays), and cleans up after it even if this handle cleaned up at its
+    // first write long ago. Advisory and not synced (after a reboot every handle is new and cleans up
+    // anyway); a failure to read or write it only delays a cleanup.
+    private func markWriterActive() -> Bool {
+        var flag: UInt8 = 0
+        let read = (try? withUnsafeMutableBytes(of: &flag) { try lockFile.read(into: $0, at: 0) }) ?? 0
+        var active: UInt8 = 1
+        _ = try? withUnsafeBytes(of: &active) { try lockFile.write($0, at: 0) }
+        return read == 1 && flag == 1
+    }
+
+    private func markWriterDone() {
+        var done: UInt8 = 0
+        _ = try? withUnsafeBytes(of: &done) { try lockFile.write($0, at: 0) }
     }
 
     /// Encrypts `plaintext` as item `id` of `group` and durably replaces the file. Call within
     /// `withWriteLock` (through `WriteTransaction`).
+    /// With `version`, the item's generation record is replaced after the item, before the directory
+    /// fsync (see `GenerationRecord`).
     func writeItem(
-        group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer, protectionClass: ProtectionClass
+        group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer, protectionClass: ProtectionClass,
+        version: ItemVersion? = nil
     ) throws(StoreError) {
         guard let key = try keys(for: group).encryption(protectionClass) else {
             throw lockedError(protectionClass, path: itemPath(group, id))
         }
-        let directory = try groupDirectory(group, create: true)!
+        let directory = try existingGroupDirectory(group)
         try removeStaleTemporaryFiles(group: group, directory: directory)
         let contents = try ItemFile.seal(
             plaintext, key: key, protectionClass: protectionClass, vaultID: vaultID, group: group, id: id)
         let durable = !state.withLock { $0.bulkLoading }
+        let directoryPath = groupPath(group)
+        var recordText: String?
+        if let version { recordText = try generationRecordText(group: group, id: id, version: version) }
         try contents.withStoreBytes { bytes throws(StoreError) in
             try AtomicFile.replace(
-                id.fileName, contents: bytes, in: directory, directoryPath: groupPath(group), durable: durable)
+                id.fileName, contents: bytes, in: directory, directoryPath: directoryPath, durable: durable,
+                generationRecord: recordText.map { (GenerationRecord.name(id), $0) })
         }
     }
 
-    /// Removes item `id` of `group`; false when it did not exist.
+    /// Removes item `id` of `group` and its generation record; false when it did not exist.
     func removeItem(group: GroupName, id: ItemID) throws(StoreError) -> Bool {
         guard let directory = try groupDirectory(group, create: false) else { return false }
-        return try AtomicFile.remove(id.fileName, in: directory, directoryPath: groupPath(group))
+        return try AtomicFile.remove(
+            id.fileName, in: directory, directoryPath: groupPath(group), alsoRemove: GenerationRecord.name(id))
     }
 
     static func checkNoteName(_ name: String) throws(StoreError) {
@@ -444,7 +495,7 @@ public final class VaultStore: Sendable {
 
     func writeNote(group: GroupName, name: String, contents: [UInt8]) throws(StoreError) {
         try Self.checkNoteName(name)
-        let directory = try groupDirectory(group, create: true)!
+        let directory = try existingGroupDirectory(group)
         try contents.withStoreBytes { bytes throws(StoreError) in
             try AtomicFile.replace(name, contents: bytes, in: directory, directoryPath: groupPath(group))
         }
@@ -454,6 +505,21 @@ public final class VaultStore: Sendable {
         try Self.checkNoteName(name)
         guard let directory = try groupDirectory(group, create: false) else { return }
         _ = try AtomicFile.remove(name, in: directory, directoryPath: groupPath(group))
+    }
+
+    /// The contents of note `name` of `group`, or nil when there is none; read without the lock (a
+    /// note is replaced atomically), so that readers can consult a writer's recorded intent.
+    public func readNote(group: GroupName, name: String) throws(StoreError) -> [UInt8]? {
+        try Self.checkNoteName(name)
+        guard let directory = try groupDirectory(group, create: false) else { return nil }
+        // Notes are rare: a stat (no descriptor to open and close) answers the common case.
+        if (try? directory.statusAt(name)) == nil { return nil }
+        do {
+            return try VaultDirectory.readSmallFile(
+                name, in: directory, path: groupPath(group) + "/" + name, limit: 4096)
+        } catch  where error.errno == .noSuchFileOrDirectory {
+            return nil
+        }
     }
 
     func notes(group: GroupName, prefix: String) throws(StoreError) -> [(name: String, contents: [UInt8])] {
@@ -521,6 +587,14 @@ public final class VaultStore: Sendable {
 /// the closure, whose end releases the lock.
 public struct WriteTransaction {
     let store: VaultStore
+    /// Whether the previous holder of the write lock died while holding it (see
+    /// `VaultStore.withWriteLock`): the layer above then finishes what it may have left half-done.
+    public let previousWriterDied: Bool
+
+    init(store: VaultStore, previousWriterDied: Bool = false) {
+        self.store = store
+        self.previousWriterDied = previousWriterDied
+    }
 
     /// Encrypts `plaintext` under the key of `protectionClass` and durably stores it as item `id` of
     /// `group`, replacing any previous value; `locked` when the store lacks that class key.
@@ -528,6 +602,18 @@ public struct WriteTransaction {
         group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer, protectionClass: ProtectionClass
     ) throws(StoreError) {
         try store.writeItem(group: group, id: id, plaintext: plaintext, protectionClass: protectionClass)
+    }
+
+    /// Encrypts and durably stores `plaintext` as item `id` of `group` under the key of
+    /// `protectionClass`, and records `version` so that a later read can tell when the file was
+    /// replaced with an older copy of itself (`VaultStore.checkNotRolledBack`). The record shares the
+    /// item's directory fsync.
+    public func write(
+        group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer, protectionClass: ProtectionClass,
+        version: ItemVersion
+    ) throws(StoreError) {
+        try store.writeItem(
+            group: group, id: id, plaintext: plaintext, protectionClass: protectionClass, version: version)
     }
 
     /// Stores the contents of `plaintext` (see `write(group:id:plaintext:protectionClass:)`).

@@ -27,6 +27,30 @@ extension FileDescriptor {
         }
     }
 
+    /// Creates a symbolic link `name` relative to this directory whose target is the text `target`.
+    /// The vault never follows links; it uses them as tiny records whose text is file system metadata,
+    /// made durable by an fsync of the directory alone (no data fsync of their own).
+    public func makeSymbolicLinkAt(_ name: String, target: String) throws(Errno) {
+        _ = try retryingOnInterrupt(.symlink) {
+            target.withCString { t in name.withCString { n in Glibc.symlinkat(t, rawValue, n) } }
+        }
+    }
+
+    /// The target text of the symbolic link `name` relative to this directory (`readlinkat`, which
+    /// never follows it); at most 255 bytes are read, more is `ENAMETOOLONG`. Not a link is `EINVAL`.
+    public func readSymbolicLinkAt(_ name: String) throws(Errno) -> String {
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let count = try buffer.withUnsafeMutableBytes { raw in
+            Result { () throws(Errno) in
+                try retryingOnInterrupt(.readLink) {
+                    name.withCString { Glibc.readlinkat(rawValue, $0, raw.baseAddress!, raw.count) }
+                }
+            }
+        }.get()
+        guard count < buffer.count else { throw Errno.nameTooLong }
+        return String(decoding: buffer[0..<count], as: UTF8.self)
+    }
+
     /// Removes the file `path` relative to this directory.
     public func unlinkAt(_ path: String) throws(Errno) {
         _ = try retryingOnInterrupt(.unlink) { path.withCString { Glibc.unlinkat(rawValue, $0, 0) } }

@@ -109,6 +109,19 @@ public struct FileDescriptor: Hashable, Sendable {
         return try retryingOnInterrupt(nil) { Glibc.write(rawValue, buffer.baseAddress, limited) }
     }
 
+    /// Reads up to `buffer.count` bytes at `offset` without moving the file offset (`pread`). Not
+    /// routed through the fault seam: it serves advisory state whose failures callers ignore.
+    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
+        try retryingOnInterrupt(nil) { Glibc.pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
+    }
+
+    /// Writes from `buffer` at `offset` without moving the file offset (`pwrite`), possibly fewer bytes
+    /// than asked. Not routed through the fault seam: it serves advisory state whose failures callers
+    /// ignore.
+    public func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
+        try retryingOnInterrupt(nil) { Glibc.pwrite(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
+    }
+
     /// Writes every byte of `buffer`, looping over short writes.
     public func writeAll(_ buffer: UnsafeRawBufferPointer) throws(Errno) {
         var offset = 0

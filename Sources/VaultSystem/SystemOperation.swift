@@ -24,4 +24,8 @@ public enum SystemOperation: String, Sendable, CaseIterable, Hashable {
     case lock
     /// Reading a directory's entries.
     case readDirectory
+    /// symlinkat(2).
+    case symlink
+    /// readlinkat(2).
+    case readLink
 }

@@ -12,6 +12,8 @@ import Vault
 ///     vault-test-helper add PATH APP COUNT WRITER           add COUNT distinct items
 ///     vault-test-helper device-id PATH APP KEY              print "<uuid> <created>"
 ///     vault-test-helper increment PATH APP COUNT            COUNT atomic increments of one counter item
+///
+/// and the reliability subcommands of `ReliabilityCommands`.
 @main
 struct VaultTestHelper {
     static func main() {
@@ -25,6 +27,7 @@ struct VaultTestHelper {
     }
 
     static func run(_ arguments: [String]) throws {
+        if try ReliabilityCommands.runWithoutVault(arguments) { return }
         guard arguments.count >= 3 else { throw HelperError.usage }
         let vault = try Vault.open(
             at: arguments[1], client: try Client(applicationIdentifier: arguments[2]), createIfMissing: true)
@@ -57,7 +60,7 @@ struct VaultTestHelper {
                 }
             }
         default:
-            throw HelperError.usage
+            guard try ReliabilityCommands.run(arguments, vault: vault) else { throw HelperError.usage }
         }
     }
 

@@ -77,7 +77,8 @@ struct Credentials: Codable, Equatable {
         let key = try ItemKey(service: "svc", account: "a")
         try vault.set("x", for: key)
         let directory = t.path + "/groups/com.example.app"
-        let file = try #require(try FileManager.default.contentsOfDirectory(atPath: directory).first)
+        let file = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: directory).first { $0.hasSuffix(".item") })
         var bytes = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + file))
         bytes[bytes.count - 1] ^= 1
         try bytes.write(to: URL(fileURLWithPath: directory + "/" + file))

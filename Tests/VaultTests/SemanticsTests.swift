@@ -333,7 +333,8 @@ import Testing
         // No intent files or temp files are left.
         for group in ["g1", "g2"] {
             let names = try FileManager.default.contentsOfDirectory(atPath: t.path + "/groups/\(group)")
-            #expect(names.allSatisfy { $0.hasSuffix(".item") }, "\(names)")
+            // Item files and their generation records (rollback detection), nothing else.
+            #expect(names.allSatisfy { $0.hasSuffix(".item") || $0.hasPrefix(".gen.") }, "\(names)")
         }
     }
 

@@ -1,0 +1,164 @@
+import VaultCrypto
+import VaultSystem
+
+/// What the layer above knows about an item it writes: the persistent id that stays with the item and
+/// the generation that grows with every update. The store keeps an authenticated copy of the latest
+/// generation next to the item, so that an item file replaced with an older copy of itself is caught.
+public struct ItemVersion: Sendable, Equatable {
+    /// The item's persistent id (stable across updates).
+    public let persistentID: [UInt8]
+    /// The item's generation (1 when added, +1 on every update).
+    public let generation: UInt64
+
+    /// A version.
+    public init(persistentID: [UInt8], generation: UInt64) {
+        self.persistentID = persistentID
+        self.generation = generation
+    }
+}
+
+/// The generation record of one item as read from disk, before it is checked against the item
+/// (the check needs the item's persistent id, which is inside the encrypted file).
+public struct RecordedGeneration: Sendable, Equatable {
+    let generation: UInt64
+    let tag: [UInt8]
+}
+
+/// Rollback detection. Next to `<id>.item` the store keeps `.gen.<id>`, a symbolic link that is never
+/// followed: its target text is `1:<generation, 16 hex>:<tag, 32 hex>`, where the tag is a keyed
+/// BLAKE2b-128 (group index key, personalisation `vault.gen.v1`) of vault id, group, item id,
+/// persistent id and generation. A symlink's text is file system metadata, so the record becomes
+/// durable with the directory fsync that the item's rename needs anyway: no second fsync round trip.
+///
+/// Order: the item is renamed into place first, the record second, then the one directory fsync.
+/// Readers read the record first and the item second, so a concurrent update can never make a
+/// reader see a record newer than the item (no false alarm). A record of another persistent id (a
+/// leftover of a deleted item) or with a wrong tag is ignored, as is a missing one (items written
+/// before records existed, a crash between the two renames); see docs/RELIABILITY.md for what that
+/// leaves undetected.
+enum GenerationRecord {
+    static let prefix = ".gen."
+    static let domain = KeyDerivation.Domain("vault.gen.v1")
+    static let tagByteCount = 16
+
+    static func name(_ id: ItemID) -> String { prefix + id.rawValue }
+
+    static func tag(key: SecureBytes, vaultID: [UInt8], group: GroupName, id: ItemID, version: ItemVersion)
+        throws(StoreError) -> [UInt8]
+    {
+        let groupBytes = Array(group.rawValue.utf8)
+        var message = vaultID
+        message.append(UInt8(groupBytes.count >> 8))
+        message.append(UInt8(groupBytes.count & 0xff))
+        message += groupBytes
+        message += Array(id.rawValue.utf8)
+        message.append(UInt8(version.persistentID.count))
+        message += version.persistentID
+        for shift in stride(from: 56, through: 0, by: -8) {
+            message.append(UInt8((version.generation >> shift) & 0xff))
+        }
+        do {
+            return try KeyDerivation.keyedHash(message, key: key, domain: domain, outputByteCount: tagByteCount)
+        } catch {
+            throw StoreError.crypto(error, "cannot compute the generation record of item \(id) in group \(group)")
+        }
+    }
+
+    static func text(generation: UInt64, tag: [UInt8]) -> String {
+        let hex = String(generation, radix: 16)
+        return "1:" + String(repeating: "0", count: 16 - hex.count) + hex + ":" + hexString(tag)
+    }
+
+    static func parse(_ text: String) -> RecordedGeneration? {
+        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "1", parts[1].utf8.count == 16, parts[2].utf8.count == 2 * tagByteCount,
+            let generation = UInt64(parts[1], radix: 16), let tag = bytes(fromHex: parts[2])
+        else { return nil }
+        return RecordedGeneration(generation: generation, tag: tag)
+    }
+
+    static func hexString(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0f)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    static func bytes(fromHex text: Substring) -> [UInt8]? {
+        var result: [UInt8] = []
+        var high: UInt8?
+        for c in text.utf8 {
+            let v: UInt8
+            switch c {
+            case 0x30...0x39: v = c - 0x30
+            case 0x61...0x66: v = c - 0x61 + 10
+            default: return nil
+            }
+            if let h = high {
+                result.append(h << 4 | v)
+                high = nil
+            } else {
+                high = v
+            }
+        }
+        return high == nil ? result : nil
+    }
+}
+
+extension VaultStore {
+    /// Reads item `id` of `group` like `readItem`, together with its generation record, which is read
+    /// first (one `readlinkat`; see `GenerationRecord`). Check the pair with `checkNotRolledBack` once
+    /// the item's version is known.
+    public func readItemAndGeneration(group: GroupName, id: ItemID) throws(StoreError) -> (
+        plaintext: SecureBytes, recorded: RecordedGeneration?
+    )? {
+        guard let directory = try groupDirectory(group, create: false) else { return nil }
+        let recorded = try recordedGeneration(in: directory, group: group, id: id)
+        guard let plaintext = try readItem(group: group, id: id) else { return nil }
+        return (plaintext, recorded)
+    }
+
+    func recordedGeneration(in directory: FileDescriptor, group: GroupName, id: ItemID) throws(StoreError)
+        -> RecordedGeneration?
+    {
+        let text: String
+        do {
+            text = try directory.readSymbolicLinkAt(GenerationRecord.name(id))
+        } catch {
+            // Missing, or not a link (EINVAL), or too long: no record.
+            if [.noSuchFileOrDirectory, .invalidArgument, .nameTooLong].contains(error) { return nil }
+            throw StoreError.system(error, "read the generation record of", path: itemPath(group, id))
+        }
+        return GenerationRecord.parse(text)
+    }
+
+    /// Throws an `integrity` error naming the file when `recorded` (read before the item) is an
+    /// authentic record of this item at a newer generation than `version`: the item file was replaced
+    /// with an older copy of itself.
+    public func checkNotRolledBack(_ recorded: RecordedGeneration?, group: GroupName, id: ItemID, version: ItemVersion)
+        throws(StoreError)
+    {
+        guard let recorded, recorded.generation > version.generation else { return }
+        let claimed = ItemVersion(persistentID: version.persistentID, generation: recorded.generation)
+        let expected = try GenerationRecord.tag(
+            key: try keys(for: group).index, vaultID: vaultID, group: group, id: id, version: claimed)
+        // Not constant-time: the tag is not a secret and the comparison reveals nothing useful.
+        guard expected == recorded.tag else { return }
+        let path = itemPath(group, id)
+        throw StoreError(
+            .integrity,
+            "\(path) is generation \(version.generation) but the vault recorded generation \(recorded.generation): "
+                + "it was replaced with an older copy of itself (rollback)",
+            path: path)
+    }
+
+    /// The record text for `version` of item `id`.
+    func generationRecordText(group: GroupName, id: ItemID, version: ItemVersion) throws(StoreError) -> String {
+        let tag = try GenerationRecord.tag(
+            key: try keys(for: group).index, vaultID: vaultID, group: group, id: id, version: version)
+        return GenerationRecord.text(generation: version.generation, tag: tag)
+    }
+}

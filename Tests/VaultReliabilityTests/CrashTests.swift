@@ -1,0 +1,216 @@
+import Foundation
+import Testing
+import Vault
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The journal a supervisor keeps of one writer's operations: what it started and what it was told
+/// succeeded ("ack"). A SIGKILL can land anywhere, so the one operation started but not acknowledged
+/// may or may not have happened; every acknowledged one must have.
+struct WriterJournal {
+    enum Operation: Equatable {
+        case set(key: String, value: String)
+        case delete(key: String)
+        case move(from: String, to: String)
+
+        func apply(to state: inout [String: String]) {
+            switch self {
+            case .set(let key, let value): state[key] = value
+            case .delete(let key): state[key] = nil
+            case .move(let from, let to):
+                state[to] = state[from]
+                state[from] = nil
+            }
+        }
+    }
+
+    var acknowledged: [Operation] = []
+    var inFlight: Operation?
+
+    /// Parses the helper's output; a partial last line (impossible with one write(2) per line, but
+    /// cheap to allow) is ignored.
+    init(output: String) {
+        var started: [Int: Operation] = [:]
+        var order: [Int] = []
+        let lines = output.split(separator: "\n", omittingEmptySubsequences: true)
+        let complete = output.hasSuffix("\n") ? lines : lines.dropLast()
+        for line in complete {
+            let f = line.split(separator: " ").map(String.init)
+            if f.first == "start", f.count >= 4, let seq = Int(f[1]) {
+                switch f[2] {
+                case "set" where f.count == 5: started[seq] = .set(key: f[3], value: f[4])
+                case "del": started[seq] = .delete(key: f[3])
+                case "move" where f.count == 5: started[seq] = .move(from: f[3], to: f[4])
+                default: continue
+                }
+                order.append(seq)
+            } else if f.first == "ack", f.count == 2, let seq = Int(f[1]), let op = started.removeValue(forKey: seq) {
+                acknowledged.append(op)
+            }
+        }
+        inFlight = order.last.flatMap { started[$0] }
+    }
+}
+
+/// The logical content of the vault for the crash writers' keys, as a scan sees it and as point
+/// look-ups see it (they must agree).
+func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDisagreements: [String]) {
+    var scan: [String: String] = [:]
+    let query = Query(
+        itemClass: .genericPassword, attributes: ItemAttributes(service: "crash", account: nil), limit: .all)
+    let items: [MatchedItem]
+    do {
+        items = try vault.copyMatching(query, returning: [.attributes, .data])
+    } catch {
+        guard error.status == .itemNotFound else { throw error }
+        items = []
+    }
+    for item in items {
+        let account = item.attributes.account ?? ""
+        if account.hasSuffix("-boot") { continue }
+        scan[account] = String(decoding: item.data ?? Data(), as: UTF8.self)
+    }
+    var disagreements: [String] = []
+    for writer in 0..<4 {
+        for k in 0..<8 {
+            let account = "w\(writer)-k\(k)"
+            let point = try vault.data(for: try ItemKey(service: "crash", account: account))
+                .map { String(decoding: $0, as: UTF8.self) }
+            if point != scan[account] {
+                disagreements.append("\(account): point look-up \(point ?? "nil"), scan \(scan[account] ?? "nil")")
+            }
+        }
+    }
+    return (scan, disagreements)
+}
+
+@Suite(.serialized) struct CrashTests {
+    /// 4 writer processes doing sets, deletes and moves on one vault are SIGKILLed at random points;
+    /// after each round the vault is reopened and checked against the journal of acknowledged
+    /// operations.
+    @Test func killedWritersLoseNoAcknowledgedWrite() throws {
+        let dir = try TestDirectory("crash")
+        defer { dir.remove() }
+        let path = dir.path + "/vault"
+        _ = try Vault.create(at: path, client: try testClient())
+        let writers = (0..<4).map { "w\($0)" }
+        var model: [String: String] = [:]
+        var lost: [String] = []
+        var undecryptable: [String] = []
+        var disagreements: [String] = []
+        var acknowledgedTotal = 0
+        var inFlightApplied = 0
+        var inFlightTotal = 0
+        var temporaryBeforeCleanup = 0
+        var temporaryAfterCleanup: [String] = []
+        let iterations = Sizes.crashIterations
+        // A long-lived handle (a service that keeps its vault open) does the writing after each round:
+        // it must clean up after writers that died long after its own first write.
+        let longLived = try Vault.open(at: path, client: try testClient())
+        let started = monotonicMilliseconds()
+        for iteration in 0..<iterations {
+            let children = try writers.enumerated().map { index, writer in
+                try Helper(["crash-writer", path, testApp, writer, String(iteration * 1_000_000 + index * 100_000)])
+            }
+            usleep(UInt32.random(in: 30_000...150_000))
+            for child in children.shuffled() {
+                child.kill()
+                if Bool.random() { usleep(UInt32.random(in: 0...3000)) }
+            }
+            var journals: [WriterJournal] = []
+            for child in children {
+                let result = child.finish()
+                if result.status != 128 + SIGKILL && result.status != SIGKILL {
+                    Issue.record("writer ended with \(result.status) before the kill: \(result.errors)")
+                }
+                journals.append(WriterJournal(output: result.output))
+            }
+            temporaryBeforeCleanup += temporaryFiles(in: path).count
+            // Reopen as a new process would: a fresh handle, reads first.
+            let vault = try Vault.open(at: path, client: try testClient())
+            let state = try crashState(vault)
+            disagreements += state.pointLookupDisagreements.map { "iteration \(iteration): \($0)" }
+            for (writer, journal) in zip(writers, journals) {
+                let prefix = writer + "-"
+                var before = model.filter { $0.key.hasPrefix(prefix) }
+                for op in journal.acknowledged { op.apply(to: &before) }
+                acknowledgedTotal += journal.acknowledged.count
+                var after = before
+                journal.inFlight?.apply(to: &after)
+                let actual = state.scan.filter { $0.key.hasPrefix(prefix) }
+                if journal.inFlight != nil { inFlightTotal += 1 }
+                if actual == before {
+                    // fine: the unacknowledged operation did not happen (or changed nothing)
+                } else if actual == after {
+                    inFlightApplied += 1
+                } else {
+                    lost.append(
+                        "iteration \(iteration) \(writer): expected \(before) or \(after), found \(actual)")
+                }
+                for key in model.keys where key.hasPrefix(prefix) { model[key] = nil }
+                model.merge(actual) { $1 }
+            }
+            // A writer runs again: it finishes interrupted moves and removes stale temp files.
+            try longLived.set(Data("\(iteration)"), for: try ItemKey(service: "settle", account: "settle"))
+            temporaryAfterCleanup += temporaryFiles(in: path).map { "iteration \(iteration): \($0)" }
+            let decrypted = try decryptEveryItem(path)
+            undecryptable += decrypted.failures
+        }
+        let seconds = (monotonicMilliseconds() - started) / 1000
+        figure(
+            "crash",
+            "\(iterations) SIGKILL iterations of 4 writers, \(acknowledgedTotal) acknowledged operations, "
+                + "\(lost.count) lost, \(undecryptable.count) undecryptable files, "
+                + "\(temporaryAfterCleanup.count) temp files after a writer ran again "
+                + "(\(temporaryBeforeCleanup) seen right after kills), \(inFlightApplied)/\(inFlightTotal) "
+                + "unacknowledged operations found applied, \(disagreements.count) point/scan disagreements, "
+                + String(format: "%.0f s", seconds))
+        #expect(lost.isEmpty, "\(lost.prefix(5))")
+        #expect(undecryptable.isEmpty, "\(undecryptable.prefix(5))")
+        #expect(temporaryAfterCleanup.isEmpty, "\(temporaryAfterCleanup.prefix(5))")
+        #expect(disagreements.isEmpty, "\(disagreements.prefix(5))")
+        #expect(acknowledgedTotal > iterations)
+    }
+    /// 4 processes incrementing one shared counter (`Vault.modify`) are SIGKILLed at random points: the
+    /// counter is at least the number of acknowledged increments and at most that plus the ones in
+    /// flight, every time.
+    @Test func killedIncrementersLoseNoAcknowledgedIncrement() throws {
+        let dir = try TestDirectory("crash-increment")
+        defer { dir.remove() }
+        let path = dir.path + "/vault"
+        _ = try Vault.create(at: path, client: try testClient())
+        let key = try ItemKey(service: "counter", account: "value")
+        var acknowledged = 0
+        var inFlight = 0
+        var lower = 0
+        var violations: [String] = []
+        let iterations = Sizes.crashIterations / 4
+        for iteration in 0..<iterations {
+            let children = try (0..<4).map { _ in try Helper(["crash-increment", path, testApp]) }
+            usleep(UInt32.random(in: 30_000...150_000))
+            for child in children.shuffled() { child.kill() }
+            for child in children {
+                let lines = child.finish().output.split(separator: "\n")
+                let acks = lines.filter { $0 == "ack" }.count
+                let starts = lines.filter { $0 == "start" }.count
+                acknowledged += acks
+                inFlight += starts - acks
+            }
+            let value = Int(try Vault.open(at: path, client: try testClient()).string(for: key) ?? "0") ?? -1
+            // Every acknowledged increment is in; of the unacknowledged ones, any number may be.
+            if value < acknowledged + lower || value > acknowledged + inFlight {
+                violations.append(
+                    "iteration \(iteration): counter \(value), acknowledged \(acknowledged), in flight \(inFlight)")
+            }
+            lower = value - acknowledged
+        }
+        #expect(violations.isEmpty, "\(violations.prefix(3))")
+        figure(
+            "crash-increments",
+            "\(iterations) SIGKILL iterations of 4 incrementing processes: \(acknowledged) acknowledged increments, "
+                + "counter \(acknowledged + lower) (\(lower) of \(inFlight) unacknowledged ones applied), "
+                + "\(violations.count) violations")
+    }
+}
