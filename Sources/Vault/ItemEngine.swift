@@ -100,7 +100,8 @@ struct ItemEngine: Sendable {
         defer { bytes.wipe() }
         try translatingStoreErrors {
             try bytes.withUnsafeBytes {
-                try tx.write(group: group.name, id: id, plaintext: $0, protectionClass: record.protectionClass,
+                try tx.write(
+                    group: group.name, id: id, plaintext: $0, protectionClass: record.protectionClass,
                     version: record.version)
             }
         }

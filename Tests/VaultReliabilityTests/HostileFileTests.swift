@@ -293,13 +293,17 @@ struct Fixture {
         let setup = try VaultStore.create(at: path)
         let id = try setup.itemID(group: group, primaryKey: [1])
         try setup.withWriteLock { tx in
-            try Array("OUTSIDE".utf8).withUnsafeBytes { try tx.write(group: group, id: id, plaintext: $0, protectionClass: .always) }
+            try Array("OUTSIDE".utf8).withUnsafeBytes {
+                try tx.write(group: group, id: id, plaintext: $0, protectionClass: .always)
+            }
         }
         // A valid file of the same vault, group and id, planted outside: reading it would succeed.
         try FileManager.default.copyItem(atPath: setup.itemPath(group, id), toPath: outside + "/" + id.fileName)
         let planted = try readBytes(outside + "/" + id.fileName)
         try setup.withWriteLock { tx in
-            try Array("inside".utf8).withUnsafeBytes { try tx.write(group: group, id: id, plaintext: $0, protectionClass: .always) }
+            try Array("inside".utf8).withUnsafeBytes {
+                try tx.write(group: group, id: id, plaintext: $0, protectionClass: .always)
+            }
         }
         let groupPath = path + "/groups/race"
         let races = Sizes.symlinkRaces
@@ -327,7 +331,9 @@ struct Fixture {
             do {
                 let store = try VaultStore.open(at: path)
                 try store.withWriteLock { tx in
-                    try Array("inside-\(i)".utf8).withUnsafeBytes { try tx.write(group: group, id: id, plaintext: $0, protectionClass: .always) }
+                    try Array("inside-\(i)".utf8).withUnsafeBytes {
+                        try tx.write(group: group, id: id, plaintext: $0, protectionClass: .always)
+                    }
                 }
                 if let value = try store.readItem(group: group, id: id)?.withUnsafeBytes({ Array($0) }),
                     value == Array("OUTSIDE".utf8)
