@@ -13,6 +13,7 @@ package enum ArchiveFuzzOracle {
         _ = try? VaultArchive.decode([Date].self, from: bytes)
         _ = try? VaultArchive.decode([UUID: URL].self, from: bytes)
         _ = try? VaultArchive.decode([Float?].self, from: bytes)
+        _ = try? VaultArchive.decode([Decimal].self, from: bytes)
         _ = try? VaultArchive.decode(FuzzRecord.self, from: bytes, options: .init(rejectsUnknownKeys: false))
     }
 

@@ -218,6 +218,34 @@ import Testing
     }
 }
 
+/// Decimal keeps its own Codable conformance; hostile field values must not trap it.
+@Suite struct DecimalHostileTests {
+    struct DecimalFields: Codable {
+        var length: UInt32
+        var exponent: Int32
+        var mantissa: [UInt16]
+        var isCompact: Bool
+        var isNegative: Bool
+    }
+
+    @Test func hostileDecimalFieldsDoNotTrap() throws {
+        let cases: [(UInt32, Int32, [UInt16])] = [
+            (100, 0, [UInt16](repeating: 1, count: 8)), (3, 1000, [1, 2, 3]), (8, -128, []), (0, 0, [1]),
+            (UInt32.max, Int32.min, [UInt16](repeating: 0xFFFF, count: 20)),
+        ]
+        for (length, exponent, mantissa) in cases {
+            let fields = DecimalFields(
+                length: length,
+                exponent: exponent,
+                mantissa: mantissa,
+                isCompact: false,
+                isNegative: true
+            )
+            _ = try? VaultArchive.decode(Decimal.self, from: VaultArchive.encode(fields))
+        }
+    }
+}
+
 struct FixedPair: Codable {
     var a: Int
     var b: Int
