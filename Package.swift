@@ -68,13 +68,12 @@ let package = Package(
             name: "VaultReliabilityTests",
             dependencies: ["Vault", "VaultStore", "VaultCrypto", "VaultSystem", "vault-test-helper"]),
 
-        // VaultArchive fuzzing (scripts/fuzz) and benchmark (`swift run -c release archive-bench`).
+        // VaultArchive fuzzing (scripts/fuzz); its benchmark is part of vault-bench.
         .executableTarget(name: "FuzzArchiveDecode", dependencies: ["VaultArchive"]),
         .executableTarget(name: "FuzzArchiveRoundTrip", dependencies: ["VaultArchive"]),
         .executableTarget(
             name: "vault-bench", dependencies: ["Vault", "VaultArchive", "VaultCrypto", "VaultSystem"],
             path: "Sources/VaultBench"),
-        .executableTarget(name: "archive-bench", dependencies: ["VaultArchive"], path: "Sources/ArchiveBench"),
 
         // Apple's Security framework names over the vault, so that keychain code written for iOS builds on Linux.
         .target(name: "Security", dependencies: ["Vault"]),

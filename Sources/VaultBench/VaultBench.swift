@@ -16,6 +16,8 @@ struct Options {
     var json = false
     var directory: String?
     var holdVault: String?
+    var archiveOnly = false
+    var profileArchive = false
 
     static func parse(_ arguments: [String]) -> Options {
         var options = Options()
@@ -35,8 +37,10 @@ struct Options {
             case "--json": options.json = true
             case "--dir": options.directory = value()
             case "--hold-vault": options.holdVault = value()
+            case "--archive-only": options.archiveOnly = true
+            case "--profile-archive": options.profileArchive = true
             case "-h", "--help":
-                print("usage: vault-bench [--items N[,N...]] [--quick] [--json] [--dir DIR]")
+                print("usage: vault-bench [--items N[,N...]] [--quick] [--json] [--dir DIR] [--archive-only]")
                 exit(0)
             default:
                 FileHandle.standardError.write(Data("vault-bench: unknown argument \(arguments[i])\n".utf8))
@@ -53,6 +57,8 @@ struct Report: Encodable {
     var machine: String
     var measurements: [OperationTiming] = []
     var memory: [String: Int] = [:]
+    /// Encoded sizes of the archive comparison's payloads, in bytes.
+    var archiveSizes: [String: Int] = [:]
 }
 
 @main
@@ -70,16 +76,27 @@ struct VaultBench {
         try FileManager.default.createDirectory(atPath: runDirectory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: runDirectory) }
 
+        if options.profileArchive {
+            let row = try compareArchives(iterations: 100_000, profileOnly: true)[0]
+            print(String(format: "VaultArchive Credentials encode+decode: %.2f µs", row.ns / 1000))
+            return
+        }
         var report = Report(machine: machineDescription())
         let progress = Progress(enabled: !options.json && isatty(2) == 1)
-        for scale in options.scales {
+        progress.show("archive coders…")
+        let archive = archiveTimings(try compareArchives(iterations: options.quick ? 500 : 20_000))
+        report.measurements += archive.timings
+        report.archiveSizes = archive.sizes
+        for scale in options.archiveOnly ? [] : options.scales {
             let bench = try ScaleBench(
                 directory: runDirectory + "/items-\(scale)", items: scale, quick: options.quick, progress: progress)
             report.measurements += try bench.run()
             report.memory.merge(try bench.memory(), uniquingKeysWith: { $1 })
         }
-        report.measurements += try ProcessBench(directory: runDirectory, quick: options.quick, progress: progress).run(
-            memory: &report.memory)
+        if !options.archiveOnly {
+            report.measurements += try ProcessBench(directory: runDirectory, quick: options.quick, progress: progress)
+                .run(memory: &report.memory)
+        }
         progress.clear()
         if options.json {
             let encoder = JSONEncoder()
@@ -108,20 +125,23 @@ struct VaultBench {
     static func printTable(_ report: Report) {
         print("machine: \(report.machine)")
         print(
-            "operation".padding(toLength: 34, withPad: " ", startingAt: 0) + "items".leftPad(8) + "median".leftPad(11)
+            "operation".padding(toLength: 50, withPad: " ", startingAt: 0) + "items".leftPad(8) + "median".leftPad(11)
                 + "p90".leftPad(11) + "p99".leftPad(11) + "ops/s".leftPad(10) + "  ratio to floor")
         for m in report.measurements {
             let ratio =
                 m.ratio.map {
                     String(
-                        format: "%.2f× %@ (%@, interleaved)", $0, m.floor ?? "",
+                        format: "%.2f× %@ (%@)", $0, m.floor ?? "",
                         formatDuration(m.floorMedianNanoseconds ?? 0))
                 } ?? ""
             print(
-                m.operation.padding(toLength: 34, withPad: " ", startingAt: 0) + String(m.items).leftPad(8)
+                m.operation.padding(toLength: 50, withPad: " ", startingAt: 0) + String(m.items).leftPad(8)
                     + formatDuration(m.medianNanoseconds).leftPad(11) + formatDuration(m.p90Nanoseconds).leftPad(11)
                     + formatDuration(m.p99Nanoseconds).leftPad(11) + String(format: "%.0f", m.opsPerSecond).leftPad(10)
                     + "  " + ratio)
+        }
+        for (name, bytes) in report.archiveSizes.sorted(by: { $0.key < $1.key }) {
+            print("encoded size \(name): \(bytes) B")
         }
         for (name, kilobytes) in report.memory.sorted(by: { $0.key < $1.key }) {
             print("peak RSS \(name): \(String(format: "%.1f", Double(kilobytes) / 1024)) MiB")

@@ -1,6 +1,5 @@
-// `swift run -c release --scratch-path .build/release-bench archive-bench`
-//
-// Encode+decode time per operation and encoded size of two keychain payloads, VaultArchive side by side with
+// The archive part of `vault-bench` (also alone: `vault-bench --archive-only`): encode+decode time per
+// operation and encoded size of two keychain payloads, VaultArchive side by side with
 // JSONEncoder/JSONDecoder, PropertyListEncoder/Decoder (binary) and NSKeyedArchiver/Unarchiver, in one run.
 import Foundation
 import VaultArchive
@@ -71,7 +70,9 @@ struct Row {
     var size: Int
 }
 
-func run() throws {
+/// Runs the comparison; `iterations` per round (7 rounds, the best kept). With `profileOnly`, only
+/// VaultArchive on Credentials, for a profiler.
+func compareArchives(iterations: Int, profileOnly: Bool = false) throws -> [Row] {
     let dictionary = ["com.app.uuid": "9D820D3A-4429-4918-97F7-A69588B388A4"]
     let credentials = Credentials(
         username: "alice@example.com",
@@ -79,14 +80,11 @@ func run() throws {
         created: Date(timeIntervalSince1970: 1_764_460_800.25),
         tags: ["mail", "work", "imap"]
     )
-    let iterations = Int(CommandLine.arguments.dropFirst().first ?? "") ?? 20_000
-    // `archive-bench N profile`: only VaultArchive on Credentials, for a profiler.
-    if CommandLine.arguments.count > 2, CommandLine.arguments[2] == "profile" {
+    if profileOnly {
         let r = try measure(iterations: iterations) {
             try VaultArchive.decode(Credentials.self, from: try VaultArchive.encode(credentials)) == credentials ? 1 : 0
         }
-        print(String(format: "VaultArchive Credentials: %.2f µs", r.ns / 1000), r.sink > 0 ? "" : "?")
-        return
+        return [Row(payload: "Credentials", coder: "VaultArchive (CBOR)", ns: r.ns, size: 0)]
     }
     var rows: [Row] = []
     var sink = 0
@@ -143,22 +141,35 @@ func run() throws {
     precondition(r.sink > 0)
     rows.append(Row(payload: "Credentials", coder: "NSKeyedArchiver", ns: r.ns, size: keyedObject.count))
 
-    print("archive-bench: encode+decode per operation (best of 7 rounds of \(iterations)), encoded size")
-    print("| payload | coder | encode+decode | size (bytes) | time vs VaultArchive |")
-    print("|---|---|---:|---:|---:|")
-    for payload in ["dictionary", "Credentials"] {
-        let mine = rows.first { $0.payload == payload && $0.coder.hasPrefix("VaultArchive") }!.ns
-        for row in rows where row.payload == payload {
-            let us = String(format: "%.2f µs", row.ns / 1000)
-            let ratio = String(format: "%.1f×", row.ns / mine)
-            print("| \(row.payload) | \(row.coder) | \(us) | \(row.size) | \(ratio) |")
-        }
-    }
     if sink == 42 { print("") }
+    return rows
 }
 
-do {
-    try run()
-} catch {
-    print("archive-bench failed: \(error)")
+/// The comparison as timings for the report: each coder's encode+decode, with the ratio of
+/// VaultArchive to the fastest of the others (below 1: faster than every one of them) and each
+/// other coder's ratio to VaultArchive.
+func archiveTimings(_ rows: [Row]) -> (timings: [OperationTiming], sizes: [String: Int]) {
+    var timings: [OperationTiming] = []
+    var sizes: [String: Int] = [:]
+    for payload in ["dictionary", "Credentials"] {
+        let payloadRows = rows.filter { $0.payload == payload }
+        guard let mine = payloadRows.first(where: { $0.coder.hasPrefix("VaultArchive") }) else { continue }
+        let others = payloadRows.filter { !$0.coder.hasPrefix("VaultArchive") }
+        for row in payloadRows {
+            var timing = OperationTiming(
+                operation: "archive \(payload): \(row.coder)", items: 1, nanoseconds: [row.ns])
+            if row.coder.hasPrefix("VaultArchive"), let fastest = others.min(by: { $0.ns < $1.ns }) {
+                timing.floor = "fastest other coder (\(fastest.coder))"
+                timing.floorMedianNanoseconds = fastest.ns
+                timing.ratio = row.ns / fastest.ns
+            } else {
+                timing.floor = "VaultArchive"
+                timing.floorMedianNanoseconds = mine.ns
+                timing.ratio = row.ns / mine.ns
+            }
+            timings.append(timing)
+            sizes["\(payload), \(row.coder)"] = row.size
+        }
+    }
+    return (timings, sizes)
 }
