@@ -13,7 +13,7 @@ _vault() {
         cword=$COMP_CWORD
     fi
 
-    local commands="init put add get rm ls uuid groups check passwd unlock lock export import completion help"
+    local commands="init put add get rm ls uuid groups check passwd unlock lock export import rekey completion help"
     local global="--vault --app --group --key-file --passphrase-fd --help --version"
     local internet="--server --protocol --port --path"
 
@@ -56,6 +56,7 @@ _vault() {
         unlock) options="--timeout" ;;
         export) options="--kdf-cost" ;;
         import) options="--replace" ;;
+        rekey) options="--kdf-cost" ;;
         completion) COMPREPLY=($(compgen -W "bash" -- "$cur")); return ;;
         help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;
     esac

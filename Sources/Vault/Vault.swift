@@ -71,6 +71,9 @@ public final class Vault: Sendable {
         }
     }
 
+    /// Whether the vault's `master.key` is wrapped under a passphrase.
+    public var isPassphraseProtected: Bool { engine.store.isPassphraseProtected }
+
     /// The same vault seen as another client.
     public func asClient(_ other: Client) -> Vault {
         Vault(store: engine.store, client: other)

@@ -215,6 +215,8 @@ public enum Command: Sendable, Hashable {
     case export(ExportCommand)
     /// `vault import`.
     case importBackup(ImportCommand)
+    /// `vault rekey`.
+    case rekey(RekeyCommand)
 }
 
 /// What each command declares about itself: its name, options, help, and how to build it from parsed
@@ -234,7 +236,7 @@ public enum ArgumentParser {
         InitCommand.info, PutCommand.info(add: false), PutCommand.info(add: true), GetCommand.info,
         RemoveCommand.info, ListCommand.info, UUIDCommand.info, GroupsCommand.info, CheckCommand.info,
         CompletionCommand.info, PasswdCommand.info, UnlockCommand.info, LockCommand.info,
-        ExportCommand.info, ImportCommand.info,
+        ExportCommand.info, ImportCommand.info, RekeyCommand.info,
     ]
 
     static func info(_ name: String) -> CommandInfo? { commands.first { $0.name == name } }

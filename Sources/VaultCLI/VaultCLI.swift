@@ -60,6 +60,7 @@ public enum VaultCLI {
         case .lock(let command): try command.run(in: context)
         case .export(let command): try command.run(in: context)
         case .importBackup(let command): try command.run(in: context)
+        case .rekey(let command): try command.run(in: context)
         }
     }
 }

@@ -117,7 +117,9 @@ enum MasterKeyFile {
         }
     }
 
-    static func writeAlwaysKey(_ keys: ClassKeys, in directory: FileDescriptor, vaultPath: String) throws(StoreError) {
+    static func writeAlwaysKey(
+        _ keys: ClassKeys, in directory: FileDescriptor, vaultPath: String, name: String = alwaysKeyFileName
+    ) throws(StoreError) {
         guard let afterFirstUnlock = keys.afterFirstUnlock, let whenUnlocked = keys.whenUnlocked else {
             throw StoreError(.locked, "the class keys of \(vaultPath) are not all available")
         }
@@ -128,7 +130,7 @@ enum MasterKeyFile {
                 checks.withUnsafeBytes { (buffer.baseAddress! + 32).copyMemory(from: $0.baseAddress!, byteCount: 32) }
             }
             try contents.withUnsafeBytes { bytes throws(StoreError) in
-                try AtomicFile.replace(alwaysKeyFileName, contents: bytes, in: directory, directoryPath: vaultPath)
+                try AtomicFile.replace(name, contents: bytes, in: directory, directoryPath: vaultPath)
             }
         } catch let error as StoreError {
             throw error
@@ -306,16 +308,16 @@ enum MasterKeyFile {
     /// the new one, never neither.
     static func rewrite(
         _ key: SecureBytes, passphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits,
-        in directory: FileDescriptor, vaultPath: String
+        in directory: FileDescriptor, vaultPath: String, name: String = fileName
     ) throws(StoreError) {
         if let passphrase {
             let contents = try WrappedMasterKey.wrap(key, passphrase: passphrase, limits: limits)
             try contents.withStoreBytes { bytes throws(StoreError) in
-                try AtomicFile.replace(fileName, contents: bytes, in: directory, directoryPath: vaultPath)
+                try AtomicFile.replace(name, contents: bytes, in: directory, directoryPath: vaultPath)
             }
         } else {
             try key.withUnsafeBytes { bytes throws(StoreError) in
-                try AtomicFile.replace(fileName, contents: bytes, in: directory, directoryPath: vaultPath)
+                try AtomicFile.replace(name, contents: bytes, in: directory, directoryPath: vaultPath)
             }
         }
     }

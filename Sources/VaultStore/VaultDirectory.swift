@@ -155,4 +155,41 @@ enum VaultDirectory {
             throw StoreError(.io, "cannot read \(path): \(error)", path: path)
         }
     }
+
+    /// Removes `name` in `parent` and everything below it (files, links, directories), never following
+    /// a link; nothing to do when it does not exist.
+    static func removeTree(_ name: String, in parent: FileDescriptor, path: String) throws(StoreError) {
+        let status: FileStatus
+        do {
+            status = try parent.statusAt(name)
+        } catch {
+            if error == .noSuchFileOrDirectory { return }
+            throw StoreError.system(error, "inspect", path: path + "/" + name)
+        }
+        guard status.kind == .directory else {
+            do {
+                try parent.unlinkAt(name)
+            } catch {
+                throw StoreError.system(error, "remove", path: path + "/" + name)
+            }
+            return
+        }
+        let child = try openSubdirectory(name, in: parent, path: path + "/" + name)
+        do {
+            let names = try child.entryNames()
+            for entry in names { try removeTree(entry, in: child, path: path + "/" + name) }
+        } catch let error as StoreError {
+            try? child.close()
+            throw error
+        } catch {
+            try? child.close()
+            throw StoreError.system(error as! Errno, "list", path: path + "/" + name)
+        }
+        try? child.close()
+        do {
+            try parent.removeDirectoryAt(name)
+        } catch {
+            throw StoreError.system(error, "remove", path: path + "/" + name)
+        }
+    }
 }

@@ -116,6 +116,7 @@ public final class VaultStore: Sendable {
     public static func open(at path: String, keySource: KeySource = KeySource()) throws(StoreError) -> VaultStore {
         let directory = try VaultDirectory.open(path, creating: false)
         do throws(StoreError) {
+            try finishInterruptedRekey(directory: directory, path: path)
             let markerPath = path + "/" + VaultMarker.fileName
             let markerBytes: [UInt8]
             do {
@@ -205,6 +206,11 @@ public final class VaultStore: Sendable {
         }
     }
 
+    /// Whether `master.key` is wrapped under a passphrase (read now: `passwd` may have changed it).
+    public var isPassphraseProtected: Bool {
+        (try? directory.statusAt(MasterKeyFile.fileName))?.size == Int64(WrappedMasterKey.byteCount)
+    }
+
     /// Whether this store holds the key of `protectionClass` (always true for a key-file vault).
     public func isAvailable(_ protectionClass: ProtectionClass) -> Bool {
         classKeys.key(protectionClass) != nil
@@ -244,8 +250,7 @@ public final class VaultStore: Sendable {
     }
 
     @discardableResult
-    private static func ensureLockFile(in directory: FileDescriptor, path: String) throws(StoreError) -> FileDescriptor
-    {
+    static func ensureLockFile(in directory: FileDescriptor, path: String) throws(StoreError) -> FileDescriptor {
         let lockPath = path + "/" + lockFileName
         do {
             let fd = try directory.openAt(lockFileName, [.readWrite, .create], permissions: .ownerReadWrite)
@@ -292,14 +297,17 @@ public final class VaultStore: Sendable {
     /// The id of the item whose canonical primary key is `primaryKey` in `group`: a keyed BLAKE2b
     /// under the group's index key, so names reveal nothing and differ between groups.
     public func itemID(group: GroupName, primaryKey: [UInt8]) throws(StoreError) -> ItemID {
-        let keys = try keys(for: group)
+        try itemID(primaryKey, indexKey: try keys(for: group).index)
+    }
+
+    func itemID(_ primaryKey: [UInt8], indexKey: SecureBytes) throws(StoreError) -> ItemID {
         do {
             let hash = try KeyDerivation.keyedHash(
-                primaryKey, key: keys.index, domain: KeyDerivation.Domain("vault.item-id.v1"),
+                primaryKey, key: indexKey, domain: KeyDerivation.Domain("vault.item-id.v1"),
                 outputByteCount: ItemID.hashByteCount)
             return ItemID(hash: hash)
         } catch {
-            throw StoreError.crypto(error, "cannot compute an item id in group \(group)")
+            throw StoreError.crypto(error, "cannot compute an item id")
         }
     }
 

@@ -45,7 +45,7 @@ public struct CompletionCommand: Sendable, Hashable {
                 cword=$COMP_CWORD
             fi
 
-            local commands="init put add get rm ls uuid groups check passwd unlock lock export import completion help"
+            local commands="init put add get rm ls uuid groups check passwd unlock lock export import rekey completion help"
             local global="--vault --app --group --key-file --passphrase-fd --help --version"
             local internet="--server --protocol --port --path"
 
@@ -88,6 +88,7 @@ public struct CompletionCommand: Sendable, Hashable {
                 unlock) options="--timeout" ;;
                 export) options="--kdf-cost" ;;
                 import) options="--replace" ;;
+                rekey) options="--kdf-cost" ;;
                 completion) COMPREPLY=($(compgen -W "bash" -- "$cur")); return ;;
                 help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;
             esac

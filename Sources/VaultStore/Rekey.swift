@@ -1,0 +1,233 @@
+import VaultCrypto
+import VaultSystem
+
+/// Rotation of the master key: every item re-encrypted under new keys, with a crash at any point
+/// leaving a vault that opens (with the old key or the new one) with every item.
+///
+/// The new vault is built beside the old one, then switched in:
+/// 1. `master.key.new` (and `always.key.new` for a passphrase vault) and `VAULT.new`;
+/// 2. `groups.new/`: every item decrypted with the old keys and written under the new ones (new item
+///    ids, since ids are keyed too), made durable with one `syncfs`;
+/// 3. the commit point: `groups` is renamed `groups.old`;
+/// 4. `groups.new` → `groups`, `VAULT.new` → `VAULT`, `master.key.new` → `master.key`,
+///    `always.key.new` → `always.key`; then `groups.old` is removed.
+/// A vault found with `groups.old` is rolled forward (the remaining renames); one found with
+/// `master.key.new` but no `groups.old` is rolled back (the new files removed). Both happen under the
+/// write lock, before the vault is opened (`VaultStore.finishInterruptedRekey`).
+enum Rekey {
+    static let newSuffix = ".new"
+    static let oldGroups = VaultStore.groupsDirectoryName + ".old"
+    static let newGroups = VaultStore.groupsDirectoryName + ".new"
+    static let renames: [(String, String)] = [
+        (newGroups, VaultStore.groupsDirectoryName),
+        (VaultMarker.fileName + newSuffix, VaultMarker.fileName),
+        (MasterKeyFile.fileName + newSuffix, MasterKeyFile.fileName),
+        (MasterKeyFile.alwaysKeyFileName + newSuffix, MasterKeyFile.alwaysKeyFileName),
+    ]
+}
+
+/// The half-built new vault that a rekey writes items into.
+public struct RekeyTarget {
+    let store: VaultStore
+    let classKeys: ClassKeys
+    let groupsDirectory: FileDescriptor
+    private let state: RekeyState
+
+    final class RekeyState {
+        var groupDirectories: [GroupName: FileDescriptor] = [:]
+        var groupKeys: [GroupName: GroupKeys] = [:]
+    }
+
+    init(store: VaultStore, classKeys: ClassKeys, groupsDirectory: FileDescriptor) {
+        self.store = store
+        self.classKeys = classKeys
+        self.groupsDirectory = groupsDirectory
+        self.state = RekeyState()
+    }
+
+    func keys(_ group: GroupName) throws(StoreError) -> GroupKeys {
+        if let keys = state.groupKeys[group] { return keys }
+        let keys = try GroupKeys(classKeys: classKeys, group: group)
+        state.groupKeys[group] = keys
+        return keys
+    }
+
+    /// The id the item with `primaryKey` has under the new keys.
+    public func itemID(group: GroupName, primaryKey: [UInt8]) throws(StoreError) -> ItemID {
+        try store.itemID(primaryKey, indexKey: try keys(group).index)
+    }
+
+    /// Writes an item of the new vault (not durable until the rekey syncs the file system).
+    public func write(
+        group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer, protectionClass: ProtectionClass,
+        version: ItemVersion?
+    ) throws(StoreError) {
+        let directory = try groupDirectory(group)
+        let path = store.path + "/" + Rekey.newGroups + "/" + group.rawValue
+        let key = try keys(group)
+        guard let encryption = key.encryption(protectionClass) else {
+            throw StoreError(.locked, "the new \(protectionClass) class key is missing", path: path)
+        }
+        let contents = try ItemFile.seal(
+            plaintext, key: encryption, protectionClass: protectionClass, vaultID: store.vaultID, group: group, id: id)
+        var record: (name: String, text: String)?
+        if let version {
+            let tag = try GenerationRecord.tag(
+                key: key.index, vaultID: store.vaultID, group: group, id: id, version: version)
+            record = (GenerationRecord.name(id), GenerationRecord.text(generation: version.generation, tag: tag))
+        }
+        try contents.withStoreBytes { bytes throws(StoreError) in
+            try AtomicFile.replace(
+                id.fileName, contents: bytes, in: directory, directoryPath: path, durable: false,
+                generationRecord: record)
+        }
+    }
+
+    private func groupDirectory(_ group: GroupName) throws(StoreError) -> FileDescriptor {
+        if let fd = state.groupDirectories[group] { return fd }
+        let path = store.path + "/" + Rekey.newGroups + "/" + group.rawValue
+        do {
+            try groupsDirectory.makeDirectoryAt(group.rawValue, permissions: .ownerAll)
+        } catch  where error != .fileExists {
+            throw StoreError.system(error, "create", path: path)
+        } catch {}
+        let fd = try VaultDirectory.openSubdirectory(group.rawValue, in: groupsDirectory, path: path)
+        state.groupDirectories[group] = fd
+        return fd
+    }
+
+    func close() {
+        for fd in state.groupDirectories.values { try? fd.close() }
+        try? groupsDirectory.close()
+    }
+}
+
+extension VaultStore {
+    /// Rotates the master key: a new random key (and class keys), every item re-encrypted by
+    /// `copyItems` (which reads each item from this store and writes it into the target), then the
+    /// switch. `newPassphrase` wraps the new key (nil: a plain `master.key`). Needs the master key
+    /// (opened with the passphrase or a key file); refused for an external key file. The store is
+    /// stale afterwards: open the vault again. A failure at any step leaves a vault that
+    /// `open` recovers (rolled back before the commit point, forward after it).
+    public func rekey(
+        newPassphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits = .moderate, keySource: KeySource,
+        copyItems: (RekeyTarget) throws -> Void
+    ) throws {
+        guard keySource.keyFile == nil else {
+            throw StoreError(
+                .invalidName, "the key of the vault at \(path) is in an external file; rekey rotates master.key only")
+        }
+        guard masterKey != nil else {
+            throw StoreError(.locked, "rekey needs the vault's passphrase (it was opened without it)")
+        }
+        try withWriteLock { tx in
+            let newMaster = try SecureBytes.random(count: MasterKeyFile.keyByteCount)
+            let newKeys = try ClassKeys(master: newMaster)
+            // 1. The new key files and marker, beside the old ones.
+            try MasterKeyFile.rewrite(
+                newMaster, passphrase: newPassphrase, limits: limits, in: directory, vaultPath: path,
+                name: MasterKeyFile.fileName + Rekey.newSuffix)
+            if newPassphrase != nil {
+                try MasterKeyFile.writeAlwaysKey(
+                    newKeys, in: directory, vaultPath: path, name: MasterKeyFile.alwaysKeyFileName + Rekey.newSuffix)
+            }
+            let marker = try VaultMarker(vaultID: vaultID).encoded(key: newKeys.always)
+            try marker.withStoreBytes { bytes throws(StoreError) in
+                try AtomicFile.replace(
+                    VaultMarker.fileName + Rekey.newSuffix, contents: bytes, in: directory, directoryPath: path)
+            }
+            // 2. Every item under the new keys.
+            try? VaultDirectory.removeTree(Rekey.newGroups, in: directory, path: path)
+            do {
+                try directory.makeDirectoryAt(Rekey.newGroups, permissions: .ownerAll)
+            } catch let error as Errno {
+                throw StoreError.system(error, "create", path: path + "/" + Rekey.newGroups)
+            }
+            let target = RekeyTarget(
+                store: self, classKeys: newKeys,
+                groupsDirectory: try VaultDirectory.openSubdirectory(
+                    Rekey.newGroups, in: directory, path: path + "/" + Rekey.newGroups))
+            defer { target.close() }
+            for group in try groups() {
+                _ = try target.keys(group)
+            }
+            try copyItems(target)
+            do {
+                try directory.syncFileSystem()
+            } catch let error as Errno {
+                throw StoreError.system(error, "syncfs", path: path)
+            }
+            // 3. The commit point, then 4. the switch.
+            do {
+                try directory.renameAt(Self.groupsDirectoryName, to: Rekey.oldGroups)
+                try directory.sync()
+            } catch let error as Errno {
+                throw StoreError.system(error, "rename the groups directory of", path: path)
+            }
+            try Self.rollForward(directory: directory, path: path)
+            _ = tx
+        }
+        // Keys cached by `vault unlock` belong to the old key now.
+        _ = try? UnlockCache.remove(vaultID: vaultID, .afterFirstUnlock, path: path)
+        _ = try? UnlockCache.remove(vaultID: vaultID, .whenUnlocked, path: path)
+    }
+
+    /// Whether `name` exists in `directory`; an error other than ENOENT is an error, never "no" (a
+    /// rename skipped by mistake would mix old and new keys).
+    static func exists(_ name: String, in directory: FileDescriptor, path: String) throws(StoreError) -> Bool {
+        do {
+            _ = try directory.statusAt(name)
+            return true
+        } catch {
+            if error == .noSuchFileOrDirectory { return false }
+            throw StoreError.system(error, "inspect", path: path + "/" + name)
+        }
+    }
+
+    /// Finishes the switch after the commit point (also used by recovery).
+    static func rollForward(directory: FileDescriptor, path: String) throws(StoreError) {
+        for (source, destination) in Rekey.renames where try exists(source, in: directory, path: path) {
+            do {
+                try directory.renameAt(source, to: destination)
+            } catch {
+                throw StoreError.system(error, "rename \(source) in", path: path)
+            }
+        }
+        try AtomicFile.syncDirectory(directory, path: path)
+        try VaultDirectory.removeTree(Rekey.oldGroups, in: directory, path: path)
+        try AtomicFile.syncDirectory(directory, path: path)
+    }
+
+    /// Rolls an interrupted rekey forward or back, under the vault's lock; nothing to do (one stat) in
+    /// the common case.
+    static func finishInterruptedRekey(directory: FileDescriptor, path: String) throws(StoreError) {
+        func pending() throws(StoreError) -> Bool {
+            for name in [Rekey.oldGroups, MasterKeyFile.fileName + Rekey.newSuffix, Rekey.newGroups]
+            where try exists(name, in: directory, path: path) {
+                return true
+            }
+            return false
+        }
+        guard try pending() else { return }
+        let lockFile = try ensureLockFile(in: directory, path: path)
+        defer { try? lockFile.close() }
+        do {
+            try lockFile.lock(.exclusive)
+        } catch {
+            throw StoreError.system(error, "lock", path: path + "/" + lockFileName)
+        }
+        defer { try? lockFile.unlock() }
+        guard try pending() else { return }  // another process finished it meanwhile
+        if try exists(Rekey.oldGroups, in: directory, path: path) {
+            try rollForward(directory: directory, path: path)
+            return
+        }
+        try VaultDirectory.removeTree(Rekey.newGroups, in: directory, path: path)
+        for name in [
+            VaultMarker.fileName + Rekey.newSuffix, MasterKeyFile.fileName + Rekey.newSuffix,
+            MasterKeyFile.alwaysKeyFileName + Rekey.newSuffix,
+        ] {
+            _ = try AtomicFile.remove(name, in: directory, directoryPath: path)
+        }
+    }
+}
