@@ -431,11 +431,14 @@ public final class VaultStore: Sendable {
             let previousWriterDied = markWriterActive()
             defer { markWriterDone() }
             if previousWriterDied {
-                // Its temp files may be anywhere, and this handle may have cleaned up long ago.
+                // Its temp files may be in any group, and this handle may have cleaned up long ago. Clean
+                // every group now: this writer may not write (a delete), and the next writer will not
+                // know that anyone died.
                 state.withLock { state in
                     state.cleanedGroups = []
                     state.cleanedVaultDirectory = false
                 }
+                removeStaleTemporaryFilesInEveryGroup()
             }
             removeStaleTemporaryFilesInVaultDirectory()
             return try body(WriteTransaction(store: self, previousWriterDied: previousWriterDied))
@@ -576,6 +579,14 @@ public final class VaultStore: Sendable {
         guard first else { return }
         for name in (try? directory.entryNames()) ?? [] where name.hasPrefix(AtomicFile.temporaryPrefix) {
             try? directory.unlinkAt(name)
+        }
+    }
+
+    /// Removes the temp files of every group (under the lock, after a writer died).
+    private func removeStaleTemporaryFilesInEveryGroup() {
+        for group in (try? groups()) ?? [] {
+            guard let directory = try? groupDirectory(group, create: false) else { continue }
+            try? removeStaleTemporaryFiles(group: group, directory: directory)
         }
     }
 
