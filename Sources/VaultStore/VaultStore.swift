@@ -523,8 +523,14 @@ public final class VaultStore: Sendable {
     public func readNote(group: GroupName, name: String) throws(StoreError) -> [UInt8]? {
         try Self.checkNoteName(name)
         guard let directory = try groupDirectory(group, create: false) else { return nil }
-        // Notes are rare: a stat (no descriptor to open and close) answers the common case.
-        if (try? directory.statusAt(name)) == nil { return nil }
+        // Notes are rare: a stat (no descriptor to open and close) answers the common case. Any other
+        // failure is an error: "no move in progress" must not be guessed.
+        do {
+            _ = try directory.statusAt(name)
+        } catch {
+            if error == .noSuchFileOrDirectory { return nil }
+            throw StoreError.system(error, "inspect", path: groupPath(group) + "/" + name)
+        }
         do {
             return try VaultDirectory.readSmallFile(
                 name, in: directory, path: groupPath(group) + "/" + name, limit: 4096)
