@@ -50,9 +50,10 @@ struct ItemEngine: Sendable {
     /// store's generation record, which is read before the item so that a concurrent update cannot
     /// look like a rollback.
     func load(_ group: AccessGroup, _ id: ItemID) throws(VaultError) -> ItemRecord? {
-        let read = try translatingStoreErrors { try store.readItemAndGeneration(group: group.name, id: id) }
+        let read = try translatingStoreErrors { try store.readItemTransientAndGeneration(group: group.name, id: id) }
         guard let read else { return nil }
-        let record = try decode(read.plaintext, path: filePath(group, id))
+        let path = filePath(group, id)
+        let record = try read.plaintext.withBytes { (bytes) throws(VaultError) in try decode(bytes, path: path) }
         try translatingStoreErrors {
             try store.checkNotRolledBack(read.recorded, group: group.name, id: id, version: record.version)
         }
@@ -82,6 +83,10 @@ struct ItemEngine: Sendable {
     func decode(_ plaintext: SecureBytes, path: String) throws(VaultError) -> ItemRecord {
         var bytes = plaintext.withUnsafeBytes { [UInt8]($0) }
         defer { bytes.wipe() }
+        return try decode(bytes, path: path)
+    }
+
+    func decode(_ bytes: [UInt8], path: String) throws(VaultError) -> ItemRecord {
         do {
             return try VaultArchive.decode(ItemRecord.self, from: bytes, options: ItemRecord.archiveOptions)
         } catch {
@@ -115,7 +120,11 @@ struct ItemEngine: Sendable {
     /// when every candidate could be read. A file whose class key the vault lacks (locked) makes the
     /// whole query "locked" (`interactionNotAllowed`), never "not found", unless the query's
     /// accessibility filter names a class that is unlocked (then locked files cannot match).
-    func find(_ query: Query, in groups: [AccessGroup]) throws(VaultError) -> [LocatedItem] {
+    /// `underWriteLock`: the caller holds the vault's write lock, so no move can be half done (crashed
+    /// ones were finished when the lock was taken) and the check for one is skipped.
+    func find(_ query: Query, in groups: [AccessGroup], underWriteLock: Bool = false) throws(VaultError)
+        -> [LocatedItem]
+    {
         let lockedFilesCannotMatch = query.attributes.accessible.map { store.isAvailable($0.protectionClass) } ?? false
         if let reference = query.persistentReference {
             guard groups.contains(reference.group) else { return [] }
@@ -127,7 +136,7 @@ struct ItemEngine: Sendable {
                 let id = try itemID(group, primaryKey)
                 let record: ItemRecord?
                 do {
-                    record = try loadCurrent(group, id)
+                    record = try underWriteLock ? load(group, id) : loadCurrent(group, id)
                 } catch  where error.status == .interactionNotAllowed && lockedFilesCannotMatch {
                     continue
                 }

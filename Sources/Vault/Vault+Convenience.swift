@@ -118,7 +118,7 @@ extension Vault {
         let groups = try searchGroups(query)
         let target = try client.targetGroup(for: key.group)
         return try withWriteLock { tx throws(VaultError) in
-            let found = try engine.find(query, in: groups)
+            let found = try engine.find(query, in: groups, underWriteLock: true)
             let current = found.first
             let newValue: Data?
             do {

@@ -140,7 +140,7 @@ public final class Vault: Sendable {
         }
         let groups = try searchGroups(query)
         return try withWriteLock { tx throws(VaultError) in
-            let found = try engine.find(query, in: groups)
+            let found = try engine.find(query, in: groups, underWriteLock: true)
             guard !found.isEmpty else { throw notFound(query) }
             return try engine.update(found, with: changes, client: client, in: tx).count
         }
@@ -151,7 +151,7 @@ public final class Vault: Sendable {
     public func delete(_ query: Query) throws(VaultError) -> Int {
         let groups = try searchGroups(query)
         return try withWriteLock { tx throws(VaultError) in
-            let found = try engine.find(query, in: groups)
+            let found = try engine.find(query, in: groups, underWriteLock: true)
             guard !found.isEmpty else { throw notFound(query) }
             try engine.delete(found, in: tx)
             return found.count

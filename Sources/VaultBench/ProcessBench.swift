@@ -69,7 +69,8 @@ struct ProcessBench {
             }
             memory["CLI vault get"] = peak
         } else {
-            FileHandle.standardError.write(Data("vault-bench: no /usr/bin/time; the CLI's peak RSS is not measured\n".utf8))
+            FileHandle.standardError.write(
+                Data("vault-bench: no /usr/bin/time; the CLI's peak RSS is not measured\n".utf8))
         }
         progress.show("CLI put…")
         try record("CLI vault put (process)", iterations: quick ? 5 : 50) {

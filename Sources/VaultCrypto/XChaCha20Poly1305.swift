@@ -96,6 +96,45 @@ public enum XChaCha20Poly1305 {
         }
     }
 
+    /// Like `open(_:key:nonce:associatedData:)`, but the plaintext goes into ordinary memory that is
+    /// wiped when the returned object goes (`TransientBytes`): for short-lived plaintexts read on every
+    /// look-up, where secure memory's nine system calls (mmap, mprotect, mlock, …) would cost more than
+    /// the read itself.
+    public static func openTransient(
+        _ ciphertext: UnsafeRawBufferPointer,
+        key: SecureBytes,
+        nonce: [UInt8],
+        associatedData: [UInt8]
+    ) throws(CryptoError) -> TransientBytes {
+        try Sodium.ensureInitialized()
+        try checkSizes(key: key, nonce: nonce)
+        guard ciphertext.count >= tagByteCount else {
+            throw CryptoError(
+                .authenticationFailed,
+                "ciphertext of \(ciphertext.count) bytes is shorter than the \(tagByteCount)-byte tag"
+            )
+        }
+        var output = [UInt8](repeating: 0, count: max(1, ciphertext.count - tagByteCount))
+        var outputLength: UInt64 = 0
+        let status = key.withUnsafeBytes { keyBytes in
+            output.withUnsafeMutableBufferPointer { out in
+                associatedData.withUnsafeBufferPointer { ad in
+                    crypto_aead_xchacha20poly1305_ietf_decrypt(
+                        out.baseAddress, &outputLength, nil,
+                        ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(ciphertext.count),
+                        ad.baseAddress, UInt64(ad.count),
+                        nonce, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                }
+            }
+        }
+        let result = TransientBytes(output)  // wiped when it goes, also on the failure path below
+        guard status == 0 else { throw CryptoError(.authenticationFailed, "authentication failed") }
+        guard Int(outputLength) == result.count || (outputLength == 0 && result.count == 1) else {
+            throw CryptoError(.invalidArgument, "decryption returned \(outputLength) bytes")
+        }
+        return outputLength == 0 ? TransientBytes([]) : result
+    }
+
     private static func checkSizes(key: SecureBytes, nonce: [UInt8]) throws(CryptoError) {
         guard key.count == keyByteCount else {
             throw CryptoError(.invalidArgument, "key is \(key.count) bytes; XChaCha20-Poly1305 needs \(keyByteCount)")

@@ -121,6 +121,17 @@ extension VaultStore {
         return (plaintext, recorded)
     }
 
+    /// `readItemAndGeneration` into an ordinary array that the caller decodes at once and wipes (see
+    /// `readItemTransient`).
+    public func readItemTransientAndGeneration(group: GroupName, id: ItemID) throws(StoreError) -> (
+        plaintext: TransientBytes, recorded: RecordedGeneration?
+    )? {
+        guard let directory = try groupDirectory(group, create: false) else { return nil }
+        let recorded = try recordedGeneration(in: directory, group: group, id: id)
+        guard let plaintext = try readItemTransient(group: group, id: id) else { return nil }
+        return (plaintext, recorded)
+    }
+
     func recordedGeneration(in directory: FileDescriptor, group: GroupName, id: ItemID) throws(StoreError)
         -> RecordedGeneration?
     {

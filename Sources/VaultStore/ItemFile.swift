@@ -100,14 +100,43 @@ enum ItemFile {
         id: ItemID,
         path: String
     ) throws(StoreError) -> SecureBytes {
+        try open(contents, vaultID: vaultID, group: group, id: id, path: path) {
+            (body, nonce, ad) throws(CryptoError) in
+            try XChaCha20Poly1305.open(body, key: key, nonce: nonce, associatedData: ad)
+        }
+    }
+
+    /// Like `open`, into an ordinary array that the caller wipes (see
+    /// `XChaCha20Poly1305.openTransient`).
+    static func openTransient(
+        _ contents: [UInt8],
+        key: SecureBytes,
+        vaultID: [UInt8],
+        group: GroupName,
+        id: ItemID,
+        path: String
+    ) throws(StoreError) -> TransientBytes {
+        try open(contents, vaultID: vaultID, group: group, id: id, path: path) {
+            (body, nonce, ad) throws(CryptoError) in
+            try XChaCha20Poly1305.openTransient(body, key: key, nonce: nonce, associatedData: ad)
+        }
+    }
+
+    private static func open<R>(
+        _ contents: [UInt8],
+        vaultID: [UInt8],
+        group: GroupName,
+        id: ItemID,
+        path: String,
+        decrypt: (UnsafeRawBufferPointer, [UInt8], [UInt8]) throws(CryptoError) -> R
+    ) throws(StoreError) -> R {
         let protectionClass = try protectionClass(of: contents, path: path)
         let nonceEnd = headerByteCount + XChaCha20Poly1305.nonceByteCount
         let nonce = Array(contents[headerByteCount..<nonceEnd])
         let ad = associatedData(vaultID: vaultID, group: group, id: id, protectionClass: protectionClass)
-        let result: Result<SecureBytes, CryptoError> = contents.withUnsafeBytes { raw in
+        let result: Result<R, CryptoError> = contents.withUnsafeBytes { raw in
             Result { () throws(CryptoError) in
-                try XChaCha20Poly1305.open(
-                    UnsafeRawBufferPointer(rebasing: raw[nonceEnd...]), key: key, nonce: nonce, associatedData: ad)
+                try decrypt(UnsafeRawBufferPointer(rebasing: raw[nonceEnd...]), nonce, ad)
             }
         }
         do {

@@ -369,6 +369,23 @@ public final class VaultStore: Sendable {
     /// Reads and decrypts one item; nil when it does not exist. A file that fails any check is an
     /// `integrity` error naming it, never garbage.
     public func readItem(group: GroupName, id: ItemID) throws(StoreError) -> SecureBytes? {
+        try readItem(group: group, id: id) { (contents, key, path) throws(StoreError) in
+            try ItemFile.open(contents, key: key, vaultID: vaultID, group: group, id: id, path: path)
+        }
+    }
+
+    /// Reads and decrypts one item into an ordinary array, for a caller that decodes it at once and
+    /// wipes it: no secure-memory allocation on the hot path of every look-up. Nil when it does not
+    /// exist.
+    public func readItemTransient(group: GroupName, id: ItemID) throws(StoreError) -> TransientBytes? {
+        try readItem(group: group, id: id) { (contents, key, path) throws(StoreError) in
+            try ItemFile.openTransient(contents, key: key, vaultID: vaultID, group: group, id: id, path: path)
+        }
+    }
+
+    private func readItem<R>(
+        group: GroupName, id: ItemID, open: ([UInt8], SecureBytes, String) throws(StoreError) -> R
+    ) throws(StoreError) -> R? {
         guard let directory = try groupDirectory(group, create: false) else { return nil }
         let path = itemPath(group, id)
         let contents: [UInt8]
@@ -382,7 +399,7 @@ public final class VaultStore: Sendable {
         guard let key = try keys(for: group).encryption(protectionClass) else {
             throw lockedError(protectionClass, path: path)
         }
-        return try ItemFile.open(contents, key: key, vaultID: vaultID, group: group, id: id, path: path)
+        return try open(contents, key, path)
     }
 
     func lockedError(_ protectionClass: ProtectionClass, path: String) -> StoreError {
