@@ -25,6 +25,8 @@ struct LocatedItem: Sendable {
 /// write rules (duplicates, moves, generations). Every mutation runs under the store's write lock.
 struct ItemEngine: Sendable {
     let store: VaultStore
+    /// Decoded metadata of the items this handle has read.
+    let metadataCache = MetadataCache()
 
     // MARK: Records
 
@@ -88,7 +90,7 @@ struct ItemEngine: Sendable {
 
     func decode(_ bytes: [UInt8], path: String) throws(VaultError) -> ItemRecord {
         do {
-            return try VaultArchive.decode(ItemRecord.self, from: bytes, options: ItemRecord.archiveOptions)
+            return try ItemRecordCodec.decode(bytes, cache: metadataCache)
         } catch {
             throw VaultError(.decode, "\(path) decrypted but is not a valid item record: \(error)", cause: error)
         }
@@ -97,7 +99,7 @@ struct ItemEngine: Sendable {
     func save(_ record: ItemRecord, group: AccessGroup, id: ItemID, in tx: WriteTransaction) throws(VaultError) {
         var bytes: [UInt8]
         do {
-            bytes = try VaultArchive.encode(record, options: ItemRecord.archiveOptions)
+            bytes = try ItemRecordCodec.encode(record)
         } catch {
             throw VaultError(
                 .param, "cannot encode \(describe(record.itemClass, record.attributes, group: group)): \(error)")

@@ -162,7 +162,7 @@ extension Vault {
                         throw VaultError(problem.status, "cannot rekey: \(problem.message)", cause: problem)
                     }
                     for item in scanned.items {
-                        var bytes = try VaultArchive.encode(item.record, options: ItemRecord.archiveOptions)
+                        var bytes = try ItemRecordCodec.encode(item.record)
                         defer { bytes.wipe() }
                         let id = try target.itemID(group: name, primaryKey: item.record.primaryKey)
                         try bytes.withUnsafeBytes {
