@@ -27,6 +27,8 @@ struct ItemEngine: Sendable {
     let store: VaultStore
     /// Decoded metadata of the items this handle has read.
     let metadataCache = MetadataCache()
+    /// Attributes of the items this handle has scanned, for queries that return no secrets.
+    let attributeCache = AttributeCache()
 
     // MARK: Records
 
@@ -124,8 +126,9 @@ struct ItemEngine: Sendable {
     /// accessibility filter names a class that is unlocked (then locked files cannot match).
     /// `underWriteLock`: the caller holds the vault's write lock, so no move can be half done (crashed
     /// ones were finished when the lock was taken) and the check for one is skipped.
-    func find(_ query: Query, in groups: [AccessGroup], underWriteLock: Bool = false) throws(VaultError)
-        -> [LocatedItem]
+    /// `needsData: false` (a query that returns no secrets) lets a scan use the attribute cache.
+    func find(_ query: Query, in groups: [AccessGroup], underWriteLock: Bool = false, needsData: Bool = true)
+        throws(VaultError) -> [LocatedItem]
     {
         let lockedFilesCannotMatch = query.attributes.accessible.map { store.isAvailable($0.protectionClass) } ?? false
         if let reference = query.persistentReference {
@@ -151,7 +154,7 @@ struct ItemEngine: Sendable {
         var found: [LocatedItem] = []
         var damage: VaultError?
         for group in groups {
-            let scanned = try scan(group) { record in query.matches(record, group: group) }
+            let scanned = try scan(group, cached: !needsData) { record in query.matches(record, group: group) }
             if let locked = scanned.locked, !lockedFilesCannotMatch { throw locked }
             found += scanned.items
             damage = damage ?? scanned.damage
@@ -187,7 +190,7 @@ struct ItemEngine: Sendable {
     /// Decrypts every item of `group` and keeps those `include` accepts. Of two files with one
     /// persistent id (a crash in the middle of a move), the higher generation wins. Files that fail are
     /// set aside: the first damaged one and the first locked one are returned with the items.
-    func scan(_ group: AccessGroup, include: (ItemRecord) -> Bool) throws(VaultError) -> (
+    func scan(_ group: AccessGroup, cached: Bool = false, include: (ItemRecord) -> Bool) throws(VaultError) -> (
         items: [LocatedItem], damage: VaultError?, locked: VaultError?
     ) {
         let ids = try translatingStoreErrors { try store.itemIDs(in: group.name) }
@@ -197,8 +200,23 @@ struct ItemEngine: Sendable {
         for id in ids {
             let record: ItemRecord
             do {
-                guard let loaded = try load(group, id) else { continue }  // removed meanwhile
-                record = loaded
+                if cached {
+                    let key = AttributeCache.Key(group: group, id: id)
+                    // The fingerprint is taken before the read: a file replaced in between is only a
+                    // miss next time, never a stale hit.
+                    guard let fingerprint = try translatingStoreErrors({ try store.fingerprint(group: group.name, id: id) })
+                    else { continue }
+                    if let hit = attributeCache.record(key, fingerprint: fingerprint) {
+                        record = hit
+                    } else {
+                        guard let loaded = try load(group, id) else { continue }
+                        attributeCache.insert(loaded, key, fingerprint: fingerprint)
+                        record = loaded
+                    }
+                } else {
+                    guard let loaded = try load(group, id) else { continue }  // removed meanwhile
+                    record = loaded
+                }
             } catch  where error.status == .interactionNotAllowed {
                 locked = locked ?? error
                 continue

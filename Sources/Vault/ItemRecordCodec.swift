@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Synchronization
 import VaultArchive
+import VaultStore
 
 /// The plaintext of an item file: `u32be length | metadata | secret`, where the metadata is a
 /// VaultArchive of everything but the secret (class, attributes, dates, persistent id, generation) and
@@ -78,6 +79,41 @@ final class MetadataCache: Sendable {
         entries.withLock { entries in
             if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
             entries[bytes] = metadata
+        }
+    }
+}
+
+/// The attributes (never the secret) of the items a handle has scanned, each with the fingerprint of
+/// the file it came from: a query that does not return secrets re-reads only the files whose
+/// fingerprint changed (a readlink and a stat instead of a read and a decryption). Bounded like
+/// `MetadataCache`.
+final class AttributeCache: Sendable {
+    struct Key: Hashable {
+        let group: AccessGroup
+        let id: ItemID
+    }
+
+    private let entries = Mutex<[Key: (fingerprint: ItemFingerprint, record: ItemRecord)]>([:])
+    let capacity: Int
+
+    init(capacity: Int = 200_000) {
+        self.capacity = capacity
+    }
+
+    func record(_ key: Key, fingerprint: ItemFingerprint) -> ItemRecord? {
+        entries.withLock { entries in
+            guard let entry = entries[key], entry.fingerprint == fingerprint else { return nil }
+            return entry.record
+        }
+    }
+
+    /// Keeps `record` without its secret.
+    func insert(_ record: ItemRecord, _ key: Key, fingerprint: ItemFingerprint) {
+        var stripped = record
+        stripped.data = Data()
+        entries.withLock { entries in
+            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+            entries[key] = (fingerprint, stripped)
         }
     }
 }

@@ -122,7 +122,7 @@ public final class Vault: Sendable {
         -> [MatchedItem]
     {
         let groups = try searchGroups(query)
-        let found = try engine.find(query, in: groups)
+        let found = try engine.find(query, in: groups, needsData: returning.contains(.data))
         guard !found.isEmpty else { throw notFound(query) }
         return found.prefix(query.limit.maximum).map { $0.matched(returning: returning) }
     }

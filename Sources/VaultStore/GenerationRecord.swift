@@ -173,3 +173,43 @@ extension VaultStore {
         return GenerationRecord.text(generation: version.generation, tag: tag)
     }
 }
+
+/// What identifies one version of an item file without reading it: its generation record (read
+/// first, as readers do) and the file's identity and times. Every write by the vault changes the
+/// generation record, and any replacement of the file changes its inode or change time (which no user
+/// can set), so an unchanged fingerprint means unchanged contents.
+public struct ItemFingerprint: Sendable, Hashable {
+    let recordText: String?
+    let device: UInt64
+    let inode: UInt64
+    let size: Int64
+    let modificationNanoseconds: Int64
+    let changeNanoseconds: Int64
+}
+
+extension VaultStore {
+    /// The fingerprint of item `id` of `group`, or nil when there is no such file (one readlink and
+    /// one stat, no decryption).
+    public func fingerprint(group: GroupName, id: ItemID) throws(StoreError) -> ItemFingerprint? {
+        guard let directory = try groupDirectory(group, create: false) else { return nil }
+        let text: String?
+        do {
+            text = try directory.readSymbolicLinkAt(GenerationRecord.name(id))
+        } catch {
+            if ![.noSuchFileOrDirectory, .invalidArgument, .nameTooLong].contains(error) {
+                throw StoreError.system(error, "read the generation record of", path: itemPath(group, id))
+            }
+            text = nil
+        }
+        let status: FileStatus
+        do {
+            status = try directory.statusAt(id.fileName)
+        } catch {
+            if error == .noSuchFileOrDirectory { return nil }
+            throw StoreError.system(error, "inspect", path: itemPath(group, id))
+        }
+        return ItemFingerprint(
+            recordText: text, device: status.device, inode: status.inode, size: status.size,
+            modificationNanoseconds: status.modificationNanoseconds, changeNanoseconds: status.changeNanoseconds)
+    }
+}

@@ -28,6 +28,11 @@ public struct FileStatus: Sendable, Equatable {
     public let device: UInt64
     /// Device and inode: together they identify the file.
     public let inode: UInt64
+    /// Last modification, in nanoseconds since 1970.
+    public let modificationNanoseconds: Int64
+    /// Last status change (set by the kernel on every write, rename or chmod; no user can set it), in
+    /// nanoseconds since 1970.
+    public let changeNanoseconds: Int64
 
     init(_ st: stat) {
         switch st.st_mode & S_IFMT {
@@ -42,5 +47,7 @@ public struct FileStatus: Sendable, Equatable {
         linkCount = UInt64(st.st_nlink)
         device = UInt64(st.st_dev)
         inode = UInt64(st.st_ino)
+        modificationNanoseconds = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
+        changeNanoseconds = Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec)
     }
 }
