@@ -29,6 +29,8 @@ struct ItemEngine: Sendable {
     let metadataCache = MetadataCache()
     /// Attributes of the items this handle has scanned, for queries that return no secrets.
     let attributeCache = AttributeCache()
+    /// Item ids already computed (a keyed hash each).
+    let itemIDCache = ItemIDCache()
 
     // MARK: Records
 
@@ -42,7 +44,11 @@ struct ItemEngine: Sendable {
     }
 
     func itemID(_ group: AccessGroup, _ primaryKey: [UInt8]) throws(VaultError) -> ItemID {
-        try translatingStoreErrors { try store.itemID(group: group.name, primaryKey: primaryKey) }
+        let key = ItemIDCache.Key(group: group, primaryKey: primaryKey)
+        if let id = itemIDCache.id(key) { return id }
+        let id = try translatingStoreErrors { try store.itemID(group: group.name, primaryKey: primaryKey) }
+        itemIDCache.insert(id, key)
+        return id
     }
 
     func filePath(_ group: AccessGroup, _ id: ItemID) -> String {
@@ -54,6 +60,13 @@ struct ItemEngine: Sendable {
     /// store's generation record, which is read before the item so that a concurrent update cannot
     /// look like a rollback.
     func load(_ group: AccessGroup, _ id: ItemID) throws(VaultError) -> ItemRecord? {
+        try loadMarked(group, id)?.record
+    }
+
+    /// The record and whether a writer marked it as being moved.
+    private func loadMarked(_ group: AccessGroup, _ id: ItemID) throws(VaultError) -> (
+        record: ItemRecord, moving: Bool
+    )? {
         let read = try translatingStoreErrors { try store.readItemTransientAndGeneration(group: group.name, id: id) }
         guard let read else { return nil }
         let path = filePath(group, id)
@@ -61,17 +74,17 @@ struct ItemEngine: Sendable {
         try translatingStoreErrors {
             try store.checkNotRolledBack(read.recorded, group: group.name, id: id, version: record.version)
         }
-        return record
+        return (record, read.moving)
     }
 
     /// Like `load`, but nil also when the file is the old half of a move that has not finished (a
-    /// writer crashed, or is still running, between writing the new file and removing this one): its
-    /// move intent names a new file with the same persistent id and a higher generation. Without this,
-    /// a look-up by primary key would still find the item under its old key while a scan finds it
-    /// under the new one (the crash harness found that).
+    /// writer crashed, or is still running, between writing the new file and removing this one): the
+    /// writer marked it, and its move intent names a new file with the same persistent id and a
+    /// higher generation. Unmarked items (all but those of a move under way) cost no extra look-up.
     func loadCurrent(_ group: AccessGroup, _ id: ItemID) throws(VaultError) -> ItemRecord? {
-        guard let record = try load(group, id) else { return nil }
-        return try isMovedAway(group, id, record) ? nil : record
+        guard let loaded = try loadMarked(group, id) else { return nil }
+        guard loaded.moving else { return loaded.record }
+        return try isMovedAway(group, id, loaded.record) ? nil : loaded.record
     }
 
     func isMovedAway(_ group: AccessGroup, _ id: ItemID, _ record: ItemRecord) throws(VaultError) -> Bool {
@@ -193,7 +206,7 @@ struct ItemEngine: Sendable {
     func scan(_ group: AccessGroup, cached: Bool = false, include: (ItemRecord) -> Bool) throws(VaultError) -> (
         items: [LocatedItem], damage: VaultError?, locked: VaultError?
     ) {
-        let ids = try translatingStoreErrors { try store.itemIDs(in: group.name) }
+        let ids = try translatingStoreErrors { try store.itemIDs(in: group.name, sorted: false) }
         var byPersistentID: [Data: LocatedItem] = [:]
         var damage: VaultError?
         var locked: VaultError?
@@ -345,6 +358,8 @@ struct ItemEngine: Sendable {
     {
         let contents = Array("\(new.group.rawValue)\n\(new.id.rawValue)\n".utf8)
         try translatingStoreErrors {
+            // The mark first: the note's directory fsync makes both durable.
+            try tx.markMoving(group: old.group.name, id: old.id)
             try tx.writeNote(group: old.group.name, name: MoveIntent.noteName(old.id), contents: contents)
         }
     }

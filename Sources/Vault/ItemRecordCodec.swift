@@ -117,3 +117,30 @@ final class AttributeCache: Sendable {
         }
     }
 }
+
+/// Item ids by group and primary key: an id is a keyed hash of both and never changes for a handle
+/// (whose keys do not change). Bounded like `MetadataCache`.
+final class ItemIDCache: Sendable {
+    struct Key: Hashable {
+        let group: AccessGroup
+        let primaryKey: [UInt8]
+    }
+
+    private let entries = Mutex<[Key: ItemID]>([:])
+    let capacity: Int
+
+    init(capacity: Int = 200_000) {
+        self.capacity = capacity
+    }
+
+    func id(_ key: Key) -> ItemID? {
+        entries.withLock { $0[key] }
+    }
+
+    func insert(_ id: ItemID, _ key: Key) {
+        entries.withLock { entries in
+            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
+            entries[key] = id
+        }
+    }
+}

@@ -7,8 +7,17 @@ import VaultStore
 /// Bytes: "VPR1" | group length u8 | group | persistent id (16) | item id at issue (32 raw bytes), the
 /// last being a hint that finds the item with one file read while its primary key is unchanged.
 public struct PersistentReference: Hashable, Sendable, CustomStringConvertible {
-    /// The reference as bytes, to store or hand back later.
-    public let rawValue: Data
+    /// The reference as bytes, to store or hand back later (built when asked for: most look-ups never
+    /// do).
+    public var rawValue: Data {
+        var bytes = Self.magic
+        let groupBytes = Array(group.rawValue.utf8)
+        bytes.append(UInt8(groupBytes.count))
+        bytes += groupBytes
+        bytes += persistentID
+        bytes += Self.hexDecode(itemIDHint.rawValue)
+        return Data(bytes)
+    }
 
     let group: AccessGroup
     let persistentID: Data
@@ -20,13 +29,6 @@ public struct PersistentReference: Hashable, Sendable, CustomStringConvertible {
         self.group = group
         self.persistentID = persistentID
         self.itemIDHint = itemID
-        var bytes = Self.magic
-        let groupBytes = Array(group.rawValue.utf8)
-        bytes.append(UInt8(groupBytes.count))
-        bytes += groupBytes
-        bytes += persistentID
-        bytes += Self.hexDecode(itemID.rawValue)
-        rawValue = Data(bytes)
     }
 
     /// Parses a reference; anything that is not one is a `param` error.
@@ -45,7 +47,6 @@ public struct PersistentReference: Hashable, Sendable, CustomStringConvertible {
         } catch {
             throw invalid
         }
-        self.rawValue = rawValue
     }
 
     private static func hexDecode(_ hex: String) -> [UInt8] {

@@ -38,6 +38,9 @@ public struct RecordedGeneration: Sendable, Equatable {
 /// leaves undetected.
 enum GenerationRecord {
     static let prefix = ".gen."
+    /// The record of an item that a writer is moving to another key: readers then check the move's
+    /// intent note (and skip the rollback check until the move is done).
+    static let movingText = "moving"
     static let domain = KeyDerivation.Domain("vault.gen.v1")
     static let tagByteCount = 16
 
@@ -70,10 +73,32 @@ enum GenerationRecord {
     }
 
     static func parse(_ text: String) -> RecordedGeneration? {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 3, parts[0] == "1", parts[1].utf8.count == 16, parts[2].utf8.count == 2 * tagByteCount,
-            let generation = UInt64(parts[1], radix: 16), let tag = bytes(fromHex: parts[2])
+        var text = text
+        return text.withUTF8 { parse(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// Parses "1:<16 hex>:<32 hex>" from bytes, without building strings (it runs on every read).
+    static func parse(_ bytes: UnsafeRawBufferPointer) -> RecordedGeneration? {
+        guard bytes.count == 2 + 16 + 1 + 2 * tagByteCount, bytes[0] == UInt8(ascii: "1"),
+            bytes[1] == UInt8(ascii: ":"), bytes[18] == UInt8(ascii: ":")
         else { return nil }
+        func nibble(_ c: UInt8) -> UInt8? {
+            switch c {
+            case 0x30...0x39: return c - 0x30
+            case 0x61...0x66: return c - 0x61 + 10
+            default: return nil
+            }
+        }
+        var generation: UInt64 = 0
+        for i in 2..<18 {
+            guard let v = nibble(bytes[i]) else { return nil }
+            generation = generation << 4 | UInt64(v)
+        }
+        var tag = [UInt8](repeating: 0, count: tagByteCount)
+        for i in 0..<tagByteCount {
+            guard let high = nibble(bytes[19 + 2 * i]), let low = nibble(bytes[20 + 2 * i]) else { return nil }
+            tag[i] = high << 4 | low
+        }
         return RecordedGeneration(generation: generation, tag: tag)
     }
 
@@ -123,13 +148,27 @@ extension VaultStore {
 
     /// `readItemAndGeneration` into an ordinary array that the caller decodes at once and wipes (see
     /// `readItemTransient`).
+    /// `moving` is true when a writer marked the item as being moved to another key (see
+    /// `WriteTransaction.markMoving`): only then must a reader look for the move's intent note.
     public func readItemTransientAndGeneration(group: GroupName, id: ItemID) throws(StoreError) -> (
-        plaintext: TransientBytes, recorded: RecordedGeneration?
+        plaintext: TransientBytes, recorded: RecordedGeneration?, moving: Bool
     )? {
         guard let directory = try groupDirectory(group, create: false) else { return nil }
-        let recorded = try recordedGeneration(in: directory, group: group, id: id)
+        let text = try generationRecordText(in: directory, group: group, id: id)
         guard let plaintext = try readItemTransient(group: group, id: id) else { return nil }
-        return (plaintext, recorded)
+        return (plaintext, text.flatMap(GenerationRecord.parse), text == GenerationRecord.movingText)
+    }
+
+    func generationRecordText(in directory: FileDescriptor, group: GroupName, id: ItemID) throws(StoreError)
+        -> String?
+    {
+        do {
+            return try directory.readSymbolicLinkAt(GenerationRecord.name(id))
+        } catch {
+            // Missing, or not a link (EINVAL), or too long: no record.
+            if [.noSuchFileOrDirectory, .invalidArgument, .nameTooLong].contains(error) { return nil }
+            throw StoreError.system(error, "read the generation record of", path: itemPath(group, id))
+        }
     }
 
     func recordedGeneration(in directory: FileDescriptor, group: GroupName, id: ItemID) throws(StoreError)

@@ -422,10 +422,11 @@ public final class VaultStore: Sendable {
     }
 
     /// The ids of the items in `group`, sorted; temp files and foreign names are skipped.
-    public func itemIDs(in group: GroupName) throws(StoreError) -> [ItemID] {
+    public func itemIDs(in group: GroupName, sorted: Bool = true) throws(StoreError) -> [ItemID] {
         guard let directory = try groupDirectory(group, create: false) else { return [] }
         do {
-            return try directory.entryNames().compactMap { ItemID(fileName: $0) }.sorted()
+            let ids = try directory.entryNames().compactMap { ItemID(fileName: $0) }
+            return sorted ? ids.sorted() : ids
         } catch {
             throw StoreError.system(error, "list", path: groupPath(group))
         }
@@ -519,6 +520,13 @@ public final class VaultStore: Sendable {
         else {
             throw StoreError(.invalidName, "\"\(name.debugDescriptionEscaped)\" is not a note name")
         }
+    }
+
+    func markMoving(group: GroupName, id: ItemID) throws(StoreError) {
+        let directory = try existingGroupDirectory(group)
+        try AtomicFile.replaceSymbolicLink(
+            GenerationRecord.name(id), target: GenerationRecord.movingText, in: directory,
+            directoryPath: groupPath(group))
     }
 
     func writeNote(group: GroupName, name: String, contents: [UInt8]) throws(StoreError) {
@@ -665,6 +673,13 @@ public struct WriteTransaction {
         try plaintext.withUnsafeBytes { bytes throws(StoreError) in
             try store.writeItem(group: group, id: id, plaintext: bytes, protectionClass: protectionClass)
         }
+    }
+
+    /// Marks item `id` of `group` as being moved to another key (its generation record says so), before
+    /// the move's intent note is written (whose directory fsync makes both durable). Readers check the
+    /// note only for marked items.
+    public func markMoving(group: GroupName, id: ItemID) throws(StoreError) {
+        try store.markMoving(group: group, id: id)
     }
 
     /// Durably removes item `id` of `group`; false when it did not exist.
