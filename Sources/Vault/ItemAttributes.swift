@@ -82,6 +82,12 @@ public struct ItemAttributes: Sendable, Hashable, Codable {
     /// account of a stored item is "" (Apple's rule); the synchronizable flag, the group and the
     /// dates are matched by the query itself.
     func matches(_ item: ItemAttributes) -> Bool {
+        matches(item, created: item.creationDate, modified: item.modificationDate)
+    }
+
+    /// `matches` against a stored item's attributes and dates, without building its returned
+    /// attributes (this runs for every item of a scan).
+    func matches(_ item: ItemAttributes, created: Date?, modified: Date?) -> Bool {
         func same<T: Equatable>(_ filter: T?, _ value: T?) -> Bool {
             guard let filter else { return true }
             return filter == value
@@ -93,8 +99,7 @@ public struct ItemAttributes: Sendable, Hashable, Codable {
             && same(accessible, item.accessible) && same(server, item.server ?? "")
             && same(securityDomain, item.securityDomain ?? "") && same(`protocol`, item.`protocol` ?? "")
             && same(authenticationType, item.authenticationType ?? "") && same(port, item.port ?? 0)
-            && same(path, item.path ?? "") && same(creationDate, item.creationDate)
-            && same(modificationDate, item.modificationDate)
+            && same(path, item.path ?? "") && same(creationDate, created) && same(modificationDate, modified)
     }
 
     /// `self` with every non-nil attribute of `changes` applied (the group and dates excepted).

@@ -69,10 +69,8 @@ public struct Query: Sendable, Hashable {
         case .any: break
         }
         if let persistentReference, persistentReference.persistentID != record.persistentID { return false }
-        var filters = attributes
-        filters.accessGroup = nil
-        filters.synchronizable = nil
-        return filters.matches(record.returnedAttributes(group: group))
+        // The group and the synchronizable flag were matched above; `matches` ignores them.
+        return attributes.matches(record.attributes, created: record.created, modified: record.modified)
     }
 }
 

@@ -154,9 +154,32 @@ extension VaultStore {
         plaintext: TransientBytes, recorded: RecordedGeneration?, moving: Bool
     )? {
         guard let directory = try groupDirectory(group, create: false) else { return nil }
-        let text = try generationRecordText(in: directory, group: group, id: id)
+        let record = try generationRecord(in: directory, group: group, id: id)
         guard let plaintext = try readItemTransient(group: group, id: id) else { return nil }
-        return (plaintext, text.flatMap(GenerationRecord.parse), text == GenerationRecord.movingText)
+        return (plaintext, record.recorded, record.moving)
+    }
+
+    /// The parsed generation record, read into a stack buffer (this runs on every read).
+    func generationRecord(in directory: FileDescriptor, group: GroupName, id: ItemID) throws(StoreError) -> (
+        recorded: RecordedGeneration?, moving: Bool
+    ) {
+        let result: Result<(RecordedGeneration?, Bool), Errno> = withUnsafeTemporaryAllocation(
+            byteCount: 128, alignment: 1
+        ) { buffer in
+            Result { () throws(Errno) in
+                let n = try directory.readSymbolicLinkAt(GenerationRecord.name(id), into: buffer)
+                guard n < buffer.count else { return (nil, false) }
+                let bytes = UnsafeRawBufferPointer(rebasing: buffer[0..<n])
+                return (GenerationRecord.parse(bytes), bytes.elementsEqual(GenerationRecord.movingText.utf8))
+            }
+        }
+        do {
+            return try result.get()
+        } catch {
+            // Missing, or not a link (EINVAL): no record.
+            if [.noSuchFileOrDirectory, .invalidArgument, .nameTooLong].contains(error) { return (nil, false) }
+            throw StoreError.system(error, "read the generation record of", path: itemPath(group, id))
+        }
     }
 
     func generationRecordText(in directory: FileDescriptor, group: GroupName, id: ItemID) throws(StoreError)

@@ -38,6 +38,15 @@ extension FileDescriptor {
 
     /// The target text of the symbolic link `name` relative to this directory (`readlinkat`, which
     /// never follows it); at most 255 bytes are read, more is `ENAMETOOLONG`. Not a link is `EINVAL`.
+    /// The target of the symbolic link `name` relative to this directory, into `buffer`; returns its
+    /// length (a length equal to the buffer's means it may have been cut: treat as too long). Never
+    /// follows the link. Not a link is `EINVAL`.
+    public func readSymbolicLinkAt(_ name: String, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+        try retryingOnInterrupt(.readLink) {
+            name.withCString { Glibc.readlinkat(rawValue, $0, buffer.baseAddress!, buffer.count) }
+        }
+    }
+
     public func readSymbolicLinkAt(_ name: String) throws(Errno) -> String {
         var buffer = [UInt8](repeating: 0, count: 256)
         let count = try buffer.withUnsafeMutableBytes { raw in
