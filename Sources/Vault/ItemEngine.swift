@@ -217,7 +217,10 @@ struct ItemEngine: Sendable {
                     let key = AttributeCache.Key(group: group, id: id)
                     // The fingerprint is taken before the read: a file replaced in between is only a
                     // miss next time, never a stale hit.
-                    guard let fingerprint = try translatingStoreErrors({ try store.fingerprint(group: group.name, id: id) })
+                    guard
+                        let fingerprint = try translatingStoreErrors({
+                            try store.fingerprint(group: group.name, id: id)
+                        })
                     else { continue }
                     if let hit = attributeCache.record(key, fingerprint: fingerprint) {
                         record = hit

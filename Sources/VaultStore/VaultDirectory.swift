@@ -143,7 +143,7 @@ enum VaultDirectory {
                     .integrity, "\(path) is \(status.size) bytes, more than the \(limit) allowed; it is damaged",
                     path: path)
             }
-            return try fd.readAll(limit: limit)
+            return try fd.readAll(sizeHint: Int(status.size), limit: limit)
         } catch let error as StoreError {
             throw error
         } catch let error as Errno {

@@ -36,8 +36,6 @@ extension FileDescriptor {
         }
     }
 
-    /// The target text of the symbolic link `name` relative to this directory (`readlinkat`, which
-    /// never follows it); at most 255 bytes are read, more is `ENAMETOOLONG`. Not a link is `EINVAL`.
     /// The target of the symbolic link `name` relative to this directory, into `buffer`; returns its
     /// length (a length equal to the buffer's means it may have been cut: treat as too long). Never
     /// follows the link. Not a link is `EINVAL`.
@@ -47,6 +45,8 @@ extension FileDescriptor {
         }
     }
 
+    /// The target text of the symbolic link `name` relative to this directory (`readlinkat`, which
+    /// never follows it); at most 255 bytes are read, more is `ENAMETOOLONG`. Not a link is `EINVAL`.
     public func readSymbolicLinkAt(_ name: String) throws(Errno) -> String {
         var buffer = [UInt8](repeating: 0, count: 256)
         let count = try buffer.withUnsafeMutableBytes { raw in

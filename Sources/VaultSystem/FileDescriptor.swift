@@ -157,6 +157,35 @@ public struct FileDescriptor: Hashable, Sendable {
         }
     }
 
+    /// Reads the rest of the file, expecting about `sizeHint` bytes (from `status()`): one allocation
+    /// and, for a file that did not change, two reads. Refuses more than `limit` bytes (`EFBIG`).
+    public func readAll(sizeHint: Int, limit: Int) throws(Errno) -> [UInt8] {
+        let capacity = min(max(sizeHint, 0), limit) + 1
+        var failure: Errno?
+        var result = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+            count = 0
+            while count < capacity {
+                do throws(Errno) {
+                    let n = try read(
+                        into: UnsafeMutableRawBufferPointer(start: buffer.baseAddress! + count, count: capacity - count)
+                    )
+                    if n == 0 { return }
+                    count += n
+                } catch {
+                    failure = error
+                    return
+                }
+            }
+        }
+        if let failure { throw failure }
+        guard result.count == capacity else { return result }
+        // The file grew past the hint: read on, within the limit.
+        let rest = try readAll(limit: limit - result.count + 1)
+        result += rest
+        if result.count > limit { throw Errno.fileTooLarge }
+        return result
+    }
+
     /// Reads the rest of the file into `buffer`, which must be at least one byte larger than the most
     /// the caller accepts; returns the byte count, or throws `EFBIG` when the file fills the buffer.
     public func readAll(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {

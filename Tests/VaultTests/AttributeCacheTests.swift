@@ -39,7 +39,8 @@ import Testing
         let vault = try t.open()
         try vault.add(.genericPassword, attributes: genp("svc", "a"), data: Data("v1"))
         let directory = t.path + "/groups/com.example.app"
-        let file = try #require(try FileManager.default.contentsOfDirectory(atPath: directory).first { $0.hasSuffix(".item") })
+        let file = try #require(
+            try FileManager.default.contentsOfDirectory(atPath: directory).first { $0.hasSuffix(".item") })
         let old = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + file))
         try vault.update(.genericPassword(service: "svc", account: "a"), with: ItemChanges(data: Data("v2")))
         _ = try vault.copyMatching(.genericPassword(service: "svc", limit: .all))  // cached
