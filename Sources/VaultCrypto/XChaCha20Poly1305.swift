@@ -65,14 +65,7 @@ public enum XChaCha20Poly1305 {
         nonce: [UInt8],
         associatedData: [UInt8]
     ) throws(CryptoError) -> SecureBytes {
-        try Sodium.ensureInitialized()
-        try checkSizes(key: key, nonce: nonce)
-        guard ciphertext.count >= tagByteCount else {
-            throw CryptoError(
-                .authenticationFailed,
-                "ciphertext of \(ciphertext.count) bytes is shorter than the \(tagByteCount)-byte tag"
-            )
-        }
+        try checkOpen(ciphertext, key: key, nonce: nonce)
         do {
             return try SecureBytes(count: ciphertext.count - tagByteCount) { out in
                 var outputLength: UInt64 = 0
@@ -106,14 +99,7 @@ public enum XChaCha20Poly1305 {
         nonce: [UInt8],
         associatedData: [UInt8]
     ) throws(CryptoError) -> TransientBytes {
-        try Sodium.ensureInitialized()
-        try checkSizes(key: key, nonce: nonce)
-        guard ciphertext.count >= tagByteCount else {
-            throw CryptoError(
-                .authenticationFailed,
-                "ciphertext of \(ciphertext.count) bytes is shorter than the \(tagByteCount)-byte tag"
-            )
-        }
+        try checkOpen(ciphertext, key: key, nonce: nonce)
         var output = [UInt8](repeating: 0, count: max(1, ciphertext.count - tagByteCount))
         var outputLength: UInt64 = 0
         let status = key.withUnsafeBytes { keyBytes in
@@ -133,6 +119,19 @@ public enum XChaCha20Poly1305 {
             throw CryptoError(.invalidArgument, "decryption returned \(outputLength) bytes")
         }
         return outputLength == 0 ? TransientBytes([]) : result
+    }
+
+    private static func checkOpen(_ ciphertext: UnsafeRawBufferPointer, key: SecureBytes, nonce: [UInt8])
+        throws(CryptoError)
+    {
+        try Sodium.ensureInitialized()
+        try checkSizes(key: key, nonce: nonce)
+        guard ciphertext.count >= tagByteCount else {
+            throw CryptoError(
+                .authenticationFailed,
+                "ciphertext of \(ciphertext.count) bytes is shorter than the \(tagByteCount)-byte tag"
+            )
+        }
     }
 
     private static func checkSizes(key: SecureBytes, nonce: [UInt8]) throws(CryptoError) {
