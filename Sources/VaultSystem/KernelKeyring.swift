@@ -9,28 +9,33 @@ public enum KernelKeyring {
     public static func store(_ bytes: UnsafeRawBufferPointer, description: String, timeoutSeconds: UInt32)
         throws(Errno)
     {
-        let id = description.withCString { vsys_keyring_add($0, bytes.baseAddress, UInt(bytes.count), timeoutSeconds) }
-        if id < 0 { throw Errno.current }
+        _ = try retryingOnInterrupt(.keyring) {
+            description.withCString { vsys_keyring_add($0, bytes.baseAddress, UInt(bytes.count), timeoutSeconds) }
+        }
     }
 
     /// Reads the key `description` into `buffer`; returns its length, or nil when there is no such key
     /// (never added, expired, revoked or invalidated). A length larger than the buffer means the key
     /// did not fit.
     public static func read(description: String, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int? {
-        let n = description.withCString { vsys_keyring_read($0, buffer.baseAddress, UInt(buffer.count)) }
-        if n >= 0 { return n }
-        let error = Errno.current
-        if error.isNoKey { return nil }
-        throw error
+        do {
+            return try retryingOnInterrupt(.keyring) {
+                description.withCString { vsys_keyring_read($0, buffer.baseAddress, UInt(buffer.count)) }
+            }
+        } catch  where error.isNoKey {
+            return nil
+        }
     }
 
     /// Drops the key `description`; false when there was none.
     @discardableResult
     public static func remove(description: String) throws(Errno) -> Bool {
-        if description.withCString({ vsys_keyring_remove($0) }) == 0 { return true }
-        let error = Errno.current
-        if error.isNoKey { return false }
-        throw error
+        do {
+            _ = try retryingOnInterrupt(.keyring) { description.withCString { vsys_keyring_remove($0) } }
+            return true
+        } catch  where error.isNoKey {
+            return false
+        }
     }
 }
 

@@ -28,4 +28,6 @@ public enum SystemOperation: String, Sendable, CaseIterable, Hashable {
     case symlink
     /// readlinkat(2).
     case readLink
+    /// add_key(2) and keyctl(2) on the kernel keyring.
+    case keyring
 }

@@ -275,3 +275,30 @@ func passphrase(_ text: String) -> KeySource {
         #expect(try VaultStore.open(at: vault.path, keySource: passphrase("pw")).isAvailable(.whenUnlocked))
     }
 }
+
+/// A seccomp profile or a container can forbid keyctl: simulated through the fault seam.
+@Suite struct KeyringUnavailableTests {
+    @Test(arguments: [Errno.notImplemented, Errno.notPermitted])
+    func unlockSaysTheKeyringIsUnavailableAndThePassphraseStillWorks(errno: Errno) throws {
+        let vault = try TestVault()
+        defer { vault.remove() }
+        let store = try VaultStore.create(at: vault.path, keySource: passphrase("pw"))
+        let group = try GroupName("g")
+        let id = try store.itemID(group: group, primaryKey: [1])
+        try store.put([42], group: group, id: id, protectionClass: .whenUnlocked)
+        let plan = FaultPlan(.keyring, occurrence: 1, effect: .fail(errno), persistent: true)
+        try FaultInjection.withPlan(plan) {
+            let error = #expect(throws: StoreError.self) {
+                try VaultStore.unlock(at: vault.path, keySource: passphrase("pw"), timeoutSeconds: 60)
+            }
+            #expect(error?.message.contains("kernel keyring is not available") == true)
+            #expect(error?.message.contains("passphrase") == true)
+            #expect(error?.errno == errno)
+            // Reading the cache fails the same way: it counts as empty, never as an error.
+            let locked = try VaultStore.open(at: vault.path)
+            #expect(throws: StoreError.self) { _ = try locked.get(group: group, id: id) }
+            #expect(try VaultStore.open(at: vault.path, keySource: passphrase("pw")).get(group: group, id: id) == [42])
+        }
+        #expect(plan.injectedCount >= 2)
+    }
+}
