@@ -97,12 +97,6 @@ struct ItemEngine: Sendable {
         return moved.persistentID == record.persistentID && moved.generation > record.generation
     }
 
-    func decode(_ plaintext: SecureBytes, path: String) throws(VaultError) -> ItemRecord {
-        var bytes = plaintext.withUnsafeBytes { [UInt8]($0) }
-        defer { bytes.wipe() }
-        return try decode(bytes, path: path)
-    }
-
     func decode(_ bytes: [UInt8], path: String) throws(VaultError) -> ItemRecord {
         do {
             return try ItemRecordCodec.decode(bytes, cache: metadataCache)

@@ -14,8 +14,6 @@ struct ItemRecord: Codable, Sendable {
     var persistentID: Data
     var generation: UInt64
 
-    static let archiveOptions = VaultArchive.Options(maxSize: 17 << 20)
-
     /// The current time as the archive will give it back: a date that went through the archive once
     /// comes back equal from every later read, so the dates an add or update returns are exactly the
     /// dates later reads return.

@@ -72,11 +72,6 @@ enum GenerationRecord {
         return "1:" + String(repeating: "0", count: 16 - hex.count) + hex + ":" + hexString(tag)
     }
 
-    static func parse(_ text: String) -> RecordedGeneration? {
-        var text = text
-        return text.withUTF8 { parse(UnsafeRawBufferPointer($0)) }
-    }
-
     /// Parses "1:<16 hex>:<32 hex>" from bytes, without building strings (it runs on every read).
     static func parse(_ bytes: UnsafeRawBufferPointer) -> RecordedGeneration? {
         guard bytes.count == 2 + 16 + 1 + 2 * tagByteCount, bytes[0] == UInt8(ascii: "1"),
@@ -134,21 +129,9 @@ enum GenerationRecord {
 }
 
 extension VaultStore {
-    /// Reads item `id` of `group` like `readItem`, together with its generation record, which is read
-    /// first (one `readlinkat`; see `GenerationRecord`). Check the pair with `checkNotRolledBack` once
-    /// the item's version is known.
-    public func readItemAndGeneration(group: GroupName, id: ItemID) throws(StoreError) -> (
-        plaintext: SecureBytes, recorded: RecordedGeneration?
-    )? {
-        guard let directory = try groupDirectory(group, create: false) else { return nil }
-        let recorded = try recordedGeneration(in: directory, group: group, id: id)
-        guard let plaintext = try readItem(group: group, id: id) else { return nil }
-        return (plaintext, recorded)
-    }
-
-    /// `readItemAndGeneration` into an ordinary array that the caller decodes at once and wipes (see
-    /// `readItemTransient`).
-    /// `moving` is true when a writer marked the item as being moved to another key (see
+    /// Reads item `id` of `group` like `readItemTransient`, together with its generation record, which
+    /// is read first (one `readlinkat`; see `GenerationRecord`): check the pair with
+    /// `checkNotRolledBack` once the item's version is known. `moving` is true when a writer marked the item as being moved to another key (see
     /// `WriteTransaction.markMoving`): only then must a reader look for the move's intent note.
     public func readItemTransientAndGeneration(group: GroupName, id: ItemID) throws(StoreError) -> (
         plaintext: TransientBytes, recorded: RecordedGeneration?, moving: Bool
@@ -192,20 +175,6 @@ extension VaultStore {
             if [.noSuchFileOrDirectory, .invalidArgument, .nameTooLong].contains(error) { return nil }
             throw StoreError.system(error, "read the generation record of", path: itemPath(group, id))
         }
-    }
-
-    func recordedGeneration(in directory: FileDescriptor, group: GroupName, id: ItemID) throws(StoreError)
-        -> RecordedGeneration?
-    {
-        let text: String
-        do {
-            text = try directory.readSymbolicLinkAt(GenerationRecord.name(id))
-        } catch {
-            // Missing, or not a link (EINVAL), or too long: no record.
-            if [.noSuchFileOrDirectory, .invalidArgument, .nameTooLong].contains(error) { return nil }
-            throw StoreError.system(error, "read the generation record of", path: itemPath(group, id))
-        }
-        return GenerationRecord.parse(text)
     }
 
     /// Throws an `integrity` error naming the file when `recorded` (read before the item) is an
@@ -254,15 +223,7 @@ extension VaultStore {
     /// one stat, no decryption).
     public func fingerprint(group: GroupName, id: ItemID) throws(StoreError) -> ItemFingerprint? {
         guard let directory = try groupDirectory(group, create: false) else { return nil }
-        let text: String?
-        do {
-            text = try directory.readSymbolicLinkAt(GenerationRecord.name(id))
-        } catch {
-            if ![.noSuchFileOrDirectory, .invalidArgument, .nameTooLong].contains(error) {
-                throw StoreError.system(error, "read the generation record of", path: itemPath(group, id))
-            }
-            text = nil
-        }
+        let text = try generationRecordText(in: directory, group: group, id: id)
         let status: FileStatus
         do {
             status = try directory.statusAt(id.fileName)

@@ -186,18 +186,6 @@ public struct FileDescriptor: Hashable, Sendable {
         return result
     }
 
-    /// Reads the rest of the file into `buffer`, which must be at least one byte larger than the most
-    /// the caller accepts; returns the byte count, or throws `EFBIG` when the file fills the buffer.
-    public func readAll(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
-        var offset = 0
-        while offset < buffer.count {
-            let n = try read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[offset...]))
-            if n == 0 { return offset }
-            offset += n
-        }
-        throw Errno.fileTooLarge
-    }
-
     /// Flushes the file's data and metadata to stable storage. A failure is returned once and never
     /// retried: after a failed fsync the kernel may have dropped the dirty pages.
     public func sync() throws(Errno) {
