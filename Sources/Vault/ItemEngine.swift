@@ -25,12 +25,24 @@ struct LocatedItem: Sendable {
 /// write rules (duplicates, moves, generations). Every mutation runs under the store's write lock.
 struct ItemEngine: Sendable {
     let store: VaultStore
-    /// Decoded metadata of the items this handle has read.
-    let metadataCache = MetadataCache()
-    /// Attributes of the items this handle has scanned, for queries that return no secrets.
-    let attributeCache = AttributeCache()
-    /// Item ids already computed (a keyed hash each).
-    let itemIDCache = ItemIDCache()
+    /// Decoded metadata of the items this handle has read (see `ItemRecordCodec.decode`).
+    let metadataCache = BoundedCache<[UInt8], ItemRecordCodec.Metadata>()
+    /// The attributes (never the secret) of the items this handle has scanned, each with the
+    /// fingerprint of the file it came from: a query that returns no secrets re-reads only the files
+    /// whose fingerprint changed (a readlink and a stat instead of a read and a decryption).
+    let attributeCache = BoundedCache<ItemKey, (fingerprint: ItemFingerprint, record: ItemRecord)>()
+    /// Item ids by group and primary key (a keyed hash each, fixed for a handle's keys).
+    let itemIDCache = BoundedCache<PrimaryKeyInGroup, ItemID>()
+
+    struct ItemKey: Hashable, Sendable {
+        let group: AccessGroup
+        let id: ItemID
+    }
+
+    struct PrimaryKeyInGroup: Hashable, Sendable {
+        let group: AccessGroup
+        let primaryKey: [UInt8]
+    }
 
     // MARK: Records
 
@@ -44,10 +56,10 @@ struct ItemEngine: Sendable {
     }
 
     func itemID(_ group: AccessGroup, _ primaryKey: [UInt8]) throws(VaultError) -> ItemID {
-        let key = ItemIDCache.Key(group: group, primaryKey: primaryKey)
-        if let id = itemIDCache.id(key) { return id }
+        let key = PrimaryKeyInGroup(group: group, primaryKey: primaryKey)
+        if let id = itemIDCache[key] { return id }
         let id = try translatingStoreErrors { try store.itemID(group: group.name, primaryKey: primaryKey) }
-        itemIDCache.insert(id, key)
+        itemIDCache.insert(id, for: key)
         return id
     }
 
@@ -208,7 +220,7 @@ struct ItemEngine: Sendable {
             let record: ItemRecord
             do {
                 if cached {
-                    let key = AttributeCache.Key(group: group, id: id)
+                    let key = ItemKey(group: group, id: id)
                     // The fingerprint is taken before the read: a file replaced in between is only a
                     // miss next time, never a stale hit.
                     guard
@@ -216,11 +228,13 @@ struct ItemEngine: Sendable {
                             try store.fingerprint(group: group.name, id: id)
                         })
                     else { continue }
-                    if let hit = attributeCache.record(key, fingerprint: fingerprint) {
-                        record = hit
+                    if let hit = attributeCache[key], hit.fingerprint == fingerprint {
+                        record = hit.record
                     } else {
                         guard let loaded = try load(group, id) else { continue }
-                        attributeCache.insert(loaded, key, fingerprint: fingerprint)
+                        var withoutSecret = loaded
+                        withoutSecret.data = Data()
+                        attributeCache.insert((fingerprint, withoutSecret), for: key)
                         record = loaded
                     }
                 } else {

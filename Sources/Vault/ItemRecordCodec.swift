@@ -1,7 +1,5 @@
 import FoundationEssentials
-import Synchronization
 import VaultArchive
-import VaultStore
 
 /// The plaintext of an item file: `u32be length | metadata | secret`, where the metadata is a
 /// VaultArchive of everything but the secret (class, attributes, dates, persistent id, generation) and
@@ -35,8 +33,11 @@ enum ItemRecordCodec {
         return bytes
     }
 
-    /// Decodes a plaintext; the metadata comes from `cache` when its bytes were seen before.
-    static func decode(_ bytes: [UInt8], cache: MetadataCache) throws -> ItemRecord {
+    /// Decodes a plaintext; the metadata comes from `cache` when its bytes were seen before. The cache
+    /// is keyed by the exact metadata bytes as they came out of an authenticated decryption, so an
+    /// entry is reused only while a file holds byte-for-byte the same metadata: never stale, whoever
+    /// wrote the file, and never holding a secret.
+    static func decode(_ bytes: [UInt8], cache: BoundedCache<[UInt8], Metadata>) throws -> ItemRecord {
         guard bytes.count >= 4 else {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "record of \(bytes.count) bytes"))
         }
@@ -47,7 +48,7 @@ enum ItemRecordCodec {
         }
         let metadataBytes = Array(bytes[4..<(4 + length)])
         let metadata: Metadata
-        if let cached = cache.metadata(for: metadataBytes) {
+        if let cached = cache[metadataBytes] {
             metadata = cached
         } else {
             metadata = try VaultArchive.decode(Metadata.self, from: metadataBytes, options: metadataOptions)
@@ -57,90 +58,5 @@ enum ItemRecordCodec {
             itemClass: metadata.itemClass, attributes: metadata.attributes, data: Data(bytes[(4 + length)...]),
             created: metadata.created, modified: metadata.modified, persistentID: metadata.persistentID,
             generation: metadata.generation)
-    }
-}
-
-/// Decoded item metadata (never secrets), keyed by its exact bytes as they came out of an
-/// authenticated decryption: reused only while a file holds byte-for-byte the same metadata, so it
-/// can never be stale, whoever wrote the file. Bounded: cleared when it grows past `capacity`.
-final class MetadataCache: Sendable {
-    private let entries = Mutex<[[UInt8]: ItemRecordCodec.Metadata]>([:])
-    let capacity: Int
-
-    init(capacity: Int = 200_000) {
-        self.capacity = capacity
-    }
-
-    func metadata(for bytes: [UInt8]) -> ItemRecordCodec.Metadata? {
-        entries.withLock { $0[bytes] }
-    }
-
-    func insert(_ metadata: ItemRecordCodec.Metadata, for bytes: [UInt8]) {
-        entries.withLock { entries in
-            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            entries[bytes] = metadata
-        }
-    }
-}
-
-/// The attributes (never the secret) of the items a handle has scanned, each with the fingerprint of
-/// the file it came from: a query that does not return secrets re-reads only the files whose
-/// fingerprint changed (a readlink and a stat instead of a read and a decryption). Bounded like
-/// `MetadataCache`.
-final class AttributeCache: Sendable {
-    struct Key: Hashable {
-        let group: AccessGroup
-        let id: ItemID
-    }
-
-    private let entries = Mutex<[Key: (fingerprint: ItemFingerprint, record: ItemRecord)]>([:])
-    let capacity: Int
-
-    init(capacity: Int = 200_000) {
-        self.capacity = capacity
-    }
-
-    func record(_ key: Key, fingerprint: ItemFingerprint) -> ItemRecord? {
-        entries.withLock { entries in
-            guard let entry = entries[key], entry.fingerprint == fingerprint else { return nil }
-            return entry.record
-        }
-    }
-
-    /// Keeps `record` without its secret.
-    func insert(_ record: ItemRecord, _ key: Key, fingerprint: ItemFingerprint) {
-        var stripped = record
-        stripped.data = Data()
-        entries.withLock { entries in
-            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            entries[key] = (fingerprint, stripped)
-        }
-    }
-}
-
-/// Item ids by group and primary key: an id is a keyed hash of both and never changes for a handle
-/// (whose keys do not change). Bounded like `MetadataCache`.
-final class ItemIDCache: Sendable {
-    struct Key: Hashable {
-        let group: AccessGroup
-        let primaryKey: [UInt8]
-    }
-
-    private let entries = Mutex<[Key: ItemID]>([:])
-    let capacity: Int
-
-    init(capacity: Int = 200_000) {
-        self.capacity = capacity
-    }
-
-    func id(_ key: Key) -> ItemID? {
-        entries.withLock { $0[key] }
-    }
-
-    func insert(_ id: ItemID, _ key: Key) {
-        entries.withLock { entries in
-            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            entries[key] = id
-        }
     }
 }
