@@ -15,7 +15,7 @@ public struct PersistentReference: Hashable, Sendable, CustomStringConvertible {
         bytes.append(UInt8(groupBytes.count))
         bytes += groupBytes
         bytes += persistentID
-        bytes += Self.hexDecode(itemIDHint.rawValue)
+        bytes += itemIDHint.hashBytes
         return Data(bytes)
     }
 
@@ -43,35 +43,14 @@ public struct PersistentReference: Hashable, Sendable, CustomStringConvertible {
         persistentID = Data(bytes[(5 + groupLength)..<(5 + groupLength + 16)])
         let hint = bytes[(5 + groupLength + 16)...]
         do {
-            itemIDHint = try ItemID(hint.map { byte in String(byte, radix: 16).leftPadded(to: 2) }.joined())
+            itemIDHint = try ItemID(hashBytes: Array(hint))
         } catch {
             throw invalid
         }
     }
 
-    private static func hexDecode(_ hex: String) -> [UInt8] {
-        var result: [UInt8] = []
-        var high: UInt8?
-        for c in hex.utf8 {
-            let v = c <= 0x39 ? c - 0x30 : c - 0x61 + 10
-            if let h = high {
-                result.append(h << 4 | v)
-                high = nil
-            } else {
-                high = v
-            }
-        }
-        return result
-    }
-
     /// The group and a short form of the id, never a secret.
     public var description: String {
-        "PersistentReference(group: \(group), id: \(persistentID.prefix(4).map { String($0, radix: 16).leftPadded(to: 2) }.joined())…)"
-    }
-}
-
-extension String {
-    func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
+        "PersistentReference(group: \(group), id: \(Hex.encode(persistentID.prefix(4)))…)"
     }
 }

@@ -91,9 +91,7 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// Constant-time comparison with plain bytes.
     public func constantTimeEquals(_ bytes: [UInt8]) -> Bool {
-        guard count == bytes.count else { return false }
-        if count == 0 { return true }
-        return bytes.withUnsafeBytes { sodium_memcmp(pointer, $0.baseAddress!, count) == 0 }
+        withUnsafeBytes { ConstantTime.equals($0, bytes) }
     }
 }
 

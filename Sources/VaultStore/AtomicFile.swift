@@ -10,8 +10,7 @@ enum AtomicFile {
 
     static func temporaryName() -> String {
         let value = UInt64.random(in: .min ... .max)
-        let hex = String(value, radix: 16)
-        return temporaryPrefix + String(repeating: "0", count: 16 - hex.count) + hex
+        return temporaryPrefix + Hex.encode(withUnsafeBytes(of: value) { Array($0) })
     }
 
     /// Replaces (or creates) `name` with `contents`.

@@ -14,7 +14,7 @@ public enum BackupFile {
         limits: PassphraseKeyDerivation.Limits
     ) throws(StoreError) {
         let sealed = try envelope.seal(payload, passphrase: passphrase, limits: limits)
-        let (directoryPath, name) = split(path)
+        let (directoryPath, name) = VaultDirectory.split(path)
         let directory: FileDescriptor
         do {
             directory = try FileDescriptor.currentWorkingDirectory.openDirectoryAt(directoryPath)
@@ -34,7 +34,7 @@ public enum BackupFile {
 
     /// Reads the backup at `path` and opens it with `passphrase`.
     public static func read(from path: String, passphrase: SecureBytes) throws(StoreError) -> SecureBytes {
-        let (directoryPath, name) = split(path)
+        let (directoryPath, name) = VaultDirectory.split(path)
         let directory: FileDescriptor
         do {
             directory = try FileDescriptor.currentWorkingDirectory.openDirectoryAt(directoryPath)
@@ -44,11 +44,5 @@ public enum BackupFile {
         defer { try? directory.close() }
         let bytes = try VaultDirectory.readSmallFile(name, in: directory, path: path, limit: maximumByteCount)
         return try envelope.open(bytes, passphrase: passphrase, path: path)
-    }
-
-    static func split(_ path: String) -> (directory: String, name: String) {
-        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
-        let directory = String(path[..<slash])
-        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
     }
 }

@@ -68,8 +68,7 @@ enum GenerationRecord {
     }
 
     static func text(generation: UInt64, tag: [UInt8]) -> String {
-        let hex = String(generation, radix: 16)
-        return "1:" + String(repeating: "0", count: 16 - hex.count) + hex + ":" + hexString(tag)
+        "1:" + Hex.encode(withUnsafeBytes(of: generation.bigEndian) { Array($0) }) + ":" + Hex.encode(tag)
     }
 
     /// Parses "1:<16 hex>:<32 hex>" from bytes, without building strings (it runs on every read).
@@ -77,55 +76,20 @@ enum GenerationRecord {
         guard bytes.count == 2 + 16 + 1 + 2 * tagByteCount, bytes[0] == UInt8(ascii: "1"),
             bytes[1] == UInt8(ascii: ":"), bytes[18] == UInt8(ascii: ":")
         else { return nil }
-        func nibble(_ c: UInt8) -> UInt8? {
-            switch c {
-            case 0x30...0x39: return c - 0x30
-            case 0x61...0x66: return c - 0x61 + 10
-            default: return nil
-            }
-        }
         var generation: UInt64 = 0
         for i in 2..<18 {
-            guard let v = nibble(bytes[i]) else { return nil }
+            guard let v = Hex.value(ofDigit: bytes[i]) else { return nil }
             generation = generation << 4 | UInt64(v)
         }
         var tag = [UInt8](repeating: 0, count: tagByteCount)
         for i in 0..<tagByteCount {
-            guard let high = nibble(bytes[19 + 2 * i]), let low = nibble(bytes[20 + 2 * i]) else { return nil }
+            guard let high = Hex.value(ofDigit: bytes[19 + 2 * i]), let low = Hex.value(ofDigit: bytes[20 + 2 * i])
+            else { return nil }
             tag[i] = high << 4 | low
         }
         return RecordedGeneration(generation: generation, tag: tag)
     }
 
-    static func hexString(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: text, as: UTF8.self)
-    }
-
-    static func bytes(fromHex text: Substring) -> [UInt8]? {
-        var result: [UInt8] = []
-        var high: UInt8?
-        for c in text.utf8 {
-            let v: UInt8
-            switch c {
-            case 0x30...0x39: v = c - 0x30
-            case 0x61...0x66: v = c - 0x61 + 10
-            default: return nil
-            }
-            if let h = high {
-                result.append(h << 4 | v)
-                high = nil
-            } else {
-                high = v
-            }
-        }
-        return high == nil ? result : nil
-    }
 }
 
 extension VaultStore {

@@ -21,15 +21,19 @@ public struct ItemID: Hashable, Sendable, Comparable, CustomStringConvertible {
     }
 
     init(hash: [UInt8]) {
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(hash.count * 2)
-        for byte in hash {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
-        }
-        rawValue = String(decoding: text, as: UTF8.self)
+        rawValue = Hex.encode(hash)
     }
+
+    /// The id of the 32 hash bytes `hashBytes` (e.g. from a persistent reference).
+    public init(hashBytes: [UInt8]) throws(StoreError) {
+        guard hashBytes.count == Self.hashByteCount else {
+            throw StoreError(.invalidName, "an item id is \(Self.hashByteCount) bytes, not \(hashBytes.count)")
+        }
+        self.init(hash: hashBytes)
+    }
+
+    /// The 32 hash bytes behind the id.
+    public var hashBytes: [UInt8] { Hex.decode(rawValue) ?? [] }
 
     /// The item's file name, `<id>.item`.
     public var fileName: String { rawValue + Self.fileSuffix }

@@ -258,7 +258,7 @@ enum MasterKeyFile {
                 return try loadExternal(keyFile)
             }
             let key = try randomKey()
-            let (parent, name) = split(keyFile)
+            let (parent, name) = VaultDirectory.split(keyFile)
             let parentFD: FileDescriptor
             do {
                 parentFD = try FileDescriptor.currentWorkingDirectory.openDirectoryAt(parent)
@@ -328,11 +328,5 @@ enum MasterKeyFile {
         } catch {
             throw StoreError.crypto(error, "cannot make a master key")
         }
-    }
-
-    private static func split(_ path: String) -> (directory: String, name: String) {
-        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
-        let directory = String(path[..<slash])
-        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
     }
 }

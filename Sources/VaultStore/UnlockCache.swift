@@ -9,7 +9,7 @@ import VaultSystem
 enum UnlockCache {
     static func description(vaultID: [UInt8], _ protectionClass: ProtectionClass) -> String {
         let name = protectionClass == .whenUnlocked ? "wu" : "afu"
-        return "vault:" + vaultID.map { String($0, radix: 16).leftPadded(2) }.joined() + ":" + name
+        return "vault:" + Hex.encode(vaultID) + ":" + name
     }
 
     /// The vault id as the marker states it, before the marker is authenticated (cached keys are only
@@ -64,12 +64,6 @@ enum UnlockCache {
             "the kernel keyring is not available (\(error)); a seccomp profile or container may forbid keyctl. "
                 + "The vault at \(path) still opens with its passphrase in each process",
             path: path, cause: error)
-    }
-}
-
-extension String {
-    func leftPadded(_ width: Int) -> String {
-        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }
 

@@ -31,6 +31,13 @@ enum VaultDirectory {
         }
     }
 
+    /// A path's directory and last component: "a/b" → ("a", "b"), "b" → (".", "b"), "/b" → ("/", "b").
+    static func split(_ path: String) -> (directory: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        let directory = String(path[..<slash])
+        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
+    }
+
     /// Opens the vault directory after checking that it is a real directory that only its owner can
     /// write.
     static func open(_ path: String, creating: Bool) throws(StoreError) -> FileDescriptor {

@@ -64,19 +64,12 @@ struct VaultMarker: Equatable {
         } catch {
             throw StoreError.crypto(error, "cannot check the vault marker")
         }
-        guard constantTimeEqual(expected, Array(bytes[headerByteCount...])) else {
+        guard ConstantTime.equals(expected, Array(bytes[headerByteCount...])) else {
             throw StoreError(
                 .integrity,
                 "\(path) does not match master.key: the marker was altered or master.key belongs to another vault",
                 path: path)
         }
         return marker
-    }
-
-    private static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
-        guard a.count == b.count else { return false }
-        var difference: UInt8 = 0
-        for i in a.indices { difference |= a[i] ^ b[i] }
-        return difference == 0
     }
 }
