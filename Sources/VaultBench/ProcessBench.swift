@@ -35,19 +35,10 @@ struct ProcessBench {
         var peak = 0
         // Interleaved with /bin/true, as the in-process operations are with their floors.
         func record(_ name: String, iterations: Int, _ body: () throws -> Void) throws {
-            var floorSamples: [Double] = []
-            var samples: [Double] = []
-            for _ in 0..<iterations {
-                floorSamples += try time(1) { _ in
-                    _ = try ChildProcess.run("/bin/true", arguments: [], environment: environment)
-                }
-                samples += try time(1) { _ in try body() }
-            }
-            let floor = OperationTiming(operation: "floor: /bin/true process", items: 1, nanoseconds: floorSamples)
-            var m = OperationTiming(operation: name, items: 1, nanoseconds: samples)
-            m.floor = floor.operation
-            m.floorMedianNanoseconds = floor.medianNanoseconds
-            m.ratio = m.medianNanoseconds / floor.medianNanoseconds
+            let (floor, m) = try interleaved(
+                name, floor: "floor: /bin/true process", items: 1, iterations: iterations,
+                { _ = try ChildProcess.run("/bin/true", arguments: [], environment: environment) },
+                { _ in try body() })
             if !results.contains(where: { $0.operation == floor.operation }) { results.append(floor) }
             results.append(m)
         }

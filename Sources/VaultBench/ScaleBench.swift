@@ -53,17 +53,8 @@ struct ScaleBench {
             _ name: String, iterations: Int, floor floorName: String, _ floorBody: () throws -> Void,
             _ body: (Int) throws -> Void
         ) throws {
-            var floorSamples: [Double] = []
-            var samples: [Double] = []
-            for i in 0..<iterations {
-                floorSamples += try time(1) { _ in try floorBody() }
-                samples += try time(1) { _ in try body(i) }
-            }
-            var m = OperationTiming(operation: name, items: items, nanoseconds: samples)
-            let floor = OperationTiming(operation: floorName, items: items, nanoseconds: floorSamples)
-            m.floor = floorName
-            m.floorMedianNanoseconds = floor.medianNanoseconds
-            m.ratio = m.medianNanoseconds / floor.medianNanoseconds
+            let (floor, m) = try interleaved(
+                name, floor: floorName, items: items, iterations: iterations, floorBody, body)
             if !results.contains(where: { $0.operation == floorName }) { results.append(floor) }
             results.append(m)
             progress.show("\(name) at \(items) items: \(formatDuration(m.medianNanoseconds))")

@@ -69,3 +69,24 @@ func formatDuration(_ nanoseconds: Double) -> String {
     if nanoseconds >= 1e3 { return String(format: "%.1f µs", nanoseconds / 1e3) }
     return String(format: "%.0f ns", nanoseconds)
 }
+
+/// Runs `body` interleaved with `floorBody` (one floor run, one operation run, and so on), so that both
+/// see the same machine, and returns the floor's timing and the operation's, with its ratio to the
+/// floor.
+func interleaved(
+    _ name: String, floor floorName: String, items: Int, iterations: Int, _ floorBody: () throws -> Void,
+    _ body: (Int) throws -> Void
+) rethrows -> (floor: OperationTiming, operation: OperationTiming) {
+    var floorSamples: [Double] = []
+    var samples: [Double] = []
+    for i in 0..<iterations {
+        floorSamples += try time(1) { _ in try floorBody() }
+        samples += try time(1) { _ in try body(i) }
+    }
+    let floor = OperationTiming(operation: floorName, items: items, nanoseconds: floorSamples)
+    var operation = OperationTiming(operation: name, items: items, nanoseconds: samples)
+    operation.floor = floorName
+    operation.floorMedianNanoseconds = floor.medianNanoseconds
+    operation.ratio = operation.medianNanoseconds / floor.medianNanoseconds
+    return (floor, operation)
+}
