@@ -148,9 +148,6 @@ extension VaultStore {
                 groupsDirectory: try VaultDirectory.openSubdirectory(
                     Rekey.newGroups, in: directory, path: path + "/" + Rekey.newGroups))
             defer { target.close() }
-            for group in try groups() {
-                _ = try target.keys(group)
-            }
             try copyItems(target)
             do {
                 try directory.syncFileSystem()
