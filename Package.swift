@@ -40,7 +40,7 @@ let package = Package(
         // it. Release builds are a static executable (Swift runtime, FoundationEssentials, libsodium):
         // start-up is most of what a `vault get` costs (docs/PERFORMANCE.md). Debug builds stay
         // dynamic, for fast links of the tests.
-        .target(name: "VaultCLI", dependencies: ["Vault", "VaultStore", "VaultSystem"]),
+        .target(name: "VaultCLI", dependencies: ["Vault", "VaultArchive", "VaultStore", "VaultSystem"]),
         .executableTarget(
             name: "vault", dependencies: ["VaultCLI", "VaultSystem"],
             linkerSettings: [

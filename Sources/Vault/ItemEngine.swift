@@ -122,8 +122,9 @@ struct ItemEngine: Sendable {
         do {
             bytes = try ItemRecordCodec.encode(record)
         } catch {
+            let reason = (error as? EncodingError)?.redactedDescription ?? "\(error)"
             throw VaultError(
-                .param, "cannot encode \(describe(record.itemClass, record.attributes, group: group)): \(error)")
+                .param, "cannot encode \(describe(record.itemClass, record.attributes, group: group)): \(reason)")
         }
         defer { bytes.wipe() }
         try translatingStoreErrors {

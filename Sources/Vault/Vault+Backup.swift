@@ -72,6 +72,8 @@ extension Vault {
         var bytes: [UInt8]
         do {
             bytes = try VaultArchive.encode(bundle, options: VaultArchive.Options(maxSize: BackupFile.maximumByteCount))
+        } catch let error as EncodingError {
+            throw VaultError(.param, "cannot archive the backup: \(error.redactedDescription)")
         } catch {
             throw VaultError(.param, "cannot archive the backup: \(error)")
         }

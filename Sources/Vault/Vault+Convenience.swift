@@ -26,6 +26,9 @@ extension Vault {
         let data: Data
         do {
             data = try VaultArchive.encodeData(value)
+        } catch let error as EncodingError {
+            // Not the error itself, nor as the cause: it carries the value, which is the secret.
+            throw VaultError(.param, "cannot archive the value for \(key): \(error.redactedDescription)")
         } catch {
             throw VaultError(.param, "cannot archive the value for \(key): \(error)", cause: error)
         }

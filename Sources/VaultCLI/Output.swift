@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Vault
+import VaultArchive
 
 /// Text output: tab-separated lines for pipes, aligned tables for terminals, JSON, dates.
 enum Output {
@@ -57,7 +58,9 @@ enum Output {
         do {
             return String(decoding: try encoder.encode(value), as: UTF8.self) + "\n"
         } catch {
-            throw CLIError(.io, "json", "cannot encode the output: \(error)")
+            // The output holds the secret (`get --json`), and EncodingError carries the value it failed on.
+            let reason = (error as? EncodingError)?.redactedDescription ?? "\(error)"
+            throw CLIError(.io, "json", "cannot encode the output: \(reason)")
         }
     }
 }

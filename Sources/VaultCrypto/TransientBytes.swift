@@ -26,3 +26,12 @@ public final class TransientBytes {
         try body(bytes)
     }
 }
+
+extension TransientBytes: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// Redacted: the byte count only.
+    public var description: String { "TransientBytes(\(count) bytes, redacted)" }
+    /// Redacted: the byte count only.
+    public var debugDescription: String { description }
+    /// An empty mirror, so that `dump` and debuggers' summaries show no bytes.
+    public var customMirror: Mirror { Mirror(self, children: [:]) }
+}

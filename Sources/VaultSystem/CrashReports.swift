@@ -16,4 +16,11 @@ extension ProcessIdentity {
             _ = signal(signalNumber, SIG_DFL)
         }
     }
+
+    /// Makes a write past the file-size limit (`ulimit -f`, RLIMIT_FSIZE) fail with EFBIG, which the
+    /// vault reports with the old value intact, instead of killing the process with SIGXFSZ. For
+    /// programs, not libraries, like `disableCrashBacktraces`.
+    public static func ignoreFileSizeLimitSignal() {
+        _ = signal(SIGXFSZ, SIG_IGN)
+    }
 }

@@ -88,7 +88,7 @@ enum ReliabilityCommands {
         case "fsize-put":
             // A library must not change signal dispositions behind its caller's back; this process is
             // the caller, and it wants write(2) to fail with EFBIG instead of dying of SIGXFSZ.
-            signal(SIGXFSZ, SIG_IGN)
+            ProcessIdentity.ignoreFileSizeLimitSignal()
             var limit = rlimit(rlim_cur: rlim_t(Int(arguments[3])!), rlim_max: rlim_t(Int(arguments[3])!))
             guard setrlimit(__rlimit_resource_t(RLIMIT_FSIZE.rawValue), &limit) == 0 else {
                 throw ReliabilityError("setrlimit failed")

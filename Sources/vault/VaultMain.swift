@@ -10,7 +10,7 @@ struct VaultMain {
         // point to), and a file-size limit (ulimit -f) must fail a write with EFBIG, leaving the old
         // value, instead of killing the process with SIGXFSZ. See docs/RELIABILITY.md.
         ProcessIdentity.disableCrashBacktraces()
-        signal(SIGXFSZ, SIG_IGN)
+        ProcessIdentity.ignoreFileSizeLimitSignal()
         exit(VaultCLI.run(CommandLine.arguments))
     }
 }

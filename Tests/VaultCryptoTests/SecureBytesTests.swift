@@ -92,3 +92,24 @@ import Testing
         }
     }
 }
+
+@Suite struct TransientBytesTests {
+    @Test func transientPlaintextsAreRedactedToo() throws {
+        let k = try SecureBytes.random(count: 32)
+        let nonce = try XChaCha20Poly1305.randomNonce()
+        let sealed = try Array("top-secret-value".utf8).withUnsafeBytes {
+            try XChaCha20Poly1305.seal($0, key: k, nonce: nonce, associatedData: [])
+        }
+        let opened = try sealed.withUnsafeBytes {
+            try XChaCha20Poly1305.openTransient($0, key: k, nonce: nonce, associatedData: [])
+        }
+        #expect(opened.withBytes { String(decoding: $0, as: UTF8.self) } == "top-secret-value")
+        var dumped = ""
+        dump(opened, to: &dumped)
+        for text in [String(describing: opened), String(reflecting: opened), dumped] {
+            #expect(!text.contains("116"))  // 't' as a decimal byte
+            #expect(!text.contains("top-secret"))
+        }
+        #expect(String(describing: opened) == "TransientBytes(16 bytes, redacted)")
+    }
+}

@@ -317,3 +317,26 @@ struct Credentials: Codable, Equatable {
         #expect(status { _ = try afterLock.data(for: try ItemKey(service: "wu")) } == .interactionNotAllowed)
     }
 }
+
+@Suite struct SecretsInErrorsTests {
+    struct Payload: Codable {
+        var secret: String
+    }
+
+    /// An encoding failure names where and why, never the value: EncodingError carries the value.
+    @Test func anArchiveFailureDoesNotPutTheSecretInTheMessage() throws {
+        let t = try TestVault()
+        defer { t.remove() }
+        let vault = try t.open()
+        let marker = "TOP-SECRET-MARKER-"
+        let payload = Payload(secret: marker + String(repeating: "x", count: 5 << 20))  // over the 4 MiB limit
+        let error = #expect(throws: VaultError.self) {
+            try vault.set(payload, for: try ItemKey(service: "big"))
+        }
+        #expect(error?.status == .param)
+        #expect(error?.message.contains("exceeds the size limit") == true)
+        #expect(error?.message.contains(marker) == false)
+        #expect(error?.cause == nil)
+        #expect(error.map { "\($0)" }?.contains(marker) == false)
+    }
+}
