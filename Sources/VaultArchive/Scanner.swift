@@ -106,6 +106,15 @@ package struct CBORScanner {
         return b
     }
 
+    /// Reads `size` bytes as a big-endian unsigned integer; `what` names the item in the end-of-input error.
+    private mutating func readBigEndian(_ size: Int, in what: String, headAt start: Int) throws -> UInt64 {
+        guard size <= remaining else { throw fail("unexpected end of input in \(what)", at: start) }
+        var value: UInt64 = 0
+        for i in 0..<size { value = value << 8 | UInt64(input[position + i]) }
+        position += size
+        return value
+    }
+
     /// Reads the argument of a head whose additional information is `info` (0...27), requiring the shortest form.
     private mutating func readArgument(_ info: UInt8, headAt start: Int) throws -> UInt64 {
         switch info {
@@ -113,12 +122,7 @@ package struct CBORScanner {
             return UInt64(info)
         case 24...27:
             let size = 1 << Int(info - 24)
-            guard size <= remaining else { throw fail("unexpected end of input in a head", at: start) }
-            var value: UInt64 = 0
-            for i in 0..<size {
-                value = (value << 8) | UInt64(input[position + i])
-            }
-            position += size
+            let value = try readBigEndian(size, in: "a head", headAt: start)
             let minimum: UInt64
             switch size {
             case 1: minimum = 24
@@ -309,19 +313,14 @@ package struct CBORScanner {
             }
             throw fail("unassigned simple value \(value)", at: start)
         case 25:
-            guard remaining >= 2 else { throw fail("unexpected end of input in a half float", at: start) }
-            let bits = UInt16(input[position]) << 8 | UInt16(input[position + 1])
-            position += 2
+            let bits = UInt16(truncatingIfNeeded: try readBigEndian(2, in: "a half float", headAt: start))
             let half = Float16(bitPattern: bits)
             if half.isNaN && bits != 0x7E00 {
                 throw fail("non-canonical NaN (the only NaN allowed is f9 7e 00)", at: start)
             }
             return .float(Double(half))
         case 26:
-            guard remaining >= 4 else { throw fail("unexpected end of input in a single float", at: start) }
-            var bits: UInt32 = 0
-            for i in 0..<4 { bits = bits << 8 | UInt32(input[position + i]) }
-            position += 4
+            let bits = UInt32(truncatingIfNeeded: try readBigEndian(4, in: "a single float", headAt: start))
             let single = Float(bitPattern: bits)
             if single.isNaN { throw fail("non-canonical NaN (the only NaN allowed is f9 7e 00)", at: start) }
             if Float16(exactly: single) != nil {
@@ -329,10 +328,7 @@ package struct CBORScanner {
             }
             return .float(Double(single))
         case 27:
-            guard remaining >= 8 else { throw fail("unexpected end of input in a double float", at: start) }
-            var bits: UInt64 = 0
-            for i in 0..<8 { bits = bits << 8 | UInt64(input[position + i]) }
-            position += 8
+            let bits = try readBigEndian(8, in: "a double float", headAt: start)
             let double = Double(bitPattern: bits)
             if double.isNaN { throw fail("non-canonical NaN (the only NaN allowed is f9 7e 00)", at: start) }
             if Float(exactly: double) != nil {
