@@ -2,6 +2,7 @@
 #include "vault_system_shim.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 #include <string.h>
@@ -40,6 +41,10 @@ int vsys_syncfs(int fd) {
 
 int vsys_o_noatime(void) {
     return O_NOATIME;
+}
+
+int vsys_exchange_at(int directory, const char *first, const char *second) {
+    return renameat2(directory, first, directory, second, RENAME_EXCHANGE);
 }
 
 /* Echo control. The saved settings live in statics because a signal handler can reach nothing else;

@@ -13,7 +13,8 @@ enum AtomicFile {
         return temporaryPrefix + Hex.encode(withUnsafeBytes(of: value) { Array($0) })
     }
 
-    /// Replaces (or creates) `name` with `contents`.
+    /// Replaces (or creates) `name` with `contents`. With `reusingSpare` (item files, durable writes),
+    /// the bytes go into the directory's spare file instead of a new temp file (see `spareName`).
     static func replace(
         _ name: String,
         contents: UnsafeRawBufferPointer,
@@ -21,8 +22,25 @@ enum AtomicFile {
         directoryPath: String,
         permissions: FilePermissions = .ownerReadWrite,
         durable: Bool = true,
-        generationRecord: (name: String, text: String)? = nil
+        generationRecord: (name: String, text: String)? = nil,
+        reusingSpare: Bool = false
     ) throws(StoreError) {
+        if durable, reusingSpare, let spare = openSpare(in: directory, permissions: permissions) {
+            try writeSpare(spare, contents: contents, in: directory, directoryPath: directoryPath)
+            try exchangeSpare(with: name, in: directory, directoryPath: directoryPath)
+            do {
+                try finishReplace(
+                    name, in: directory, directoryPath: directoryPath, durable: true, generationRecord: generationRecord
+                )
+            } catch {
+                // The exchange may not be durable: the spare may still be the item's file on disk, so it
+                // must not be written in place. Removing it is safe either way (journal order).
+                try? directory.unlinkAt(spareName)
+                throw error
+            }
+            scrubSpare(in: directory)
+            return
+        }
         let temporary = try writeTemporary(
             contents, in: directory, directoryPath: directoryPath, permissions, durable: durable)
         do {
@@ -31,6 +49,15 @@ enum AtomicFile {
             try? directory.unlinkAt(temporary)
             throw StoreError.system(error, "rename a temp file onto", path: directoryPath + "/" + name)
         }
+        try finishReplace(
+            name, in: directory, directoryPath: directoryPath, durable: durable, generationRecord: generationRecord)
+    }
+
+    /// After the new file took its name: the generation record, then the one directory fsync.
+    private static func finishReplace(
+        _ name: String, in directory: FileDescriptor, directoryPath: String, durable: Bool,
+        generationRecord: (name: String, text: String)?
+    ) throws(StoreError) {
         // The generation record is metadata only and shares the one directory fsync; the file is in
         // place, so the directory is synced even when the record fails, and then that failure is
         // reported.
@@ -45,6 +72,122 @@ enum AtomicFile {
         }
         if durable { try syncDirectory(directory, path: directoryPath) }
         if let pending { throw pending }
+    }
+
+    // MARK: The spare file
+
+    /// The spare file of a group directory: the file an item had before its last replacement. A new
+    /// file costs the file system an inode and blocks to allocate, the replaced one an inode and blocks
+    /// to free, and the file's fsync a journal commit for the new inode. Writing over the spare in
+    /// place (same size: no metadata changes, so `fdatasync` writes data only) and exchanging it with
+    /// the item (`RENAME_EXCHANGE`, after which the old file is the spare) avoids all three; the
+    /// directory fsync remains the one journal commit. The spare is unreferenced: its old contents
+    /// are ciphertext no item name points to, and a crash while it is written loses nothing.
+    ///
+    /// Written in place only when the exchange that made it the spare is durable, which the write lock
+    /// knows (`VaultStore.withWriteLock`: the previous writer finished); otherwise it is removed first.
+    static let spareName = ".spare"
+
+    /// The spare opened for writing with its size, created when missing; nil when no usable spare can
+    /// be had (then the caller writes a temp file as before). Anything but a regular file with one
+    /// link (a symlink, a FIFO, a directory, a hard link to another file) is removed, never written
+    /// through.
+    private static func openSpare(
+        in directory: FileDescriptor, permissions: FilePermissions
+    ) -> (file: FileDescriptor, size: Int64)? {
+        do {
+            let file = try directory.openAt(spareName, [.writeOnly, .nonBlocking])
+            if let status = try? file.status(), status.kind == .regular, status.linkCount == 1 {
+                return (file, status.size)
+            }
+            try? file.close()
+        } catch {
+            if error == .noSuchFileOrDirectory { return createSpare(in: directory, permissions: permissions) }
+        }
+        guard (try? directory.unlinkAt(spareName)) != nil else { return nil }
+        return createSpare(in: directory, permissions: permissions)
+    }
+
+    private static func createSpare(
+        in directory: FileDescriptor, permissions: FilePermissions
+    ) -> (file: FileDescriptor, size: Int64)? {
+        let options: FileDescriptor.OpenOptions = [.writeOnly, .create, .exclusiveCreate]
+        guard let file = try? directory.openAt(spareName, options, permissions: permissions) else { return nil }
+        return (file, 0)
+    }
+
+    /// Writes `contents` over the spare, cuts it to their length, and flushes the data. On failure the
+    /// spare is removed (it may be half written) and the item is untouched.
+    private static func writeSpare(
+        _ spare: (file: FileDescriptor, size: Int64), contents: UnsafeRawBufferPointer, in directory: FileDescriptor,
+        directoryPath: String
+    ) throws(StoreError) {
+        let path = directoryPath + "/" + spareName
+        func fail(_ error: Errno, _ verb: String) -> StoreError {
+            try? spare.file.close()
+            try? directory.unlinkAt(spareName)
+            return StoreError.system(error, verb, path: path)
+        }
+        do {
+            try spare.file.writeAll(contents, at: 0)
+        } catch {
+            throw fail(error, "write")
+        }
+        if spare.size > Int64(contents.count) {
+            do {
+                try spare.file.truncate(to: Int64(contents.count))
+            } catch {
+                throw fail(error, "truncate")
+            }
+        }
+        do {
+            try spare.file.syncData()
+        } catch {
+            throw fail(error, "fsync")
+        }
+        do {
+            try spare.file.close()
+        } catch {
+            try? directory.unlinkAt(spareName)
+            throw StoreError.system(error, "close", path: path)
+        }
+    }
+
+    /// Overwrites the spare, which now holds the replaced file's ciphertext, with zeros of the same
+    /// length: no file keeps an old version of a secret (a copy of the directory would carry it along
+    /// with `master.key`), and the next write still finds blocks of the right size. Only after the
+    /// directory fsync, when the spare is surely no item's file on disk; not synced (the next write
+    /// overwrites it anyway). Best effort: a failure leaves ciphertext, never a wrong item.
+    private static func scrubSpare(in directory: FileDescriptor) {
+        guard let spare = try? directory.openAt(spareName, [.writeOnly, .nonBlocking]) else { return }
+        defer { try? spare.close() }
+        guard let status = try? spare.status(), status.kind == .regular, status.linkCount == 1, status.size > 0,
+            status.size <= Int64(ItemFile.maximumFileByteCount)
+        else { return }
+        let zeros = [UInt8](repeating: 0, count: Int(status.size))
+        _ = try? zeros.withUnsafeBytes { try spare.writeAll($0, at: 0) }
+    }
+
+    /// Gives the spare's contents the name `name`: an exchange when `name` exists (its old file becomes
+    /// the spare), a rename when it does not (or when the file system cannot exchange).
+    private static func exchangeSpare(
+        with name: String, in directory: FileDescriptor, directoryPath: String
+    ) throws(StoreError) {
+        do {
+            try directory.exchangeAt(spareName, with: name)
+            return
+        } catch {
+            if error != .noSuchFileOrDirectory && error != .invalidArgument && error != .notSupported {
+                try? directory.unlinkAt(spareName)
+                throw StoreError.system(error, "exchange the spare file with", path: directoryPath + "/" + name)
+            }
+        }
+        do {
+            try directory.renameAt(spareName, to: name)
+        } catch {
+            try? directory.unlinkAt(spareName)
+            throw StoreError.system(error, "rename the spare file onto", path: directoryPath + "/" + name)
+        }
     }
 
     /// Replaces (or creates) the symbolic link `name` with one whose text is `target`, atomically

@@ -27,6 +27,9 @@ public final class VaultStore: Sendable {
         var cleanedGroups: Set<GroupName> = []
         var cleanedVaultDirectory = false
         var bulkLoading = false
+        /// A write through a spare failed in the current transaction: some group's spare may still be
+        /// an item's file on disk, so the transaction leaves the lock's mark for the next writer.
+        var spareUntrusted = false
     }
     private let state = Mutex(State())
     /// Serialises this process's writers; the OFD lock on `.lock` serialises processes.
@@ -388,19 +391,37 @@ public final class VaultStore: Sendable {
     ) throws(StoreError) -> R? {
         guard let directory = try groupDirectory(group, create: false) else { return nil }
         let path = itemPath(group, id)
-        let contents: [UInt8]
-        do {
-            contents = try VaultDirectory.readSmallFile(
-                id.fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
-        } catch  where error.errno == .noSuchFileOrDirectory {
-            return nil
+        var failed: [UInt8]?
+        for attempt in 1... {
+            let contents: [UInt8]
+            do {
+                contents = try VaultDirectory.readSmallFile(
+                    id.fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
+            } catch  where error.errno == .noSuchFileOrDirectory {
+                return nil
+            }
+            do throws(StoreError) {
+                let protectionClass = try ItemFile.protectionClass(of: contents, path: path)
+                guard let key = try keys(for: group).encryption(protectionClass) else {
+                    throw lockedError(protectionClass, path: path)
+                }
+                return try open(contents, key, path)
+            } catch {
+                // A reader takes no lock, so the file it opened may have become the group's spare and be
+                // rewritten under it (`AtomicFile.spareName`): what it read can be another item's file,
+                // or torn. Such a read is not the file at the name; reading again by name is. A verdict
+                // stands once the same bytes fail twice (a damaged file stays damaged).
+                guard [StoreError.Code.integrity, .locked, .unsupportedFormat].contains(error.code), contents != failed,
+                    attempt < Self.readAttempts
+                else { throw error }
+                failed = contents
+            }
         }
-        let protectionClass = try ItemFile.protectionClass(of: contents, path: path)
-        guard let key = try keys(for: group).encryption(protectionClass) else {
-            throw lockedError(protectionClass, path: path)
-        }
-        return try open(contents, key, path)
+        preconditionFailure("unreachable: the loop returns or throws")
     }
+
+    /// Reads of one item before a failure is reported while its bytes keep changing under the reader.
+    static let readAttempts = 8
 
     func lockedError(_ protectionClass: ProtectionClass, path: String) -> StoreError {
         StoreError(
@@ -446,12 +467,14 @@ public final class VaultStore: Sendable {
                 throw StoreError.system(error, "lock", path: path + "/" + Self.lockFileName)
             }
             defer { try? lockFile.unlock() }
-            let previousWriterDied = markWriterActive()
+            let (previousWriterDied, marked) = markWriterActive()
+            state.withLock { $0.spareUntrusted = false }
             defer { markWriterDone() }
             if previousWriterDied {
                 // Its temp files may be in any group, and this handle may have cleaned up long ago. Clean
                 // every group now: this writer may not write (a delete), and the next writer will not
-                // know that anyone died.
+                // know that anyone died. Its spares go too: it may have died between an exchange and
+                // the directory fsync, and a spare is written in place only once its exchange is durable.
                 state.withLock { state in
                     state.cleanedGroups = []
                     state.cleanedVaultDirectory = false
@@ -459,24 +482,29 @@ public final class VaultStore: Sendable {
                 removeStaleTemporaryFilesInEveryGroup()
             }
             removeStaleTemporaryFilesInVaultDirectory()
-            return try body(WriteTransaction(store: self, previousWriterDied: previousWriterDied))
+            return try body(
+                WriteTransaction(store: self, previousWriterDied: previousWriterDied, reusesSpares: marked))
         }
     }
 
     // Byte 0 of `.lock` is 1 while a writer holds the lock and 0 after it let go: a writer that finds
     // a 1 when it gets the lock knows that the previous holder died inside it (OFD locks die with
     // their process; the byte stays), and cleans up after it even if this handle cleaned up at its
-    // first write long ago. Advisory and not synced (after a reboot every handle is new and cleans up
-    // anyway); a failure to read or write it only delays a cleanup.
-    private func markWriterActive() -> Bool {
+    // first write long ago. Not synced: after a reboot every handle is new and cleans up anyway, and the
+    // file system holds only what its journal committed. A failure to read it only delays a cleanup; a
+    // writer that could not set it does not use spares (`marked` is false), since a death of its own
+    // would then go unnoticed. A writer whose spare write failed leaves the 1, so that the next writer
+    // cleans up as after a death.
+    private func markWriterActive() -> (previousWriterDied: Bool, marked: Bool) {
         var flag: UInt8 = 0
         let read = (try? withUnsafeMutableBytes(of: &flag) { try lockFile.read(into: $0, at: 0) }) ?? 0
         var active: UInt8 = 1
-        _ = try? withUnsafeBytes(of: &active) { try lockFile.write($0, at: 0) }
-        return read == 1 && flag == 1
+        let written = (try? withUnsafeBytes(of: &active) { try lockFile.write($0, at: 0) }) ?? 0
+        return (read == 1 && flag == 1, written == 1)
     }
 
     private func markWriterDone() {
+        if state.withLock({ $0.spareUntrusted }) { return }
         var done: UInt8 = 0
         _ = try? withUnsafeBytes(of: &done) { try lockFile.write($0, at: 0) }
     }
@@ -485,9 +513,10 @@ public final class VaultStore: Sendable {
     /// `withWriteLock` (through `WriteTransaction`).
     /// With `version`, the item's generation record is replaced after the item, before the directory
     /// fsync (see `GenerationRecord`).
+    /// With `reusingSpare`, a durable write goes through the group's spare file (`AtomicFile.spareName`).
     func writeItem(
         group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer, protectionClass: ProtectionClass,
-        version: ItemVersion? = nil
+        version: ItemVersion? = nil, reusingSpare: Bool = false
     ) throws(StoreError) {
         guard let key = try keys(for: group).encryption(protectionClass) else {
             throw lockedError(protectionClass, path: itemPath(group, id))
@@ -500,10 +529,16 @@ public final class VaultStore: Sendable {
         let directoryPath = groupPath(group)
         var recordText: String?
         if let version { recordText = try generationRecordText(group: group, id: id, version: version) }
-        try contents.withStoreBytes { bytes throws(StoreError) in
-            try AtomicFile.replace(
-                id.fileName, contents: bytes, in: directory, directoryPath: directoryPath, durable: durable,
-                generationRecord: recordText.map { (GenerationRecord.name(id), $0) })
+        let spare = durable && reusingSpare
+        do {
+            try contents.withStoreBytes { bytes throws(StoreError) in
+                try AtomicFile.replace(
+                    id.fileName, contents: bytes, in: directory, directoryPath: directoryPath, durable: durable,
+                    generationRecord: recordText.map { (GenerationRecord.name(id), $0) }, reusingSpare: spare)
+            }
+        } catch {
+            if spare { state.withLock { $0.spareUntrusted = true } }
+            throw error
         }
     }
 
@@ -613,11 +648,12 @@ public final class VaultStore: Sendable {
         }
     }
 
-    /// Removes the temp files of every group (under the lock, after a writer died).
+    /// Removes the temp files and spares of every group (under the lock, after a writer died).
     private func removeStaleTemporaryFilesInEveryGroup() {
         for group in (try? groups()) ?? [] {
             guard let directory = try? groupDirectory(group, create: false) else { continue }
             try? removeStaleTemporaryFiles(group: group, directory: directory)
+            try? directory.unlinkAt(AtomicFile.spareName)
         }
     }
 
@@ -641,9 +677,13 @@ public struct WriteTransaction {
     /// `VaultStore.withWriteLock`): the layer above then finishes what it may have left half-done.
     public let previousWriterDied: Bool
 
-    init(store: VaultStore, previousWriterDied: Bool = false) {
+    /// Whether durable item writes may go through the groups' spare files (see `VaultStore.withWriteLock`).
+    let reusesSpares: Bool
+
+    init(store: VaultStore, previousWriterDied: Bool = false, reusesSpares: Bool = false) {
         self.store = store
         self.previousWriterDied = previousWriterDied
+        self.reusesSpares = reusesSpares
     }
 
     /// Encrypts `plaintext` under the key of `protectionClass` and durably stores it as item `id` of
@@ -651,7 +691,8 @@ public struct WriteTransaction {
     public func write(
         group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer, protectionClass: ProtectionClass
     ) throws(StoreError) {
-        try store.writeItem(group: group, id: id, plaintext: plaintext, protectionClass: protectionClass)
+        try store.writeItem(
+            group: group, id: id, plaintext: plaintext, protectionClass: protectionClass, reusingSpare: reusesSpares)
     }
 
     /// Encrypts and durably stores `plaintext` as item `id` of `group` under the key of
@@ -663,7 +704,8 @@ public struct WriteTransaction {
         version: ItemVersion
     ) throws(StoreError) {
         try store.writeItem(
-            group: group, id: id, plaintext: plaintext, protectionClass: protectionClass, version: version)
+            group: group, id: id, plaintext: plaintext, protectionClass: protectionClass, version: version,
+            reusingSpare: reusesSpares)
     }
 
     /// Stores the contents of `plaintext` (see `write(group:id:plaintext:protectionClass:)`).
@@ -671,7 +713,8 @@ public struct WriteTransaction {
         throws(StoreError)
     {
         try plaintext.withUnsafeBytes { bytes throws(StoreError) in
-            try store.writeItem(group: group, id: id, plaintext: bytes, protectionClass: protectionClass)
+            try store.writeItem(
+                group: group, id: id, plaintext: bytes, protectionClass: protectionClass, reusingSpare: reusesSpares)
         }
     }
 

@@ -60,4 +60,6 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static let readOnlyFileSystem = Errno(rawValue: EROFS)
     /// ENOSYS: the system call is not implemented.
     public static let notImplemented = Errno(rawValue: ENOSYS)
+    /// EOPNOTSUPP (ENOTSUP on Linux): the operation is not supported, here by the file system.
+    public static let notSupported = Errno(rawValue: EOPNOTSUPP)
 }

@@ -18,7 +18,13 @@
         }
 
         static func decision(for operation: SystemOperation) -> FaultPlan.Decision {
-            plan?.next(operation) ?? .proceed
+            let decision = plan?.next(operation) ?? .proceed
+            if case .interleave(let action) = decision {
+                // Outside the plan's lock: the action's own calls go through the plan too.
+                action()
+                return .proceed
+            }
+            return decision
         }
     }
 
@@ -28,11 +34,26 @@
         case fail(Errno)
         /// A write transfers fewer bytes than asked (as the kernel may), then the caller must loop.
         case shortWrite
+        /// The action runs just before the call, which then proceeds: another writer acting at an exact
+        /// point of this one's work (its calls go through the same plan).
+        case interleave(@Sendable () -> Void)
+
+        /// Failures and short writes compare by value; interleavings are never equal.
+        public static func == (lhs: FaultEffect, rhs: FaultEffect) -> Bool {
+            switch (lhs, rhs) {
+            case (.fail(let a), .fail(let b)): return a == b
+            case (.shortWrite, .shortWrite): return true
+            default: return false
+            }
+        }
     }
 
     /// A schedule of faults: fail the k-th call of an operation, once or from then on.
     public final class FaultPlan: Sendable {
-        enum Decision { case proceed, fail(Errno), shortWrite }
+        enum Decision {
+            case proceed, fail(Errno), shortWrite
+            case interleave(@Sendable () -> Void)
+        }
 
         private struct State {
             var counts: [SystemOperation: Int] = [:]
@@ -76,6 +97,7 @@
                 switch effect {
                 case .fail(let errno): return .fail(errno)
                 case .shortWrite: return .shortWrite
+                case .interleave(let action): return .interleave(action)
                 }
             }
         }

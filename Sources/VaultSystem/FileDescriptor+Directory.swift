@@ -1,3 +1,4 @@
+internal import CVaultSystem
 internal import Glibc
 
 extension FileDescriptor {
@@ -16,6 +17,15 @@ extension FileDescriptor {
         let target = (destinationDirectory ?? self).rawValue
         _ = try retryingOnInterrupt(.rename) {
             source.withCString { s in destination.withCString { d in Glibc.renameat(rawValue, s, target, d) } }
+        }
+    }
+
+    /// Atomically swaps the names `first` and `second` in this directory (`renameat2` with
+    /// `RENAME_EXCHANGE`): each then names the other's file. Both must exist (`ENOENT` otherwise); a
+    /// file system that cannot exchange fails with `EINVAL` or `ENOTSUP`.
+    public func exchangeAt(_ first: String, with second: String) throws(Errno) {
+        _ = try retryingOnInterrupt(.rename) {
+            first.withCString { a in second.withCString { b in vsys_exchange_at(rawValue, a, b) } }
         }
     }
 

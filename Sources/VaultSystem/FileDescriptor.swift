@@ -43,6 +43,9 @@ public struct FileDescriptor: Hashable, Sendable {
         public static let truncate = OpenOptions(rawValue: O_TRUNC)
         /// O_APPEND.
         public static let append = OpenOptions(rawValue: O_APPEND)
+        /// O_NONBLOCK: opening a FIFO or device does not wait (a FIFO without a reader is `ENXIO`);
+        /// no effect on regular files.
+        public static let nonBlocking = OpenOptions(rawValue: O_NONBLOCK)
         /// O_DIRECTORY: fail unless the path is a directory.
         public static let directory = OpenOptions(rawValue: O_DIRECTORY)
         /// O_NOATIME: reading does not update the access time, so a read dirties no inode (and adds
@@ -96,15 +99,7 @@ public struct FileDescriptor: Hashable, Sendable {
 
     /// Writes from `buffer`, possibly fewer bytes than asked; returns how many were written.
     public func write(_ buffer: UnsafeRawBufferPointer) throws(Errno) -> Int {
-        var count = buffer.count
-        #if DEBUG
-            switch FaultInjection.decision(for: .write) {
-            case .fail(let error): throw error
-            case .shortWrite: count = max(1, count / 2)
-            case .proceed: break
-            }
-        #endif
-        let limited = count
+        let limited = try writableCount(buffer.count)
         // The seam was consulted above, so the call itself passes no operation.
         return try retryingOnInterrupt(nil) { Glibc.write(rawValue, buffer.baseAddress, limited) }
     }
@@ -120,6 +115,21 @@ public struct FileDescriptor: Hashable, Sendable {
     /// ignore.
     public func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
         try retryingOnInterrupt(nil) { Glibc.pwrite(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
+    }
+
+    /// How many of `count` bytes one write call may transfer: all of them, or in debug builds what the
+    /// fault seam allows (a failure, or a short write).
+    @inline(__always)
+    private func writableCount(_ count: Int) throws(Errno) -> Int {
+        #if DEBUG
+            switch FaultInjection.decision(for: .write) {
+            case .fail(let error): throw error
+            case .shortWrite: return max(1, count / 2)
+            case .proceed, .interleave: return count
+            }
+        #else
+            return count
+        #endif
     }
 
     /// Writes every byte of `buffer`, looping over short writes.
@@ -140,6 +150,26 @@ public struct FileDescriptor: Hashable, Sendable {
             Result { () throws(Errno) in try writeAll(buffer) }
         }
         try result.get()
+    }
+
+    /// Writes every byte of `buffer` at `offset` (`pwrite`, looping over short writes), without moving
+    /// the file offset.
+    public func writeAll(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) {
+        var done = 0
+        while done < buffer.count {
+            let start = buffer.baseAddress! + done
+            let limited = try writableCount(buffer.count - done)
+            let position = off_t(offset + Int64(done))
+            // The seam was consulted above, so the call itself passes no operation.
+            let written = try retryingOnInterrupt(nil) { Glibc.pwrite(rawValue, start, limited, position) }
+            if written == 0 { throw Errno.noSpace }
+            done += written
+        }
+    }
+
+    /// Sets the file's size to `size` bytes (`ftruncate`).
+    public func truncate(to size: Int64) throws(Errno) {
+        _ = try retryingOnInterrupt(.write) { Glibc.ftruncate(rawValue, off_t(size)) }
     }
 
     /// Reads the rest of the file, refusing more than `limit` bytes (a file that grew past what the
@@ -190,6 +220,12 @@ public struct FileDescriptor: Hashable, Sendable {
     /// retried: after a failed fsync the kernel may have dropped the dirty pages.
     public func sync() throws(Errno) {
         _ = try retryingOnInterrupt(.fsync) { Glibc.fsync(rawValue) }
+    }
+
+    /// Flushes the file's data, and the metadata needed to read it back (size, block map), to stable
+    /// storage (`fdatasync`): when neither changed, no journal commit. Never retried after a failure.
+    public func syncData() throws(Errno) {
+        _ = try retryingOnInterrupt(.fsync) { Glibc.fdatasync(rawValue) }
     }
 
     /// Flushes every file of the file system that holds this file (`syncfs`).

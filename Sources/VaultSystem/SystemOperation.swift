@@ -4,13 +4,13 @@ public enum SystemOperation: String, Sendable, CaseIterable, Hashable {
     case open
     /// read(2) and pread(2).
     case read
-    /// write(2).
+    /// write(2), pwrite(2) of file contents, and ftruncate(2).
     case write
-    /// fsync(2).
+    /// fsync(2) and fdatasync(2).
     case fsync
     /// close(2).
     case close
-    /// renameat(2).
+    /// renameat(2) and renameat2(2) with RENAME_EXCHANGE.
     case rename
     /// linkat(2).
     case link

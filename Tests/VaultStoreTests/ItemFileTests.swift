@@ -43,7 +43,9 @@ extension VaultStore {
         #expect(try store.withWriteLock { tx in try tx.remove(group: group, id: id) } == true)
         #expect(try store.withWriteLock { tx in try tx.remove(group: group, id: id) } == false)
         #expect(try store.get(group: group, id: id) == nil)
-        #expect(try vault.entries("groups/\(group)").isEmpty)
+        // What stays is the group's spare file, zeroed (see SpareFileTests).
+        #expect(try vault.entries("groups/\(group)") == [".spare"])
+        #expect(try vault.bytes("groups/\(group)/.spare").allSatisfy { $0 == 0 })
     }
 
     @Test func fileLayoutIsHeaderNonceBody() throws {

@@ -39,6 +39,44 @@ struct TemporaryDirectory {
         #expect(try fd.statusAt("file").size == 100_000)
     }
 
+    @Test func positionalWritesTruncateAndDataSync() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let fd = try dir.open()
+        defer { try? fd.close() }
+        let out = try fd.openAt("file", [.writeOnly, .create])
+        try out.writeAll(Array("0123456789".utf8))
+        try Array("ab".utf8).withUnsafeBytes { try out.writeAll($0, at: 3) }
+        try out.syncData()
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path + "/file")) == Data("012ab56789".utf8))
+        try out.truncate(to: 4)
+        try out.close()
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path + "/file")) == Data("012a".utf8))
+        // Short positional writes are looped like short writes.
+        let plan = FaultPlan(.write, occurrence: 1, effect: .shortWrite, persistent: true)
+        let again = try fd.openAt("file", .writeOnly)
+        let payload = [UInt8](repeating: 9, count: 1000)
+        try FaultInjection.withPlan(plan) { try payload.withUnsafeBytes { try again.writeAll($0, at: 2) } }
+        try again.close()
+        #expect(plan.count(of: .write) > 3)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path + "/file")) == Data(Array("01".utf8) + payload))
+    }
+
+    @Test func exchangeSwapsTwoNamesAndNeedsBoth() throws {
+        let dir = try TemporaryDirectory()
+        defer { dir.remove() }
+        let fd = try dir.open()
+        defer { try? fd.close() }
+        try Data("a".utf8).write(to: URL(fileURLWithPath: dir.path + "/a"))
+        try Data("b".utf8).write(to: URL(fileURLWithPath: dir.path + "/b"))
+        let inode = try fd.statusAt("a").inode
+        try fd.exchangeAt("a", with: "b")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path + "/a")) == Data("b".utf8))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: dir.path + "/b")) == Data("a".utf8))
+        #expect(try fd.statusAt("b").inode == inode)
+        #expect(throws: Errno.noSuchFileOrDirectory) { try fd.exchangeAt("a", with: "missing") }
+    }
+
     @Test func readAllRefusesFilesPastTheLimit() throws {
         let dir = try TemporaryDirectory()
         defer { dir.remove() }

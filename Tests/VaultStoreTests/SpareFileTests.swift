@@ -1,0 +1,207 @@
+import Foundation
+import Testing
+import VaultSystem
+
+@testable import VaultStore
+
+/// Durable item writes go through the group's spare file (`AtomicFile.spareName`): written in place,
+/// then exchanged with the item, so an update allocates and frees no file.
+@Suite struct SpareFileTests {
+    let group = try! GroupName("spares")
+
+    func groupPath(_ vault: TestVault) -> String { vault.file("groups/\(group)") }
+
+    func status(_ vault: TestVault, _ name: String) throws -> FileStatus {
+        try FileDescriptor.currentWorkingDirectory.statusAt(groupPath(vault) + "/" + name)
+    }
+
+    func lockMark(_ vault: TestVault) throws -> UInt8 {
+        try vault.bytes(".lock").first ?? 0
+    }
+
+    @Test func updatesAlternateBetweenTheItemFileAndTheSpare() throws {
+        let vault = try TestVault()
+        defer { vault.remove() }
+        let store = try VaultStore.create(at: vault.path)
+        let id = try store.itemID(group: group, primaryKey: [1])
+        try store.put(Array("first".utf8), group: group, id: id)
+        try store.put(Array("second".utf8), group: group, id: id)
+        let files = Set([try status(vault, id.fileName).inode, try status(vault, AtomicFile.spareName).inode])
+        #expect(files.count == 2)
+        // Same size, shorter and longer contents than the spare had.
+        for value in ["third!", "4th", "the fifth value, longer than any before", "6"] {
+            try store.put(Array(value.utf8), group: group, id: id)
+            #expect(try store.get(group: group, id: id) == Array(value.utf8))
+            let now = Set([try status(vault, id.fileName).inode, try status(vault, AtomicFile.spareName).inode])
+            #expect(now == files, "\(value): a new file was made")
+            #expect(try status(vault, AtomicFile.spareName).linkCount == 1)
+            // The replaced ciphertext does not stay readable in the spare.
+            #expect(try vault.bytes("groups/\(group)/\(AtomicFile.spareName)").allSatisfy { $0 == 0 })
+        }
+        #expect(try vault.entries("groups/\(group)") == [AtomicFile.spareName, id.fileName])
+        #expect(try VaultStore.open(at: vault.path).get(group: group, id: id) == Array("6".utf8))
+        #expect(try lockMark(vault) == 0)
+    }
+
+    @Test func anAddTakesTheSpareAsItsFile() throws {
+        let vault = try TestVault()
+        defer { vault.remove() }
+        let store = try VaultStore.create(at: vault.path)
+        let a = try store.itemID(group: group, primaryKey: [1])
+        let b = try store.itemID(group: group, primaryKey: [2])
+        try store.put([1], group: group, id: a)
+        try store.put([2], group: group, id: a)
+        let spare = try status(vault, AtomicFile.spareName).inode
+        try store.put([3], group: group, id: b)
+        #expect(try status(vault, b.fileName).inode == spare)
+        #expect(!FileManager.default.fileExists(atPath: groupPath(vault) + "/" + AtomicFile.spareName))
+        #expect(try store.get(group: group, id: a) == [2])
+        #expect(try store.get(group: group, id: b) == [3])
+    }
+
+    enum Hostile: String, CaseIterable {
+        case symlinkToAFileOutside, fifo, hardLinkToAnotherItem, directory
+    }
+
+    /// Whatever sits at the spare's name, the write succeeds and nothing is written through it.
+    @Test(arguments: Hostile.allCases)
+    func aSpareThatIsNotAPlainFileOfItsOwnIsNeverWrittenThrough(_ hostile: Hostile) throws {
+        let vault = try TestVault()
+        defer { vault.remove() }
+        let store = try VaultStore.create(at: vault.path)
+        let a = try store.itemID(group: group, primaryKey: [1])
+        let b = try store.itemID(group: group, primaryKey: [2])
+        try store.put(Array("a1".utf8), group: group, id: a)
+        try store.put(Array("b1".utf8), group: group, id: b)
+        try store.put(Array("a2".utf8), group: group, id: a)
+        let spare = groupPath(vault) + "/" + AtomicFile.spareName
+        try FileManager.default.removeItem(atPath: spare)
+        let outside = vault.root + "/outside"
+        try Data("outside".utf8).write(to: URL(fileURLWithPath: outside))
+        switch hostile {
+        case .symlinkToAFileOutside:
+            try FileManager.default.createSymbolicLink(atPath: spare, withDestinationPath: outside)
+        case .fifo:
+            #expect(mkfifo(spare, 0o600) == 0)
+        case .hardLinkToAnotherItem:
+            try FileManager.default.linkItem(atPath: groupPath(vault) + "/" + b.fileName, toPath: spare)
+        case .directory:
+            try FileManager.default.createDirectory(atPath: spare + "/inside", withIntermediateDirectories: true)
+        }
+        try store.put(Array("a3".utf8), group: group, id: a)
+        try store.put(Array("a4".utf8), group: group, id: a)
+        #expect(try store.get(group: group, id: a) == Array("a4".utf8))
+        #expect(try store.get(group: group, id: b) == Array("b1".utf8))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: outside)) == Data("outside".utf8))
+        #expect(try vault.entries("groups/\(group)").filter { $0.hasPrefix(".tmp") }.isEmpty)
+    }
+
+    /// A reader takes no lock: the file it opened can become the spare and be rewritten with another
+    /// item's contents before it reads. It reads again by name and gets the current value.
+    @Test func aReaderWhoseFileBecameTheSpareReadsAgainByName() throws {
+        let vault = try TestVault()
+        defer { vault.remove() }
+        let setup = try VaultStore.create(at: vault.path)
+        let a = try setup.itemID(group: group, primaryKey: [1])
+        let b = try setup.itemID(group: group, primaryKey: [2])
+        try setup.put(Array("a1".utf8), group: group, id: a)
+        try setup.put(Array("b1".utf8), group: group, id: b)
+        try setup.put(Array("a2".utf8), group: group, id: a)
+        let reader = try VaultStore.open(at: vault.path)
+        #expect(try reader.get(group: group, id: b) == Array("b1".utf8))  // the group directory is open
+        let writer = try VaultStore.open(at: vault.path)
+        let group = self.group
+        // Between the reader's open of a's file and its read: a is updated (its file becomes the
+        // spare), then b is updated (b's contents are written over that file, which becomes b's).
+        let plan = FaultPlan(
+            .read, occurrence: 1,
+            effect: .interleave {
+                try! writer.put(Array("a3".utf8), group: group, id: a)
+                try! writer.put(Array("b2".utf8), group: group, id: b)
+            })
+        let value = try FaultInjection.withPlan(plan) { try reader.get(group: group, id: a) }
+        #expect(value == Array("a3".utf8))
+        #expect(plan.count(of: .open) > 1)
+        #expect(try reader.get(group: group, id: b) == Array("b2".utf8))
+    }
+
+    /// A damaged file stays damaged: the second read returns the same bytes and the failure stands.
+    @Test func aDamagedFileIsReportedAfterASecondIdenticalRead() throws {
+        let vault = try TestVault()
+        defer { vault.remove() }
+        let store = try VaultStore.create(at: vault.path)
+        let a = try store.itemID(group: group, primaryKey: [1])
+        try store.put(Array("a1".utf8), group: group, id: a)
+        #expect(try store.get(group: group, id: a) == Array("a1".utf8))
+        let name = "groups/\(group)/\(a.fileName)"
+        var bytes = try vault.bytes(name)
+        bytes[bytes.count - 1] ^= 1
+        try vault.write(bytes, to: name)
+        let plan = FaultPlan.counting()
+        let error = #expect(throws: StoreError.self) {
+            try FaultInjection.withPlan(plan) { try store.get(group: group, id: a) }
+        }
+        #expect(error?.code == .integrity)
+        #expect(plan.count(of: .open) == 2)
+    }
+
+    /// A writer that died may have exchanged without the directory fsync: its spare may still be the
+    /// item's file on disk. The next writer removes it instead of writing over it.
+    @Test func afterAWriterDiedTheSpareIsReplacedNotWrittenOver() throws {
+        let vault = try TestVault()
+        defer { vault.remove() }
+        let store = try VaultStore.create(at: vault.path)
+        let a = try store.itemID(group: group, primaryKey: [1])
+        try store.put(Array("a1".utf8), group: group, id: a)
+        try store.put(Array("a2".utf8), group: group, id: a)
+        let before = try vault.bytes("groups/\(group)/\(AtomicFile.spareName)")
+        let spare = try FileDescriptor.currentWorkingDirectory.openAt(
+            groupPath(vault) + "/" + AtomicFile.spareName, .readOnly)
+        defer { try? spare.close() }
+        try vault.write([1], to: ".lock")  // the mark of a writer that held the lock and died
+        try VaultStore.open(at: vault.path).put(Array("a3".utf8), group: group, id: a)
+        #expect(try spare.status().linkCount == 0)
+        var after = [UInt8](repeating: 0, count: before.count + 1)
+        let count = try after.withUnsafeMutableBytes { try spare.read(into: $0, at: 0) }
+        #expect(Array(after[0..<count]) == before)
+        #expect(try store.get(group: group, id: a) == Array("a3".utf8))
+        #expect(try lockMark(vault) == 0)
+    }
+
+    /// A failed write through the spare leaves the lock's mark set, so that the next writer (of any
+    /// process) starts as after a death; the old value stays.
+    @Test(arguments: [SystemOperation.write, .fsync, .rename])
+    func aFailedSpareWriteLeavesTheMarkForTheNextWriter(_ op: SystemOperation) throws {
+        let vault = try TestVault()
+        defer { vault.remove() }
+        let store = try VaultStore.create(at: vault.path)
+        let a = try store.itemID(group: group, primaryKey: [1])
+        try store.put(Array("a1".utf8), group: group, id: a)
+        try store.put(Array("a2".utf8), group: group, id: a)
+        let plan = FaultPlan(op, occurrence: 1, effect: .fail(.ioError))
+        #expect(throws: StoreError.self) {
+            try FaultInjection.withPlan(plan) { try store.put(Array("a3".utf8), group: group, id: a) }
+        }
+        #expect(try store.get(group: group, id: a) == Array("a2".utf8))
+        #expect(try lockMark(vault) == 1)
+        try store.put(Array("a4".utf8), group: group, id: a)
+        #expect(try store.get(group: group, id: a) == Array("a4".utf8))
+        #expect(try lockMark(vault) == 0)
+    }
+
+    /// On a file system without RENAME_EXCHANGE the spare is renamed onto the item instead.
+    @Test(arguments: [Errno.invalidArgument, .notSupported])
+    func withoutExchangeTheSpareIsRenamedOntoTheItem(_ errno: Errno) throws {
+        let vault = try TestVault()
+        defer { vault.remove() }
+        let store = try VaultStore.create(at: vault.path)
+        let a = try store.itemID(group: group, primaryKey: [1])
+        try store.put(Array("a1".utf8), group: group, id: a)
+        try store.put(Array("a2".utf8), group: group, id: a)
+        let plan = FaultPlan(.rename, occurrence: 1, effect: .fail(errno))
+        try FaultInjection.withPlan(plan) { try store.put(Array("a3".utf8), group: group, id: a) }
+        #expect(plan.injectedCount == 1)
+        #expect(try store.get(group: group, id: a) == Array("a3".utf8))
+        #expect(try vault.entries("groups/\(group)") == [a.fileName])
+    }
+}
