@@ -1,9 +1,10 @@
 import VaultSystem
 
 /// Durable, atomic file writes inside an open directory: the bytes go to a fresh temp file in the
-/// same directory (`O_CREAT|O_EXCL|O_NOFOLLOW`, 0600), are written in full and fsynced, and only then
-/// take the final name (rename, or link for create-if-absent), followed by an fsync of the directory.
-/// On any failure the temp file is removed and the previous file is untouched.
+/// same directory (`O_CREAT|O_EXCL|O_NOFOLLOW`, 0600), or for item files into the directory's spare
+/// file (`spareName`), are written in full and flushed, and only then take the final name (rename,
+/// exchange, or link for create-if-absent), followed by an fsync of the directory. On any failure
+/// before that the temp file or spare is removed and the previous file is untouched.
 enum AtomicFile {
     /// Temp files start with this prefix; a leading '.' keeps them out of every listing.
     static let temporaryPrefix = ".tmp."
@@ -26,7 +27,7 @@ enum AtomicFile {
         reusingSpare: Bool = false
     ) throws(StoreError) {
         if durable, reusingSpare, let spare = openSpare(in: directory, permissions: permissions) {
-            try writeSpare(spare, contents: contents, in: directory, directoryPath: directoryPath)
+            try writeSpare(spare, contents: contents, for: name, in: directory, directoryPath: directoryPath)
             try exchangeSpare(with: name, in: directory, directoryPath: directoryPath)
             do {
                 try finishReplace(
@@ -76,28 +77,31 @@ enum AtomicFile {
 
     // MARK: The spare file
 
-    /// The spare file of a group directory: the file an item had before its last replacement. A new
-    /// file costs the file system an inode and blocks to allocate, the replaced one an inode and blocks
-    /// to free, and the file's fsync a journal commit for the new inode. Writing over the spare in
-    /// place (same size: no metadata changes, so `fdatasync` writes data only) and exchanging it with
-    /// the item (`RENAME_EXCHANGE`, after which the old file is the spare) avoids all three; the
-    /// directory fsync remains the one journal commit. The spare is unreferenced: its old contents
-    /// are ciphertext no item name points to, and a crash while it is written loses nothing.
+    /// The spare file of a group directory: the file an item had before its last replacement, zeroed.
+    /// A new item file costs the file system an inode and blocks to allocate, the replaced one an inode
+    /// and blocks to free, and the new file's fsync a journal commit for its inode. Writing over the
+    /// spare in place (same size: no metadata changes, so `fdatasync` writes data only) and exchanging
+    /// it with the item (`RENAME_EXCHANGE`, after which the old file is the spare) avoids those; the
+    /// directory fsync remains the one journal commit (which still carries the generation record's
+    /// new link). The spare is no item's file, so a crash while it is written loses nothing.
     ///
     /// Written in place only when the exchange that made it the spare is durable, which the write lock
-    /// knows (`VaultStore.withWriteLock`: the previous writer finished); otherwise it is removed first.
+    /// knows (`WriterMark`: the previous writer let go normally); otherwise it is removed first.
     static let spareName = ".spare"
 
     /// The spare opened for writing with its size, created when missing; nil when no usable spare can
-    /// be had (then the caller writes a temp file as before). Anything but a regular file with one
-    /// link (a symlink, a FIFO, a directory, a hard link to another file) is removed, never written
-    /// through.
+    /// be had (then the caller writes a temp file as before). Anything but a regular file of this user
+    /// with one link and no group or other permissions (a symlink, a FIFO, a directory, a hard link to
+    /// another file, a file someone else made) is removed, never written through: after the exchange
+    /// its owner and mode would be the item's.
     private static func openSpare(
         in directory: FileDescriptor, permissions: FilePermissions
     ) -> (file: FileDescriptor, size: Int64)? {
         do {
             let file = try directory.openAt(spareName, [.writeOnly, .nonBlocking])
-            if let status = try? file.status(), status.kind == .regular, status.linkCount == 1 {
+            if let status = try? file.status(), status.kind == .regular, status.linkCount == 1,
+                status.ownerID == ProcessIdentity.effectiveUserID, status.permissions.rawValue & 0o077 == 0
+            {
                 return (file, status.size)
             }
             try? file.close()
@@ -116,13 +120,14 @@ enum AtomicFile {
         return (file, 0)
     }
 
-    /// Writes `contents` over the spare, cuts it to their length, and flushes the data. On failure the
-    /// spare is removed (it may be half written) and the item is untouched.
+    /// Writes `contents` (the new file `name`) over the spare, cuts it to their length, and flushes the
+    /// data. On failure the spare is removed (it may be half written) and `name` is untouched.
     private static func writeSpare(
-        _ spare: (file: FileDescriptor, size: Int64), contents: UnsafeRawBufferPointer, in directory: FileDescriptor,
-        directoryPath: String
+        _ spare: (file: FileDescriptor, size: Int64), contents: UnsafeRawBufferPointer, for name: String,
+        in directory: FileDescriptor, directoryPath: String
     ) throws(StoreError) {
-        let path = directoryPath + "/" + spareName
+        // Messages name the file being written; the spare is where its bytes go.
+        let path = directoryPath + "/" + name + " (through " + spareName + ")"
         func fail(_ error: Errno, _ verb: String) -> StoreError {
             try? spare.file.close()
             try? directory.unlinkAt(spareName)
@@ -143,7 +148,7 @@ enum AtomicFile {
         do {
             try spare.file.syncData()
         } catch {
-            throw fail(error, "fsync")
+            throw fail(error, "fdatasync")
         }
         do {
             try spare.file.close()
@@ -169,7 +174,8 @@ enum AtomicFile {
     }
 
     /// Gives the spare's contents the name `name`: an exchange when `name` exists (its old file becomes
-    /// the spare), a rename when it does not (or when the file system cannot exchange).
+    /// the spare), else a rename: when `name` does not exist yet, or when the exchange failed and left
+    /// both names as they were (a file system without it, a seccomp filter that refuses `renameat2`).
     private static func exchangeSpare(
         with name: String, in directory: FileDescriptor, directoryPath: String
     ) throws(StoreError) {
@@ -177,10 +183,7 @@ enum AtomicFile {
             try directory.exchangeAt(spareName, with: name)
             return
         } catch {
-            if error != .noSuchFileOrDirectory && error != .invalidArgument && error != .notSupported {
-                try? directory.unlinkAt(spareName)
-                throw StoreError.system(error, "exchange the spare file with", path: directoryPath + "/" + name)
-            }
+            // A failed renameat2 changed nothing; the rename below reports what is really wrong.
         }
         do {
             try directory.renameAt(spareName, to: name)

@@ -123,6 +123,21 @@ enum VaultDirectory {
     static func readSmallFile(
         _ name: String, in directory: FileDescriptor, path: String, limit: Int
     ) throws(StoreError) -> [UInt8] {
+        try readSmallFile(name, in: directory, path: path, limit: limit, confirming: false).contents
+    }
+
+    /// Like `readSmallFile`, and whether the bytes are those of the file at `name` when the read
+    /// ended: the file did not change while it was read (inode, size, change time) and `name` still
+    /// leads to it. For a reader that must tell a damaged file from one replaced under it.
+    static func readSmallFileConfirmed(
+        _ name: String, in directory: FileDescriptor, path: String, limit: Int
+    ) throws(StoreError) -> (contents: [UInt8], unchanged: Bool) {
+        try readSmallFile(name, in: directory, path: path, limit: limit, confirming: true)
+    }
+
+    private static func readSmallFile(
+        _ name: String, in directory: FileDescriptor, path: String, limit: Int, confirming: Bool
+    ) throws(StoreError) -> (contents: [UInt8], unchanged: Bool) {
         let fd: FileDescriptor
         do {
             do {
@@ -150,7 +165,15 @@ enum VaultDirectory {
                     .integrity, "\(path) is \(status.size) bytes, more than the \(limit) allowed; it is damaged",
                     path: path)
             }
-            return try fd.readAll(sizeHint: Int(status.size), limit: limit)
+            let contents = try fd.readAll(sizeHint: Int(status.size), limit: limit)
+            guard confirming else { return (contents, false) }
+            let after = try fd.status()
+            let atName = try? directory.statusAt(name)
+            let unchanged =
+                after.inode == status.inode && after.size == status.size
+                && after.changeNanoseconds == status.changeNanoseconds && atName?.inode == status.inode
+                && atName?.device == status.device
+            return (contents, unchanged)
         } catch let error as StoreError {
             throw error
         } catch let error as Errno {

@@ -27,8 +27,9 @@ public final class VaultStore: Sendable {
         var cleanedGroups: Set<GroupName> = []
         var cleanedVaultDirectory = false
         var bulkLoading = false
-        /// A write through a spare failed in the current transaction: some group's spare may still be
-        /// an item's file on disk, so the transaction leaves the lock's mark for the next writer.
+        /// In the current transaction, a write through a spare failed or the spares could not be
+        /// removed: a spare may be an item's file on disk. No spare is used until the next writer has
+        /// removed them all (the transaction leaves `WriterMark.sparesUntrusted`).
         var spareUntrusted = false
     }
     private let state = Mutex(State())
@@ -394,9 +395,15 @@ public final class VaultStore: Sendable {
         var failed: [UInt8]?
         for attempt in 1... {
             let contents: [UInt8]
+            var unchanged = false
             do {
-                contents = try VaultDirectory.readSmallFile(
-                    id.fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
+                if attempt == 1 {
+                    contents = try VaultDirectory.readSmallFile(
+                        id.fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
+                } else {
+                    (contents, unchanged) = try VaultDirectory.readSmallFileConfirmed(
+                        id.fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
+                }
             } catch  where error.errno == .noSuchFileOrDirectory {
                 return nil
             }
@@ -408,10 +415,12 @@ public final class VaultStore: Sendable {
                 return try open(contents, key, path)
             } catch {
                 // A reader takes no lock, so the file it opened may have become the group's spare and be
-                // rewritten under it (`AtomicFile.spareName`): what it read can be another item's file,
+                // written over (`AtomicFile.spareName`): what it read can be another item's file, zeros,
                 // or torn. Such a read is not the file at the name; reading again by name is. A verdict
-                // stands once the same bytes fail twice (a damaged file stays damaged).
-                guard [StoreError.Code.integrity, .locked, .unsupportedFormat].contains(error.code), contents != failed,
+                // stands when a read found the file at the name unchanged throughout and returned the
+                // same bytes as the failed read before it (a damaged file stays damaged).
+                let settled = unchanged && contents == failed
+                guard [StoreError.Code.integrity, .locked, .unsupportedFormat].contains(error.code), !settled,
                     attempt < Self.readAttempts
                 else { throw error }
                 failed = contents
@@ -467,46 +476,35 @@ public final class VaultStore: Sendable {
                 throw StoreError.system(error, "lock", path: path + "/" + Self.lockFileName)
             }
             defer { try? lockFile.unlock() }
-            let (previousWriterDied, marked) = markWriterActive()
+            let found = WriterMark.read(lockFile)
+            let marked = WriterMark.active.write(to: lockFile)
+            // An unreadable mark is taken as a death: the cleanup is what is always safe.
+            let previousWriterDied = found == nil || found == .active
             state.withLock { $0.spareUntrusted = false }
-            defer { markWriterDone() }
+            defer { (state.withLock { $0.spareUntrusted } ? WriterMark.sparesUntrusted : .idle).write(to: lockFile) }
             if previousWriterDied {
                 // Its temp files may be in any group, and this handle may have cleaned up long ago. Clean
                 // every group now: this writer may not write (a delete), and the next writer will not
-                // know that anyone died. Its spares go too: it may have died between an exchange and
-                // the directory fsync, and a spare is written in place only once its exchange is durable.
+                // know that anyone died.
                 state.withLock { state in
                     state.cleanedGroups = []
                     state.cleanedVaultDirectory = false
                 }
                 removeStaleTemporaryFilesInEveryGroup()
             }
+            // A spare is written in place only when the exchange that made it the spare is durable. After
+            // anything but a normal finish, remove every spare first; if that fails, use none and leave
+            // the mark for the next writer. A writer that cannot set the mark uses none either: its own
+            // death would go unnoticed.
+            var reusesSpares = marked
+            if found != .idle, !removeEverySpare() {
+                reusesSpares = false
+                state.withLock { $0.spareUntrusted = true }
+            }
             removeStaleTemporaryFilesInVaultDirectory()
             return try body(
-                WriteTransaction(store: self, previousWriterDied: previousWriterDied, reusesSpares: marked))
+                WriteTransaction(store: self, previousWriterDied: previousWriterDied, reusesSpares: reusesSpares))
         }
-    }
-
-    // Byte 0 of `.lock` is 1 while a writer holds the lock and 0 after it let go: a writer that finds
-    // a 1 when it gets the lock knows that the previous holder died inside it (OFD locks die with
-    // their process; the byte stays), and cleans up after it even if this handle cleaned up at its
-    // first write long ago. Not synced: after a reboot every handle is new and cleans up anyway, and the
-    // file system holds only what its journal committed. A failure to read it only delays a cleanup; a
-    // writer that could not set it does not use spares (`marked` is false), since a death of its own
-    // would then go unnoticed. A writer whose spare write failed leaves the 1, so that the next writer
-    // cleans up as after a death.
-    private func markWriterActive() -> (previousWriterDied: Bool, marked: Bool) {
-        var flag: UInt8 = 0
-        let read = (try? withUnsafeMutableBytes(of: &flag) { try lockFile.read(into: $0, at: 0) }) ?? 0
-        var active: UInt8 = 1
-        let written = (try? withUnsafeBytes(of: &active) { try lockFile.write($0, at: 0) }) ?? 0
-        return (read == 1 && flag == 1, written == 1)
-    }
-
-    private func markWriterDone() {
-        if state.withLock({ $0.spareUntrusted }) { return }
-        var done: UInt8 = 0
-        _ = try? withUnsafeBytes(of: &done) { try lockFile.write($0, at: 0) }
     }
 
     /// Encrypts `plaintext` as item `id` of `group` and durably replaces the file. Call within
@@ -529,7 +527,8 @@ public final class VaultStore: Sendable {
         let directoryPath = groupPath(group)
         var recordText: String?
         if let version { recordText = try generationRecordText(group: group, id: id, version: version) }
-        let spare = durable && reusingSpare
+        // After a failed write through a spare, none is used until the next writer has removed them.
+        let spare = durable && reusingSpare && !state.withLock { $0.spareUntrusted }
         do {
             try contents.withStoreBytes { bytes throws(StoreError) in
                 try AtomicFile.replace(
@@ -550,7 +549,8 @@ public final class VaultStore: Sendable {
     }
 
     static func checkNoteName(_ name: String) throws(StoreError) {
-        guard name.hasPrefix("."), !name.hasPrefix(AtomicFile.temporaryPrefix), !name.contains("/"), name.count > 1,
+        guard name.hasPrefix("."), !name.hasPrefix(AtomicFile.temporaryPrefix),
+            !name.hasPrefix(GenerationRecord.prefix), name != AtomicFile.spareName, !name.contains("/"), name.count > 1,
             name != ".."
         else {
             throw StoreError(.invalidName, "\"\(name.debugDescriptionEscaped)\" is not a note name")
@@ -648,13 +648,30 @@ public final class VaultStore: Sendable {
         }
     }
 
-    /// Removes the temp files and spares of every group (under the lock, after a writer died).
+    /// Removes the temp files of every group (under the lock, after a writer died).
     private func removeStaleTemporaryFilesInEveryGroup() {
         for group in (try? groups()) ?? [] {
             guard let directory = try? groupDirectory(group, create: false) else { continue }
             try? removeStaleTemporaryFiles(group: group, directory: directory)
-            try? directory.unlinkAt(AtomicFile.spareName)
         }
+    }
+
+    /// Unlinks the spare of every group; false when one may remain (the groups could not be listed, a
+    /// group directory not opened, or an unlink failed).
+    private func removeEverySpare() -> Bool {
+        guard let groups = try? groups() else { return false }
+        var removed = true
+        for group in groups {
+            do {
+                guard let directory = try groupDirectory(group, create: false) else { continue }
+                try directory.unlinkAt(AtomicFile.spareName)
+            } catch let error as Errno where error == .noSuchFileOrDirectory {
+                continue
+            } catch {
+                removed = false
+            }
+        }
+        return removed
     }
 
     /// Temp files exist only while a writer holds the lock, so under the lock any temp file is left

@@ -29,7 +29,7 @@
     }
 
     /// What the seam does to a system call it matches.
-    public enum FaultEffect: Sendable, Equatable {
+    public enum FaultEffect: Sendable {
         /// The call fails with this error and has no effect.
         case fail(Errno)
         /// A write transfers fewer bytes than asked (as the kernel may), then the caller must loop.
@@ -38,14 +38,6 @@
         /// point of this one's work (its calls go through the same plan).
         case interleave(@Sendable () -> Void)
 
-        /// Failures and short writes compare by value; interleavings are never equal.
-        public static func == (lhs: FaultEffect, rhs: FaultEffect) -> Bool {
-            switch (lhs, rhs) {
-            case (.fail(let a), .fail(let b)): return a == b
-            case (.shortWrite, .shortWrite): return true
-            default: return false
-            }
-        }
     }
 
     /// A schedule of faults: fail the k-th call of an operation, once or from then on.

@@ -104,17 +104,17 @@ public struct FileDescriptor: Hashable, Sendable {
         return try retryingOnInterrupt(nil) { Glibc.write(rawValue, buffer.baseAddress, limited) }
     }
 
-    /// Reads up to `buffer.count` bytes at `offset` without moving the file offset (`pread`). Not
-    /// routed through the fault seam: it serves advisory state whose failures callers ignore.
+    /// Reads up to `buffer.count` bytes at `offset` without moving the file offset (`pread`).
     public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
-        try retryingOnInterrupt(nil) { Glibc.pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
+        try retryingOnInterrupt(.read) { Glibc.pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
     }
 
     /// Writes from `buffer` at `offset` without moving the file offset (`pwrite`), possibly fewer bytes
-    /// than asked. Not routed through the fault seam: it serves advisory state whose failures callers
-    /// ignore.
+    /// than asked.
     public func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
-        try retryingOnInterrupt(nil) { Glibc.pwrite(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
+        let limited = try writableCount(buffer.count)
+        // The seam was consulted above, so the call itself passes no operation.
+        return try retryingOnInterrupt(nil) { Glibc.pwrite(rawValue, buffer.baseAddress, limited, off_t(offset)) }
     }
 
     /// How many of `count` bytes one write call may transfer: all of them, or in debug builds what the
@@ -157,11 +157,7 @@ public struct FileDescriptor: Hashable, Sendable {
     public func writeAll(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) {
         var done = 0
         while done < buffer.count {
-            let start = buffer.baseAddress! + done
-            let limited = try writableCount(buffer.count - done)
-            let position = off_t(offset + Int64(done))
-            // The seam was consulted above, so the call itself passes no operation.
-            let written = try retryingOnInterrupt(nil) { Glibc.pwrite(rawValue, start, limited, position) }
+            let written = try write(UnsafeRawBufferPointer(rebasing: buffer[done...]), at: offset + Int64(done))
             if written == 0 { throw Errno.noSpace }
             done += written
         }

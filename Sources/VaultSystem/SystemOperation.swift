@@ -4,7 +4,7 @@ public enum SystemOperation: String, Sendable, CaseIterable, Hashable {
     case open
     /// read(2) and pread(2).
     case read
-    /// write(2), pwrite(2) of file contents, and ftruncate(2).
+    /// write(2), pwrite(2) and ftruncate(2).
     case write
     /// fsync(2) and fdatasync(2).
     case fsync

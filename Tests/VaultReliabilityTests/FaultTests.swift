@@ -155,7 +155,11 @@ struct FaultCase: CustomStringConvertible, Sendable {
                 }
             } else {
                 succeeded += 1
-                tolerated.insert(c.effect == .shortWrite ? "short writes" : "\(c.operation) #\(c.occurrence)")
+                if case .shortWrite = c.effect {
+                    tolerated.insert("short writes")
+                } else {
+                    tolerated.insert("\(c.operation) #\(c.occurrence)")
+                }
                 if state != operation.after { problems.append("no error but state \(state): \(context)") }
             }
             let temporary = temporaryFiles(in: path)

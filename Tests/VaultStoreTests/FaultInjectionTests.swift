@@ -64,11 +64,14 @@ import VaultSystem
                         #expect(value == Array("old".utf8), "\(context)")
                     }
                 } else {
-                    // Only calls whose failure is tolerated may pass: listing and unlinking of stale
-                    // temp files, the lock release, and opening, checking or zeroing the spare file
-                    // (without one, the put writes a temp file as before; the zeroing is best effort).
+                    // A failure may be absorbed only where the put still fully happened (the value is
+                    // checked below): listing and unlinking of stale temp files, the lock release, the
+                    // lock's mark (unreadable: cleaned up as after a death; unwritable: no spare),
+                    // opening or checking the spare (a temp file is written instead), the exchange (a
+                    // rename instead), zeroing the old contents. Never an fsync: the put would not be
+                    // durable.
                     #expect(
-                        [.readDirectory, .unlink, .lock, .open, .stat, .write, .close].contains(op),
+                        [.readDirectory, .unlink, .lock, .read, .open, .stat, .write, .close, .rename].contains(op),
                         "\(context) did not fail")
                     #expect(value == Array("new".utf8), "\(context)")
                 }

@@ -1,0 +1,31 @@
+import VaultSystem
+
+/// Byte 0 of `.lock`: what the last holder of the write lock left behind. OFD locks die with their
+/// process, the byte stays, so the next writer learns what it must clean up.
+///
+/// Not synced: after a power cut the file system holds only what its journal committed, and no spare
+/// can be an item's file on disk. The mark decides whether spares may be written in place
+/// (`AtomicFile.spareName`), so anything but a clearly read `idle` counts as the worst case.
+enum WriterMark: UInt8 {
+    /// The last writer let go normally: every exchange it made is durable.
+    case idle = 0
+    /// A writer holds the lock, or died holding it: temp files may be left anywhere, and a spare may
+    /// be an item's file on disk (an exchange without its directory fsync).
+    case active = 1
+    /// The last writer let go after a write through a spare failed: a spare may be an item's file.
+    case sparesUntrusted = 2
+
+    /// The mark in `lockFile`; nil when it cannot be read (or holds what no writer leaves).
+    static func read(_ lockFile: FileDescriptor) -> WriterMark? {
+        var byte: UInt8 = 0
+        let count = (try? withUnsafeMutableBytes(of: &byte) { try lockFile.read(into: $0, at: 0) }) ?? 0
+        return count == 1 ? WriterMark(rawValue: byte) : nil
+    }
+
+    /// Sets the mark in `lockFile`; false when it could not be written.
+    @discardableResult
+    func write(to lockFile: FileDescriptor) -> Bool {
+        var byte = rawValue
+        return ((try? withUnsafeBytes(of: &byte) { try lockFile.write($0, at: 0) }) ?? 0) == 1
+    }
+}
