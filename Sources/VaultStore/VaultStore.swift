@@ -509,8 +509,8 @@ public final class VaultStore: Sendable {
 
     /// Encrypts `plaintext` as item `id` of `group` and durably replaces the file. Call within
     /// `withWriteLock` (through `WriteTransaction`).
-    /// With `version`, the item's generation record is replaced after the item, before the directory
-    /// fsync (see `GenerationRecord`).
+    /// With `version` past generation 1, the item's generation record is replaced after the item,
+    /// before the directory fsync (see `GenerationRecord`).
     /// With `reusingSpare`, a durable write goes through the group's spare file (`AtomicFile.spareName`).
     func writeItem(
         group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer, protectionClass: ProtectionClass,
@@ -526,7 +526,11 @@ public final class VaultStore: Sendable {
         let durable = !state.withLock { $0.bulkLoading }
         let directoryPath = groupPath(group)
         var recordText: String?
-        if let version { recordText = try generationRecordText(group: group, id: id, version: version) }
+        // Generation 1 gets no record: no older copy of the item exists to roll back to, and an add then
+        // allocates no second inode.
+        if let version, version.generation > 1 {
+            recordText = try generationRecordText(group: group, id: id, version: version)
+        }
         // After a failed write through a spare, none is used until the next writer has removed them.
         let spare = durable && reusingSpare && !state.withLock { $0.spareUntrusted }
         do {

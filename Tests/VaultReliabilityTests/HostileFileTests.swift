@@ -31,7 +31,11 @@ struct Fixture {
         path = dir.path + "/vault"
         vault = try Vault.create(at: path, client: try testClient())
         keys = try (0..<3).map { try ItemKey(service: "hostile", account: "a\($0)") }
-        for (i, key) in keys.enumerated() { try vault.set(Data("secret-\(i)"), for: key) }
+        // Set twice: an added item (generation 1) has no generation record, an updated one has.
+        for (i, key) in keys.enumerated() {
+            try vault.set(Data("secret-\(i)"), for: key)
+            try vault.set(Data("secret-\(i)"), for: key)
+        }
     }
 
     func itemPath(_ key: ItemKey) throws -> String {
@@ -227,6 +231,26 @@ struct Fixture {
         #expect(try f.vault.allKeys().count == 2)
         // As for any damaged item, an update through the API refuses it too (the read comes first).
         #expect(throws: VaultError.self) { try f.vault.modify(f.keys[0]) { _ in Data("overwrite") } }
+    }
+
+    /// An added item (generation 1) has no record, since no older copy of it exists; its first update
+    /// makes one, and a rollback to the added copy is detected.
+    @Test func anAddedItemHasNoRecordAndItsFirstUpdateMakesOne() throws {
+        let f = try Fixture()
+        defer { f.dir.remove() }
+        let key = try ItemKey(service: "hostile", account: "new")
+        try f.vault.set(Data("v1"), for: key)
+        let target = try f.itemPath(key)
+        let record =
+            (target as NSString).deletingLastPathComponent + "/.gen."
+            + ((target as NSString).lastPathComponent as NSString).deletingPathExtension
+        #expect(!FileManager.default.fileExists(atPath: record))
+        let added = try readBytes(target)
+        try f.vault.set(Data("v2"), for: key)
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: record).hasPrefix("1:0000000000000002:"))
+        try writeBytes(added, target)
+        let error = #expect(throws: VaultError.self) { try f.vault.data(for: key) }
+        #expect(error?.message.contains("older copy") == true, "\(String(describing: error))")
     }
 
     /// The documented limits: the record rolled back together with the item, or removed, is not
