@@ -20,6 +20,19 @@ import VaultSystem
         try vault.bytes(".lock").first ?? 0
     }
 
+    /// A new store whose group holds item a, written as "a1" then "a2" (so the group has a spare), and
+    /// item b, written as "b1" between them.
+    func storeWithASpare() throws -> (vault: TestVault, store: VaultStore, a: ItemID, b: ItemID) {
+        let vault = try TestVault()
+        let store = try VaultStore.create(at: vault.path)
+        let a = try store.itemID(group: group, primaryKey: [1])
+        let b = try store.itemID(group: group, primaryKey: [2])
+        try store.put(Array("a1".utf8), group: group, id: a)
+        try store.put(Array("b1".utf8), group: group, id: b)
+        try store.put(Array("a2".utf8), group: group, id: a)
+        return (vault, store, a, b)
+    }
+
     @Test func updatesAlternateBetweenTheItemFileAndTheSpare() throws {
         let vault = try TestVault()
         defer { vault.remove() }
@@ -67,14 +80,8 @@ import VaultSystem
     /// Whatever sits at the spare's name, the write succeeds and nothing is written through it.
     @Test(arguments: Hostile.allCases)
     func aSpareThatIsNotAPlainFileOfItsOwnIsNeverWrittenThrough(_ hostile: Hostile) throws {
-        let vault = try TestVault()
+        let (vault, store, a, b) = try storeWithASpare()
         defer { vault.remove() }
-        let store = try VaultStore.create(at: vault.path)
-        let a = try store.itemID(group: group, primaryKey: [1])
-        let b = try store.itemID(group: group, primaryKey: [2])
-        try store.put(Array("a1".utf8), group: group, id: a)
-        try store.put(Array("b1".utf8), group: group, id: b)
-        try store.put(Array("a2".utf8), group: group, id: a)
         let spare = groupPath(vault) + "/" + AtomicFile.spareName
         try FileManager.default.removeItem(atPath: spare)
         let outside = vault.root + "/outside"
@@ -106,14 +113,8 @@ import VaultSystem
     /// A reader takes no lock: the file it opened can become the spare and be rewritten with another
     /// item's contents before it reads. It reads again by name and gets the current value.
     @Test func aReaderWhoseFileBecameTheSpareReadsAgainByName() throws {
-        let vault = try TestVault()
+        let (vault, _, a, b) = try storeWithASpare()
         defer { vault.remove() }
-        let setup = try VaultStore.create(at: vault.path)
-        let a = try setup.itemID(group: group, primaryKey: [1])
-        let b = try setup.itemID(group: group, primaryKey: [2])
-        try setup.put(Array("a1".utf8), group: group, id: a)
-        try setup.put(Array("b1".utf8), group: group, id: b)
-        try setup.put(Array("a2".utf8), group: group, id: a)
         let reader = try VaultStore.open(at: vault.path)
         #expect(try reader.get(group: group, id: b) == Array("b1".utf8))  // the group directory is open
         let writer = try VaultStore.open(at: vault.path)
@@ -136,12 +137,8 @@ import VaultSystem
     /// the zeroed spare, the same bytes twice. The second read sees its file change under it, so that
     /// is no verdict; the third read gets the value.
     @Test func twoReadsOfZeroedSparesInARowAreNoVerdict() throws {
-        let vault = try TestVault()
+        let (vault, _, a, _) = try storeWithASpare()
         defer { vault.remove() }
-        let setup = try VaultStore.create(at: vault.path)
-        let a = try setup.itemID(group: group, primaryKey: [1])
-        try setup.put(Array("a1".utf8), group: group, id: a)
-        try setup.put(Array("a2".utf8), group: group, id: a)
         let reader = try VaultStore.open(at: vault.path)
         #expect(try reader.get(group: group, id: a) == Array("a2".utf8))
         let writer = try VaultStore.open(at: vault.path)
@@ -193,12 +190,8 @@ import VaultSystem
     /// A writer that died may have exchanged without the directory fsync: its spare may still be the
     /// item's file on disk. The next writer removes it instead of writing over it.
     @Test func afterAWriterDiedTheSpareIsReplacedNotWrittenOver() throws {
-        let vault = try TestVault()
+        let (vault, store, a, _) = try storeWithASpare()
         defer { vault.remove() }
-        let store = try VaultStore.create(at: vault.path)
-        let a = try store.itemID(group: group, primaryKey: [1])
-        try store.put(Array("a1".utf8), group: group, id: a)
-        try store.put(Array("a2".utf8), group: group, id: a)
         let before = try vault.bytes("groups/\(group)/\(AtomicFile.spareName)")
         let spare = try FileDescriptor.currentWorkingDirectory.openAt(
             groupPath(vault) + "/" + AtomicFile.spareName, .readOnly)
@@ -215,12 +208,8 @@ import VaultSystem
 
     /// A mark that cannot be read counts as a death: the spare is removed, not written over.
     @Test func anUnreadableMarkIsTakenAsADeath() throws {
-        let vault = try TestVault()
+        let (vault, store, a, _) = try storeWithASpare()
         defer { vault.remove() }
-        let store = try VaultStore.create(at: vault.path)
-        let a = try store.itemID(group: group, primaryKey: [1])
-        try store.put(Array("a1".utf8), group: group, id: a)
-        try store.put(Array("a2".utf8), group: group, id: a)
         let spare = try FileDescriptor.currentWorkingDirectory.openAt(
             groupPath(vault) + "/" + AtomicFile.spareName, .readOnly)
         defer { try? spare.close() }
@@ -234,12 +223,8 @@ import VaultSystem
     /// When the spares cannot be removed after a death, none is used, and the mark asks the next
     /// writer to try again.
     @Test func sparesThatCannotBeRemovedAreNotUsed() throws {
-        let vault = try TestVault()
+        let (vault, store, a, _) = try storeWithASpare()
         defer { vault.remove() }
-        let store = try VaultStore.create(at: vault.path)
-        let a = try store.itemID(group: group, primaryKey: [1])
-        try store.put(Array("a1".utf8), group: group, id: a)
-        try store.put(Array("a2".utf8), group: group, id: a)
         let spare = try status(vault, AtomicFile.spareName)
         try vault.write([1], to: ".lock")
         let plan = FaultPlan(.unlink, occurrence: 1, effect: .fail(.ioError), persistent: true)
@@ -264,12 +249,8 @@ import VaultSystem
     func aFailedSpareWriteLeavesTheMarkForTheNextWriter(_ op: SystemOperation, _ occurrence: Int, _ persistent: Bool)
         throws
     {
-        let vault = try TestVault()
+        let (vault, store, a, _) = try storeWithASpare()
         defer { vault.remove() }
-        let store = try VaultStore.create(at: vault.path)
-        let a = try store.itemID(group: group, primaryKey: [1])
-        try store.put(Array("a1".utf8), group: group, id: a)
-        try store.put(Array("a2".utf8), group: group, id: a)
         let plan = FaultPlan(op, occurrence: occurrence, effect: .fail(.ioError), persistent: persistent)
         #expect(throws: StoreError.self) {
             try FaultInjection.withPlan(plan) { try store.put(Array("a3".utf8), group: group, id: a) }
@@ -285,16 +266,12 @@ import VaultSystem
     /// spare is renamed onto the item instead.
     @Test(arguments: [Errno.invalidArgument, .notSupported, .notPermitted, .notImplemented])
     func withoutExchangeTheSpareIsRenamedOntoTheItem(_ errno: Errno) throws {
-        let vault = try TestVault()
+        let (vault, store, a, b) = try storeWithASpare()
         defer { vault.remove() }
-        let store = try VaultStore.create(at: vault.path)
-        let a = try store.itemID(group: group, primaryKey: [1])
-        try store.put(Array("a1".utf8), group: group, id: a)
-        try store.put(Array("a2".utf8), group: group, id: a)
         let plan = FaultPlan(.rename, occurrence: 1, effect: .fail(errno))
         try FaultInjection.withPlan(plan) { try store.put(Array("a3".utf8), group: group, id: a) }
         #expect(plan.injectedCount == 1)
         #expect(try store.get(group: group, id: a) == Array("a3".utf8))
-        #expect(try vault.entries("groups/\(group)") == [a.fileName])
+        #expect(try vault.entries("groups/\(group)") == [a.fileName, b.fileName].sorted())
     }
 }

@@ -1,0 +1,132 @@
+/*
+ * The durable-write floor of vault-bench against the system-call sequences of a vault item write,
+ * with no vault code: what each part of a write costs on a given file system (docs/PERFORMANCE.md,
+ * "How writes reached the floor").
+ *
+ *   cc -O2 -o /tmp/durable-write-variants scripts/durable-write-variants.c
+ *   cd <a directory on the file system to measure> && /tmp/durable-write-variants [ROUNDS] [FILES]
+ *
+ * It creates ./d with FILES files (default 10,000, names like item files), then runs the variants
+ * interleaved, ROUNDS times (default 300), and prints each median and its ratio to the floor. Remove ./d
+ * afterwards.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static int dfd, lockfd;
+static char contents[227]; /* an item file of a 32-byte secret */
+
+static double now_us(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
+}
+
+#define CHECK(x) do { if ((x) < 0) { perror(#x); exit(1); } } while (0)
+
+static void record_symlink(int round) {
+    char text[64];
+    snprintf(text, sizeof text, "1:%016x:0123456789abcdef0123456789abcdef", round);
+    CHECK(symlinkat(text, dfd, ".tmp.s"));
+    CHECK(renameat(dfd, ".tmp.s", dfd, ".gen.record"));
+}
+
+static void variant(int v, int round) {
+    char name[16], spare[16];
+    snprintf(name, sizeof name, "file%d", v);
+    snprintf(spare, sizeof spare, ".spare%d", v);
+    int fd;
+    switch (v) {
+    case 0: /* the floor: a new file renamed over the old one */
+        CHECK(fd = openat(dfd, ".tmp.x", O_WRONLY | O_CREAT | O_EXCL, 0600));
+        CHECK(write(fd, contents, sizeof contents));
+        CHECK(fsync(fd));
+        CHECK(close(fd));
+        CHECK(renameat(dfd, ".tmp.x", dfd, name));
+        CHECK(fsync(dfd));
+        break;
+    case 1: /* the floor, plus the generation record and the lock's mark (the write path before spares) */
+        CHECK(pwrite(lockfd, "\1", 1, 0));
+        CHECK(fd = openat(dfd, ".tmp.x", O_WRONLY | O_CREAT | O_EXCL, 0600));
+        CHECK(write(fd, contents, sizeof contents));
+        CHECK(fsync(fd));
+        CHECK(close(fd));
+        CHECK(renameat(dfd, ".tmp.x", dfd, name));
+        record_symlink(round);
+        CHECK(fsync(dfd));
+        CHECK(pwrite(lockfd, "\0", 1, 0));
+        break;
+    case 2: /* the spare written in place, then exchanged */
+    case 3: /* … plus the generation record and the lock's mark (the write path now) */
+        if (v == 3) CHECK(pwrite(lockfd, "\1", 1, 0));
+        CHECK(fd = openat(dfd, spare, O_WRONLY));
+        CHECK(pwrite(fd, contents, sizeof contents, 0));
+        CHECK(fdatasync(fd));
+        CHECK(close(fd));
+        CHECK(renameat2(dfd, spare, dfd, name, RENAME_EXCHANGE));
+        if (v == 3) record_symlink(round);
+        CHECK(fsync(dfd));
+        if (v == 3) CHECK(pwrite(lockfd, "\0", 1, 0));
+        break;
+    }
+}
+
+static int compare(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv) {
+    int rounds = argc > 1 ? atoi(argv[1]) : 300, files = argc > 2 ? atoi(argv[2]) : 10000;
+    enum { VARIANTS = 4 };
+    const char *names[VARIANTS] = {
+        "floor (new file, rename over)", "floor + record + lock mark", "spare in place + exchange",
+        "spare + record + lock mark"};
+    CHECK(mkdir("d", 0700));
+    CHECK(dfd = open("d", O_RDONLY | O_DIRECTORY));
+    CHECK(lockfd = openat(dfd, ".lock", O_RDWR | O_CREAT, 0600));
+    CHECK(pwrite(lockfd, "\0", 1, 0));
+    for (int i = 0; i < files; i++) {
+        char name[80];
+        snprintf(name, sizeof name, "%064d.item", i);
+        int fd;
+        CHECK(fd = openat(dfd, name, O_WRONLY | O_CREAT, 0600));
+        CHECK(write(fd, contents, 200));
+        CHECK(close(fd));
+    }
+    for (int v = 0; v < VARIANTS; v++) {
+        char name[16];
+        int fd;
+        snprintf(name, sizeof name, "file%d", v);
+        CHECK(fd = openat(dfd, name, O_WRONLY | O_CREAT, 0600));
+        CHECK(write(fd, contents, sizeof contents));
+        CHECK(close(fd));
+        snprintf(name, sizeof name, ".spare%d", v);
+        CHECK(fd = openat(dfd, name, O_WRONLY | O_CREAT, 0600));
+        CHECK(write(fd, contents, sizeof contents));
+        CHECK(close(fd));
+    }
+    sync();
+    double *samples[VARIANTS];
+    for (int v = 0; v < VARIANTS; v++) samples[v] = malloc(sizeof(double) * rounds);
+    for (int r = 0; r < rounds; r++) {
+        for (int v = 0; v < VARIANTS; v++) {
+            double start = now_us();
+            variant(v, r);
+            samples[v][r] = now_us() - start;
+        }
+    }
+    double floor_median = 0;
+    for (int v = 0; v < VARIANTS; v++) {
+        qsort(samples[v], rounds, sizeof(double), compare);
+        double median = samples[v][rounds / 2];
+        if (v == 0) floor_median = median;
+        printf("%-32s %8.1f us  %.2fx\n", names[v], median, median / floor_median);
+    }
+    return 0;
+}
