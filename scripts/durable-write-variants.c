@@ -36,42 +36,77 @@ static void record_symlink(int round) {
     CHECK(renameat(dfd, ".tmp.s", dfd, ".gen.record"));
 }
 
+static void mark_active(void) {
+    char byte;
+    CHECK(pread(lockfd, &byte, 1, 0));
+    CHECK(pwrite(lockfd, "\1", 1, 0));
+}
+
+static void mark_idle(void) { CHECK(pwrite(lockfd, "\0", 1, 0)); }
+
+static void new_file_renamed_over(const char *name) {
+    int fd;
+    CHECK(fd = openat(dfd, ".tmp.x", O_WRONLY | O_CREAT | O_EXCL, 0600));
+    CHECK(write(fd, contents, sizeof contents));
+    CHECK(fsync(fd));
+    CHECK(close(fd));
+    CHECK(renameat(dfd, ".tmp.x", dfd, name));
+}
+
+static void spare_written_and_exchanged(const char *spare, const char *name) {
+    int fd;
+    struct stat st;
+    CHECK(fd = openat(dfd, spare, O_WRONLY | O_NONBLOCK | O_NOFOLLOW));
+    CHECK(fstat(fd, &st));
+    CHECK(pwrite(fd, contents, sizeof contents, 0));
+    CHECK(fdatasync(fd));
+    CHECK(close(fd));
+    CHECK(renameat2(dfd, spare, dfd, name, RENAME_EXCHANGE));
+}
+
+static void spare_zeroed(const char *spare) {
+    static const char zeros[sizeof contents];
+    int fd;
+    struct stat st;
+    CHECK(fd = openat(dfd, spare, O_WRONLY | O_NONBLOCK | O_NOFOLLOW));
+    CHECK(fstat(fd, &st));
+    CHECK(pwrite(fd, zeros, st.st_size, 0));
+    CHECK(close(fd));
+}
+
 static void variant(int v, int round) {
     char name[16], spare[16];
     snprintf(name, sizeof name, "file%d", v);
     snprintf(spare, sizeof spare, ".spare%d", v);
-    int fd;
     switch (v) {
     case 0: /* the floor: a new file renamed over the old one */
-        CHECK(fd = openat(dfd, ".tmp.x", O_WRONLY | O_CREAT | O_EXCL, 0600));
-        CHECK(write(fd, contents, sizeof contents));
-        CHECK(fsync(fd));
-        CHECK(close(fd));
-        CHECK(renameat(dfd, ".tmp.x", dfd, name));
+        new_file_renamed_over(name);
         CHECK(fsync(dfd));
         break;
-    case 1: /* the floor, plus the generation record and the lock's mark (the write path before spares) */
-        CHECK(pwrite(lockfd, "\1", 1, 0));
-        CHECK(fd = openat(dfd, ".tmp.x", O_WRONLY | O_CREAT | O_EXCL, 0600));
-        CHECK(write(fd, contents, sizeof contents));
-        CHECK(fsync(fd));
-        CHECK(close(fd));
-        CHECK(renameat(dfd, ".tmp.x", dfd, name));
+    case 1: /* the floor inside the lock's mark */
+        mark_active();
+        new_file_renamed_over(name);
+        CHECK(fsync(dfd));
+        mark_idle();
+        break;
+    case 2: /* the floor, plus the generation record and the lock's mark (the write path before spares) */
+        mark_active();
+        new_file_renamed_over(name);
         record_symlink(round);
         CHECK(fsync(dfd));
-        CHECK(pwrite(lockfd, "\0", 1, 0));
+        mark_idle();
         break;
-    case 2: /* the spare written in place, then exchanged */
-    case 3: /* … plus the generation record and the lock's mark (the write path now) */
-        if (v == 3) CHECK(pwrite(lockfd, "\1", 1, 0));
-        CHECK(fd = openat(dfd, spare, O_WRONLY));
-        CHECK(pwrite(fd, contents, sizeof contents, 0));
-        CHECK(fdatasync(fd));
-        CHECK(close(fd));
-        CHECK(renameat2(dfd, spare, dfd, name, RENAME_EXCHANGE));
-        if (v == 3) record_symlink(round);
+    case 3: /* the spare written in place, then exchanged */
+        spare_written_and_exchanged(spare, name);
         CHECK(fsync(dfd));
-        if (v == 3) CHECK(pwrite(lockfd, "\0", 1, 0));
+        break;
+    case 4: /* the write path now: mark, spare, exchange, record, directory fsync, zeroing, mark */
+        mark_active();
+        spare_written_and_exchanged(spare, name);
+        record_symlink(round);
+        CHECK(fsync(dfd));
+        spare_zeroed(spare);
+        mark_idle();
         break;
     }
 }
@@ -83,10 +118,10 @@ static int compare(const void *a, const void *b) {
 
 int main(int argc, char **argv) {
     int rounds = argc > 1 ? atoi(argv[1]) : 300, files = argc > 2 ? atoi(argv[2]) : 10000;
-    enum { VARIANTS = 4 };
+    enum { VARIANTS = 5 };
     const char *names[VARIANTS] = {
-        "floor (new file, rename over)", "floor + record + lock mark", "spare in place + exchange",
-        "spare + record + lock mark"};
+        "floor (new file, rename over)", "floor + lock mark", "floor + record + lock mark (before)",
+        "spare in place + exchange", "spare + record + mark + zeroing (now)"};
     CHECK(mkdir("d", 0700));
     CHECK(dfd = open("d", O_RDONLY | O_DIRECTORY));
     CHECK(lockfd = openat(dfd, ".lock", O_RDWR | O_CREAT, 0600));
@@ -126,7 +161,7 @@ int main(int argc, char **argv) {
         qsort(samples[v], rounds, sizeof(double), compare);
         double median = samples[v][rounds / 2];
         if (v == 0) floor_median = median;
-        printf("%-32s %8.1f us  %.2fx\n", names[v], median, median / floor_median);
+        printf("%-40s %8.1f us  %.2fx\n", names[v], median, median / floor_median);
     }
     return 0;
 }

@@ -29,7 +29,8 @@ struct ItemEngine: Sendable {
     let metadataCache = BoundedCache<[UInt8], ItemRecordCodec.Metadata>()
     /// The attributes (never the secret) of the items this handle has scanned, each with the
     /// fingerprint of the file it came from: a query that returns no secrets re-reads only the files
-    /// whose fingerprint changed (a readlink and a stat instead of a read and a decryption).
+    /// whose fingerprint changed (a readlink and a stat instead of a read and a decryption). Files
+    /// changed in the last second are not cached (`ItemFingerprint.isSettled`).
     let attributeCache = BoundedCache<ItemKey, (fingerprint: ItemFingerprint, record: ItemRecord)>()
     /// Item ids by group and primary key (a keyed hash each, fixed for a handle's keys).
     let itemIDCache = BoundedCache<PrimaryKeyInGroup, ItemID>()
@@ -217,6 +218,7 @@ struct ItemEngine: Sendable {
         var byPersistentID: [Data: LocatedItem] = [:]
         var damage: VaultError?
         var locked: VaultError?
+        let now = Int64(Date().timeIntervalSince1970 * 1e9)
         for id in ids {
             let record: ItemRecord
             do {
@@ -233,9 +235,11 @@ struct ItemEngine: Sendable {
                         record = hit.record
                     } else {
                         guard let loaded = try load(group, id) else { continue }
-                        var withoutSecret = loaded
-                        withoutSecret.data = Data()
-                        attributeCache.insert((fingerprint, withoutSecret), for: key)
+                        if fingerprint.isSettled(now: now) {
+                            var withoutSecret = loaded
+                            withoutSecret.data = Data()
+                            attributeCache.insert((fingerprint, withoutSecret), for: key)
+                        }
                         record = loaded
                     }
                 } else {

@@ -16,6 +16,7 @@ enum AtomicFile {
 
     /// Replaces (or creates) `name` with `contents`. With `reusingSpare` (item files, durable writes),
     /// the bytes go into the directory's spare file instead of a new temp file (see `spareName`).
+    /// `generationRecord` is replaced after the file, or removed when its text is nil.
     static func replace(
         _ name: String,
         contents: UnsafeRawBufferPointer,
@@ -23,7 +24,7 @@ enum AtomicFile {
         directoryPath: String,
         permissions: FilePermissions = .ownerReadWrite,
         durable: Bool = true,
-        generationRecord: (name: String, text: String)? = nil,
+        generationRecord: (name: String, text: String?)? = nil,
         reusingSpare: Bool = false
     ) throws(StoreError) {
         if durable, reusingSpare, let spare = openSpare(in: directory, permissions: permissions) {
@@ -57,16 +58,19 @@ enum AtomicFile {
     /// After the new file took its name: the generation record, then the one directory fsync.
     private static func finishReplace(
         _ name: String, in directory: FileDescriptor, directoryPath: String, durable: Bool,
-        generationRecord: (name: String, text: String)?
+        generationRecord: (name: String, text: String?)?
     ) throws(StoreError) {
         // The generation record is metadata only and shares the one directory fsync; the file is in
         // place, so the directory is synced even when the record fails, and then that failure is
         // reported.
         var pending: StoreError?
-        if let generationRecord {
-            do {
-                try replaceSymbolicLink(
-                    generationRecord.name, target: generationRecord.text, in: directory, directoryPath: directoryPath)
+        if let (recordName, text) = generationRecord {
+            do throws(StoreError) {
+                if let text {
+                    try replaceSymbolicLink(recordName, target: text, in: directory, directoryPath: directoryPath)
+                } else {
+                    try removeIfPresent(recordName, in: directory, directoryPath: directoryPath)
+                }
             } catch {
                 pending = error
             }
@@ -210,6 +214,19 @@ enum AtomicFile {
         } catch {
             try? directory.unlinkAt(temporary)
             throw StoreError.system(error, "rename a temp link onto", path: directoryPath + "/" + name)
+        }
+    }
+
+    /// Unlinks `name` without syncing; nothing to do when it does not exist.
+    private static func removeIfPresent(
+        _ name: String, in directory: FileDescriptor, directoryPath: String
+    ) throws(StoreError) {
+        do {
+            try directory.unlinkAt(name)
+        } catch {
+            if error != .noSuchFileOrDirectory {
+                throw StoreError.system(error, "remove", path: directoryPath + "/" + name)
+            }
         }
     }
 

@@ -170,9 +170,10 @@ extension VaultStore {
 }
 
 /// What identifies one version of an item file without reading it: its generation record (read
-/// first, as readers do) and the file's identity and times. Every write by the vault changes the
+/// first, as readers do) and the file's identity and times. Every update by the vault changes the
 /// generation record, and any replacement of the file changes its inode or change time (which no user
-/// can set), so an unchanged fingerprint means unchanged contents.
+/// can set), so an unchanged fingerprint means unchanged contents, once the file is settled
+/// (`isSettled`).
 public struct ItemFingerprint: Sendable, Hashable {
     let recordText: String?
     let device: UInt64
@@ -180,6 +181,15 @@ public struct ItemFingerprint: Sendable, Hashable {
     let size: Int64
     let modificationNanoseconds: Int64
     let changeNanoseconds: Int64
+
+    /// Whether the file last changed at least `margin` nanoseconds before `now` (nanoseconds since
+    /// the epoch). Change times are only as fine as the file system's clock tick, so a file changed
+    /// more recently could be deleted and re-added (no record at generation 1, its inode reused) within
+    /// the same tick with an equal fingerprint: such a fingerprint must not be trusted yet ("racy
+    /// clean", as git treats its index).
+    public func isSettled(now: Int64, margin: Int64 = 1_000_000_000) -> Bool {
+        now - changeNanoseconds >= margin
+    }
 }
 
 extension VaultStore {

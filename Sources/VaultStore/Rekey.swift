@@ -70,8 +70,9 @@ public struct RekeyTarget {
         }
         let contents = try ItemFile.seal(
             plaintext, key: encryption, protectionClass: protectionClass, vaultID: store.vaultID, group: group, id: id)
-        var record: (name: String, text: String)?
-        if let version {
+        // As in `VaultStore.writeItem`: generation 1 has no record (the new directory holds none to remove).
+        var record: (name: String, text: String?)?
+        if let version, version.generation > 1 {
             let tag = try GenerationRecord.tag(
                 key: key.index, vaultID: store.vaultID, group: group, id: id, version: version)
             record = (GenerationRecord.name(id), GenerationRecord.text(generation: version.generation, tag: tag))

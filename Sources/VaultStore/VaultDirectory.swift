@@ -170,9 +170,8 @@ enum VaultDirectory {
             let after = try fd.status()
             let atName = try? directory.statusAt(name)
             let unchanged =
-                after.inode == status.inode && after.size == status.size
-                && after.changeNanoseconds == status.changeNanoseconds && atName?.inode == status.inode
-                && atName?.device == status.device
+                after.size == status.size && after.changeNanoseconds == status.changeNanoseconds
+                && atName?.inode == status.inode && atName?.device == status.device
             return (contents, unchanged)
         } catch let error as StoreError {
             throw error

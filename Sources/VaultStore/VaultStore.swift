@@ -92,6 +92,9 @@ public final class VaultStore: Sendable {
             // Only made here; `open` below opens them again for the store (discarding these descriptors
             // leaked two per create, which kept a file system busy: the power-loss harness found it).
             let lockFile = try ensureLockFile(in: directory, path: path)
+            // A new vault's lock file says "idle", or its first writer would take the empty mark for a
+            // death. Only here: no writer can hold a vault whose VAULT marker is not written yet.
+            if (try? lockFile.status().size) == 0 { WriterMark.idle.write(to: lockFile) }
             try? lockFile.close()
             let groups = try ensureGroupsDirectory(in: directory, path: path)
             try? groups.close()
@@ -392,8 +395,8 @@ public final class VaultStore: Sendable {
     ) throws(StoreError) -> R? {
         guard let directory = try groupDirectory(group, create: false) else { return nil }
         let path = itemPath(group, id)
-        var failed: [UInt8]?
-        for attempt in 1... {
+        var failed: (contents: [UInt8], error: StoreError)?
+        for attempt in 1...Self.readAttempts {
             let contents: [UInt8]
             var unchanged = false
             do {
@@ -419,14 +422,14 @@ public final class VaultStore: Sendable {
                 // or torn. Such a read is not the file at the name; reading again by name is. A verdict
                 // stands when a read found the file at the name unchanged throughout and returned the
                 // same bytes as the failed read before it (a damaged file stays damaged).
-                let settled = unchanged && contents == failed
-                guard [StoreError.Code.integrity, .locked, .unsupportedFormat].contains(error.code), !settled,
-                    attempt < Self.readAttempts
+                let settled = unchanged && contents == failed?.contents
+                guard [StoreError.Code.integrity, .locked, .unsupportedFormat].contains(error.code), !settled
                 else { throw error }
-                failed = contents
+                failed = (contents, error)
             }
         }
-        preconditionFailure("unreachable: the loop returns or throws")
+        // Every read failed and the bytes kept changing: report the last failure.
+        throw failed!.error
     }
 
     /// Reads of one item before a failure is reported while its bytes keep changing under the reader.
@@ -509,8 +512,8 @@ public final class VaultStore: Sendable {
 
     /// Encrypts `plaintext` as item `id` of `group` and durably replaces the file. Call within
     /// `withWriteLock` (through `WriteTransaction`).
-    /// With `version` past generation 1, the item's generation record is replaced after the item,
-    /// before the directory fsync (see `GenerationRecord`).
+    /// With `version`, the item's generation record is replaced after the item (removed for
+    /// generation 1), before the directory fsync (see `GenerationRecord`).
     /// With `reusingSpare`, a durable write goes through the group's spare file (`AtomicFile.spareName`).
     func writeItem(
         group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer, protectionClass: ProtectionClass,
@@ -525,11 +528,15 @@ public final class VaultStore: Sendable {
             plaintext, key: key, protectionClass: protectionClass, vaultID: vaultID, group: group, id: id)
         let durable = !state.withLock { $0.bulkLoading }
         let directoryPath = groupPath(group)
-        var recordText: String?
         // Generation 1 gets no record: no older copy of the item exists to roll back to, and an add then
-        // allocates no second inode.
-        if let version, version.generation > 1 {
-            recordText = try generationRecordText(group: group, id: id, version: version)
+        // allocates no second inode. A record left there (by a delete whose unlink of it failed, or the
+        // `moving` mark of an unfinished move) is removed instead, in the same directory fsync.
+        var record: (name: String, text: String?)?
+        if let version {
+            record = (
+                GenerationRecord.name(id),
+                version.generation > 1 ? try generationRecordText(group: group, id: id, version: version) : nil
+            )
         }
         // After a failed write through a spare, none is used until the next writer has removed them.
         let spare = durable && reusingSpare && !state.withLock { $0.spareUntrusted }
@@ -537,7 +544,7 @@ public final class VaultStore: Sendable {
             try contents.withStoreBytes { bytes throws(StoreError) in
                 try AtomicFile.replace(
                     id.fileName, contents: bytes, in: directory, directoryPath: directoryPath, durable: durable,
-                    generationRecord: recordText.map { (GenerationRecord.name(id), $0) }, reusingSpare: spare)
+                    generationRecord: record, reusingSpare: spare)
             }
         } catch {
             if spare { state.withLock { $0.spareUntrusted = true } }

@@ -3,9 +3,10 @@ import VaultSystem
 /// Byte 0 of `.lock`: what the last holder of the write lock left behind. OFD locks die with their
 /// process, the byte stays, so the next writer learns what it must clean up.
 ///
-/// Not synced: after a power cut the file system holds only what its journal committed, and no spare
-/// can be an item's file on disk. The mark decides whether spares may be written in place
-/// (`AtomicFile.spareName`), so anything but a clearly read `idle` counts as the worst case.
+/// Not synced: after a power cut a journaling file system (ext4 with its journal, xfs) holds only what
+/// its journal committed, so no spare can then be an item's file on disk. The mark decides whether
+/// spares may be written in place (`AtomicFile.spareName`), so anything but a clearly read `idle`
+/// counts as the worst case.
 enum WriterMark: UInt8 {
     /// The last writer let go normally: every exchange it made is durable.
     case idle = 0
