@@ -35,7 +35,7 @@ let package = Package(
         .target(name: "VaultSystem", dependencies: ["CVaultSystem"]),
         .target(name: "VaultArchive"),
         .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"]),
-        .target(name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto"]),
+        .target(name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto", "VaultSystem"]),
         // The command-line tool as a library (parser, one file per command), and a thin executable over
         // it. Release builds are a static executable (Swift runtime, FoundationEssentials, libsodium):
         // start-up is most of what a `vault get` costs (docs/PERFORMANCE.md). Debug builds stay

@@ -2,6 +2,7 @@ import FoundationEssentials
 import VaultArchive
 import VaultCrypto
 import VaultStore
+import VaultSystem
 
 /// An item found in the store: where it is and what it holds.
 struct LocatedItem: Sendable {
@@ -30,7 +31,7 @@ struct ItemEngine: Sendable {
     /// The attributes (never the secret) of the items this handle has scanned, each with the
     /// fingerprint of the file it came from: a query that returns no secrets re-reads only the files
     /// whose fingerprint changed (a readlink and a stat instead of a read and a decryption). Files
-    /// changed in the last second are not cached (`ItemFingerprint.isSettled`).
+    /// changed in the current clock tick are not cached (`ItemFingerprint.isSettled`).
     let attributeCache = BoundedCache<ItemKey, (fingerprint: ItemFingerprint, record: ItemRecord)>()
     /// Item ids by group and primary key (a keyed hash each, fixed for a handle's keys).
     let itemIDCache = BoundedCache<PrimaryKeyInGroup, ItemID>()
@@ -218,7 +219,7 @@ struct ItemEngine: Sendable {
         var byPersistentID: [Data: LocatedItem] = [:]
         var damage: VaultError?
         var locked: VaultError?
-        let now = Int64(Date().timeIntervalSince1970 * 1e9)
+        let now = FileTimestampClock.now()
         for id in ids {
             let record: ItemRecord
             do {

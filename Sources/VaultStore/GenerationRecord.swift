@@ -182,13 +182,13 @@ public struct ItemFingerprint: Sendable, Hashable {
     let modificationNanoseconds: Int64
     let changeNanoseconds: Int64
 
-    /// Whether the file last changed at least `margin` nanoseconds before `now` (nanoseconds since
-    /// the epoch). Change times are only as fine as the file system's clock tick, so a file changed
-    /// more recently could be deleted and re-added (no record at generation 1, its inode reused) within
-    /// the same tick with an equal fingerprint: such a fingerprint must not be trusted yet ("racy
-    /// clean", as git treats its index).
-    public func isSettled(now: Int64, margin: Int64 = 1_000_000_000) -> Bool {
-        now - changeNanoseconds >= margin
+    /// Whether the file last changed before `now`, a `FileTimestampClock` reading taken before the
+    /// file was looked at. Change times are only as fine as that clock's tick, so a file changed in the
+    /// current tick could be deleted and re-added (no record at generation 1, its inode reused) within
+    /// it with an equal fingerprint: such a fingerprint must not be trusted yet ("racy clean", as git
+    /// treats its index). Any later change is stamped at `now` or after.
+    public func isSettled(now: Int64) -> Bool {
+        changeNanoseconds < now
     }
 }
 
