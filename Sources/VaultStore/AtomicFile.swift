@@ -32,8 +32,7 @@ enum AtomicFile {
             try exchangeSpare(with: name, in: directory, directoryPath: directoryPath)
             do {
                 try finishReplace(
-                    name, in: directory, directoryPath: directoryPath, durable: true, generationRecord: generationRecord
-                )
+                    in: directory, directoryPath: directoryPath, durable: true, generationRecord: generationRecord)
             } catch {
                 // The exchange may not be durable: the spare may still be the item's file on disk, so it
                 // must not be written in place. Removing it is safe either way (journal order).
@@ -52,12 +51,12 @@ enum AtomicFile {
             throw StoreError.system(error, "rename a temp file onto", path: directoryPath + "/" + name)
         }
         try finishReplace(
-            name, in: directory, directoryPath: directoryPath, durable: durable, generationRecord: generationRecord)
+            in: directory, directoryPath: directoryPath, durable: durable, generationRecord: generationRecord)
     }
 
     /// After the new file took its name: the generation record, then the one directory fsync.
     private static func finishReplace(
-        _ name: String, in directory: FileDescriptor, directoryPath: String, durable: Bool,
+        in directory: FileDescriptor, directoryPath: String, durable: Bool,
         generationRecord: (name: String, text: String?)?
     ) throws(StoreError) {
         // The generation record is metadata only and shares the one directory fsync; the file is in
