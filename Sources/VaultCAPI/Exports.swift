@@ -105,17 +105,29 @@ func secret(of key: ItemKey, in vault: Vault) throws(Failure) -> Data {
     }
 }
 
+/// The arguments of a write (`vault_put`, `vault_add`) checked and converted; the copy of the secret
+/// is wiped when `body` returns.
+func writing(
+    _ vault: OpaquePointer?, _ group: UnsafePointer<CChar>?, _ service: UnsafePointer<CChar>?,
+    _ account: UnsafePointer<CChar>?, _ secret: UnsafePointer<UInt8>?, _ secretLength: UInt64,
+    _ body: (Vault, ItemKey, Data) throws(Failure) -> Void
+) -> Int32 {
+    reporting { () throws(Failure) in
+        let vault = try Registry.vaults.lookup(vault, name: "vault")
+        let key = try Arguments.itemKey(group: group, service: service, account: account)
+        var data = try Arguments.secret(secret, secretLength)
+        defer { data.wipe() }
+        try body(vault, key, data)
+    }
+}
+
 /// `vault_put`: add-or-update under the vault's lock.
 @c @implementation
 public func vault_put(
     _ vault: OpaquePointer?, _ group: UnsafePointer<CChar>?, _ service: UnsafePointer<CChar>?,
     _ account: UnsafePointer<CChar>?, _ secret: UnsafePointer<UInt8>?, _ secret_len: UInt64
 ) -> Int32 {
-    reporting { () throws(Failure) in
-        let vault = try Registry.vaults.lookup(vault, name: "vault")
-        let key = try Arguments.itemKey(group: group, service: service, account: account)
-        var data = try Arguments.secret(secret, secret_len)
-        defer { data.wipe() }
+    writing(vault, group, service, account, secret, secret_len) { (vault, key, data) throws(Failure) in
         try vaultCall { () throws(VaultError) in try vault.set(data, for: key) }
     }
 }
@@ -126,11 +138,7 @@ public func vault_add(
     _ vault: OpaquePointer?, _ group: UnsafePointer<CChar>?, _ service: UnsafePointer<CChar>?,
     _ account: UnsafePointer<CChar>?, _ secret: UnsafePointer<UInt8>?, _ secret_len: UInt64
 ) -> Int32 {
-    reporting { () throws(Failure) in
-        let vault = try Registry.vaults.lookup(vault, name: "vault")
-        let key = try Arguments.itemKey(group: group, service: service, account: account)
-        var data = try Arguments.secret(secret, secret_len)
-        defer { data.wipe() }
+    writing(vault, group, service, account, secret, secret_len) { (vault, key, data) throws(Failure) in
         var attributes = ItemAttributes(service: key.service, account: key.account)
         attributes.accessGroup = key.group
         // As `vault_put` (Vault.set) gives new items.
