@@ -28,8 +28,10 @@ struct ItemRequest {
     var persistentReference: PersistentReference?
     /// kSecMatchLimit as given; nil when missing.
     var limit: MatchLimit?
-    /// Whether any `m_` key was given (Apple refuses them in add and delete).
-    var hasSearchKeys = false
+    /// The `m_` keys given (Apple refuses them in add and delete).
+    var searchKeys: Set<String> = []
+    /// Whether any `m_` key was given.
+    var hasSearchKeys: Bool { !searchKeys.isEmpty }
     var returning: ReturnOptions = []
     /// kSecValueData as given.
     var data: Data?
@@ -163,7 +165,7 @@ struct ItemRequest {
     }
 
     private mutating func setSearchKey(_ key: String, _ value: Any) throws(SecStatusError) {
-        hasSearchKeys = true
+        searchKeys.insert(key)
         switch key {
         case "m_Limit":
             if let name = Self.string(value) {
@@ -220,8 +222,22 @@ struct ItemRequest {
         }
         switch key {
         case "acct", "svce", "labl", "desc", "icmt", "srvr", "sdmn", "path", "atyp":
-            guard let text = Self.string(value) ?? Self.data(value).flatMap({ String(data: $0, encoding: .utf8) })
-            else { throw invalid("a string") }
+            // Blob attributes in Apple's schema: text or bytes, returned in the type they were given.
+            let text: String
+            if let string = Self.string(value) {
+                text = string
+                markType(of: key, asData: false)
+            } else if let data = Self.data(value) {
+                guard let decoded = String(validating: data, as: UTF8.self) else {
+                    throw SecStatusError(
+                        errSecParam,
+                        "the value of attribute \(key) is bytes that are not UTF-8, which vault cannot keep")
+                }
+                text = decoded
+                markType(of: key, asData: true)
+            } else {
+                throw invalid("a string or data")
+            }
             switch key {
             case "acct": attributes.account = text
             case "svce": attributes.service = text
@@ -242,10 +258,15 @@ struct ItemRequest {
                 throw invalid("a kSecAttrProtocol value")
             }
         case "gena":
-            guard let data = Self.data(value) ?? Self.string(value).map({ Data($0.utf8) }) else {
-                throw invalid("data")
+            if let data = Self.data(value) {
+                attributes.generic = data
+                attributes.genericIsText = nil
+            } else if let text = Self.string(value) {
+                attributes.generic = Data(text.utf8)
+                attributes.genericIsText = true
+            } else {
+                throw invalid("data or a string")
             }
-            attributes.generic = data
         case "crtr", "type":
             guard let n = Self.integer(value), let code = UInt32(exactly: n) else { throw invalid("a 32-bit code") }
             if key == "crtr" { attributes.creator = code } else { attributes.type = code }
@@ -284,6 +305,13 @@ struct ItemRequest {
         default:
             throw SecStatusError(errSecNoSuchAttr, "\(key) is not supported")
         }
+    }
+
+    /// Records whether blob attribute `key` came as bytes, so that results give it back so.
+    private mutating func markType(of key: String, asData: Bool) {
+        var typed = attributes.dataTypedKeys ?? []
+        if asData { typed.insert(key) } else { typed.remove(key) }
+        attributes.dataTypedKeys = typed.isEmpty ? nil : typed
     }
 
     /// kSecAttrAccessControl sets kSecAttrAccessible; both with different classes is `errSecParam`.

@@ -37,8 +37,11 @@ enum ItemResult {
     static func attributes(_ item: MatchedItem) -> [(String, AnyObject)] {
         let a = item.attributes
         var result: [(String, AnyObject)] = []
+        let dataTyped = a.dataTypedKeys ?? []
+        // A blob attribute comes back in the type it was given in: NSData for bytes, NSString for text.
         func text(_ key: String, _ value: String?) {
-            if let value { result.append((key, NSString(string: value))) }
+            guard let value else { return }
+            result.append((key, dataTyped.contains(key) ? NSData(data: Data(value.utf8)) : NSString(string: value)))
         }
         func number(_ key: String, _ value: NSNumber?) {
             if let value { result.append((key, value)) }
@@ -46,7 +49,12 @@ enum ItemResult {
         text("acct", a.account ?? "")
         if item.itemClass == .genericPassword {
             text("svce", a.service ?? "")
-            if let generic = a.generic { result.append(("gena", NSData(data: generic))) }
+            if let generic = a.generic {
+                let value: AnyObject =
+                    a.genericIsText == true
+                    ? NSString(string: String(decoding: generic, as: UTF8.self)) : NSData(data: generic)
+                result.append(("gena", value))
+            }
         } else {
             text("srvr", a.server ?? "")
             text("sdmn", a.securityDomain ?? "")

@@ -37,8 +37,9 @@ public func SecItemUpdate(_ query: CFDictionary, _ attributesToUpdate: CFDiction
     status { () throws(SecStatusError) in try SecItemOperations.update(query, attributesToUpdate) }
 }
 
-/// Deletes every item that `query` matches (Apple's `SecItemDelete`). Search keys, including
-/// `kSecMatchLimit`, are `errSecParam`; no match is `errSecItemNotFound`.
+/// Deletes every item that `query` matches (Apple's `SecItemDelete`). Search keys are `errSecParam`,
+/// but `kSecMatchLimit` = `kSecMatchLimitAll` (what a delete does anyway, and what wrappers send on
+/// macOS); no match is `errSecItemNotFound`.
 @discardableResult
 public func SecItemDelete(_ query: CFDictionary) -> OSStatus {
     status { () throws(SecStatusError) in try SecItemOperations.delete(query) }
@@ -122,8 +123,18 @@ enum SecItemOperations {
 
     static func delete(_ query: CFDictionary) throws(SecStatusError) {
         let request = try ItemRequest(query: query)
-        if request.hasSearchKeys {
-            throw SecStatusError(errSecParam, "SecItemDelete does not take kSecMatch keys (kSecMatchLimit included)")
+        // kSecMatchLimitAll is what a delete does anyway: Apple's macOS client strips it before the
+        // server's check (SecItem.cpp, SecItemCopyTranslatedAttributes with pruneMatch), and wrappers
+        // such as Valet and KeychainAccess send it on every platform but iOS. Any other limit, and any
+        // other match key, is refused as Apple's server refuses it (SecServerItemDeleteWithCustomDb:
+        // errSecMatchLimitUnsupported and errSecItemMatchUnsupported, both errSecParam).
+        if request.limit != nil, request.limit != .all {
+            throw SecStatusError(
+                errSecParam,
+                "SecItemDelete takes no kSecMatchLimit other than kSecMatchLimitAll (it deletes every match)")
+        }
+        if !request.searchKeys.subtracting(["m_Limit"]).isEmpty {
+            throw SecStatusError(errSecParam, "SecItemDelete does not take kSecMatch keys (but kSecMatchLimitAll)")
         }
         if request.persistentReference != nil && !request.attributeKeys.isEmpty {
             throw SecStatusError(errSecParam, "SecItemDelete takes a persistent reference or attributes, not both")

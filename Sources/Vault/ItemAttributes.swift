@@ -48,6 +48,13 @@ public struct ItemAttributes: Sendable, Hashable, Codable {
     public var creationDate: Date?
     /// kSecAttrModificationDate ("mdat"): set by the vault.
     public var modificationDate: Date?
+    /// The raw keys of the text attributes of blob type in Apple's schema (`acct`, `svce`, `labl`,
+    /// `desc`, `icmt`, `srvr`, `sdmn`, `path`, `atyp`) that were given as bytes (`Data`) rather than
+    /// text. Apple's keychain keeps the type such an attribute was given in and returns it so;
+    /// matching compares the bytes either way. Nil: all given as text.
+    public var dataTypedKeys: Set<String>?
+    /// Whether `generic` (`gena`, bytes here) was given as text: then it is returned as text.
+    public var genericIsText: Bool?
 
     /// No attributes.
     public init() {}
@@ -92,6 +99,14 @@ public struct ItemAttributes: Sendable, Hashable, Codable {
             guard let filter else { return true }
             return filter == value
         }
+        // Text compares as bytes, as Apple's keychain compares attribute values (and as item ids hash
+        // them): Swift's `==` on String is canonical equivalence, which would make "é" and "e\u{301}"
+        // match each other while they name different items.
+        func same(_ filter: String?, _ value: String?) -> Bool {
+            guard let filter else { return true }
+            guard let value else { return false }
+            return filter.utf8.elementsEqual(value.utf8)
+        }
         return same(service, item.service ?? "") && same(account, item.account ?? "") && same(label, item.label)
             && same(itemDescription, item.itemDescription) && same(comment, item.comment)
             && same(generic, item.generic) && same(creator, item.creator) && same(type, item.type)
@@ -110,7 +125,10 @@ public struct ItemAttributes: Sendable, Hashable, Codable {
         if let v = changes.label { result.label = v }
         if let v = changes.itemDescription { result.itemDescription = v }
         if let v = changes.comment { result.comment = v }
-        if let v = changes.generic { result.generic = v }
+        if let v = changes.generic {
+            result.generic = v
+            result.genericIsText = changes.genericIsText
+        }
         if let v = changes.creator { result.creator = v }
         if let v = changes.type { result.type = v }
         if let v = changes.isInvisible { result.isInvisible = v }
@@ -123,6 +141,33 @@ public struct ItemAttributes: Sendable, Hashable, Codable {
         if let v = changes.authenticationType { result.authenticationType = v }
         if let v = changes.port { result.port = v }
         if let v = changes.path { result.path = v }
+        // Each blob attribute that changes takes the type it was given in this time.
+        let changedBlobKeys = Self.blobKeys.filter { changes.hasValue(forRawKey: $0) }
+        if !changedBlobKeys.isEmpty {
+            var typed = (result.dataTypedKeys ?? []).subtracting(changedBlobKeys)
+            typed.formUnion((changes.dataTypedKeys ?? []).intersection(changedBlobKeys))
+            result.dataTypedKeys = typed.isEmpty ? nil : typed
+        }
         return result
+    }
+
+    /// The raw keys of the text attributes that Apple's schema types as blobs (text or bytes, kept as
+    /// given).
+    public static let blobKeys: Set<String> = ["acct", "svce", "labl", "desc", "icmt", "srvr", "sdmn", "path", "atyp"]
+
+    /// Whether the blob attribute `key` has a value here.
+    func hasValue(forRawKey key: String) -> Bool {
+        switch key {
+        case "acct": return account != nil
+        case "svce": return service != nil
+        case "labl": return label != nil
+        case "desc": return itemDescription != nil
+        case "icmt": return comment != nil
+        case "srvr": return server != nil
+        case "sdmn": return securityDomain != nil
+        case "path": return path != nil
+        case "atyp": return authenticationType != nil
+        default: return false
+        }
     }
 }

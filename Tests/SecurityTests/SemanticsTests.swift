@@ -196,7 +196,70 @@ struct SemanticsTests {
                 kSecClass as String: kSecClassGenericPassword, kSecAttrAccount as String: "acct",
             ]
             let found = try #require(attributes(query))
-            #expect(found[kSecAttrGeneric as String] as? Data == Data("generic text".utf8))
+            // Apple keeps the type a blob attribute was given in (SecDbItem.c, copyBlob).
+            #expect(found[kSecAttrGeneric as String] as? String == "generic text")
+            #expect(found[kSecAttrAccount as String] as? Data == Data("acct".utf8))
+            #expect(found[kSecAttrService as String] as? String == "svc")
+        }
+    }
+
+    /// Code that stores kSecAttrAccount (or kSecAttrService, kSecAttrGeneric, …) as Data and lists its
+    /// items expects Data back (Apple's blob attributes keep their type); matching compares the bytes
+    /// whichever type the query uses.
+    @Test("Blob attributes stored as Data come back as Data; matching compares the bytes")
+    func dataAttributesKeepTheirType() throws {
+        try withTempVault {
+            let item: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: Data("svc".utf8),
+                kSecAttrAccount as String: Data("user@example".utf8), kSecAttrLabel as String: Data("label".utf8),
+                kSecAttrGeneric as String: Data([0, 1, 2]), kSecValueData as String: Data("pw".utf8),
+            ]
+            #expect(SecItemAdd(item as CFDictionary, nil) == errSecSuccess)
+            let all: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecMatchLimit as String: kSecMatchLimitAll,
+                kSecReturnAttributes as String: true,
+            ]
+            var result: CFTypeRef?
+            #expect(SecItemCopyMatching(all as CFDictionary, &result) == errSecSuccess)
+            let items = try #require(result as? [[String: Any]])
+            #expect(items.count == 1)
+            let found = try #require(items.first)
+            #expect(found[kSecAttrAccount as String] as? Data == Data("user@example".utf8))
+            #expect(found[kSecAttrService as String] as? Data == Data("svc".utf8))
+            #expect(found[kSecAttrLabel as String] as? Data == Data("label".utf8))
+            #expect(found[kSecAttrGeneric as String] as? Data == Data([0, 1, 2]))
+            // A query with the account as text finds the item stored with it as data, and the reverse.
+            let byText: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "svc",
+                kSecAttrAccount as String: "user@example",
+            ]
+            #expect(attributes(byText) != nil)
+            // Adding the same primary key as text is a duplicate.
+            var asText = item
+            asText[kSecAttrAccount as String] = "user@example"
+            asText[kSecAttrService as String] = "svc"
+            #expect(SecItemAdd(asText as CFDictionary, nil) == errSecDuplicateItem)
+            // An update that gives the account as text makes it text.
+            let change = [kSecAttrAccount as String: "user@example"] as CFDictionary
+            #expect(SecItemUpdate(byText as CFDictionary, change) == errSecSuccess)
+            #expect(try #require(attributes(byText))[kSecAttrAccount as String] as? String == "user@example")
+        }
+    }
+
+    /// Swift's String == is canonical equivalence; Apple compares attribute bytes, and so do item ids.
+    @Test("Canonically equivalent but different text does not match")
+    func textMatchesAsBytes() throws {
+        try withTempVault {
+            #expect(addGenericPassword(service: "caf\u{E9}", account: "a", password: "p") == errSecSuccess)
+            #expect(addGenericPassword(service: "cafe\u{301}", account: "a", password: "q") == errSecSuccess)
+            let query: [String: Any] = [
+                kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: "caf\u{E9}",
+                kSecMatchLimit as String: kSecMatchLimitAll, kSecReturnData as String: true,
+            ]
+            var result: CFTypeRef?
+            #expect(SecItemCopyMatching(query as CFDictionary, &result) == errSecSuccess)
+            let found = try #require(result as? [Data])
+            #expect(found == [Data("p".utf8)])
         }
     }
 }

@@ -113,15 +113,41 @@ struct StatusRuleTests {
         }
     }
 
-    @Test("Delete with kSecMatchLimitOne (or any search key) is errSecParam and deletes nothing")
+    @Test("Delete with kSecMatchLimitOne, a number or another search key is errSecParam and deletes nothing")
     func deleteWithLimit() throws {
         try withTempVault {
             #expect(addGenericPassword(service: "svc", account: "acct", password: "p") == errSecSuccess)
             #expect(SecItemDelete(genp([kSecMatchLimit as String: kSecMatchLimitOne]) as CFDictionary) == errSecParam)
-            #expect(SecItemDelete(genp([kSecMatchLimit as String: kSecMatchLimitAll]) as CFDictionary) == errSecParam)
+            #expect(SecItemDelete(genp([kSecMatchLimit as String: 2]) as CFDictionary) == errSecParam)
+            #expect(
+                SecItemDelete(
+                    genp([kSecMatchLimit as String: kSecMatchLimitAll, kSecMatchCaseInsensitive as String: false])
+                        as CFDictionary) == errSecParam)
             #expect(copyStatus(genp()) == errSecSuccess)
             #expect(SecItemDelete(genp() as CFDictionary) == errSecSuccess)
             #expect(copyStatus(genp()) == errSecItemNotFound)
+        }
+    }
+
+    /// What Valet and KeychainAccess send on every platform but iOS (Apple's macOS client strips the
+    /// key before its server's check), so it must work on Linux.
+    @Test("Delete with kSecMatchLimitAll deletes every match, as Apple's macOS keychain does")
+    func deleteWithLimitAll() throws {
+        try withTempVault {
+            for account in ["a", "b", "c"] {
+                #expect(addGenericPassword(service: "svc", account: account, password: "p") == errSecSuccess)
+            }
+            #expect(addGenericPassword(service: "other", account: "a", password: "p") == errSecSuccess)
+            var query = genp([kSecMatchLimit as String: kSecMatchLimitAll])
+            query[kSecAttrAccount as String] = nil
+            #expect(SecItemDelete(query as CFDictionary) == errSecSuccess)
+            var svc = genp()
+            svc[kSecAttrAccount as String] = nil
+            #expect(copyStatus(svc) == errSecItemNotFound)
+            var other = genp([kSecAttrService as String: "other"])
+            other[kSecAttrAccount as String] = nil
+            #expect(copyStatus(other) == errSecSuccess)
+            #expect(SecItemDelete(query as CFDictionary) == errSecItemNotFound)
         }
     }
 
