@@ -8,6 +8,7 @@
 #include <string.h>
 #include <linux/keyctl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -205,4 +206,34 @@ int vsys_keyring_remove(const char *description) {
     long id = vsys_keyring_search(description);
     if (id < 0) return -1;
     return (int)syscall(SYS_keyctl, KEYCTL_INVALIDATE, id);
+}
+
+int vsys_sanitize_standard_descriptors(void) {
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        /* The lowest free number is `fd`, since every lower one is open. */
+        int opened = open("/dev/null", fd == 0 ? O_RDONLY : O_WRONLY);
+        if (opened == -1) return -1;
+        if (opened != fd) {
+            close(opened);
+            errno = EBADF;
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int vsys_duplicate_above(int fd, int minimum) {
+    return fcntl(fd, F_DUPFD_CLOEXEC, minimum);
+}
+
+int vsys_disable_core_files(void) {
+    struct rlimit limit = {0, 0};
+    return setrlimit(RLIMIT_CORE, &limit);
+}
+
+long long vsys_core_file_limit(void) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_CORE, &limit) != 0) return -1;
+    return (long long)limit.rlim_cur;
 }

@@ -14,6 +14,14 @@ public enum VaultCLI {
             input: .standardInput, output: .standardOutput, errors: .standardError)
     }
 
+    /// Reports that argument `index` of the command line is not valid UTF-8 (a usage error): names are
+    /// UTF-8, and repairing bad bytes would make two different byte strings address one item.
+    public static func refuseInvalidArgument(at index: Int) -> Int32 {
+        let message = "vault: argument \(index) is not valid UTF-8; names must be UTF-8 (see 'vault --help')\n"
+        try? FileDescriptor.standardError.writeAll(Array(message.utf8))
+        return ExitCode.usage.rawValue
+    }
+
     /// Runs the tool with `arguments` (without the program name) on the given streams.
     static func run(
         _ arguments: [String], environment: [String: String], input: FileDescriptor, output: FileDescriptor,

@@ -60,6 +60,8 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     public static let readOnlyFileSystem = Errno(rawValue: EROFS)
     /// ENOSYS: the system call is not implemented.
     public static let notImplemented = Errno(rawValue: ENOSYS)
+    /// ENXIO: no such device or address (opening a socket, or a FIFO for writing without a reader).
+    public static let noSuchDeviceOrAddress = Errno(rawValue: ENXIO)
     /// EOPNOTSUPP (ENOTSUP on Linux): the operation is not supported, here by the file system.
     public static let notSupported = Errno(rawValue: EOPNOTSUPP)
 }

@@ -82,11 +82,16 @@ extension FileDescriptor {
 
     /// The names in this directory (without "." and ".."), in no particular order.
     public func entryNames() throws(Errno) -> [String] {
-        // fdopendir takes ownership of its descriptor, so it gets a duplicate.
-        let copy = try retryingOnInterrupt(.readDirectory) { Glibc.fcntl(rawValue, F_DUPFD_CLOEXEC, 0) }
-        guard let dir = Glibc.fdopendir(copy) else {
+        // fdopendir takes ownership of its descriptor, so it gets one of its own. A new open of "."
+        // rather than a dup: a dup shares the directory offset with every other copy (other threads,
+        // and a forked child's inherited descriptor), and two listings through one offset skip entries.
+        let opened = try retryingOnInterrupt(.readDirectory) {
+            Glibc.openat(rawValue, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        }
+        let own = try FileDescriptor.aboveStandardStreams(opened)
+        guard let dir = Glibc.fdopendir(own.rawValue) else {
             let error = Errno.current
-            Glibc.close(copy)
+            try? own.close()
             throw error
         }
         defer { Glibc.closedir(dir) }

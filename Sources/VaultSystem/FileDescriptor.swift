@@ -64,7 +64,19 @@ public struct FileDescriptor: Hashable, Sendable {
         let fd = try retryingOnInterrupt(.open) {
             path.withCString { Glibc.openat(rawValue, $0, flags, permissions.rawValue) }
         }
-        return FileDescriptor(rawValue: fd)
+        return try Self.aboveStandardStreams(fd)
+    }
+
+    /// `fd`, or when it took the number of a standard stream (0, 1 or 2, closed when the process
+    /// started, as a service manager or cron may leave them) a copy numbered 3 or above: otherwise the
+    /// program's next write to standard output would land in a vault file.
+    static func aboveStandardStreams(_ fd: Int32) throws(Errno) -> FileDescriptor {
+        guard fd <= 2 else { return FileDescriptor(rawValue: fd) }
+        let moved = vsys_duplicate_above(fd, 3)
+        let error = Errno.current
+        _ = Glibc.close(fd)
+        guard moved >= 0 else { throw error }
+        return FileDescriptor(rawValue: moved)
     }
 
     /// Opens a directory relative to this one (`O_DIRECTORY|O_NOFOLLOW`): a symlink is refused with

@@ -34,6 +34,29 @@ public struct FileStatus: Sendable, Equatable {
     /// nanoseconds since 1970.
     public let changeNanoseconds: Int64
 
+    /// What kind of file it is, in words for messages: "a regular file", "a FIFO", "a socket", …
+    public var kindDescription: String {
+        switch typeBits {
+        case S_IFREG: return "a regular file"
+        case S_IFDIR: return "a directory"
+        case S_IFLNK: return "a symbolic link"
+        case S_IFIFO: return "a FIFO"
+        case S_IFSOCK: return "a socket"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        default: return "a file of unknown type"
+        }
+    }
+
+    /// Whether the sticky bit is set: in a directory, only an entry's owner (or the directory's, or
+    /// root) may rename or remove it.
+    public var isSticky: Bool { typeBits & S_IFMT == S_IFDIR && modeBits & S_ISVTX != 0 }
+
+    /// The file type bits of `st_mode` (`S_IFMT`).
+    private let typeBits: UInt32
+    /// The whole of `st_mode`.
+    private let modeBits: UInt32
+
     init(_ st: stat) {
         switch st.st_mode & S_IFMT {
         case S_IFREG: kind = .regular
@@ -42,6 +65,8 @@ public struct FileStatus: Sendable, Equatable {
         default: kind = .other
         }
         permissions = FilePermissions(rawValue: st.st_mode)
+        typeBits = st.st_mode & S_IFMT
+        modeBits = st.st_mode
         ownerID = st.st_uid
         size = Int64(st.st_size)
         linkCount = UInt64(st.st_nlink)

@@ -14,4 +14,50 @@ public enum ProcessIdentity {
     public static func disableDumps() throws(Errno) {
         if vsys_set_dumpable(0) != 0 { throw Errno.current }
     }
+
+    /// Sets the core file size limit to 0 (`RLIMIT_CORE`, soft and hard): with `fs.suid_dumpable=2` a
+    /// crash of a non-dumpable process still writes a core (to a root-owned file or a pipe), and the
+    /// heap holds decrypted secrets while they are used. Inherited by child processes. For programs:
+    /// a library leaves this to its caller (see `Vault.hardenProcess`).
+    public static func disableCoreFiles() throws(Errno) {
+        if vsys_disable_core_files() != 0 { throw Errno.current }
+    }
+
+    /// The soft core file size limit in bytes (`UInt64.max` for unlimited).
+    public static func coreFileLimit() throws(Errno) -> UInt64 {
+        let limit = vsys_core_file_limit()
+        if limit == -1 { throw Errno.current }
+        return UInt64(bitPattern: limit)
+    }
+
+    /// Opens `/dev/null` on each standard descriptor (0, 1, 2) that is closed, before anything else is
+    /// opened, so that no file of the vault ever gets one of those numbers and receives what the
+    /// program writes to standard output (as OpenSSH's `sanitise_stdfd`).
+    public static func openClosedStandardStreams() throws(Errno) {
+        if vsys_sanitize_standard_descriptors() != 0 { throw Errno.current }
+    }
+
+    /// The process id (`getpid`): a forked child has its own.
+    public static var processID: Int32 { Glibc.getpid() }
+
+    /// The command line as the kernel passed it, or the index of the first argument that is not valid
+    /// UTF-8. (`CommandLine.arguments` repairs bad bytes to U+FFFD, so two different byte strings
+    /// would become one name.)
+    public static func commandLineArguments() -> Result<[String], InvalidArgument> {
+        var arguments: [String] = []
+        for index in 0..<Int(CommandLine.argc) {
+            guard let pointer = CommandLine.unsafeArgv[index] else { break }
+            guard let argument = String(validatingCString: pointer) else {
+                return .failure(InvalidArgument(index: index))
+            }
+            arguments.append(argument)
+        }
+        return .success(arguments)
+    }
+
+    /// A command-line argument that is not valid UTF-8.
+    public struct InvalidArgument: Error, Sendable, Equatable {
+        /// Its position in argv (0 is the program name).
+        public let index: Int
+    }
 }

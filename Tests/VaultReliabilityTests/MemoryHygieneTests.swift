@@ -79,6 +79,14 @@ func scanMemory(pid: Int32, for needles: [String: [UInt8]]) throws -> [String] {
 
     /// /proc/self/smaps: after a vault is opened this process has locked ("lo") pages that are also
     /// excluded from core dumps ("dd"): the key pages of SecureBytes.
+    /// `PR_SET_DUMPABLE` 0 alone still lets a host with `fs.suid_dumpable=2` write a core; a service
+    /// that calls `Vault.protectProcess()` gets a core limit of 0 as well.
+    @Test func protectProcessSetsTheCoreLimitToZero() throws {
+        let result = try runHelper(["protect-process"])
+        #expect(result.status == 0, "\(result.errors)")
+        #expect(result.output == "core=0 dumpable=0\n", "\(result.output)")
+    }
+
     @Test func keyPagesAreLockedAndNotDumped() throws {
         let dir = try TestDirectory("smaps")
         defer { dir.remove() }

@@ -56,4 +56,18 @@ VSYS_INTERNAL long vsys_keyring_read(const char *description, void *buffer, unsi
 /// Invalidates the "user" key `description` of the user keyring. Returns 0 or -1 with errno set.
 VSYS_INTERNAL int vsys_keyring_remove(const char *description);
 
+/// Opens /dev/null on each of the descriptors 0, 1 and 2 that is closed, so that no file opened later
+/// takes a standard stream's number (OpenSSH's sanitise_stdfd). Returns 0, or -1 with errno set when
+/// /dev/null cannot be opened.
+VSYS_INTERNAL int vsys_sanitize_standard_descriptors(void);
+
+/// fcntl(fd, F_DUPFD_CLOEXEC, minimum): a copy of `fd` numbered `minimum` or above. -1 with errno set.
+VSYS_INTERNAL int vsys_duplicate_above(int fd, int minimum);
+
+/// setrlimit(RLIMIT_CORE, 0): no core file, whatever fs.suid_dumpable says. Returns 0 or -1.
+VSYS_INTERNAL int vsys_disable_core_files(void);
+
+/// The soft RLIMIT_CORE limit, or -1 with errno set (RLIM_INFINITY as UINT64_MAX).
+VSYS_INTERNAL long long vsys_core_file_limit(void);
+
 #endif
