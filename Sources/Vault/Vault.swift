@@ -33,22 +33,13 @@ public final class Vault: Sendable {
         guard let path = path ?? VaultLocation.defaultPath() else {
             throw VaultError(.noSuchVault, "no vault location: set VAULT_DIR or HOME, or pass a path")
         }
-        do {
-            return Vault(store: try VaultStore.open(at: path, keySource: keySource), client: client)
-        } catch  where error.code == .vaultNotFound && createIfMissing {
-            do {
-                return Vault(store: try VaultStore.create(at: path, keySource: keySource), client: client)
-            } catch  where error.code == .vaultAlreadyExists {
-                // Another process created it between our open and our create.
-                return Vault(
-                    store: try translatingStoreErrors { try VaultStore.open(at: path, keySource: keySource) },
-                    client: client)
-            } catch {
-                throw VaultError(error)
-            }
-        } catch {
-            throw VaultError(error)
-        }
+        return Vault(
+            store: try translatingStoreErrors {
+                createIfMissing
+                    ? try VaultStore.openOrCreate(at: path, keySource: keySource)
+                    : try VaultStore.open(at: path, keySource: keySource)
+            },
+            client: client)
     }
 
     /// Creates a new vault at `path`; refuses (`duplicateVault`) when one exists. `keySource` chooses

@@ -15,7 +15,10 @@ public final class VaultStore: Sendable {
 
     let directory: FileDescriptor
     let groupsDirectory: FileDescriptor
-    let lockFile: FileDescriptor
+    /// The open `.lock` and the process that opened it. A forked child inherits the descriptor, and
+    /// with it the parent's open file description and OFD lock: both would "hold" the lock at once
+    /// and write through the same spare. So a child opens `.lock` anew before its first write.
+    private let lock: Mutex<(file: FileDescriptor, processID: Int32)>
     let classKeys: ClassKeys
     /// The master key, when this process has it (a key file, or the passphrase); not when the vault
     /// was opened with only the `always` key and cached class keys.
@@ -47,74 +50,141 @@ public final class VaultStore: Sendable {
         self.vaultID = vaultID
         self.directory = directory
         self.groupsDirectory = groupsDirectory
-        self.lockFile = lockFile
+        self.lock = Mutex((lockFile, ProcessIdentity.processID))
         self.classKeys = classKeys
     }
 
     deinit {
         let fds = state.withLock { Array($0.groupDirectories.values) }
         for fd in fds { try? fd.close() }
-        try? lockFile.close()
+        try? lock.withLock { $0.file }.close()
         try? groupsDirectory.close()
         try? directory.close()
     }
 
     // MARK: Creating and opening
 
-    /// Creates a new vault at `path`: the directory (0700, and missing parents), `master.key` (0600,
-    /// 32 random bytes), `.lock`, `groups/` and, last, the `VAULT` marker, each durable. Refuses with
-    /// `vaultAlreadyExists` when a vault is there; nothing is overwritten. An init that was interrupted
-    /// after `master.key` was written is completed with that key. `keySource` chooses where the new key
+    /// Creates a new vault at `path`: the directory (0700, and missing parents), `.lock`, `master.key`
+    /// (0600, 32 random bytes), `groups/` and, last, the `VAULT` marker, each durable, all while holding
+    /// the lock on `.lock`. Refuses with `vaultAlreadyExists` when a vault is there; nothing is
+    /// overwritten. An init that was interrupted after `master.key` was written (its creator died: it
+    /// no longer holds the lock) is completed with that key. `keySource` chooses where the new key
     /// goes: `master.key` (plain, or wrapped when it has a passphrase provider) or an external key file.
     public static func create(at path: String, keySource: KeySource = KeySource()) throws(StoreError) -> VaultStore {
+        try create(at: path, keySource: keySource, openingExisting: false)
+    }
+
+    /// Opens the vault at `path`, or creates it when there is none: what many processes starting at
+    /// once on a fresh machine may all call. Every caller ends with the same, complete vault: a
+    /// creator holds the lock on `.lock` until its marker is written, and the others wait for it.
+    public static func openOrCreate(at path: String, keySource: KeySource = KeySource()) throws(StoreError)
+        -> VaultStore
+    {
+        do {
+            return try open(at: path, keySource: keySource)
+        } catch  where error.code == .vaultNotFound {
+            return try create(at: path, keySource: keySource, openingExisting: true)
+        }
+    }
+
+    private static func create(at path: String, keySource: KeySource, openingExisting: Bool) throws(StoreError)
+        -> VaultStore
+    {
         try VaultDirectory.prepareForCreate(path)
         let directory = try VaultDirectory.open(path, creating: true)
-        do throws(StoreError) {
-            if (try? directory.statusAt(VaultMarker.fileName)) != nil {
-                throw StoreError(
-                    .vaultAlreadyExists, "a vault already exists at \(path); nothing was changed", path: path)
-            }
-            let masterKey: SecureBytes
-            if keySource.keyFile == nil, (try? directory.statusAt(MasterKeyFile.fileName)) != nil {
-                // A previous init stopped before its marker: finish it with the key it left.
-                switch try MasterKeyFile.read(in: directory, vaultPath: path, source: keySource) {
-                case .key(let key): masterKey = key
-                case .wrapped(let bytes, let keyPath):
-                    masterKey = try MasterKeyFile.unwrap(bytes, path: keyPath, vaultPath: path, source: keySource)
-                }
-            } else {
-                masterKey = try MasterKeyFile.create(in: directory, vaultPath: path, source: keySource)
-            }
-            let classKeys = try ClassKeys(master: masterKey)
-            if keySource.keyFile == nil, keySource.passphrase != nil {
-                try MasterKeyFile.writeAlwaysKey(classKeys, in: directory, vaultPath: path)
-            }
-            // Only made here; `open` below opens them again for the store (discarding these descriptors
-            // leaked two per create, which kept a file system busy: the power-loss harness found it).
-            let lockFile = try ensureLockFile(in: directory, path: path)
-            // A new vault's lock file says "idle", or its first writer would take the empty mark for a
-            // death. Only here: no writer can hold a vault whose VAULT marker is not written yet.
-            if (try? lockFile.status().size) == 0 { WriterMark.idle.write(to: lockFile) }
-            try? lockFile.close()
-            let groups = try ensureGroupsDirectory(in: directory, path: path)
-            try? groups.close()
-            let marker = try VaultMarker.random()
-            let encoded = try marker.encoded(key: classKeys.always)
-            do {
-                try encoded.withStoreBytes { bytes throws(StoreError) in
-                    try AtomicFile.createExclusively(
-                        VaultMarker.fileName, contents: bytes, in: directory, directoryPath: path,
-                        permissions: .ownerReadWrite)
-                }
-            } catch  where error.errno == .fileExists {
-                throw StoreError(
-                    .vaultAlreadyExists, "a vault was created at \(path) by another init at the same time",
-                    path: path)
-            }
-            return try assemble(path: path, directory: directory, markerBytes: encoded, classKeys: classKeys)
+        let created: VaultStore?
+        do {
+            created = try build(in: directory, path: path, keySource: keySource, openingExisting: openingExisting)
         } catch {
             try? directory.close()
             throw error
+        }
+        if let created { return created }
+        // Another process made the vault first: open what it made.
+        try? directory.close()
+        return try open(at: path, keySource: keySource)
+    }
+
+    /// Builds the vault in `directory` under the lock on `.lock`; nil when a vault is there already
+    /// and `openingExisting` says to open it instead. Takes ownership of `directory` only on success.
+    private static func build(
+        in directory: FileDescriptor, path: String, keySource: KeySource, openingExisting: Bool
+    ) throws(StoreError) -> VaultStore? {
+        // The lock file comes first: creators hold it while they build the vault, so one that finds a
+        // master.key without a marker while holding the lock knows that its creator died.
+        let lockFile = try ensureLockFile(in: directory, path: path)
+        defer { try? lockFile.close() }
+        do {
+            try lockFile.lock(.exclusive)
+        } catch {
+            throw StoreError.system(error, "lock", path: path + "/" + lockFileName)
+        }
+        defer { try? lockFile.unlock() }
+        if try exists(VaultMarker.fileName, in: directory, path: path) {
+            guard openingExisting else {
+                throw StoreError(
+                    .vaultAlreadyExists, "a vault already exists at \(path); nothing was changed", path: path)
+            }
+            return nil
+        }
+        // A new vault's lock file says "idle", or its first writer would take the empty mark for a death.
+        // Only here: no writer can hold a vault whose VAULT marker is not written yet.
+        if (try? lockFile.status().size) == 0 { WriterMark.idle.write(to: lockFile) }
+        let masterKey: SecureBytes
+        if keySource.keyFile == nil, try exists(MasterKeyFile.fileName, in: directory, path: path) {
+            // A previous init stopped before its marker: finish it with the key it left.
+            switch try MasterKeyFile.read(in: directory, vaultPath: path, source: keySource) {
+            case .key(let key): masterKey = key
+            case .wrapped(let bytes, let keyPath):
+                masterKey = try MasterKeyFile.unwrap(bytes, path: keyPath, vaultPath: path, source: keySource)
+            }
+        } else {
+            masterKey = try MasterKeyFile.create(in: directory, vaultPath: path, source: keySource)
+        }
+        let classKeys = try ClassKeys(master: masterKey)
+        if keySource.keyFile == nil, keySource.passphrase != nil {
+            try MasterKeyFile.writeAlwaysKey(classKeys, in: directory, vaultPath: path)
+        }
+        let groups = try ensureGroupsDirectory(in: directory, path: path)
+        try? groups.close()
+        let marker = try VaultMarker.random()
+        let encoded = try marker.encoded(key: classKeys.always)
+        try encoded.withStoreBytes { bytes throws(StoreError) in
+            try AtomicFile.createExclusively(
+                VaultMarker.fileName, contents: bytes, in: directory, directoryPath: path,
+                permissions: .ownerReadWrite)
+        }
+        return try assemble(path: path, directory: directory, markerBytes: encoded, classKeys: classKeys)
+    }
+
+    /// The marker's bytes, or nil when there is no marker.
+    private static func readMarker(in directory: FileDescriptor, path markerPath: String) throws(StoreError)
+        -> [UInt8]?
+    {
+        do {
+            return try VaultDirectory.readSmallFile(VaultMarker.fileName, in: directory, path: markerPath, limit: 4096)
+        } catch  where error.errno == .noSuchFileOrDirectory {
+            return nil
+        }
+    }
+
+    /// Waits until no init holds the lock on `.lock` (an init in progress holds it until its marker is
+    /// written); nothing to wait for when there is no lock file.
+    private static func waitForInit(directory: FileDescriptor, path: String) throws(StoreError) {
+        let lockPath = path + "/" + lockFileName
+        let lockFile: FileDescriptor
+        do {
+            lockFile = try directory.openAt(lockFileName, [.readWrite, .nonBlocking])
+        } catch {
+            if error == .noSuchFileOrDirectory { return }
+            throw StoreError.system(error, "open the lock file", path: lockPath)
+        }
+        defer { try? lockFile.close() }
+        do {
+            try lockFile.lock(.exclusive)
+            try lockFile.unlock()
+        } catch {
+            throw StoreError.system(error, "lock", path: lockPath)
         }
     }
 
@@ -123,13 +193,15 @@ public final class VaultStore: Sendable {
     public static func open(at path: String, keySource: KeySource = KeySource()) throws(StoreError) -> VaultStore {
         let directory = try VaultDirectory.open(path, creating: false)
         do throws(StoreError) {
-            try finishInterruptedRekey(directory: directory, path: path)
+            try finishInterruptedRekey(directory: directory, path: path, keySource: keySource)
             let markerPath = path + "/" + VaultMarker.fileName
-            let markerBytes: [UInt8]
-            do {
-                markerBytes = try VaultDirectory.readSmallFile(
-                    VaultMarker.fileName, in: directory, path: markerPath, limit: 4096)
-            } catch  where error.errno == .noSuchFileOrDirectory {
+            var found = try readMarker(in: directory, path: markerPath)
+            if found == nil {
+                // An init may be running: it holds the lock until its marker is written.
+                try waitForInit(directory: directory, path: path)
+                found = try readMarker(in: directory, path: markerPath)
+            }
+            guard let markerBytes = found else {
                 if (try? directory.statusAt(MasterKeyFile.fileName)) != nil {
                     throw StoreError(
                         .vaultNotFound,
@@ -260,11 +332,14 @@ public final class VaultStore: Sendable {
     static func ensureLockFile(in directory: FileDescriptor, path: String) throws(StoreError) -> FileDescriptor {
         let lockPath = path + "/" + lockFileName
         do {
-            let fd = try directory.openAt(lockFileName, [.readWrite, .create], permissions: .ownerReadWrite)
+            let fd = try directory.openAt(
+                lockFileName, [.readWrite, .create, .nonBlocking], permissions: .ownerReadWrite)
             let status = try fd.status()
             guard status.kind == .regular else {
                 try? fd.close()
-                throw StoreError(.insecureFile, "\(lockPath) is not a regular file", path: lockPath)
+                throw StoreError(
+                    .insecureFile, "\(lockPath) is \(status.kindDescription), not a regular file; vault refuses it",
+                    path: lockPath)
             }
             return fd
         } catch let error as StoreError {
@@ -279,6 +354,20 @@ public final class VaultStore: Sendable {
         -> FileDescriptor
     {
         let groupsPath = path + "/" + groupsDirectoryName
+        do {
+            return try VaultDirectory.openSubdirectory(groupsDirectoryName, in: directory, path: groupsPath)
+        } catch  where error.errno == .noSuchFileOrDirectory {
+            // A new vault, or one whose groups/ is gone. If a rekey's directories are there instead, an
+            // empty groups/ would hide every item: say so, and change nothing.
+            for name in [Rekey.oldGroups, Rekey.newGroups] where try exists(name, in: directory, path: path) {
+                throw StoreError(
+                    .integrity,
+                    "\(groupsPath) is missing but \(path)/\(name) exists, and no rekey journal says why (an interrupted "
+                        + "rekey keeps one): vault changes nothing; if the items are in \(name), rename it back to "
+                        + "\(groupsDirectoryName)",
+                    path: groupsPath)
+            }
+        }
         do {
             try directory.makeDirectoryAt(groupsDirectoryName, permissions: .ownerAll)
             try AtomicFile.syncDirectory(directory, path: path)
@@ -473,6 +562,7 @@ public final class VaultStore: Sendable {
     /// dies).
     public func withWriteLock<R>(_ body: (WriteTransaction) throws -> R) throws -> R {
         try writerMutex.withLock { _ in
+            let lockFile = try currentLockFile()
             do {
                 try lockFile.lock(.exclusive)
             } catch let error as Errno {
@@ -508,6 +598,22 @@ public final class VaultStore: Sendable {
             return try body(
                 WriteTransaction(store: self, previousWriterDied: previousWriterDied, reusesSpares: reusesSpares))
         }
+    }
+
+    /// This process's own open of `.lock`: after a fork, the child's first write opens it anew (see
+    /// `lock`), so that parent and child exclude each other like any two processes.
+    private func currentLockFile() throws(StoreError) -> FileDescriptor {
+        let pid = ProcessIdentity.processID
+        if let file = lock.withLock({ $0.processID == pid ? $0.file : nil }) { return file }
+        let reopened = try Self.ensureLockFile(in: directory, path: path)
+        let inherited = lock.withLock { lock in
+            defer { lock = (reopened, pid) }
+            return lock.file
+        }
+        // Closing the inherited copy leaves the parent's lock alone: an OFD lock lives until the last
+        // descriptor of its open file description closes, and the parent still has one.
+        try? inherited.close()
+        return reopened
     }
 
     /// Encrypts `plaintext` as item `id` of `group` and durably replaces the file. Call within

@@ -29,6 +29,11 @@ import VaultSystem
 ///                                             BYTES-long secret: prints "ok" or "error <message>"
 ///     fork-nonces COUNT                       fork; parent and child each print COUNT nonces
 ///                                             ("p HEX" / "c HEX")
+///     fork-writers PATH APP CHILDREN COUNT    open the vault and write through it, then fork CHILDREN
+///                                             children that each set COUNT values of their own key and
+///                                             of a shared one through the inherited handle while the
+///                                             parent does the same; exit 1 if any process failed
+///     protect-process                         Vault.protectProcess(), then print "core=N dumpable=N"
 ///     unsynced-writer DIR COUNT               the power-loss control: writes COUNT files by
 ///                                             write + rename without any fsync, "ack I" after each
 enum ReliabilityCommands {
@@ -47,6 +52,10 @@ enum ReliabilityCommands {
             say("before=\(before ? 1 : 0) after=\(ProcessIdentity.isDumpable ? 1 : 0)\n")
         case "memory-child":
             try memoryChild(path: arguments[1], app: arguments[2])
+        case "protect-process":
+            Vault.protectProcess()
+            let limit = (try? ProcessIdentity.coreFileLimit()).map(String.init) ?? "unknown"
+            say("core=\(limit) dumpable=\(ProcessIdentity.isDumpable ? 1 : 0)\n")
         default:
             return false
         }
@@ -56,6 +65,8 @@ enum ReliabilityCommands {
     /// Runs a subcommand on an open vault; false when `arguments` names none.
     static func run(_ arguments: [String], vault: Vault) throws -> Bool {
         switch arguments[0] {
+        case "fork-writers":
+            try forkWriters(vault: vault, children: Int(arguments[3])!, count: Int(arguments[4])!)
         case "crash-writer":
             let ops = arguments.count > 5 ? Int(arguments[5])! : Int.max
             try crashWriter(vault, writer: arguments[3], firstSequence: Int(arguments[4])!, operations: ops)
@@ -201,6 +212,39 @@ enum ReliabilityCommands {
         if pid == 0 { _exit(0) }
         var status: Int32 = 0
         waitpid(pid, &status, 0)
+    }
+
+    /// A pre-fork server's pattern: one handle, opened and used before the fork, written through by
+    /// the parent and every child at once. Each process sets "fork-<n>" to its last value and the
+    /// shared key "fork-shared" along the way; the supervisor checks every file afterwards.
+    static func forkWriters(vault: Vault, children: Int, count: Int) throws {
+        try vault.set(Data("parent-0".utf8), for: try ItemKey(service: "fork", account: "parent"))
+        func write(_ name: String) -> Bool {
+            do {
+                for i in 0..<count {
+                    try vault.set(Data("\(name)-\(i)".utf8), for: try ItemKey(service: "fork", account: name))
+                    try vault.set(Data("\(name)-\(i)".utf8), for: try ItemKey(service: "fork", account: "shared"))
+                }
+                return true
+            } catch {
+                say("\(name): \(error)\n")
+                return false
+            }
+        }
+        var pids: [pid_t] = []
+        for n in 0..<children {
+            let pid = fork()
+            guard pid >= 0 else { throw ReliabilityError("fork failed") }
+            if pid == 0 { _exit(write("child-\(n)") ? 0 : 1) }
+            pids.append(pid)
+        }
+        var failed = !write("parent")
+        for pid in pids {
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            if status != 0 { failed = true }
+        }
+        if failed { throw ReliabilityError("a writer failed") }
     }
 
     // MARK: Power-loss control
