@@ -59,6 +59,9 @@ enum MasterKeyFile {
                     + "(run `vault unlock`, or give the passphrase)",
                 path: path)
         }
+        // Before the passphrase is asked for: a damaged file, or one that asks for more Argon2id work
+        // than the ceiling, is refused without a prompt and without the work.
+        try WrappedMasterKey.check(bytes, path: path, ceiling: source.costCeiling)
         let passphrase: SecureBytes
         do {
             passphrase = try provider("passphrase for \(path)")
@@ -67,7 +70,7 @@ enum MasterKeyFile {
         } catch {
             throw StoreError(.locked, "the vault at \(vaultPath) is locked: no passphrase (\(error))", path: path)
         }
-        return try WrappedMasterKey.unwrap(bytes, passphrase: passphrase, path: path)
+        return try WrappedMasterKey.unwrap(bytes, passphrase: passphrase, path: path, ceiling: source.costCeiling)
     }
 
     /// The `always` class key of a passphrase vault, kept plainly so that `Always` items can be read
@@ -93,13 +96,15 @@ enum MasterKeyFile {
         try KeyDerivation.keyedHash([], key: key, domain: checkDomain, outputByteCount: 16)
     }
 
-    static func loadAlwaysKey(in directory: FileDescriptor, vaultPath: String) throws(StoreError) -> AlwaysKeyFile? {
+    static func loadAlwaysKey(in directory: FileDescriptor, vaultPath: String, name: String = alwaysKeyFileName)
+        throws(StoreError) -> AlwaysKeyFile?
+    {
         protectProcess()
-        let path = vaultPath + "/" + alwaysKeyFileName
+        let path = vaultPath + "/" + name
         let contents: SecureBytes
         do {
             contents = try read(
-                alwaysKeyFileName, in: directory, path: path, ownerMayBeRoot: false,
+                name, in: directory, path: path, ownerMayBeRoot: false,
                 sizes: [Int64(alwaysKeyFileByteCount)])
         } catch  where error.errno == .noSuchFileOrDirectory {
             return nil
@@ -139,6 +144,16 @@ enum MasterKeyFile {
         }
     }
 
+    /// The key in `name` of the vault directory when that file holds it plainly (32 bytes); nil for a
+    /// wrapped key. Checked as `master.key` is.
+    static func readPlain(_ name: String, in directory: FileDescriptor, vaultPath: String) throws(StoreError)
+        -> SecureBytes?
+    {
+        protectProcess()
+        let contents = try read(name, in: directory, path: vaultPath + "/" + name, ownerMayBeRoot: false)
+        return contents.count == keyByteCount ? contents : nil
+    }
+
     /// Loads an external key file: 32 raw bytes, a regular file (not a symlink), owned by the
     /// effective user or by root (systemd's credentials), not accessible to group or others.
     static func loadExternal(_ path: String) throws(StoreError) -> SecureBytes {
@@ -170,7 +185,8 @@ enum MasterKeyFile {
         try check(status, path: path, ownerMayBeRoot: ownerMayBeRoot, sizes: sizes)
         let fd: FileDescriptor
         do {
-            fd = try directory.openAt(name, .readOnly)
+            // Non-blocking: the name may have been swapped for a FIFO since the check.
+            fd = try directory.openAt(name, [.readOnly, .nonBlocking])
         } catch {
             throw StoreError.system(error, "open", path: path)
         }
@@ -218,7 +234,9 @@ enum MasterKeyFile {
                 path: path)
         default:
             throw StoreError(
-                .insecureFile, "\(path) is not a regular file; vault needs a key file there (mode 0600)", path: path)
+                .insecureFile,
+                "\(path) is \(status.kindDescription), not a regular file; vault needs a key file there (mode 0600)",
+                path: path)
         }
         let euid = ProcessIdentity.effectiveUserID
         guard status.ownerID == euid || (ownerMayBeRoot && status.ownerID == 0) else {

@@ -5,15 +5,16 @@ import VaultSystem
 /// leaving a vault that opens (with the old key or the new one) with every item.
 ///
 /// The new vault is built beside the old one, then switched in:
+/// 0. `rekey.journal` (`RekeyJournal`), authenticated under the old and the new keys;
 /// 1. `master.key.new` (and `always.key.new` for a passphrase vault) and `VAULT.new`;
 /// 2. `groups.new/`: every item decrypted with the old keys and written under the new ones (new item
 ///    ids, since ids are keyed too), made durable with one `syncfs`;
 /// 3. the commit point: `groups` is renamed `groups.old`;
 /// 4. `groups.new` → `groups`, `VAULT.new` → `VAULT`, `master.key.new` → `master.key`,
-///    `always.key.new` → `always.key`; then `groups.old` is removed.
-/// A vault found with `groups.old` is rolled forward (the remaining renames); one found with
-/// `master.key.new` but no `groups.old` is rolled back (the new files removed). Both happen under the
-/// write lock, before the vault is opened (`VaultStore.finishInterruptedRekey`).
+///    `always.key.new` → `always.key`; then `groups.old` and the journal are removed.
+/// A vault found with an authentic journal is rolled forward when `groups.old` exists (the remaining
+/// renames), else rolled back (the new files removed). Both happen under the write lock, before the
+/// vault is opened (`VaultStore.finishInterruptedRekey`); without an authentic journal nothing is done.
 enum Rekey {
     static let newSuffix = ".new"
     static let oldGroups = VaultStore.groupsDirectoryName + ".old"
@@ -124,6 +125,12 @@ extension VaultStore {
         try withWriteLock { tx in
             let newMaster = try SecureBytes.random(count: MasterKeyFile.keyByteCount)
             let newKeys = try ClassKeys(master: newMaster)
+            // 0. The journal, authenticated under the old and the new keys: recovery acts on it alone.
+            let journal = try RekeyJournal(vaultID: vaultID).encoded(
+                oldAlways: classKeys.always, newAlways: newKeys.always)
+            try journal.withStoreBytes { bytes throws(StoreError) in
+                try AtomicFile.replace(RekeyJournal.fileName, contents: bytes, in: directory, directoryPath: path)
+            }
             // 1. The new key files and marker, beside the old ones.
             try MasterKeyFile.rewrite(
                 newMaster, passphrase: newPassphrase, limits: limits, in: directory, vaultPath: path,
@@ -137,7 +144,16 @@ extension VaultStore {
                 try AtomicFile.replace(
                     VaultMarker.fileName + Rekey.newSuffix, contents: bytes, in: directory, directoryPath: path)
             }
-            // 2. Every item under the new keys.
+            // 2. Every item under the new keys. A groups.new left by an earlier attempt goes first, unless it
+            // is the directory this store reads its items from (renamed there by someone else).
+            if let stale = try? directory.statusAt(Rekey.newGroups), let current = try? groupsDirectory.status(),
+                stale.inode == current.inode, stale.device == current.device
+            {
+                throw StoreError(
+                    .integrity,
+                    "\(path)/\(Rekey.newGroups) is the vault's own groups directory (renamed?); rekey changes nothing",
+                    path: path + "/" + Rekey.newGroups)
+            }
             try? VaultDirectory.removeTree(Rekey.newGroups, in: directory, path: path)
             do {
                 try directory.makeDirectoryAt(Rekey.newGroups, permissions: .ownerAll)
@@ -193,20 +209,18 @@ extension VaultStore {
         }
         try AtomicFile.syncDirectory(directory, path: path)
         try VaultDirectory.removeTree(Rekey.oldGroups, in: directory, path: path)
+        _ = try AtomicFile.remove(RekeyJournal.fileName, in: directory, directoryPath: path)
         try AtomicFile.syncDirectory(directory, path: path)
     }
 
-    /// Rolls an interrupted rekey forward or back, under the vault's lock; nothing to do (one stat) in
-    /// the common case.
-    static func finishInterruptedRekey(directory: FileDescriptor, path: String) throws(StoreError) {
-        func pending() throws(StoreError) -> Bool {
-            for name in [Rekey.oldGroups, MasterKeyFile.fileName + Rekey.newSuffix, Rekey.newGroups]
-            where try exists(name, in: directory, path: path) {
-                return true
-            }
-            return false
-        }
-        guard try pending() else { return }
+    /// Rolls an interrupted rekey forward or back, under the vault's lock, as its journal says; nothing
+    /// to do (one stat) in the common case. Only an authentic journal (its tag verifies under a key
+    /// file present) is acted on: the names `groups.old` or `master.key.new` alone are no instruction,
+    /// and without a journal nothing is renamed or removed (an open then reports what it finds).
+    static func finishInterruptedRekey(directory: FileDescriptor, path: String, keySource: KeySource)
+        throws(StoreError)
+    {
+        guard try exists(RekeyJournal.fileName, in: directory, path: path) else { return }
         let lockFile = try ensureLockFile(in: directory, path: path)
         defer { try? lockFile.close() }
         do {
@@ -215,15 +229,40 @@ extension VaultStore {
             throw StoreError.system(error, "lock", path: path + "/" + lockFileName)
         }
         defer { try? lockFile.unlock() }
-        guard try pending() else { return }  // another process finished it meanwhile
+        let journalPath = path + "/" + RekeyJournal.fileName
+        let journal: [UInt8]
+        do {
+            journal = try VaultDirectory.readSmallFile(
+                RekeyJournal.fileName, in: directory, path: journalPath, limit: RekeyJournal.byteCount)
+        } catch  where error.errno == .noSuchFileOrDirectory {
+            return  // another process finished it meanwhile
+        }
+        let keys = RekeyJournal.availableAlwaysKeys(in: directory, vaultPath: path, source: keySource)
+        guard RekeyJournal.isAuthentic(journal, under: keys) else {
+            throw StoreError(
+                .integrity,
+                "\(journalPath) does not verify under any key file of the vault at \(path): vault will not act on "
+                    + "an interrupted rekey it cannot authenticate (nothing was renamed or removed); restore the "
+                    + "vault from a backup, or inspect its files",
+                path: journalPath)
+        }
         if try exists(Rekey.oldGroups, in: directory, path: path) {
             try rollForward(directory: directory, path: path)
             return
         }
+        // Before the commit point: master.key is still the old key (it verified the journal or the new
+        // one did; the old files are all in place), so the new files go.
+        guard try exists(MasterKeyFile.fileName, in: directory, path: path) || keySource.keyFile != nil else {
+            throw StoreError(
+                .integrity,
+                "the vault at \(path) has a rekey journal but neither groups.old nor master.key: refusing to remove "
+                    + "master.key.new, the only key left",
+                path: journalPath)
+        }
         try VaultDirectory.removeTree(Rekey.newGroups, in: directory, path: path)
         for name in [
             VaultMarker.fileName + Rekey.newSuffix, MasterKeyFile.fileName + Rekey.newSuffix,
-            MasterKeyFile.alwaysKeyFileName + Rekey.newSuffix,
+            MasterKeyFile.alwaysKeyFileName + Rekey.newSuffix, RekeyJournal.fileName,
         ] {
             _ = try AtomicFile.remove(name, in: directory, directoryPath: path)
         }
