@@ -84,13 +84,26 @@ extension Vault {
         return ExportReport(exported: items.count, leftOut: leftOut)
     }
 
+    /// Checks the backup at `path` without its passphrase and without reading it whole (a regular file
+    /// of a plausible size, the backup's magic, a version this build reads, an Argon2id cost within
+    /// `costCeiling`): what to run before asking for the passphrase.
+    public static func inspectBackup(at path: String, costCeiling: PassphraseKeyDerivation.Limits = .sensitive)
+        throws(VaultError)
+    {
+        try translatingStoreErrors { try BackupFile.inspect(at: path, ceiling: costCeiling) }
+    }
+
     /// Adds the items of the backup at `path` to this vault with their attributes, dates and persistent
     /// references. An item whose primary key exists is reported as a duplicate and left alone, unless
     /// `replace` is set.
-    public func importBackup(from path: String, passphrase: SecureBytes, replace: Bool = false) throws(VaultError)
-        -> ImportReport
-    {
-        let plaintext = try translatingStoreErrors { try BackupFile.read(from: path, passphrase: passphrase) }
+    /// A backup that asks for more Argon2id work than `costCeiling` is refused before any work.
+    public func importBackup(
+        from path: String, passphrase: SecureBytes, replace: Bool = false,
+        costCeiling: PassphraseKeyDerivation.Limits = .sensitive
+    ) throws(VaultError) -> ImportReport {
+        let plaintext = try translatingStoreErrors {
+            try BackupFile.read(from: path, passphrase: passphrase, ceiling: costCeiling)
+        }
         let bundle: BackupBundle
         do {
             var bytes = plaintext.withUnsafeBytes { [UInt8]($0) }

@@ -21,11 +21,19 @@ public enum PassphraseKeyDerivation {
         public static let moderate = Limits(operations: 3, memoryBytes: 256 << 20)
         /// libsodium's "interactive" preset (2 passes, 64 MiB).
         public static let interactive = Limits(operations: 2, memoryBytes: 64 << 20)
+        /// libsodium's "sensitive" preset (4 passes, 1 GiB): the default ceiling of what a file may ask
+        /// for when it is opened (`fits(within:)`).
+        public static let sensitive = Limits(operations: 4, memoryBytes: 1 << 30)
         /// The smallest limits libsodium accepts (1 pass, 8 KiB): for tests only.
         public static let minimum = Limits(operations: 1, memoryBytes: 8192)
 
         /// The largest limits accepted from a file (so a tampered header cannot ask for a terabyte).
         public static let maximum = Limits(operations: 64, memoryBytes: 4 << 30)
+
+        /// Whether neither the passes nor the memory exceed `ceiling`'s.
+        public func fits(within ceiling: Limits) -> Bool {
+            operations <= ceiling.operations && memoryBytes <= ceiling.memoryBytes
+        }
 
         /// Whether libsodium accepts these limits and they are within `maximum`.
         public var isValid: Bool {

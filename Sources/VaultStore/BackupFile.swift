@@ -32,17 +32,38 @@ public enum BackupFile {
         }
     }
 
-    /// Reads the backup at `path` and opens it with `passphrase`.
-    public static func read(from path: String, passphrase: SecureBytes) throws(StoreError) -> SecureBytes {
+    /// Checks the backup at `path` without its passphrase and without reading it whole: a regular
+    /// file of a plausible size whose header has the backup's magic, a version this build reads, and
+    /// an Argon2id cost within `ceiling`. Run before asking for the passphrase.
+    public static func inspect(at path: String, ceiling: PassphraseKeyDerivation.Limits = .sensitive)
+        throws(StoreError)
+    {
         let (directoryPath, name) = VaultDirectory.split(path)
-        let directory: FileDescriptor
+        let directory = try openDirectory(directoryPath, of: path)
+        defer { try? directory.close() }
+        let header = try VaultDirectory.readSmallFilePrefix(
+            name, in: directory, path: path, prefix: PassphraseEnvelope.headerByteCount,
+            minimumSize: PassphraseEnvelope.overheadByteCount, limit: maximumByteCount)
+        try envelope.checkHeader(header, path: path, ceiling: ceiling)
+    }
+
+    /// Reads the backup at `path` and opens it with `passphrase`, after `inspect`'s checks.
+    public static func read(
+        from path: String, passphrase: SecureBytes, ceiling: PassphraseKeyDerivation.Limits = .sensitive
+    ) throws(StoreError) -> SecureBytes {
+        try inspect(at: path, ceiling: ceiling)
+        let (directoryPath, name) = VaultDirectory.split(path)
+        let directory = try openDirectory(directoryPath, of: path)
+        defer { try? directory.close() }
+        let bytes = try VaultDirectory.readSmallFile(name, in: directory, path: path, limit: maximumByteCount)
+        return try envelope.open(bytes, passphrase: passphrase, path: path, ceiling: ceiling)
+    }
+
+    private static func openDirectory(_ directoryPath: String, of path: String) throws(StoreError) -> FileDescriptor {
         do {
-            directory = try FileDescriptor.currentWorkingDirectory.openDirectoryAt(directoryPath)
+            return try FileDescriptor.currentWorkingDirectory.openDirectoryAt(directoryPath)
         } catch {
             throw StoreError.system(error, "open the directory of", path: path)
         }
-        defer { try? directory.close() }
-        let bytes = try VaultDirectory.readSmallFile(name, in: directory, path: path, limit: maximumByteCount)
-        return try envelope.open(bytes, passphrase: passphrase, path: path)
     }
 }

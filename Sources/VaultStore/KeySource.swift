@@ -18,6 +18,9 @@ public struct KeySource: Sendable {
     public var limits: PassphraseKeyDerivation.Limits
     /// Whether a key cached in the kernel keyring by `vault unlock` may be used (the default).
     public var usesUnlockCache = true
+    /// The most Argon2id work a wrapped `master.key` may ask for when it is opened (default: libsodium's
+    /// `sensitive` preset, 4 passes over 1 GiB); a file asking for more is refused before any work.
+    public var costCeiling: PassphraseKeyDerivation.Limits = .sensitive
 
     /// A key source; with no arguments, the vault's own plain `master.key`.
     public init(

@@ -45,7 +45,44 @@ struct PassphraseEnvelope {
         }
     }
 
-    func open(_ bytes: [UInt8], passphrase: SecureBytes, path: String) throws(StoreError) -> SecureBytes {
+    /// Checks what can be checked without the passphrase: magic, version, algorithms, and that the
+    /// Argon2id cost it asks for is valid and within `ceiling` (a file that asks for 4 GiB and a
+    /// minute per open is refused before any work). Needs the header only: `bytes` may be a prefix.
+    func checkHeader(_ bytes: [UInt8], path: String, ceiling: PassphraseKeyDerivation.Limits) throws(StoreError) {
+        guard bytes.count >= Self.headerByteCount, isSealed(bytes) else {
+            throw StoreError(.integrity, "\(path) is not \(what) (bad magic or too short)", path: path)
+        }
+        guard bytes[4] == 1 else {
+            throw StoreError(
+                .unsupportedFormat, "\(path) has version \(bytes[4]); this build reads version 1", path: path)
+        }
+        guard bytes[5] == 1, bytes[6] == 1, bytes[7] == 0 else {
+            throw StoreError(.unsupportedFormat, "\(path) names an unknown key derivation or cipher", path: path)
+        }
+        let limits = Self.limits(bytes)
+        guard limits.isValid else {
+            throw StoreError(.integrity, "\(path) asks for Argon2id limits outside what vault accepts", path: path)
+        }
+        guard limits.fits(within: ceiling) else {
+            throw StoreError(
+                .invalidName,
+                "\(path) asks for an Argon2id cost of \(limits.operations) passes over \(limits.memoryBytes >> 20) MiB, "
+                    + "more than the ceiling of \(ceiling.operations) passes over \(ceiling.memoryBytes >> 20) MiB; "
+                    + "refused before any work (raise the ceiling only for a file you made yourself)",
+                path: path)
+        }
+    }
+
+    static func limits(_ bytes: [UInt8]) -> PassphraseKeyDerivation.Limits {
+        PassphraseKeyDerivation.Limits(operations: integer(bytes[8..<12]), memoryBytes: integer(bytes[12..<20]))
+    }
+
+    /// Checks everything but the passphrase: magic, size, checksum (damage is reported as damage),
+    /// then the header (`checkHeader`). Returns the body without the checksum.
+    @discardableResult
+    func check(_ bytes: [UInt8], path: String, ceiling: PassphraseKeyDerivation.Limits) throws(StoreError)
+        -> [UInt8]
+    {
         guard bytes.count >= Self.overheadByteCount, isSealed(bytes) else {
             throw StoreError(.integrity, "\(path) is not \(what) (bad magic or too short)", path: path)
         }
@@ -60,18 +97,16 @@ struct PassphraseEnvelope {
             throw StoreError(
                 .integrity, "\(path) is damaged (its checksum does not match); restore it from a backup", path: path)
         }
-        guard bytes[4] == 1 else {
-            throw StoreError(
-                .unsupportedFormat, "\(path) has version \(bytes[4]); this build reads version 1", path: path)
-        }
-        guard bytes[5] == 1, bytes[6] == 1, bytes[7] == 0 else {
-            throw StoreError(.unsupportedFormat, "\(path) names an unknown key derivation or cipher", path: path)
-        }
-        let limits = PassphraseKeyDerivation.Limits(
-            operations: Self.integer(bytes[8..<12]), memoryBytes: Self.integer(bytes[12..<20]))
-        guard limits.isValid else {
-            throw StoreError(.integrity, "\(path) asks for Argon2id limits outside what vault accepts", path: path)
-        }
+        try checkHeader(bytes, path: path, ceiling: ceiling)
+        return body
+    }
+
+    func open(
+        _ bytes: [UInt8], passphrase: SecureBytes, path: String,
+        ceiling: PassphraseKeyDerivation.Limits = .sensitive
+    ) throws(StoreError) -> SecureBytes {
+        let body = try check(bytes, path: path, ceiling: ceiling)
+        let limits = Self.limits(bytes)
         let header = Array(bytes[0..<Self.headerByteCount])
         let salt = Array(bytes[20..<36])
         let nonce = Array(bytes[36..<60])

@@ -38,38 +38,107 @@ enum VaultDirectory {
         return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
     }
 
-    /// Opens the vault directory after checking that it is a real directory that only its owner can
-    /// write.
-    static func open(_ path: String, creating: Bool) throws(StoreError) -> FileDescriptor {
+    /// `path` without trailing "/" and "/." components, which would make the kernel follow a symlink
+    /// in the last component that `O_NOFOLLOW` and `AT_SYMLINK_NOFOLLOW` exist to refuse.
+    static func withoutTrailingSeparators(_ path: String) -> String {
+        var result = Substring(path)
+        while result.count > 1 {
+            if result.hasSuffix("/") {
+                result = result.dropLast()
+            } else if result.hasSuffix("/.") {
+                result = result.dropLast(2)
+                if result.isEmpty { result = "/" }
+            } else {
+                break
+            }
+        }
+        return String(result)
+    }
+
+    /// Opens the vault directory after checking that it is a real directory (not a symlink, whatever
+    /// trailing "/" or "/." it is named with) that belongs to the effective user (or root) and that
+    /// only its owner can write, and that no parent lets another user replace it (`checkParents`).
+    static func open(_ given: String, creating: Bool) throws(StoreError) -> FileDescriptor {
+        let path = withoutTrailingSeparators(given)
         let status: FileStatus
         do {
             status = try FileDescriptor.currentWorkingDirectory.statusAt(path)
         } catch {
             if error == .noSuchFileOrDirectory {
                 throw StoreError(
-                    .vaultNotFound, "no vault at \(path) (the directory does not exist); create one with `vault init`",
-                    path: path, cause: error)
+                    .vaultNotFound, "no vault at \(given) (the directory does not exist); create one with `vault init`",
+                    path: given, cause: error)
             }
-            throw StoreError.system(error, "inspect", path: path)
+            throw StoreError.system(error, "inspect", path: given)
         }
-        try checkDirectory(status, path: path, what: "vault directory")
+        try checkDirectory(status, path: given, what: "vault directory")
+        try checkParents(of: path, given: given)
         let fd: FileDescriptor
         do {
             fd = try FileDescriptor.currentWorkingDirectory.openDirectoryAt(path)
         } catch {
-            throw StoreError.system(error, "open the vault directory", path: path)
+            if error == .tooManySymbolicLinks || error == .notDirectory {
+                throw StoreError(
+                    .insecureFile, "vault directory \(given) was replaced by a symbolic link while it was opened",
+                    path: given, cause: error)
+            }
+            throw StoreError.system(error, "open the vault directory", path: given)
         }
         do {
             let opened = try fd.status()
-            try checkDirectory(opened, path: path, what: "vault directory")
+            try checkDirectory(opened, path: given, what: "vault directory")
+            guard opened.inode == status.inode, opened.device == status.device else {
+                throw StoreError(
+                    .insecureFile, "vault directory \(given) changed while it was being opened; try again", path: given)
+            }
         } catch let error as StoreError {
             try? fd.close()
             throw error
         } catch {
             try? fd.close()
-            throw StoreError.system(error as! Errno, "inspect", path: path)
+            throw StoreError.system(error as! Errno, "inspect", path: given)
         }
         return fd
+    }
+
+    /// Walks the directories above the vault (symlinks resolved) as OpenSSH's StrictModes does: each
+    /// must belong to root or the effective user, and must not be writable by group or others unless
+    /// its sticky bit is set (as /tmp's is). Whoever can write a parent can rename the vault away and
+    /// put a directory of their own in its place.
+    static func checkParents(of path: String, given: String) throws(StoreError) {
+        let parent = split(path).directory
+        let resolved: String
+        do {
+            resolved = try FileDescriptor.resolvedPath(parent)
+        } catch {
+            throw StoreError.system(error, "resolve the parent directory of", path: given)
+        }
+        var current = resolved
+        let euid = ProcessIdentity.effectiveUserID
+        while true {
+            let status: FileStatus
+            do {
+                status = try FileDescriptor.currentWorkingDirectory.statusAt(current)
+            } catch {
+                throw StoreError.system(error, "inspect", path: current)
+            }
+            if status.ownerID != 0 && status.ownerID != euid {
+                throw StoreError(
+                    .insecureFile,
+                    "\(current), a parent of the vault \(given), belongs to uid \(status.ownerID), who could replace "
+                        + "the vault; keep the vault under directories owned by you (uid \(euid)) or root",
+                    path: current)
+            }
+            if !status.permissions.intersection(.groupOrOtherWrite).isEmpty && !status.isSticky {
+                throw StoreError(
+                    .insecureFile,
+                    "\(current), a parent of the vault \(given), is writable by group or others (mode "
+                        + "\(status.permissions)), who could replace the vault; run `chmod go-w \(current)`",
+                    path: current)
+            }
+            if current == "/" { return }
+            current = split(current).directory
+        }
     }
 
     /// Opens a directory inside the vault, refusing a symlink or anything that is not a directory.
@@ -110,6 +179,14 @@ enum VaultDirectory {
         default:
             throw StoreError(.insecureFile, "\(what) \(path) is not a directory", path: path)
         }
+        let euid = ProcessIdentity.effectiveUserID
+        guard status.ownerID == euid || status.ownerID == 0 else {
+            throw StoreError(
+                .insecureFile,
+                "\(what) \(path) belongs to uid \(status.ownerID), not to the user running vault (uid \(euid)) or "
+                    + "root; run vault as its owner",
+                path: path)
+        }
         guard status.permissions.intersection(.groupOrOtherWrite).isEmpty else {
             throw StoreError(
                 .insecureFile,
@@ -135,16 +212,48 @@ enum VaultDirectory {
         try readSmallFile(name, in: directory, path: path, limit: limit, confirming: true)
     }
 
-    private static func readSmallFile(
-        _ name: String, in directory: FileDescriptor, path: String, limit: Int, confirming: Bool
-    ) throws(StoreError) -> (contents: [UInt8], unchanged: Bool) {
+    /// The first `prefix` bytes of a regular file in `directory` whose size is `minimumSize` to
+    /// `limit` bytes: what a reader checks (magic, header) before it reads a large file whole.
+    static func readSmallFilePrefix(
+        _ name: String, in directory: FileDescriptor, path: String, prefix: Int, minimumSize: Int, limit: Int
+    ) throws(StoreError) -> [UInt8] {
+        let (fd, status) = try openRegularFile(name, in: directory, path: path)
+        defer { try? fd.close() }
+        do {
+            guard status.size >= Int64(minimumSize), status.size <= Int64(limit) else {
+                throw StoreError(
+                    .integrity,
+                    "\(path) is \(status.size) bytes, not between \(minimumSize) and \(limit): it is not what vault "
+                        + "expects there, or it is damaged",
+                    path: path)
+            }
+            var bytes = [UInt8](repeating: 0, count: prefix)
+            let n = try bytes.withUnsafeMutableBytes { buffer in
+                Result { () throws(Errno) in try fd.read(into: buffer, at: 0) }
+            }.get()
+            return Array(bytes[0..<n])
+        } catch let error as StoreError {
+            throw error
+        } catch let error as Errno {
+            throw StoreError.system(error, "read", path: path)
+        } catch {
+            throw StoreError(.io, "cannot read \(path): \(error)", path: path)
+        }
+    }
+
+    /// Opens `name` in `directory` for reading without following a link or blocking on a FIFO, and
+    /// checks that it is a regular file; each refusal names the path and what is there instead.
+    private static func openRegularFile(_ name: String, in directory: FileDescriptor, path: String)
+        throws(StoreError) -> (fd: FileDescriptor, status: FileStatus)
+    {
         let fd: FileDescriptor
         do {
+            // O_NONBLOCK: a FIFO or device planted under the name must not hang the reader.
             do {
-                fd = try directory.openAt(name, [.readOnly, .noAccessTime])
+                fd = try directory.openAt(name, [.readOnly, .noAccessTime, .nonBlocking])
             } catch  where error == .notPermitted {
                 // O_NOATIME needs ownership; a file of another user is read (and then refused) without it.
-                fd = try directory.openAt(name, .readOnly)
+                fd = try directory.openAt(name, [.readOnly, .nonBlocking])
             }
         } catch {
             if error == .tooManySymbolicLinks {
@@ -152,14 +261,35 @@ enum VaultDirectory {
                     .insecureFile, "\(path) is a symbolic link; vault refuses links inside the vault", path: path,
                     cause: error)
             }
+            if error == .noSuchDeviceOrAddress {
+                // What opening a socket (or a device without a driver) gives.
+                throw StoreError(
+                    .insecureFile, "\(path) is not a regular file (a socket or device); vault refuses it", path: path,
+                    cause: error)
+            }
             throw StoreError.system(error, "open", path: path)
         }
+        let status: FileStatus
+        do {
+            status = try fd.status()
+        } catch {
+            try? fd.close()
+            throw StoreError.system(error, "inspect", path: path)
+        }
+        guard status.kind == .regular else {
+            try? fd.close()
+            throw StoreError(
+                .insecureFile, "\(path) is \(status.kindDescription), not a regular file; vault refuses it", path: path)
+        }
+        return (fd, status)
+    }
+
+    private static func readSmallFile(
+        _ name: String, in directory: FileDescriptor, path: String, limit: Int, confirming: Bool
+    ) throws(StoreError) -> (contents: [UInt8], unchanged: Bool) {
+        let (fd, status) = try openRegularFile(name, in: directory, path: path)
         defer { try? fd.close() }
         do {
-            let status = try fd.status()
-            guard status.kind == .regular else {
-                throw StoreError(.insecureFile, "\(path) is not a regular file", path: path)
-            }
             guard status.size <= Int64(limit) else {
                 throw StoreError(
                     .integrity, "\(path) is \(status.size) bytes, more than the \(limit) allowed; it is damaged",

@@ -17,13 +17,21 @@ enum WrappedMasterKey {
         }
     }
 
-    static func unwrap(_ bytes: [UInt8], passphrase: SecureBytes, path: String) throws(StoreError) -> SecureBytes {
+    /// Checks a wrapped key without its passphrase (size, checksum, header, cost within `ceiling`).
+    static func check(_ bytes: [UInt8], path: String, ceiling: PassphraseKeyDerivation.Limits) throws(StoreError) {
         guard bytes.count == byteCount else {
             throw StoreError(
                 .integrity, "\(path) is \(bytes.count) bytes; a passphrase-wrapped key file is \(byteCount)",
                 path: path)
         }
-        let key = try envelope.open(bytes, passphrase: passphrase, path: path)
+        try envelope.check(bytes, path: path, ceiling: ceiling)
+    }
+
+    static func unwrap(
+        _ bytes: [UInt8], passphrase: SecureBytes, path: String, ceiling: PassphraseKeyDerivation.Limits = .sensitive
+    ) throws(StoreError) -> SecureBytes {
+        try check(bytes, path: path, ceiling: ceiling)
+        let key = try envelope.open(bytes, passphrase: passphrase, path: path, ceiling: ceiling)
         guard key.count == MasterKeyFile.keyByteCount else {
             throw StoreError(.integrity, "\(path) does not hold a 32-byte key", path: path)
         }

@@ -64,6 +64,11 @@ public struct ImportCommand: Sendable, Hashable {
 
     func run(in context: Context) throws(CLIError) {
         let vault = try context.openVault()
+        do {
+            try Vault.inspectBackup(at: path)
+        } catch {
+            throw CLIError(ExitCode(error.status), path, error.message)
+        }
         let passphrase = try context.passphrase("passphrase for the backup \(path)", subject: path)
         let report = try context.attempt(vault, path) { () throws(VaultError) in
             try vault.importBackup(from: path, passphrase: passphrase, replace: replace)
