@@ -10,7 +10,8 @@ import VaultSystem
 final class PassphraseSource: Sendable {
     let descriptor: FileDescriptor?
     let errors: FileDescriptor
-    private let lines = Mutex<[[UInt8]]?>(nil)
+    /// Serialises reads of the descriptor: one passphrase a line, in order.
+    private let lines = Mutex(())
 
     /// The longest passphrase accepted, in bytes.
     static let maximumLength = 4096
@@ -64,24 +65,23 @@ final class PassphraseSource: Sendable {
         return line
     }
 
+    /// The next line of `descriptor`, read up to its newline and no further: a pipe that its writer
+    /// keeps open (a script that writes one passphrase and then waits) must not hang the command.
     private func next(from descriptor: FileDescriptor) throws -> SecureBytes {
-        try lines.withLock { lines in
-            if lines == nil {
-                var all: [UInt8]
-                do {
-                    all = try descriptor.readAll(limit: 4 * Self.maximumLength)
-                } catch {
-                    throw StoreError(
-                        .io, "cannot read passphrases from file descriptor \(descriptor.rawValue): \(error)")
-                }
-                defer { all.wipeBytes() }
-                lines = all.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map(Array.init)
+        try lines.withLock { _ in
+            var line: [UInt8]?
+            do {
+                line = try descriptor.readLine(limit: Self.maximumLength)
+            } catch {
+                throw StoreError(
+                    .io,
+                    "cannot read a passphrase from file descriptor \(descriptor.rawValue): \(error) (at most "
+                        + "\(Self.maximumLength) bytes a line)")
             }
-            guard var line = lines!.first else {
+            guard var line else {
                 throw StoreError(
                     .locked, "file descriptor \(descriptor.rawValue) gave no (more) passphrases; one per line is read")
             }
-            lines!.removeFirst()
             return try SecureBytes(consuming: &line)
         }
     }

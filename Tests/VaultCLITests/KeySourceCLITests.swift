@@ -6,9 +6,7 @@ import Testing
     /// Runs `vault` through bash so that a second file descriptor can carry the passphrases while
     /// standard input carries the secret.
     func shell(_ scratch: Scratch, _ command: String, environment: [String: String] = [:]) throws -> RunResult {
-        try runVault(
-            ["-c", command], input: Data(), environment: scratch.environment.merging(environment) { $1 },
-            scratch: scratch.root, executable: URL(fileURLWithPath: "/bin/bash"))
+        try scratch.shell(command, environment: environment)
     }
 
     @Test func aPassphraseProtectedVaultFromInitToPasswd() throws {

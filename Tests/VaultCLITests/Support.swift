@@ -51,6 +51,15 @@ struct Scratch {
             environment: environment.merging(extra) { $1 }, scratch: root)
     }
 
+    /// Runs `command` with bash (so that it can close, open and redirect descriptors around `vault`),
+    /// with `V` the vault binary and `D` this vault's directory in its environment.
+    func shell(_ command: String, environment extra: [String: String] = [:]) throws -> RunResult {
+        try runVault(
+            ["-c", command], input: Data(),
+            environment: environment.merging(["V": vaultExecutable.path, "D": vault]) { $1 }.merging(extra) { $1 },
+            scratch: root, executable: URL(fileURLWithPath: "/bin/bash"))
+    }
+
     /// A fresh vault.
     static func initialized() throws -> Scratch {
         let scratch = try Scratch()

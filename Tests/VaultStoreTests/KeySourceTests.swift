@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import VaultCrypto
 import VaultSystem
@@ -88,6 +89,36 @@ func passphrase(_ text: String) -> KeySource {
             _ = try WrappedMasterKey.unwrap(bytes, passphrase: secure("pw"), path: "master.key")
         }
         #expect(error?.code == .wrongPassphrase)
+    }
+
+    /// Before: a key file whose header asked for 2 GiB of Argon2id memory took that memory (and its
+    /// time) at every open, and only then failed.
+    @Test func aKeyFileAskingForMoreThanTheCeilingIsRefusedBeforeAnyWork() throws {
+        let vault = try TestVault()
+        defer { vault.remove() }
+        _ = try VaultStore.create(at: vault.path, keySource: passphrase("pw"))
+        let path = vault.path + "/master.key"
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        // Memory 2 GiB (within what a file may say, above the default ceiling), checksum fixed.
+        let memory = UInt64(2) << 30
+        for i in 0..<8 { bytes[12 + i] = UInt8(truncatingIfNeeded: memory >> (8 * UInt64(7 - i))) }
+        let body = Array(bytes[0..<(bytes.count - 16)])
+        let sum = try KeyDerivation.keyedHash(
+            body, key: try SecureBytes(count: 32) { _ in }, domain: WrappedMasterKey.checksumDomain, outputByteCount: 16
+        )
+        try Data(body + sum).write(to: URL(fileURLWithPath: path))
+        let asked = Mutex(false)
+        var source = passphrase("pw")
+        source.usesUnlockCache = false
+        let inner = source.passphrase!
+        source.passphrase = { prompt in
+            asked.withLock { $0 = true }
+            return try inner(prompt)
+        }
+        let error = #expect(throws: StoreError.self) { _ = try VaultStore.open(at: vault.path, keySource: source) }
+        #expect(error?.code == .invalidName, "\(String(describing: error))")
+        #expect(error?.message.contains("ceiling") == true)
+        #expect(!asked.withLock { $0 }, "the passphrase was asked for")
     }
 
     @Test func changingThePassphraseKeepsTheKeyAndTheItems() throws {
