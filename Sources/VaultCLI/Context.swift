@@ -127,6 +127,20 @@ struct Context {
 
     /// Writes text to standard error (prompts and reports).
     func writeError(_ text: String) {
+        writeRawError(text)
+    }
+
+    /// Names each problem on standard error as `vault: PATH: why`, then fails with `summary` and the
+    /// problems' exit status (`ExitCode(problems:)`); does nothing when there are none.
+    func report(_ problems: [ItemProblem], command: String, summary: String) throws(CLIError) {
+        guard !problems.isEmpty else { return }
+        for problem in problems {
+            writeError(CLIError(ExitCode(problem.status), problem.path, problem.reason).line)
+        }
+        throw CLIError(ExitCode(problems: problems), command, summary)
+    }
+
+    private func writeRawError(_ text: String) {
         try? errors.writeAll(Array(text.utf8))
     }
 }

@@ -38,6 +38,19 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     }
 }
 
+extension ExitCode {
+    /// The status for item files that failed: integrity when any failed authentication or decoding,
+    /// else the first one's (input/output for a file that could only not be read, access denied for
+    /// an unsafe one).
+    init(problems: [ItemProblem]) {
+        if let first = problems.first, !problems.contains(where: { $0.status == .decode }) {
+            self.init(first.status)
+        } else {
+            self = .integrity
+        }
+    }
+}
+
 /// A failure to report: one stderr line `vault: <subject>: <message>` and an exit status.
 struct CLIError: Error, Sendable {
     let code: ExitCode
