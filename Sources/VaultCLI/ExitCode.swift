@@ -86,10 +86,10 @@ struct CLIError: Error, Sendable {
         }
     }
 
-    /// The one line written to standard error; line breaks inside become spaces.
+    /// The one line written to standard error. Subject and message carry names from the command
+    /// line and the vault, so they are escaped as fields are (`Output.escape`): a name can neither
+    /// break the line nor send control sequences to the terminal.
     var line: String {
-        let text = (subject.map { "\($0): " } ?? "") + message
-        let flat = String(text.map { $0 == "\n" || $0 == "\r" ? " " : $0 })
-        return "vault: \(flat)\n"
+        "vault: " + Output.escape((subject.map { "\($0): " } ?? "") + message) + "\n"
     }
 }

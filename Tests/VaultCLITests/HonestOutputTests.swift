@@ -1,7 +1,8 @@
 import Foundation
 import Testing
 
-/// `ls`, `groups` and `check` on a vault with a damaged item file.
+/// `ls`, `groups` and `check` on a vault with a damaged item file, and user-controlled names with
+/// control characters in every kind of output.
 @Suite struct HonestOutputTests {
     /// A vault with three items, one of whose files has a flipped byte; returns the damaged file's path.
     func vaultWithOneDamagedItem() throws -> (scratch: Scratch, damaged: String) {
@@ -89,5 +90,79 @@ import Testing
             #expect(result.status == 0, "\(command)")
             #expect(result.errors.isEmpty, "\(command)")
         }
+    }
+
+    // MARK: Control characters in names
+
+    static let service = "svc\u{1B}[31mred"
+    static let account = "acc\u{9B}2J"
+    static let label = "lab\u{202E}el\u{07}"
+
+    /// Whether `bytes` hold ESC, a C1 CSI (UTF-8 C2 9B) or U+202E (UTF-8 E2 80 AE).
+    func holdsRawControls(_ bytes: Data) -> Bool {
+        let text = String(decoding: bytes, as: UTF8.self)
+        return text.unicodeScalars.contains { [0x07, 0x1B, 0x9B, 0x202E].contains($0.value) }
+    }
+
+    @Test func namesWithControlCharactersAreEscapedInListsAndExactInJSON() throws {
+        let scratch = try Scratch.initialized()
+        defer { scratch.remove() }
+        let put = try scratch.run(["put", Self.service, Self.account, "--label", Self.label], input: Data("s"))
+        #expect(put.status == 0)
+
+        let ls = try scratch.run(["ls"])
+        #expect(ls.status == 0)
+        #expect(!holdsRawControls(ls.output))
+        #expect(ls.text.hasPrefix("generic\tsvc\\x1b[31mred\tacc\\u{9b}2J\tvault\tlab\\u{202e}el\\x07\t"))
+
+        let json = try scratch.run(["ls", "--json"])
+        let items = try #require(try json.json() as? [[String: Any]])
+        #expect(items.first?["service"] as? String == Self.service)
+        #expect(items.first?["account"] as? String == Self.account)
+        #expect(items.first?["label"] as? String == Self.label)
+        let get = try #require(try scratch.run(["get", "--json", Self.service, Self.account]).json() as? [String: Any])
+        #expect(get["service"] as? String == Self.service)
+    }
+
+    @Test func namesWithControlCharactersAreEscapedInErrors() throws {
+        let scratch = try Scratch.initialized()
+        defer { scratch.remove() }
+        let missing = try scratch.run(["get", "x\u{1B}]0;title\u{07}", Self.account])
+        #expect(missing.status == 1)
+        #expect(!holdsRawControls(Data(missing.errors.utf8)))
+        #expect(
+            missing.errors
+                == "vault: service \"x\\x1b]0;title\\x07\", account \"acc\\u{9b}2J\": not found (searched group vault)\n"
+        )
+
+        let usage = try scratch.run(["frob\u{202E}"])
+        #expect(usage.status == 2)
+        #expect(usage.errors == "vault: unknown command 'frob\\u{202e}' (see 'vault --help')\n")
+
+        let export = try scratch.run(["--passphrase-fd", "0", "export", scratch.root + "/back\u{1B}up"], input: Data())
+        #expect(export.status != 0)
+        #expect(!holdsRawControls(Data(export.errors.utf8)))
+    }
+
+    @Test func namesWithControlCharactersAreEscapedInTablesAndPromptsOnATerminal() throws {
+        let scratch = try Scratch.initialized()
+        defer { scratch.remove() }
+        try scratch.run(["put", Self.service, Self.account, "--label", Self.label], input: Data("s"))
+        let session = try TerminalSession()
+        defer { session.close() }
+        let ls = try session.start(["ls"], scratch: scratch, outputToTerminal: true)
+        #expect(waitForExit(ls))
+        #expect(ls.terminationStatus == 0)
+        #expect(session.waitFor("MODIFIED\r\n"))
+        #expect(session.waitFor("generic  svc\\x1b[31mred  acc\\u{9b}2J  vault  lab\\u{202e}el\\x07  "))
+
+        let put = try session.start(["put", "new\u{1B}[2J"], scratch: scratch)
+        #expect(session.waitFor("Secret for service \"new\\x1b[2J\", account \"\": "))
+        try session.type("pw\n")
+        #expect(session.waitFor("Again: "))
+        try session.type("pw\n")
+        #expect(waitForExit(put))
+        #expect(put.terminationStatus == 0)
+        #expect(!holdsRawControls(Data(session.text.utf8)))
     }
 }

@@ -12,12 +12,12 @@ public struct GroupsCommand: Sendable, Hashable {
         details: """
             Lists every access group that is present in the vault or that the client may use: its name,
             its number of item files, and the client's access: "default" (adds go there), "yes", or "no".
-            A table on a terminal, else tab-separated lines; --json prints a JSON array. Every item file
-            of the groups present is decrypted and verified, as `vault check` does (no content is
-            shown): after the list, each file that fails (a damaged file is still counted) is named on
-            standard error as `vault: PATH: why`, and the exit status is 6 (or that of the failure when
-            no file failed authentication: 4 for an unsafe file, 7 for an input/output error). Files
-            whose class key is locked are counted, not verified.
+            A table on a terminal, else tab-separated lines (escaped as in `vault ls`); --json prints a
+            JSON array. Every item file of the groups present is decrypted and verified, as `vault check`
+            does (no content is shown): after the list, each file that fails (a damaged file is still
+            counted) is named on standard error as `vault: PATH: why`, and the exit status is 6 (or that
+            of the failure when no file failed authentication: 4 for an unsafe file, 7 for an
+            input/output error). Files whose class key is locked are counted, not verified.
             """,
         options: [.flag("json", "print a JSON array")],
         make: { parsed throws(UsageError) in

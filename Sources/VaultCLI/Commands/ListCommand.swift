@@ -17,12 +17,14 @@ public struct ListCommand: Sendable, Hashable {
             Lists the items in the client's groups (or in --group G): kind (generic or internet),
             service (for an internet password its server as PROTOCOL://HOST:PORT/PATH), account, group,
             label, creation and modification dates (ISO 8601, UTC). A table on a terminal, else one
-            tab-separated line per item with tabs, newlines and backslashes escaped as \\t, \\n, \\\\.
-            With --json, a JSON array of objects. No items is an empty list and exit status 0. An item
-            file of the groups searched that fails authentication or cannot be read (it may hold a
-            matching item) is named on standard error as `vault: PATH: why`, after the list of the
-            readable items; the exit status is then 6 (or that of the failure when no file failed
-            authentication: 4 for an unsafe file, 7 for an input/output error).
+            tab-separated line per item. In both, backslashes, tabs, newlines and carriage returns are
+            escaped as \\\\, \\t, \\n, \\r, other control characters as \\xHH (C0, DEL) or \\u{H...}
+            (C1, bidirectional controls). With --json, a JSON array of objects, exact. No items is an
+            empty list and exit status 0. An item file of the groups searched that fails authentication
+            or cannot be read (it may hold a matching item) is named on standard error as
+            `vault: PATH: why`, after the list of the readable items; the exit status is then 6 (or
+            that of the failure when no file failed authentication: 4 for an unsafe file, 7 for an
+            input/output error).
             """,
         options: [
             .value("service", "S", "only generic passwords of service S"),
