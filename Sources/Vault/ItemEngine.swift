@@ -140,6 +140,13 @@ struct ItemEngine: Sendable {
 
     // MARK: Finding
 
+    /// An item file that could not be read or failed authentication or decoding.
+    struct DamagedFile: Sendable {
+        let group: AccessGroup
+        let path: String
+        let error: VaultError
+    }
+
     /// Every item of `groups` that `query` matches (the limit is the caller's business), in a stable
     /// order: by group as listed, then creation date, then id. A damaged file is skipped in a scan, but
     /// if nothing matched and a file was damaged, the damage is the answer: "not found" is said only
@@ -152,13 +159,27 @@ struct ItemEngine: Sendable {
     func find(_ query: Query, in groups: [AccessGroup], underWriteLock: Bool = false, needsData: Bool = true)
         throws(VaultError) -> [LocatedItem]
     {
+        let found = try find(
+            query, in: groups, underWriteLock: underWriteLock, needsData: needsData, settingDamageAside: false)
+        if found.items.isEmpty, let damage = found.damaged.first { throw damage.error }
+        return found.items
+    }
+
+    /// Like `find`, but with the damaged files met on the way. `settingDamageAside`: a damaged file
+    /// named by a full primary key is set aside too (otherwise it is thrown at once, as `find` does);
+    /// the files of scans are always set aside, all of them, in group order. Locked files are handled
+    /// as in `find`: they are not damage.
+    func find(
+        _ query: Query, in groups: [AccessGroup], underWriteLock: Bool, needsData: Bool, settingDamageAside: Bool
+    ) throws(VaultError) -> (items: [LocatedItem], damaged: [DamagedFile]) {
         let lockedFilesCannotMatch = query.attributes.accessible.map { store.isAvailable($0.protectionClass) } ?? false
         if let reference = query.persistentReference {
-            guard groups.contains(reference.group) else { return [] }
+            guard groups.contains(reference.group) else { return ([], []) }
             return try findByReference(reference, query: query, lockedFilesCannotMatch: lockedFilesCannotMatch)
         }
+        var found: [LocatedItem] = []
+        var damaged: [DamagedFile] = []
         if let primaryKey = query.fullPrimaryKey {
-            var found: [LocatedItem] = []
             for group in groups {
                 let id = try itemID(group, primaryKey)
                 let record: ItemRecord?
@@ -166,58 +187,70 @@ struct ItemEngine: Sendable {
                     record = try underWriteLock ? load(group, id) : loadCurrent(group, id)
                 } catch  where error.status == .interactionNotAllowed && lockedFilesCannotMatch {
                     continue
+                } catch  where error.status != .interactionNotAllowed && settingDamageAside {
+                    damaged.append(DamagedFile(group: group, path: filePath(group, id), error: error))
+                    continue
                 }
                 if let record, query.matches(record, group: group) {
                     found.append(LocatedItem(group: group, id: id, record: record))
                 }
             }
-            return found
+            return (found, damaged)
         }
-        var found: [LocatedItem] = []
-        var damage: VaultError?
         for group in groups {
             let scanned = try scan(group, cached: !needsData) { record in query.matches(record, group: group) }
             if let locked = scanned.locked, !lockedFilesCannotMatch { throw locked }
             found += scanned.items
-            damage = damage ?? scanned.damage
+            damaged += scanned.damaged
         }
-        if found.isEmpty, let damage { throw damage }
-        return found
+        return (found, damaged)
     }
 
     private func findByReference(_ reference: PersistentReference, query: Query, lockedFilesCannotMatch: Bool)
-        throws(VaultError) -> [LocatedItem]
+        throws(VaultError) -> (items: [LocatedItem], damaged: [DamagedFile])
     {
         // Fast path: the item still has the primary key it had when the reference was made.
         do {
             if let record = try loadCurrent(reference.group, reference.itemIDHint),
                 record.persistentID == reference.persistentID
             {
-                guard query.matches(record, group: reference.group) else { return [] }
-                return [LocatedItem(group: reference.group, id: reference.itemIDHint, record: record)]
+                guard query.matches(record, group: reference.group) else { return ([], []) }
+                return ([LocatedItem(group: reference.group, id: reference.itemIDHint, record: record)], [])
             }
         } catch  where error.status == .interactionNotAllowed && !lockedFilesCannotMatch {
             throw error
         } catch {
-            // Damaged or locked-and-irrelevant: look further.
+            // Damaged or locked-and-irrelevant: look further (the scan meets a damaged file again).
         }
         let scanned = try scan(reference.group) { record in
             record.persistentID == reference.persistentID && query.matches(record, group: reference.group)
         }
         if scanned.items.isEmpty, let locked = scanned.locked, !lockedFilesCannotMatch { throw locked }
-        if scanned.items.isEmpty, let damage = scanned.damage { throw damage }
-        return scanned.items
+        return (scanned.items, scanned.damaged)
+    }
+
+    /// What `scan` found in a group.
+    struct ScanResult {
+        /// The items `include` accepted.
+        var items: [LocatedItem]
+        /// Every file that failed, but locked ones.
+        var damaged: [DamagedFile]
+        /// The first locked file's error.
+        var locked: VaultError?
+
+        /// The first damaged file's error.
+        var damage: VaultError? { damaged.first?.error }
     }
 
     /// Decrypts every item of `group` and keeps those `include` accepts. Of two files with one
     /// persistent id (a crash in the middle of a move), the higher generation wins. Files that fail are
-    /// set aside: the first damaged one and the first locked one are returned with the items.
-    func scan(_ group: AccessGroup, cached: Bool = false, include: (ItemRecord) -> Bool) throws(VaultError) -> (
-        items: [LocatedItem], damage: VaultError?, locked: VaultError?
-    ) {
+    /// set aside: every damaged one and the first locked one are returned with the items.
+    func scan(_ group: AccessGroup, cached: Bool = false, include: (ItemRecord) -> Bool) throws(VaultError)
+        -> ScanResult
+    {
         let ids = try translatingStoreErrors { try store.itemIDs(in: group.name, sorted: false) }
         var byPersistentID: [Data: LocatedItem] = [:]
-        var damage: VaultError?
+        var damaged: [DamagedFile] = []
         var locked: VaultError?
         let now = FileTimestampClock.now()
         for id in ids {
@@ -251,7 +284,7 @@ struct ItemEngine: Sendable {
                 locked = locked ?? error
                 continue
             } catch {
-                damage = damage ?? error
+                damaged.append(DamagedFile(group: group, path: filePath(group, id), error: error))
                 continue
             }
             guard include(record) else { continue }
@@ -264,7 +297,7 @@ struct ItemEngine: Sendable {
         let items = byPersistentID.values.sorted {
             ($0.record.created, $0.id) < ($1.record.created, $1.id)
         }
-        return (items, damage, locked)
+        return ScanResult(items: items, damaged: damaged, locked: locked)
     }
 
     // MARK: Writing (call under the write lock)

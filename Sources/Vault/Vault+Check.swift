@@ -26,6 +26,15 @@ public struct VerificationReport: Sendable, Hashable {
     public let problems: [ItemProblem]
 }
 
+/// What `search` found: the readable matches and the files it could not read.
+public struct SearchResult: Sendable {
+    /// The matching items, as `copyMatching` returns them (at most the query's limit); empty when none.
+    public let items: [MatchedItem]
+    /// The item files of the searched groups that failed authentication or decoding, or could not be
+    /// read, by path: any of them may hold an item that would have matched.
+    public let problems: [ItemProblem]
+}
+
 /// A group directory present in the vault.
 public struct StoredGroup: Sendable, Hashable {
     /// The group.
@@ -34,17 +43,45 @@ public struct StoredGroup: Sendable, Hashable {
     public let itemCount: Int
 }
 
+/// What `verifiedGroups()` found.
+public struct GroupVerification: Sendable, Hashable {
+    /// The groups whose directory could be listed, sorted by name, with their item counts.
+    public let groups: [StoredGroup]
+    /// The damaged or unreadable item files and the group directories that cannot be listed, in group
+    /// and file-name order; empty when all are sound.
+    public let problems: [ItemProblem]
+}
+
 extension Vault {
     /// Decrypts and decodes every item file in every group of the vault, whatever groups the client
     /// has: an integrity check that reveals no content, only which files are damaged. A file that
     /// fails is reported by path and the check goes on; only a failure to list the vault itself
-    /// throws.
+    /// throws. A file of a locked class (its class key is missing) is a problem too: it cannot be
+    /// verified.
     public func verifyAll() throws(VaultError) -> VerificationReport {
+        let checked = try verifyGroups(lockedIsProblem: true)
+        return VerificationReport(
+            groupCount: checked.groupCount, itemCount: checked.groups.map(\.itemCount).reduce(0, +),
+            problems: checked.problems)
+    }
+
+    /// The groups that have a directory in the vault, as `storedGroups` gives them, with every item
+    /// file decrypted and verified as `verifyAll` does: the damaged or unreadable ones (and group
+    /// directories that cannot be listed, which are left out of `groups`) are the problems. A file of a
+    /// locked class is counted but not verified, and is no problem.
+    public func verifiedGroups() throws(VaultError) -> GroupVerification {
+        let checked = try verifyGroups(lockedIsProblem: false)
+        return GroupVerification(groups: checked.groups, problems: checked.problems)
+    }
+
+    private func verifyGroups(lockedIsProblem: Bool) throws(VaultError) -> (
+        groupCount: Int, groups: [StoredGroup], problems: [ItemProblem]
+    ) {
         let store = engine.store
-        let groups = try translatingStoreErrors { try store.groups() }
+        let names = try translatingStoreErrors { try store.groups() }
         var problems: [ItemProblem] = []
-        var itemCount = 0
-        for name in groups {
+        var groups: [StoredGroup] = []
+        for name in names {
             let group = AccessGroup(name)
             let ids: [ItemID]
             do {
@@ -56,6 +93,7 @@ extension Vault {
                         reason: error.message))
                 continue
             }
+            var itemCount = 0
             for id in ids {
                 let path = engine.filePath(group, id)
                 do {
@@ -71,14 +109,16 @@ extension Vault {
                     }
                 } catch {
                     itemCount += 1
+                    if error.status == .interactionNotAllowed && !lockedIsProblem { continue }
                     problems.append(
                         ItemProblem(
                             path: path, group: name.rawValue, status: error.status,
                             reason: Self.reason(error.message, path: path)))
                 }
             }
+            groups.append(StoredGroup(group: group, itemCount: itemCount))
         }
-        return VerificationReport(groupCount: groups.count, itemCount: itemCount, problems: problems)
+        return (names.count, groups, problems)
     }
 
     /// The message without a leading copy of the path, which the problem carries on its own.

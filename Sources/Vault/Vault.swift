@@ -118,6 +118,26 @@ public final class Vault: Sendable {
         return found.prefix(query.limit.maximum).map { $0.matched(returning: returning) }
     }
 
+    /// Finds items as `copyMatching` does, and also says which item files it could not read: a file
+    /// that fails authentication or decoding, or cannot be read, is left out of `items` and reported
+    /// in `problems` (`copyMatching` skips it silently, and throws it only when nothing matched). No
+    /// match is an empty result, not an error. Files of a locked class are no problem: they make the
+    /// search `interactionNotAllowed`, as in `copyMatching`. For listings that must be honest about
+    /// what they could not show.
+    public func search(_ query: Query, returning: ReturnOptions = [.attributes]) throws(VaultError) -> SearchResult {
+        let groups = try searchGroups(query)
+        let found = try engine.find(
+            query, in: groups, underWriteLock: false, needsData: returning.contains(.data), settingDamageAside: true)
+        let problems = found.damaged.map {
+            ItemProblem(
+                path: $0.path, group: $0.group.rawValue, status: $0.error.status,
+                reason: Self.reason($0.error.message, path: $0.path))
+        }
+        return SearchResult(
+            items: found.items.prefix(query.limit.maximum).map { $0.matched(returning: returning) },
+            problems: problems.sorted { $0.path < $1.path })
+    }
+
     /// Updates every item that `query` matches (`SecItemUpdate`; the limit is ignored): creation date
     /// and persistent reference are kept, the modification date and generation move on. A change that
     /// would give an item the primary key of another is `duplicateItem`, and nothing changes.

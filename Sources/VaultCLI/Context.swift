@@ -74,7 +74,9 @@ struct Context {
     /// terminal.
     func keySource(limits: PassphraseKeyDerivation.Limits = .moderate) -> KeySource {
         var source = global.keyFile.map { KeySource(keyFile: $0) } ?? KeySource.fromEnvironment(environment)
-        source.passphrase = passphrases.provider
+        // The prompt names a path, which is shown on the terminal.
+        let provider = passphrases.provider
+        source.passphrase = { prompt in try provider(Output.escape(prompt)) }
         source.limits = limits
         return source
     }
@@ -82,7 +84,7 @@ struct Context {
     /// A passphrase for something other than the vault's key (a backup), from the same source.
     func passphrase(_ prompt: String, subject: String) throws(CLIError) -> SecureBytes {
         do {
-            return try passphrases.passphrase(prompt)
+            return try passphrases.passphrase(Output.escape(prompt))
         } catch let error as StoreError {
             throw CLIError(ExitCode(VaultError(error).status), subject, error.message)
         } catch {
@@ -125,8 +127,32 @@ struct Context {
         }
     }
 
-    /// Writes text to standard error (prompts and reports).
+    /// Writes a prompt or a report to standard error, escaped (`Output.escape`) but for a final line
+    /// break: the text names items and paths, which must not drive the terminal.
     func writeError(_ text: String) {
+        if text.hasSuffix("\n") {
+            writeRawError(Output.escape(String(text.dropLast())) + "\n")
+        } else {
+            writeRawError(Output.escape(text))
+        }
+    }
+
+    /// Writes an error's line to standard error.
+    func writeError(_ error: CLIError) {
+        writeRawError(error.line)
+    }
+
+    /// Names each problem on standard error as `vault: PATH: why`, then fails with `summary` and the
+    /// problems' exit status (`ExitCode(problems:)`); does nothing when there are none.
+    func report(_ problems: [ItemProblem], command: String, summary: String) throws(CLIError) {
+        guard !problems.isEmpty else { return }
+        for problem in problems {
+            writeError(CLIError(ExitCode(problem.status), problem.path, problem.reason))
+        }
+        throw CLIError(ExitCode(problems: problems), command, summary)
+    }
+
+    private func writeRawError(_ text: String) {
         try? errors.writeAll(Array(text.utf8))
     }
 }

@@ -38,6 +38,19 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     }
 }
 
+extension ExitCode {
+    /// The status for item files that failed: integrity when any failed authentication or decoding,
+    /// else the first one's (input/output for a file that could only not be read, access denied for
+    /// an unsafe one).
+    init(problems: [ItemProblem]) {
+        if let first = problems.first, !problems.contains(where: { $0.status == .decode }) {
+            self.init(first.status)
+        } else {
+            self = .integrity
+        }
+    }
+}
+
 /// A failure to report: one stderr line `vault: <subject>: <message>` and an exit status.
 struct CLIError: Error, Sendable {
     let code: ExitCode
@@ -73,10 +86,10 @@ struct CLIError: Error, Sendable {
         }
     }
 
-    /// The one line written to standard error; line breaks inside become spaces.
+    /// The one line written to standard error. Subject and message carry names from the command
+    /// line and the vault, so they are escaped as fields are (`Output.escape`): a name can neither
+    /// break the line nor send control sequences to the terminal.
     var line: String {
-        let text = (subject.map { "\($0): " } ?? "") + message
-        let flat = String(text.map { $0 == "\n" || $0 == "\r" ? " " : $0 })
-        return "vault: \(flat)\n"
+        "vault: " + Output.escape((subject.map { "\($0): " } ?? "") + message) + "\n"
     }
 }

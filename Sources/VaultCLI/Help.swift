@@ -34,7 +34,9 @@ enum Help {
               7  input/output error
               8  no vault at the path (create one with `vault init`)
 
-            Errors are one line on standard error: `vault: <what>: <why>`.
+            Errors are one line on standard error: `vault: <what>: <why>`. In errors, tables and
+            tab-separated lines, control characters of names are escaped: \\\\, \\t, \\n, \\r, \\xHH (C0,
+            DEL), \\u{H...} (C1, bidirectional controls).
             """
     }
 

@@ -4,20 +4,41 @@ import VaultArchive
 
 /// Text output: tab-separated lines for pipes, aligned tables for terminals, JSON, dates.
 enum Output {
-    /// A field for a tab-separated line: backslash, tab, newline and carriage return escaped as `\\`,
-    /// `\t`, `\n` and `\r`, so that every item stays on one line with a fixed number of fields.
-    static func escape(_ field: String) -> String {
+    /// User-controlled text (a service, account, label or group name, a path, a message naming them)
+    /// made safe for a tab-separated line, a table or an error line: it stays on one line with a fixed
+    /// number of fields, and cannot send control sequences to a terminal or reorder the text around it.
+    /// Backslash, tab, line feed and carriage return become `\\`, `\t`, `\n` and `\r`; the other C0
+    /// controls and DEL become `\xHH` (two lower-case hex digits); the C1 controls (U+0080-U+009F) and
+    /// the bidirectional controls (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) become
+    /// `\u{H...}` (the code point in lower-case hex). Every escape starts with a backslash and a literal
+    /// backslash is doubled, so the text reads back unambiguously. Everything else is kept as it is.
+    static func escape(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: needsEscape) else { return text }
         var result = ""
-        for character in field.unicodeScalars {
-            switch character {
+        result.reserveCapacity(text.utf8.count + 8)
+        for scalar in text.unicodeScalars {
+            switch scalar {
             case "\\": result += "\\\\"
             case "\t": result += "\\t"
             case "\n": result += "\\n"
             case "\r": result += "\\r"
-            default: result.unicodeScalars.append(character)
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                let hex = String(scalar.value, radix: 16)
+                result += "\\x" + (hex.count == 1 ? "0" + hex : hex)
+            case _ where needsEscape(scalar):
+                result += "\\u{" + String(scalar.value, radix: 16) + "}"
+            default: result.unicodeScalars.append(scalar)
             }
         }
         return result
+    }
+
+    private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x00...0x1F, 0x5C, 0x7F...0x9F: return true
+        case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: return true
+        default: return false
+        }
     }
 
     /// Rows as tab-separated lines.

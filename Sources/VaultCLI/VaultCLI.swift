@@ -31,7 +31,8 @@ public enum VaultCLI {
         do {
             invocation = try ArgumentParser.parse(arguments)
         } catch {
-            try? errors.writeAll(Array("vault: \(error)\n".utf8))
+            // Operands and option names are echoed in the message: the line escapes them.
+            try? errors.writeAll(Array(CLIError(.usage, nil, "\(error)").line.utf8))
             return ExitCode.usage.rawValue
         }
         let context = Context(
@@ -40,7 +41,7 @@ public enum VaultCLI {
             try execute(invocation.command, in: context)
             return ExitCode.success.rawValue
         } catch {
-            context.writeError(error.line)
+            context.writeError(error)
             return error.code.rawValue
         }
     }

@@ -76,9 +76,10 @@ public struct ImportCommand: Sendable, Hashable {
         var summary = "vault: imported \(report.imported) items from \(path)"
         if report.replaced > 0 { summary += ", replaced \(report.replaced)" }
         if !report.duplicates.isEmpty {
-            summary += "; \(report.duplicates.count) already existed and were left alone (use --replace):\n"
-            summary += report.duplicates.map { "  \($0)\n" }.joined()
-            context.writeError(summary)
+            summary += "; \(report.duplicates.count) already existed and were left alone (use --replace):"
+            // One write per line: each is escaped on its own, and a name cannot add a line.
+            context.writeError(summary + "\n")
+            for duplicate in report.duplicates { context.writeError("  \(duplicate)\n") }
             throw CLIError(.duplicate, path, "\(report.duplicates.count) items not imported")
         }
         context.writeError(summary + "\n")

@@ -12,8 +12,10 @@ public struct CheckCommand: Sendable, Hashable {
         details: """
             Decrypts and verifies every item file in every group (whatever groups the client has; no
             content is shown). Each damaged file is reported on standard error as `vault: PATH: why`,
-            and the exit status is 6 (or 7 when a file could only not be read). Silent when all are
-            sound. --json prints {"groups", "items", "damaged": [{"path", "group", "reason"}]}.
+            and the exit status is 6 (or that of the failure when no file failed authentication: 4 for
+            an unsafe file, 7 for an input/output error, 5 for a file whose class key is locked).
+            Silent when all are sound. --json prints
+            {"groups", "items", "damaged": [{"path", "group", "reason"}]}.
             """,
         options: [.flag("json", "print the result as JSON")],
         make: { parsed throws(UsageError) in
@@ -40,13 +42,8 @@ public struct CheckCommand: Sendable, Hashable {
             try context.write(
                 try Output.json(JSON(groups: report.groupCount, items: report.itemCount, damaged: damaged)))
         }
-        guard !report.problems.isEmpty else { return }
-        for problem in report.problems {
-            context.writeError(CLIError(ExitCode(problem.status), problem.path, problem.reason).line)
-        }
-        let code: ExitCode =
-            report.problems.contains { $0.status == .decode } ? .integrity : ExitCode(report.problems[0].status)
-        throw CLIError(
-            code, "check", "\(report.problems.count) of \(report.itemCount) item files failed verification")
+        try context.report(
+            report.problems, command: "check",
+            summary: "\(report.problems.count) of \(report.itemCount) item files failed verification")
     }
 }

@@ -17,8 +17,14 @@ public struct ListCommand: Sendable, Hashable {
             Lists the items in the client's groups (or in --group G): kind (generic or internet),
             service (for an internet password its server as PROTOCOL://HOST:PORT/PATH), account, group,
             label, creation and modification dates (ISO 8601, UTC). A table on a terminal, else one
-            tab-separated line per item with tabs, newlines and backslashes escaped as \\t, \\n, \\\\.
-            With --json, a JSON array of objects. No items is an empty list and exit status 0.
+            tab-separated line per item. In both, backslashes, tabs, newlines and carriage returns are
+            escaped as \\\\, \\t, \\n, \\r, other control characters as \\xHH (C0, DEL) or \\u{H...}
+            (C1, bidirectional controls). With --json, a JSON array of objects, exact. No items is an
+            empty list and exit status 0. An item file of the groups searched that fails authentication
+            or cannot be read (it may hold a matching item) is named on standard error as
+            `vault: PATH: why`, after the list of the readable items; the exit status is then 6 (or
+            that of the failure when no file failed authentication: 4 for an unsafe file, 7 for an
+            input/output error).
             """,
         options: [
             .value("service", "S", "only generic passwords of service S"),
@@ -55,29 +61,31 @@ public struct ListCommand: Sendable, Hashable {
             query.attributes.path = server.path
         }
         query.attributes.accessGroup = group
-        let items: [MatchedItem]
+        let found: SearchResult
         do {
-            items = try vault.copyMatching(query, returning: [.attributes])
-        } catch  where error.status == .itemNotFound {
-            items = []
+            found = try vault.search(query, returning: [.attributes])
         } catch {
             throw CLIError(error, subject: "ls", vaultPath: vault.path)
         }
-        let rows = items.map { ItemJSON($0) }.sorted {
+        let rows = found.items.map { ItemJSON($0) }.sorted {
             ($0.group, $0.kind, $0.serviceColumn, $0.account) < ($1.group, $1.kind, $1.serviceColumn, $1.account)
         }
+        let text: String
         if json {
-            try context.write(try Output.json(rows))
-            return
-        }
-        let cells = rows.map {
-            [$0.kind, $0.serviceColumn, $0.account, $0.group, $0.label ?? "", $0.created, $0.modified]
-        }
-        if context.output.isTerminal {
-            try context.write(
-                Output.table(header: ["KIND", "SERVICE", "ACCOUNT", "GROUP", "LABEL", "CREATED", "MODIFIED"], cells))
+            text = try Output.json(rows)
         } else {
-            try context.write(Output.tabSeparated(cells))
+            let cells = rows.map {
+                [$0.kind, $0.serviceColumn, $0.account, $0.group, $0.label ?? "", $0.created, $0.modified]
+            }
+            let header = ["KIND", "SERVICE", "ACCOUNT", "GROUP", "LABEL", "CREATED", "MODIFIED"]
+            text = context.output.isTerminal ? Output.table(header: header, cells) : Output.tabSeparated(cells)
         }
+        try context.write(text)
+        // After the list, so that what could be read is never held back by what could not.
+        let count = found.problems.count
+        let (files, are) = count == 1 ? ("1 item file", "is") : ("\(count) item files", "are")
+        try context.report(
+            found.problems, command: "ls",
+            summary: "\(files) could not be read and \(are) missing from the list (see `vault check`)")
     }
 }
