@@ -42,7 +42,7 @@ import Testing
             ["init", "--passphrase", "--kdf-cost", "minimum", "--passphrase-fd", "0"], input: Data("pass\n"))
         try #require(initialized.status == 0, "\(initialized.errors)")
         let put = try scratch.shell(
-            #"exec 3< <(printf 'pass\n'; sleep 20); printf s | timeout 10 "$V" --vault "$D" --passphrase-fd 3 put svc; echo "status=$?""#
+            #"exec 3< <(printf 'pass\n'; sleep 20); printf s | timeout -s KILL 10 "$V" --vault "$D" --passphrase-fd 3 put svc; echo "status=$?""#
         )
         #expect(put.text.contains("status=0"), "\(put.text) \(put.errors)")
     }
@@ -83,9 +83,10 @@ import Testing
         }
         try? FileManager.default.removeItem(atPath: target)
         #expect(mkfifo(target, 0o600) == 0)
-        let get = try scratch.shell(#"timeout 10 "$V" --vault "$D" get svc acct; echo "status=$?" >&2"#)
-        let put = try scratch.shell(#"printf three | timeout 10 "$V" --vault "$D" put svc acct; echo "status=$?""#)
-        #expect(!get.errors.contains("status=124") && !put.text.contains("status=124"), "a command hung")
+        let get = try scratch.shell(#"timeout -s KILL 10 "$V" --vault "$D" get svc acct; echo "status=$?" >&2"#)
+        let put = try scratch.shell(
+            #"printf three | timeout -s KILL 10 "$V" --vault "$D" put svc acct; echo "status=$?""#)
+        #expect(!get.errors.contains("status=137") && !put.text.contains("status=137"), "a command hung")
         switch which {
         case "VAULT", "lock", "item":
             let failed = which == "item" ? get : put
@@ -124,8 +125,8 @@ import Testing
             let made = try scratch.shell(
                 #"python3 -c "$MAKE" "$TARGET""#, environment: ["MAKE": make, "TARGET": group + "/" + item])
             try #require(made.status == 0, "\(made.errors)")
-            let get = try scratch.shell(#"timeout 10 "$V" --vault "$D" get svc acct"#)
-            #expect(get.status != 0 && get.status != 124, "\(kind): \(get.status)")
+            let get = try scratch.shell(#"timeout -s KILL 10 "$V" --vault "$D" get svc acct"#)
+            #expect(get.status != 0 && get.status != 137, "\(kind): \(get.status)")
             #expect(get.errors.contains(group + "/" + item), "\(kind): \(get.errors)")
             #expect(get.errors.contains("not a regular file"), "\(kind): \(get.errors)")
         }
