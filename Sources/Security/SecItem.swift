@@ -56,12 +56,31 @@ private func status(_ body: () throws(SecStatusError) -> Void) -> OSStatus {
 
 /// The four operations with their failures as errors (with messages, for tests and debugging).
 enum SecItemOperations {
+    /// The vault for an add: created when missing (see `VaultConnection.current`).
     static func openVault() throws(SecStatusError) -> Vault {
+        let vault: Vault?
         do {
-            return try VaultConnection.current()
+            vault = try VaultConnection.current(creating: true)
         } catch {
             throw SecStatusError(error)
         }
+        guard let vault else { throw SecStatusError(errSecNoSuchKeychain, "no vault") }
+        return vault
+    }
+
+    /// The vault for a read, an update or a delete; a vault that does not exist holds no item.
+    static func openExistingVault() throws(SecStatusError) -> Vault {
+        let vault: Vault?
+        do {
+            vault = try VaultConnection.current(creating: false)
+        } catch {
+            throw SecStatusError(error)
+        }
+        guard let vault else {
+            throw SecStatusError(
+                errSecItemNotFound, "no vault exists at VAULT_DIR or the default location yet: no item matches")
+        }
+        return vault
     }
 
     static func add(_ dictionary: CFDictionary) throws(SecStatusError) -> AnyObject? {
@@ -92,7 +111,7 @@ enum SecItemOperations {
         }
         var returning = request.returning
         if returning.contains(.reference) { returning.insert(.data) }
-        let vault = try openVault()
+        let vault = try openExistingVault()
         let items: [MatchedItem]
         do {
             items = try vault.copyMatching(request.query, returning: returning.intersection([.data]))
@@ -113,7 +132,7 @@ enum SecItemOperations {
         let changes = try ItemRequest(changes: attributesToUpdate, itemClass: request.itemClass)
         var attributes = changes.attributes
         if let synchronizable = changes.synchronizable { attributes.synchronizable = synchronizable == .yes }
-        let vault = try openVault()
+        let vault = try openExistingVault()
         do {
             try vault.update(request.query, with: ItemChanges(attributes: attributes, data: changes.data))
         } catch {
@@ -141,7 +160,7 @@ enum SecItemOperations {
         }
         var vaultQuery = request.query
         vaultQuery.limit = .all
-        let vault = try openVault()
+        let vault = try openExistingVault()
         do {
             try vault.delete(vaultQuery)
         } catch {

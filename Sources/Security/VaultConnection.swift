@@ -5,13 +5,15 @@ import Vault
 /// Which vault the SecItem functions use, and as which client: resolved from the environment, one
 /// cached handle per process, re-resolved when the environment that chose it changes.
 ///
-/// - Vault: `VAULT_DIR`, else the default location (`Vault.open(at: nil)`); created on first use.
+/// - Vault: `VAULT_DIR`, else the default location (`Vault.open(at: nil)`); created by the first add,
+///   never by a read.
 /// - Client: `VAULT_ENTITLEMENTS`, else `VAULT_APP_ID`/`VAULT_ACCESS_GROUPS`, else the bundle
 ///   identifier, else the executable's name (see `Client.fromEnvironment`).
 enum VaultConnection {
     /// The variables whose values choose the vault and the client.
     static let variables = [
         "VAULT_DIR", "XDG_DATA_HOME", "HOME", "VAULT_ENTITLEMENTS", "VAULT_APP_ID", "VAULT_ACCESS_GROUPS",
+        "VAULT_KEY_FILE", "CREDENTIALS_DIRECTORY",
     ]
 
     private struct Cached: Sendable {
@@ -30,18 +32,31 @@ enum VaultConnection {
         getenv(name).map { String(cString: $0) }
     }
 
-    /// The vault to use now; `environment` looks variables up (tests pass their own).
-    static func current(environment lookup: (String) -> String? = processEnvironment) throws(VaultError) -> Vault {
+    /// The vault to use now; `environment` looks variables up (tests pass their own). A read of a vault
+    /// that does not exist gets nil (the caller answers `errSecItemNotFound`) and creates nothing: a
+    /// mistyped `VAULT_DIR` must not silently make an empty vault. An add (`creating`) creates it, as
+    /// Apple's keychain always exists, unless the key is external (a systemd credential,
+    /// `VAULT_KEY_FILE`): then nothing is created implicitly and the add fails `errSecNoSuchKeychain`.
+    static func current(creating: Bool, environment lookup: (String) -> String? = processEnvironment)
+        throws(VaultError) -> Vault?
+    {
         if let override { return override }
         let key = variables.map(lookup)
-        return try cache.withLock { cached throws(VaultError) -> Vault in
+        return try cache.withLock { cached throws(VaultError) -> Vault? in
             if let cached, cached.key == key { return cached.vault }
             var environment: [String: String] = [:]
             for (name, value) in zip(variables, key) { environment[name] = value }
             let client = try Client.fromEnvironment(
                 environment, fallbackApplicationIdentifier: fallbackApplicationIdentifier())
             let directory = environment["VAULT_DIR"].flatMap { $0.isEmpty ? nil : $0 }
-            let vault = try Vault.open(at: directory, client: client, createIfMissing: true)
+            let vault: Vault
+            do throws(VaultError) {
+                vault = try Vault.open(
+                    at: directory, client: client, createIfMissing: creating,
+                    keySource: .fromEnvironment(environment))
+            } catch where error.status == .noSuchVault && !creating {
+                return nil
+            }
             cached = Cached(key: key, vault: vault)
             return vault
         }

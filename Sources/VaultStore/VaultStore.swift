@@ -77,12 +77,21 @@ public final class VaultStore: Sendable {
     /// Opens the vault at `path`, or creates it when there is none: what many processes starting at
     /// once on a fresh machine may all call. Every caller ends with the same, complete vault: a
     /// creator holds the lock on `.lock` until its marker is written, and the others wait for it.
+    /// With an external key file nothing is created (`vaultNotFound`): that takes an explicit `create`.
     public static func openOrCreate(at path: String, keySource: KeySource = KeySource()) throws(StoreError)
         -> VaultStore
     {
         do {
             return try open(at: path, keySource: keySource)
-        } catch  where error.code == .vaultNotFound {
+        } catch where error.code == .vaultNotFound {
+            // With an external key, a mistyped path must not get a fresh vault under a production key.
+            if let keyFile = keySource.keyFile {
+                throw StoreError(
+                    .vaultNotFound,
+                    "no vault at \(path), and none is created implicitly with the external key file \(keyFile); "
+                        + "create it with `vault --vault \(path) init --key-file \(keyFile)`",
+                    path: path, cause: error)
+            }
             return try create(at: path, keySource: keySource, openingExisting: true)
         }
     }

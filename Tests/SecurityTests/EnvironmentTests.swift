@@ -100,8 +100,8 @@ struct EnvironmentChangeTests {
         let environment = Mutex(["VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": root + "/one"])
         let lookup = { (name: String) in environment.withLock { $0[name] } }
 
-        let first = try VaultConnection.current(environment: lookup)
-        #expect(try VaultConnection.current(environment: lookup) === first)
+        let first = try #require(try VaultConnection.current(creating: true, environment: lookup))
+        #expect(try VaultConnection.current(creating: true, environment: lookup) === first)
         #expect(first.path == root + "/one")
         #expect(first.client.applicationIdentifier == "TEAMID.com.example.tests")
         VaultConnection.$override.withValue(first) {
@@ -110,14 +110,51 @@ struct EnvironmentChangeTests {
         #expect(FileManager.default.fileExists(atPath: root + "/one/groups/TEAMID.com.example.tests"))
 
         environment.withLock { $0["VAULT_DIR"] = root + "/two" }
-        let second = try VaultConnection.current(environment: lookup)
+        let second = try #require(try VaultConnection.current(creating: true, environment: lookup))
         #expect(second !== first)
         #expect(second.path == root + "/two")
         #expect(FileManager.default.fileExists(atPath: root + "/two/VAULT"))
 
         environment.withLock { $0["VAULT_ACCESS_GROUPS"] = "TEAMID.shared" }
-        let third = try VaultConnection.current(environment: lookup)
+        let third = try #require(try VaultConnection.current(creating: true, environment: lookup))
         #expect(third.client.defaultGroup?.rawValue == "TEAMID.shared")
+    }
+}
+
+@Suite("Reading does not create")
+struct ReadingDoesNotCreateTests {
+    /// Before: the first SecItemCopyMatching of a mistyped VAULT_DIR made an empty vault there.
+    @Test("A read of a vault that does not exist is errSecItemNotFound and creates nothing; an add creates it")
+    func readsCreateNothing() throws {
+        let root = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let path = root + "/typo/vault"
+        let environment = ["VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": path]
+        #expect(try VaultConnection.current(creating: false, environment: { environment[$0] }) == nil)
+        #expect(!FileManager.default.fileExists(atPath: root + "/typo"))
+        #expect(try VaultConnection.current(creating: true, environment: { environment[$0] }) != nil)
+        #expect(FileManager.default.fileExists(atPath: path + "/VAULT"))
+    }
+
+    /// A mistyped path must not get a fresh vault under a production key.
+    @Test("With an external key nothing creates a vault implicitly: errSecNoSuchKeychain naming the path")
+    func anExternalKeyNeverCreates() throws {
+        let root = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        let keyFile = root + "/vault.key"
+        try Data(repeating: 7, count: 32).write(to: URL(fileURLWithPath: keyFile))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile)
+        let path = root + "/vault"
+        let environment = ["VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": path, "VAULT_KEY_FILE": keyFile]
+        #expect(try VaultConnection.current(creating: false, environment: { environment[$0] }) == nil)
+        do {
+            _ = try VaultConnection.current(creating: true, environment: { environment[$0] })
+            Issue.record("a vault was created implicitly under an external key")
+        } catch {
+            #expect(error.status.rawValue == errSecNoSuchKeychain)
+            #expect(error.message.contains(path))
+        }
+        #expect(!FileManager.default.fileExists(atPath: path))
     }
 }
 
@@ -129,9 +166,9 @@ struct UnusableVaultTests {
         defer { try? FileManager.default.removeItem(atPath: temp.root) }
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: temp.path + "/master.key")
         let environment = ["VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": temp.path]
-        #expect(throws: VaultError.self) { try VaultConnection.current(environment: { environment[$0] }) }
+        #expect(throws: VaultError.self) { try VaultConnection.current(creating: true, environment: { environment[$0] }) }
         do {
-            _ = try VaultConnection.current(environment: { environment[$0] })
+            _ = try VaultConnection.current(creating: true, environment: { environment[$0] })
         } catch {
             #expect(error.status.rawValue == errSecWrPerm)
             #expect(error.message.contains(temp.path))
@@ -142,7 +179,7 @@ struct UnusableVaultTests {
     func brokenEntitlements() throws {
         let environment = ["VAULT_ENTITLEMENTS": "/nonexistent/entitlements.json", "VAULT_DIR": "/nonexistent/vault"]
         do {
-            _ = try VaultConnection.current(environment: { environment[$0] })
+            _ = try VaultConnection.current(creating: true, environment: { environment[$0] })
             Issue.record("a client was made from a missing entitlements file")
         } catch {
             #expect(error.status.rawValue == errSecParam)
