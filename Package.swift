@@ -79,6 +79,8 @@ let package = Package(
         .target(name: "Security", dependencies: ["Vault"]),
         // Keychain code written exactly as on iOS (only Foundation and Security); CI runs it.
         .executableTarget(name: "SecurityExample", dependencies: ["Security"]),
+        // Reads one item through `Security` as a service would (scripts/test-service-recipe).
+        .executableTarget(name: "vault-security-peer", dependencies: ["Security"], path: "Sources/SecurityPeer"),
         .testTarget(
             name: "SecurityTests",
             dependencies: ["Security", "Vault", "VaultArchive", "VaultCrypto", "VaultStore", "SecurityExample"]),

@@ -9,6 +9,7 @@
 #include <linux/keyctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <grp.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -236,4 +237,17 @@ long long vsys_core_file_limit(void) {
     struct rlimit limit;
     if (getrlimit(RLIMIT_CORE, &limit) != 0) return -1;
     return (long long)limit.rlim_cur;
+}
+
+int vsys_become_user(unsigned int uid, unsigned int gid, const unsigned int *groups, int count) {
+    gid_t list[256];
+    if (count < 0 || count > 256) {
+        errno = EINVAL;
+        return -1;
+    }
+    for (int i = 0; i < count; i++) list[i] = (gid_t)groups[i];
+    if (setgroups((size_t)count, list) != 0) return -1;
+    if (setresgid((gid_t)gid, (gid_t)gid, (gid_t)gid) != 0) return -1;
+    if (setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) != 0) return -1;
+    return 0;
 }

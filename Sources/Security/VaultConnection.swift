@@ -54,7 +54,7 @@ enum VaultConnection {
                 vault = try Vault.open(
                     at: directory, client: client, createIfMissing: creating,
                     keySource: .fromEnvironment(environment))
-            } catch where error.status == .noSuchVault && !creating {
+            } catch  where error.status == .noSuchVault && !creating {
                 return nil
             }
             cached = Cached(key: key, vault: vault)

@@ -13,16 +13,19 @@ struct Context {
     let errors: FileDescriptor
     /// The passphrases of this run, asked for (or read) at most once each.
     let passphrases: PassphraseSource
+    /// The external key, read before the tool took the identity of the vault's owner (`VaultOwner`).
+    let preloadedKey: SecureBytes?
 
     init(
         global: GlobalOptions, environment: [String: String], input: FileDescriptor, output: FileDescriptor,
-        errors: FileDescriptor
+        errors: FileDescriptor, preloadedKey: SecureBytes? = nil
     ) {
         self.global = global
         self.environment = environment
         self.input = input
         self.output = output
         self.errors = errors
+        self.preloadedKey = preloadedKey
         passphrases = PassphraseSource(
             descriptor: global.passphraseDescriptor.map { FileDescriptor(rawValue: $0) }, errors: errors)
     }
@@ -78,6 +81,7 @@ struct Context {
         let provider = passphrases.provider
         source.passphrase = { prompt in try provider(Output.escape(prompt)) }
         source.limits = limits
+        if source.keyFile != nil { source.loadedKey = preloadedKey }
         return source
     }
 
@@ -108,9 +112,13 @@ struct Context {
         do {
             return try body()
         } catch {
-            let groups = global.group.flatMap { try? AccessGroup($0) }.map { [$0] } ?? vault.client.accessGroups
-            throw CLIError(error, subject: subject, vaultPath: vault.path, searched: groups)
+            throw CLIError(error, subject: subject, vaultPath: vault.path, searched: searchedGroups(vault))
         }
+    }
+
+    /// The groups a search of this command looks in: `--group`, else the client's.
+    func searchedGroups(_ vault: Vault) -> [AccessGroup] {
+        global.group.flatMap { try? AccessGroup($0) }.map { [$0] } ?? vault.client.accessGroups
     }
 
     /// Writes text to standard output.

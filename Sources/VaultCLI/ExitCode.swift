@@ -56,11 +56,14 @@ struct CLIError: Error, Sendable {
     let code: ExitCode
     let subject: String?
     let message: String
+    /// Whether the command already wrote what went wrong (with notes after it): only the status is left.
+    let reported: Bool
 
-    init(_ code: ExitCode, _ subject: String?, _ message: String) {
+    init(_ code: ExitCode, _ subject: String?, _ message: String, reported: Bool = false) {
         self.code = code
         self.subject = subject
         self.message = message
+        self.reported = reported
     }
 
     /// A vault failure about `subject` (an item, a group or a path). Vault-wide failures are reported

@@ -35,13 +35,18 @@ public enum VaultCLI {
             try? errors.writeAll(Array(CLIError(.usage, nil, "\(error)").line.utf8))
             return ExitCode.usage.rawValue
         }
-        let context = Context(
+        var context = Context(
             global: invocation.global, environment: environment, input: input, output: output, errors: errors)
         do {
+            if let owner = try VaultOwner.actAsOwner(for: invocation.command, in: context) {
+                context = Context(
+                    global: invocation.global, environment: environment, input: input, output: output,
+                    errors: errors, preloadedKey: owner.key)
+            }
             try execute(invocation.command, in: context)
             return ExitCode.success.rawValue
         } catch {
-            context.writeError(error)
+            if !error.reported { context.writeError(error) }
             return error.code.rawValue
         }
     }

@@ -32,6 +32,22 @@ public struct KeySource: Sendable {
         self.limits = limits
     }
 
+    /// The external key, read ahead of time from `keyFile`: root reads (or creates) a root-owned key
+    /// file before it takes the identity of the vault's owner, who cannot read it. Used instead of
+    /// reading `keyFile` again.
+    public var loadedKey: SecureBytes?
+
+    /// This source with its external key file read now (`loadedKey`), or created when `creating` and
+    /// the file does not exist (32 random bytes, 0600, in a directory that must exist). Unchanged when
+    /// there is no external key file.
+    public func loadingExternalKey(creating: Bool) throws(StoreError) -> KeySource {
+        guard let keyFile, loadedKey == nil else { return self }
+        var source = self
+        source.loadedKey =
+            creating ? try MasterKeyFile.loadOrCreateExternal(keyFile) : try MasterKeyFile.loadExternal(keyFile)
+        return source
+    }
+
     /// The name of the systemd credential that holds the key (`LoadCredential=vault.key:…`).
     public static let credentialName = "vault.key"
 

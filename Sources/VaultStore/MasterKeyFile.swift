@@ -29,7 +29,10 @@ enum MasterKeyFile {
         -> Contents
     {
         protectProcess()
-        if let keyFile = source.keyFile { return .key(try loadExternal(keyFile)) }
+        if let keyFile = source.keyFile {
+            if let key = source.loadedKey { return .key(key) }
+            return .key(try loadExternal(keyFile))
+        }
         let path = vaultPath + "/" + fileName
         let contents: SecureBytes
         do {
@@ -243,7 +246,10 @@ enum MasterKeyFile {
             throw StoreError(
                 .insecureFile,
                 "\(path) is owned by uid \(status.ownerID), not by the user running vault (uid \(euid)); "
-                    + "run `chown \(euid) \(path)` or run vault as its owner",
+                    + (ownerMayBeRoot
+                        ? "give this user its own copy (a systemd credential: LoadCredential=), or "
+                            + VaultLocation.runAsOwnerAdvice(status.ownerID)
+                        : VaultLocation.runAsOwnerAdvice(status.ownerID)),
                 path: path)
         }
         guard status.permissions.intersection(.groupOrOtherAny).isEmpty else {
@@ -272,22 +278,8 @@ enum MasterKeyFile {
     {
         protectProcess()
         if let keyFile = source.keyFile {
-            if (try? FileDescriptor.currentWorkingDirectory.statusAt(keyFile)) != nil {
-                return try loadExternal(keyFile)
-            }
-            let key = try randomKey()
-            let (parent, name) = VaultDirectory.split(keyFile)
-            let parentFD: FileDescriptor
-            do {
-                parentFD = try FileDescriptor.currentWorkingDirectory.openDirectoryAt(parent)
-            } catch {
-                throw StoreError.system(error, "open the directory of the key file", path: parent)
-            }
-            defer { try? parentFD.close() }
-            try key.withUnsafeBytes { bytes throws(StoreError) in
-                try AtomicFile.createExclusively(name, contents: bytes, in: parentFD, directoryPath: parent)
-            }
-            return key
+            if let key = source.loadedKey { return key }
+            return try loadOrCreateExternal(keyFile)
         }
         let key = try randomKey()
         let path = vaultPath + "/" + fileName
@@ -319,6 +311,38 @@ enum MasterKeyFile {
                 cause: error.cause)
         }
         return key
+    }
+
+    /// The external key file `keyFile`, read when it exists, else created: 32 random bytes, written
+    /// exclusively and durably (0600) into its directory, which must exist (a missing one is named,
+    /// with the command that makes it).
+    static func loadOrCreateExternal(_ keyFile: String) throws(StoreError) -> SecureBytes {
+        protectProcess()
+        do {
+            if (try? FileDescriptor.currentWorkingDirectory.statusAt(keyFile)) != nil {
+                return try loadExternal(keyFile)
+            }
+            let key = try randomKey()
+            let (parent, name) = VaultDirectory.split(keyFile)
+            let parentFD: FileDescriptor
+            do {
+                parentFD = try FileDescriptor.currentWorkingDirectory.openDirectoryAt(parent)
+            } catch {
+                if error == .noSuchFileOrDirectory {
+                    throw StoreError(
+                        .vaultNotFound,
+                        "the directory \(parent) of the key file \(keyFile) does not exist; make it first: "
+                            + "`install -d -m 0700 \(parent)`",
+                        path: parent, cause: error)
+                }
+                throw StoreError.system(error, "open the directory of the key file", path: parent)
+            }
+            defer { try? parentFD.close() }
+            try key.withUnsafeBytes { bytes throws(StoreError) in
+                try AtomicFile.createExclusively(name, contents: bytes, in: parentFD, directoryPath: parent)
+            }
+            return key
+        }
     }
 
     /// Replaces `master.key` with `key` wrapped under `passphrase` (or plain when it is nil):

@@ -61,7 +61,7 @@ struct RekeyJournal {
                 keys.append(file.always)
             }
         }
-        if let keyFile = source.keyFile, let key = try? MasterKeyFile.loadExternal(keyFile),
+        if let keyFile = source.keyFile, let key = source.loadedKey ?? (try? MasterKeyFile.loadExternal(keyFile)),
             let always = try? ClassKeys.derive(key, .always)
         {
             keys.append(always)

@@ -69,6 +69,15 @@ enum VaultDirectory {
                     .vaultNotFound, "no vault at \(given) (the directory does not exist); create one with `vault init`",
                     path: given, cause: error)
             }
+            if error == .permissionDenied, let (owner, _) = VaultLocation.owner(of: given),
+                owner != ProcessIdentity.effectiveUserID
+            {
+                throw StoreError(
+                    .permissionDenied,
+                    "cannot inspect \(given): \(error); the vault belongs to uid \(owner): "
+                        + VaultLocation.runAsOwnerAdvice(owner),
+                    path: given, cause: error)
+            }
             throw StoreError.system(error, "inspect", path: given)
         }
         try checkDirectory(status, path: given, what: "vault directory")
@@ -184,7 +193,7 @@ enum VaultDirectory {
             throw StoreError(
                 .insecureFile,
                 "\(what) \(path) belongs to uid \(status.ownerID), not to the user running vault (uid \(euid)) or "
-                    + "root; run vault as its owner",
+                    + "root; \(VaultLocation.runAsOwnerAdvice(status.ownerID))",
                 path: path)
         }
         guard status.permissions.intersection(.groupOrOtherWrite).isEmpty else {

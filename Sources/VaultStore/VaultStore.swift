@@ -83,7 +83,7 @@ public final class VaultStore: Sendable {
     {
         do {
             return try open(at: path, keySource: keySource)
-        } catch where error.code == .vaultNotFound {
+        } catch  where error.code == .vaultNotFound {
             // With an external key, a mistyped path must not get a fresh vault under a production key.
             if let keyFile = keySource.keyFile {
                 throw StoreError(

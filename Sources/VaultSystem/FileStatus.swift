@@ -20,6 +20,8 @@ public struct FileStatus: Sendable, Equatable {
     public let permissions: FilePermissions
     /// The owner's user id.
     public let ownerID: UInt32
+    /// The file's group id.
+    public let groupID: UInt32
     /// The size in bytes.
     public let size: Int64
     /// The number of hard links.
@@ -68,6 +70,7 @@ public struct FileStatus: Sendable, Equatable {
         typeBits = st.st_mode & S_IFMT
         modeBits = st.st_mode
         ownerID = st.st_uid
+        groupID = st.st_gid
         size = Int64(st.st_size)
         linkCount = UInt64(st.st_nlink)
         device = UInt64(st.st_dev)

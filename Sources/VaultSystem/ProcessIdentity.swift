@@ -37,6 +37,17 @@ public enum ProcessIdentity {
         if vsys_sanitize_standard_descriptors() != 0 { throw Errno.current }
     }
 
+    /// Takes the identity of user `userID` with primary group `groupID` and `supplementaryGroups`, for
+    /// good (real, effective and saved ids): what root does before it touches a vault that belongs to
+    /// another user, so that every file it leaves is that user's and the user cannot steer it into
+    /// writing anywhere else. Needs root.
+    public static func become(userID: UInt32, groupID: UInt32, supplementaryGroups: [UInt32]) throws(Errno) {
+        let status = supplementaryGroups.withUnsafeBufferPointer {
+            vsys_become_user(userID, groupID, $0.baseAddress, Int32($0.count))
+        }
+        if status != 0 { throw Errno.current }
+    }
+
     /// The process id (`getpid`): a forked child has its own.
     public static var processID: Int32 { Glibc.getpid() }
 

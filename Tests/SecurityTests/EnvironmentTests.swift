@@ -166,7 +166,9 @@ struct UnusableVaultTests {
         defer { try? FileManager.default.removeItem(atPath: temp.root) }
         try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: temp.path + "/master.key")
         let environment = ["VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": temp.path]
-        #expect(throws: VaultError.self) { try VaultConnection.current(creating: true, environment: { environment[$0] }) }
+        #expect(throws: VaultError.self) {
+            try VaultConnection.current(creating: true, environment: { environment[$0] })
+        }
         do {
             _ = try VaultConnection.current(creating: true, environment: { environment[$0] })
         } catch {

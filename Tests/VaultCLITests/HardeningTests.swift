@@ -161,6 +161,8 @@ import Testing
         #expect(try scratch.run(["--vault", vault, "ls"], vaultOption: false).status == 0)
     }
 
+    /// Root acts as a vault's owner (`VaultOwner`), so the refusal of a foreign directory is seen by
+    /// another user (`nobody`); a parent owned by another user is refused for root too.
     @Test func aDirectoryOwnedByAnotherUserIsRefused() throws {
         guard Self.isRoot else {
             print("SKIP aDirectoryOwnedByAnotherUserIsRefused: chown to another user needs root")
@@ -168,17 +170,28 @@ import Testing
         }
         let scratch = try Scratch.initialized()
         defer { scratch.remove() }
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: scratch.root)
         let foreign = 54_321
-        for (what, path) in [
-            ("a parent", scratch.root), ("the vault directory", scratch.vault),
-            ("groups/", scratch.vault + "/groups"),
-        ] {
+        try #require(chown(scratch.root, uid_t(foreign), gid_t(foreign)) == 0)
+        let parent = try scratch.run(["ls"])
+        #expect(parent.status == 4, "a parent: \(parent.status) \(parent.errors)")
+        #expect(parent.errors.contains(scratch.root) && parent.errors.contains("\(foreign)"), "\(parent.errors)")
+        try #require(chown(scratch.root, 0, 0) == 0)
+        // The vault made `nobody`'s, then one directory of it another user's: `nobody` is refused.
+        try #require(scratch.shell(#"chown -R nobody "$D""#).status == 0)
+        let nobody = uid_t(65534)
+        for (what, path) in [("the vault directory", scratch.vault), ("groups/", scratch.vault + "/groups")] {
+            // 0755: the other user, its owner, could write in it, and `nobody` can open it to be told so.
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
             try #require(chown(path, uid_t(foreign), gid_t(foreign)) == 0)
-            let open = try scratch.run(["ls"])
+            let open = try scratch.shell(#"/usr/sbin/runuser -u nobody -- "$V" --vault "$D" ls"#)
             #expect(open.status == 4, "\(what): \(open.status) \(open.errors)")
             #expect(open.errors.contains(path) && open.errors.contains("\(foreign)"), "\(what): \(open.errors)")
-            try #require(chown(path, 0, 0) == 0)
+            try #require(chown(path, nobody, gid_t(foreign)) == 0)
+            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: path)
         }
+        #expect(try scratch.shell(#"/usr/sbin/runuser -u nobody -- "$V" --vault "$D" ls"#).status == 0)
+        try #require(scratch.shell(#"chown -R root "$D""#).status == 0)
         #expect(try scratch.run(["ls"]).status == 0)
     }
 

@@ -70,4 +70,9 @@ VSYS_INTERNAL int vsys_disable_core_files(void);
 /// The soft RLIMIT_CORE limit, or -1 with errno set (RLIM_INFINITY as UINT64_MAX).
 VSYS_INTERNAL long long vsys_core_file_limit(void);
 
+/// Takes the identity of another user for good: supplementary groups (setgroups), then the real,
+/// effective and saved group ids, then the user ids (setresgid, setresuid), in that order (groups
+/// can no longer be changed once the user id is not root). Returns 0, or -1 with errno set.
+VSYS_INTERNAL int vsys_become_user(unsigned int uid, unsigned int gid, const unsigned int *groups, int count);
+
 #endif

@@ -27,8 +27,22 @@ public struct GetCommand: Sendable, Hashable {
     func run(in context: Context) throws(CLIError) {
         let group = try context.group()
         let vault = try context.openVault()
-        let item = try context.attempt(vault, name.description) { () throws(VaultError) in
-            try vault.copyMatching(name.query(group: group), returning: [.data, .attributes])[0]
+        let item: MatchedItem
+        do {
+            item = try context.attempt(vault, name.description) { () throws(VaultError) in
+                try vault.copyMatching(name.query(group: group), returning: [.data, .attributes])[0]
+            }
+        } catch  where error.code == .notFound {
+            context.writeError(error)
+            let near = NotFoundHints.nearMatches(vault, to: name, group: group)
+            if !near.isEmpty {
+                context.writeError(
+                    "vault: note: near matches: " + near.map { "vault get \($0)" }.joined(separator: "; ") + "\n")
+            }
+            if let note = NotFoundHints.otherGroups(vault, searched: context.searchedGroups(vault)) {
+                context.writeError("vault: \(note)\n")
+            }
+            throw CLIError(.notFound, nil, "", reported: true)
         }
         var secret = item.data ?? Data()
         defer { secret.resetBytes(in: 0..<secret.count) }

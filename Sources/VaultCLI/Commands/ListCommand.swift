@@ -81,6 +81,11 @@ public struct ListCommand: Sendable, Hashable {
             text = context.output.isTerminal ? Output.table(header: header, cells) : Output.tabSeparated(cells)
         }
         try context.write(text)
+        if found.items.isEmpty, found.problems.isEmpty,
+            let note = NotFoundHints.otherGroups(vault, searched: context.searchedGroups(vault))
+        {
+            context.writeError("vault: \(note)\n")
+        }
         // After the list, so that what could be read is never held back by what could not.
         let count = found.problems.count
         let (files, are) = count == 1 ? ("1 item file", "is") : ("\(count) item files", "are")
