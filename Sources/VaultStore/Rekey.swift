@@ -221,14 +221,15 @@ extension VaultStore {
         throws(StoreError)
     {
         guard try exists(RekeyJournal.fileName, in: directory, path: path) else { return }
-        let lockFile = try ensureLockFile(in: directory, path: path)
-        defer { try? lockFile.close() }
-        do {
-            try lockFile.lock(.exclusive)
-        } catch {
-            throw StoreError.system(error, "lock", path: path + "/" + lockFileName)
+        try withVaultLock(directory: directory, path: path) { _ throws(StoreError) in
+            try recoverRekey(directory: directory, path: path, keySource: keySource)
         }
-        defer { try? lockFile.unlock() }
+    }
+
+    /// The recovery itself, under the lock.
+    private static func recoverRekey(directory: FileDescriptor, path: String, keySource: KeySource)
+        throws(StoreError)
+    {
         let journalPath = path + "/" + RekeyJournal.fileName
         let journal: [UInt8]
         do {

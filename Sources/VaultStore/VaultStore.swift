@@ -121,6 +121,17 @@ public final class VaultStore: Sendable {
     ) throws(StoreError) -> VaultStore? {
         // The lock file comes first: creators hold it while they build the vault, so one that finds a
         // master.key without a marker while holding the lock knows that its creator died.
+        try withVaultLock(directory: directory, path: path) { lockFile throws(StoreError) in
+            try build(
+                in: directory, path: path, keySource: keySource, openingExisting: openingExisting, lockFile: lockFile)
+        }
+    }
+
+    /// Runs `body` holding the OFD lock on `.lock` through a descriptor of its own (made when missing),
+    /// for the steps that come before a store exists: init and rekey recovery.
+    static func withVaultLock<R>(
+        directory: FileDescriptor, path: String, _ body: (FileDescriptor) throws(StoreError) -> R
+    ) throws(StoreError) -> R {
         let lockFile = try ensureLockFile(in: directory, path: path)
         defer { try? lockFile.close() }
         do {
@@ -129,6 +140,14 @@ public final class VaultStore: Sendable {
             throw StoreError.system(error, "lock", path: path + "/" + lockFileName)
         }
         defer { try? lockFile.unlock() }
+        return try body(lockFile)
+    }
+
+    /// The steps of `build`, with the lock held through `lockFile`.
+    private static func build(
+        in directory: FileDescriptor, path: String, keySource: KeySource, openingExisting: Bool,
+        lockFile: FileDescriptor
+    ) throws(StoreError) -> VaultStore? {
         if try exists(VaultMarker.fileName, in: directory, path: path) {
             guard openingExisting else {
                 throw StoreError(
