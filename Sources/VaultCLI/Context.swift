@@ -96,14 +96,35 @@ struct Context {
         }
     }
 
-    /// Opens the existing vault as the command's client.
-    func openVault() throws(CLIError) -> Vault {
+    /// Opens the existing vault as the command's client; with `creatingIfMissing` (a credential
+    /// helper's store, the first write as an Apple keychain's first add) a missing one is created,
+    /// unless the key is external (then nothing is created implicitly).
+    func openVault(creatingIfMissing: Bool = false) throws(CLIError) -> Vault {
         let path = try vaultPath()
         let client = try client()
         do {
-            return try Vault.open(at: path, client: client, keySource: keySource())
+            do {
+                return try Vault.open(at: path, client: client, keySource: keySource())
+            } catch  where error.status == .noSuchVault && creatingIfMissing {
+                // Made implicitly, as an Apple keychain's first add: with a plain key file (no
+                // passphrase to ask for at a helper's first write).
+                var plain = keySource()
+                plain.passphrase = nil
+                return try Vault.open(at: path, client: client, createIfMissing: true, keySource: plain)
+            }
         } catch {
             throw CLIError(error, subject: path, vaultPath: path)
+        }
+    }
+
+    /// The existing vault, or nil when there is none at the path (a credential helper's read: no vault
+    /// holds no credential).
+    func openVaultIfPresent() throws(CLIError) -> Vault? {
+        do {
+            return try openVault()
+        } catch {
+            if error.code == .noVault { return nil }
+            throw error
         }
     }
 

@@ -8,10 +8,19 @@ public enum VaultCLI {
 
     /// Runs the tool with `arguments` (the first is the program name) on the process's standard
     /// streams and environment; returns the exit status.
+    /// Under the name `git-credential-vault` (or `docker-credential-vault`) it is that credential
+    /// helper instead.
     public static func run(_ arguments: [String]) -> Int32 {
-        run(
-            Array(arguments.dropFirst()), environment: ProcessInfo.processInfo.environment,
-            input: .standardInput, output: .standardOutput, errors: .standardError)
+        let program = arguments.first.map { String($0.split(separator: "/").last ?? "") } ?? ""
+        let environment = ProcessInfo.processInfo.environment
+        if let helper = CredentialHelpers.named(program) {
+            return CredentialHelpers.run(
+                helper, Array(arguments.dropFirst()), environment: environment, input: .standardInput,
+                output: .standardOutput, errors: .standardError)
+        }
+        return run(
+            Array(arguments.dropFirst()), environment: environment, input: .standardInput, output: .standardOutput,
+            errors: .standardError)
     }
 
     /// Reports that argument `index` of the command line is not valid UTF-8 (a usage error): names are

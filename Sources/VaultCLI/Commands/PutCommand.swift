@@ -67,34 +67,11 @@ public struct PutCommand: Sendable, Hashable {
             }
             return
         }
-        var changes = ItemChanges(data: secret)
-        changes.attributes.label = label
-        changes.attributes.comment = comment
-        // Update in place, else add; another process can add or remove the item between the two
-        // steps, so a lost race is retried. Each step is atomic on its own.
-        for _ in 0..<8 {
-            let existing: MatchedItem?
-            do {
-                existing = try vault.copyMatching(name.query(group: group), returning: [.attributes]).first
-            } catch  where error.status == .itemNotFound {
-                existing = nil
-            } catch {
-                throw CLIError(error, subject: subject, vaultPath: vault.path)
-            }
-            do {
-                if let existing {
-                    try vault.update(name.query(group: existing.attributes.accessGroup), with: changes)
-                } else {
-                    try vault.add(name.itemClass, attributes: attributes, data: secret)
-                }
-                return
-            } catch  where error.status == .itemNotFound || error.status == .duplicateItem {
-                continue
-            } catch {
-                throw CLIError(error, subject: subject, vaultPath: vault.path)
-            }
+        do {
+            try ItemUpsert.store(secret, as: name, group: group, attributes: attributes, in: vault)
+        } catch {
+            throw CLIError(error, subject: subject, vaultPath: vault.path)
         }
-        throw CLIError(.io, subject, "other processes kept changing the item; try again")
     }
 
     /// The secret: all of standard input, or typed twice at a prompt without echo on a terminal.

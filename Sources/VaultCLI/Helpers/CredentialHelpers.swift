@@ -1,0 +1,42 @@
+import VaultSystem
+
+/// The credential helpers that the `vault` binary is when it runs under their names (installed as
+/// links to it): one static executable, one start-up cost.
+enum CredentialHelpers {
+    /// A helper and the program name it answers to.
+    enum Helper {
+        /// `git-credential-vault`.
+        case git
+        /// `docker-credential-vault`.
+        case docker
+    }
+
+    /// The helper called `program`, if any.
+    static func named(_ program: String) -> Helper? {
+        switch program {
+        case GitCredentialHelper.programName: return .git
+        case DockerCredentialHelper.programName: return .docker
+        default: return nil
+        }
+    }
+
+    /// Runs `helper` with `arguments` (without the program name), as the CLI's default client and vault
+    /// (`VAULT_DIR`, `VAULT_APP_ID`, … as for `vault` itself); returns the exit status.
+    static func run(
+        _ helper: Helper, _ arguments: [String], environment: [String: String], input: FileDescriptor,
+        output: FileDescriptor, errors: FileDescriptor
+    ) -> Int32 {
+        let context = Context(
+            global: GlobalOptions(), environment: environment, input: input, output: output, errors: errors)
+        do {
+            switch helper {
+            case .git: try GitCredentialHelper.run(arguments, in: context)
+            case .docker: try DockerCredentialHelper.run(arguments, in: context)
+            }
+            return ExitCode.success.rawValue
+        } catch {
+            if !error.reported { context.writeError(error) }
+            return error.code == .success ? 1 : error.code.rawValue
+        }
+    }
+}

@@ -1,0 +1,173 @@
+import FoundationEssentials
+import Vault
+
+/// `docker-credential-vault store|get|erase|list|version` (the `vault` binary under that name): the
+/// docker credential-helpers protocol, for `credsStore`/`credHelpers` in `~/.docker/config.json` and
+/// for podman's and skopeo's `credHelpers`. `store` reads `{"ServerURL", "Username", "Secret"}` JSON;
+/// `get` and `erase` read the bare server URL; `get` writes the JSON back; `list` writes a
+/// server-URL-to-username map. Failures are one line on standard output and exit status 1, as the
+/// protocol's clients read them; a miss is exactly "credentials not found in native keychain".
+/// Credentials are internet-password items of the CLI's client (server, port, protocol, path from the
+/// URL; the URL itself as the description) labelled "Docker Credentials", which `list` filters on.
+enum DockerCredentialHelper {
+    static let programName = "docker-credential-vault"
+    static let label = "Docker Credentials"
+    static let notFound = "credentials not found in native keychain"
+
+    /// The protocol's JSON, with its field names.
+    struct Credentials: Codable {
+        var ServerURL: String
+        var Username: String
+        var Secret: String
+    }
+
+    /// A failure as the protocol reports it: one line on standard output.
+    struct Failure: Error {
+        let message: String
+        let code: ExitCode
+        init(_ message: String, code: ExitCode = .notFound) {
+            self.message = message
+            self.code = code
+        }
+    }
+
+    /// The item a server URL names: `https://registry.example:5000/v2/` → server, port, protocol, path.
+    static func itemName(_ serverURL: String, account: String = "") -> InternetName {
+        var rest = Substring(serverURL)
+        var protocolCode = ""
+        if let scheme = rest.firstRange(of: "://") {
+            protocolCode = ProtocolName.code(for: String(rest[..<scheme.lowerBound])) ?? ""
+            rest = rest[scheme.upperBound...]
+        }
+        let slash = rest.firstIndex(of: "/") ?? rest.endIndex
+        var host = rest[..<slash]
+        let path = String(rest[slash...])
+        var port = 0
+        if let colon = host.lastIndex(of: ":"), let number = Int(host[host.index(after: colon)...]) {
+            port = number
+            host = host[..<colon]
+        }
+        return InternetName(server: String(host), account: account, protocolCode: protocolCode, port: port, path: path)
+    }
+
+    static func run(_ arguments: [String], in context: Context) throws(CLIError) {
+        let action = arguments.count == 1 ? arguments[0] : ""
+        let outcome: Result<Void, Failure> = Result { () throws(Failure) in
+            switch action {
+            case "store": try store(try input(context), in: context)
+            case "get": try get(try serverURL(context), in: context)
+            case "erase": try erase(try serverURL(context), in: context)
+            case "list": try list(in: context)
+            case "version": try write("\(programName) (vault \(VaultCLI.version))\n", context)
+            default: throw Failure("usage: \(programName) store|get|erase|list|version", code: .usage)
+            }
+        }
+        if case .failure(let failure) = outcome {
+            // The protocol's clients read the reason from standard output.
+            try? context.write(failure.message + "\n")
+            throw CLIError(failure.code, programName, failure.message, reported: true)
+        }
+    }
+
+    /// A CLI failure (an unusable vault, say) as the protocol's one line.
+    static func lift<R>(_ body: () throws(CLIError) -> R) throws(Failure) -> R {
+        do {
+            return try body()
+        } catch {
+            throw Failure(
+                CLIError(error.code, error.subject, error.message).line.dropLast().description, code: error.code)
+        }
+    }
+
+    static func vaultError(_ error: VaultError) -> Failure {
+        Failure("\(programName): \(error.message)", code: ExitCode(error.status))
+    }
+
+    static func write(_ text: String, _ context: Context) throws(Failure) {
+        try lift { () throws(CLIError) in try context.write(text) }
+    }
+
+    static func input(_ context: Context) throws(Failure) -> [UInt8] {
+        do {
+            return try context.input.readAll(limit: 1 << 20)
+        } catch {
+            throw Failure("cannot read the request: \(error)", code: .io)
+        }
+    }
+
+    static func serverURL(_ context: Context) throws(Failure) -> String {
+        let text = String(decoding: try input(context), as: UTF8.self)
+        let url = String(text.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
+        guard !url.isEmpty else { throw Failure("no credentials server URL", code: .usage) }
+        return url
+    }
+
+    static func query(_ serverURL: String) -> Query {
+        var query = ItemName.internet(itemName(serverURL)).query(group: nil)
+        query.attributes.account = nil
+        query.attributes.label = label
+        query.limit = .all
+        return query
+    }
+
+    static func existingVault(_ context: Context) throws(Failure) -> Vault? {
+        try lift { () throws(CLIError) in try context.openVaultIfPresent() }
+    }
+
+    static func store(_ body: [UInt8], in context: Context) throws(Failure) {
+        guard let credentials = try? JSONDecoder().decode(Credentials.self, from: Data(body)) else {
+            throw Failure("the request is not {\"ServerURL\", \"Username\", \"Secret\"} JSON", code: .usage)
+        }
+        guard !credentials.ServerURL.isEmpty else { throw Failure("no credentials server URL", code: .usage) }
+        guard !credentials.Username.isEmpty else { throw Failure("no credentials username", code: .usage) }
+        let vault = try lift { () throws(CLIError) in try context.openVault(creatingIfMissing: true) }
+        // One credential per server: another username replaces the old one, as docker expects.
+        _ = try? vault.delete(query(credentials.ServerURL))
+        let name = itemName(credentials.ServerURL, account: credentials.Username)
+        var attributes = ItemName.internet(name).attributes
+        attributes.label = label
+        attributes.itemDescription = credentials.ServerURL
+        do {
+            try ItemUpsert.store(
+                Data(credentials.Secret.utf8), itemClass: .internetPassword, attributes: attributes, in: vault)
+        } catch {
+            throw vaultError(error)
+        }
+    }
+
+    static func get(_ serverURL: String, in context: Context) throws(Failure) {
+        guard let vault = try existingVault(context),
+            let item = try? vault.copyMatching(query(serverURL), returning: [.data, .attributes]).first,
+            var secret = item.data
+        else { throw Failure(notFound) }
+        defer { secret.resetBytes(in: 0..<secret.count) }
+        let credentials = Credentials(
+            ServerURL: serverURL, Username: item.attributes.account ?? "",
+            Secret: String(decoding: secret, as: UTF8.self))
+        let text = try lift { () throws(CLIError) in try Output.json(credentials) }
+        try write(text, context)
+    }
+
+    static func erase(_ serverURL: String, in context: Context) throws(Failure) {
+        guard let vault = try existingVault(context) else { throw Failure(notFound) }
+        do {
+            try vault.delete(query(serverURL))
+        } catch {
+            throw error.status == .itemNotFound ? Failure(notFound) : vaultError(error)
+        }
+    }
+
+    static func list(in context: Context) throws(Failure) {
+        var map: [String: String] = [:]
+        if let vault = try existingVault(context) {
+            var query = Query(itemClass: .internetPassword, limit: .all)
+            query.attributes.label = label
+            let items = (try? vault.copyMatching(query, returning: [.attributes])) ?? []
+            for item in items {
+                map[item.attributes.itemDescription ?? item.attributes.server ?? ""] = item.attributes.account ?? ""
+            }
+        }
+        let text = try lift { () throws(CLIError) in try Output.json(map) }
+        try write(text, context)
+    }
+}

@@ -1,0 +1,67 @@
+import FoundationEssentials
+import Vault
+
+/// Add-or-update without a gap, as `vault put` and the credential helpers store: the item is looked
+/// up, then updated in place (keeping its creation date and persistent reference) or added. Each step
+/// is atomic under the vault's lock, and a race lost to another process (the item appeared or vanished
+/// in between) is retried, so readers see the old secret or the new one, never none.
+enum ItemUpsert {
+    /// Stores `secret` as the item `name` (in `group`, else the client's default group) with
+    /// `attributes`, which hold `name`'s primary key; label, comment and description are also set on
+    /// an update.
+    static func store(
+        _ secret: Data, as name: ItemName, group: AccessGroup?, attributes: ItemAttributes, in vault: Vault
+    ) throws(VaultError) {
+        var key = attributes
+        key.accessGroup = group
+        try store(secret, itemClass: name.itemClass, attributes: key, in: vault)
+    }
+
+    /// Stores `secret` as the item of `itemClass` whose primary key `attributes` holds (every key
+    /// attribute given, "" or 0 for the empty ones, and the group or nil for the default one).
+    static func store(_ secret: Data, itemClass: ItemClass, attributes: ItemAttributes, in vault: Vault)
+        throws(VaultError)
+    {
+        var changes = ItemChanges(data: secret)
+        changes.attributes.label = attributes.label
+        changes.attributes.comment = attributes.comment
+        changes.attributes.itemDescription = attributes.itemDescription
+        var lookup = ItemAttributes()
+        lookup.accessGroup = attributes.accessGroup
+        lookup.account = attributes.account ?? ""
+        switch itemClass {
+        case .genericPassword:
+            lookup.service = attributes.service ?? ""
+        case .internetPassword:
+            lookup.server = attributes.server ?? ""
+            lookup.securityDomain = attributes.securityDomain ?? ""
+            lookup.protocol = attributes.protocol ?? ""
+            lookup.authenticationType = attributes.authenticationType ?? ""
+            lookup.port = attributes.port ?? 0
+            lookup.path = attributes.path ?? ""
+        }
+        for _ in 0..<8 {
+            let existing: MatchedItem?
+            do {
+                existing =
+                    try vault.copyMatching(Query(itemClass: itemClass, attributes: lookup), returning: [.attributes])
+                    .first
+            } catch  where error.status == .itemNotFound {
+                existing = nil
+            }
+            do {
+                if let existing {
+                    var inGroup = lookup
+                    inGroup.accessGroup = existing.attributes.accessGroup
+                    try vault.update(Query(itemClass: itemClass, attributes: inGroup), with: changes)
+                } else {
+                    try vault.add(itemClass, attributes: attributes, data: secret)
+                }
+                return
+            } catch  where error.status == .itemNotFound || error.status == .duplicateItem {
+                continue
+            }
+        }
+        throw VaultError(.io, "other processes kept changing the item; try again")
+    }
+}
