@@ -1,0 +1,82 @@
+"""keyring-vault against the real keyring package and its CLI (scripts/test-python-keyring runs it).
+
+Needs: keyring installed with this package, libvault.so on the loader's path (or VAULT_LIBRARY),
+VAULT_DIR pointing at a scratch vault, and VAULT_CLI naming the vault CLI (to check that the items are
+the CLI's items).
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import keyring
+import keyring.errors
+from keyring.backends import chainer
+
+from keyring_vault import VaultKeyring
+
+
+def cli(*arguments):
+    return subprocess.run([os.environ["VAULT_CLI"], *arguments], capture_output=True, text=True, check=False)
+
+
+class VaultKeyringTests(unittest.TestCase):
+    def setUp(self):
+        self.backend = VaultKeyring()
+
+    def test_set_get_delete_and_a_non_ascii_value(self):
+        self.backend.set_password("svc-a", "alice", "pässwörd ✓ with spaces = and =")
+        self.assertEqual(self.backend.get_password("svc-a", "alice"), "pässwörd ✓ with spaces = and =")
+        self.assertIsNone(self.backend.get_password("svc-a", "bob"))
+        self.backend.delete_password("svc-a", "alice")
+        self.assertIsNone(self.backend.get_password("svc-a", "alice"))
+        with self.assertRaises(keyring.errors.PasswordDeleteError):
+            self.backend.delete_password("svc-a", "alice")
+
+    def test_get_credential_with_and_without_a_username(self):
+        self.backend.set_password("svc-c", "carol", "c-pass")
+        credential = self.backend.get_credential("svc-c", None)
+        self.assertEqual((credential.username, credential.password), ("carol", "c-pass"))
+        self.assertEqual(self.backend.get_credential("svc-c", "carol").password, "c-pass")
+        self.assertIsNone(self.backend.get_credential("svc-c", "nobody"))
+        self.assertIsNone(self.backend.get_credential("no-such-service", None))
+
+    def test_the_items_are_the_clis(self):
+        self.backend.set_password("svc-cli", "dave", "from-python")
+        listed = cli("ls", "--service", "svc-cli")
+        self.assertIn("svc-cli\tdave", listed.stdout, listed.stderr)
+        self.assertEqual(cli("get", "svc-cli", "dave").stdout, "from-python")
+        subprocess.run([os.environ["VAULT_CLI"], "put", "svc-cli", "erin"], input="from-cli", text=True, check=True)
+        self.assertEqual(self.backend.get_password("svc-cli", "erin"), "from-cli")
+
+    def test_chosen_by_default_over_the_file_backends(self):
+        chained = [type(b).__name__ for b in chainer.ChainerBackend.backends]
+        self.assertIn("VaultKeyring", chained)
+        # The plaintext and encrypted-file backends rank below vault, so it is asked first.
+        self.assertEqual(chained[0], "VaultKeyring", chained)
+
+    def test_reading_a_vault_that_does_not_exist_creates_nothing(self):
+        missing = os.path.join(tempfile.mkdtemp(), "typo", "vault")
+        saved = os.environ.get("VAULT_DIR")
+        os.environ["VAULT_DIR"] = missing
+        try:
+            self.assertIsNone(VaultKeyring().get_password("svc", "user"))
+            self.assertFalse(os.path.exists(missing))
+        finally:
+            os.environ["VAULT_DIR"] = saved
+
+    def test_the_keyring_cli_across_processes(self):
+        run = lambda *a, **k: subprocess.run([sys.executable, "-m", "keyring", *a], capture_output=True, text=True, **k)
+        environment = dict(os.environ, PYTHON_KEYRING_BACKEND="keyring_vault.backend.VaultKeyring")
+        stored = run("set", "svc-k", "frank", input="ünïcode secret\n", env=environment)
+        self.assertEqual(stored.returncode, 0, stored.stderr)
+        got = run("get", "svc-k", "frank", env=environment)
+        self.assertEqual(got.stdout, "ünïcode secret\n", got.stderr)
+        self.assertEqual(run("del", "svc-k", "frank", env=environment).returncode, 0)
+        self.assertNotEqual(run("get", "svc-k", "frank", env=environment).returncode, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
