@@ -66,6 +66,15 @@ final class ArchiveDecoder: Decoder {
         if count > elementsRead { elementsRead = count }
     }
 
+    /// The map entries read so far, or the array elements.
+    var itemsRead: Int {
+        switch value {
+        case .map: usedEntries.reduce(0) { $0 + ($1 ? 1 : 0) }
+        case .array: elementsRead
+        default: 0
+        }
+    }
+
     func checkFullyRead() throws {
         switch value {
         case .map(let entries):
@@ -157,8 +166,8 @@ final class ArchiveDecoder: Decoder {
         if T.self == UInt16.self { return try integer(item, UInt16.self, path: path()) as! T }
         if T.self == Int8.self { return try integer(item, Int8.self, path: path()) as! T }
         if T.self == UInt8.self { return try integer(item, UInt8.self, path: path()) as! T }
-        if let dictionary = T.self as? any IntKeyedDecodable.Type {
-            return try dictionary.archiveDecode(item, path: path(), state: state) as! T
+        if let collection = T.self as? any HashedCollectionDecodable.Type {
+            return try collection.archiveDecode(item, path: path(), state: state) as! T
         }
         let decoder = ArchiveDecoder(value: item, codingPath: path(), state: state)
         return try state.decode(T.self, with: decoder)
@@ -274,20 +283,45 @@ final class ArchiveDecoder: Decoder {
     static func url(_ item: CBOR, path: @autoclosure () -> [any CodingKey]) throws -> URL {
         let content = try tagContent(item, tag: CBORTag.uri, as: URL.self, path: path())
         guard case .text(let s) = content else { throw mismatch(URL.self, content, "a text string in tag 32", path()) }
-        guard let url = URL(string: s), url.absoluteString == s else {
+        // Bytes, not `String ==`: the archive must hold exactly the text the encoder writes back.
+        guard let url = URL(string: s), UTF8Text.equal(url.absoluteString, s) else {
             throw corrupted(path(), "invalid or non-canonical URL")
         }
         return url
     }
 }
 
-/// `[Int: V]`, read from a CBOR map with integer keys only.
-protocol IntKeyedDecodable {
+/// Collections that Swift's own `init(from:)` fills by hashing: `Dictionary` and `Set`.
+///
+/// Two items of the archive that are equal in the target type would merge silently, losing a value and
+/// changing the bytes on re-encoding; the scanner only rules out equal bytes among map keys, while Swift's
+/// `String` also treats canonically equivalent text as equal ("é" as U+00E9 and as "e" + U+0301), and a
+/// dictionary written as an array of pairs, or a set, may hold equal items. Such a collection is refused.
+protocol HashedCollectionDecodable {
     static func archiveDecode(_ item: CBOR, path: [any CodingKey], state: DecodeState) throws -> Self
 }
 
-extension Dictionary: IntKeyedDecodable where Key == Int, Value: Decodable {
+extension Dictionary: HashedCollectionDecodable where Key: Decodable, Value: Decodable {
     static func archiveDecode(_ item: CBOR, path: [any CodingKey], state: DecodeState) throws -> Self {
+        if Key.self == Int.self {
+            // Through `Any`: a direct `as! Self` from `[Int: Value]` would convert the dictionary element by element.
+            return try intKeyed(item, path: path, state: state) as Any as! Self
+        }
+        let decoder = ArchiveDecoder(value: item, codingPath: path, state: state)
+        let result = try state.decode(Self.self, with: decoder)
+        // Swift's init(from:) reads each map entry, or each key/value pair of the array form, once and adds it.
+        switch item {
+        case .map(let entries) where result.count != decoder.itemsRead:
+            throw mergedKeys(entries, path: path)
+        case .array(let items) where result.count != decoder.itemsRead / 2:
+            throw mergedPairs(items, path: path, state: state)
+        default:
+            return result
+        }
+    }
+
+    /// `[Int: V]`, read from a CBOR map with integer keys only.
+    private static func intKeyed(_ item: CBOR, path: [any CodingKey], state: DecodeState) throws -> [Int: Value] {
         guard case .map(let entries) = item else {
             throw ArchiveDecoder.mismatch(Self.self, item, "a map", path)
         }
@@ -316,6 +350,91 @@ extension Dictionary: IntKeyedDecodable where Key == Int, Value: Decodable {
         }
         return result
     }
+
+    /// The error for two text keys of a map that are equal as `Key` (found again by converting each key the
+    /// way Swift's `init(from:)` does).
+    private static func mergedKeys(_ entries: [CBORMapEntry], path: [any CodingKey]) -> DecodingError {
+        let texts = entries.map { entry -> String? in
+            if case .text(let s) = entry.key { return s }
+            return nil
+        }
+        let keyType = Key.self as? any CodingKeyRepresentable.Type
+        if let keyType, let (first, second) = firstEqualPair(texts.indices, { texts[$0].flatMap { key(keyType, $0) } }),
+            let a = texts[first], let b = texts[second]
+        {
+            let why =
+                Key.self == String.self
+                ? "are two keys that Swift's String treats as equal (canonically equivalent, different UTF-8)"
+                : "are equal as \(Key.self)"
+            return ArchiveDecoder.corrupted(
+                path + [ArchiveCodingKey(stringValue: b)],
+                "the map keys \(UTF8Text.quoted(a)) and \(UTF8Text.quoted(b)) \(why): decoding them as \(Self.self) "
+                    + "would merge two entries and lose a value"
+            )
+        }
+        return ArchiveDecoder.corrupted(path, "map keys are equal as \(Key.self): \(Self.self) would merge entries")
+    }
+
+    private static func key<K: CodingKeyRepresentable>(_ type: K.Type, _ text: String) -> Key? {
+        // Swift's own dictionary coding key: the text, and its integer value if it has one.
+        var codingKey = ArchiveCodingKey(stringValue: text)
+        codingKey.intValue = Int(text)
+        return K(codingKey: codingKey) as? Key
+    }
+
+    /// The error for two keys of the array form (keys and values alternating) that are equal as `Key`.
+    private static func mergedPairs(_ items: [CBOR], path: [any CodingKey], state: DecodeState) -> DecodingError {
+        let keys = stride(from: 0, to: items.count - 1, by: 2)
+        let pair = firstEqualPair(keys) { try? ArchiveDecoder.unbox(items[$0], as: Key.self, path: path, state: state) }
+        guard let (first, second) = pair else {
+            return ArchiveDecoder.corrupted(path, "keys are equal as \(Key.self): \(Self.self) would merge entries")
+        }
+        return ArchiveDecoder.corrupted(
+            path + [ArchiveCodingKey(index: second)],
+            "the keys at index \(first) and \(second) \(equalItems(items[first], items[second], Key.self)): "
+                + "decoding them as \(Self.self) would merge two entries and lose a value"
+        )
+    }
+}
+
+extension Set: HashedCollectionDecodable where Element: Decodable {
+    static func archiveDecode(_ item: CBOR, path: [any CodingKey], state: DecodeState) throws -> Self {
+        let decoder = ArchiveDecoder(value: item, codingPath: path, state: state)
+        let result = try state.decode(Self.self, with: decoder)
+        // Swift's init(from:) reads each element once and inserts it.
+        guard case .array(let items) = item, result.count != decoder.itemsRead else { return result }
+        let pair = firstEqualPair(items.indices) {
+            try? ArchiveDecoder.unbox(items[$0], as: Element.self, path: path, state: state)
+        }
+        guard let (first, second) = pair else {
+            throw ArchiveDecoder.corrupted(path, "elements are equal as \(Element.self): \(Self.self) would merge them")
+        }
+        throw ArchiveDecoder.corrupted(
+            path + [ArchiveCodingKey(index: second)],
+            "the elements at index \(first) and \(second) \(equalItems(items[first], items[second], Element.self)): "
+                + "decoding them as \(Self.self) would keep only one"
+        )
+    }
+}
+
+/// The first two of `indices` whose values (nil: skipped) are equal, found by hashing; for error messages only.
+private func firstEqualPair<H: Hashable>(_ indices: some Sequence<Int>, _ value: (Int) -> H?) -> (Int, Int)? {
+    var seen: [H: Int] = [:]
+    for index in indices {
+        guard let v = value(index) else { continue }
+        if let earlier = seen.updateValue(index, forKey: v) { return (earlier, index) }
+    }
+    return nil
+}
+
+/// Why two items of a collection are one value of `type`, for an error message.
+private func equalItems(_ a: CBOR, _ b: CBOR, _ type: Any.Type) -> String {
+    guard case .text(let x) = a, case .text(let y) = b else { return "are equal as \(type)" }
+    let texts = "(\(UTF8Text.quoted(x)) and \(UTF8Text.quoted(y)))"
+    if type == String.self, !UTF8Text.equal(x, y) {
+        return texts + " are two values that Swift's String treats as equal (canonically equivalent, different UTF-8)"
+    }
+    return texts + " are equal as \(type)"
 }
 
 // MARK: - Containers
@@ -330,52 +449,53 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         keys.reserveCapacity(entries.count)
         for entry in entries {
             // Only text keys name fields; integer keys belong to `[Int: V]`, which is decoded without this.
-            if case .text(let s) = entry.key, let key = Key(stringValue: s), key.stringValue == s {
+            if case .text(let s) = entry.key, let key = Self.key(named: s) {
                 keys.append(key)
             }
         }
         return keys
     }
 
-    /// Compares a map key with a lookup key the way their encodings compare bytewise (the scanner guarantees
-    /// the entries are in that order, so a binary search finds a key in O(log n)).
-    private static func compare(_ item: CBOR, _ lookup: EncodeKey) -> Int {
-        switch lookup {
-        case .text(let wanted):
-            guard case .text(let s) = item else { return item.majorType < 3 ? -1 : 1 }
-            let a = s.utf8.count
-            let b = wanted.utf8.count
-            if a != b { return a < b ? -1 : 1 }
-            if s == wanted { return 0 }
-            return s.utf8.lexicographicallyPrecedes(wanted.utf8) ? -1 : 1
-        case .int(let wanted):
-            switch item {
-            case .unsigned(let u):
-                guard wanted >= 0 else { return -1 }
-                let w = UInt64(wanted)
-                return u == w ? 0 : (u < w ? -1 : 1)
-            case .negative(let n):
-                guard wanted < 0 else { return 1 }
-                let w = UInt64(-1 - wanted)
-                return n == w ? 0 : (n < w ? -1 : 1)
-            default:
-                return 1
-            }
-        }
+    /// The key whose `stringValue` is exactly the bytes of `text`, or nil. `init(stringValue:)` of a
+    /// `String`-backed enum matches canonically equivalent text (its `switch` compares with `String ==`), so
+    /// it may return the case of another spelling; the cases of a `CaseIterable` key type are then searched.
+    private static func key(named text: String) -> Key? {
+        guard let key = Key(stringValue: text) else { return nil }
+        if UTF8Text.equal(key.stringValue, text) { return key }
+        guard let caseIterable = Key.self as? any CaseIterable.Type else { return nil }
+        return exactCase(caseIterable, text)
     }
 
-    private func index(of key: Key) -> Int? {
-        let lookup = EncodeKey(key)
+    private static func exactCase<C: CaseIterable>(_ type: C.Type, _ text: String) -> Key? {
+        for candidate in C.allCases {
+            if let key = candidate as? Key, UTF8Text.equal(key.stringValue, text) { return key }
+        }
+        return nil
+    }
+
+    /// The index of the entry whose key is the text `wanted`, byte for byte. The scanner guarantees the entries
+    /// are sorted as their encoded keys compare bytewise, so a binary search finds it in O(log n); the bytes of
+    /// `wanted` are read once for the whole search.
+    private func index(ofText wanted: String) -> Int? {
+        let bytes = wanted.utf8.span
         var low = 0
         var high = entries.count
         while low < high {
             let mid = low + (high - low) / 2
-            let c = Self.compare(entries[mid].key, lookup)
+            let c: Int
+            if case .text(let s) = entries[mid].key {
+                c = UTF8Text.compareEncoded(s, bytes)
+            } else {
+                // Text (major type 3) sorts after integers and byte strings, before arrays, maps and the rest.
+                c = entries[mid].key.majorType < 3 ? -1 : 1
+            }
             if c == 0 { return mid }
             if c < 0 { low = mid + 1 } else { high = mid }
         }
         return nil
     }
+
+    private func index(of key: Key) -> Int? { index(ofText: key.stringValue) }
 
     private func entry(_ key: Key) throws -> CBOR {
         guard let i = index(of: key) else {
@@ -440,29 +560,23 @@ private struct KeyedContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
     }
 
     func superDecoder() throws -> any Decoder {
-        try superDecoder(key: ArchiveCodingKey.super, lookup: .text("super"))
+        try superDecoder(key: ArchiveCodingKey.super)
     }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
-        try superDecoder(key: key, lookup: EncodeKey(key))
+        try superDecoder(key: key as any CodingKey)
     }
 
-    private func superDecoder(key: any CodingKey, lookup: EncodeKey) throws -> any Decoder {
-        var low = 0
-        var high = entries.count
-        while low < high {
-            let mid = low + (high - low) / 2
-            let c = Self.compare(entries[mid].key, lookup)
-            if c == 0 {
-                decoder.markUsed(mid)
-                return ArchiveDecoder(value: entries[mid].value, codingPath: codingPath + [key], state: decoder.state)
-            }
-            if c < 0 { low = mid + 1 } else { high = mid }
+    private func superDecoder(key: any CodingKey) throws -> any Decoder {
+        guard let i = index(ofText: key.stringValue) else {
+            throw DecodingError.keyNotFound(
+                key,
+                DecodingError.Context(
+                    codingPath: codingPath, debugDescription: "no value for key \"\(key.stringValue)\"")
+            )
         }
-        throw DecodingError.keyNotFound(
-            key,
-            DecodingError.Context(codingPath: codingPath, debugDescription: "no value for key \"\(key.stringValue)\"")
-        )
+        decoder.markUsed(i)
+        return ArchiveDecoder(value: entries[i].value, codingPath: codingPath + [key], state: decoder.state)
     }
 }
 

@@ -19,28 +19,20 @@ enum EncodeKey {
         self = .text(key.stringValue)
     }
 
-    /// Orders keys as their deterministic encodings order bytewise (RFC 8949 §4.2.1).
-    static func precedes(_ a: EncodeKey, _ b: EncodeKey) -> Bool {
+    /// -1, 0 or 1 as the keys' deterministic encodings order bytewise (RFC 8949 §4.2.1). Text keys compare as
+    /// UTF-8 bytes: two spellings that Swift's `String` treats as equal are two keys, never one.
+    @inline(__always)
+    static func compare(_ a: EncodeKey, _ b: EncodeKey) -> Int {
         switch (a, b) {
         case (.text(let x), .text(let y)):
-            let cx = x.utf8.count
-            let cy = y.utf8.count
-            if cx != cy { return cx < cy }
-            return x.utf8.lexicographicallyPrecedes(y.utf8)
-        case (.int, .text): return true
-        case (.text, .int): return false
+            return UTF8Text.compareEncoded(x, y)
+        case (.int, .text): return -1
+        case (.text, .int): return 1
         case (.int(let x), .int(let y)):
+            if x == y { return 0 }
             // Major type 0 (non-negative) sorts before major type 1; within type 1, -1 < -2 < ... bytewise.
-            if (x >= 0) != (y >= 0) { return x >= 0 }
-            return x >= 0 ? x < y : x > y
-        }
-    }
-
-    static func == (a: EncodeKey, b: EncodeKey) -> Bool {
-        switch (a, b) {
-        case (.text(let x), .text(let y)): return x == y
-        case (.int(let x), .int(let y)): return x == y
-        default: return false
+            if (x >= 0) != (y >= 0) { return x >= 0 ? -1 : 1 }
+            return (x >= 0 ? x < y : x > y) ? -1 : 1
         }
     }
 }
@@ -423,18 +415,16 @@ extension CBORWriter {
             }
             return
         }
-        // Stable order by key, then keep the last value written for a key (a key encoded twice overwrites).
+        // Stable order by key, then keep the last value written for a key (a key encoded twice overwrites);
+        // keys are the same only if their bytes are.
         let order = entries.indices.sorted { a, b in
-            let ka = entries[a].key
-            let kb = entries[b].key
-            if EncodeKey.precedes(ka, kb) { return true }
-            if EncodeKey.precedes(kb, ka) { return false }
-            return a < b
+            let c = EncodeKey.compare(entries[a].key, entries[b].key)
+            return c != 0 ? c < 0 : a < b
         }
         var kept: [Int] = []
         kept.reserveCapacity(order.count)
         for index in order {
-            if let last = kept.last, entries[last].key == entries[index].key {
+            if let last = kept.last, EncodeKey.compare(entries[last].key, entries[index].key) == 0 {
                 kept[kept.count - 1] = index
             } else {
                 kept.append(index)

@@ -8,7 +8,9 @@ package enum ArchiveFuzzOracle {
         _ = try? VaultArchive.decode(FuzzRecord.self, from: bytes)
         _ = try? VaultArchive.decode(FuzzNode.self, from: bytes)
         _ = try? VaultArchive.decode(FuzzWrapper.self, from: bytes)
+        _ = try? VaultArchive.decode(FuzzSpellings.self, from: bytes)
         _ = try? VaultArchive.decode([String: String].self, from: bytes)
+        _ = try? VaultArchive.decode(Set<String>.self, from: bytes)
         _ = try? VaultArchive.decode([Int: [UInt8]].self, from: bytes)
         _ = try? VaultArchive.decode([Date].self, from: bytes)
         _ = try? VaultArchive.decode([UUID: URL].self, from: bytes)
@@ -28,6 +30,7 @@ package enum ArchiveFuzzOracle {
         if let failure = check(FuzzRecord.self, bytes) { return failure }
         if let failure = check(FuzzNode.self, bytes) { return failure }
         if let failure = check(FuzzWrapper.self, bytes) { return failure }
+        if let failure = check(FuzzSpellings.self, bytes) { return failure }
         if let failure = check([String: String].self, bytes) { return failure }
         if let failure = check([Int: [UInt8]].self, bytes) { return failure }
         if let failure = check([Date].self, bytes) { return failure }
@@ -77,6 +80,18 @@ package struct FuzzRecord: Codable {
 package struct FuzzNode: Codable {
     var name: String
     var children: [FuzzNode]
+}
+
+/// Two coding keys that Swift's `String` treats as equal but whose UTF-8 differs (fuzzing schema): "é"
+/// precomposed (U+00E9) and decomposed (e, U+0301) are two keys of the map.
+package struct FuzzSpellings: Codable {
+    var precomposed: Int
+    var decomposed: Int
+
+    enum CodingKeys: String, CodingKey {
+        case precomposed = "\u{E9}"
+        case decomposed = "e\u{301}"
+    }
 }
 
 /// Custom coding with nested containers and a super encoder (fuzzing schema).

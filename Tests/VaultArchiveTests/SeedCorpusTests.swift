@@ -64,6 +64,7 @@ import Testing
             try e("dates", [Date(timeIntervalSince1970: 0), Date(timeIntervalSince1970: 0.5)]),
             try e("record", record), try e("node", node), try e("node-deep", deep),
             try e("wrapper", FuzzWrapper(tag: 7, values: [true, false], inner: node)),
+            try e("spellings", FuzzSpellings(precomposed: 1, decomposed: 2)),
             try e(
                 "credentials",
                 Credentials(
