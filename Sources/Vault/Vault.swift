@@ -128,11 +128,7 @@ public final class Vault: Sendable {
         let groups = try searchGroups(query)
         let found = try engine.find(
             query, in: groups, underWriteLock: false, needsData: returning.contains(.data), settingDamageAside: true)
-        let problems = found.damaged.map {
-            ItemProblem(
-                path: $0.path, group: $0.group.rawValue, status: $0.error.status,
-                reason: Self.reason($0.error.message, path: $0.path))
-        }
+        let problems = found.damaged.map { ItemProblem(path: $0.path, group: $0.group, id: $0.id, error: $0.error) }
         return SearchResult(
             items: found.items.prefix(query.limit.maximum).map { $0.matched(returning: returning) },
             problems: problems.sorted { $0.path < $1.path })

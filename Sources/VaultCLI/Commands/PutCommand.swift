@@ -30,7 +30,7 @@ public struct PutCommand: Sendable, Hashable {
             summary: add ? "add a secret; fails when the item exists" : "add or replace a secret",
             details: (add
                 ? "Adds a generic password (or with --server an internet password); an existing item is\nexit status 3 and stays unchanged."
-                : "Adds a generic password (or with --server an internet password), or replaces the secret of\nthe existing one atomically: readers see the old secret or the new one, never neither.")
+                : "Adds a generic password (or with --server an internet password), or replaces the secret of\nthe existing one atomically: readers see the old secret or the new one, never neither. An item\nwhose file fails authentication (damaged; see `vault check`) is replaced too: the damaged file is\nremoved (reported on standard error) and the secret stored as a new item.")
                     + """
 
                     The secret is every byte of standard input (binary-safe; --trim drops one trailing
@@ -73,13 +73,26 @@ public struct PutCommand: Sendable, Hashable {
         // Update in place, else add; another process can add or remove the item between the two
         // steps, so a lost race is retried. Each step is atomic on its own.
         for _ in 0..<8 {
-            let existing: MatchedItem?
+            let found: SearchResult
             do {
-                existing = try vault.copyMatching(name.query(group: group), returning: [.attributes]).first
-            } catch  where error.status == .itemNotFound {
-                existing = nil
+                found = try vault.search(name.query(group: group), returning: [.attributes])
             } catch {
                 throw CLIError(error, subject: subject, vaultPath: vault.path)
+            }
+            let existing = found.items.first
+            if existing == nil, let problem = found.problems.first {
+                // The item's file fails authentication: its secret is lost, and the new one takes its place
+                // (as a new item: new persistent reference, new creation date). Anything else (an unsafe
+                // or unreadable file, a newer format) may be sound and stops the put, as before.
+                guard found.problems.allSatisfy(\.failedAuthentication) else {
+                    let first = found.problems.first { !$0.failedAuthentication } ?? problem
+                    throw CLIError(ExitCode(first.status), subject, "\(first.path): \(first.reason)")
+                }
+                let removed = try context.attempt(vault, subject) { () throws(VaultError) in
+                    try vault.removeDamaged(found.problems)
+                }
+                context.listRemoved(removed)
+                continue
             }
             do {
                 if let existing {
