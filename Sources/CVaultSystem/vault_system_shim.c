@@ -209,6 +209,22 @@ int vsys_keyring_remove(const char *description) {
     return (int)syscall(SYS_keyctl, KEYCTL_INVALIDATE, id);
 }
 
+long vsys_keyring_list(int *ids, unsigned long capacity) {
+    /* KEYCTL_READ of a keyring gives its links as key_serial_t (int32) values, and the size in bytes
+     * of the whole list. */
+    long bytes = syscall(SYS_keyctl, KEYCTL_READ, KEY_SPEC_USER_KEYRING, ids, (size_t)capacity * sizeof(int));
+    if (bytes < 0) return -1;
+    return bytes / (long)sizeof(int);
+}
+
+long vsys_keyring_describe(int id, char *buffer, unsigned long length) {
+    return syscall(SYS_keyctl, KEYCTL_DESCRIBE, id, buffer, (size_t)length);
+}
+
+int vsys_keyring_invalidate(int id) {
+    return (int)syscall(SYS_keyctl, KEYCTL_INVALIDATE, id);
+}
+
 int vsys_sanitize_standard_descriptors(void) {
     for (int fd = 0; fd <= 2; fd++) {
         if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;

@@ -143,6 +143,7 @@ struct ItemEngine: Sendable {
     /// An item file that could not be read or failed authentication or decoding.
     struct DamagedFile: Sendable {
         let group: AccessGroup
+        let id: ItemID
         let path: String
         let error: VaultError
     }
@@ -188,7 +189,7 @@ struct ItemEngine: Sendable {
                 } catch  where error.status == .interactionNotAllowed && lockedFilesCannotMatch {
                     continue
                 } catch  where error.status != .interactionNotAllowed && settingDamageAside {
-                    damaged.append(DamagedFile(group: group, path: filePath(group, id), error: error))
+                    damaged.append(DamagedFile(group: group, id: id, path: filePath(group, id), error: error))
                     continue
                 }
                 if let record, query.matches(record, group: group) {
@@ -284,7 +285,7 @@ struct ItemEngine: Sendable {
                 locked = locked ?? error
                 continue
             } catch {
-                damaged.append(DamagedFile(group: group, path: filePath(group, id), error: error))
+                damaged.append(DamagedFile(group: group, id: id, path: filePath(group, id), error: error))
                 continue
             }
             guard include(record) else { continue }

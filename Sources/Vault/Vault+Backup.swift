@@ -11,6 +11,14 @@ public struct ExportReport: Sendable, Hashable {
     public let leftOut: Int
 }
 
+/// A backup sealed in memory (`sealedBackup`): the bytes of a backup file and what they hold.
+public struct SealedBackup: Sendable {
+    /// The sealed backup, as a backup file holds it.
+    public let bytes: [UInt8]
+    /// What was exported.
+    public let report: ExportReport
+}
+
 /// What `importBackup` did.
 public struct ImportReport: Sendable, Hashable {
     /// Items added.
@@ -35,7 +43,7 @@ struct BackupBundle: Codable {
 }
 
 /// Backups: every item of every group of the vault, sealed under a passphrase (Argon2id +
-/// XChaCha20-Poly1305, `docs/FORMAT.md`). They are vault-wide operations for the owner of the vault's
+/// XChaCha20-Poly1305) or a backup key file (`docs/FORMAT.md`). They are vault-wide operations for the owner of the vault's
 /// files, not scoped to the client's access groups.
 extension Vault {
     static let deviceOnly: Set<Accessibility> = [
@@ -43,11 +51,37 @@ extension Vault {
         .alwaysThisDeviceOnly,
     ]
 
-    /// Writes a backup of every item to `path` (which must not exist), leaving out the
-    /// `…ThisDeviceOnly` items. A damaged item file stops the export (run `vault check`).
+    /// Writes a backup of every item to `path` (which must not exist), sealed under `passphrase`,
+    /// leaving out the `…ThisDeviceOnly` items. A damaged item file stops the export (run `vault check`).
     public func export(to path: String, passphrase: SecureBytes, limits: PassphraseKeyDerivation.Limits = .moderate)
         throws(VaultError) -> ExportReport
     {
+        try export(to: path, key: .passphrase(passphrase, limits: limits))
+    }
+
+    /// Writes a backup of every item to `path` (which must not exist; 0600, durably), sealed under
+    /// `key` (a passphrase or a backup key file), leaving out the `…ThisDeviceOnly` items. A damaged
+    /// item file stops the export (run `vault check`).
+    public func export(to path: String, key: BackupKey) throws(VaultError) -> ExportReport {
+        var (bytes, report) = try archiveEveryItem()
+        defer { bytes.wipe() }
+        try translatingStoreErrors {
+            try bytes.withUnsafeBytes { try BackupFile.write($0, to: path, key: key) }
+        }
+        return report
+    }
+
+    /// A backup of every item, sealed under `key`, in memory: the bytes of a backup file, for a
+    /// stream (`vault export -` writes them to standard output, e.g. into `rclone rcat`).
+    public func sealedBackup(key: BackupKey) throws(VaultError) -> SealedBackup {
+        var (bytes, report) = try archiveEveryItem()
+        defer { bytes.wipe() }
+        let sealed = try translatingStoreErrors { try bytes.withUnsafeBytes { try BackupFile.seal($0, key: key) } }
+        return SealedBackup(bytes: sealed, report: report)
+    }
+
+    /// The archive of every item but the `…ThisDeviceOnly` ones (plaintext: the caller wipes it).
+    private func archiveEveryItem() throws(VaultError) -> ([UInt8], ExportReport) {
         var items: [BackupBundle.Item] = []
         var leftOut = 0
         for name in try translatingStoreErrors({ try engine.store.groups() }) {
@@ -57,7 +91,11 @@ extension Vault {
                 throw VaultError(locked.status, "cannot export a locked vault: \(locked.message)", cause: locked)
             }
             if let damage = scanned.damage {
-                throw VaultError(damage.status, "cannot export: \(damage.message) (run `vault check`)", cause: damage)
+                throw VaultError(
+                    damage.status,
+                    "cannot export: \(damage.message) (run `vault check`; `vault check --remove-damaged` removes "
+                        + "damaged files)",
+                    cause: damage)
             }
             for item in scanned.items {
                 if let accessible = item.record.attributes.accessible, Self.deviceOnly.contains(accessible) {
@@ -69,28 +107,44 @@ extension Vault {
         }
         let bundle = BackupBundle(
             version: 1, created: ItemRecord.now(), sourceVaultID: Data(engine.store.vaultID), items: items)
-        var bytes: [UInt8]
         do {
-            bytes = try VaultArchive.encode(bundle, options: VaultArchive.Options(maxSize: BackupFile.maximumByteCount))
+            let bytes = try VaultArchive.encode(
+                bundle, options: VaultArchive.Options(maxSize: BackupFile.maximumByteCount))
+            return (bytes, ExportReport(exported: items.count, leftOut: leftOut))
         } catch let error as EncodingError {
             throw VaultError(.param, "cannot archive the backup: \(error.redactedDescription)")
         } catch {
             throw VaultError(.param, "cannot archive the backup: \(error)")
         }
-        defer { bytes.wipe() }
-        try translatingStoreErrors {
-            try bytes.withUnsafeBytes { try BackupFile.write($0, to: path, passphrase: passphrase, limits: limits) }
-        }
-        return ExportReport(exported: items.count, leftOut: leftOut)
     }
 
-    /// Checks the backup at `path` without its passphrase and without reading it whole (a regular file
-    /// of a plausible size, the backup's magic, a version this build reads, an Argon2id cost within
-    /// `costCeiling`): what to run before asking for the passphrase.
+    /// Checks the backup at `path` without its passphrase or key and without reading it whole (a
+    /// regular file of a plausible size, the backup's magic, a version this build reads, an Argon2id
+    /// cost within `costCeiling`): what to run before asking for the passphrase. Says what the backup
+    /// is sealed under.
+    @discardableResult
     public static func inspectBackup(at path: String, costCeiling: PassphraseKeyDerivation.Limits = .sensitive)
-        throws(VaultError)
+        throws(VaultError) -> BackupFile.Sealing
     {
         try translatingStoreErrors { try BackupFile.inspect(at: path, ceiling: costCeiling) }
+    }
+
+    /// The same checks of the first `BackupFile.headerByteCount` bytes of a backup that comes on a
+    /// stream (named `name` in messages): what to run before reading the rest.
+    @discardableResult
+    public static func inspectBackup(
+        header: [UInt8], name: String, costCeiling: PassphraseKeyDerivation.Limits = .sensitive
+    ) throws(VaultError) -> BackupFile.Sealing {
+        try translatingStoreErrors { try BackupFile.inspect(header: header, name: name, ceiling: costCeiling) }
+    }
+
+    /// Every check of the whole backup `sealed` that needs no passphrase or key (size, checksum,
+    /// header): damage is reported as such before a passphrase is asked for.
+    @discardableResult
+    public static func checkBackup(
+        _ sealed: [UInt8], name: String, costCeiling: PassphraseKeyDerivation.Limits = .sensitive
+    ) throws(VaultError) -> BackupFile.Sealing {
+        try translatingStoreErrors { try BackupFile.check(sealed, name: name, ceiling: costCeiling) }
     }
 
     /// Adds the items of the backup at `path` to this vault with their attributes, dates and persistent
@@ -101,9 +155,36 @@ extension Vault {
         from path: String, passphrase: SecureBytes, replace: Bool = false,
         costCeiling: PassphraseKeyDerivation.Limits = .sensitive
     ) throws(VaultError) -> ImportReport {
+        try importBackup(from: path, key: .passphrase(passphrase), replace: replace, costCeiling: costCeiling)
+    }
+
+    /// Adds the items of the backup at `path`, opened with `key` (its passphrase or its backup key
+    /// file), as `importBackup(from:passphrase:replace:costCeiling:)` does.
+    public func importBackup(
+        from path: String, key: BackupKey, replace: Bool = false,
+        costCeiling: PassphraseKeyDerivation.Limits = .sensitive
+    ) throws(VaultError) -> ImportReport {
         let plaintext = try translatingStoreErrors {
-            try BackupFile.read(from: path, passphrase: passphrase, ceiling: costCeiling)
+            try BackupFile.read(from: path, key: key, ceiling: costCeiling)
         }
+        return try importBundle(plaintext, name: path, replace: replace)
+    }
+
+    /// Adds the items of the backup bytes `sealed` (read from a stream; `name` names it in messages),
+    /// opened with `key`, as `importBackup(from:key:replace:costCeiling:)` does.
+    public func importBackup(
+        sealed: [UInt8], name: String, key: BackupKey, replace: Bool = false,
+        costCeiling: PassphraseKeyDerivation.Limits = .sensitive
+    ) throws(VaultError) -> ImportReport {
+        let plaintext = try translatingStoreErrors {
+            try BackupFile.open(sealed, name: name, key: key, ceiling: costCeiling)
+        }
+        return try importBundle(plaintext, name: name, replace: replace)
+    }
+
+    private func importBundle(_ plaintext: SecureBytes, name path: String, replace: Bool) throws(VaultError)
+        -> ImportReport
+    {
         let bundle: BackupBundle
         do {
             var bytes = plaintext.withUnsafeBytes { [UInt8]($0) }

@@ -11,6 +11,39 @@ public struct ItemProblem: Sendable, Hashable, CustomStringConvertible {
     public let status: VaultStatus
     /// Why it failed (never any content of the file).
     public let reason: String
+    /// Whether the file failed authentication (tampered with, damaged, truncated, moved from another
+    /// item, group or vault, or an older copy of itself): what `removeDamaged` removes. False for a
+    /// file that is locked, cannot be read, is unsafe or of a newer format, or decrypted but does not
+    /// decode: those may be sound, and are never removed.
+    public let failedAuthentication: Bool
+    /// The item file's id, when the problem is an item file (not a group directory).
+    let itemID: ItemID?
+
+    init(path: String, group: String, status: VaultStatus, reason: String, itemID: ItemID? = nil) {
+        self.path = path
+        self.group = group
+        self.status = status
+        self.reason = reason
+        self.failedAuthentication = false
+        self.itemID = itemID
+    }
+
+    /// The problem of item file `id` of `group` that `error` is.
+    init(path: String, group: AccessGroup, id: ItemID, error: VaultError) {
+        self.path = path
+        self.group = group.rawValue
+        self.status = error.status
+        self.reason = Vault.reason(error.message, path: path)
+        self.failedAuthentication = Self.isAuthenticationFailure(error)
+        self.itemID = id
+    }
+
+    /// Whether `error`, from reading an item file, says the file is not authentic. Only the store's
+    /// integrity errors are: a locked class, an unreadable or unsafe file, a newer format (the store's
+    /// `unsupportedFormat`, also `decode` above it) and a record that does not decode are not.
+    static func isAuthenticationFailure(_ error: VaultError) -> Bool {
+        (error.cause as? StoreError)?.code == .integrity
+    }
 
     /// The path and the reason.
     public var description: String { "\(path): \(reason)" }
@@ -105,15 +138,12 @@ extension Vault {
                         problems.append(
                             ItemProblem(
                                 path: path, group: name.rawValue, status: .decode,
-                                reason: "the item's primary key does not match its file name"))
+                                reason: "the item's primary key does not match its file name", itemID: id))
                     }
                 } catch {
                     itemCount += 1
                     if error.status == .interactionNotAllowed && !lockedIsProblem { continue }
-                    problems.append(
-                        ItemProblem(
-                            path: path, group: name.rawValue, status: error.status,
-                            reason: Self.reason(error.message, path: path)))
+                    problems.append(ItemProblem(path: path, group: group, id: id, error: error))
                 }
             }
             groups.append(StoredGroup(group: group, itemCount: itemCount))

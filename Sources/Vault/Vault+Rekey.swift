@@ -4,31 +4,57 @@ import VaultStore
 /// Key rotation.
 extension Vault {
     /// Rotates the master key: a new key (and class keys), every item re-encrypted, crash-safe at every
-    /// step (`VaultStore.rekey`). Needs the master key (a vault opened with its passphrase or a key
-    /// file); `newPassphrase` wraps the new key (nil: a plain `master.key`). Damaged items stop it
-    /// before anything changes. This handle is stale afterwards: open the vault again.
+    /// step (`VaultStore.rekey`). Needs the master key (a vault opened with its passphrase);
+    /// `newPassphrase` wraps the new key (nil: a plain `master.key`). A vault whose key is in an
+    /// external key file is rekeyed with `rekey(newKeyFile:keySource:)`. Damaged items stop it before
+    /// anything changes. This handle is stale afterwards: open the vault again.
     public func rekey(
         newPassphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits = .moderate,
         keySource: KeySource = .fromEnvironment()
     ) throws(VaultError) {
         try translatingStoreErrors {
             try engine.store.rekey(newPassphrase: newPassphrase, limits: limits, keySource: keySource) { target in
-                for name in try engine.store.groups() {
-                    let group = AccessGroup(name)
-                    let scanned = try engine.scan(group) { _ in true }
-                    if let problem = scanned.locked ?? scanned.damage {
-                        throw VaultError(problem.status, "cannot rekey: \(problem.message)", cause: problem)
-                    }
-                    for item in scanned.items {
-                        var bytes = try ItemRecordCodec.encode(item.record)
-                        defer { bytes.wipe() }
-                        let id = try target.itemID(group: name, primaryKey: item.record.primaryKey)
-                        try bytes.withUnsafeBytes {
-                            try target.write(
-                                group: name, id: id, plaintext: $0, protectionClass: item.record.protectionClass,
-                                version: item.record.version)
-                        }
-                    }
+                try copyItems(into: target)
+            }
+        }
+    }
+
+    /// Rotates the master key of a vault opened with an external key file (`keySource.keyFile`): the
+    /// new key goes to `newKeyFile`, created (0600, exclusively, durably, in an existing directory)
+    /// when it does not exist, else taken from the 32-byte key file there (refused when group or others
+    /// can read it). Crash-safe like the other rekey: after a failure at any step the vault opens with
+    /// the old key file or the new one, with every item. Afterwards only the new key file opens it;
+    /// the old file is left in place. This handle is stale afterwards: open the vault again.
+    public func rekey(newKeyFile: String, keySource: KeySource = .fromEnvironment()) throws(VaultError) {
+        try translatingStoreErrors {
+            try engine.store.rekey(newKeyFile: newKeyFile, keySource: keySource) { target in
+                try copyItems(into: target)
+            }
+        }
+    }
+
+    /// Writes every item, decrypted with the old keys, into the rekey's new vault.
+    private func copyItems(into target: RekeyTarget) throws {
+        for name in try engine.store.groups() {
+            let group = AccessGroup(name)
+            let scanned = try engine.scan(group) { _ in true }
+            if let locked = scanned.locked {
+                throw VaultError(locked.status, "cannot rekey: \(locked.message)", cause: locked)
+            }
+            if let damage = scanned.damage {
+                throw VaultError(
+                    damage.status,
+                    "cannot rekey: \(damage.message) (`vault check --remove-damaged` removes damaged files)",
+                    cause: damage)
+            }
+            for item in scanned.items {
+                var bytes = try ItemRecordCodec.encode(item.record)
+                defer { bytes.wipe() }
+                let id = try target.itemID(group: name, primaryKey: item.record.primaryKey)
+                try bytes.withUnsafeBytes {
+                    try target.write(
+                        group: name, id: id, plaintext: $0, protectionClass: item.record.protectionClass,
+                        version: item.record.version)
                 }
             }
         }

@@ -128,11 +128,7 @@ public final class Vault: Sendable {
         let groups = try searchGroups(query)
         let found = try engine.find(
             query, in: groups, underWriteLock: false, needsData: returning.contains(.data), settingDamageAside: true)
-        let problems = found.damaged.map {
-            ItemProblem(
-                path: $0.path, group: $0.group.rawValue, status: $0.error.status,
-                reason: Self.reason($0.error.message, path: $0.path))
-        }
+        let problems = found.damaged.map { ItemProblem(path: $0.path, group: $0.group, id: $0.id, error: $0.error) }
         return SearchResult(
             items: found.items.prefix(query.limit.maximum).map { $0.matched(returning: returning) },
             problems: problems.sorted { $0.path < $1.path })
@@ -204,18 +200,34 @@ extension Vault {
 
 extension Vault {
     /// Unwraps the master key of the passphrase-protected vault at `path` (with `keySource`'s
-    /// passphrase) and caches it in the kernel keyring for `timeoutSeconds` (0: until reboot or
-    /// `lock`): other processes of this user then open the vault without the passphrase.
-    public static func unlock(at path: String, keySource: KeySource, timeoutSeconds: UInt32) throws(VaultError) {
+    /// passphrase) and caches its class keys in the kernel keyring, the `AfterFirstUnlock` key until
+    /// reboot and the `WhenUnlocked` key for `timeoutSeconds` (0: until reboot or `lock`): other
+    /// processes of this user then open the vault without the passphrase. A vault without a passphrase
+    /// (a plain `master.key` or an external key file) has nothing to unlock: nothing is cached, and the
+    /// result says so.
+    @discardableResult
+    public static func unlock(at path: String, keySource: KeySource, timeoutSeconds: UInt32) throws(VaultError)
+        -> VaultStore.UnlockOutcome
+    {
         try translatingStoreErrors {
             try VaultStore.unlock(at: path, keySource: keySource, timeoutSeconds: timeoutSeconds)
         }
     }
 
-    /// Drops the cached key of the vault at `path`; returns false when none was cached. Handles that
-    /// are already open keep working until they are released.
+    /// Drops the cached `WhenUnlocked` key of the vault at `path` (the `AfterFirstUnlock` key stays
+    /// until reboot, as on Apple devices; `lockEveryVault` drops it too); returns false when none was
+    /// cached. Handles that are already open keep working until they are released.
     @discardableResult
     public static func lock(at path: String) throws(VaultError) -> Bool {
         try translatingStoreErrors { try VaultStore.lock(at: path) }
+    }
+
+    /// Drops every cached class key of every vault of this user from the kernel keyring, the
+    /// `AfterFirstUnlock` keys too, including those of vaults that no longer exist; needs no vault.
+    /// Afterwards only `Always` items open without a passphrase. Returns how many keys were dropped;
+    /// handles that are already open keep working until they are released.
+    @discardableResult
+    public static func lockEveryVault() throws(VaultError) -> Int {
+        try translatingStoreErrors { try VaultStore.lockEveryVault() }
     }
 }

@@ -175,10 +175,22 @@ struct Context {
     /// problems' exit status (`ExitCode(problems:)`); does nothing when there are none.
     func report(_ problems: [ItemProblem], command: String, summary: String) throws(CLIError) {
         guard !problems.isEmpty else { return }
+        list(problems)
+        throw CLIError(ExitCode(problems: problems), command, summary)
+    }
+
+    /// Names each problem on standard error as `vault: PATH: why`.
+    func list(_ problems: [ItemProblem]) {
         for problem in problems {
             writeError(CLIError(ExitCode(problem.status), problem.path, problem.reason))
         }
-        throw CLIError(ExitCode(problems: problems), command, summary)
+    }
+
+    /// Says on standard error that each of `removed` (damaged item files) was removed, and why.
+    func listRemoved(_ removed: [ItemProblem]) {
+        for problem in removed {
+            writeError(CLIError(.success, problem.path, "removed the damaged item file (\(problem.reason))"))
+        }
     }
 
     private func writeRawError(_ text: String) {

@@ -4,23 +4,29 @@ import Vault
 /// Add-or-update without a gap, as `vault put` and the credential helpers store: the item is looked
 /// up, then updated in place (keeping its creation date and persistent reference) or added. Each step
 /// is atomic under the vault's lock, and a race lost to another process (the item appeared or vanished
-/// in between) is retried, so readers see the old secret or the new one, never none.
+/// in between) is retried, so readers see the old secret or the new one, never none. An item whose file
+/// fails authentication has lost its secret: the new one takes its place, as a new item (new persistent
+/// reference and creation date); anything else that cannot be read (an unsafe or unreadable file, a
+/// newer format) may be sound and stops the store.
 enum ItemUpsert {
     /// Stores `secret` as the item `name` (in `group`, else the client's default group) with
     /// `attributes`, which hold `name`'s primary key; label, comment and description are also set on
     /// an update.
+    /// Returns the damaged files it removed on the way.
+    @discardableResult
     static func store(
         _ secret: Data, as name: ItemName, group: AccessGroup?, attributes: ItemAttributes, in vault: Vault
-    ) throws(VaultError) {
+    ) throws(VaultError) -> [ItemProblem] {
         var key = attributes
         key.accessGroup = group
-        try store(secret, itemClass: name.itemClass, attributes: key, in: vault)
+        return try store(secret, itemClass: name.itemClass, attributes: key, in: vault)
     }
 
     /// Stores `secret` as the item of `itemClass` whose primary key `attributes` holds (every key
     /// attribute given, "" or 0 for the empty ones, and the group or nil for the default one).
+    @discardableResult
     static func store(_ secret: Data, itemClass: ItemClass, attributes: ItemAttributes, in vault: Vault)
-        throws(VaultError)
+        throws(VaultError) -> [ItemProblem]
     {
         var changes = ItemChanges(data: secret)
         changes.attributes.label = attributes.label
@@ -40,14 +46,17 @@ enum ItemUpsert {
             lookup.port = attributes.port ?? 0
             lookup.path = attributes.path ?? ""
         }
+        var removed: [ItemProblem] = []
         for _ in 0..<8 {
-            let existing: MatchedItem?
-            do {
-                existing =
-                    try vault.copyMatching(Query(itemClass: itemClass, attributes: lookup), returning: [.attributes])
-                    .first
-            } catch  where error.status == .itemNotFound {
-                existing = nil
+            let found = try vault.search(Query(itemClass: itemClass, attributes: lookup), returning: [.attributes])
+            let existing = found.items.first
+            if existing == nil, let problem = found.problems.first {
+                guard found.problems.allSatisfy(\.failedAuthentication) else {
+                    let first = found.problems.first { !$0.failedAuthentication } ?? problem
+                    throw VaultError(first.status, "\(first.path): \(first.reason)")
+                }
+                removed += try vault.removeDamaged(found.problems)
+                continue
             }
             do {
                 if let existing {
@@ -57,7 +66,7 @@ enum ItemUpsert {
                 } else {
                     try vault.add(itemClass, attributes: attributes, data: secret)
                 }
-                return
+                return removed
             } catch  where error.status == .itemNotFound || error.status == .duplicateItem {
                 continue
             }

@@ -25,6 +25,17 @@ final class PassphraseSource: Sendable {
         { [self] prompt in try self.passphrase(prompt) }
     }
 
+    /// Whether a passphrase can be had at all: a descriptor was given, or a terminal can be opened to
+    /// ask on. Asked before a command makes anything that a failed prompt would leave behind.
+    var canAsk: Bool {
+        if descriptor != nil { return true }
+        guard let terminal = try? FileDescriptor.currentWorkingDirectory.openAt("/dev/tty", .readWrite) else {
+            return false
+        }
+        try? terminal.close()
+        return true
+    }
+
     func passphrase(_ prompt: String) throws -> SecureBytes {
         let isNew = prompt.hasPrefix("new ")
         if let descriptor {

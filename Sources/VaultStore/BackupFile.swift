@@ -1,19 +1,62 @@
 import VaultCrypto
 import VaultSystem
 
-/// A backup file outside the vault: the vault's items sealed under a passphrase (a
-/// `PassphraseEnvelope` with magic "VLTX"), written once (never over an existing file), 0600, durably.
+/// What seals a backup: a passphrase (Argon2id, for a person) or the 32 raw bytes of a backup key
+/// file (no Argon2id, for a cron job or a service: nobody types a passphrase there).
+public struct BackupKey: Sendable {
+    let key: PassphraseEnvelope.Key
+
+    /// A passphrase; `limits` is the Argon2id cost of a new backup (opening uses the backup's own).
+    public static func passphrase(_ passphrase: SecureBytes, limits: PassphraseKeyDerivation.Limits = .moderate)
+        -> BackupKey
+    {
+        BackupKey(key: .passphrase(passphrase, limits: limits))
+    }
+
+    /// The backup key file at `path`: 32 raw bytes, a regular file owned by this user or root that group
+    /// and others cannot access, checked as an external master key file is. Make one with
+    /// `(umask 077 && head -c 32 /dev/urandom > FILE)`, and keep it apart from the backups it opens.
+    public static func keyFile(_ path: String) throws(StoreError) -> BackupKey {
+        do {
+            return BackupKey(key: .raw(try MasterKeyFile.loadExternal(path)))
+        } catch  where error.errno == .noSuchFileOrDirectory {
+            throw StoreError(
+                .io,
+                "the backup key file \(path) does not exist; make one with "
+                    + "`(umask 077 && head -c \(MasterKeyFile.keyByteCount) /dev/urandom > \(path))`",
+                path: path, cause: error.cause)
+        }
+    }
+}
+
+/// A backup file outside the vault: the vault's items sealed under a passphrase or a backup key file
+/// (a `PassphraseEnvelope` with magic "VLTX"), written once (never over an existing file), 0600,
+/// durably; or the same bytes on a stream (`vault export -`).
 public enum BackupFile {
-    static let envelope = PassphraseEnvelope(magic: Array("VLTX".utf8), what: "a vault backup")
+    static let envelope = PassphraseEnvelope(magic: Array("VLTX".utf8), what: "a vault backup", acceptsRawKey: true)
     /// The largest backup read back (1 GiB).
     public static let maximumByteCount = 1 << 30
+    /// The bytes of a backup's header: what `inspect(header:name:)` needs.
+    public static let headerByteCount = PassphraseEnvelope.headerByteCount
+    /// The fewest bytes a backup can have.
+    public static let minimumByteCount = PassphraseEnvelope.overheadByteCount
 
-    /// Seals `payload` under `passphrase` and writes it to `path`, which must not exist yet.
-    public static func write(
-        _ payload: UnsafeRawBufferPointer, to path: String, passphrase: SecureBytes,
-        limits: PassphraseKeyDerivation.Limits
-    ) throws(StoreError) {
-        let sealed = try envelope.seal(payload, passphrase: passphrase, limits: limits)
+    /// What a backup is sealed under, as its header says.
+    public enum Sealing: Sendable, Hashable {
+        /// A passphrase (Argon2id).
+        case passphrase
+        /// A backup key file.
+        case keyFile
+    }
+
+    /// Seals `payload` under `key`: the bytes of a backup file.
+    public static func seal(_ payload: UnsafeRawBufferPointer, key: BackupKey) throws(StoreError) -> [UInt8] {
+        try envelope.seal(payload, key: key.key)
+    }
+
+    /// Seals `payload` under `key` and writes it to `path`, which must not exist yet.
+    public static func write(_ payload: UnsafeRawBufferPointer, to path: String, key: BackupKey) throws(StoreError) {
+        let sealed = try seal(payload, key: key)
         let (directoryPath, name) = VaultDirectory.split(path)
         let directory: FileDescriptor
         do {
@@ -32,31 +75,81 @@ public enum BackupFile {
         }
     }
 
-    /// Checks the backup at `path` without its passphrase and without reading it whole: a regular
-    /// file of a plausible size whose header has the backup's magic, a version this build reads, and
-    /// an Argon2id cost within `ceiling`. Run before asking for the passphrase.
+    /// Seals `payload` under `passphrase` and writes it to `path`, which must not exist yet.
+    public static func write(
+        _ payload: UnsafeRawBufferPointer, to path: String, passphrase: SecureBytes,
+        limits: PassphraseKeyDerivation.Limits
+    ) throws(StoreError) {
+        try write(payload, to: path, key: .passphrase(passphrase, limits: limits))
+    }
+
+    /// Checks the backup at `path` without its passphrase or key and without reading it whole: a
+    /// regular file of a plausible size whose header has the backup's magic, a version this build
+    /// reads, and an Argon2id cost within `ceiling`. Run before asking for the passphrase; says
+    /// what the backup is sealed under.
+    @discardableResult
     public static func inspect(at path: String, ceiling: PassphraseKeyDerivation.Limits = .sensitive)
-        throws(StoreError)
+        throws(StoreError) -> Sealing
     {
         let (directoryPath, name) = VaultDirectory.split(path)
         let directory = try openDirectory(directoryPath, of: path)
         defer { try? directory.close() }
         let header = try VaultDirectory.readSmallFilePrefix(
-            name, in: directory, path: path, prefix: PassphraseEnvelope.headerByteCount,
-            minimumSize: PassphraseEnvelope.overheadByteCount, limit: maximumByteCount)
-        try envelope.checkHeader(header, path: path, ceiling: ceiling)
+            name, in: directory, path: path, prefix: headerByteCount, minimumSize: minimumByteCount,
+            limit: maximumByteCount)
+        return try inspect(header: header, name: path, ceiling: ceiling)
+    }
+
+    /// `inspect`'s checks of the first `headerByteCount` bytes of a backup read from a stream, named
+    /// `name` in messages: what to run before reading the rest.
+    @discardableResult
+    public static func inspect(header: [UInt8], name: String, ceiling: PassphraseKeyDerivation.Limits = .sensitive)
+        throws(StoreError) -> Sealing
+    {
+        try envelope.checkHeader(header, path: name, ceiling: ceiling) == PassphraseEnvelope.rawKey
+            ? .keyFile : .passphrase
+    }
+
+    /// Every check but the passphrase or key of the whole backup `sealed` (size, checksum, header),
+    /// named `name` in messages: damage is told apart from a wrong key before either is asked for.
+    @discardableResult
+    public static func check(_ sealed: [UInt8], name: String, ceiling: PassphraseKeyDerivation.Limits = .sensitive)
+        throws(StoreError) -> Sealing
+    {
+        guard sealed.count <= maximumByteCount else {
+            throw StoreError(.integrity, "\(name) is more than \(maximumByteCount) bytes: not a vault backup")
+        }
+        try envelope.check(sealed, path: name, ceiling: ceiling)
+        return sealed[5] == PassphraseEnvelope.rawKey ? .keyFile : .passphrase
+    }
+
+    /// Reads the backup at `path` and opens it with `key`, after `inspect`'s checks.
+    public static func read(from path: String, key: BackupKey, ceiling: PassphraseKeyDerivation.Limits = .sensitive)
+        throws(StoreError) -> SecureBytes
+    {
+        try inspect(at: path, ceiling: ceiling)
+        let (directoryPath, name) = VaultDirectory.split(path)
+        let directory = try openDirectory(directoryPath, of: path)
+        defer { try? directory.close() }
+        let bytes = try VaultDirectory.readSmallFile(name, in: directory, path: path, limit: maximumByteCount)
+        return try open(bytes, name: path, key: key, ceiling: ceiling)
     }
 
     /// Reads the backup at `path` and opens it with `passphrase`, after `inspect`'s checks.
     public static func read(
         from path: String, passphrase: SecureBytes, ceiling: PassphraseKeyDerivation.Limits = .sensitive
     ) throws(StoreError) -> SecureBytes {
-        try inspect(at: path, ceiling: ceiling)
-        let (directoryPath, name) = VaultDirectory.split(path)
-        let directory = try openDirectory(directoryPath, of: path)
-        defer { try? directory.close() }
-        let bytes = try VaultDirectory.readSmallFile(name, in: directory, path: path, limit: maximumByteCount)
-        return try envelope.open(bytes, passphrase: passphrase, path: path, ceiling: ceiling)
+        try read(from: path, key: .passphrase(passphrase), ceiling: ceiling)
+    }
+
+    /// Opens the backup bytes `sealed` (named `name` in messages) with `key`.
+    public static func open(
+        _ sealed: [UInt8], name: String, key: BackupKey, ceiling: PassphraseKeyDerivation.Limits = .sensitive
+    ) throws(StoreError) -> SecureBytes {
+        guard sealed.count <= maximumByteCount else {
+            throw StoreError(.integrity, "\(name) is more than \(maximumByteCount) bytes: not a vault backup")
+        }
+        return try envelope.open(sealed, key: key.key, path: name, ceiling: ceiling)
     }
 
     private static func openDirectory(_ directoryPath: String, of path: String) throws(StoreError) -> FileDescriptor {

@@ -171,6 +171,54 @@ enum MasterKeyFile {
         return contents
     }
 
+    /// The new external key file of a rekey, at `path` in an existing directory: a new random key in a
+    /// new file (0600, created exclusively and durably: temp file, fsync, hard link, fsync of the
+    /// directory), or, when the name exists, the key of the 32-byte key file there, checked as
+    /// `loadExternal` checks (a file that group or others can read is refused) and then fsynced with
+    /// its directory: a file the operator just wrote may not be on disk yet, and after the switch it
+    /// holds the only key. Returns the file's absolute path (for the rekey journal, which recovery
+    /// reads from any working directory) and the key.
+    static func prepareNewKeyFile(_ path: String) throws(StoreError) -> (path: String, key: SecureBytes) {
+        protectProcess()
+        let (parent, name) = VaultDirectory.split(VaultDirectory.withoutTrailingSeparators(path))
+        guard !name.isEmpty, name != ".", name != ".." else {
+            throw StoreError(.invalidName, "\(path) is not a file name; give the path of the new key file")
+        }
+        let parentFD: FileDescriptor
+        let absoluteParent: String
+        do {
+            parentFD = try FileDescriptor.currentWorkingDirectory.openDirectoryAt(parent)
+            absoluteParent = try FileDescriptor.resolvedPath(parent)
+        } catch {
+            throw StoreError(
+                StoreError.system(error, "open", path: parent).code,
+                "cannot open \(parent), the directory of the new key file \(path): \(error); it must be an existing "
+                    + "directory",
+                path: parent, cause: error)
+        }
+        defer { try? parentFD.close() }
+        let absolute = (absoluteParent == "/" ? "" : absoluteParent) + "/" + name
+        let key = try randomKey()
+        do {
+            try key.withUnsafeBytes { bytes throws(StoreError) in
+                try AtomicFile.createExclusively(name, contents: bytes, in: parentFD, directoryPath: parent)
+            }
+            return (absolute, key)
+        } catch  where error.errno == .fileExists {
+            // The operator's own key file: used as it is, once it passes the checks of a key file.
+        }
+        let existing = try read(name, in: parentFD, path: path, ownerMayBeRoot: true, sizes: [Int64(keyByteCount)])
+        do {
+            let fd = try parentFD.openAt(name, [.readOnly, .nonBlocking])
+            defer { try? fd.close() }
+            try fd.sync()
+            try parentFD.sync()
+        } catch {
+            throw StoreError.system(error, "fsync", path: path)
+        }
+        return (absolute, existing)
+    }
+
     /// Reads a key file into secure memory after checking it, both by name and once opened (the name
     /// could be swapped in between).
     private static func read(
@@ -259,6 +307,13 @@ enum MasterKeyFile {
                 path: path)
         }
         guard sizes.contains(status.size) else {
+            if !sizes.contains(Int64(WrappedMasterKey.byteCount)) && !sizes.contains(Int64(alwaysKeyFileByteCount)) {
+                throw StoreError(
+                    .integrity,
+                    "\(path) is \(status.size) bytes; a key file is exactly \(keyByteCount) raw bytes (make one with "
+                        + "`(umask 077 && head -c \(keyByteCount) /dev/urandom > FILE)`)",
+                    path: path)
+            }
             throw StoreError(
                 .integrity,
                 "\(path) is \(status.size) bytes; a master key file is exactly \(keyByteCount) bytes (or "

@@ -1,24 +1,40 @@
 import VaultCrypto
 
-/// Bytes sealed under a passphrase, the format shared by a wrapped `master.key` ("VLTK") and a backup
-/// ("VLTX"):
+/// Bytes sealed under a passphrase or a raw key, the format shared by a wrapped `master.key` ("VLTK",
+/// passphrase only) and a backup ("VLTX"):
 ///
-///     header     = magic (4) | version u8 (1) | kdf u8 (1 = Argon2id v1.3) | aead u8 (1 = XChaCha20-Poly1305)
+///     header     = magic (4) | version u8 (1) | kdf u8 | aead u8 (1 = XChaCha20-Poly1305)
 ///                  | reserved u8 (0) | operations u32be | memory bytes u64be | salt (16) | nonce (24)
-///     ciphertext = AEAD(Argon2id(passphrase, salt, limits), nonce, payload, ad = header)
+///     ciphertext = AEAD(key, nonce, payload, ad = header)
 ///     checksum   = BLAKE2b-128 of header || ciphertext (personalisation "vault.mkey.sum.1", a fixed key)
 ///
-/// The AEAD authenticates the header (limits and salt), so a lowered cost cannot be slipped in; the
-/// checksum, which is not a MAC, tells damage apart from a wrong passphrase.
+/// kdf 1: key = Argon2id v1.3(passphrase, salt, operations, memory). kdf 2 (backups only): key = keyed
+/// BLAKE2b-256 of the salt under the 32 raw bytes of a key file (personalisation "vault.backup.key"),
+/// no Argon2id, operations and memory 0: for unattended backups, where a key file takes the place of
+/// a passphrase typed by no one. The AEAD authenticates the header (kdf, limits, salt), so a lowered
+/// cost cannot be slipped in; the checksum, which is not a MAC, tells damage apart from a wrong key.
 struct PassphraseEnvelope {
     static let headerByteCount = 60
     static let checksumByteCount = 16
     static let overheadByteCount = headerByteCount + XChaCha20Poly1305.tagByteCount + checksumByteCount
     static let checksumDomain = KeyDerivation.Domain("vault.mkey.sum.1")
+    static let rawKeyDomain = KeyDerivation.Domain("vault.backup.key")
+    static let argon2id: UInt8 = 1
+    static let rawKey: UInt8 = 2
 
     let magic: [UInt8]
     /// What the sealed thing is called in messages ("the key file", "the backup").
     let what: String
+    /// Whether kdf 2 (a raw key) is accepted: for backups, never for a wrapped `master.key`.
+    var acceptsRawKey = false
+
+    /// What seals (or opens) an envelope.
+    enum Key {
+        /// A passphrase, through Argon2id at `limits` (when sealing; opening uses the header's).
+        case passphrase(SecureBytes, limits: PassphraseKeyDerivation.Limits)
+        /// The 32 bytes of a key file.
+        case raw(SecureBytes)
+    }
 
     func isSealed(_ bytes: [UInt8]) -> Bool {
         bytes.count >= 4 && Array(bytes[0..<4]) == magic
@@ -27,14 +43,29 @@ struct PassphraseEnvelope {
     func seal(_ payload: UnsafeRawBufferPointer, passphrase: SecureBytes, limits: PassphraseKeyDerivation.Limits)
         throws(StoreError) -> [UInt8]
     {
+        try seal(payload, key: .passphrase(passphrase, limits: limits))
+    }
+
+    func seal(_ payload: UnsafeRawBufferPointer, key sealing: Key) throws(StoreError) -> [UInt8] {
         do {
             let salt = try SecureRandom.bytes(count: PassphraseKeyDerivation.saltByteCount)
             let nonce = try XChaCha20Poly1305.randomNonce()
-            var header = magic + [1, 1, 1, 0]
-            header += Self.bigEndian(limits.operations, bytes: 4)
-            header += Self.bigEndian(limits.memoryBytes, bytes: 8)
+            var header = magic
+            let key: SecureBytes
+            switch sealing {
+            case .passphrase(let passphrase, let limits):
+                header += [1, Self.argon2id, 1, 0]
+                header += Self.bigEndian(limits.operations, bytes: 4)
+                header += Self.bigEndian(limits.memoryBytes, bytes: 8)
+                key = try PassphraseKeyDerivation.deriveKey(passphrase: passphrase, salt: salt, limits: limits)
+            case .raw(let raw):
+                guard acceptsRawKey else {
+                    throw StoreError(.invalidName, "\(what) is sealed under a passphrase only, never a key file")
+                }
+                header += [1, Self.rawKey, 1, 0] + [UInt8](repeating: 0, count: 12)
+                key = try KeyDerivation.subkey(of: raw, domain: Self.rawKeyDomain, context: salt)
+            }
             header += salt + nonce
-            let key = try PassphraseKeyDerivation.deriveKey(passphrase: passphrase, salt: salt, limits: limits)
             let ciphertext = try XChaCha20Poly1305.seal(payload, key: key, nonce: nonce, associatedData: header)
             let body = header + ciphertext
             return body + (try Self.checksum(body))
@@ -45,10 +76,14 @@ struct PassphraseEnvelope {
         }
     }
 
-    /// Checks what can be checked without the passphrase: magic, version, algorithms, and that the
-    /// Argon2id cost it asks for is valid and within `ceiling` (a file that asks for 4 GiB and a
+    /// Checks what can be checked without the passphrase or key: magic, version, algorithms, and that
+    /// the Argon2id cost it asks for is valid and within `ceiling` (a file that asks for 4 GiB and a
     /// minute per open is refused before any work). Needs the header only: `bytes` may be a prefix.
-    func checkHeader(_ bytes: [UInt8], path: String, ceiling: PassphraseKeyDerivation.Limits) throws(StoreError) {
+    /// Returns the kdf byte (`argon2id` or, where accepted, `rawKey`).
+    @discardableResult
+    func checkHeader(_ bytes: [UInt8], path: String, ceiling: PassphraseKeyDerivation.Limits) throws(StoreError)
+        -> UInt8
+    {
         guard bytes.count >= Self.headerByteCount, isSealed(bytes) else {
             throw StoreError(.integrity, "\(path) is not \(what) (bad magic or too short)", path: path)
         }
@@ -56,8 +91,17 @@ struct PassphraseEnvelope {
             throw StoreError(
                 .unsupportedFormat, "\(path) has version \(bytes[4]); this build reads version 1", path: path)
         }
-        guard bytes[5] == 1, bytes[6] == 1, bytes[7] == 0 else {
+        let kdf = bytes[5]
+        guard kdf == Self.argon2id || (kdf == Self.rawKey && acceptsRawKey), bytes[6] == 1, bytes[7] == 0 else {
             throw StoreError(.unsupportedFormat, "\(path) names an unknown key derivation or cipher", path: path)
+        }
+        if kdf == Self.rawKey {
+            guard bytes[8..<20].allSatisfy({ $0 == 0 }) else {
+                throw StoreError(
+                    .integrity, "\(path) is sealed under a key file but names an Argon2id cost; it is damaged",
+                    path: path)
+            }
+            return kdf
         }
         let limits = Self.limits(bytes)
         guard limits.isValid else {
@@ -71,14 +115,15 @@ struct PassphraseEnvelope {
                     + "refused before any work (raise the ceiling only for a file you made yourself)",
                 path: path)
         }
+        return kdf
     }
 
     static func limits(_ bytes: [UInt8]) -> PassphraseKeyDerivation.Limits {
         PassphraseKeyDerivation.Limits(operations: integer(bytes[8..<12]), memoryBytes: integer(bytes[12..<20]))
     }
 
-    /// Checks everything but the passphrase: magic, size, checksum (damage is reported as damage),
-    /// then the header (`checkHeader`). Returns the body without the checksum.
+    /// Checks everything but the passphrase or key: magic, size, checksum (damage is reported as
+    /// damage), then the header (`checkHeader`). Returns the body without the checksum.
     @discardableResult
     func check(_ bytes: [UInt8], path: String, ceiling: PassphraseKeyDerivation.Limits) throws(StoreError)
         -> [UInt8]
@@ -105,16 +150,42 @@ struct PassphraseEnvelope {
         _ bytes: [UInt8], passphrase: SecureBytes, path: String,
         ceiling: PassphraseKeyDerivation.Limits = .sensitive
     ) throws(StoreError) -> SecureBytes {
+        try open(bytes, key: .passphrase(passphrase, limits: .minimum), path: path, ceiling: ceiling)
+    }
+
+    /// Opens the envelope with `opening`, which must be of the kind its header names (a passphrase for
+    /// kdf 1, a key file for kdf 2); the limits of a passphrase are the header's, not the key's.
+    func open(
+        _ bytes: [UInt8], key opening: Key, path: String, ceiling: PassphraseKeyDerivation.Limits = .sensitive
+    ) throws(StoreError) -> SecureBytes {
         let body = try check(bytes, path: path, ceiling: ceiling)
-        let limits = Self.limits(bytes)
         let header = Array(bytes[0..<Self.headerByteCount])
         let salt = Array(bytes[20..<36])
         let nonce = Array(bytes[36..<60])
         let key: SecureBytes
-        do {
-            key = try PassphraseKeyDerivation.deriveKey(passphrase: passphrase, salt: salt, limits: limits)
-        } catch {
-            throw StoreError.crypto(error, "cannot derive the key of \(path)")
+        let wrongKey: String
+        switch (opening, bytes[5]) {
+        case (.passphrase(let passphrase, _), Self.argon2id):
+            do {
+                key = try PassphraseKeyDerivation.deriveKey(
+                    passphrase: passphrase, salt: salt, limits: Self.limits(bytes))
+            } catch {
+                throw StoreError.crypto(error, "cannot derive the key of \(path)")
+            }
+            wrongKey = "wrong passphrase for \(path)"
+        case (.raw(let raw), Self.rawKey):
+            do {
+                key = try KeyDerivation.subkey(of: raw, domain: Self.rawKeyDomain, context: salt)
+            } catch {
+                throw StoreError.crypto(error, "cannot derive the key of \(path)")
+            }
+            wrongKey = "the key file given does not open \(path): it was sealed under another key file"
+        case (.passphrase, _):
+            throw StoreError(
+                .invalidName, "\(path) is sealed under a key file, not a passphrase; give that key file", path: path)
+        case (.raw, _):
+            throw StoreError(
+                .invalidName, "\(path) is sealed under a passphrase, not a key file; give that passphrase", path: path)
         }
         let result: Result<SecureBytes, CryptoError> = body.withUnsafeBytes { raw in
             Result { () throws(CryptoError) in
@@ -126,7 +197,7 @@ struct PassphraseEnvelope {
         do {
             return try result.get()
         } catch {
-            throw StoreError(.wrongPassphrase, "wrong passphrase for \(path)", path: path)
+            throw StoreError(.wrongPassphrase, wrongKey, path: path)
         }
     }
 

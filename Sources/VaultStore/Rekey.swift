@@ -104,40 +104,91 @@ public struct RekeyTarget {
     }
 }
 
+/// Where a rekey puts the new master key.
+enum RekeyDestination {
+    /// `master.key` (and `always.key` when wrapped), under `passphrase` (nil: plain).
+    case masterKey(passphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits)
+    /// A new external key file (see `MasterKeyFile.prepareNewKeyFile`).
+    case keyFile(String)
+}
+
 extension VaultStore {
     /// Rotates the master key: a new random key (and class keys), every item re-encrypted by
     /// `copyItems` (which reads each item from this store and writes it into the target), then the
     /// switch. `newPassphrase` wraps the new key (nil: a plain `master.key`). Needs the master key
-    /// (opened with the passphrase or a key file); refused for an external key file. The store is
-    /// stale afterwards: open the vault again. A failure at any step leaves a vault that
-    /// `open` recovers (rolled back before the commit point, forward after it).
+    /// (opened with the passphrase or a key file); a vault whose key is in an external file is
+    /// rekeyed with `rekey(newKeyFile:keySource:copyItems:)`. The store is stale afterwards: open the
+    /// vault again. A failure at any step leaves a vault that `open` recovers (rolled back before the
+    /// commit point, forward after it).
     public func rekey(
         newPassphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits = .moderate, keySource: KeySource,
         copyItems: (RekeyTarget) throws -> Void
     ) throws {
         guard keySource.keyFile == nil else {
             throw StoreError(
-                .invalidName, "the key of the vault at \(path) is in an external file; rekey rotates master.key only")
+                .invalidName,
+                "the key of the vault at \(path) is in the external file \(keySource.keyFile!); rekey it to a new "
+                    + "key file with --new-key-file PATH")
         }
-        guard masterKey != nil else {
+        try rekey(to: .masterKey(passphrase: newPassphrase, limits: limits), copyItems: copyItems)
+    }
+
+    /// Rotates the master key of a vault whose key is in an external key file (opened with it:
+    /// `keySource.keyFile`): the new key goes to `newKeyFile`, a new file (0600, created exclusively
+    /// and durably in an existing directory) or an existing 32-byte key file made by the operator (refused
+    /// when group or others can read it). Crash-safe as the rekey of `master.key`: the journal names
+    /// the new key file (its path, never the key), so that an interrupted rekey is finished or undone
+    /// by the next open with the old key file, the new one, or neither; afterwards the vault opens
+    /// with the new key file only. The old key file is left in place (a service may still be started
+    /// with it until its unit names the new one). The store is stale afterwards.
+    public func rekey(newKeyFile: String, keySource: KeySource, copyItems: (RekeyTarget) throws -> Void) throws {
+        guard keySource.keyFile != nil else {
+            throw StoreError(
+                .invalidName,
+                "the vault at \(path) keeps its key in master.key, not in an external key file; run `vault rekey` "
+                    + "without --new-key-file")
+        }
+        try rekey(to: .keyFile(newKeyFile), copyItems: copyItems)
+    }
+
+    private func rekey(to destination: RekeyDestination, copyItems: (RekeyTarget) throws -> Void) throws {
+        guard let masterKey else {
             throw StoreError(.locked, "rekey needs the vault's passphrase (it was opened without it)")
         }
         try withWriteLock { tx in
-            let newMaster = try SecureBytes.random(count: MasterKeyFile.keyByteCount)
+            let newMaster: SecureBytes
+            var newKeyFile: String?
+            switch destination {
+            case .masterKey:
+                newMaster = try SecureBytes.random(count: MasterKeyFile.keyByteCount)
+            case .keyFile(let given):
+                // Made (or checked) first, so that the journal never names a file that is not there.
+                (newKeyFile, newMaster) = try MasterKeyFile.prepareNewKeyFile(given)
+                guard !newMaster.constantTimeEquals(masterKey) else {
+                    throw StoreError(
+                        .invalidName,
+                        "\(given) holds the vault's current key; give the path of a new key file (one that does not "
+                            + "exist yet is created)",
+                        path: given)
+                }
+            }
             let newKeys = try ClassKeys(master: newMaster)
             // 0. The journal, authenticated under the old and the new keys: recovery acts on it alone.
-            let journal = try RekeyJournal(vaultID: vaultID).encoded(
+            let journal = try RekeyJournal(vaultID: vaultID, newKeyFile: newKeyFile).encoded(
                 oldAlways: classKeys.always, newAlways: newKeys.always)
             try journal.withStoreBytes { bytes throws(StoreError) in
                 try AtomicFile.replace(RekeyJournal.fileName, contents: bytes, in: directory, directoryPath: path)
             }
             // 1. The new key files and marker, beside the old ones.
-            try MasterKeyFile.rewrite(
-                newMaster, passphrase: newPassphrase, limits: limits, in: directory, vaultPath: path,
-                name: MasterKeyFile.fileName + Rekey.newSuffix)
-            if newPassphrase != nil {
-                try MasterKeyFile.writeAlwaysKey(
-                    newKeys, in: directory, vaultPath: path, name: MasterKeyFile.alwaysKeyFileName + Rekey.newSuffix)
+            if case .masterKey(let newPassphrase, let limits) = destination {
+                try MasterKeyFile.rewrite(
+                    newMaster, passphrase: newPassphrase, limits: limits, in: directory, vaultPath: path,
+                    name: MasterKeyFile.fileName + Rekey.newSuffix)
+                if newPassphrase != nil {
+                    try MasterKeyFile.writeAlwaysKey(
+                        newKeys, in: directory, vaultPath: path,
+                        name: MasterKeyFile.alwaysKeyFileName + Rekey.newSuffix)
+                }
             }
             let marker = try VaultMarker(vaultID: vaultID).encoded(key: newKeys.always)
             try marker.withStoreBytes { bytes throws(StoreError) in
@@ -178,7 +229,7 @@ extension VaultStore {
             } catch let error as Errno {
                 throw StoreError.system(error, "rename the groups directory of", path: path)
             }
-            try Self.rollForward(directory: directory, path: path)
+            try Self.rollForward(directory: directory, path: path, keyFileRekey: newKeyFile != nil)
             _ = tx
         }
         // Keys cached by `vault unlock` belong to the old key now.
@@ -198,9 +249,12 @@ extension VaultStore {
         }
     }
 
-    /// Finishes the switch after the commit point (also used by recovery).
-    static func rollForward(directory: FileDescriptor, path: String) throws(StoreError) {
-        for (source, destination) in Rekey.renames where try exists(source, in: directory, path: path) {
+    /// Finishes the switch after the commit point (also used by recovery). A rekey to a new key file
+    /// made no key file in the vault, so a `master.key.new` or `always.key.new` there is not its own and
+    /// is left alone.
+    static func rollForward(directory: FileDescriptor, path: String, keyFileRekey: Bool) throws(StoreError) {
+        let renames = keyFileRekey ? Array(Rekey.renames.prefix(2)) : Rekey.renames
+        for (source, destination) in renames where try exists(source, in: directory, path: path) {
             do {
                 try directory.renameAt(source, to: destination)
             } catch {
@@ -217,55 +271,69 @@ extension VaultStore {
     /// to do (one stat) in the common case. Only an authentic journal (its tag verifies under a key
     /// file present) is acted on: the names `groups.old` or `master.key.new` alone are no instruction,
     /// and without a journal nothing is renamed or removed (an open then reports what it finds).
+    /// Returns the new key file of a rekey to one that was rolled forward: the vault opens with that
+    /// key file only from now on.
+    @discardableResult
     static func finishInterruptedRekey(directory: FileDescriptor, path: String, keySource: KeySource)
-        throws(StoreError)
+        throws(StoreError) -> String?
     {
-        guard try exists(RekeyJournal.fileName, in: directory, path: path) else { return }
-        try withVaultLock(directory: directory, path: path) { _ throws(StoreError) in
+        guard try exists(RekeyJournal.fileName, in: directory, path: path) else { return nil }
+        return try withVaultLock(directory: directory, path: path) { _ throws(StoreError) in
             try recoverRekey(directory: directory, path: path, keySource: keySource)
         }
     }
 
-    /// The recovery itself, under the lock.
+    /// The recovery itself, under the lock; returns what `finishInterruptedRekey` returns.
     private static func recoverRekey(directory: FileDescriptor, path: String, keySource: KeySource)
-        throws(StoreError)
+        throws(StoreError) -> String?
     {
         let journalPath = path + "/" + RekeyJournal.fileName
         let journal: [UInt8]
         do {
             journal = try VaultDirectory.readSmallFile(
-                RekeyJournal.fileName, in: directory, path: journalPath, limit: RekeyJournal.byteCount)
+                RekeyJournal.fileName, in: directory, path: journalPath, limit: RekeyJournal.maximumByteCount)
         } catch  where error.errno == .noSuchFileOrDirectory {
-            return  // another process finished it meanwhile
+            return nil  // another process finished it meanwhile
         }
-        let keys = RekeyJournal.availableAlwaysKeys(in: directory, vaultPath: path, source: keySource)
+        let keys = RekeyJournal.availableAlwaysKeys(
+            in: directory, vaultPath: path, source: keySource, journal: journal)
         guard RekeyJournal.isAuthentic(journal, under: keys) else {
+            let hasMasterKey = try exists(MasterKeyFile.fileName, in: directory, path: path)
+            let hint =
+                keySource.keyFile == nil && !hasMasterKey
+                ? " (if the vault's key is in an external file, give it, old or new, with --key-file PATH)" : ""
             throw StoreError(
                 .integrity,
-                "\(journalPath) does not verify under any key file of the vault at \(path): vault will not act on "
-                    + "an interrupted rekey it cannot authenticate (nothing was renamed or removed); restore the "
+                "\(journalPath) does not verify under any key file of the vault at \(path)\(hint): vault will not act "
+                    + "on an interrupted rekey it cannot authenticate (nothing was renamed or removed); restore the "
                     + "vault from a backup, or inspect its files",
                 path: journalPath)
         }
+        let newKeyFile = RekeyJournal.claimedNewKeyFile(journal)
         if try exists(Rekey.oldGroups, in: directory, path: path) {
-            try rollForward(directory: directory, path: path)
-            return
+            try rollForward(directory: directory, path: path, keyFileRekey: newKeyFile != nil)
+            return newKeyFile
         }
-        // Before the commit point: master.key is still the old key (it verified the journal or the new
-        // one did; the old files are all in place), so the new files go.
-        guard try exists(MasterKeyFile.fileName, in: directory, path: path) || keySource.keyFile != nil else {
-            throw StoreError(
-                .integrity,
-                "the vault at \(path) has a rekey journal but neither groups.old nor master.key: refusing to remove "
-                    + "master.key.new, the only key left",
-                path: journalPath)
+        // Before the commit point: the old key files are all in place, so the new files go. A rekey of
+        // master.key must not remove master.key.new when it is the only key left; a rekey to a new key
+        // file made none in the vault (its new key file outside the vault stays: a retry may reuse it).
+        if newKeyFile == nil {
+            guard try exists(MasterKeyFile.fileName, in: directory, path: path) || keySource.keyFile != nil else {
+                throw StoreError(
+                    .integrity,
+                    "the vault at \(path) has a rekey journal but neither groups.old nor master.key: refusing to "
+                        + "remove master.key.new, the only key left",
+                    path: journalPath)
+            }
         }
         try VaultDirectory.removeTree(Rekey.newGroups, in: directory, path: path)
-        for name in [
-            VaultMarker.fileName + Rekey.newSuffix, MasterKeyFile.fileName + Rekey.newSuffix,
-            MasterKeyFile.alwaysKeyFileName + Rekey.newSuffix, RekeyJournal.fileName,
-        ] {
+        var leftovers = [VaultMarker.fileName + Rekey.newSuffix]
+        if newKeyFile == nil {
+            leftovers += [MasterKeyFile.fileName + Rekey.newSuffix, MasterKeyFile.alwaysKeyFileName + Rekey.newSuffix]
+        }
+        for name in leftovers + [RekeyJournal.fileName] {
             _ = try AtomicFile.remove(name, in: directory, directoryPath: path)
         }
+        return nil
     }
 }

@@ -6,22 +6,49 @@ import VaultSystem
 /// or `master.key` to `master.key.new` would otherwise make the next open delete every item, or the
 /// key).
 ///
-/// Layout (88 bytes): "VLTR" | version u8 (1) | reserved u8×3 (0) | vault id (16) | tag under the old
-/// `always` class key (32) | tag under the new one (32); each tag is a keyed BLAKE2b-256 of bytes 0–23
-/// (personalisation "vault.rekey.v1"). Two tags, because the renames that finish a rekey replace the
-/// old key files with the new ones: whichever key files are in place, one of them verifies.
+/// Layout: a header, then two tags over it, each a keyed BLAKE2b-256 (personalisation
+/// "vault.rekey.v1"), under the old `always` class key and under the new one. Two tags, because the
+/// renames that finish a rekey replace the old key files with the new ones: whichever key files are
+/// in place, one of them verifies. Header, version 1 (a rekey of `master.key`, 24 bytes): "VLTR" |
+/// 1 | reserved u8×3 (0) | vault id (16). Version 2 (a rekey to a new external key file): the same
+/// with version 2, then the new key file's absolute path as len16be | UTF-8 (1–4096 bytes), so that
+/// an open given neither key file can still find the new one; the path is authenticated by the tags,
+/// the key itself is never in the journal.
 struct RekeyJournal {
     static let fileName = "rekey.journal"
     static let magic: [UInt8] = Array("VLTR".utf8)
-    static let headerByteCount = 24
-    static let byteCount = headerByteCount + 64
+    static let fixedHeaderByteCount = 24
+    static let tagByteCount = 32
+    static let maximumPathByteCount = 4096
+    /// The largest journal (version 2 with the longest path).
+    static let maximumByteCount = fixedHeaderByteCount + 2 + maximumPathByteCount + 2 * tagByteCount
     static let domain = KeyDerivation.Domain("vault.rekey.v1")
 
     let vaultID: [UInt8]
+    /// The absolute path of the new external key file (version 2); nil for a rekey of `master.key`.
+    let newKeyFile: String?
 
-    func header() -> [UInt8] { Self.magic + [1, 0, 0, 0] + vaultID }
+    init(vaultID: [UInt8], newKeyFile: String? = nil) {
+        self.vaultID = vaultID
+        self.newKeyFile = newKeyFile
+    }
+
+    func header() -> [UInt8] {
+        guard let newKeyFile else { return Self.magic + [1, 0, 0, 0] + vaultID }
+        let path = Array(newKeyFile.utf8)
+        return Self.magic + [2, 0, 0, 0] + vaultID + [UInt8(path.count >> 8), UInt8(path.count & 0xff)] + path
+    }
 
     func encoded(oldAlways: SecureBytes, newAlways: SecureBytes) throws(StoreError) -> [UInt8] {
+        if let newKeyFile {
+            let count = newKeyFile.utf8.count
+            guard count > 0, count <= Self.maximumPathByteCount else {
+                throw StoreError(
+                    .invalidName,
+                    "the path of the new key file is \(count) bytes; a rekey journal holds 1 to "
+                        + "\(Self.maximumPathByteCount)")
+            }
+        }
         let head = header()
         do {
             return head + (try KeyDerivation.keyedHash(head, key: oldAlways, domain: Self.domain))
@@ -31,11 +58,34 @@ struct RekeyJournal {
         }
     }
 
+    /// The length of the header of `bytes`, when it is a journal of a version this build reads.
+    static func headerByteCount(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= fixedHeaderByteCount, Array(bytes[0..<4]) == magic, bytes[5] == 0, bytes[6] == 0,
+            bytes[7] == 0
+        else { return nil }
+        switch bytes[4] {
+        case 1: return fixedHeaderByteCount
+        case 2:
+            guard bytes.count >= fixedHeaderByteCount + 2 else { return nil }
+            let count = Int(bytes[fixedHeaderByteCount]) << 8 | Int(bytes[fixedHeaderByteCount + 1])
+            guard count > 0, count <= maximumPathByteCount else { return nil }
+            return fixedHeaderByteCount + 2 + count
+        default: return nil
+        }
+    }
+
+    /// The new key file that `bytes` names (version 2), before the journal is authenticated: only a
+    /// candidate, whose key counts once a tag verifies under it.
+    static func claimedNewKeyFile(_ bytes: [UInt8]) -> String? {
+        guard let end = headerByteCount(bytes), end > fixedHeaderByteCount else { return nil }
+        return String(validating: bytes[(fixedHeaderByteCount + 2)..<end], as: UTF8.self)
+    }
+
     /// Whether `bytes` is a journal whose tag verifies under one of `keys`.
     static func isAuthentic(_ bytes: [UInt8], under keys: [SecureBytes]) -> Bool {
-        guard bytes.count == byteCount, Array(bytes[0..<4]) == magic, bytes[4] == 1 else { return false }
-        let head = Array(bytes[0..<headerByteCount])
-        let tags = [Array(bytes[headerByteCount..<(headerByteCount + 32)]), Array(bytes[(headerByteCount + 32)...])]
+        guard let end = headerByteCount(bytes), bytes.count == end + 2 * tagByteCount else { return false }
+        let head = Array(bytes[0..<end])
+        let tags = [Array(bytes[end..<(end + tagByteCount)]), Array(bytes[(end + tagByteCount)...])]
         for key in keys {
             guard let expected = try? KeyDerivation.keyedHash(head, key: key, domain: domain) else { continue }
             if tags.contains(where: { ConstantTime.equals($0, expected) }) { return true }
@@ -43,11 +93,14 @@ struct RekeyJournal {
         return false
     }
 
-    /// The `always` class keys that the key files present in `directory` give without a passphrase:
-    /// from a plain `master.key` or `master.key.new`, from `always.key` or `always.key.new`, and from
-    /// an external key file. A file that cannot be read gives none.
-    static func availableAlwaysKeys(in directory: FileDescriptor, vaultPath: String, source: KeySource) -> [SecureBytes]
-    {
+    /// The `always` class keys that the key files present give without a passphrase: from a plain
+    /// `master.key` or `master.key.new` in `directory`, from `always.key` or `always.key.new`, from
+    /// the external key file of `source`, and from the new key file that `journal` names (a rekey to
+    /// a new key file, opened with the old one, with the new one, or with neither). A file that cannot
+    /// be read, or fails the checks of a key file, gives none.
+    static func availableAlwaysKeys(
+        in directory: FileDescriptor, vaultPath: String, source: KeySource, journal: [UInt8]
+    ) -> [SecureBytes] {
         var keys: [SecureBytes] = []
         for name in [MasterKeyFile.fileName, MasterKeyFile.fileName + Rekey.newSuffix] {
             if let key = try? MasterKeyFile.readPlain(name, in: directory, vaultPath: vaultPath),
@@ -61,10 +114,15 @@ struct RekeyJournal {
                 keys.append(file.always)
             }
         }
-        if let keyFile = source.keyFile, let key = source.loadedKey ?? (try? MasterKeyFile.loadExternal(keyFile)),
-            let always = try? ClassKeys.derive(key, .always)
-        {
+        // The current key file as read ahead (root reads it before it acts as the owner), then the
+        // new key file a rekey journal names.
+        if source.keyFile != nil, let key = source.loadedKey, let always = try? ClassKeys.derive(key, .always) {
             keys.append(always)
+        }
+        for keyFile in [source.loadedKey == nil ? source.keyFile : nil, claimedNewKeyFile(journal)].compactMap({ $0 }) {
+            if let key = try? MasterKeyFile.loadExternal(keyFile), let always = try? ClassKeys.derive(key, .always) {
+                keys.append(always)
+            }
         }
         return keys
     }

@@ -58,8 +58,44 @@ enum UnlockCache {
         }
     }
 
-    private static func unavailable(_ error: Errno, path: String) -> StoreError {
-        StoreError(
+    /// Whether `description` names a cached class key of some vault: `vault:<32 hex digits>:afu` or
+    /// `…:wu`, as `description(vaultID:_:)` makes them.
+    static func isVaultKey(_ description: String) -> Bool {
+        let parts = description.split(separator: ":", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts[0] == "vault", parts[2] == "afu" || parts[2] == "wu" else { return false }
+        return parts[1].utf8.count == 32 && parts[1].utf8.allSatisfy { Hex.value(ofDigit: $0) != nil }
+    }
+
+    /// Drops the cached class keys of every vault from the user keyring, both classes, whether or not
+    /// their vault still exists (the keyring does not know; a removed vault's keys would otherwise stay
+    /// until reboot, counted against the user's key quota). Returns how many were dropped.
+    static func removeEveryVaultKey() throws(StoreError) -> Int {
+        do {
+            var removed = 0
+            for entry in try KernelKeyring.userKeys() where entry.type == "user" && isVaultKey(entry.description) {
+                if try KernelKeyring.remove(id: entry.id) { removed += 1 }
+            }
+            return removed
+        } catch {
+            throw unavailable(error, path: nil)
+        }
+    }
+
+    private static func unavailable(_ error: Errno, path: String?) -> StoreError {
+        if error == .diskQuotaExceeded {
+            return StoreError(
+                .io,
+                "the kernel keyring quota of this user is full (\(error)): `vault lock --all` drops the keys of "
+                    + "every vault (removed vaults too); root can raise /proc/sys/kernel/keys/maxkeys and maxbytes",
+                path: path, cause: error)
+        }
+        guard let path else {
+            return StoreError(
+                .io,
+                "the kernel keyring is not available (\(error)); a seccomp profile or container may forbid keyctl",
+                cause: error)
+        }
+        return StoreError(
             .io,
             "the kernel keyring is not available (\(error)); a seccomp profile or container may forbid keyctl. "
                 + "The vault at \(path) still opens with its passphrase in each process",
@@ -68,14 +104,28 @@ enum UnlockCache {
 }
 
 extension VaultStore {
+    /// What `unlock` did.
+    public enum UnlockOutcome: Sendable, Hashable {
+        /// The class keys are cached.
+        case unlocked
+        /// The vault has no passphrase: its key is in a plain `master.key` or an external key file,
+        /// which opens it for every process that can read that file. Nothing was cached.
+        case noPassphrase
+    }
+
     /// Unwraps the master key of the vault at `path` with `keySource`'s passphrase and caches the
     /// class keys in the kernel keyring: `afterFirstUnlock` until reboot, `whenUnlocked` for
     /// `timeoutSeconds` (0: until reboot or `lock`). Other processes of this user then open the vault
-    /// without the passphrase.
-    public static func unlock(at path: String, keySource: KeySource, timeoutSeconds: UInt32) throws(StoreError) {
+    /// without the passphrase. A vault without a passphrase has nothing to unlock: nothing is cached
+    /// (its keys would only sit in the keyring, counted against the user's quota).
+    @discardableResult
+    public static func unlock(at path: String, keySource: KeySource, timeoutSeconds: UInt32) throws(StoreError)
+        -> UnlockOutcome
+    {
         var source = keySource
         source.usesUnlockCache = false
         let store = try open(at: path, keySource: source)
+        guard source.keyFile == nil, store.isPassphraseProtected else { return .noPassphrase }
         guard let afterFirstUnlock = store.classKeys.afterFirstUnlock, let whenUnlocked = store.classKeys.whenUnlocked
         else {
             throw StoreError(.locked, "no passphrase was given to unlock the vault at \(path)", path: path)
@@ -84,6 +134,15 @@ extension VaultStore {
             afterFirstUnlock, vaultID: store.vaultID, .afterFirstUnlock, timeoutSeconds: 0, path: path)
         try UnlockCache.store(
             whenUnlocked, vaultID: store.vaultID, .whenUnlocked, timeoutSeconds: timeoutSeconds, path: path)
+        return .unlocked
+    }
+
+    /// Drops the cached class keys of every vault of this user from the kernel keyring, `afterFirstUnlock`
+    /// and `whenUnlocked` alike, including those of vaults that no longer exist; needs no vault.
+    /// Returns how many keys were dropped. Processes that already opened a vault keep their keys until
+    /// they close it.
+    public static func lockEveryVault() throws(StoreError) -> Int {
+        try UnlockCache.removeEveryVaultKey()
     }
 
     /// Drops the cached `whenUnlocked` key of the vault at `path` (the `afterFirstUnlock` key stays

@@ -67,7 +67,9 @@ struct VaultMarker: Equatable {
         guard ConstantTime.equals(expected, Array(bytes[headerByteCount...])) else {
             throw StoreError(
                 .integrity,
-                "\(path) does not match master.key: the marker was altered or master.key belongs to another vault",
+                "\(path) does not match master.key: the marker was altered or master.key belongs to another vault "
+                    + "(with --key-file: that file is not this vault's key; after `vault rekey --new-key-file`, give "
+                    + "the new one)",
                 path: path)
         }
         return marker

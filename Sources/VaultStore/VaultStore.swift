@@ -221,7 +221,7 @@ public final class VaultStore: Sendable {
     public static func open(at path: String, keySource: KeySource = KeySource()) throws(StoreError) -> VaultStore {
         let directory = try VaultDirectory.open(path, creating: false)
         do throws(StoreError) {
-            try finishInterruptedRekey(directory: directory, path: path, keySource: keySource)
+            let rekeyedTo = try finishInterruptedRekey(directory: directory, path: path, keySource: keySource)
             let markerPath = path + "/" + VaultMarker.fileName
             var found = try readMarker(in: directory, path: markerPath)
             if found == nil {
@@ -254,7 +254,18 @@ public final class VaultStore: Sendable {
             }
             let classKeys = try loadClassKeys(
                 directory: directory, path: path, markerBytes: markerBytes, keySource: keySource)
-            return try assemble(path: path, directory: directory, markerBytes: markerBytes, classKeys: classKeys)
+            do {
+                return try assemble(path: path, directory: directory, markerBytes: markerBytes, classKeys: classKeys)
+            } catch  where error.code == .integrity && error.path == markerPath {
+                // This open finished a rekey to a new key file and was given another key file: say which.
+                guard let rekeyedTo, rekeyedTo != keySource.keyFile else { throw error }
+                throw StoreError(
+                    .locked,
+                    "the vault at \(path) was rekeyed to the key file \(rekeyedTo) (this open finished an interrupted "
+                        + "`vault rekey --new-key-file`): give --key-file \(rekeyedTo), VAULT_KEY_FILE, or "
+                        + "LoadCredential=\(KeySource.credentialName):\(rekeyedTo)",
+                    path: markerPath, cause: error)
+            }
         } catch {
             try? directory.close()
             throw error

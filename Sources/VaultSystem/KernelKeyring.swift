@@ -39,6 +39,70 @@ public enum KernelKeyring {
     }
 }
 
+extension KernelKeyring {
+    /// A key linked into the user keyring.
+    public struct Entry: Sendable, Hashable {
+        /// The key's serial number.
+        public let id: Int32
+        /// Its type ("user", "keyring", …).
+        public let type: String
+        /// Its description (the name it is found by).
+        public let description: String
+    }
+
+    /// The keys linked directly into the user keyring that this process may view (others are left
+    /// out), in the keyring's order.
+    public static func userKeys() throws(Errno) -> [Entry] {
+        var capacity = 64
+        var ids: [Int32] = []
+        while true {
+            var buffer = [Int32](repeating: 0, count: capacity)
+            let count = try retryingOnInterrupt(.keyring) {
+                buffer.withUnsafeMutableBufferPointer { vsys_keyring_list($0.baseAddress, UInt(capacity)) }
+            }
+            if count <= capacity {
+                ids = Array(buffer[0..<count])
+                break
+            }
+            capacity = count  // keys were added meanwhile, or the first buffer was too small
+        }
+        var entries: [Entry] = []
+        for id in ids {
+            // A key that went away meanwhile, or that this process may not view, is none of its business.
+            guard let text = try? describe(id) else { continue }
+            let fields = text.split(separator: ";", maxSplits: 4, omittingEmptySubsequences: false)
+            guard fields.count == 5 else { continue }
+            entries.append(Entry(id: id, type: String(fields[0]), description: String(fields[4])))
+        }
+        return entries
+    }
+
+    private static func describe(_ id: Int32) throws(Errno) -> String {
+        var length = 256
+        while true {
+            var buffer = [CChar](repeating: 0, count: length)
+            let needed = try retryingOnInterrupt(.keyring) {
+                buffer.withUnsafeMutableBufferPointer { vsys_keyring_describe(id, $0.baseAddress, UInt(length)) }
+            }
+            if needed <= length {
+                return String(decoding: buffer[0..<max(0, needed - 1)].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            }
+            length = needed
+        }
+    }
+
+    /// Invalidates the key `id` (found with `userKeys`); false when it was gone already.
+    @discardableResult
+    public static func remove(id: Int32) throws(Errno) -> Bool {
+        do {
+            _ = try retryingOnInterrupt(.keyring) { vsys_keyring_invalidate(id) }
+            return true
+        } catch  where error.isNoKey {
+            return false
+        }
+    }
+}
+
 extension Errno {
     /// ENOKEY, EKEYEXPIRED or EKEYREVOKED: the keyring has no usable key of that name.
     public var isNoKey: Bool {

@@ -78,7 +78,9 @@ import Testing
         #expect(check.status == 6)
         #expect(check.output.isEmpty)
         #expect(check.errors.hasPrefix("vault: \(damaged): failed authentication"))
-        #expect(check.errors.hasSuffix("vault: check: 1 of 3 item files failed verification\n"))
+        let summary = try #require(check.errors.split(separator: "\n").last)
+        #expect(summary.hasPrefix("vault: check: 1 of 3 item files failed verification; "), "\(summary)")
+        #expect(summary.contains("vault check --remove-damaged"), "\(summary)")
     }
 
     @Test func aSoundVaultListsWithoutComplaint() throws {

@@ -106,4 +106,53 @@ import VaultStore
         try bytes.write(to: URL(fileURLWithPath: backup))
         #expect(status { _ = try vault.importBackup(from: backup, passphrase: self.pass("pw")) } == .decode)
     }
+
+    func keyFile(_ t: TestVault, _ name: String, byte: UInt8) throws -> String {
+        let path = t.root + "/" + name
+        _ = FileManager.default.createFile(
+            atPath: path, contents: Data(repeating: byte, count: 32), attributes: [.posixPermissions: 0o600])
+        return path
+    }
+
+    @Test func aBackupSealedUnderAKeyFileRoundTripsInMemoryAndOnDisk() throws {
+        let t = try TestVault()
+        defer { t.remove() }
+        let vault = try t.open()
+        try vault.set("x", for: try ItemKey(service: "svc"))
+        let key = try BackupKey.keyFile(try keyFile(t, "backup.key", byte: 1))
+        let sealed = try vault.sealedBackup(key: key)
+        #expect(sealed.report == ExportReport(exported: 1, leftOut: 0))
+        // kdf 2, and no Argon2id cost in the header.
+        #expect(sealed.bytes[5] == 2 && sealed.bytes[8..<20].allSatisfy { $0 == 0 })
+        #expect(try Vault.inspectBackup(header: Array(sealed.bytes.prefix(60)), name: "stream") == .keyFile)
+        #expect(try Vault.checkBackup(sealed.bytes, name: "stream") == .keyFile)
+        let other = try TestVault()
+        defer { other.remove() }
+        let restored = try other.open()
+        #expect(try restored.importBackup(sealed: sealed.bytes, name: "stream", key: key).imported == 1)
+        #expect(try restored.data(for: try ItemKey(service: "svc")) == Data("x"))
+        // The same through a file, and the wrong key, or a passphrase, does not open it.
+        let path = t.root + "/backup"
+        _ = try vault.export(to: path, key: key)
+        #expect(try Vault.inspectBackup(at: path) == .keyFile)
+        let wrong = try BackupKey.keyFile(try keyFile(t, "other.key", byte: 2))
+        #expect(status { _ = try restored.importBackup(from: path, key: wrong) } == .authFailed)
+        #expect(status { _ = try restored.importBackup(from: path, passphrase: self.pass("x")) } == .param)
+        #expect(try restored.importBackup(from: path, key: key, replace: true).replaced == 1)
+        // A passphrase backup is not opened with a key file.
+        let passphrased = t.root + "/passphrased"
+        _ = try vault.export(to: passphrased, passphrase: pass("pw"), limits: .minimum)
+        #expect(try Vault.inspectBackup(at: passphrased) == .passphrase)
+        #expect(status { _ = try restored.importBackup(from: passphrased, key: key) } == .param)
+    }
+
+    @Test func aKeyFileBackupHeaderWithACostIsDamage() throws {
+        let t = try TestVault()
+        defer { t.remove() }
+        let vault = try t.open()
+        try vault.set("x", for: try ItemKey(service: "svc"))
+        var sealed = try vault.sealedBackup(key: try BackupKey.keyFile(try keyFile(t, "k", byte: 3))).bytes
+        sealed[11] = 3  // an Argon2id pass count where a key-file backup has none
+        #expect(status { _ = try Vault.inspectBackup(header: Array(sealed.prefix(60)), name: "b") } == .decode)
+    }
 }

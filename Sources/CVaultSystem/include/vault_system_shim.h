@@ -56,6 +56,18 @@ VSYS_INTERNAL long vsys_keyring_read(const char *description, void *buffer, unsi
 /// Invalidates the "user" key `description` of the user keyring. Returns 0 or -1 with errno set.
 VSYS_INTERNAL int vsys_keyring_remove(const char *description);
 
+/// Lists the keys linked into the user keyring (@u): fills `ids` with up to `capacity` key serials and
+/// returns how many the keyring holds (more than `capacity` means the list did not fit: call again
+/// with a larger buffer), or -1 with errno set.
+VSYS_INTERNAL long vsys_keyring_list(int *ids, unsigned long capacity);
+
+/// Describes key `id` as "type;uid;gid;perm;description", NUL-terminated, into `buffer`. Returns the
+/// length with the NUL (which may exceed `length`: then call again) or -1 with errno set.
+VSYS_INTERNAL long vsys_keyring_describe(int id, char *buffer, unsigned long length);
+
+/// Invalidates key `id`. Returns 0 or -1 with errno set.
+VSYS_INTERNAL int vsys_keyring_invalidate(int id);
+
 /// Opens /dev/null on each of the descriptors 0, 1 and 2 that is closed, so that no file opened later
 /// takes a standard stream's number (OpenSSH's sanitise_stdfd). Returns 0, or -1 with errno set when
 /// /dev/null cannot be opened.

@@ -1,87 +1,228 @@
 import Vault
 import VaultCrypto
 import VaultStore
+import VaultSystem
 
-/// `vault export FILE`: a passphrase-encrypted backup of every item.
+/// What `--backup-key-file` means for export and import, and what `-` means for FILE.
+enum BackupOptions {
+    static let keyFileSpec = OptionSpec.value(
+        "backup-key-file", "K", "seal (or open) the backup with the 32-byte key file K instead of a passphrase")
+
+    /// The operand `-`: standard output for export, standard input for import.
+    static let stream = "-"
+
+    static func keyFile(_ parsed: ParsedArguments, command: String) throws(UsageError) -> String? {
+        guard let value = parsed.value("backup-key-file") else { return nil }
+        guard !value.isEmpty else {
+            throw UsageError("--backup-key-file needs a path, not an empty string", command: command)
+        }
+        return value
+    }
+
+    /// The backup key of `--backup-key-file K`, loaded and checked (32 bytes, 0600).
+    static func load(_ path: String) throws(CLIError) -> BackupKey {
+        do {
+            return try BackupKey.keyFile(path)
+        } catch {
+            throw CLIError(ExitCode(VaultError(error).status), path, error.message)
+        }
+    }
+}
+
+/// `vault export FILE`: an encrypted backup of every item.
 public struct ExportCommand: Sendable, Hashable {
-    /// Where the backup goes (a new file).
+    /// Where the backup goes (a new file), or `-` for standard output.
     public var path: String
     /// `--kdf-cost`.
     public var cost: KeyDerivationCost
+    /// `--backup-key-file K`: seal under this key file instead of a passphrase.
+    public var backupKeyFile: String? = nil
 
     static let info = CommandInfo(
         name: "export",
-        synopsis: "vault export [--kdf-cost COST] FILE",
-        summary: "write a passphrase-encrypted backup of every item",
+        synopsis: "vault export [--kdf-cost COST | --backup-key-file K] FILE|-",
+        summary: "write an encrypted backup of every item",
         details: """
-            Writes every item of every group to FILE (which must not exist; 0600), sealed under a new
-            passphrase (Argon2id + XChaCha20-Poly1305), asked twice on the terminal or read from
-            --passphrase-fd N (after the vault's own passphrase, if it has one). Items that are
-            …ThisDeviceOnly never leave the device: they are left out, and the count is reported on
-            standard error with the count exported.
+            Writes every item of every group to FILE (which must not exist; 0600), or with - to standard
+            output (for a pipe: `vault export - --passphrase-fd 3 3<pass | rclone rcat remote:vault.bak`),
+            sealed under a new passphrase (Argon2id + XChaCha20-Poly1305), asked twice on the terminal or
+            read from --passphrase-fd N (after the vault's own passphrase, if it has one); or, with
+            --backup-key-file K, under the key file K (32 raw bytes, mode 0600, no Argon2id: for cron
+            jobs; make it once with `(umask 077 && head -c 32 /dev/urandom > K)` and keep it apart
+            from the backups). Items that are …ThisDeviceOnly never leave the device: they are left
+            out, and the count is reported on standard error with the count exported.
             """,
-        options: [KeyDerivationCost.spec],
+        options: [KeyDerivationCost.spec, BackupOptions.keyFileSpec],
         make: { parsed throws(UsageError) in
             let operands = try parsed.operands(["FILE"], minimum: 1, command: "export")
+            let keyFile = try BackupOptions.keyFile(parsed, command: "export")
+            if keyFile != nil, parsed.value("kdf-cost") != nil {
+                throw UsageError(
+                    "--kdf-cost is the cost of a passphrase; a backup sealed with --backup-key-file has none",
+                    command: "export")
+            }
             return .export(
-                ExportCommand(path: operands[0], cost: try KeyDerivationCost.parse(parsed, command: "export")))
+                ExportCommand(
+                    path: operands[0], cost: try KeyDerivationCost.parse(parsed, command: "export"),
+                    backupKeyFile: keyFile))
         })
 
     func run(in context: Context) throws(CLIError) {
+        let toOutput = path == BackupOptions.stream
+        if toOutput, context.output.isTerminal {
+            throw CLIError(
+                .usage, "export", "standard output is a terminal; pipe or redirect the backup (or give a FILE)")
+        }
         let vault = try context.openVault()
-        let passphrase = try context.passphrase("new passphrase for the backup \(path)", subject: path)
-        let report = try context.attempt(vault, path) { () throws(VaultError) in
-            try vault.export(to: path, passphrase: passphrase, limits: cost.limits)
+        let key: BackupKey
+        if let backupKeyFile {
+            key = try BackupOptions.load(backupKeyFile)
+        } else {
+            let what = toOutput ? "the backup on standard output" : "the backup \(path)"
+            key = .passphrase(try context.passphrase("new passphrase for \(what)", subject: path), limits: cost.limits)
+        }
+        let report: ExportReport
+        let destination: String
+        if toOutput {
+            let sealed = try context.attempt(vault, "export") { () throws(VaultError) in
+                try vault.sealedBackup(key: key)
+            }
+            try context.write(bytes: sealed.bytes)
+            report = sealed.report
+            destination = "standard output"
+        } else {
+            report = try context.attempt(vault, path) { () throws(VaultError) in try vault.export(to: path, key: key) }
+            destination = path
         }
         context.writeError(
-            "vault: exported \(report.exported) items to \(path)"
+            "vault: exported \(report.exported) items to \(destination)"
                 + (report.leftOut > 0 ? "; left out \(report.leftOut) …ThisDeviceOnly items\n" : "\n"))
     }
 }
 
 /// `vault import FILE`: adds the items of a backup.
 public struct ImportCommand: Sendable, Hashable {
-    /// The backup.
+    /// The backup, or `-` for standard input.
     public var path: String
     /// `--replace`: overwrite existing items instead of reporting them.
     public var replace: Bool
+    /// `--backup-key-file K`: the backup is sealed under this key file.
+    public var backupKeyFile: String? = nil
 
     static let info = CommandInfo(
         name: "import",
-        synopsis: "vault import [--replace] FILE",
+        synopsis: "vault import [--replace] [--backup-key-file K] FILE|-",
         summary: "add the items of a backup made by `vault export`",
         details: """
-            Adds the items of the backup FILE with their attributes, dates and persistent references.
-            An item that exists already is reported and left alone (exit status 3 when any was), unless
-            --replace overwrites it. The backup's passphrase is asked on the terminal or read from
-            --passphrase-fd N (after the vault's own passphrase, if it has one).
+            Adds the items of the backup FILE (with -, read from standard input) with their attributes,
+            dates and persistent references. An item that exists already is reported and left alone
+            (exit status 3 when any was), unless --replace overwrites it. The backup's passphrase is
+            asked on the terminal or read from --passphrase-fd N (after the vault's own passphrase, if
+            it has one; not descriptor 0 when the backup comes on standard input); a backup sealed with
+            --backup-key-file K needs that key file instead. The backup is checked (size, magic, key
+            derivation and its cost) before any passphrase is asked for or the rest of it is read, and
+            is at most 1 GiB.
             """,
-        options: [.flag("replace", "overwrite existing items instead of reporting them")],
+        options: [.flag("replace", "overwrite existing items instead of reporting them"), BackupOptions.keyFileSpec],
         make: { parsed throws(UsageError) in
             let operands = try parsed.operands(["FILE"], minimum: 1, command: "import")
-            return .importBackup(ImportCommand(path: operands[0], replace: parsed.flag("replace")))
+            return .importBackup(
+                ImportCommand(
+                    path: operands[0], replace: parsed.flag("replace"),
+                    backupKeyFile: try BackupOptions.keyFile(parsed, command: "import")))
         })
 
     func run(in context: Context) throws(CLIError) {
+        let fromInput = path == BackupOptions.stream
+        let name = fromInput ? "standard input" : path
+        if fromInput {
+            if context.global.passphraseDescriptor == 0 {
+                throw CLIError(
+                    .usage, "import",
+                    "standard input carries the backup; give passphrases on another descriptor (--passphrase-fd 3 "
+                        + "3<FILE)")
+            }
+            if context.input.isTerminal {
+                throw CLIError(.usage, "import", "standard input is a terminal; pipe the backup in (or give a FILE)")
+            }
+        }
         let vault = try context.openVault()
+        // Everything that needs no key is checked first: a file that is no backup, is too large, or asks
+        // for too much Argon2id work is refused before a passphrase is asked for or it is read whole.
+        var sealed: [UInt8] = []
+        let sealing: BackupFile.Sealing
         do {
-            try Vault.inspectBackup(at: path)
+            if fromInput {
+                let header = try Self.read(context.input, exactly: BackupFile.headerByteCount)
+                try Vault.inspectBackup(header: header, name: name)
+                sealed = header + (try Self.readRest(context.input, limit: BackupFile.maximumByteCount - header.count))
+                sealing = try Vault.checkBackup(sealed, name: name)
+            } else {
+                sealing = try Vault.inspectBackup(at: path)
+            }
         } catch {
-            throw CLIError(ExitCode(error.status), path, error.message)
+            throw CLIError(ExitCode(error.status), fromInput ? "import" : path, error.message)
         }
-        let passphrase = try context.passphrase("passphrase for the backup \(path)", subject: path)
-        let report = try context.attempt(vault, path) { () throws(VaultError) in
-            try vault.importBackup(from: path, passphrase: passphrase, replace: replace)
+        let key: BackupKey
+        switch (sealing, backupKeyFile) {
+        case (.keyFile, nil):
+            throw CLIError(
+                .usage, name, "the backup is sealed under a backup key file, not a passphrase; give --backup-key-file K"
+            )
+        case (.passphrase, .some):
+            throw CLIError(.usage, name, "the backup is sealed under a passphrase; import it without --backup-key-file")
+        case (.keyFile, .some(let file)):
+            key = try BackupOptions.load(file)
+        case (.passphrase, nil):
+            key = .passphrase(try context.passphrase("passphrase for the backup \(name)", subject: name))
         }
-        var summary = "vault: imported \(report.imported) items from \(path)"
+        let report = try context.attempt(vault, name) { () throws(VaultError) in
+            fromInput
+                ? try vault.importBackup(sealed: sealed, name: name, key: key, replace: replace)
+                : try vault.importBackup(from: path, key: key, replace: replace)
+        }
+        var summary = "vault: imported \(report.imported) items from \(name)"
         if report.replaced > 0 { summary += ", replaced \(report.replaced)" }
         if !report.duplicates.isEmpty {
             summary += "; \(report.duplicates.count) already existed and were left alone (use --replace):"
             // One write per line: each is escaped on its own, and a name cannot add a line.
             context.writeError(summary + "\n")
             for duplicate in report.duplicates { context.writeError("  \(duplicate)\n") }
-            throw CLIError(.duplicate, path, "\(report.duplicates.count) items not imported")
+            throw CLIError(.duplicate, name, "\(report.duplicates.count) items not imported")
         }
         context.writeError(summary + "\n")
+    }
+
+    /// The first `count` bytes of a stream (fewer only at its end): a backup's header, read before the rest.
+    static func read(_ input: FileDescriptor, exactly count: Int) throws(VaultError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let n: Int
+            do {
+                n = try bytes.withUnsafeMutableBytes { buffer in
+                    Result { () throws(Errno) in
+                        try input.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
+                    }
+                }.get()
+            } catch {
+                throw VaultError(.io, "cannot read standard input: \(error)")
+            }
+            if n == 0 { break }
+            filled += n
+        }
+        return Array(bytes[0..<filled])
+    }
+
+    /// The rest of a stream, at most `limit` bytes.
+    static func readRest(_ input: FileDescriptor, limit: Int) throws(VaultError) -> [UInt8] {
+        do {
+            return try input.readAll(limit: limit)
+        } catch  where error == .fileTooLarge {
+            throw VaultError(
+                .decode, "standard input holds more than \(BackupFile.maximumByteCount) bytes: not a vault backup")
+        } catch {
+            throw VaultError(.io, "cannot read standard input: \(error)")
+        }
     }
 }

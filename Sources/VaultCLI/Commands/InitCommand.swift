@@ -35,6 +35,14 @@ public struct InitCommand: Sendable, Hashable {
     func run(in context: Context) throws(CLIError) {
         let path = try context.vaultPath()
         let client = try context.client()
+        // Before anything is created: a prompt that cannot be shown would leave a directory and a lock
+        // file behind, and the next init would find them.
+        if passphrase, !context.passphrases.canAsk {
+            throw CLIError(
+                .usage, "init",
+                "--passphrase needs a terminal or --passphrase-fd N to read the new passphrase from; nothing was "
+                    + "created")
+        }
         var source = context.keySource(limits: cost.limits)
         if !passphrase { source.passphrase = nil }
         do {

@@ -30,7 +30,7 @@ public struct PutCommand: Sendable, Hashable {
             summary: add ? "add a secret; fails when the item exists" : "add or replace a secret",
             details: (add
                 ? "Adds a generic password (or with --server an internet password); an existing item is\nexit status 3 and stays unchanged."
-                : "Adds a generic password (or with --server an internet password), or replaces the secret of\nthe existing one atomically: readers see the old secret or the new one, never neither.")
+                : "Adds a generic password (or with --server an internet password), or replaces the secret of\nthe existing one atomically: readers see the old secret or the new one, never neither. An item\nwhose file fails authentication (damaged; see `vault check`) is replaced too: the damaged file is\nremoved (reported on standard error) and the secret stored as a new item.")
                     + """
 
                     The secret is every byte of standard input (binary-safe; --trim drops one trailing
@@ -68,7 +68,8 @@ public struct PutCommand: Sendable, Hashable {
             return
         }
         do {
-            try ItemUpsert.store(secret, as: name, group: group, attributes: attributes, in: vault)
+            let removed = try ItemUpsert.store(secret, as: name, group: group, attributes: attributes, in: vault)
+            context.listRemoved(removed)
         } catch {
             throw CLIError(error, subject: subject, vaultPath: vault.path)
         }

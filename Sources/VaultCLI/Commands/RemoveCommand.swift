@@ -25,7 +25,12 @@ public struct RemoveCommand: Sendable, Hashable {
         summary: "remove a secret",
         details: """
             Removes the item (a missing ACCOUNT is the empty account); with --all, every item of the
-            service, or of the server. Nothing to remove is exit status 1.
+            service, or of the server. Nothing to remove is exit status 1. A named item whose file fails
+            authentication (damaged or tampered with; `vault check` lists them) is removed too, without
+            being read: its file name follows from its name. It is reported on standard error; its
+            secret is lost. A file whose class key is locked is never removed (exit status 5). --all
+            cannot tell which damaged file held an item of the service: `vault check --remove-damaged`
+            removes every damaged file.
             """,
         options: [.flag("all", "remove every item of the service or server")] + InternetOptions.specs,
         make: { parsed throws(UsageError) in
@@ -52,8 +57,13 @@ public struct RemoveCommand: Sendable, Hashable {
         let subject: String
         switch target {
         case .item(let name):
-            query = name.query(group: group)
-            subject = name.description
+            var key = name.attributes
+            key.accessGroup = group
+            let removal = try context.attempt(vault, name.description) { () throws(VaultError) in
+                try vault.removeItem(name.itemClass, primaryKey: key)
+            }
+            context.listRemoved(removal.damaged)
+            return
         case .service(let service):
             query = .genericPassword(service: service, group: group, limit: .all)
             subject = "service \"\(service)\""

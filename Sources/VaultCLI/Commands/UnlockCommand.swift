@@ -1,4 +1,5 @@
 import Vault
+import VaultStore
 
 /// `vault unlock`: asks for the passphrase once and keeps the unwrapped key in the kernel keyring for
 /// a while, so that the commands and services of this user that follow need no passphrase.
@@ -12,10 +13,16 @@ public struct UnlockCommand: Sendable, Hashable {
         summary: "cache the unwrapped key in the kernel keyring",
         details: """
             Asks for the passphrase of master.key (or reads it from --passphrase-fd N) and keeps the
-            unwrapped key in the kernel keyring of this user for DURATION (default 15m; units s, m, h, d;
-            0 keeps it until reboot or `vault lock`). Processes of the same user then open the vault
-            without the passphrase. Where the kernel keyring is not available (a seccomp profile forbids
-            it) this fails with exit status 7, and each process can still be given the passphrase.
+            class keys it unwraps in the kernel keyring of this user: the WhenUnlocked key (the class of
+            `vault put`'s items) for DURATION (default 15m; units s, m, h, d; 0 keeps it until reboot or
+            `vault lock`), the AfterFirstUnlock key until reboot or `vault lock --all`. Processes of the
+            same user then open the vault without the passphrase. A vault without a passphrase (a plain
+            master.key or an external key file) has nothing to unlock: that is said on standard error,
+            nothing is cached, and the exit status is 0. Where the kernel keyring is not available (a
+            seccomp profile forbids it) this fails with exit status 7, and each process can still be
+            given the passphrase. The keyring of a user other than root holds at most 200 keys and
+            20000 bytes by default (/proc/sys/kernel/keys/maxkeys, maxbytes); each unlocked vault
+            takes two keys, and `vault lock --all` drops them all.
             """,
         options: [.value("timeout", "DURATION", "how long the key stays cached (default 15m; 0: until reboot)")],
         make: { parsed throws(UsageError) in
@@ -40,31 +47,56 @@ public struct UnlockCommand: Sendable, Hashable {
 
     func run(in context: Context) throws(CLIError) {
         let path = try context.vaultPath()
+        let source = context.keySource()
+        let outcome: VaultStore.UnlockOutcome
         do {
-            try Vault.unlock(at: path, keySource: context.keySource(), timeoutSeconds: timeoutSeconds)
+            outcome = try Vault.unlock(at: path, keySource: source, timeoutSeconds: timeoutSeconds)
         } catch {
             throw CLIError(error, subject: path, vaultPath: path)
+        }
+        if outcome == .noPassphrase {
+            let key = source.keyFile.map { "the key file \($0)" } ?? "\(path)/master.key"
+            context.writeError(
+                "vault: \(path): nothing to unlock: the vault has no passphrase (its key is in \(key), which opens it "
+                    + "for every process that can read it); nothing was cached\n")
         }
     }
 }
 
-/// `vault lock`: drops the key that `vault unlock` cached.
+/// `vault lock`: drops keys that `vault unlock` cached.
 public struct LockCommand: Sendable, Hashable {
+    /// `--all`: every cached key of every vault, AfterFirstUnlock keys too.
+    public var all = false
+
     static let info = CommandInfo(
         name: "lock",
-        synopsis: "vault lock",
-        summary: "drop the cached key from the kernel keyring",
+        synopsis: "vault lock [--all]",
+        summary: "drop cached keys from the kernel keyring",
         details: """
-            Removes the key that `vault unlock` cached, so that the next process needs the passphrase
-            again. Processes that already opened the vault keep working until they exit.
+            Removes the WhenUnlocked key that `vault unlock` cached for the vault: its WhenUnlocked items
+            (the class of `vault put`'s items, and the default) need the passphrase again. What stays
+            unlocked: AfterFirstUnlock items (such as `vault uuid`'s identifiers), whose key stays until
+            reboot as on Apple devices, and Always items, which never need the passphrase. With --all,
+            every cached key of every vault of this user is dropped, the AfterFirstUnlock keys too,
+            including those of vaults that no longer exist (no vault is needed): then only Always items
+            open without the passphrase. Processes that already opened a vault keep the keys they have
+            until they exit.
             """,
-        options: [],
+        options: [.flag("all", "drop every cached key of every vault, AfterFirstUnlock keys too")],
         make: { parsed throws(UsageError) in
             _ = try parsed.operands([], minimum: 0, command: "lock")
-            return .lock(LockCommand())
+            return .lock(LockCommand(all: parsed.flag("all")))
         })
 
     func run(in context: Context) throws(CLIError) {
+        if all {
+            do {
+                try Vault.lockEveryVault()
+            } catch {
+                throw CLIError(ExitCode(error.status), "lock --all", error.message)
+            }
+            return
+        }
         let path = try context.vaultPath()
         do {
             try Vault.lock(at: path)
