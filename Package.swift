@@ -21,7 +21,7 @@ let package = Package(
         .target(name: "VaultCAPI", dependencies: ["CVaultAPI", "Vault", "VaultCrypto"]),
         // The Swift side of the C/Swift/CLI cross test (scripts/test-c-api).
         .executableTarget(name: "vault-capi-peer", dependencies: ["Vault"], path: "Sources/VaultCAPIPeer"),
-        .testTarget(name: "VaultCAPITests", dependencies: ["VaultCAPI", "CVaultAPI", "Vault"]),
+        .testTarget(name: "VaultCAPITests", dependencies: ["VaultCAPI", "CVaultAPI", "Vault", "VaultTestSupport"]),
 
         // libsodium from Debian's libsodium-dev; imported (internally) by VaultCrypto only.
         .systemLibrary(
@@ -40,7 +40,7 @@ let package = Package(
         // it. Release builds are a static executable (Swift runtime, FoundationEssentials, libsodium):
         // start-up is most of what a `vault get` costs (docs/PERFORMANCE.md). Debug builds stay
         // dynamic, for fast links of the tests.
-        .target(name: "VaultCLI", dependencies: ["Vault", "VaultArchive", "VaultStore", "VaultSystem"]),
+        .target(name: "VaultCLI", dependencies: ["Vault", "VaultArchive"]),
         .executableTarget(
             name: "vault", dependencies: ["VaultCLI", "VaultSystem"],
             linkerSettings: [
@@ -54,19 +54,31 @@ let package = Package(
             name: "vault-test-helper", dependencies: ["Vault", "VaultCrypto", "VaultSystem"],
             path: "Sources/VaultTestHelper"),
 
+        // What the test targets share: temporary vaults and directories removed when a test ends,
+        // the helper processes, fault scopes, test key sources.
+        .target(
+            name: "VaultTestSupport", dependencies: ["Vault", "VaultStore", "VaultCrypto", "VaultSystem"],
+            path: "Tests/VaultTestSupport"),
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),
-        .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto", "VaultSystem"]),
+        .testTarget(
+            name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto", "VaultSystem", "VaultTestSupport"]),
         .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"], exclude: ["Vectors", "Regressions"]),
-        .testTarget(name: "VaultCLITests", dependencies: ["VaultCLI", "Vault", "VaultSystem", "vault"]),
+        .testTarget(
+            name: "VaultCLITests", dependencies: ["VaultCLI", "Vault", "VaultSystem", "VaultTestSupport", "vault"]),
         .testTarget(
             name: "VaultTests",
-            dependencies: ["Vault", "VaultStore", "VaultArchive", "VaultCrypto", "VaultSystem", "vault-test-helper"]),
+            dependencies: [
+                "Vault", "VaultStore", "VaultArchive", "VaultCrypto", "VaultSystem", "VaultTestSupport",
+                "vault-test-helper",
+            ]),
         // Crash, power-loss, fault, concurrency, hostile-file and memory harnesses (docs/RELIABILITY.md);
         // sizes grow with VAULT_STRESS=1 (scripts/stress).
         .testTarget(
             name: "VaultReliabilityTests",
-            dependencies: ["Vault", "VaultStore", "VaultCrypto", "VaultSystem", "vault-test-helper"]),
+            dependencies: [
+                "Vault", "VaultStore", "VaultCrypto", "VaultSystem", "VaultTestSupport", "vault-test-helper",
+            ]),
 
         // VaultArchive fuzzing (scripts/fuzz); its benchmark is part of vault-bench.
         .executableTarget(name: "FuzzArchiveDecode", dependencies: ["VaultArchive"]),
@@ -83,6 +95,8 @@ let package = Package(
         .executableTarget(name: "vault-security-peer", dependencies: ["Security"], path: "Sources/SecurityPeer"),
         .testTarget(
             name: "SecurityTests",
-            dependencies: ["Security", "Vault", "VaultArchive", "VaultCrypto", "VaultStore", "SecurityExample"]),
+            dependencies: [
+                "Security", "Vault", "VaultArchive", "VaultCrypto", "VaultStore", "VaultTestSupport", "SecurityExample",
+            ]),
     ]
 )

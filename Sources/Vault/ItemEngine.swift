@@ -10,6 +10,8 @@ struct LocatedItem: Sendable {
     let id: ItemID
     let record: ItemRecord
 
+    var location: ItemLocation { ItemLocation(group: group.name, id: id) }
+
     var persistentReference: PersistentReference {
         PersistentReference(group: group, persistentID: record.persistentID, itemID: id)
     }
@@ -60,55 +62,29 @@ struct ItemEngine: Sendable {
     func itemID(_ group: AccessGroup, _ primaryKey: [UInt8]) throws(VaultError) -> ItemID {
         let key = PrimaryKeyInGroup(group: group, primaryKey: primaryKey)
         if let id = itemIDCache[key] { return id }
-        let id = try translatingStoreErrors { try store.itemID(group: group.name, primaryKey: primaryKey) }
+        let id = try translatingStoreErrors { () throws(StoreError) in
+            try store.itemID(group: group.name, primaryKey: primaryKey)
+        }
         itemIDCache.insert(id, for: key)
         return id
     }
 
     func filePath(_ group: AccessGroup, _ id: ItemID) -> String {
-        "\(store.path)/groups/\(group)/\(id.fileName)"
+        store.path(of: ItemLocation(group: group.name, id: id))
     }
 
-    /// Reads and decodes one record; nil when the file does not exist.
-    /// An item file replaced with an older copy of itself is an error (`decode`), caught by the
-    /// store's generation record, which is read before the item so that a concurrent update cannot
-    /// look like a rollback.
+    /// Reads and decodes the file of one record, as it is; nil when the file does not exist. An item
+    /// file replaced with an older copy of itself is an error (the store checks it against its
+    /// generation record).
     func load(_ group: AccessGroup, _ id: ItemID) throws(VaultError) -> ItemRecord? {
-        try loadMarked(group, id)?.record
-    }
-
-    /// The record and whether a writer marked it as being moved.
-    private func loadMarked(_ group: AccessGroup, _ id: ItemID) throws(VaultError) -> (
-        record: ItemRecord, moving: Bool
-    )? {
-        let read = try translatingStoreErrors { try store.readItemTransientAndGeneration(group: group.name, id: id) }
-        guard let read else { return nil }
-        let path = filePath(group, id)
-        let record = try read.plaintext.withBytes { (bytes) throws(VaultError) in try decode(bytes, path: path) }
-        try translatingStoreErrors {
-            try store.checkNotRolledBack(read.recorded, group: group.name, id: id, version: record.version)
-        }
-        return (record, read.moving)
+        try store.readFile(ItemLocation(group: group.name, id: id), decoding: decode)
     }
 
     /// Like `load`, but nil also when the file is the old half of a move that has not finished (a
     /// writer crashed, or is still running, between writing the new file and removing this one): the
-    /// writer marked it, and its move intent names a new file with the same persistent id and a
-    /// higher generation. Unmarked items (all but those of a move under way) cost no extra look-up.
+    /// store hides it.
     func loadCurrent(_ group: AccessGroup, _ id: ItemID) throws(VaultError) -> ItemRecord? {
-        guard let loaded = try loadMarked(group, id) else { return nil }
-        guard loaded.moving else { return loaded.record }
-        return try isMovedAway(group, id, loaded.record) ? nil : loaded.record
-    }
-
-    func isMovedAway(_ group: AccessGroup, _ id: ItemID, _ record: ItemRecord) throws(VaultError) -> Bool {
-        let note = try translatingStoreErrors {
-            try store.readNote(group: group.name, name: MoveIntent.noteName(id))
-        }
-        guard let note, let target = MoveIntent.target(note),
-            let moved = try? load(target.group, target.id)
-        else { return false }
-        return moved.persistentID == record.persistentID && moved.generation > record.generation
+        try store.read(ItemLocation(group: group.name, id: id), decoding: decode)
     }
 
     func decode(_ bytes: [UInt8], path: String) throws(VaultError) -> ItemRecord {
@@ -119,7 +95,10 @@ struct ItemEngine: Sendable {
         }
     }
 
-    func save(_ record: ItemRecord, group: AccessGroup, id: ItemID, in tx: WriteTransaction) throws(VaultError) {
+    /// The plaintext of `record`, for `body` only (it is wiped afterwards).
+    func encoded<R>(_ record: ItemRecord, group: AccessGroup, _ body: ([UInt8]) throws(VaultError) -> R)
+        throws(VaultError) -> R
+    {
         var bytes: [UInt8]
         do {
             bytes = try ItemRecordCodec.encode(record)
@@ -129,10 +108,14 @@ struct ItemEngine: Sendable {
                 .param, "cannot encode \(describe(record.itemClass, record.attributes, group: group)): \(reason)")
         }
         defer { bytes.wipe() }
-        try translatingStoreErrors {
-            try bytes.withUnsafeBytes {
+        return try body(bytes)
+    }
+
+    func save(_ record: ItemRecord, group: AccessGroup, id: ItemID, in tx: WriteTransaction) throws(VaultError) {
+        try encoded(record, group: group) { (bytes) throws(VaultError) in
+            try translatingStoreErrors { () throws(StoreError) in
                 try tx.write(
-                    group: group.name, id: id, plaintext: $0, protectionClass: record.protectionClass,
+                    bytes, to: ItemLocation(group: group.name, id: id), protectionClass: record.protectionClass,
                     version: record.version)
             }
         }
@@ -249,7 +232,8 @@ struct ItemEngine: Sendable {
     func scan(_ group: AccessGroup, cached: Bool = false, include: (ItemRecord) -> Bool) throws(VaultError)
         -> ScanResult
     {
-        let ids = try translatingStoreErrors { try store.itemIDs(in: group.name, sorted: false) }
+        let ids = try translatingStoreErrors { () throws(StoreError) in try store.itemIDs(in: group.name, sorted: false)
+        }
         var byPersistentID: [Data: LocatedItem] = [:]
         var damaged: [DamagedFile] = []
         var locked: VaultError?
@@ -262,7 +246,7 @@ struct ItemEngine: Sendable {
                     // The fingerprint is taken before the read: a file replaced in between is only a
                     // miss next time, never a stale hit.
                     guard
-                        let fingerprint = try translatingStoreErrors({
+                        let fingerprint = try translatingStoreErrors({ () throws(StoreError) in
                             try store.fingerprint(group: group.name, id: id)
                         })
                     else { continue }
@@ -378,13 +362,17 @@ struct ItemEngine: Sendable {
             }
         }
         for (old, new) in planned {
-            let moves = old.group != new.group || old.id != new.id
-            if moves { try writeMoveIntent(from: old, to: new, in: tx) }
-            try save(new.record, group: new.group, id: new.id, in: tx)
-            if moves, !newKeys.contains(Key(group: old.group, id: old.id)) {
-                _ = try translatingStoreErrors { try tx.remove(group: old.group.name, id: old.id) }
+            guard old.group != new.group || old.id != new.id else {
+                try save(new.record, group: new.group, id: new.id, in: tx)
+                continue
             }
-            if moves { try clearMoveIntent(for: old, in: tx) }
+            try encoded(new.record, group: new.group) { (bytes) throws(VaultError) in
+                try translatingStoreErrors { () throws(StoreError) in
+                    try tx.move(
+                        old.location, to: new.location, plaintext: bytes, protectionClass: new.record.protectionClass,
+                        version: new.record.version, keepingSource: newKeys.contains(Key(group: old.group, id: old.id)))
+                }
+            }
         }
         return planned.map(\.new)
     }
@@ -392,78 +380,12 @@ struct ItemEngine: Sendable {
     /// Removes every item in `matches`.
     func delete(_ matches: [LocatedItem], in tx: WriteTransaction) throws(VaultError) {
         for match in matches {
-            _ = try translatingStoreErrors { try tx.remove(group: match.group.name, id: match.id) }
+            _ = try translatingStoreErrors { () throws(StoreError) in try tx.delete(match.location) }
         }
     }
 
     struct Key: Hashable {
         let group: AccessGroup
         let id: ItemID
-    }
-
-    // A move writes the new file, then removes the old one. Until the old one is gone, both exist with
-    // one persistent id; scans keep the higher generation, and the intent file lets the next writer
-    // finish the removal after a crash.
-    private func writeMoveIntent(from old: LocatedItem, to new: LocatedItem, in tx: WriteTransaction)
-        throws(VaultError)
-    {
-        let contents = Array("\(new.group.rawValue)\n\(new.id.rawValue)\n".utf8)
-        try translatingStoreErrors {
-            // The mark first: the note's directory fsync makes both durable.
-            try tx.markMoving(group: old.group.name, id: old.id)
-            try tx.writeNote(group: old.group.name, name: MoveIntent.noteName(old.id), contents: contents)
-        }
-    }
-
-    private func clearMoveIntent(for old: LocatedItem, in tx: WriteTransaction) throws(VaultError) {
-        try translatingStoreErrors { try tx.removeNote(group: old.group.name, name: MoveIntent.noteName(old.id)) }
-    }
-
-    /// Finishes moves that a crashed writer left half-done: where the new file exists with the same
-    /// persistent id and a higher generation, the old file is removed; otherwise the old file stays.
-    func finishInterruptedMoves(in tx: WriteTransaction) throws(VaultError) {
-        let groups = try translatingStoreErrors { try store.groups() }
-        for groupName in groups {
-            let group = AccessGroup(groupName)
-            let notes = try translatingStoreErrors { try tx.notes(group: groupName, prefix: MoveIntent.prefix) }
-            for (name, contents) in notes {
-                defer { try? tx.removeNote(group: groupName, name: name) }
-                guard let oldID = MoveIntent.itemID(fromNoteName: name) else { continue }
-                guard let target = MoveIntent.target(contents) else { continue }
-                guard let old = try? load(group, oldID), let new = try? load(target.group, target.id),
-                    old.persistentID == new.persistentID, new.generation > old.generation
-                else { continue }
-                _ = try translatingStoreErrors { try tx.remove(group: groupName, id: oldID) }
-            }
-        }
-    }
-}
-
-enum MoveIntent {
-    static let prefix = ".move."
-
-    static func noteName(_ id: ItemID) -> String { prefix + id.rawValue }
-
-    /// The new group and id that a move intent names.
-    static func target(_ contents: [UInt8]) -> (group: AccessGroup, id: ItemID)? {
-        let lines = String(decoding: contents, as: UTF8.self).split(separator: "\n").map(String.init)
-        guard lines.count == 2, let group = try? AccessGroup(lines[0]), let id = try? ItemID(lines[1]) else {
-            return nil
-        }
-        return (group, id)
-    }
-
-    static func itemID(fromNoteName name: String) -> ItemID? {
-        guard name.hasPrefix(prefix) else { return nil }
-        return try? ItemID(String(name.dropFirst(prefix.count)))
-    }
-}
-
-extension Array where Element == UInt8 {
-    /// Overwrites the array's storage with zeros (best effort: copies Swift made earlier are not reached).
-    mutating func wipe() {
-        withUnsafeMutableBytes { raw in
-            for i in raw.indices { raw[i] = 0 }
-        }
     }
 }

@@ -5,7 +5,7 @@ import VaultStore
 /// What one item file holds, as a VaultArchive: the class, the attributes (without group and dates,
 /// which are the file's place and the fields below), the secret, the dates, a persistent id that stays
 /// with the item across updates, and a generation counter (+1 on every update).
-struct ItemRecord: Codable, Sendable {
+struct ItemRecord: Codable, Sendable, VersionedRecord {
     var itemClass: ItemClass
     var attributes: ItemAttributes
     var data: Data

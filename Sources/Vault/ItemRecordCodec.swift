@@ -1,5 +1,6 @@
 import FoundationEssentials
 import VaultArchive
+import VaultStore
 
 /// The plaintext of an item file: `u32be length | metadata | secret`, where the metadata is a
 /// VaultArchive of everything but the secret (class, attributes, dates, persistent id, generation) and
@@ -31,6 +32,12 @@ enum ItemRecordCodec {
         bytes += metadata
         bytes += record.data
         return bytes
+    }
+
+    /// The version in a plaintext, for the store's recovery of interrupted moves (no cache: rare);
+    /// nil for a plaintext that does not decode.
+    @Sendable static func version(of bytes: [UInt8]) -> ItemVersion? {
+        (try? decode(bytes, cache: BoundedCache()))?.version
     }
 
     /// Decodes a plaintext; the metadata comes from `cache` when its bytes were seen before. The cache

@@ -65,9 +65,7 @@ extension Vault {
     public func export(to path: String, key: BackupKey) throws(VaultError) -> ExportReport {
         var (bytes, report) = try archiveEveryItem()
         defer { bytes.wipe() }
-        try translatingStoreErrors {
-            try bytes.withUnsafeBytes { try BackupFile.write($0, to: path, key: key) }
-        }
+        try translatingStoreErrors { () throws(StoreError) in try BackupFile.write(bytes, to: path, key: key) }
         return report
     }
 
@@ -76,7 +74,7 @@ extension Vault {
     public func sealedBackup(key: BackupKey) throws(VaultError) -> SealedBackup {
         var (bytes, report) = try archiveEveryItem()
         defer { bytes.wipe() }
-        let sealed = try translatingStoreErrors { try bytes.withUnsafeBytes { try BackupFile.seal($0, key: key) } }
+        let sealed = try translatingStoreErrors { () throws(StoreError) in try BackupFile.seal(bytes, key: key) }
         return SealedBackup(bytes: sealed, report: report)
     }
 
@@ -84,7 +82,7 @@ extension Vault {
     private func archiveEveryItem() throws(VaultError) -> ([UInt8], ExportReport) {
         var items: [BackupBundle.Item] = []
         var leftOut = 0
-        for name in try translatingStoreErrors({ try engine.store.groups() }) {
+        for name in try translatingStoreErrors({ () throws(StoreError) in try engine.store.groups() }) {
             let group = try AccessGroup(name.rawValue)
             let scanned = try engine.scan(group) { _ in true }
             if let locked = scanned.locked {
@@ -126,7 +124,7 @@ extension Vault {
     public static func inspectBackup(at path: String, costCeiling: PassphraseKeyDerivation.Limits = .sensitive)
         throws(VaultError) -> BackupFile.Sealing
     {
-        try translatingStoreErrors { try BackupFile.inspect(at: path, ceiling: costCeiling) }
+        try translatingStoreErrors { () throws(StoreError) in try BackupFile.inspect(at: path, ceiling: costCeiling) }
     }
 
     /// The same checks of the first `BackupFile.headerByteCount` bytes of a backup that comes on a
@@ -135,7 +133,9 @@ extension Vault {
     public static func inspectBackup(
         header: [UInt8], name: String, costCeiling: PassphraseKeyDerivation.Limits = .sensitive
     ) throws(VaultError) -> BackupFile.Sealing {
-        try translatingStoreErrors { try BackupFile.inspect(header: header, name: name, ceiling: costCeiling) }
+        try translatingStoreErrors { () throws(StoreError) in
+            try BackupFile.inspect(header: header, name: name, ceiling: costCeiling)
+        }
     }
 
     /// Every check of the whole backup `sealed` that needs no passphrase or key (size, checksum,
@@ -144,7 +144,9 @@ extension Vault {
     public static func checkBackup(
         _ sealed: [UInt8], name: String, costCeiling: PassphraseKeyDerivation.Limits = .sensitive
     ) throws(VaultError) -> BackupFile.Sealing {
-        try translatingStoreErrors { try BackupFile.check(sealed, name: name, ceiling: costCeiling) }
+        try translatingStoreErrors { () throws(StoreError) in
+            try BackupFile.check(sealed, name: name, ceiling: costCeiling)
+        }
     }
 
     /// Adds the items of the backup at `path` to this vault with their attributes, dates and persistent
@@ -164,7 +166,7 @@ extension Vault {
         from path: String, key: BackupKey, replace: Bool = false,
         costCeiling: PassphraseKeyDerivation.Limits = .sensitive
     ) throws(VaultError) -> ImportReport {
-        let plaintext = try translatingStoreErrors {
+        let plaintext = try translatingStoreErrors { () throws(StoreError) in
             try BackupFile.read(from: path, key: key, ceiling: costCeiling)
         }
         return try importBundle(plaintext, name: path, replace: replace)
@@ -176,7 +178,7 @@ extension Vault {
         sealed: [UInt8], name: String, key: BackupKey, replace: Bool = false,
         costCeiling: PassphraseKeyDerivation.Limits = .sensitive
     ) throws(VaultError) -> ImportReport {
-        let plaintext = try translatingStoreErrors {
+        let plaintext = try translatingStoreErrors { () throws(StoreError) in
             try BackupFile.open(sealed, name: name, key: key, ceiling: costCeiling)
         }
         return try importBundle(plaintext, name: name, replace: replace)
@@ -187,10 +189,10 @@ extension Vault {
     {
         let bundle: BackupBundle
         do {
-            var bytes = plaintext.withUnsafeBytes { [UInt8]($0) }
-            defer { bytes.wipe() }
-            bundle = try VaultArchive.decode(
-                BackupBundle.self, from: bytes, options: VaultArchive.Options(maxSize: BackupFile.maximumByteCount))
+            bundle = try plaintext.withTransientCopy { bytes in
+                try VaultArchive.decode(
+                    BackupBundle.self, from: bytes, options: VaultArchive.Options(maxSize: BackupFile.maximumByteCount))
+            }
         } catch {
             throw VaultError(.decode, "\(path) opened but does not hold a vault backup: \(error)", cause: error)
         }

@@ -111,18 +111,18 @@ extension Vault {
         groupCount: Int, groups: [StoredGroup], problems: [ItemProblem]
     ) {
         let store = engine.store
-        let names = try translatingStoreErrors { try store.groups() }
+        let names = try translatingStoreErrors { () throws(StoreError) in try store.groups() }
         var problems: [ItemProblem] = []
         var groups: [StoredGroup] = []
         for name in names {
             let group = AccessGroup(name)
             let ids: [ItemID]
             do {
-                ids = try translatingStoreErrors { try store.itemIDs(in: name) }
+                ids = try translatingStoreErrors { () throws(StoreError) in try store.itemIDs(in: name) }
             } catch {
                 problems.append(
                     ItemProblem(
-                        path: "\(store.path)/groups/\(name)", group: name.rawValue, status: error.status,
+                        path: store.path(of: name), group: name.rawValue, status: error.status,
                         reason: error.message))
                 continue
             }
@@ -161,10 +161,10 @@ extension Vault {
     /// counts, sorted by name.
     public func storedGroups() throws(VaultError) -> [StoredGroup] {
         let store = engine.store
-        let groups = try translatingStoreErrors { try store.groups() }
+        let groups = try translatingStoreErrors { () throws(StoreError) in try store.groups() }
         var result: [StoredGroup] = []
         for name in groups {
-            let count = try translatingStoreErrors { try store.itemIDs(in: name).count }
+            let count = try translatingStoreErrors { () throws(StoreError) in try store.itemIDs(in: name).count }
             result.append(StoredGroup(group: AccessGroup(name), itemCount: count))
         }
         return result

@@ -12,10 +12,8 @@ extension Vault {
         newPassphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits = .moderate,
         keySource: KeySource = .fromEnvironment()
     ) throws(VaultError) {
-        try translatingStoreErrors {
-            try engine.store.rekey(newPassphrase: newPassphrase, limits: limits, keySource: keySource) { target in
-                try copyItems(into: target)
-            }
+        try engine.store.rekey(newPassphrase: newPassphrase, limits: limits, keySource: keySource) {
+            (target) throws(VaultError) in try copyItems(into: target)
         }
     }
 
@@ -26,16 +24,14 @@ extension Vault {
     /// the old key file or the new one, with every item. Afterwards only the new key file opens it;
     /// the old file is left in place. This handle is stale afterwards: open the vault again.
     public func rekey(newKeyFile: String, keySource: KeySource = .fromEnvironment()) throws(VaultError) {
-        try translatingStoreErrors {
-            try engine.store.rekey(newKeyFile: newKeyFile, keySource: keySource) { target in
-                try copyItems(into: target)
-            }
+        try engine.store.rekey(newKeyFile: newKeyFile, keySource: keySource) { (target) throws(VaultError) in
+            try copyItems(into: target)
         }
     }
 
     /// Writes every item, decrypted with the old keys, into the rekey's new vault.
-    private func copyItems(into target: RekeyTarget) throws {
-        for name in try engine.store.groups() {
+    private func copyItems(into target: RekeyTarget) throws(VaultError) {
+        for name in try translatingStoreErrors({ () throws(StoreError) in try engine.store.groups() }) {
             let group = AccessGroup(name)
             let scanned = try engine.scan(group) { _ in true }
             if let locked = scanned.locked {
@@ -48,13 +44,13 @@ extension Vault {
                     cause: damage)
             }
             for item in scanned.items {
-                var bytes = try ItemRecordCodec.encode(item.record)
-                defer { bytes.wipe() }
-                let id = try target.itemID(group: name, primaryKey: item.record.primaryKey)
-                try bytes.withUnsafeBytes {
-                    try target.write(
-                        group: name, id: id, plaintext: $0, protectionClass: item.record.protectionClass,
-                        version: item.record.version)
+                try engine.encoded(item.record, group: group) { (bytes) throws(VaultError) in
+                    try translatingStoreErrors { () throws(StoreError) in
+                        let id = try target.itemID(group: name, primaryKey: item.record.primaryKey)
+                        try target.write(
+                            bytes, to: ItemLocation(group: name, id: id), protectionClass: item.record.protectionClass,
+                            version: item.record.version)
+                    }
                 }
             }
         }

@@ -95,6 +95,7 @@ extension Vault {
     }
 
     private func remove(_ group: AccessGroup, _ id: ItemID, in tx: WriteTransaction) throws(VaultError) {
-        _ = try translatingStoreErrors { try tx.remove(group: group.name, id: id) }
+        _ = try translatingStoreErrors { () throws(StoreError) in try tx.delete(ItemLocation(group: group.name, id: id))
+        }
     }
 }

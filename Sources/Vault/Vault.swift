@@ -1,5 +1,4 @@
 import FoundationEssentials
-import Synchronization
 import VaultCrypto
 import VaultStore
 
@@ -13,8 +12,10 @@ public final class Vault: Sendable {
     /// The vault directory.
     public var path: String { engine.store.path }
 
+    /// The directory of `group` in the vault (which may not exist yet), for tools and messages.
+    public func path(of group: AccessGroup) -> String { engine.store.path(of: group.name) }
+
     let engine: ItemEngine
-    private let recovered = Mutex(false)
 
     init(store: VaultStore, client: Client) {
         self.engine = ItemEngine(store: store)
@@ -34,10 +35,10 @@ public final class Vault: Sendable {
             throw VaultError(.noSuchVault, "no vault location: set VAULT_DIR or HOME, or pass a path")
         }
         return Vault(
-            store: try translatingStoreErrors {
+            store: try translatingStoreErrors { () throws(StoreError) in
                 createIfMissing
-                    ? try VaultStore.openOrCreate(at: path, keySource: keySource)
-                    : try VaultStore.open(at: path, keySource: keySource)
+                    ? try VaultStore.openOrCreate(at: path, keySource: keySource, versions: ItemRecordCodec.version)
+                    : try VaultStore.open(at: path, keySource: keySource, versions: ItemRecordCodec.version)
             },
             client: client)
     }
@@ -48,7 +49,10 @@ public final class Vault: Sendable {
         throws(VaultError) -> Vault
     {
         Vault(
-            store: try translatingStoreErrors { try VaultStore.create(at: path, keySource: keySource) }, client: client)
+            store: try translatingStoreErrors { () throws(StoreError) in
+                try VaultStore.create(at: path, keySource: keySource, versions: ItemRecordCodec.version)
+            },
+            client: client)
     }
 
     /// Re-wraps `master.key` under `newPassphrase` (nil stores the key plainly); items are untouched.
@@ -57,10 +61,13 @@ public final class Vault: Sendable {
         to newPassphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits = .moderate,
         keySource: KeySource = .fromEnvironment()
     ) throws(VaultError) {
-        try translatingStoreErrors {
+        try translatingStoreErrors { () throws(StoreError) in
             try engine.store.changePassphrase(to: newPassphrase, limits: limits, keySource: keySource)
         }
     }
+
+    /// The path of the vault's `master.key`, as prompts and messages name it.
+    public var masterKeyPath: String { engine.store.masterKeyPath }
 
     /// Whether the vault's `master.key` is wrapped under a passphrase.
     public var isPassphraseProtected: Bool { engine.store.isPassphraseProtected }
@@ -70,19 +77,9 @@ public final class Vault: Sendable {
         Vault(store: engine.store, client: other)
     }
 
-    /// Runs `body` under the vault's write lock; the first writer of this handle, and any writer that
-    /// takes the lock from one that died holding it, also finishes moves a crashed writer left half-done.
+    /// Runs `body` under the vault's write lock (the store first cleans up after a writer that died).
     func withWriteLock<R>(_ body: (WriteTransaction) throws(VaultError) -> R) throws(VaultError) -> R {
-        try translatingStoreErrors {
-            try engine.store.withWriteLock { tx in
-                let first = recovered.withLock { done in
-                    defer { done = true }
-                    return !done
-                }
-                if first || tx.previousWriterDied { try engine.finishInterruptedMoves(in: tx) }
-                return try body(tx)
-            }
-        }
+        try engine.store.withWriteLock(body)
     }
 
     // MARK: The four operations
@@ -193,7 +190,7 @@ public final class Vault: Sendable {
 extension Vault {
     /// Runs `body` with per-write fsyncs skipped and one `syncfs` at the end (see
     /// `VaultStore.withBulkLoad`): for filling benchmark vaults quickly.
-    package func withBulkLoad<R>(_ body: () throws -> R) throws -> R {
+    package func withBulkLoad<R>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
         try engine.store.withBulkLoad(body)
     }
 }
@@ -207,9 +204,9 @@ extension Vault {
     /// result says so.
     @discardableResult
     public static func unlock(at path: String, keySource: KeySource, timeoutSeconds: UInt32) throws(VaultError)
-        -> VaultStore.UnlockOutcome
+        -> UnlockOutcome
     {
-        try translatingStoreErrors {
+        try translatingStoreErrors { () throws(StoreError) in
             try VaultStore.unlock(at: path, keySource: keySource, timeoutSeconds: timeoutSeconds)
         }
     }
@@ -219,7 +216,7 @@ extension Vault {
     /// cached. Handles that are already open keep working until they are released.
     @discardableResult
     public static func lock(at path: String) throws(VaultError) -> Bool {
-        try translatingStoreErrors { try VaultStore.lock(at: path) }
+        try translatingStoreErrors { () throws(StoreError) in try VaultStore.lock(at: path) }
     }
 
     /// Drops every cached class key of every vault of this user from the kernel keyring, the
@@ -228,6 +225,6 @@ extension Vault {
     /// handles that are already open keep working until they are released.
     @discardableResult
     public static func lockEveryVault() throws(VaultError) -> Int {
-        try translatingStoreErrors { try VaultStore.lockEveryVault() }
+        try translatingStoreErrors { () throws(StoreError) in try VaultStore.lockEveryVault() }
     }
 }

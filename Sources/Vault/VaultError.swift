@@ -110,16 +110,14 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
     }
 }
 
+extension VaultError: StoreErrorConvertible {}
+
 /// Runs `body`, turning a `StoreError` into a `VaultError`.
 @inline(__always)
-func translatingStoreErrors<R>(_ body: () throws -> R) throws(VaultError) -> R {
+func translatingStoreErrors<R>(_ body: () throws(StoreError) -> R) throws(VaultError) -> R {
     do {
         return try body()
-    } catch let error as VaultError {
-        throw error
-    } catch let error as StoreError {
-        throw VaultError(error)
     } catch {
-        throw VaultError(.io, "\(error)")
+        throw VaultError(error)
     }
 }

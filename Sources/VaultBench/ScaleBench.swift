@@ -19,7 +19,7 @@ struct ScaleBench {
         self.progress = progress
         vault = try Vault.create(at: directory + "/vault", client: try Client(applicationIdentifier: "bench"))
         progress.show("filling \(items) items…")
-        try vault.withBulkLoad {
+        try vault.withBulkLoad { () throws(VaultError) in
             for i in 0..<items {
                 try vault.add(
                     .genericPassword, attributes: ItemAttributes(service: "bench", account: "item-\(i)"), data: secret)
@@ -34,12 +34,13 @@ struct ScaleBench {
     var scanIterations: Int { quick ? 2 : (items >= 10_000 ? 5 : 20) }
 
     func run() throws -> [OperationTiming] {
-        let groupDirectory = directory + "/vault/groups/bench"
+        let groupDirectory = vault.path(of: try AccessGroup("bench"))
         let sampleFile = try FileManager.default.contentsOfDirectory(atPath: groupDirectory).first {
             $0.hasSuffix(".item")
         }!
         let fileSize =
-            try FileManager.default.attributesOfItem(atPath: groupDirectory + "/" + sampleFile)[.size] as! Int
+            try FileManager.default.attributesOfItem(atPath: (FilePath(groupDirectory) / sampleFile).string)[.size]
+            as! Int
         var results: [OperationTiming] = []
         let floors = try Floors(directory: directory, fileSize: fileSize)
         // The bulk fill's writeback and journal commits can still be running: let a few durable writes
@@ -124,7 +125,7 @@ struct Floors {
     let directory: FileDescriptor
     let path: String
     let contents: [UInt8]
-    let key: SecureBytes
+    let key: SymmetricKey
     let nonce: [UInt8]
     let sealed: [UInt8]
 
@@ -133,12 +134,12 @@ struct Floors {
         try FileManager.default.createDirectory(atPath: self.path, withIntermediateDirectories: true)
         directory = try FileDescriptor.currentWorkingDirectory.openDirectoryAt(self.path)
         contents = [UInt8](repeating: 7, count: fileSize)
-        let key = try SecureBytes.random(count: 32)
+        let key = try SymmetricKey.random()
         let nonce = try XChaCha20Poly1305.randomNonce()
         let plaintextCount = max(0, fileSize - 8 - 24 - 16)
-        sealed = try [UInt8](repeating: 1, count: plaintextCount).withUnsafeBytes {
-            try XChaCha20Poly1305.seal($0, key: key, nonce: nonce, associatedData: [UInt8](repeating: 2, count: 120))
-        }
+        sealed = try XChaCha20Poly1305.seal(
+            [UInt8](repeating: 1, count: plaintextCount), key: key, nonce: nonce,
+            associatedData: [UInt8](repeating: 2, count: 120))
         self.key = key
         self.nonce = nonce
         try durableWrite(0)
@@ -158,10 +159,8 @@ struct Floors {
         _ = try fd.status()
         _ = try fd.readAll(limit: 1 << 20)
         try fd.close()
-        _ = try sealed.withUnsafeBytes {
-            try XChaCha20Poly1305.openTransient(
-                $0, key: key, nonce: nonce, associatedData: [UInt8](repeating: 2, count: 120))
-        }
+        _ = try XChaCha20Poly1305.openTransient(
+            sealed, from: 0, key: key, nonce: nonce, associatedData: [UInt8](repeating: 2, count: 120))
     }
 
     func readAndOpenAll(in groupPath: String) throws {
@@ -171,10 +170,8 @@ struct Floors {
             let fd = try group.openAt(name, .readOnly)
             _ = try fd.readAll(limit: 1 << 20)
             try fd.close()
-            _ = try sealed.withUnsafeBytes {
-                try XChaCha20Poly1305.openTransient(
-                    $0, key: key, nonce: nonce, associatedData: [UInt8](repeating: 2, count: 120))
-            }
+            _ = try XChaCha20Poly1305.openTransient(
+                sealed, from: 0, key: key, nonce: nonce, associatedData: [UInt8](repeating: 2, count: 120))
         }
     }
 }

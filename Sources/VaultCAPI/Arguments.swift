@@ -69,14 +69,3 @@ enum Arguments {
         return pointer
     }
 }
-
-extension Data {
-    /// Overwrites the bytes this value owns (best effort: a copy shared with another value is left to
-    /// that value).
-    mutating func wipe() {
-        guard !isEmpty else { return }
-        withUnsafeMutableBytes { buffer in
-            if let base = buffer.baseAddress { explicit_bzero(base, buffer.count) }
-        }
-    }
-}

@@ -1,8 +1,5 @@
 import FoundationEssentials
 import Vault
-import VaultCrypto
-import VaultStore
-import VaultSystem
 
 /// What a command runs with: the global options, the environment, and the three standard streams.
 struct Context {
@@ -14,11 +11,11 @@ struct Context {
     /// The passphrases of this run, asked for (or read) at most once each.
     let passphrases: PassphraseSource
     /// The external key, read before the tool took the identity of the vault's owner (`VaultOwner`).
-    let preloadedKey: SecureBytes?
+    let preloadedKey: SymmetricKey?
 
     init(
         global: GlobalOptions, environment: [String: String], input: FileDescriptor, output: FileDescriptor,
-        errors: FileDescriptor, preloadedKey: SecureBytes? = nil
+        errors: FileDescriptor, preloadedKey: SymmetricKey? = nil
     ) {
         self.global = global
         self.environment = environment
@@ -77,22 +74,19 @@ struct Context {
     /// terminal.
     func keySource(limits: PassphraseKeyDerivation.Limits = .moderate) -> KeySource {
         var source = global.keyFile.map { KeySource(keyFile: $0) } ?? KeySource.fromEnvironment(environment)
-        // The prompt names a path, which is shown on the terminal.
-        let provider = passphrases.provider
-        source.passphrase = { prompt in try provider(Output.escape(prompt)) }
+        source.passphrase = passphrases.provider
         source.limits = limits
         if source.keyFile != nil { source.loadedKey = preloadedKey }
         return source
     }
 
-    /// A passphrase for something other than the vault's key (a backup), from the same source.
-    func passphrase(_ prompt: String, subject: String) throws(CLIError) -> SecureBytes {
+    /// A passphrase the command asks for itself (a backup's, a new one for the vault's key), from the
+    /// same source.
+    func passphrase(_ request: PassphraseRequest, subject: String) throws(CLIError) -> SecureBytes {
         do {
-            return try passphrases.passphrase(Output.escape(prompt))
-        } catch let error as StoreError {
-            throw CLIError(ExitCode(VaultError(error).status), subject, error.message)
+            return try passphrases.passphrase(request)
         } catch {
-            throw CLIError(.io, subject, "\(error)")
+            throw CLIError(ExitCode(VaultError(error).status), subject, error.message)
         }
     }
 

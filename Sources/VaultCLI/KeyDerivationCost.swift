@@ -1,4 +1,4 @@
-import VaultCrypto
+import Vault
 
 /// `--kdf-cost`: how much Argon2id work protects a passphrase-wrapped key. Only new wrappings use it;
 /// reading always uses the cost recorded in the file.

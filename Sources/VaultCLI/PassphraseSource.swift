@@ -1,7 +1,5 @@
 import Synchronization
-import VaultCrypto
-import VaultStore
-import VaultSystem
+import Vault
 
 /// Where the tool gets passphrases: from a file descriptor (`--passphrase-fd N`: one passphrase per
 /// line, taken in order, for scripts), else from the terminal (`/dev/tty`, so that standard input stays
@@ -22,7 +20,7 @@ final class PassphraseSource: Sendable {
     }
 
     var provider: KeySource.PassphraseProvider {
-        { [self] prompt in try self.passphrase(prompt) }
+        { [self] (request) throws(StoreError) in try self.passphrase(request) }
     }
 
     /// Whether a passphrase can be had at all: a descriptor was given, or a terminal can be opened to
@@ -36,8 +34,9 @@ final class PassphraseSource: Sendable {
         return true
     }
 
-    func passphrase(_ prompt: String) throws -> SecureBytes {
-        let isNew = prompt.hasPrefix("new ")
+    /// The passphrase `request` asks for; a new one is typed twice at the terminal, and never empty.
+    func passphrase(_ request: PassphraseRequest) throws(StoreError) -> SecureBytes {
+        let isNew = request.purpose.isNew
         if let descriptor {
             let passphrase = try next(from: descriptor)
             if isNew, passphrase.count == 0 {
@@ -54,23 +53,29 @@ final class PassphraseSource: Sendable {
                 .locked, "a passphrase is needed and there is no terminal to ask it on; give it with --passphrase-fd N")
         }
         defer { try? terminal.close() }
-        var first = try ask(terminal, "Enter \(prompt): ")
-        defer { first.wipeBytes() }
+        // The prompt names a path, which is shown on the terminal.
+        var first = try ask(terminal, "Enter \(Output.escape(request.prompt)): ")
+        defer { first.wipe() }
         if isNew {
             guard !first.isEmpty else { throw StoreError(.invalidName, "the new passphrase is empty") }
             var second = try ask(terminal, "Again: ")
-            defer { second.wipeBytes() }
+            defer { second.wipe() }
             guard first == second else { throw StoreError(.invalidName, "the two passphrases differ; nothing changed") }
         }
-        return try SecureBytes(consuming: &first)
+        return try secure(&first)
     }
 
-    private func ask(_ terminal: FileDescriptor, _ question: String) throws -> [UInt8] {
+    private func ask(_ terminal: FileDescriptor, _ question: String) throws(StoreError) -> [UInt8] {
         defer { try? terminal.writeAll(Array("\n".utf8)) }
         // The question goes out once echo is off: turning echo off discards type-ahead.
-        let line = try terminal.withEchoDisabled { () throws(Errno) in
-            try? terminal.writeAll(Array(question.utf8))
-            return try terminal.readLine(limit: Self.maximumLength)
+        let line: [UInt8]?
+        do {
+            line = try terminal.withEchoDisabled { () throws(Errno) in
+                try? terminal.writeAll(Array(question.utf8))
+                return try terminal.readLine(limit: Self.maximumLength)
+            }
+        } catch {
+            throw StoreError(.io, "cannot read a passphrase from the terminal: \(error)")
         }
         guard let line else { throw StoreError(.locked, "no passphrase: end of input at the prompt") }
         return line
@@ -78,8 +83,8 @@ final class PassphraseSource: Sendable {
 
     /// The next line of `descriptor`, read up to its newline and no further: a pipe that its writer
     /// keeps open (a script that writes one passphrase and then waits) must not hang the command.
-    private func next(from descriptor: FileDescriptor) throws -> SecureBytes {
-        try lines.withLock { _ in
+    private func next(from descriptor: FileDescriptor) throws(StoreError) -> SecureBytes {
+        try lines.withLock { (_) throws(StoreError) in
             var line: [UInt8]?
             do {
                 line = try descriptor.readLine(limit: Self.maximumLength)
@@ -93,14 +98,16 @@ final class PassphraseSource: Sendable {
                 throw StoreError(
                     .locked, "file descriptor \(descriptor.rawValue) gave no (more) passphrases; one per line is read")
             }
-            return try SecureBytes(consuming: &line)
+            return try secure(&line)
         }
     }
-}
 
-extension Array where Element == UInt8 {
-    /// Overwrites the bytes with zeros (best effort).
-    mutating func wipeBytes() {
-        for index in indices { self[index] = 0 }
+    /// `bytes` moved into secure memory (and wiped).
+    private func secure(_ bytes: inout [UInt8]) throws(StoreError) -> SecureBytes {
+        do {
+            return try SecureBytes(consuming: &bytes)
+        } catch {
+            throw StoreError(.cryptoUnavailable, "cannot hold a passphrase in secure memory: \(error.message)")
+        }
     }
 }

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import VaultSystem
+import Vault
 
 /// The `vault` command-line tool as a library: the executable is a thin `@main` over `run`.
 public enum VaultCLI {

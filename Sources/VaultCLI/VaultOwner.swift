@@ -1,7 +1,4 @@
 import Vault
-import VaultCrypto
-import VaultStore
-import VaultSystem
 
 /// Root acting on a vault that belongs to another user (a service's, provisioned by an operator) acts
 /// as that user: it takes the owner's uid and groups before it opens anything of the vault, so every
@@ -15,7 +12,7 @@ enum VaultOwner {
         /// The owner's user id.
         let userID: UInt32
         /// The external key, read as root, if one is configured.
-        let key: SecureBytes?
+        let key: SymmetricKey?
     }
 
     /// Takes the identity of the owner of the command's vault when root runs it and the vault (or for
@@ -24,7 +21,7 @@ enum VaultOwner {
         guard ProcessIdentity.effectiveUserID == 0, touchesAVault(command) else { return nil }
         let path = try context.vaultPath()
         guard let (owner, directoryGroup) = VaultLocation.owner(of: path), owner != 0 else { return nil }
-        var key: SecureBytes?
+        var key: SymmetricKey?
         let source = context.keySource()
         if source.keyFile != nil {
             let creating: Bool

@@ -17,25 +17,33 @@ public enum KeyDerivation {
         }
     }
 
-    /// Derives a 32-byte subkey of `key` for `domain` and `context` (e.g. a group name).
-    public static func subkey(of key: SecureBytes, domain: Domain, context: [UInt8]) throws -> SecureBytes {
+    /// Derives a subkey of `key` for `domain` and `context` (e.g. a group name).
+    public static func subkey(of key: SymmetricKey, domain: Domain, context: [UInt8]) throws(CryptoError)
+        -> SymmetricKey
+    {
         try Sodium.ensureInitialized()
-        return try SecureBytes(count: 32) { out in
-            try hash(into: out, key: key, domain: domain, message: context)
+        let bytes: SecureBytes
+        do {
+            bytes = try SecureBytes(exactly: SymmetricKey.byteCount) { (out) throws(CryptoError) in
+                try hash(into: out, key: key, domain: domain, message: context)
+            }
+        } catch {
+            throw error.cryptoError
         }
+        return try SymmetricKey(bytes)
     }
 
     /// A keyed hash of `message` under `key` for `domain`, `outputByteCount` bytes (16...64). Not
     /// secret: used for item ids and marker checks.
     public static func keyedHash(
         _ message: [UInt8],
-        key: SecureBytes,
+        key: SymmetricKey,
         domain: Domain,
         outputByteCount: Int = 32
-    ) throws -> [UInt8] {
+    ) throws(CryptoError) -> [UInt8] {
         try Sodium.ensureInitialized()
         var output = [UInt8](repeating: 0, count: outputByteCount)
-        try output.withUnsafeMutableBytes { out in
+        try output.withTypedMutableBytes { (out) throws(CryptoError) in
             try hash(into: out, key: key, domain: domain, message: message)
         }
         return output
@@ -43,12 +51,12 @@ public enum KeyDerivation {
 
     private static func hash(
         into out: UnsafeMutableRawBufferPointer,
-        key: SecureBytes,
+        key: SymmetricKey,
         domain: Domain,
         message: [UInt8]
-    ) throws {
-        guard (16...64).contains(out.count), (16...64).contains(key.count) else {
-            throw CryptoError(.invalidArgument, "BLAKE2b output and key must be 16 to 64 bytes")
+    ) throws(CryptoError) {
+        guard (16...64).contains(out.count) else {
+            throw CryptoError(.invalidArgument, "BLAKE2b output must be 16 to 64 bytes")
         }
         let salt = [UInt8](repeating: 0, count: 16)
         let status = key.withUnsafeBytes { keyBytes in

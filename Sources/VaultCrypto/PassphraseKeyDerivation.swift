@@ -45,9 +45,11 @@ public enum PassphraseKeyDerivation {
     /// The salt size: 16 bytes.
     public static let saltByteCount = 16
 
-    /// Derives a 32-byte key. Throws `invalidArgument` for a bad salt or limits, and
-    /// `allocationFailed` when the memory limit cannot be met.
-    public static func deriveKey(passphrase: SecureBytes, salt: [UInt8], limits: Limits) throws -> SecureBytes {
+    /// Derives a key. Throws `invalidArgument` for a bad salt or limits, and `allocationFailed` when
+    /// the memory limit cannot be met.
+    public static func deriveKey(passphrase: SecureBytes, salt: [UInt8], limits: Limits) throws(CryptoError)
+        -> SymmetricKey
+    {
         try Sodium.ensureInitialized()
         guard salt.count == saltByteCount else {
             throw CryptoError(.invalidArgument, "an Argon2id salt is \(saltByteCount) bytes, not \(salt.count)")
@@ -58,23 +60,29 @@ public enum PassphraseKeyDerivation {
                 "Argon2id limits \(limits.operations) passes / \(limits.memoryBytes) bytes are outside what vault accepts"
             )
         }
-        return try SecureBytes(count: 32) { out in
-            let status = passphrase.withUnsafeBytes { phrase in
-                // libsodium wants a non-null pointer even for an empty passphrase.
-                let empty: CChar = 0
-                return withUnsafePointer(to: empty) { emptyPointer in
-                    crypto_pwhash(
-                        out.baseAddress!.assumingMemoryBound(to: UInt8.self), 32,
-                        phrase.count > 0 ? phrase.baseAddress!.assumingMemoryBound(to: CChar.self) : emptyPointer,
-                        UInt64(phrase.count), salt, limits.operations, Int(limits.memoryBytes),
-                        crypto_pwhash_ALG_ARGON2ID13)
+        let key: SecureBytes
+        do {
+            key = try SecureBytes(exactly: SymmetricKey.byteCount) { (out) throws(CryptoError) in
+                let status = passphrase.withUnsafeBytes { phrase in
+                    // libsodium wants a non-null pointer even for an empty passphrase.
+                    let empty: CChar = 0
+                    return withUnsafePointer(to: empty) { emptyPointer in
+                        crypto_pwhash(
+                            out.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(out.count),
+                            phrase.count > 0 ? phrase.baseAddress!.assumingMemoryBound(to: CChar.self) : emptyPointer,
+                            UInt64(phrase.count), salt, limits.operations, Int(limits.memoryBytes),
+                            crypto_pwhash_ALG_ARGON2ID13)
+                    }
+                }
+                guard status == 0 else {
+                    throw CryptoError(
+                        .allocationFailed,
+                        "Argon2id could not run with \(limits.memoryBytes >> 20) MiB of memory (out of memory?)")
                 }
             }
-            guard status == 0 else {
-                throw CryptoError(
-                    .allocationFailed,
-                    "Argon2id could not run with \(limits.memoryBytes >> 20) MiB of memory (out of memory?)")
-            }
+        } catch {
+            throw error.cryptoError
         }
+        return try SymmetricKey(key)
     }
 }

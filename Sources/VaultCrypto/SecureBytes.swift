@@ -14,61 +14,117 @@ public final class SecureBytes: @unchecked Sendable {
     /// Allocates `count` bytes and lets `initializer` fill them (they start zeroed). Throws
     /// `CryptoError` when libsodium or the allocation fails; if `initializer` throws, the memory is
     /// wiped and freed and its error is passed on.
-    public init(count: Int, initializer: (UnsafeMutableRawBufferPointer) throws -> Void) throws {
-        guard count >= 0 else { throw CryptoError(.invalidArgument, "a secure buffer cannot have \(count) bytes") }
-        try Sodium.ensureInitialized()
-        // sodium_malloc(0) is valid but returns a pointer we must not touch; keep one byte instead.
-        guard let memory = sodium_malloc(max(count, 1)) else {
-            throw CryptoError(
-                .allocationFailed,
-                "cannot allocate \(count) bytes of secure memory (out of memory or address space)"
-            )
-        }
-        sodium_memzero(memory, max(count, 1))
-        // Fill before the stored properties are set: a throw from a fully initialised class would run
-        // deinit and free the memory a second time.
+    public convenience init(count: Int, initializer: (UnsafeMutableRawBufferPointer) throws -> Void) throws {
+        let memory = try Self.allocate(count)
         do {
             try initializer(UnsafeMutableRawBufferPointer(start: memory, count: count))
         } catch {
             sodium_free(memory)
             throw error
         }
+        self.init(filled: memory, count: count)
+    }
+
+    /// Allocates `count` bytes and lets `initializer` fill them (they start zeroed), keeping the
+    /// initializer's error type: a failure is `.allocation` or the initializer's, as `.filling`; after
+    /// either the memory is wiped and freed.
+    public convenience init<Failure: Error>(
+        exactly count: Int, initializer: (UnsafeMutableRawBufferPointer) throws(Failure) -> Void
+    ) throws(SecureFillError<Failure>) {
+        let memory: UnsafeMutableRawPointer
+        do {
+            memory = try Self.allocate(count)
+        } catch {
+            throw .allocation(error)
+        }
+        do {
+            try initializer(UnsafeMutableRawBufferPointer(start: memory, count: count))
+        } catch {
+            sodium_free(memory)
+            throw .filling(error)
+        }
+        self.init(filled: memory, count: count)
+    }
+
+    /// Takes over `memory`, filled: read-only from now on. Set only after filling: a throw from a fully
+    /// initialised class would run deinit and free the memory a second time.
+    private init(filled memory: UnsafeMutableRawPointer, count: Int) {
         _ = sodium_mprotect_readonly(memory)
         self.pointer = memory
         self.count = count
     }
 
+    /// `count` zeroed bytes from `sodium_malloc` (one byte at least: `sodium_malloc(0)` returns a
+    /// pointer that must not be touched).
+    private static func allocate(_ count: Int) throws(CryptoError) -> UnsafeMutableRawPointer {
+        guard count >= 0 else { throw CryptoError(.invalidArgument, "a secure buffer cannot have \(count) bytes") }
+        try Sodium.ensureInitialized()
+        guard let memory = sodium_malloc(max(count, 1)) else {
+            throw CryptoError(
+                .allocationFailed,
+                "cannot allocate \(count) bytes of secure memory (out of memory or address space)"
+            )
+        }
+        Wiping.wipe(UnsafeMutableRawBufferPointer(start: memory, count: max(count, 1)))
+        return memory
+    }
+
     /// Copies `bytes` into secure memory. The caller remains responsible for wiping its own copy.
-    public convenience init(copying bytes: UnsafeRawBufferPointer) throws {
-        try self.init(count: bytes.count) { buffer in
-            if let base = bytes.baseAddress, bytes.count > 0 {
-                buffer.baseAddress!.copyMemory(from: base, byteCount: bytes.count)
+    public convenience init(copying bytes: UnsafeRawBufferPointer) throws(CryptoError) {
+        do {
+            try self.init(exactly: bytes.count) { (buffer) throws(Never) in buffer.copyMemory(from: bytes) }
+        } catch {
+            throw error.allocationError
+        }
+    }
+
+    /// Copies `bytes` into secure memory. The caller remains responsible for wiping its own copy.
+    public convenience init(copying bytes: [UInt8]) throws(CryptoError) {
+        do {
+            try self.init(exactly: bytes.count) { (buffer) throws(Never) in
+                bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
             }
+        } catch {
+            throw error.allocationError
         }
     }
 
     /// Copies `bytes` into secure memory and wipes the array's storage.
-    public convenience init(consuming bytes: inout [UInt8]) throws {
+    public convenience init(consuming bytes: inout [UInt8]) throws(CryptoError) {
         defer {
-            bytes.withUnsafeMutableBytes { raw in
-                if let base = raw.baseAddress { sodium_memzero(base, raw.count) }
-            }
+            bytes.wipe()
             bytes = []
         }
-        try self.init(count: bytes.count) { buffer in
-            bytes.withUnsafeBytes { source in
-                if let base = source.baseAddress, source.count > 0 {
-                    buffer.baseAddress!.copyMemory(from: base, byteCount: source.count)
-                }
+        try self.init(copying: bytes)
+    }
+
+    /// These bytes followed by `tail` (not secret), in a new secure buffer.
+    public func appending(_ tail: [UInt8]) throws(CryptoError) -> SecureBytes {
+        do {
+            return try SecureBytes(exactly: count + tail.count) { (buffer) throws(Never) in
+                buffer.baseAddress!.copyMemory(from: pointer, byteCount: count)
+                tail.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: buffer[count...]).copyMemory(from: $0) }
             }
+        } catch {
+            throw error.allocationError
         }
+    }
+
+    /// The bytes of `range`, in a new secure buffer.
+    public func extracting(_ range: Range<Int>) throws(CryptoError) -> SecureBytes {
+        precondition(range.lowerBound >= 0 && range.upperBound <= count, "range outside the secure buffer")
+        return try SecureBytes(copying: UnsafeRawBufferPointer(start: pointer + range.lowerBound, count: range.count))
     }
 
     /// `count` random bytes from the system's CSPRNG (`randombytes_buf`, getrandom(2) on Linux, so a
     /// forked child never repeats its parent's stream).
-    public static func random(count: Int) throws -> SecureBytes {
-        try SecureBytes(count: count) { buffer in
-            if count > 0 { randombytes_buf(buffer.baseAddress!, count) }
+    public static func random(count: Int) throws(CryptoError) -> SecureBytes {
+        do {
+            return try SecureBytes(exactly: count) { (buffer) throws(Never) in
+                if count > 0 { randombytes_buf(buffer.baseAddress!, count) }
+            }
+        } catch {
+            throw error.allocationError
         }
     }
 
@@ -80,6 +136,20 @@ public final class SecureBytes: @unchecked Sendable {
     /// Gives `body` read access to the bytes. Do not let the pointer escape.
     public func withUnsafeBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
         try body(UnsafeRawBufferPointer(start: pointer, count: count))
+    }
+
+    /// Gives `body` a copy of the bytes in an ordinary array, wiped when `body` returns: for decoders
+    /// that take arrays. `body` must not keep the array.
+    public func withTransientCopy<R, E: Error>(_ body: ([UInt8]) throws(E) -> R) throws(E) -> R {
+        var copy = unprotectedCopy()
+        defer { copy.wipe() }
+        return try body(copy)
+    }
+
+    /// A copy of the bytes in ordinary memory, not wiped by anyone: only for bytes that are not secret
+    /// although they came in secure memory (a wrapped key's envelope, check values).
+    public func unprotectedCopy() -> [UInt8] {
+        withUnsafeBytes { Array($0) }
     }
 
     /// Constant-time comparison of the contents (`sodium_memcmp`); different lengths are unequal.
@@ -109,4 +179,31 @@ extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible, Cu
     public var debugDescription: String { description }
     /// An empty mirror, so that `dump` and debuggers' summaries show no bytes.
     public var customMirror: Mirror { Mirror(self, children: [:]) }
+}
+
+/// Why a secure buffer filled by a closure could not be made: no memory, or the closure failed.
+public enum SecureFillError<Failure: Error>: Error {
+    /// The secure memory could not be allocated.
+    case allocation(CryptoError)
+    /// The initializer threw.
+    case filling(Failure)
+}
+
+extension SecureFillError where Failure == Never {
+    /// The allocation failure, the only one an initializer that cannot fail leaves.
+    public var allocationError: CryptoError {
+        switch self {
+        case .allocation(let error): return error
+        case .filling(let never): switch never {}
+        }
+    }
+}
+
+extension SecureFillError where Failure == CryptoError {
+    /// The failure, whichever step it came from.
+    public var cryptoError: CryptoError {
+        switch self {
+        case .allocation(let error), .filling(let error): return error
+        }
+    }
 }

@@ -1,5 +1,3 @@
-internal import CSodium
-
 /// A short-lived plaintext in ordinary memory (no `mlock`, no guard pages: those cost nine system
 /// calls, more than a whole item read), owned by this one object and wiped with `sodium_memzero` when
 /// it goes. Read it only through `withBytes`, so that no copy of the array outlives the object.
@@ -10,12 +8,21 @@ public final class TransientBytes {
         self.bytes = bytes
     }
 
+    /// `count` bytes that `fill` writes. The buffer is this object's from the start, so it is wiped
+    /// whether or not `fill` succeeds.
+    init<Failure: Error>(count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(Failure) -> Void) throws(Failure) {
+        // An empty array may have no storage to hand out; fill a byte and drop it.
+        bytes = [UInt8](repeating: 0, count: max(count, 1))
+        try bytes.withTypedMutableBytes { (raw) throws(Failure) in
+            try fill(UnsafeMutableRawBufferPointer(rebasing: raw[0..<count]))
+        }
+        if count == 0 { bytes = [] }
+    }
+
     deinit {
         // The array's buffer is referenced only from here (no copy escaped `withBytes`), so this wipes
         // the one buffer that held the plaintext.
-        bytes.withUnsafeMutableBytes { raw in
-            if let base = raw.baseAddress { sodium_memzero(base, raw.count) }
-        }
+        bytes.wipe()
     }
 
     /// The number of bytes.

@@ -4,7 +4,7 @@ internal import CSodium
 /// `crypto_aead_xchacha20poly1305_ietf_*`). Its 24-byte nonces are random, so they never need a counter.
 public enum XChaCha20Poly1305 {
     /// The key size: 32 bytes.
-    public static let keyByteCount = 32
+    public static let keyByteCount = SymmetricKey.byteCount
     /// The nonce size: 24 bytes.
     public static let nonceByteCount = 24
     /// The authentication tag size: 16 bytes, appended to the ciphertext.
@@ -19,12 +19,12 @@ public enum XChaCha20Poly1305 {
     /// ciphertext followed by the tag.
     public static func seal(
         _ plaintext: UnsafeRawBufferPointer,
-        key: SecureBytes,
+        key: SymmetricKey,
         nonce: [UInt8],
         associatedData: [UInt8]
     ) throws(CryptoError) -> [UInt8] {
         try Sodium.ensureInitialized()
-        try checkSizes(key: key, nonce: nonce)
+        try checkNonce(nonce)
         var output = [UInt8](repeating: 0, count: plaintext.count + tagByteCount)
         var outputLength: UInt64 = 0
         let status = key.withUnsafeBytes { keyBytes in
@@ -44,12 +44,18 @@ public enum XChaCha20Poly1305 {
         return output
     }
 
+    /// Encrypts `plaintext` (see `seal(_:key:nonce:associatedData:)`).
+    public static func seal(
+        _ plaintext: [UInt8], key: SymmetricKey, nonce: [UInt8], associatedData: [UInt8]
+    ) throws(CryptoError) -> [UInt8] {
+        try plaintext.withTypedBytes { (bytes) throws(CryptoError) in
+            try seal(bytes, key: key, nonce: nonce, associatedData: associatedData)
+        }
+    }
+
     /// Encrypts the contents of `plaintext` (see `seal(_:key:nonce:associatedData:)`).
     public static func seal(
-        _ plaintext: SecureBytes,
-        key: SecureBytes,
-        nonce: [UInt8],
-        associatedData: [UInt8]
+        _ plaintext: SecureBytes, key: SymmetricKey, nonce: [UInt8], associatedData: [UInt8]
     ) throws(CryptoError) -> [UInt8] {
         try plaintext.withUnsafeBytes { (bytes) throws(CryptoError) in
             try seal(bytes, key: key, nonce: nonce, associatedData: associatedData)
@@ -61,31 +67,17 @@ public enum XChaCha20Poly1305 {
     /// unauthenticated plaintext is ever returned.
     public static func open(
         _ ciphertext: UnsafeRawBufferPointer,
-        key: SecureBytes,
+        key: SymmetricKey,
         nonce: [UInt8],
         associatedData: [UInt8]
     ) throws(CryptoError) -> SecureBytes {
-        try checkOpen(ciphertext, key: key, nonce: nonce)
+        let count = try plaintextCount(ciphertext, nonce: nonce)
         do {
-            return try SecureBytes(count: ciphertext.count - tagByteCount) { out in
-                var outputLength: UInt64 = 0
-                let status = key.withUnsafeBytes { keyBytes in
-                    associatedData.withUnsafeBufferPointer { ad in
-                        crypto_aead_xchacha20poly1305_ietf_decrypt(
-                            out.baseAddress?.assumingMemoryBound(to: UInt8.self), &outputLength, nil,
-                            ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(ciphertext.count),
-                            ad.baseAddress, UInt64(ad.count),
-                            nonce, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                    }
-                }
-                guard status == 0 else {
-                    throw CryptoError(.authenticationFailed, "authentication failed")
-                }
+            return try SecureBytes(exactly: count) { (out) throws(CryptoError) in
+                try decrypt(ciphertext, into: out, key: key, nonce: nonce, associatedData: associatedData)
             }
-        } catch let error as CryptoError {
-            throw error
         } catch {
-            throw CryptoError(.invalidArgument, "decryption failed: \(error)")
+            throw error.cryptoError
         }
     }
 
@@ -95,49 +87,75 @@ public enum XChaCha20Poly1305 {
     /// the read itself.
     public static func openTransient(
         _ ciphertext: UnsafeRawBufferPointer,
-        key: SecureBytes,
+        key: SymmetricKey,
         nonce: [UInt8],
         associatedData: [UInt8]
     ) throws(CryptoError) -> TransientBytes {
-        try checkOpen(ciphertext, key: key, nonce: nonce)
-        var output = [UInt8](repeating: 0, count: max(1, ciphertext.count - tagByteCount))
-        var outputLength: UInt64 = 0
-        let status = key.withUnsafeBytes { keyBytes in
-            output.withUnsafeMutableBufferPointer { out in
-                associatedData.withUnsafeBufferPointer { ad in
-                    crypto_aead_xchacha20poly1305_ietf_decrypt(
-                        out.baseAddress, &outputLength, nil,
-                        ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(ciphertext.count),
-                        ad.baseAddress, UInt64(ad.count),
-                        nonce, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                }
-            }
+        let count = try plaintextCount(ciphertext, nonce: nonce)
+        return try TransientBytes(count: count) { (out) throws(CryptoError) in
+            try decrypt(ciphertext, into: out, key: key, nonce: nonce, associatedData: associatedData)
         }
-        let result = TransientBytes(output)  // wiped when it goes, also on the failure path below
-        guard status == 0 else { throw CryptoError(.authenticationFailed, "authentication failed") }
-        guard Int(outputLength) == result.count || (outputLength == 0 && result.count == 1) else {
-            throw CryptoError(.invalidArgument, "decryption returned \(outputLength) bytes")
-        }
-        return outputLength == 0 ? TransientBytes([]) : result
     }
 
-    private static func checkOpen(_ ciphertext: UnsafeRawBufferPointer, key: SecureBytes, nonce: [UInt8])
-        throws(CryptoError)
+    /// Opens the ciphertext (and tag) that fills `bytes` from `start` on, into secure memory (see
+    /// `open(_:key:nonce:associatedData:)`).
+    public static func open(
+        _ bytes: [UInt8], from start: Int, key: SymmetricKey, nonce: [UInt8], associatedData: [UInt8]
+    ) throws(CryptoError) -> SecureBytes {
+        try bytes.withTypedBytes { (raw) throws(CryptoError) in
+            try open(
+                UnsafeRawBufferPointer(rebasing: raw[start...]), key: key, nonce: nonce, associatedData: associatedData)
+        }
+    }
+
+    /// Opens the ciphertext (and tag) that fills `bytes` from `start` on, into ordinary memory wiped
+    /// when it goes (see `openTransient(_:key:nonce:associatedData:)`).
+    public static func openTransient(
+        _ bytes: [UInt8], from start: Int, key: SymmetricKey, nonce: [UInt8], associatedData: [UInt8]
+    ) throws(CryptoError) -> TransientBytes {
+        try bytes.withTypedBytes { (raw) throws(CryptoError) in
+            try openTransient(
+                UnsafeRawBufferPointer(rebasing: raw[start...]), key: key, nonce: nonce, associatedData: associatedData)
+        }
+    }
+
+    /// The one decryption: checks the tag and writes the plaintext into `out` (of the plaintext's size).
+    private static func decrypt(
+        _ ciphertext: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, key: SymmetricKey,
+        nonce: [UInt8], associatedData: [UInt8]
+    ) throws(CryptoError) {
+        var outputLength: UInt64 = 0
+        let status = key.withUnsafeBytes { keyBytes in
+            associatedData.withUnsafeBufferPointer { ad in
+                crypto_aead_xchacha20poly1305_ietf_decrypt(
+                    out.baseAddress?.assumingMemoryBound(to: UInt8.self), &outputLength, nil,
+                    ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(ciphertext.count),
+                    ad.baseAddress, UInt64(ad.count),
+                    nonce, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+            }
+        }
+        guard status == 0 else { throw CryptoError(.authenticationFailed, "authentication failed") }
+        guard outputLength == UInt64(out.count) else {
+            throw CryptoError(.invalidArgument, "decryption returned \(outputLength) bytes")
+        }
+    }
+
+    /// The size of the plaintext inside `ciphertext`, after the checks that need no key.
+    private static func plaintextCount(_ ciphertext: UnsafeRawBufferPointer, nonce: [UInt8]) throws(CryptoError)
+        -> Int
     {
         try Sodium.ensureInitialized()
-        try checkSizes(key: key, nonce: nonce)
+        try checkNonce(nonce)
         guard ciphertext.count >= tagByteCount else {
             throw CryptoError(
                 .authenticationFailed,
                 "ciphertext of \(ciphertext.count) bytes is shorter than the \(tagByteCount)-byte tag"
             )
         }
+        return ciphertext.count - tagByteCount
     }
 
-    private static func checkSizes(key: SecureBytes, nonce: [UInt8]) throws(CryptoError) {
-        guard key.count == keyByteCount else {
-            throw CryptoError(.invalidArgument, "key is \(key.count) bytes; XChaCha20-Poly1305 needs \(keyByteCount)")
-        }
+    private static func checkNonce(_ nonce: [UInt8]) throws(CryptoError) {
         guard nonce.count == nonceByteCount else {
             throw CryptoError(
                 .invalidArgument, "nonce is \(nonce.count) bytes; XChaCha20-Poly1305 needs \(nonceByteCount)")

@@ -18,12 +18,12 @@ public struct BackupKey: Sendable {
     /// `(umask 077 && head -c 32 /dev/urandom > FILE)`, and keep it apart from the backups it opens.
     public static func keyFile(_ path: String) throws(StoreError) -> BackupKey {
         do {
-            return BackupKey(key: .raw(try MasterKeyFile.loadExternal(path)))
+            return BackupKey(key: .raw(try ExternalKeyFile.load(path)))
         } catch  where error.errno == .noSuchFileOrDirectory {
             throw StoreError(
                 .io,
                 "the backup key file \(path) does not exist; make one with "
-                    + "`(umask 077 && head -c \(MasterKeyFile.keyByteCount) /dev/urandom > \(path))`",
+                    + "`(umask 077 && head -c \(SymmetricKey.byteCount) /dev/urandom > \(path))`",
                 path: path, cause: error.cause)
         }
     }
@@ -49,38 +49,30 @@ public enum BackupFile {
         case keyFile
     }
 
-    /// Seals `payload` under `key`: the bytes of a backup file.
-    public static func seal(_ payload: UnsafeRawBufferPointer, key: BackupKey) throws(StoreError) -> [UInt8] {
+    /// Seals `payload` (the archive of a backup) under `key`: the bytes of a backup file.
+    public static func seal(_ payload: [UInt8], key: BackupKey) throws(StoreError) -> [UInt8] {
         try envelope.seal(payload, key: key.key)
     }
 
     /// Seals `payload` under `key` and writes it to `path`, which must not exist yet.
-    public static func write(_ payload: UnsafeRawBufferPointer, to path: String, key: BackupKey) throws(StoreError) {
+    public static func write(_ payload: [UInt8], to path: String, key: BackupKey) throws(StoreError) {
         let sealed = try seal(payload, key: key)
-        let (directoryPath, name) = VaultDirectory.split(path)
+        let file = FilePath(path)
+        let directoryPath = file.parent
         let directory: FileDescriptor
         do {
-            directory = try FileDescriptor.currentWorkingDirectory.openDirectoryAt(directoryPath)
+            directory = try FileDescriptor.currentWorkingDirectory.openDirectoryAt(directoryPath.string)
         } catch {
-            throw StoreError.system(error, "open the directory of the backup", path: directoryPath)
+            throw StoreError.system(error, .open, "open the directory of the backup", path: directoryPath)
         }
         defer { try? directory.close() }
         do {
-            try sealed.withStoreBytes { bytes throws(StoreError) in
-                try AtomicFile.createExclusively(name, contents: bytes, in: directory, directoryPath: directoryPath)
-            }
+            try AtomicFile.createExclusively(
+                file.lastComponent, contents: .plain(sealed), in: directory, directoryPath: directoryPath)
         } catch  where error.errno == .fileExists {
             throw StoreError(
                 .vaultAlreadyExists, "\(path) already exists; a backup never overwrites a file", path: path)
         }
-    }
-
-    /// Seals `payload` under `passphrase` and writes it to `path`, which must not exist yet.
-    public static func write(
-        _ payload: UnsafeRawBufferPointer, to path: String, passphrase: SecureBytes,
-        limits: PassphraseKeyDerivation.Limits
-    ) throws(StoreError) {
-        try write(payload, to: path, key: .passphrase(passphrase, limits: limits))
     }
 
     /// Checks the backup at `path` without its passphrase or key and without reading it whole: a
@@ -91,11 +83,11 @@ public enum BackupFile {
     public static func inspect(at path: String, ceiling: PassphraseKeyDerivation.Limits = .sensitive)
         throws(StoreError) -> Sealing
     {
-        let (directoryPath, name) = VaultDirectory.split(path)
-        let directory = try openDirectory(directoryPath, of: path)
+        let file = FilePath(path)
+        let directory = try openDirectory(of: file)
         defer { try? directory.close() }
-        let header = try VaultDirectory.readSmallFilePrefix(
-            name, in: directory, path: path, prefix: headerByteCount, minimumSize: minimumByteCount,
+        let header = try SmallFile.readPrefix(
+            file.lastComponent, in: directory, path: file, prefix: headerByteCount, minimumSize: minimumByteCount,
             limit: maximumByteCount)
         return try inspect(header: header, name: path, ceiling: ceiling)
     }
@@ -128,10 +120,10 @@ public enum BackupFile {
         throws(StoreError) -> SecureBytes
     {
         try inspect(at: path, ceiling: ceiling)
-        let (directoryPath, name) = VaultDirectory.split(path)
-        let directory = try openDirectory(directoryPath, of: path)
+        let file = FilePath(path)
+        let directory = try openDirectory(of: file)
         defer { try? directory.close() }
-        let bytes = try VaultDirectory.readSmallFile(name, in: directory, path: path, limit: maximumByteCount)
+        let bytes = try SmallFile.read(file.lastComponent, in: directory, path: file, limit: maximumByteCount)
         return try open(bytes, name: path, key: key, ceiling: ceiling)
     }
 
@@ -152,11 +144,11 @@ public enum BackupFile {
         return try envelope.open(sealed, key: key.key, path: name, ceiling: ceiling)
     }
 
-    private static func openDirectory(_ directoryPath: String, of path: String) throws(StoreError) -> FileDescriptor {
+    private static func openDirectory(of file: FilePath) throws(StoreError) -> FileDescriptor {
         do {
-            return try FileDescriptor.currentWorkingDirectory.openDirectoryAt(directoryPath)
+            return try FileDescriptor.currentWorkingDirectory.openDirectoryAt(file.parent.string)
         } catch {
-            throw StoreError.system(error, "open the directory of", path: path)
+            throw StoreError.system(error, .open, "open the directory of", path: file)
         }
     }
 }

@@ -1,4 +1,5 @@
 import VaultCrypto
+import VaultSystem
 
 /// The bytes of one item file (format v1):
 ///
@@ -43,110 +44,71 @@ enum ItemFile {
 
     /// Encrypts `plaintext` into the complete file contents.
     static func seal(
-        _ plaintext: UnsafeRawBufferPointer,
-        key: SecureBytes,
-        protectionClass: ProtectionClass,
-        vaultID: [UInt8],
-        group: GroupName,
-        id: ItemID
+        _ plaintext: [UInt8], key: SymmetricKey, protectionClass: ProtectionClass, vaultID: [UInt8],
+        location: ItemLocation
     ) throws(StoreError) -> [UInt8] {
         guard plaintext.count <= maximumPlaintextByteCount else {
             throw StoreError(
-                .io, "item \(id) in group \(group) is \(plaintext.count) bytes; at most \(maximumPlaintextByteCount)")
+                .io,
+                "item \(location.id) in group \(location.group) is \(plaintext.count) bytes; at most "
+                    + "\(maximumPlaintextByteCount)")
         }
         do {
             let nonce = try XChaCha20Poly1305.randomNonce()
-            let body = try XChaCha20Poly1305.seal(
-                plaintext, key: key, nonce: nonce,
-                associatedData: associatedData(vaultID: vaultID, group: group, id: id, protectionClass: protectionClass)
-            )
+            let ad = associatedData(
+                vaultID: vaultID, group: location.group, id: location.id, protectionClass: protectionClass)
+            let body = try XChaCha20Poly1305.seal(plaintext, key: key, nonce: nonce, associatedData: ad)
             return header(protectionClass) + nonce + body
         } catch {
-            throw StoreError.crypto(error, "cannot encrypt item \(id) of group \(group)")
+            throw StoreError.crypto(error, "cannot encrypt item \(location.id) of group \(location.group)")
         }
     }
 
     /// The protection class a file says it has, after the checks that need no key; every failure is
     /// `integrity` (or `unsupportedFormat`) and names the file.
-    static func protectionClass(of contents: [UInt8], path: String) throws(StoreError) -> ProtectionClass {
+    static func protectionClass(of contents: [UInt8], path: FilePath) throws(StoreError) -> ProtectionClass {
         guard contents.count >= headerByteCount, Array(contents[0..<4]) == magic else {
-            throw StoreError(.integrity, "\(path) is not an item file (bad magic); it is damaged", path: path)
+            throw StoreError(.integrity, "\(path) is not an item file (bad magic); it is damaged", path: path.string)
         }
         guard contents[4] == formatVersion else {
             throw StoreError(
                 .unsupportedFormat,
                 "\(path) has item format version \(contents[4]); this build reads version \(formatVersion)",
-                path: path)
+                path: path.string)
         }
         guard contents[5] == algorithmXChaCha20Poly1305, let protectionClass = ProtectionClass(rawValue: contents[6]),
             contents[7] == 0
         else {
-            throw StoreError(.integrity, "\(path) has an unknown algorithm, class or flags; it is damaged", path: path)
+            throw StoreError(
+                .integrity, "\(path) has an unknown algorithm, class or flags; it is damaged", path: path.string)
         }
         guard contents.count >= overheadByteCount else {
             throw StoreError(
-                .integrity, "\(path) is truncated (\(contents.count) bytes); it is damaged", path: path)
+                .integrity, "\(path) is truncated (\(contents.count) bytes); it is damaged", path: path.string)
         }
         return protectionClass
     }
 
-    /// Checks and decrypts complete file contents with the key of its class. Every failure is
-    /// `integrity` and names the file.
+    /// Checks and decrypts complete file contents with the key of its class, into ordinary memory that
+    /// is wiped when the result goes (`TransientBytes`): items are decoded at once, and secure memory
+    /// would cost more than the read. Every failure is `integrity` and names the file.
     static func open(
-        _ contents: [UInt8],
-        key: SecureBytes,
-        vaultID: [UInt8],
-        group: GroupName,
-        id: ItemID,
-        path: String
-    ) throws(StoreError) -> SecureBytes {
-        try open(contents, vaultID: vaultID, group: group, id: id, path: path) {
-            (body, nonce, ad) throws(CryptoError) in
-            try XChaCha20Poly1305.open(body, key: key, nonce: nonce, associatedData: ad)
-        }
-    }
-
-    /// Like `open`, into an ordinary array that the caller wipes (see
-    /// `XChaCha20Poly1305.openTransient`).
-    static func openTransient(
-        _ contents: [UInt8],
-        key: SecureBytes,
-        vaultID: [UInt8],
-        group: GroupName,
-        id: ItemID,
-        path: String
+        _ contents: [UInt8], key: SymmetricKey, vaultID: [UInt8], location: ItemLocation, path: FilePath
     ) throws(StoreError) -> TransientBytes {
-        try open(contents, vaultID: vaultID, group: group, id: id, path: path) {
-            (body, nonce, ad) throws(CryptoError) in
-            try XChaCha20Poly1305.openTransient(body, key: key, nonce: nonce, associatedData: ad)
-        }
-    }
-
-    private static func open<R>(
-        _ contents: [UInt8],
-        vaultID: [UInt8],
-        group: GroupName,
-        id: ItemID,
-        path: String,
-        decrypt: (UnsafeRawBufferPointer, [UInt8], [UInt8]) throws(CryptoError) -> R
-    ) throws(StoreError) -> R {
         let protectionClass = try protectionClass(of: contents, path: path)
         let nonceEnd = headerByteCount + XChaCha20Poly1305.nonceByteCount
         let nonce = Array(contents[headerByteCount..<nonceEnd])
-        let ad = associatedData(vaultID: vaultID, group: group, id: id, protectionClass: protectionClass)
-        let result: Result<R, CryptoError> = contents.withUnsafeBytes { raw in
-            Result { () throws(CryptoError) in
-                try decrypt(UnsafeRawBufferPointer(rebasing: raw[nonceEnd...]), nonce, ad)
-            }
-        }
+        let ad = associatedData(
+            vaultID: vaultID, group: location.group, id: location.id, protectionClass: protectionClass)
         do {
-            return try result.get()
+            return try XChaCha20Poly1305.openTransient(
+                contents, from: nonceEnd, key: key, nonce: nonce, associatedData: ad)
         } catch  where error.code == .authenticationFailed {
             throw StoreError(
                 .integrity,
                 "\(path) failed authentication: it was tampered with, damaged, moved from another item, group "
                     + "or vault, or written under another key",
-                path: path, cause: error)
+                path: path.string, cause: error)
         } catch {
             throw StoreError.crypto(error, "cannot decrypt \(path)")
         }

@@ -1,14 +1,17 @@
 import FoundationEssentials
 import VaultCrypto
+import VaultSystem
 
 /// Where the master key comes from, beyond the vault's own plain `master.key`:
 /// - an external key file (`--key-file PATH`, `VAULT_KEY_FILE`, or a systemd credential in
 ///   `$CREDENTIALS_DIRECTORY`), 32 raw bytes, for vaults created with one;
 /// - a passphrase, for vaults whose `master.key` is wrapped with Argon2id.
 public struct KeySource: Sendable {
-    /// Asked for a passphrase; `prompt` names the file it unlocks. The returned bytes are wiped when
-    /// released; never hand a passphrase over as a `String` that lives on.
-    public typealias PassphraseProvider = @Sendable (_ prompt: String) throws -> SecureBytes
+    /// Asked for a passphrase: `request` says what for (so whether to ask twice) and names the file
+    /// it protects. The returned bytes are wiped when released; never hand a passphrase over as a
+    /// `String` that lives on. A provider that cannot give one throws (`locked` when nobody can be
+    /// asked).
+    public typealias PassphraseProvider = @Sendable (_ request: PassphraseRequest) throws(StoreError) -> SecureBytes
 
     /// An external key file, used instead of `<vault>/master.key`.
     public var keyFile: String?
@@ -35,7 +38,7 @@ public struct KeySource: Sendable {
     /// The external key, read ahead of time from `keyFile`: root reads (or creates) a root-owned key
     /// file before it takes the identity of the vault's owner, who cannot read it. Used instead of
     /// reading `keyFile` again.
-    public var loadedKey: SecureBytes?
+    public var loadedKey: SymmetricKey?
 
     /// This source with its external key file read now (`loadedKey`), or created when `creating` and
     /// the file does not exist (32 random bytes, 0600, in a directory that must exist). Unchanged when
@@ -44,7 +47,7 @@ public struct KeySource: Sendable {
         guard let keyFile, loadedKey == nil else { return self }
         var source = self
         source.loadedKey =
-            creating ? try MasterKeyFile.loadOrCreateExternal(keyFile) : try MasterKeyFile.loadExternal(keyFile)
+            creating ? try ExternalKeyFile.loadOrCreate(keyFile) : try ExternalKeyFile.load(keyFile)
         return source
     }
 
@@ -58,9 +61,50 @@ public struct KeySource: Sendable {
     {
         if let file = environment["VAULT_KEY_FILE"], !file.isEmpty { return KeySource(keyFile: file) }
         if let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty {
-            let path = directory + "/" + credentialName
-            if FileManager.default.fileExists(atPath: path) { return KeySource(keyFile: path) }
+            let path = FilePath(directory) / credentialName
+            if FileManager.default.fileExists(atPath: path.string) { return KeySource(keyFile: path.string) }
         }
         return KeySource()
+    }
+}
+
+/// What a passphrase is asked for. A new passphrase is typed twice and may not be empty; an existing
+/// one is typed once.
+public enum PassphrasePurpose: Sendable, Hashable {
+    /// The passphrase that unwraps a vault's key (`master.key`).
+    case unlock
+    /// A new passphrase for a vault's key (init, `passwd`, rekey).
+    case newPassphrase
+    /// A new passphrase that seals a backup (export).
+    case sealBackup
+    /// The passphrase of an existing backup (import).
+    case openBackup
+
+    /// Whether the passphrase is a new one: typed twice, never empty.
+    public var isNew: Bool {
+        switch self {
+        case .newPassphrase, .sealBackup: return true
+        case .unlock, .openBackup: return false
+        }
+    }
+}
+
+/// One request for a passphrase: what it is for, and what it protects.
+public struct PassphraseRequest: Sendable, Hashable {
+    /// What the passphrase is for.
+    public let purpose: PassphrasePurpose
+    /// What it protects, as the prompt names it: a path ("/v/master.key") or a description ("the
+    /// backup b.vbk").
+    public let subject: String
+
+    /// A request for `purpose`, naming `subject`.
+    public init(_ purpose: PassphrasePurpose, for subject: String) {
+        self.purpose = purpose
+        self.subject = subject
+    }
+
+    /// The question: "passphrase for SUBJECT", or "new passphrase for SUBJECT".
+    public var prompt: String {
+        (purpose.isNew ? "new " : "") + "passphrase for \(subject)"
     }
 }

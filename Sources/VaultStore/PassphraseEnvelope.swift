@@ -33,25 +33,39 @@ struct PassphraseEnvelope {
         /// A passphrase, through Argon2id at `limits` (when sealing; opening uses the header's).
         case passphrase(SecureBytes, limits: PassphraseKeyDerivation.Limits)
         /// The 32 bytes of a key file.
-        case raw(SecureBytes)
+        case raw(SymmetricKey)
     }
 
     func isSealed(_ bytes: [UInt8]) -> Bool {
         bytes.count >= 4 && Array(bytes[0..<4]) == magic
     }
 
-    func seal(_ payload: UnsafeRawBufferPointer, passphrase: SecureBytes, limits: PassphraseKeyDerivation.Limits)
-        throws(StoreError) -> [UInt8]
-    {
-        try seal(payload, key: .passphrase(passphrase, limits: limits))
+    /// Seals the secret `payload` (a key) under `sealing`: the envelope's bytes.
+    func seal(_ payload: SecureBytes, key sealing: Key) throws(StoreError) -> [UInt8] {
+        try seal(sealing) { (key, nonce, header) throws(CryptoError) in
+            try XChaCha20Poly1305.seal(payload, key: key, nonce: nonce, associatedData: header)
+        }
     }
 
-    func seal(_ payload: UnsafeRawBufferPointer, key sealing: Key) throws(StoreError) -> [UInt8] {
+    /// Seals `payload` (a backup's archive) under `sealing`: the envelope's bytes.
+    func seal(_ payload: [UInt8], key sealing: Key) throws(StoreError) -> [UInt8] {
+        try seal(sealing) { (key, nonce, header) throws(CryptoError) in
+            try XChaCha20Poly1305.seal(payload, key: key, nonce: nonce, associatedData: header)
+        }
+    }
+
+    /// The envelope around what `encrypt` makes of the payload under the derived key, nonce and header.
+    private func seal(
+        _ sealing: Key, encrypt: (SymmetricKey, [UInt8], [UInt8]) throws(CryptoError) -> [UInt8]
+    ) throws(StoreError) -> [UInt8] {
+        if case .raw = sealing, !acceptsRawKey {
+            throw StoreError(.invalidName, "\(what) is sealed under a passphrase only, never a key file")
+        }
         do {
             let salt = try SecureRandom.bytes(count: PassphraseKeyDerivation.saltByteCount)
             let nonce = try XChaCha20Poly1305.randomNonce()
             var header = magic
-            let key: SecureBytes
+            let key: SymmetricKey
             switch sealing {
             case .passphrase(let passphrase, let limits):
                 header += [1, Self.argon2id, 1, 0]
@@ -59,18 +73,12 @@ struct PassphraseEnvelope {
                 header += Self.bigEndian(limits.memoryBytes, bytes: 8)
                 key = try PassphraseKeyDerivation.deriveKey(passphrase: passphrase, salt: salt, limits: limits)
             case .raw(let raw):
-                guard acceptsRawKey else {
-                    throw StoreError(.invalidName, "\(what) is sealed under a passphrase only, never a key file")
-                }
                 header += [1, Self.rawKey, 1, 0] + [UInt8](repeating: 0, count: 12)
                 key = try KeyDerivation.subkey(of: raw, domain: Self.rawKeyDomain, context: salt)
             }
             header += salt + nonce
-            let ciphertext = try XChaCha20Poly1305.seal(payload, key: key, nonce: nonce, associatedData: header)
-            let body = header + ciphertext
+            let body = header + (try encrypt(key, nonce, header))
             return body + (try Self.checksum(body))
-        } catch let error as StoreError {
-            throw error
         } catch {
             throw StoreError.crypto(error, "cannot seal \(what)")
         }
@@ -146,13 +154,6 @@ struct PassphraseEnvelope {
         return body
     }
 
-    func open(
-        _ bytes: [UInt8], passphrase: SecureBytes, path: String,
-        ceiling: PassphraseKeyDerivation.Limits = .sensitive
-    ) throws(StoreError) -> SecureBytes {
-        try open(bytes, key: .passphrase(passphrase, limits: .minimum), path: path, ceiling: ceiling)
-    }
-
     /// Opens the envelope with `opening`, which must be of the kind its header names (a passphrase for
     /// kdf 1, a key file for kdf 2); the limits of a passphrase are the header's, not the key's.
     func open(
@@ -162,7 +163,7 @@ struct PassphraseEnvelope {
         let header = Array(bytes[0..<Self.headerByteCount])
         let salt = Array(bytes[20..<36])
         let nonce = Array(bytes[36..<60])
-        let key: SecureBytes
+        let key: SymmetricKey
         let wrongKey: String
         switch (opening, bytes[5]) {
         case (.passphrase(let passphrase, _), Self.argon2id):
@@ -187,23 +188,17 @@ struct PassphraseEnvelope {
             throw StoreError(
                 .invalidName, "\(path) is sealed under a passphrase, not a key file; give that passphrase", path: path)
         }
-        let result: Result<SecureBytes, CryptoError> = body.withUnsafeBytes { raw in
-            Result { () throws(CryptoError) in
-                try XChaCha20Poly1305.open(
-                    UnsafeRawBufferPointer(rebasing: raw[Self.headerByteCount...]), key: key, nonce: nonce,
-                    associatedData: header)
-            }
-        }
         do {
-            return try result.get()
+            return try XChaCha20Poly1305.open(
+                body, from: Self.headerByteCount, key: key, nonce: nonce, associatedData: header)
         } catch {
             throw StoreError(.wrongPassphrase, wrongKey, path: path)
         }
     }
 
-    static func checksum(_ body: [UInt8]) throws -> [UInt8] {
-        let key = try SecureBytes(count: 32) { _ in }
-        return try KeyDerivation.keyedHash(body, key: key, domain: checksumDomain, outputByteCount: checksumByteCount)
+    static func checksum(_ body: [UInt8]) throws(CryptoError) -> [UInt8] {
+        try KeyDerivation.keyedHash(
+            body, key: try SymmetricKey.zero(), domain: checksumDomain, outputByteCount: checksumByteCount)
     }
 
     private static func bigEndian(_ value: UInt64, bytes: Int) -> [UInt8] {

@@ -30,27 +30,27 @@ public enum ProtectionClass: UInt8, Sendable, Hashable, CaseIterable, CustomStri
 /// The class keys a store holds: `always` always, the others when the vault is unlocked (or has a key
 /// file). Each is derived from the master key: K = BLAKE2b(master, "vault.class.v1", [class]).
 struct ClassKeys: Sendable {
-    let always: SecureBytes
-    let afterFirstUnlock: SecureBytes?
-    let whenUnlocked: SecureBytes?
+    let always: SymmetricKey
+    let afterFirstUnlock: SymmetricKey?
+    let whenUnlocked: SymmetricKey?
     /// The master key, when this process has it (key file or passphrase), not from the cache.
-    let master: SecureBytes?
+    let master: SymmetricKey?
 
-    init(master: SecureBytes) throws(StoreError) {
+    init(master: SymmetricKey) throws(StoreError) {
         self.master = master
         always = try Self.derive(master, .always)
         afterFirstUnlock = try Self.derive(master, .afterFirstUnlock)
         whenUnlocked = try Self.derive(master, .whenUnlocked)
     }
 
-    init(always: SecureBytes, afterFirstUnlock: SecureBytes?, whenUnlocked: SecureBytes?) {
+    init(always: SymmetricKey, afterFirstUnlock: SymmetricKey?, whenUnlocked: SymmetricKey?) {
         self.master = nil
         self.always = always
         self.afterFirstUnlock = afterFirstUnlock
         self.whenUnlocked = whenUnlocked
     }
 
-    static func derive(_ master: SecureBytes, _ protectionClass: ProtectionClass) throws(StoreError) -> SecureBytes {
+    static func derive(_ master: SymmetricKey, _ protectionClass: ProtectionClass) throws(StoreError) -> SymmetricKey {
         do {
             return try KeyDerivation.subkey(
                 of: master, domain: ProtectionClass.domain, context: [protectionClass.rawValue])
@@ -59,7 +59,7 @@ struct ClassKeys: Sendable {
         }
     }
 
-    func key(_ protectionClass: ProtectionClass) -> SecureBytes? {
+    func key(_ protectionClass: ProtectionClass) -> SymmetricKey? {
         switch protectionClass {
         case .always: return always
         case .afterFirstUnlock: return afterFirstUnlock

@@ -23,7 +23,7 @@ enum Rekey {
         (newGroups, VaultStore.groupsDirectoryName),
         (VaultMarker.fileName + newSuffix, VaultMarker.fileName),
         (MasterKeyFile.fileName + newSuffix, MasterKeyFile.fileName),
-        (MasterKeyFile.alwaysKeyFileName + newSuffix, MasterKeyFile.alwaysKeyFileName),
+        (AlwaysKeyFile.fileName + newSuffix, AlwaysKeyFile.fileName),
     ]
 }
 
@@ -55,44 +55,39 @@ public struct RekeyTarget {
 
     /// The id the item with `primaryKey` has under the new keys.
     public func itemID(group: GroupName, primaryKey: [UInt8]) throws(StoreError) -> ItemID {
-        try store.itemID(primaryKey, indexKey: try keys(group).index)
+        try keys(group).itemID(primaryKey)
     }
 
     /// Writes an item of the new vault (not durable until the rekey syncs the file system).
     public func write(
-        group: GroupName, id: ItemID, plaintext: UnsafeRawBufferPointer, protectionClass: ProtectionClass,
-        version: ItemVersion?
+        _ plaintext: [UInt8], to item: ItemLocation, protectionClass: ProtectionClass, version: ItemVersion?
     ) throws(StoreError) {
-        let directory = try groupDirectory(group)
-        let path = store.path + "/" + Rekey.newGroups + "/" + group.rawValue
-        let key = try keys(group)
+        let directory = try groupDirectory(item.group)
+        let path = store.location / Rekey.newGroups / item.group.rawValue
+        let key = try keys(item.group)
         guard let encryption = key.encryption(protectionClass) else {
-            throw StoreError(.locked, "the new \(protectionClass) class key is missing", path: path)
+            throw StoreError(.locked, "the new \(protectionClass) class key is missing", path: path.string)
         }
         let contents = try ItemFile.seal(
-            plaintext, key: encryption, protectionClass: protectionClass, vaultID: store.vaultID, group: group, id: id)
-        // As in `VaultStore.writeItem`: generation 1 has no record (the new directory holds none to remove).
+            plaintext, key: encryption, protectionClass: protectionClass, vaultID: store.vaultID, location: item)
+        // As in `WriteTransaction.write`: generation 1 has no record (the new directory holds none to remove).
         var record: (name: String, text: String?)?
         if let version, version.generation > 1 {
-            let tag = try GenerationRecord.tag(
-                key: key.index, vaultID: store.vaultID, group: group, id: id, version: version)
-            record = (GenerationRecord.name(id), GenerationRecord.text(generation: version.generation, tag: tag))
+            let tag = try GenerationRecord.tag(key: key.index, vaultID: store.vaultID, location: item, version: version)
+            record = (GenerationRecord.name(item.id), GenerationRecord.text(generation: version.generation, tag: tag))
         }
-        try contents.withStoreBytes { bytes throws(StoreError) in
-            try AtomicFile.replace(
-                id.fileName, contents: bytes, in: directory, directoryPath: path, durable: false,
-                generationRecord: record)
-        }
+        try ItemWrite(contents: contents, name: item.id.fileName, record: record, durable: false, reusingSpare: false)
+            .run(in: directory, directoryPath: path)
     }
 
     private func groupDirectory(_ group: GroupName) throws(StoreError) -> FileDescriptor {
         if let fd = state.groupDirectories[group] { return fd }
-        let path = store.path + "/" + Rekey.newGroups + "/" + group.rawValue
+        let path = store.location / Rekey.newGroups / group.rawValue
         do {
             try groupsDirectory.makeDirectoryAt(group.rawValue, permissions: .ownerAll)
-        } catch  where error != .fileExists {
-            throw StoreError.system(error, "create", path: path)
-        } catch {}
+        } catch {
+            if error != .fileExists { throw StoreError.system(error, .mkdir, "create", path: path) }
+        }
         let fd = try VaultDirectory.openSubdirectory(group.rawValue, in: groupsDirectory, path: path)
         state.groupDirectories[group] = fd
         return fd
@@ -120,15 +115,16 @@ extension VaultStore {
     /// rekeyed with `rekey(newKeyFile:keySource:copyItems:)`. The store is stale afterwards: open the
     /// vault again. A failure at any step leaves a vault that `open` recovers (rolled back before the
     /// commit point, forward after it).
-    public func rekey(
+    public func rekey<Failure: StoreErrorConvertible>(
         newPassphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits = .moderate, keySource: KeySource,
-        copyItems: (RekeyTarget) throws -> Void
-    ) throws {
-        guard keySource.keyFile == nil else {
-            throw StoreError(
-                .invalidName,
-                "the key of the vault at \(path) is in the external file \(keySource.keyFile!); rekey it to a new "
-                    + "key file with --new-key-file PATH")
+        copyItems: (RekeyTarget) throws(Failure) -> Void
+    ) throws(Failure) {
+        if let keyFile = keySource.keyFile {
+            throw Failure(
+                StoreError(
+                    .invalidName,
+                    "the key of the vault at \(path) is in the external file \(keyFile); rekey it to a new "
+                        + "key file with --new-key-file PATH"))
         }
         try rekey(to: .masterKey(passphrase: newPassphrase, limits: limits), copyItems: copyItems)
     }
@@ -141,124 +137,129 @@ extension VaultStore {
     /// by the next open with the old key file, the new one, or neither; afterwards the vault opens
     /// with the new key file only. The old key file is left in place (a service may still be started
     /// with it until its unit names the new one). The store is stale afterwards.
-    public func rekey(newKeyFile: String, keySource: KeySource, copyItems: (RekeyTarget) throws -> Void) throws {
+    public func rekey<Failure: StoreErrorConvertible>(
+        newKeyFile: String, keySource: KeySource, copyItems: (RekeyTarget) throws(Failure) -> Void
+    ) throws(Failure) {
         guard keySource.keyFile != nil else {
-            throw StoreError(
-                .invalidName,
-                "the vault at \(path) keeps its key in master.key, not in an external key file; run `vault rekey` "
-                    + "without --new-key-file")
+            throw Failure(
+                StoreError(
+                    .invalidName,
+                    "the vault at \(path) keeps its key in master.key, not in an external key file; run `vault rekey` "
+                        + "without --new-key-file"))
         }
         try rekey(to: .keyFile(newKeyFile), copyItems: copyItems)
     }
 
-    private func rekey(to destination: RekeyDestination, copyItems: (RekeyTarget) throws -> Void) throws {
+    private func rekey<Failure: StoreErrorConvertible>(
+        to destination: RekeyDestination, copyItems: (RekeyTarget) throws(Failure) -> Void
+    ) throws(Failure) {
         guard let masterKey else {
-            throw StoreError(.locked, "rekey needs the vault's passphrase (it was opened without it)")
+            throw Failure(StoreError(.locked, "rekey needs the vault's passphrase (it was opened without it)"))
         }
-        try withWriteLock { tx in
-            let newMaster: SecureBytes
-            var newKeyFile: String?
-            switch destination {
-            case .masterKey:
-                newMaster = try SecureBytes.random(count: MasterKeyFile.keyByteCount)
-            case .keyFile(let given):
-                // Made (or checked) first, so that the journal never names a file that is not there.
-                (newKeyFile, newMaster) = try MasterKeyFile.prepareNewKeyFile(given)
-                guard !newMaster.constantTimeEquals(masterKey) else {
-                    throw StoreError(
-                        .invalidName,
-                        "\(given) holds the vault's current key; give the path of a new key file (one that does not "
-                            + "exist yet is created)",
-                        path: given)
-                }
+        try withWriteLock(finishingMoves: false) { (_) throws(Failure) in
+            let target = try Failure.converting { () throws(StoreError) in try prepareRekey(to: destination, masterKey)
             }
-            let newKeys = try ClassKeys(master: newMaster)
-            // 0. The journal, authenticated under the old and the new keys: recovery acts on it alone.
-            let journal = try RekeyJournal(vaultID: vaultID, newKeyFile: newKeyFile).encoded(
-                oldAlways: classKeys.always, newAlways: newKeys.always)
-            try journal.withStoreBytes { bytes throws(StoreError) in
-                try AtomicFile.replace(RekeyJournal.fileName, contents: bytes, in: directory, directoryPath: path)
-            }
-            // 1. The new key files and marker, beside the old ones.
-            if case .masterKey(let newPassphrase, let limits) = destination {
-                try MasterKeyFile.rewrite(
-                    newMaster, passphrase: newPassphrase, limits: limits, in: directory, vaultPath: path,
-                    name: MasterKeyFile.fileName + Rekey.newSuffix)
-                if newPassphrase != nil {
-                    try MasterKeyFile.writeAlwaysKey(
-                        newKeys, in: directory, vaultPath: path,
-                        name: MasterKeyFile.alwaysKeyFileName + Rekey.newSuffix)
-                }
-            }
-            let marker = try VaultMarker(vaultID: vaultID).encoded(key: newKeys.always)
-            try marker.withStoreBytes { bytes throws(StoreError) in
-                try AtomicFile.replace(
-                    VaultMarker.fileName + Rekey.newSuffix, contents: bytes, in: directory, directoryPath: path)
-            }
-            // 2. Every item under the new keys. A groups.new left by an earlier attempt goes first, unless it
-            // is the directory this store reads its items from (renamed there by someone else).
-            if let stale = try? directory.statusAt(Rekey.newGroups), let current = try? groupsDirectory.status(),
-                stale.inode == current.inode, stale.device == current.device
-            {
-                throw StoreError(
-                    .integrity,
-                    "\(path)/\(Rekey.newGroups) is the vault's own groups directory (renamed?); rekey changes nothing",
-                    path: path + "/" + Rekey.newGroups)
-            }
-            try? VaultDirectory.removeTree(Rekey.newGroups, in: directory, path: path)
-            do {
-                try directory.makeDirectoryAt(Rekey.newGroups, permissions: .ownerAll)
-            } catch let error as Errno {
-                throw StoreError.system(error, "create", path: path + "/" + Rekey.newGroups)
-            }
-            let target = RekeyTarget(
-                store: self, classKeys: newKeys,
-                groupsDirectory: try VaultDirectory.openSubdirectory(
-                    Rekey.newGroups, in: directory, path: path + "/" + Rekey.newGroups))
             defer { target.close() }
             try copyItems(target)
-            do {
-                try directory.syncFileSystem()
-            } catch let error as Errno {
-                throw StoreError.system(error, "syncfs", path: path)
+            try Failure.converting { () throws(StoreError) in
+                try switchToRekeyed(keyFileRekey: { if case .keyFile = destination { true } else { false } }())
             }
-            // 3. The commit point, then 4. the switch.
-            do {
-                try directory.renameAt(Self.groupsDirectoryName, to: Rekey.oldGroups)
-                try directory.sync()
-            } catch let error as Errno {
-                throw StoreError.system(error, "rename the groups directory of", path: path)
-            }
-            try Self.rollForward(directory: directory, path: path, keyFileRekey: newKeyFile != nil)
-            _ = tx
         }
         // Keys cached by `vault unlock` belong to the old key now.
-        _ = try? UnlockCache.remove(vaultID: vaultID, .afterFirstUnlock, path: path)
-        _ = try? UnlockCache.remove(vaultID: vaultID, .whenUnlocked, path: path)
+        _ = try? UnlockCache.remove(vaultID: vaultID, .afterFirstUnlock, path: location)
+        _ = try? UnlockCache.remove(vaultID: vaultID, .whenUnlocked, path: location)
     }
 
-    /// Whether `name` exists in `directory`; an error other than ENOENT is an error, never "no" (a
-    /// rename skipped by mistake would mix old and new keys).
-    static func exists(_ name: String, in directory: FileDescriptor, path: String) throws(StoreError) -> Bool {
-        do {
-            _ = try directory.statusAt(name)
-            return true
-        } catch {
-            if error == .noSuchFileOrDirectory { return false }
-            throw StoreError.system(error, "inspect", path: path + "/" + name)
+    /// Steps 0 to 2 before the items: the journal, the new key files and marker, an empty `groups.new`.
+    private func prepareRekey(to destination: RekeyDestination, _ masterKey: SymmetricKey) throws(StoreError)
+        -> RekeyTarget
+    {
+        let newMaster: SymmetricKey
+        var newKeyFile: String?
+        switch destination {
+        case .masterKey:
+            newMaster = try KeyFile.randomKey()
+        case .keyFile(let given):
+            // Made (or checked) first, so that the journal never names a file that is not there.
+            (newKeyFile, newMaster) = try ExternalKeyFile.prepareNew(given)
+            guard newMaster != masterKey else {
+                throw StoreError(
+                    .invalidName,
+                    "\(given) holds the vault's current key; give the path of a new key file (one that does not "
+                        + "exist yet is created)",
+                    path: given)
+            }
         }
+        let newKeys = try ClassKeys(master: newMaster)
+        // 0. The journal, authenticated under the old and the new keys: recovery acts on it alone.
+        let journal = try RekeyJournal(vaultID: vaultID, newKeyFile: newKeyFile).encoded(
+            oldAlways: classKeys.always, newAlways: newKeys.always)
+        try AtomicFile.replace(RekeyJournal.fileName, contents: .plain(journal), in: directory, directoryPath: location)
+        // 1. The new key files and marker, beside the old ones.
+        if case .masterKey(let newPassphrase, let limits) = destination {
+            try MasterKeyFile.rewrite(
+                newMaster, passphrase: newPassphrase, limits: limits, in: directory, vaultPath: location,
+                name: MasterKeyFile.fileName + Rekey.newSuffix)
+            if newPassphrase != nil {
+                try AlwaysKeyFile.write(
+                    newKeys, in: directory, vaultPath: location, name: AlwaysKeyFile.fileName + Rekey.newSuffix)
+            }
+        }
+        let marker = try VaultMarker(vaultID: vaultID).encoded(key: newKeys.always)
+        try AtomicFile.replace(
+            VaultMarker.fileName + Rekey.newSuffix, contents: .plain(marker), in: directory, directoryPath: location)
+        // 2. Every item under the new keys. A groups.new left by an earlier attempt goes first, unless it
+        // is the directory this store reads its items from (renamed there by someone else).
+        let newGroupsPath = location / Rekey.newGroups
+        if let stale = try? directory.statusAt(Rekey.newGroups), let current = try? groupsDirectory.status(),
+            stale.inode == current.inode, stale.device == current.device
+        {
+            throw StoreError(
+                .integrity,
+                "\(newGroupsPath) is the vault's own groups directory (renamed?); rekey changes nothing",
+                path: newGroupsPath.string)
+        }
+        try? VaultDirectory.removeTree(Rekey.newGroups, in: directory, path: location)
+        do {
+            try directory.makeDirectoryAt(Rekey.newGroups, permissions: .ownerAll)
+        } catch {
+            throw StoreError.system(error, .mkdir, "create", path: newGroupsPath)
+        }
+        return RekeyTarget(
+            store: self, classKeys: newKeys,
+            groupsDirectory: try VaultDirectory.openSubdirectory(Rekey.newGroups, in: directory, path: newGroupsPath))
+    }
+
+    /// After the items: one `syncfs`, 3. the commit point, then 4. the switch.
+    private func switchToRekeyed(keyFileRekey: Bool) throws(StoreError) {
+        do {
+            try directory.syncFileSystem()
+        } catch {
+            throw StoreError.system(error, .fsync, "syncfs", path: location)
+        }
+        do {
+            try directory.renameAt(Self.groupsDirectoryName, to: Rekey.oldGroups)
+        } catch {
+            throw StoreError.system(error, .rename, "rename the groups directory of", path: location)
+        }
+        do {
+            try directory.sync()
+        } catch {
+            throw StoreError.system(error, .fsync, "rename the groups directory of", path: location)
+        }
+        try Self.rollForward(directory: directory, path: location, keyFileRekey: keyFileRekey)
     }
 
     /// Finishes the switch after the commit point (also used by recovery). A rekey to a new key file
     /// made no key file in the vault, so a `master.key.new` or `always.key.new` there is not its own and
     /// is left alone.
-    static func rollForward(directory: FileDescriptor, path: String, keyFileRekey: Bool) throws(StoreError) {
+    static func rollForward(directory: FileDescriptor, path: FilePath, keyFileRekey: Bool) throws(StoreError) {
         let renames = keyFileRekey ? Array(Rekey.renames.prefix(2)) : Rekey.renames
-        for (source, destination) in renames where try exists(source, in: directory, path: path) {
+        for (source, destination) in renames where try VaultDirectory.exists(source, in: directory, path: path) {
             do {
                 try directory.renameAt(source, to: destination)
             } catch {
-                throw StoreError.system(error, "rename \(source) in", path: path)
+                throw StoreError.system(error, .rename, "rename \(source) in", path: path)
             }
         }
         try AtomicFile.syncDirectory(directory, path: path)
@@ -274,31 +275,29 @@ extension VaultStore {
     /// Returns the new key file of a rekey to one that was rolled forward: the vault opens with that
     /// key file only from now on.
     @discardableResult
-    static func finishInterruptedRekey(directory: FileDescriptor, path: String, keySource: KeySource)
+    static func finishInterruptedRekey(directory: FileDescriptor, path: FilePath, keySource: KeySource)
         throws(StoreError) -> String?
     {
-        guard try exists(RekeyJournal.fileName, in: directory, path: path) else { return nil }
+        guard try VaultDirectory.exists(RekeyJournal.fileName, in: directory, path: path) else { return nil }
         return try withVaultLock(directory: directory, path: path) { _ throws(StoreError) in
             try recoverRekey(directory: directory, path: path, keySource: keySource)
         }
     }
 
     /// The recovery itself, under the lock; returns what `finishInterruptedRekey` returns.
-    private static func recoverRekey(directory: FileDescriptor, path: String, keySource: KeySource)
+    private static func recoverRekey(directory: FileDescriptor, path: FilePath, keySource: KeySource)
         throws(StoreError) -> String?
     {
-        let journalPath = path + "/" + RekeyJournal.fileName
-        let journal: [UInt8]
-        do {
-            journal = try VaultDirectory.readSmallFile(
+        let journalPath = path / RekeyJournal.fileName
+        guard
+            let journal = try SmallFile.readIfPresent(
                 RekeyJournal.fileName, in: directory, path: journalPath, limit: RekeyJournal.maximumByteCount)
-        } catch  where error.errno == .noSuchFileOrDirectory {
+        else {
             return nil  // another process finished it meanwhile
         }
-        let keys = RekeyJournal.availableAlwaysKeys(
-            in: directory, vaultPath: path, source: keySource, journal: journal)
+        let keys = RekeyJournal.availableAlwaysKeys(in: directory, vaultPath: path, source: keySource, journal: journal)
         guard RekeyJournal.isAuthentic(journal, under: keys) else {
-            let hasMasterKey = try exists(MasterKeyFile.fileName, in: directory, path: path)
+            let hasMasterKey = try VaultDirectory.exists(MasterKeyFile.fileName, in: directory, path: path)
             let hint =
                 keySource.keyFile == nil && !hasMasterKey
                 ? " (if the vault's key is in an external file, give it, old or new, with --key-file PATH)" : ""
@@ -307,10 +306,10 @@ extension VaultStore {
                 "\(journalPath) does not verify under any key file of the vault at \(path)\(hint): vault will not act "
                     + "on an interrupted rekey it cannot authenticate (nothing was renamed or removed); restore the "
                     + "vault from a backup, or inspect its files",
-                path: journalPath)
+                path: journalPath.string)
         }
         let newKeyFile = RekeyJournal.claimedNewKeyFile(journal)
-        if try exists(Rekey.oldGroups, in: directory, path: path) {
+        if try VaultDirectory.exists(Rekey.oldGroups, in: directory, path: path) {
             try rollForward(directory: directory, path: path, keyFileRekey: newKeyFile != nil)
             return newKeyFile
         }
@@ -318,18 +317,20 @@ extension VaultStore {
         // master.key must not remove master.key.new when it is the only key left; a rekey to a new key
         // file made none in the vault (its new key file outside the vault stays: a retry may reuse it).
         if newKeyFile == nil {
-            guard try exists(MasterKeyFile.fileName, in: directory, path: path) || keySource.keyFile != nil else {
+            guard
+                try VaultDirectory.exists(MasterKeyFile.fileName, in: directory, path: path) || keySource.keyFile != nil
+            else {
                 throw StoreError(
                     .integrity,
                     "the vault at \(path) has a rekey journal but neither groups.old nor master.key: refusing to "
                         + "remove master.key.new, the only key left",
-                    path: journalPath)
+                    path: journalPath.string)
             }
         }
         try VaultDirectory.removeTree(Rekey.newGroups, in: directory, path: path)
         var leftovers = [VaultMarker.fileName + Rekey.newSuffix]
         if newKeyFile == nil {
-            leftovers += [MasterKeyFile.fileName + Rekey.newSuffix, MasterKeyFile.alwaysKeyFileName + Rekey.newSuffix]
+            leftovers += [MasterKeyFile.fileName + Rekey.newSuffix, AlwaysKeyFile.fileName + Rekey.newSuffix]
         }
         for name in leftovers + [RekeyJournal.fileName] {
             _ = try AtomicFile.remove(name, in: directory, directoryPath: path)

@@ -39,7 +39,7 @@ struct RekeyJournal {
         return Self.magic + [2, 0, 0, 0] + vaultID + [UInt8(path.count >> 8), UInt8(path.count & 0xff)] + path
     }
 
-    func encoded(oldAlways: SecureBytes, newAlways: SecureBytes) throws(StoreError) -> [UInt8] {
+    func encoded(oldAlways: SymmetricKey, newAlways: SymmetricKey) throws(StoreError) -> [UInt8] {
         if let newKeyFile {
             let count = newKeyFile.utf8.count
             guard count > 0, count <= Self.maximumPathByteCount else {
@@ -82,7 +82,7 @@ struct RekeyJournal {
     }
 
     /// Whether `bytes` is a journal whose tag verifies under one of `keys`.
-    static func isAuthentic(_ bytes: [UInt8], under keys: [SecureBytes]) -> Bool {
+    static func isAuthentic(_ bytes: [UInt8], under keys: [SymmetricKey]) -> Bool {
         guard let end = headerByteCount(bytes), bytes.count == end + 2 * tagByteCount else { return false }
         let head = Array(bytes[0..<end])
         let tags = [Array(bytes[end..<(end + tagByteCount)]), Array(bytes[(end + tagByteCount)...])]
@@ -99,9 +99,9 @@ struct RekeyJournal {
     /// a new key file, opened with the old one, with the new one, or with neither). A file that cannot
     /// be read, or fails the checks of a key file, gives none.
     static func availableAlwaysKeys(
-        in directory: FileDescriptor, vaultPath: String, source: KeySource, journal: [UInt8]
-    ) -> [SecureBytes] {
-        var keys: [SecureBytes] = []
+        in directory: FileDescriptor, vaultPath: FilePath, source: KeySource, journal: [UInt8]
+    ) -> [SymmetricKey] {
+        var keys: [SymmetricKey] = []
         for name in [MasterKeyFile.fileName, MasterKeyFile.fileName + Rekey.newSuffix] {
             if let key = try? MasterKeyFile.readPlain(name, in: directory, vaultPath: vaultPath),
                 let always = try? ClassKeys.derive(key, .always)
@@ -109,8 +109,8 @@ struct RekeyJournal {
                 keys.append(always)
             }
         }
-        for name in [MasterKeyFile.alwaysKeyFileName, MasterKeyFile.alwaysKeyFileName + Rekey.newSuffix] {
-            if let file = try? MasterKeyFile.loadAlwaysKey(in: directory, vaultPath: vaultPath, name: name) {
+        for name in [AlwaysKeyFile.fileName, AlwaysKeyFile.fileName + Rekey.newSuffix] {
+            if let file = try? AlwaysKeyFile.load(in: directory, vaultPath: vaultPath, name: name) {
                 keys.append(file.always)
             }
         }
@@ -120,7 +120,7 @@ struct RekeyJournal {
             keys.append(always)
         }
         for keyFile in [source.loadedKey == nil ? source.keyFile : nil, claimedNewKeyFile(journal)].compactMap({ $0 }) {
-            if let key = try? MasterKeyFile.loadExternal(keyFile), let always = try? ClassKeys.derive(key, .always) {
+            if let key = try? ExternalKeyFile.load(keyFile), let always = try? ClassKeys.derive(key, .always) {
                 keys.append(always)
             }
         }

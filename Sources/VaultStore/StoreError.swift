@@ -1,8 +1,9 @@
 import VaultCrypto
 import VaultSystem
 
-/// An error from the on-disk store: what kind, a message that names the file, group or item, and the
-/// underlying cause (an `Errno` or a `CryptoError`). Never contains key or secret bytes.
+/// An error from the on-disk store: what kind, a message that names the file, group or item, the path
+/// and the system call where there is one, and the underlying cause (a `SystemCallError` or a
+/// `CryptoError`). Never contains key or secret bytes.
 public struct StoreError: Error, Sendable, CustomStringConvertible {
     /// The kind of failure; the layers above map it to a status code.
     public enum Code: Sendable, Equatable {
@@ -37,7 +38,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     public let message: String
     /// The path concerned, when there is one.
     public let path: String?
-    /// The underlying error (an `Errno` or `CryptoError`), if any.
+    /// The underlying error (a `SystemCallError`, a `CryptoError`, another `StoreError`), if any.
     public let cause: (any Error & Sendable)?
 
     /// Makes an error.
@@ -54,28 +55,43 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         return "\(message) (\(cause))"
     }
 
+    /// The system call that failed, if the cause is one.
+    public var systemCall: SystemOperation? { (cause as? SystemCallError)?.systemCall }
+
     /// The system error underneath, if the cause is one.
-    public var errno: Errno? { cause as? Errno }
+    public var errno: Errno? { (cause as? SystemCallError)?.errno ?? (cause as? StoreError)?.errno }
 
     /// Classifies a failed system call on `path`: `what` says what was being done ("write", "open").
-    static func system(_ error: Errno, _ what: String, path: String) -> StoreError {
+    static func system(_ error: Errno, _ call: SystemOperation, _ what: String, path: FilePath) -> StoreError {
+        let cause = SystemCallError(systemCall: call, errno: error)
         switch error {
         case .permissionDenied, .notPermitted:
-            return StoreError(.permissionDenied, "cannot \(what) \(path): \(error)", path: path, cause: error)
+            return StoreError(.permissionDenied, "cannot \(what) \(path): \(error)", path: path.string, cause: cause)
         case .tooManySymbolicLinks:
             return StoreError(
-                .insecureFile, "refusing to \(what) \(path): it is a symbolic link", path: path, cause: error)
+                .insecureFile, "refusing to \(what) \(path): it is a symbolic link", path: path.string, cause: cause)
         default:
-            return StoreError(.io, "cannot \(what) \(path): \(error)", path: path, cause: error)
+            return StoreError(.io, "cannot \(what) \(path): \(error)", path: path.string, cause: cause)
         }
     }
 
     /// Wraps a crypto failure that is not an authentication failure.
-    static func crypto(_ error: any Error, _ what: String) -> StoreError {
-        if let error = error as? CryptoError {
-            return StoreError(.cryptoUnavailable, "\(what): \(error.message)", cause: error)
-        }
-        if let error = error as? StoreError { return error }
-        return StoreError(.cryptoUnavailable, "\(what): \(error)")
+    static func crypto(_ error: CryptoError, _ what: String) -> StoreError {
+        StoreError(.cryptoUnavailable, "\(what): \(error.message)", cause: error)
+    }
+}
+
+/// An error type that a store failure can become: the store's reads and writes that run the caller's
+/// code (decoding a record, the body of a transaction) throw the caller's error type, so that neither
+/// side needs a ladder of casts.
+public protocol StoreErrorConvertible: Error {
+    /// The caller's error for `error`.
+    init(_ error: StoreError)
+}
+
+extension StoreError: StoreErrorConvertible {
+    /// `error` itself.
+    public init(_ error: StoreError) {
+        self = error
     }
 }

@@ -19,12 +19,12 @@ public enum VaultLocation {
     /// of the nearest directory above it that exists (a service's `StateDirectory=` made by systemd).
     /// Nil when nothing on the path can be inspected.
     public static func owner(of path: String) -> (userID: UInt32, groupID: UInt32)? {
-        var current = VaultDirectory.withoutTrailingSeparators(path)
+        var current = FilePath(path).removingTrailingSeparators
         while true {
-            if let status = try? FileDescriptor.currentWorkingDirectory.statusAt(current) {
+            if let status = try? FileDescriptor.currentWorkingDirectory.statusAt(current.string) {
                 return (status.ownerID, status.groupID)
             }
-            let parent = VaultDirectory.split(current).directory
+            let parent = current.parent
             if parent == current { return nil }
             current = parent
         }

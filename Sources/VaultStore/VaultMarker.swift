@@ -1,4 +1,5 @@
 import VaultCrypto
+import VaultSystem
 
 /// The `VAULT` file: it marks a directory as a vault, says which format wrote it, and carries the vault
 /// id that every item file is bound to.
@@ -17,6 +18,8 @@ struct VaultMarker: Equatable {
     static let tagByteCount = 32
     static let byteCount = headerByteCount + tagByteCount
     static let tagDomain = KeyDerivation.Domain("vault.marker.v1")
+    /// The most bytes read from a `VAULT` file: enough for this format and any later one's header.
+    static let maximumReadByteCount = 4096
 
     let vaultID: [UInt8]
 
@@ -32,7 +35,7 @@ struct VaultMarker: Equatable {
         Self.magic + [Self.formatVersion, 0, 0, 0] + vaultID
     }
 
-    func encoded(key: SecureBytes) throws(StoreError) -> [UInt8] {
+    func encoded(key: SymmetricKey) throws(StoreError) -> [UInt8] {
         let head = header()
         do {
             return head + (try KeyDerivation.keyedHash(head, key: key, domain: Self.tagDomain))
@@ -43,19 +46,20 @@ struct VaultMarker: Equatable {
 
     /// Parses and checks the marker. The format version is checked before the size and the tag, so
     /// that a future format is reported as such rather than as damage.
-    static func decode(_ bytes: [UInt8], key: SecureBytes, path: String) throws(StoreError) -> VaultMarker {
+    static func decode(_ bytes: [UInt8], key: SymmetricKey, path: FilePath) throws(StoreError) -> VaultMarker {
         guard bytes.count >= 5, Array(bytes[0..<4]) == magic else {
-            throw StoreError(.integrity, "\(path) is not a vault marker (bad magic); the file is damaged", path: path)
+            throw StoreError(
+                .integrity, "\(path) is not a vault marker (bad magic); the file is damaged", path: path.string)
         }
         guard bytes[4] == formatVersion else {
             throw StoreError(
                 .unsupportedFormat,
                 "vault at \(path) has format version \(bytes[4]); this build of vault reads version \(formatVersion)",
-                path: path)
+                path: path.string)
         }
         guard bytes.count == byteCount, bytes[5] == 0, bytes[6] == 0, bytes[7] == 0 else {
             throw StoreError(
-                .integrity, "\(path) is damaged (\(bytes.count) bytes, expected \(byteCount))", path: path)
+                .integrity, "\(path) is damaged (\(bytes.count) bytes, expected \(byteCount))", path: path.string)
         }
         let marker = VaultMarker(vaultID: Array(bytes[8..<headerByteCount]))
         let expected: [UInt8]
@@ -70,7 +74,7 @@ struct VaultMarker: Equatable {
                 "\(path) does not match master.key: the marker was altered or master.key belongs to another vault "
                     + "(with --key-file: that file is not this vault's key; after `vault rekey --new-key-file`, give "
                     + "the new one)",
-                path: path)
+                path: path.string)
         }
         return marker
     }

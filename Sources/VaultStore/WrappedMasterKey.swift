@@ -1,40 +1,40 @@
 import VaultCrypto
+import VaultSystem
 
 /// A `master.key` that holds the master key sealed under a passphrase: a `PassphraseEnvelope` with
 /// magic "VLTK" around the 32 key bytes (124 bytes in all).
 enum WrappedMasterKey {
     static let envelope = PassphraseEnvelope(magic: Array("VLTK".utf8), what: "a passphrase-wrapped key file")
-    static let byteCount = PassphraseEnvelope.overheadByteCount + 32
+    static let byteCount = PassphraseEnvelope.overheadByteCount + SymmetricKey.byteCount
     static let checksumDomain = PassphraseEnvelope.checksumDomain
 
     static func isWrapped(_ bytes: [UInt8]) -> Bool { envelope.isSealed(bytes) }
 
     static func wrap(
-        _ masterKey: SecureBytes, passphrase: SecureBytes, limits: PassphraseKeyDerivation.Limits
+        _ masterKey: SymmetricKey, passphrase: SecureBytes, limits: PassphraseKeyDerivation.Limits
     ) throws(StoreError) -> [UInt8] {
-        try masterKey.withUnsafeBytes { bytes throws(StoreError) in
-            try envelope.seal(bytes, passphrase: passphrase, limits: limits)
-        }
+        try envelope.seal(masterKey.bytes, key: .passphrase(passphrase, limits: limits))
     }
 
     /// Checks a wrapped key without its passphrase (size, checksum, header, cost within `ceiling`).
-    static func check(_ bytes: [UInt8], path: String, ceiling: PassphraseKeyDerivation.Limits) throws(StoreError) {
+    static func check(_ bytes: [UInt8], path: FilePath, ceiling: PassphraseKeyDerivation.Limits) throws(StoreError) {
         guard bytes.count == byteCount else {
             throw StoreError(
                 .integrity, "\(path) is \(bytes.count) bytes; a passphrase-wrapped key file is \(byteCount)",
-                path: path)
+                path: path.string)
         }
-        try envelope.check(bytes, path: path, ceiling: ceiling)
+        try envelope.check(bytes, path: path.string, ceiling: ceiling)
     }
 
     static func unwrap(
-        _ bytes: [UInt8], passphrase: SecureBytes, path: String, ceiling: PassphraseKeyDerivation.Limits = .sensitive
-    ) throws(StoreError) -> SecureBytes {
+        _ bytes: [UInt8], passphrase: SecureBytes, path: FilePath, ceiling: PassphraseKeyDerivation.Limits = .sensitive
+    ) throws(StoreError) -> SymmetricKey {
         try check(bytes, path: path, ceiling: ceiling)
-        let key = try envelope.open(bytes, passphrase: passphrase, path: path, ceiling: ceiling)
-        guard key.count == MasterKeyFile.keyByteCount else {
-            throw StoreError(.integrity, "\(path) does not hold a 32-byte key", path: path)
+        let key = try envelope.open(
+            bytes, key: .passphrase(passphrase, limits: .minimum), path: path.string, ceiling: ceiling)
+        guard key.count == SymmetricKey.byteCount else {
+            throw StoreError(.integrity, "\(path) does not hold a 32-byte key", path: path.string)
         }
-        return key
+        return try KeyFile.key(key, path: path)
     }
 }

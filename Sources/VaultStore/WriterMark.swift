@@ -5,7 +5,7 @@ import VaultSystem
 ///
 /// Not synced: after a power cut a journaling file system (ext4 with its journal, xfs) holds only what
 /// its journal committed, so no spare can then be an item's file on disk. The mark decides whether
-/// spares may be written in place (`AtomicFile.spareName`), so anything but a clearly read `idle`
+/// spares may be written in place (`SpareFile`), so anything but a clearly read `idle`
 /// counts as the worst case.
 enum WriterMark: UInt8 {
     /// The last writer let go normally: every exchange it made is durable.
@@ -18,15 +18,13 @@ enum WriterMark: UInt8 {
 
     /// The mark in `lockFile`; nil when it cannot be read (or holds what no writer leaves).
     static func read(_ lockFile: FileDescriptor) -> WriterMark? {
-        var byte: UInt8 = 0
-        let count = (try? withUnsafeMutableBytes(of: &byte) { try lockFile.read(into: $0, at: 0) }) ?? 0
-        return count == 1 ? WriterMark(rawValue: byte) : nil
+        guard let bytes = try? lockFile.read(count: 1, at: 0), bytes.count == 1 else { return nil }
+        return WriterMark(rawValue: bytes[0])
     }
 
     /// Sets the mark in `lockFile`; false when it could not be written.
     @discardableResult
     func write(to lockFile: FileDescriptor) -> Bool {
-        var byte = rawValue
-        return ((try? withUnsafeBytes(of: &byte) { try lockFile.write($0, at: 0) }) ?? 0) == 1
+        (try? lockFile.write([rawValue], at: 0)) == 1
     }
 }

@@ -55,6 +55,22 @@ extension FileDescriptor {
         }
     }
 
+    /// Reads the target of the symbolic link `name` into a buffer of `capacity` bytes on the stack and
+    /// hands `body` the target's bytes, or nil when it is `capacity` bytes or longer (it may have been
+    /// cut): for a look-up on every read, with no allocation. Never follows the link; not a link is
+    /// `EINVAL`.
+    public func withSymbolicLinkAt<R>(_ name: String, capacity: Int, _ body: (UnsafeRawBufferPointer?) -> R)
+        throws(Errno) -> R
+    {
+        let result: Result<R, Errno> = withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 1) { buffer in
+            Result { () throws(Errno) in
+                let n = try readSymbolicLinkAt(name, into: buffer)
+                return body(n < buffer.count ? UnsafeRawBufferPointer(rebasing: buffer[0..<n]) : nil)
+            }
+        }
+        return try result.get()
+    }
+
     /// The target text of the symbolic link `name` relative to this directory (`readlinkat`, which
     /// never follows it); at most 255 bytes are read, more is `ENAMETOOLONG`. Not a link is `EINVAL`.
     public func readSymbolicLinkAt(_ name: String) throws(Errno) -> String {

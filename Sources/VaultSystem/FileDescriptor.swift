@@ -175,6 +175,33 @@ public struct FileDescriptor: Hashable, Sendable {
         }
     }
 
+    /// Writes every byte of `bytes` at `offset` (`pwrite`, looping over short writes), without moving
+    /// the file offset.
+    public func writeAll(_ bytes: [UInt8], at offset: Int64) throws(Errno) {
+        let result: Result<Void, Errno> = bytes.withUnsafeBytes { buffer in
+            Result { () throws(Errno) in try writeAll(buffer, at: offset) }
+        }
+        try result.get()
+    }
+
+    /// Up to `count` bytes at `offset` (one `pread`), without moving the file offset; fewer at the end
+    /// of the file.
+    public func read(count: Int, at offset: Int64) throws(Errno) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let n = try bytes.withUnsafeMutableBytes { buffer in
+            Result { () throws(Errno) in try read(into: buffer, at: offset) }
+        }.get()
+        return Array(bytes[0..<n])
+    }
+
+    /// Writes `bytes` at `offset` (one `pwrite`), without moving the file offset; returns how many were
+    /// written.
+    public func write(_ bytes: [UInt8], at offset: Int64) throws(Errno) -> Int {
+        try bytes.withUnsafeBytes { buffer in
+            Result { () throws(Errno) in try write(buffer, at: offset) }
+        }.get()
+    }
+
     /// Sets the file's size to `size` bytes (`ftruncate`).
     public func truncate(to size: Int64) throws(Errno) {
         _ = try retryingOnInterrupt(.write) { Glibc.ftruncate(rawValue, off_t(size)) }

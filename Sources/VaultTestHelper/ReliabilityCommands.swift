@@ -165,14 +165,14 @@ enum ReliabilityCommands {
             var raw = try SecureRandom.bytes(count: 24)
             // The secret as text (hex), so that the scanner can also look for it in decoded form.
             var secret = Data(hexString(raw).utf8)
-            raw.withUnsafeMutableBytes { for i in $0.indices { $0[i] = 0 } }
+            raw.wipe()
             let key = try ItemKey(service: "memory", account: "secret")
             try vault.set(secret, for: key)
             var back = try vault.data(for: key)
             guard back == secret else { throw ReliabilityError("the secret did not read back") }
             // The caller's own copies are the caller's business: wipe them in place.
-            secret.withUnsafeMutableBytes { for i in $0.indices { $0[i] = 0 } }
-            back!.withUnsafeMutableBytes { for i in $0.indices { $0[i] = 0 } }
+            secret.wipe()
+            back!.wipe()
             back = nil
             say("open\n")
             var byte: UInt8 = 0

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VaultArchive
+import VaultTestSupport
 
 @testable import Security
 

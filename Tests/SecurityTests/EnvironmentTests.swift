@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import Vault
+import VaultTestSupport
 
 @testable import Security
 

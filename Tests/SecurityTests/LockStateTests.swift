@@ -3,6 +3,7 @@ import Testing
 import Vault
 import VaultCrypto
 import VaultStore
+import VaultTestSupport
 
 @testable import Security
 
@@ -14,7 +15,7 @@ import VaultStore
         defer { try? FileManager.default.removeItem(atPath: root) }
         let client = try Client(applicationIdentifier: "TEAMID.com.example.app")
         let passphrase = KeySource(
-            passphrase: { _ in try SecureBytes(count: 3) { $0.copyBytes(from: [1, 2, 3]) } }, limits: .minimum)
+            passphrase: { (_) throws(StoreError) in try secureBytes([1, 2, 3]) }, limits: .minimum)
         let unlocked = try Vault.create(at: root + "/vault", client: client, keySource: passphrase)
         let locked = try Vault.open(at: root + "/vault", client: client, keySource: KeySource())
 

@@ -4,6 +4,7 @@ import Glibc
 import Synchronization
 import Testing
 import Vault
+import VaultTestSupport
 
 @testable import VaultCAPI
 

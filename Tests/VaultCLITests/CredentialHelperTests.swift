@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultTestSupport
 
 /// `git-credential-vault` and `docker-credential-vault`: the `vault` binary under those names, driven by
 /// real git and by the docker credential-helpers protocol's own examples.

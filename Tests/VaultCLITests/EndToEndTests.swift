@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultTestSupport
 
 /// The `vault` binary run as a subprocess on temp vaults.
 @Suite struct EndToEndTests {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultTestSupport
 
 /// What a cron job, a service manager and an attacker did to the CLI (docs/RELIABILITY.md, "Hardening").
 @Suite struct HardeningCLITests {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultTestSupport
 
 /// `ls`, `groups` and `check` on a vault with a damaged item file, and user-controlled names with
 /// control characters in every kind of output.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultTestSupport
 
 /// `init --passphrase`, `passwd`, `--passphrase-fd`, `--key-file` and systemd credentials, end to end.
 @Suite struct KeySourceCLITests {

@@ -1,4 +1,5 @@
 import Testing
+import VaultTestSupport
 
 @testable import VaultCLI
 

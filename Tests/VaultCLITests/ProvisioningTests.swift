@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultTestSupport
 
 /// What an operator provisioning secrets for a service needs (README: "A service and its secrets").
 @Suite struct ProvisioningTests {

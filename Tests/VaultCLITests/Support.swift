@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultTestSupport
 
 /// The built `vault` executable, next to the test bundle; `VAULT_TEST_BINARY` runs the same tests on
 /// another build (e.g. the static release binary).

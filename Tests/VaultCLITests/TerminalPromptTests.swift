@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import VaultSystem
+import VaultTestSupport
 
 /// Drives `vault` through a pseudo-terminal, as a person at a terminal would: the test holds the
 /// primary side, reads what the program writes there (prompts, and any echo) and types into it.

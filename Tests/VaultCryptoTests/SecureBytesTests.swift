@@ -95,7 +95,7 @@ import Testing
 
 @Suite struct TransientBytesTests {
     @Test func transientPlaintextsAreRedactedToo() throws {
-        let k = try SecureBytes.random(count: 32)
+        let k = try SymmetricKey.random()
         let nonce = try XChaCha20Poly1305.randomNonce()
         let sealed = try Array("top-secret-value".utf8).withUnsafeBytes {
             try XChaCha20Poly1305.seal($0, key: k, nonce: nonce, associatedData: [])

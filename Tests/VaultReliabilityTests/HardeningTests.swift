@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VaultStore
+import VaultTestSupport
 
 @testable import Vault
 

@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import VaultCrypto
 import VaultSystem
+import VaultTestSupport
 
 @testable import Vault
 @testable import VaultStore
@@ -44,7 +45,7 @@ struct Fixture {
             group: group,
             primaryKey: ItemRecord.primaryKey(
                 .genericPassword, ItemAttributes(service: key.service, account: key.account)))
-        return vault.engine.store.itemPath(group, id)
+        return vault.engine.store.path(of: ItemLocation(group: group, id: id))
     }
 }
 
@@ -177,25 +178,21 @@ struct Fixture {
                 let group = try GroupName("g\(g)")
                 for i in 0..<2 {
                     let id = try store.itemID(group: group, primaryKey: [UInt8(i)])
-                    try store.withWriteLock { tx in
-                        try Array("v\(v)g\(g)i\(i)".utf8).withUnsafeBytes {
-                            try tx.write(group: group, id: id, plaintext: $0, protectionClass: .always)
-                        }
-                    }
+                    try store.put(Array("v\(v)g\(g)i\(i)".utf8), group: group, id: id)
                     places.append((store, group, id))
                 }
             }
         }
         var pairs = 0
         for (s, source) in places.enumerated() {
-            let sourceBytes = try readBytes(source.store.itemPath(source.group, source.id))
+            let sourceBytes = try readBytes(source.store.path(of: ItemLocation(group: source.group, id: source.id)))
             for (d, destination) in places.enumerated() where d != s {
-                let path = destination.store.itemPath(destination.group, destination.id)
+                let path = destination.store.path(of: ItemLocation(group: destination.group, id: destination.id))
                 let saved = try readBytes(path)
                 try writeBytes(sourceBytes, path)
                 pairs += 1
                 do {
-                    _ = try destination.store.readItem(group: destination.group, id: destination.id)
+                    _ = try destination.store.get(group: destination.group, id: destination.id)
                     Issue.record("file \(s) accepted at place \(d)")
                 } catch {
                     #expect(error.code == .integrity)
@@ -333,19 +330,12 @@ struct Fixture {
         let group = try GroupName("race")
         let setup = try VaultStore.create(at: path)
         let id = try setup.itemID(group: group, primaryKey: [1])
-        try setup.withWriteLock { tx in
-            try Array("OUTSIDE".utf8).withUnsafeBytes {
-                try tx.write(group: group, id: id, plaintext: $0, protectionClass: .always)
-            }
-        }
+        try setup.put(Array("OUTSIDE".utf8), group: group, id: id)
         // A valid file of the same vault, group and id, planted outside: reading it would succeed.
-        try FileManager.default.copyItem(atPath: setup.itemPath(group, id), toPath: outside + "/" + id.fileName)
+        try FileManager.default.copyItem(
+            atPath: setup.path(of: ItemLocation(group: group, id: id)), toPath: outside + "/" + id.fileName)
         let planted = try readBytes(outside + "/" + id.fileName)
-        try setup.withWriteLock { tx in
-            try Array("inside".utf8).withUnsafeBytes {
-                try tx.write(group: group, id: id, plaintext: $0, protectionClass: .always)
-            }
-        }
+        try setup.put(Array("inside".utf8), group: group, id: id)
         let groupPath = path + "/groups/race"
         let races = Sizes.symlinkRaces
         let swaps = Atomic<Int>(0)
@@ -371,12 +361,8 @@ struct Fixture {
             i += 1
             do {
                 let store = try VaultStore.open(at: path)
-                try store.withWriteLock { tx in
-                    try Array("inside-\(i)".utf8).withUnsafeBytes {
-                        try tx.write(group: group, id: id, plaintext: $0, protectionClass: .always)
-                    }
-                }
-                if let value = try store.readItem(group: group, id: id)?.withUnsafeBytes({ Array($0) }),
+                try store.put(Array("inside-\(i)".utf8), group: group, id: id)
+                if let value = try store.get(group: group, id: id),
                     value == Array("OUTSIDE".utf8)
                 {
                     outsideReads += 1
@@ -403,7 +389,7 @@ struct Fixture {
 
     @Test func nonceRepeatsInSealedItems() throws {
         let count = Sizes.nonces
-        let key = try SecureBytes.random(count: 32)
+        let key = try SymmetricKey.random()
         let group = try GroupName("nonces")
         let id = try ItemID(String(repeating: "a", count: 64))
         let vaultID = [UInt8](repeating: 7, count: 16)
@@ -414,9 +400,9 @@ struct Fixture {
         var repeats = 0
         let plaintext: [UInt8] = Array("x".utf8)
         for _ in 0..<count {
-            let sealed = try plaintext.withUnsafeBytes {
-                try ItemFile.seal($0, key: key, protectionClass: .always, vaultID: vaultID, group: group, id: id)
-            }
+            let sealed = try ItemFile.seal(
+                plaintext, key: key, protectionClass: .always, vaultID: vaultID,
+                location: ItemLocation(group: group, id: id))
             let nonce = sealed.withUnsafeBytes { raw in
                 Nonce(
                     a: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import Vault
+import VaultTestSupport
 
 #if canImport(Glibc)
     import Glibc

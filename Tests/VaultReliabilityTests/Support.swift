@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import Vault
 import VaultStore
+import VaultTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -159,7 +160,7 @@ func decryptEveryItem(_ vaultPath: String) throws -> (files: Int, failures: [Str
         for id in try store.itemIDs(in: group) {
             files += 1
             do {
-                _ = try store.readItem(group: group, id: id)
+                _ = try store.get(group: group, id: id)
             } catch {
                 failures.append("\(group)/\(id): \(error)")
             }

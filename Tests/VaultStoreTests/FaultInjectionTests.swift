@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VaultSystem
+import VaultTestSupport
 
 @testable import VaultStore
 
@@ -148,7 +149,7 @@ import VaultSystem
         try store.put([1], group: group, id: id)
         let plan = FaultPlan(.unlink, occurrence: 1, effect: .fail(.ioError))
         let error = #expect(throws: StoreError.self) {
-            try FaultInjection.withPlan(plan) { _ = try store.withWriteLock { try $0.remove(group: group, id: id) } }
+            try FaultInjection.withPlan(plan) { _ = try store.delete(group: group, id: id) }
         }
         #expect(error?.errno == .ioError)
         #expect(try store.get(group: group, id: id) == [1])

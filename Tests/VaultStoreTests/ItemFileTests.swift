@@ -2,22 +2,9 @@ import Foundation
 import Testing
 import VaultCrypto
 import VaultSystem
+import VaultTestSupport
 
 @testable import VaultStore
-
-extension VaultStore {
-    func put(_ bytes: [UInt8], group: GroupName, id: ItemID, protectionClass: ProtectionClass = .always) throws {
-        try withWriteLock { tx in
-            try bytes.withUnsafeBytes {
-                try tx.write(group: group, id: id, plaintext: $0, protectionClass: protectionClass)
-            }
-        }
-    }
-
-    func get(group: GroupName, id: ItemID) throws -> [UInt8]? {
-        try readItem(group: group, id: id)?.withUnsafeBytes { Array($0) }
-    }
-}
 
 @Suite struct ItemFileTests {
     let group = try! GroupName("com.example.app")
@@ -40,8 +27,8 @@ extension VaultStore {
         #expect(try store.groups() == [group])
         #expect(try vault.mode("groups/\(group)") == 0o700)
         #expect(try vault.mode("groups/\(group)/\(id.fileName)") == 0o600)
-        #expect(try store.withWriteLock { tx in try tx.remove(group: group, id: id) } == true)
-        #expect(try store.withWriteLock { tx in try tx.remove(group: group, id: id) } == false)
+        #expect(try store.delete(group: group, id: id) == true)
+        #expect(try store.delete(group: group, id: id) == false)
         #expect(try store.get(group: group, id: id) == nil)
         // What stays is the group's spare file, zeroed (see SpareFileTests).
         #expect(try vault.entries("groups/\(group)") == [".spare"])
@@ -78,7 +65,7 @@ extension VaultStore {
     }
 
     func damagedReadFails(_ store: VaultStore, _ id: ItemID, _ group: GroupName) -> StoreError? {
-        #expect(throws: StoreError.self) { _ = try store.readItem(group: group, id: id) }
+        #expect(throws: StoreError.self) { _ = try store.get(group: group, id: id) }
     }
 
     @Test func everyBitFlipAndTruncationIsAnIntegrityError() throws {
@@ -147,9 +134,11 @@ extension VaultStore {
         let id = try store.itemID(group: group, primaryKey: [1])
         try store.put(Array("one".utf8), group: group, id: id)
         let contents = try vault.bytes("groups/\(group)/\(id.fileName)")
-        let wrongKey = try SecureBytes.random(count: 32)
+        let wrongKey = try SymmetricKey.random()
         let error = #expect(throws: StoreError.self) {
-            _ = try ItemFile.open(contents, key: wrongKey, vaultID: store.vaultID, group: group, id: id, path: "p")
+            _ = try ItemFile.open(
+                contents, key: wrongKey, vaultID: store.vaultID, location: ItemLocation(group: group, id: id), path: "p"
+            )
         }
         #expect(error?.code == .integrity)
         #expect(error?.cause is CryptoError)

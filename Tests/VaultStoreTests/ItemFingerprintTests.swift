@@ -1,5 +1,6 @@
 import Testing
 import VaultSystem
+import VaultTestSupport
 
 @testable import VaultStore
 

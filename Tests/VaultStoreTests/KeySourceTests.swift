@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import VaultCrypto
 import VaultSystem
+import VaultTestSupport
 
 @testable import VaultStore
 
@@ -76,13 +77,13 @@ func passphrase(_ text: String) -> KeySource {
         // which authenticates the header: the weaker limits are never used to unwrap.
         let vault = try TestVault()
         defer { vault.remove() }
-        let key = try SecureBytes.random(count: 32)
+        let key = try SymmetricKey.random()
         var bytes = try WrappedMasterKey.wrap(
             key, passphrase: secure("pw"), limits: .init(operations: 2, memoryBytes: 16384))
         bytes[11] = 1  // operations 2 -> 1
         let body = Array(bytes[0..<(bytes.count - 16)])
         let sum = try KeyDerivation.keyedHash(
-            body, key: try SecureBytes(count: 32) { _ in }, domain: WrappedMasterKey.checksumDomain, outputByteCount: 16
+            body, key: try SymmetricKey.zero(), domain: WrappedMasterKey.checksumDomain, outputByteCount: 16
         )
         bytes = body + sum
         let error = #expect(throws: StoreError.self) {
@@ -104,16 +105,16 @@ func passphrase(_ text: String) -> KeySource {
         for i in 0..<8 { bytes[12 + i] = UInt8(truncatingIfNeeded: memory >> (8 * UInt64(7 - i))) }
         let body = Array(bytes[0..<(bytes.count - 16)])
         let sum = try KeyDerivation.keyedHash(
-            body, key: try SecureBytes(count: 32) { _ in }, domain: WrappedMasterKey.checksumDomain, outputByteCount: 16
+            body, key: try SymmetricKey.zero(), domain: WrappedMasterKey.checksumDomain, outputByteCount: 16
         )
         try Data(body + sum).write(to: URL(fileURLWithPath: path))
         let asked = Mutex(false)
         var source = passphrase("pw")
         source.usesUnlockCache = false
         let inner = source.passphrase!
-        source.passphrase = { prompt in
+        source.passphrase = { (request) throws(StoreError) in
             asked.withLock { $0 = true }
-            return try inner(prompt)
+            return try inner(request)
         }
         let error = #expect(throws: StoreError.self) { _ = try VaultStore.open(at: vault.path, keySource: source) }
         #expect(error?.code == .invalidName, "\(String(describing: error))")
@@ -298,9 +299,11 @@ func passphrase(_ text: String) -> KeySource {
             vault.remove()
         }
         let store = try VaultStore.create(at: vault.path, keySource: passphrase("pw"))
-        let bogus = try SecureBytes.random(count: 32)
-        try UnlockCache.store(bogus, vaultID: store.vaultID, .afterFirstUnlock, timeoutSeconds: 60, path: vault.path)
-        try UnlockCache.store(bogus, vaultID: store.vaultID, .whenUnlocked, timeoutSeconds: 60, path: vault.path)
+        let bogus = try SymmetricKey.random()
+        try UnlockCache.store(
+            bogus, vaultID: store.vaultID, .afterFirstUnlock, timeoutSeconds: 60, path: FilePath(vault.path))
+        try UnlockCache.store(
+            bogus, vaultID: store.vaultID, .whenUnlocked, timeoutSeconds: 60, path: FilePath(vault.path))
         let locked = try VaultStore.open(at: vault.path)
         #expect(!locked.isAvailable(.afterFirstUnlock) && !locked.isAvailable(.whenUnlocked))
         #expect(try VaultStore.open(at: vault.path, keySource: passphrase("pw")).isAvailable(.whenUnlocked))

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VaultCrypto
 import VaultSystem
+import VaultTestSupport
 
 @testable import VaultStore
 
@@ -9,8 +10,8 @@ import VaultSystem
 /// envelope kinds, and the kernel keyring listing behind `vault lock --all`.
 @Suite struct OperatorStoreTests {
     @Test func aJournalOfAKeyFileRekeyNamesTheFileAndAuthenticatesIt() throws {
-        let old = try SecureBytes.random(count: 32)
-        let new = try SecureBytes.random(count: 32)
+        let old = try SymmetricKey.random()
+        let new = try SymmetricKey.random()
         let id = [UInt8](repeating: 5, count: 16)
         let v1 = try RekeyJournal(vaultID: id).encoded(oldAlways: old, newAlways: new)
         #expect(v1.count == 88 && v1[4] == 1)
@@ -20,7 +21,7 @@ import VaultSystem
         #expect(v2[4] == 2 && v2.count == 24 + 2 + path.utf8.count + 64)
         #expect(RekeyJournal.claimedNewKeyFile(v2) == path)
         #expect(RekeyJournal.isAuthentic(v2, under: [old]) && RekeyJournal.isAuthentic(v2, under: [new]))
-        #expect(!RekeyJournal.isAuthentic(v2, under: [try SecureBytes.random(count: 32)]))
+        #expect(!RekeyJournal.isAuthentic(v2, under: [try SymmetricKey.random()]))
         // The path is authenticated: another path (same length) makes both tags fail.
         v2[30] ^= 1
         #expect(!RekeyJournal.isAuthentic(v2, under: [old, new]))
@@ -34,11 +35,9 @@ import VaultSystem
             try WrappedMasterKey.envelope.checkHeader(header, path: "master.key", ceiling: .sensitive)
         }
         #expect(error?.code == .unsupportedFormat)
-        let raw = try SecureBytes.random(count: 32)
+        let raw = try SymmetricKey.random()
         #expect(throws: StoreError.self) {
-            _ = try [UInt8](repeating: 1, count: 32).withUnsafeBytes {
-                try WrappedMasterKey.envelope.seal($0, key: .raw(raw))
-            }
+            _ = try WrappedMasterKey.envelope.seal([UInt8](repeating: 1, count: 32), key: .raw(raw))
         }
     }
 
@@ -56,7 +55,7 @@ import VaultSystem
     /// Lists and removes only a key of its own (other processes of this user may have theirs).
     @Test func theUserKeyringListsAVaultKeyAndRemovesItByID() throws {
         let vaultID = try SecureRandom.bytes(count: 16)
-        let key = try SecureBytes.random(count: 32)
+        let key = try SymmetricKey.random()
         try UnlockCache.store(key, vaultID: vaultID, .afterFirstUnlock, timeoutSeconds: 60, path: "test")
         defer { _ = try? UnlockCache.remove(vaultID: vaultID, .afterFirstUnlock, path: "test") }
         let description = UnlockCache.description(vaultID: vaultID, .afterFirstUnlock)

@@ -2,10 +2,11 @@ import Foundation
 import Synchronization
 import Testing
 import VaultSystem
+import VaultTestSupport
 
 @testable import VaultStore
 
-/// Durable item writes go through the group's spare file (`AtomicFile.spareName`): written in place,
+/// Durable item writes go through the group's spare file (`SpareFile.name`): written in place,
 /// then exchanged with the item, so an update allocates and frees no file.
 @Suite struct SpareFileTests {
     let group = try! GroupName("spares")
@@ -40,19 +41,19 @@ import VaultSystem
         let id = try store.itemID(group: group, primaryKey: [1])
         try store.put(Array("first".utf8), group: group, id: id)
         try store.put(Array("second".utf8), group: group, id: id)
-        let files = Set([try status(vault, id.fileName).inode, try status(vault, AtomicFile.spareName).inode])
+        let files = Set([try status(vault, id.fileName).inode, try status(vault, SpareFile.name).inode])
         #expect(files.count == 2)
         // Same size, shorter and longer contents than the spare had.
         for value in ["third!", "4th", "the fifth value, longer than any before", "6"] {
             try store.put(Array(value.utf8), group: group, id: id)
             #expect(try store.get(group: group, id: id) == Array(value.utf8))
-            let now = Set([try status(vault, id.fileName).inode, try status(vault, AtomicFile.spareName).inode])
+            let now = Set([try status(vault, id.fileName).inode, try status(vault, SpareFile.name).inode])
             #expect(now == files, "\(value): a new file was made")
-            #expect(try status(vault, AtomicFile.spareName).linkCount == 1)
+            #expect(try status(vault, SpareFile.name).linkCount == 1)
             // The replaced ciphertext does not stay readable in the spare.
-            #expect(try vault.bytes("groups/\(group)/\(AtomicFile.spareName)").allSatisfy { $0 == 0 })
+            #expect(try vault.bytes("groups/\(group)/\(SpareFile.name)").allSatisfy { $0 == 0 })
         }
-        #expect(try vault.entries("groups/\(group)") == [AtomicFile.spareName, id.fileName])
+        #expect(try vault.entries("groups/\(group)") == [SpareFile.name, id.fileName])
         #expect(try VaultStore.open(at: vault.path).get(group: group, id: id) == Array("6".utf8))
         #expect(try lockMark(vault) == 0)
     }
@@ -65,10 +66,10 @@ import VaultSystem
         let b = try store.itemID(group: group, primaryKey: [2])
         try store.put([1], group: group, id: a)
         try store.put([2], group: group, id: a)
-        let spare = try status(vault, AtomicFile.spareName).inode
+        let spare = try status(vault, SpareFile.name).inode
         try store.put([3], group: group, id: b)
         #expect(try status(vault, b.fileName).inode == spare)
-        #expect(!FileManager.default.fileExists(atPath: groupPath(vault) + "/" + AtomicFile.spareName))
+        #expect(!FileManager.default.fileExists(atPath: groupPath(vault) + "/" + SpareFile.name))
         #expect(try store.get(group: group, id: a) == [2])
         #expect(try store.get(group: group, id: b) == [3])
     }
@@ -82,7 +83,7 @@ import VaultSystem
     func aSpareThatIsNotAPlainFileOfItsOwnIsNeverWrittenThrough(_ hostile: Hostile) throws {
         let (vault, store, a, b) = try storeWithASpare()
         defer { vault.remove() }
-        let spare = groupPath(vault) + "/" + AtomicFile.spareName
+        let spare = groupPath(vault) + "/" + SpareFile.name
         try FileManager.default.removeItem(atPath: spare)
         let outside = vault.root + "/outside"
         try Data("outside".utf8).write(to: URL(fileURLWithPath: outside))
@@ -192,9 +193,9 @@ import VaultSystem
     @Test func afterAWriterDiedTheSpareIsReplacedNotWrittenOver() throws {
         let (vault, store, a, _) = try storeWithASpare()
         defer { vault.remove() }
-        let before = try vault.bytes("groups/\(group)/\(AtomicFile.spareName)")
+        let before = try vault.bytes("groups/\(group)/\(SpareFile.name)")
         let spare = try FileDescriptor.currentWorkingDirectory.openAt(
-            groupPath(vault) + "/" + AtomicFile.spareName, .readOnly)
+            groupPath(vault) + "/" + SpareFile.name, .readOnly)
         defer { try? spare.close() }
         try vault.write([1], to: ".lock")  // the mark of a writer that held the lock and died
         try VaultStore.open(at: vault.path).put(Array("a3".utf8), group: group, id: a)
@@ -211,7 +212,7 @@ import VaultSystem
         let (vault, store, a, _) = try storeWithASpare()
         defer { vault.remove() }
         let spare = try FileDescriptor.currentWorkingDirectory.openAt(
-            groupPath(vault) + "/" + AtomicFile.spareName, .readOnly)
+            groupPath(vault) + "/" + SpareFile.name, .readOnly)
         defer { try? spare.close() }
         let plan = FaultPlan(.read, occurrence: 1, effect: .fail(.ioError))
         try FaultInjection.withPlan(plan) { try store.put(Array("a3".utf8), group: group, id: a) }
@@ -225,16 +226,16 @@ import VaultSystem
     @Test func sparesThatCannotBeRemovedAreNotUsed() throws {
         let (vault, store, a, _) = try storeWithASpare()
         defer { vault.remove() }
-        let spare = try status(vault, AtomicFile.spareName)
+        let spare = try status(vault, SpareFile.name)
         try vault.write([1], to: ".lock")
         let plan = FaultPlan(.unlink, occurrence: 1, effect: .fail(.ioError), persistent: true)
         try FaultInjection.withPlan(plan) { try store.put(Array("a3".utf8), group: group, id: a) }
         #expect(plan.injectedCount >= 1)
         #expect(try store.get(group: group, id: a) == Array("a3".utf8))
         // Not written through: still the same file, still zeros, and the mark says so.
-        #expect(try status(vault, AtomicFile.spareName).inode == spare.inode)
+        #expect(try status(vault, SpareFile.name).inode == spare.inode)
         #expect(try status(vault, a.fileName).inode != spare.inode)
-        #expect(try vault.bytes("groups/\(group)/\(AtomicFile.spareName)").allSatisfy { $0 == 0 })
+        #expect(try vault.bytes("groups/\(group)/\(SpareFile.name)").allSatisfy { $0 == 0 })
         #expect(try lockMark(vault) == WriterMark.sparesUntrusted.rawValue)
         try store.put(Array("a4".utf8), group: group, id: a)
         #expect(try lockMark(vault) == WriterMark.idle.rawValue)
@@ -278,16 +279,16 @@ import VaultSystem
         let plan = FaultPlan(op, occurrence: occurrence, effect: .fail(.ioError))
         let error = #expect(throws: StoreError.self) {
             try FaultInjection.withPlan(plan) {
-                try store.withWriteLock { tx in
-                    try Array("a3".utf8).withUnsafeBytes {
-                        try tx.write(group: group, id: a, plaintext: $0, protectionClass: .always, version: version)
-                    }
+                try store.withWriteLock { (tx) throws(StoreError) in
+                    try tx.write(
+                        Array("a3".utf8), to: ItemLocation(group: group, id: a), protectionClass: .always,
+                        version: version)
                 }
             }
         }
         #expect(error?.errno == .ioError)
         #expect(try store.get(group: group, id: a) == Array("a3".utf8))
-        #expect(!FileManager.default.fileExists(atPath: groupPath(vault) + "/" + AtomicFile.spareName))
+        #expect(!FileManager.default.fileExists(atPath: groupPath(vault) + "/" + SpareFile.name))
         #expect(try lockMark(vault) == WriterMark.sparesUntrusted.rawValue)
     }
 
@@ -298,12 +299,10 @@ import VaultSystem
         defer { vault.remove() }
         let record = groupPath(vault) + "/" + GenerationRecord.name(a)
         func write(_ value: String, generation: UInt64) throws {
-            try store.withWriteLock { tx in
-                try Array(value.utf8).withUnsafeBytes {
-                    try tx.write(
-                        group: group, id: a, plaintext: $0, protectionClass: .always,
-                        version: ItemVersion(persistentID: [7], generation: generation))
-                }
+            try store.withWriteLock { (tx) throws(StoreError) in
+                try tx.write(
+                    Array(value.utf8), to: ItemLocation(group: group, id: a), protectionClass: .always,
+                    version: ItemVersion(persistentID: [7], generation: generation))
             }
         }
         try write("a3", generation: 3)
@@ -311,17 +310,18 @@ import VaultSystem
         let plan = FaultPlan(.unlink, occurrence: 2, effect: .fail(.ioError))  // #1 is the item's
         #expect(throws: StoreError.self) {
             try FaultInjection.withPlan(plan) {
-                _ = try store.withWriteLock { tx in try tx.remove(group: group, id: a) }
+                _ = try store.delete(group: group, id: a)
             }
         }
         #expect(try store.get(group: group, id: a) == nil)
         #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: record)) != nil)
         try write("restored", generation: 1)
         #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: record)) == nil)
-        let read = try #require(try store.readItemTransientAndGeneration(group: group, id: a))
-        #expect(read.recorded == nil)
-        try store.checkNotRolledBack(
-            read.recorded, group: group, id: a, version: ItemVersion(persistentID: [7], generation: 1))
+        // Read and checked against its (absent) record at generation 1: no rollback.
+        let read = try store.readFile(ItemLocation(group: group, id: a)) { (_, _) throws(StoreError) in
+            DecodedVersion(version: ItemVersion(persistentID: [7], generation: 1))
+        }
+        #expect(read?.version.generation == 1)
     }
 
     /// On a file system without RENAME_EXCHANGE, or under a seccomp filter that refuses renameat2, the

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VaultCrypto
+import VaultTestSupport
 
 @testable import VaultStore
 
@@ -46,11 +47,7 @@ import VaultCrypto
         let store = try VaultStore.create(at: vault.path)
         let group = try GroupName("g")
         let id = try store.itemID(group: group, primaryKey: [1])
-        try store.withWriteLock { tx in
-            try [UInt8]([9, 9]).withUnsafeBytes {
-                try tx.write(group: group, id: id, plaintext: $0, protectionClass: .always)
-            }
-        }
+        try store.put([9, 9], group: group, id: id)
         let key = try vault.bytes("master.key")
         let marker = try vault.bytes("VAULT")
         let error = #expect(throws: StoreError.self) { _ = try VaultStore.create(at: vault.path) }
@@ -59,7 +56,7 @@ import VaultCrypto
         #expect(try vault.bytes("master.key") == key)
         #expect(try vault.bytes("VAULT") == marker)
         let again = try VaultStore.open(at: vault.path)
-        #expect(try again.readItem(group: group, id: id)?.withUnsafeBytes { Array($0) } == [9, 9])
+        #expect(try again.get(group: group, id: id) == [9, 9])
     }
 
     /// Many inits race on one path: exactly one wins, every other is refused, and the vault opens with

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VaultCrypto
 import VaultStore
+import VaultTestSupport
 
 @testable import Vault
 

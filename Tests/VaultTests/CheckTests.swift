@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VaultCrypto
 import VaultStore
+import VaultTestSupport
 
 @testable import Vault
 
@@ -148,7 +149,7 @@ import VaultStore
         defer { t.remove() }
         let client = try Client(applicationIdentifier: "com.example.app")
         let right = KeySource(
-            passphrase: { _ in try SecureBytes(count: 2) { $0.copyBytes(from: [1, 2]) } }, limits: .minimum)
+            passphrase: { (_) throws(StoreError) in try secureBytes([1, 2]) }, limits: .minimum)
         let vault = try Vault.create(at: t.path, client: client, keySource: right)
         try vault.set("always", for: try ItemKey(service: "always"), accessibility: .always)
         try vault.set("afu", for: try ItemKey(service: "afu"), accessibility: .afterFirstUnlock)

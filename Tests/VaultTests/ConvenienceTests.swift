@@ -3,6 +3,7 @@ import Testing
 import VaultArchive
 import VaultCrypto
 import VaultStore
+import VaultTestSupport
 
 @testable import Vault
 
@@ -266,8 +267,7 @@ struct Credentials: Codable, Equatable {
             t.remove()
         }
         let client = try Client(applicationIdentifier: "com.example.app")
-        let right = KeySource(
-            passphrase: { _ in try SecureBytes(count: 2) { $0.copyBytes(from: [1, 2]) } }, limits: .minimum)
+        let right = KeySource.passphrase([1, 2])
         let vault = try Vault.create(at: t.path, client: client, keySource: right)
         try vault.set("always", for: try ItemKey(service: "always"), accessibility: .always)
         try vault.set("afu", for: try ItemKey(service: "afu"), accessibility: .afterFirstUnlock)
@@ -301,7 +301,7 @@ struct Credentials: Codable, Equatable {
             status { try locked.add(.genericPassword, attributes: alwaysDuplicate, data: Data("x")) } == .duplicateItem)
 
         // A wrong passphrase is authFailed; the right one reads everything.
-        let wrong = KeySource(passphrase: { _ in try SecureBytes(count: 1) { $0.copyBytes(from: [9]) } })
+        let wrong = KeySource.passphrase([9], limits: .moderate)
         #expect(status { _ = try Vault.open(at: t.path, client: client, keySource: wrong) } == .authFailed)
         let unlocked = try Vault.open(at: t.path, client: client, keySource: right)
         #expect(try unlocked.string(for: try ItemKey(service: "wu")) == "wu")

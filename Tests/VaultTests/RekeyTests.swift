@@ -3,6 +3,7 @@ import Testing
 import VaultCrypto
 import VaultStore
 import VaultSystem
+import VaultTestSupport
 
 @testable import Vault
 
@@ -59,7 +60,7 @@ import VaultSystem
         defer { t.remove() }
         func source(_ text: String) -> KeySource {
             KeySource(
-                passphrase: { _ in try Array(text.utf8).withUnsafeBytes { try SecureBytes(copying: $0) } },
+                passphrase: { (_) throws(StoreError) in try secureBytes(Array(text.utf8)) },
                 limits: .minimum)
         }
         let client = try Client(applicationIdentifier: "com.example.app", accessGroups: ["team.shared"])

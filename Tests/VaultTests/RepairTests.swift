@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import VaultCrypto
 import VaultStore
+import VaultTestSupport
 
 @testable import Vault
 
@@ -84,7 +85,7 @@ import VaultStore
         let t = try TestVault()
         defer { t.remove() }
         let source = KeySource(
-            passphrase: { _ in try Array("pw".utf8).withUnsafeBytes { try SecureBytes(copying: $0) } },
+            passphrase: { (_) throws(StoreError) in try secureBytes(Array("pw".utf8)) },
             limits: .minimum)
         let client = try Client(applicationIdentifier: "com.example.app")
         let unlocked = try Vault.create(at: t.path, client: client, keySource: source)

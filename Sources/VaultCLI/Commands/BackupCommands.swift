@@ -1,7 +1,4 @@
 import Vault
-import VaultCrypto
-import VaultStore
-import VaultSystem
 
 /// What `--backup-key-file` means for export and import, and what `-` means for FILE.
 enum BackupOptions {
@@ -79,7 +76,8 @@ public struct ExportCommand: Sendable, Hashable {
             key = try BackupOptions.load(backupKeyFile)
         } else {
             let what = toOutput ? "the backup on standard output" : "the backup \(path)"
-            key = .passphrase(try context.passphrase("new passphrase for \(what)", subject: path), limits: cost.limits)
+            key = .passphrase(
+                try context.passphrase(PassphraseRequest(.sealBackup, for: what), subject: path), limits: cost.limits)
         }
         let report: ExportReport
         let destination: String
@@ -174,7 +172,8 @@ public struct ImportCommand: Sendable, Hashable {
         case (.keyFile, .some(let file)):
             key = try BackupOptions.load(file)
         case (.passphrase, nil):
-            key = .passphrase(try context.passphrase("passphrase for the backup \(name)", subject: name))
+            key = .passphrase(
+                try context.passphrase(PassphraseRequest(.openBackup, for: "the backup \(name)"), subject: name))
         }
         let report = try context.attempt(vault, name) { () throws(VaultError) in
             fromInput

@@ -45,7 +45,7 @@ public struct GetCommand: Sendable, Hashable {
             throw CLIError(.notFound, nil, "", reported: true)
         }
         var secret = item.data ?? Data()
-        defer { secret.resetBytes(in: 0..<secret.count) }
+        defer { secret.wipe() }
         if json {
             try context.write(try Output.json(ItemJSON(item, secret: secret)))
             return

@@ -1,5 +1,4 @@
 import Vault
-import VaultStore
 
 /// `vault init`: creates the vault; refuses to touch an existing one.
 public struct InitCommand: Sendable, Hashable {

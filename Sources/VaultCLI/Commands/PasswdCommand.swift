@@ -1,6 +1,4 @@
 import Vault
-import VaultCrypto
-import VaultStore
 
 /// `vault passwd`: protects `master.key` with a new passphrase (or, with `--remove`, stores it plainly
 /// again). Only the key file changes: the key and every item stay as they are. Atomic: a crash leaves
@@ -35,11 +33,9 @@ public struct PasswdCommand: Sendable, Hashable {
         var newPassphrase: SecureBytes?
         if !remove {
             do {
-                newPassphrase = try source.passphrase!("new passphrase for \(vault.path)/master.key")
-            } catch let error as StoreError {
-                throw CLIError(VaultError(error), subject: vault.path, vaultPath: vault.path)
+                newPassphrase = try source.passphrase!(PassphraseRequest(.newPassphrase, for: vault.masterKeyPath))
             } catch {
-                throw CLIError(.io, vault.path, "\(error)")
+                throw CLIError(VaultError(error), subject: vault.path, vaultPath: vault.path)
             }
         }
         try context.attempt(vault, vault.path) { () throws(VaultError) in

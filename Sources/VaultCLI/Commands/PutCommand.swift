@@ -1,6 +1,5 @@
 import FoundationEssentials
 import Vault
-import VaultSystem
 
 /// `vault put` (add or update) and `vault add` (add only): stores a secret read from standard input,
 /// or from a prompt with echo off when standard input is a terminal. No option takes the secret: an
@@ -55,7 +54,7 @@ public struct PutCommand: Sendable, Hashable {
         let group = try context.group()
         let vault = try context.openVault()
         var secret = try readSecret(context)
-        defer { secret.resetBytes(in: 0..<secret.count) }
+        defer { secret.wipe() }
         var attributes = name.attributes
         attributes.label = label
         attributes.comment = comment
@@ -123,12 +122,5 @@ public struct PutCommand: Sendable, Hashable {
         defer { second.wipe() }
         guard first == second else { throw CLIError(.usage, "terminal", "the two entries differ; nothing was stored") }
         return Data(first)
-    }
-}
-
-extension Array where Element == UInt8 {
-    /// Overwrites the bytes with zeros in place (best effort: copies made earlier are not reached).
-    mutating func wipe() {
-        for index in indices { self[index] = 0 }
     }
 }

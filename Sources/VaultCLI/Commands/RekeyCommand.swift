@@ -1,6 +1,4 @@
 import Vault
-import VaultCrypto
-import VaultStore
 
 /// `vault rekey`: a new master key, every item re-encrypted.
 public struct RekeyCommand: Sendable, Hashable {
@@ -76,7 +74,8 @@ public struct RekeyCommand: Sendable, Hashable {
         }
         var newPassphrase: SecureBytes?
         if vault.isPassphraseProtected {
-            newPassphrase = try context.passphrase("new passphrase for \(path)/master.key", subject: path)
+            newPassphrase = try context.passphrase(
+                PassphraseRequest(.newPassphrase, for: vault.masterKeyPath), subject: path)
         }
         try context.attempt(vault, path) { () throws(VaultError) in
             try vault.rekey(newPassphrase: newPassphrase, limits: cost.limits, keySource: source)

@@ -1,5 +1,4 @@
 import Vault
-import VaultStore
 
 /// `vault unlock`: asks for the passphrase once and keeps the unwrapped key in the kernel keyring for
 /// a while, so that the commands and services of this user that follow need no passphrase.
@@ -48,7 +47,7 @@ public struct UnlockCommand: Sendable, Hashable {
     func run(in context: Context) throws(CLIError) {
         let path = try context.vaultPath()
         let source = context.keySource()
-        let outcome: VaultStore.UnlockOutcome
+        let outcome: UnlockOutcome
         do {
             outcome = try Vault.unlock(at: path, keySource: source, timeoutSeconds: timeoutSeconds)
         } catch {

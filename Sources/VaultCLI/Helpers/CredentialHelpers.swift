@@ -1,4 +1,4 @@
-import VaultSystem
+import Vault
 
 /// The credential helpers that the `vault` binary is when it runs under their names (installed as
 /// links to it): one static executable, one start-up cost.

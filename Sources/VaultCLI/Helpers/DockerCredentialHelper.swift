@@ -140,7 +140,7 @@ enum DockerCredentialHelper {
             let item = try? vault.copyMatching(query(serverURL), returning: [.data, .attributes]).first,
             var secret = item.data
         else { throw Failure(notFound) }
-        defer { secret.resetBytes(in: 0..<secret.count) }
+        defer { secret.wipe() }
         let credentials = Credentials(
             ServerURL: serverURL, Username: item.attributes.account ?? "",
             Secret: String(decoding: secret, as: UTF8.self))

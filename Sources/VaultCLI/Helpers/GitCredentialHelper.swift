@@ -110,7 +110,7 @@ enum GitCredentialHelper {
             throw CLIError(error, subject: programName, vaultPath: vault.path)
         }
         guard let item = found.first, var secret = item.data else { return }
-        defer { secret.resetBytes(in: 0..<secret.count) }
+        defer { secret.wipe() }
         let user = item.attributes.account ?? ""
         var lines = "username=\(user)\n"
         try context.write(lines)

@@ -1,0 +1,30 @@
+import VaultCrypto
+import VaultSystem
+
+/// The bytes a file of the vault is written with: plain (ciphertext, markers, journals) or secret (a
+/// key file), which stays in secure memory until the write.
+enum FileContents {
+    /// Bytes that need no secure memory.
+    case plain([UInt8])
+    /// Key bytes.
+    case secret(SecureBytes)
+
+    var count: Int {
+        switch self {
+        case .plain(let bytes): return bytes.count
+        case .secret(let bytes): return bytes.count
+        }
+    }
+
+    /// Writes every byte through `file`'s current offset, or at `offset`.
+    func write(to file: FileDescriptor, at offset: Int64? = nil) throws(Errno) {
+        switch self {
+        case .plain(let bytes):
+            if let offset { try file.writeAll(bytes, at: offset) } else { try file.writeAll(bytes) }
+        case .secret(let bytes):
+            try bytes.withUnsafeBytes { (raw) throws(Errno) in
+                if let offset { try file.writeAll(raw, at: offset) } else { try file.writeAll(raw) }
+            }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import VaultSystem
+
+/// The store's cache of open group directories: each group directory is opened once (checked as
+/// every directory of the vault is) and used through `*at` calls on its descriptor afterwards.
+extension VaultStore {
+    /// The open directory of `group`, or nil when the group has no directory yet (and `create` is
+    /// false).
+    func groupDirectory(_ group: GroupName, create: Bool) throws(StoreError) -> FileDescriptor? {
+        if let fd = state.withLock({ $0.groupDirectories[group] }) { return fd }
+        let groupPath = groupPath(group)
+        if create {
+            var created = true
+            do {
+                try groupsDirectory.makeDirectoryAt(group.rawValue, permissions: .ownerAll)
+            } catch {
+                guard error == .fileExists else {
+                    throw StoreError.system(error, .mkdir, "create the group directory", path: groupPath)
+                }
+                created = false
+            }
+            if created { try AtomicFile.syncDirectory(groupsDirectory, path: groupsPath) }
+        }
+        let fd: FileDescriptor
+        do {
+            fd = try VaultDirectory.openSubdirectory(group.rawValue, in: groupsDirectory, path: groupPath)
+        } catch  where error.errno == .noSuchFileOrDirectory {
+            return nil
+        }
+        return state.withLock { state in
+            if let existing = state.groupDirectories[group] {
+                try? fd.close()
+                return existing
+            }
+            state.groupDirectories[group] = fd
+            return fd
+        }
+    }
+
+    /// The directory of `group`, created when missing. The directory can vanish between mkdir and
+    /// open (another process renamed or removed it; the symlink-swap harness does that): an error, not
+    /// a crash.
+    func existingGroupDirectory(_ group: GroupName) throws(StoreError) -> FileDescriptor {
+        guard let directory = try groupDirectory(group, create: true) else {
+            throw StoreError(
+                .io, "the group directory \(groupPath(group)) disappeared while it was being opened; try again",
+                path: groupPath(group).string)
+        }
+        return directory
+    }
+
+    /// The groups that have a directory in the vault, sorted.
+    public func groups() throws(StoreError) -> [GroupName] {
+        let names: [String]
+        do {
+            names = try groupsDirectory.entryNames()
+        } catch {
+            throw StoreError.system(error, .readDirectory, "list", path: groupsPath)
+        }
+        return names.compactMap { try? GroupName($0) }.sorted()
+    }
+
+    /// The ids of the items in `group`, sorted unless `sorted` is false; temp files and foreign names
+    /// are skipped.
+    public func itemIDs(in group: GroupName, sorted: Bool = true) throws(StoreError) -> [ItemID] {
+        guard let directory = try groupDirectory(group, create: false) else { return [] }
+        do {
+            let ids = try directory.entryNames().compactMap { ItemID(fileName: $0) }
+            return sorted ? ids.sorted() : ids
+        } catch {
+            throw StoreError.system(error, .readDirectory, "list", path: groupPath(group))
+        }
+    }
+}

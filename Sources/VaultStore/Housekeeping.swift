@@ -1,0 +1,72 @@
+import VaultSystem
+
+/// What writers clean up under the lock: temp files of writers that died (they exist only while a
+/// writer holds the lock, so under the lock any temp file is a leftover), spares that may still be an
+/// item's file on disk, and a bulk load's deferred flush.
+extension VaultStore {
+    /// Removes `group`'s temp files once per group per open store (and again after a death).
+    func removeStaleTemporaryFiles(group: GroupName, directory: FileDescriptor) {
+        if state.withLock({ $0.cleanedGroups.contains(group) }) { return }
+        let names = (try? directory.entryNames()) ?? []
+        for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) {
+            try? directory.unlinkAt(name)
+        }
+        state.withLock { _ = $0.cleanedGroups.insert(group) }
+    }
+
+    /// Removes the temp files of every group (under the lock, after a writer died).
+    func removeStaleTemporaryFilesInEveryGroup() {
+        for group in (try? groups()) ?? [] {
+            guard let directory = try? groupDirectory(group, create: false) else { continue }
+            removeStaleTemporaryFiles(group: group, directory: directory)
+        }
+    }
+
+    /// Init leaves a temp file in the vault directory only when even its removal failed; the first
+    /// writer of each open store removes such leftovers.
+    func removeStaleTemporaryFilesInVaultDirectory() {
+        let first = state.withLock { state in
+            defer { state.cleanedVaultDirectory = true }
+            return !state.cleanedVaultDirectory
+        }
+        guard first else { return }
+        for name in (try? directory.entryNames()) ?? [] where name.hasPrefix(AtomicFile.temporaryPrefix) {
+            try? directory.unlinkAt(name)
+        }
+    }
+
+    /// Unlinks the spare of every group; false when one may remain (the groups could not be listed, a
+    /// group directory not opened, or an unlink failed).
+    func removeEverySpare() -> Bool {
+        guard let groups = try? groups() else { return false }
+        var removed = true
+        for group in groups {
+            do throws(StoreError) {
+                guard let directory = try groupDirectory(group, create: false) else { continue }
+                do {
+                    try directory.unlinkAt(SpareFile.name)
+                } catch {
+                    if error != .noSuchFileOrDirectory { removed = false }
+                }
+            } catch {
+                removed = false
+            }
+        }
+        return removed
+    }
+
+    /// Runs `body` with per-write fsyncs skipped, then makes everything durable at once with one
+    /// `syncfs` of the vault's file system. Writes stay atomic (rename) but are durable only when this
+    /// returns; for filling a vault in bulk (benchmarks, imports), never for ordinary writes.
+    package func withBulkLoad<R, Failure: StoreErrorConvertible>(_ body: () throws(Failure) -> R) throws(Failure) -> R {
+        state.withLock { $0.bulkLoading = true }
+        defer { state.withLock { $0.bulkLoading = false } }
+        let result = try body()
+        do {
+            try directory.syncFileSystem()
+        } catch {
+            throw Failure(StoreError.system(error, .fsync, "syncfs", path: location))
+        }
+        return result
+    }
+}

@@ -1,0 +1,60 @@
+import VaultSystem
+
+/// The durable write of one item file, the heart of the write protocol (docs/FORMAT.md, Writes):
+/// through the group's spare (`SpareFile`: pwrite, fdatasync, close, exchange) or a temp file (write,
+/// fsync, close, rename), then the generation record (`GenerationRecord`: symlink and rename, or an
+/// unlink), then the one fsync of the directory, then the spare zeroed. Two flushes, no more.
+struct ItemWrite {
+    /// The item's sealed file.
+    let contents: [UInt8]
+    /// The item's file name in its group directory.
+    let name: String
+    /// The generation record to leave: its text, or nil to remove one that is there.
+    let record: (name: String, text: String?)?
+    /// Whether to flush at all (false while bulk loading: one `syncfs` at the end instead).
+    let durable: Bool
+    /// Whether to go through the group's spare (the write lock allows it).
+    let reusingSpare: Bool
+
+    func run(in directory: FileDescriptor, directoryPath: FilePath) throws(StoreError) {
+        if durable, reusingSpare, let spare = SpareFile.open(in: directory, permissions: .ownerReadWrite) {
+            try spare.write(contents, for: name, in: directory, directoryPath: directoryPath)
+            try SpareFile.exchange(with: name, in: directory, directoryPath: directoryPath)
+            do {
+                try finish(in: directory, directoryPath: directoryPath)
+            } catch {
+                // The exchange may not be durable: the spare may still be the item's file on disk, so it
+                // must not be written in place. Removing it is safe either way (journal order).
+                try? directory.unlinkAt(SpareFile.name)
+                throw error
+            }
+            SpareFile.scrub(in: directory)
+            return
+        }
+        let temporary = try AtomicFile.writeTemporary(
+            .plain(contents), in: directory, directoryPath: directoryPath, .ownerReadWrite, durable: durable)
+        try AtomicFile.rename(temporary, to: name, in: directory, directoryPath: directoryPath)
+        try finish(in: directory, directoryPath: directoryPath)
+    }
+
+    /// After the new file took its name: the generation record, then the one directory fsync. The record
+    /// is metadata only and shares that fsync; the file is in place, so the directory is synced even
+    /// when the record fails, and then that failure is reported.
+    private func finish(in directory: FileDescriptor, directoryPath: FilePath) throws(StoreError) {
+        var pending: StoreError?
+        if let (recordName, text) = record {
+            do throws(StoreError) {
+                if let text {
+                    try AtomicFile.replaceSymbolicLink(
+                        recordName, target: text, in: directory, directoryPath: directoryPath)
+                } else {
+                    try AtomicFile.removeIfPresent(recordName, in: directory, directoryPath: directoryPath)
+                }
+            } catch {
+                pending = error
+            }
+        }
+        if durable { try AtomicFile.syncDirectory(directory, path: directoryPath) }
+        if let pending { throw pending }
+    }
+}

@@ -1,0 +1,153 @@
+import VaultCrypto
+import VaultSystem
+
+/// Reading a key file (`master.key`, `always.key`, an external key file) into secure memory, refusing,
+/// with the file and the fix named, any file that others could read or replace: checked by name and
+/// again once opened (the name could be swapped in between).
+enum KeyFile {
+    /// The sizes a key file of the vault may have: a plain key or a wrapped one.
+    static let vaultKeySizes: Set<Int64> = [Int64(SymmetricKey.byteCount), Int64(WrappedMasterKey.byteCount)]
+
+    /// Once a key is in memory, the process may no longer be dumped or ptrace-attached by the same
+    /// user (`PR_SET_DUMPABLE` 0): a core file or a debugger would otherwise get the key despite
+    /// `MADV_DONTDUMP` (ptrace reads any page). Called before a key is read. A failure is ignored:
+    /// prctl cannot fail for this argument, and refusing to open a vault over it would help nobody.
+    static func protectProcess() {
+        try? ProcessIdentity.disableDumps()
+    }
+
+    /// The contents of key file `name` in `directory` (named `path` in messages), after the checks.
+    static func read(
+        _ name: String, in directory: FileDescriptor, path: FilePath, ownerMayBeRoot: Bool,
+        sizes: Set<Int64> = vaultKeySizes
+    ) throws(StoreError) -> SecureBytes {
+        let status: FileStatus
+        do {
+            status = try directory.statusAt(name)
+        } catch {
+            throw StoreError.system(error, .stat, "inspect", path: path)
+        }
+        try check(status, path: path, ownerMayBeRoot: ownerMayBeRoot, sizes: sizes)
+        let fd: FileDescriptor
+        do {
+            // Non-blocking: the name may have been swapped for a FIFO since the check.
+            fd = try directory.openAt(name, [.readOnly, .nonBlocking])
+        } catch {
+            throw StoreError.system(error, .open, "open", path: path)
+        }
+        defer { try? fd.close() }
+        let opened: FileStatus
+        do {
+            opened = try fd.status()
+        } catch {
+            throw StoreError.system(error, .stat, "inspect", path: path)
+        }
+        guard opened.inode == status.inode, opened.device == status.device else {
+            throw StoreError(.insecureFile, "\(path) changed while it was being opened; try again", path: path.string)
+        }
+        try check(opened, path: path, ownerMayBeRoot: ownerMayBeRoot, sizes: sizes)
+        return try readSecret(fd, count: Int(opened.size), path: path)
+    }
+
+    /// Reads exactly `count` bytes of `fd` into secure memory.
+    private static func readSecret(_ fd: FileDescriptor, count: Int, path: FilePath) throws(StoreError) -> SecureBytes {
+        enum Failure: Error {
+            case system(Errno)
+            case shrank
+        }
+        do throws(SecureFillError<Failure>) {
+            return try SecureBytes(exactly: count) { (buffer) throws(Failure) in
+                var offset = 0
+                while offset < count {
+                    let n: Int
+                    do throws(Errno) {
+                        n = try fd.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[offset...]))
+                    } catch {
+                        throw .system(error)
+                    }
+                    if n == 0 { throw .shrank }
+                    offset += n
+                }
+            }
+        } catch {
+            switch error {
+            case .allocation(let error):
+                throw StoreError.crypto(error, "cannot hold the master key in secure memory")
+            case .filling(.system(let error)):
+                throw StoreError.system(error, .read, "read", path: path)
+            case .filling(.shrank):
+                throw StoreError(.integrity, "\(path) shrank while it was being read; try again", path: path.string)
+            }
+        }
+    }
+
+    private static func check(_ status: FileStatus, path: FilePath, ownerMayBeRoot: Bool, sizes: Set<Int64>)
+        throws(StoreError)
+    {
+        switch status.kind {
+        case .regular: break
+        case .symbolicLink:
+            throw StoreError(
+                .insecureFile,
+                "\(path) is a symbolic link; vault refuses it (replace it with the key file itself, mode 0600)",
+                path: path.string)
+        default:
+            throw StoreError(
+                .insecureFile,
+                "\(path) is \(status.kindDescription), not a regular file; vault needs a key file there (mode 0600)",
+                path: path.string)
+        }
+        let euid = ProcessIdentity.effectiveUserID
+        guard status.ownerID == euid || (ownerMayBeRoot && status.ownerID == 0) else {
+            throw StoreError(
+                .insecureFile,
+                "\(path) is owned by uid \(status.ownerID), not by the user running vault (uid \(euid)); "
+                    + (ownerMayBeRoot
+                        ? "give this user its own copy (a systemd credential: LoadCredential=), or "
+                            + VaultLocation.runAsOwnerAdvice(status.ownerID)
+                        : VaultLocation.runAsOwnerAdvice(status.ownerID)),
+                path: path.string)
+        }
+        guard status.permissions.intersection(.groupOrOtherAny).isEmpty else {
+            throw StoreError(
+                .insecureFile,
+                "\(path) is accessible by group or others (mode \(status.permissions)); run `chmod 600 \(path)`",
+                path: path.string)
+        }
+        guard sizes.contains(status.size) else {
+            let keyByteCount = SymmetricKey.byteCount
+            if !sizes.contains(Int64(WrappedMasterKey.byteCount)) && !sizes.contains(Int64(AlwaysKeyFile.byteCount)) {
+                throw StoreError(
+                    .integrity,
+                    "\(path) is \(status.size) bytes; a key file is exactly \(keyByteCount) raw bytes (make one with "
+                        + "`(umask 077 && head -c \(keyByteCount) /dev/urandom > FILE)`)",
+                    path: path.string)
+            }
+            throw StoreError(
+                .integrity,
+                "\(path) is \(status.size) bytes; a master key file is exactly \(keyByteCount) bytes (or "
+                    + "\(WrappedMasterKey.byteCount) when wrapped by a passphrase). It is damaged or not a vault "
+                    + "key; restore it from a backup",
+                path: path.string)
+        }
+    }
+
+    /// A new random key.
+    static func randomKey() throws(StoreError) -> SymmetricKey {
+        do {
+            return try SymmetricKey.random()
+        } catch {
+            throw StoreError.crypto(error, "cannot make a master key")
+        }
+    }
+
+    /// `bytes` as a key; the caller checked the size.
+    static func key(_ bytes: SecureBytes, path: FilePath) throws(StoreError) -> SymmetricKey {
+        do {
+            return try SymmetricKey(bytes)
+        } catch {
+            throw StoreError(
+                .integrity, "\(path) does not hold a \(SymmetricKey.byteCount)-byte key", path: path.string)
+        }
+    }
+}

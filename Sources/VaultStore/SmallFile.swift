@@ -1,0 +1,133 @@
+import VaultSystem
+
+/// Reading a whole small file of the vault (an item, the marker, a note, the journal, a backup):
+/// opened without following a link or blocking on a FIFO (`O_NOFOLLOW|O_NONBLOCK`), checked to be a
+/// regular file of a plausible size, and read with one allocation. ENOENT comes back as a
+/// `StoreError` whose `errno` is ENOENT.
+enum SmallFile {
+    /// The bytes of `name` in `directory`, at most `limit` of them.
+    static func read(_ name: String, in directory: FileDescriptor, path: FilePath, limit: Int) throws(StoreError)
+        -> [UInt8]
+    {
+        try read(name, in: directory, path: path, limit: limit, confirming: false).contents
+    }
+
+    /// Like `read`, and whether the bytes are those of the file at `name` when the read ended: the file
+    /// did not change while it was read (inode, size, change time) and `name` still leads to it. For a
+    /// reader that must tell a damaged file from one replaced under it.
+    static func readConfirmed(_ name: String, in directory: FileDescriptor, path: FilePath, limit: Int)
+        throws(StoreError) -> (contents: [UInt8], unchanged: Bool)
+    {
+        try read(name, in: directory, path: path, limit: limit, confirming: true)
+    }
+
+    /// The bytes of `name` in `directory`, or nil when there is no such file.
+    static func readIfPresent(_ name: String, in directory: FileDescriptor, path: FilePath, limit: Int)
+        throws(StoreError) -> [UInt8]?
+    {
+        do {
+            return try read(name, in: directory, path: path, limit: limit)
+        } catch  where error.errno == .noSuchFileOrDirectory {
+            return nil
+        }
+    }
+
+    /// The first `prefix` bytes of a regular file in `directory` whose size is `minimumSize` to `limit`
+    /// bytes: what a reader checks (magic, header) before it reads a large file whole.
+    static func readPrefix(
+        _ name: String, in directory: FileDescriptor, path: FilePath, prefix: Int, minimumSize: Int, limit: Int
+    ) throws(StoreError) -> [UInt8] {
+        let (fd, status) = try openRegular(name, in: directory, path: path)
+        defer { try? fd.close() }
+        guard status.size >= Int64(minimumSize), status.size <= Int64(limit) else {
+            throw StoreError(
+                .integrity,
+                "\(path) is \(status.size) bytes, not between \(minimumSize) and \(limit): it is not what vault "
+                    + "expects there, or it is damaged",
+                path: path.string)
+        }
+        do {
+            return try fd.read(count: prefix, at: 0)
+        } catch {
+            throw StoreError.system(error, .read, "read", path: path)
+        }
+    }
+
+    /// Opens `name` in `directory` for reading without following a link or blocking on a FIFO, and
+    /// checks that it is a regular file; each refusal names the path and what is there instead.
+    static func openRegular(_ name: String, in directory: FileDescriptor, path: FilePath)
+        throws(StoreError) -> (fd: FileDescriptor, status: FileStatus)
+    {
+        let fd: FileDescriptor
+        do {
+            // O_NONBLOCK: a FIFO or device planted under the name must not hang the reader.
+            do {
+                fd = try directory.openAt(name, [.readOnly, .noAccessTime, .nonBlocking])
+            } catch  where error == .notPermitted {
+                // O_NOATIME needs ownership; a file of another user is read (and then refused) without it.
+                fd = try directory.openAt(name, [.readOnly, .nonBlocking])
+            }
+        } catch {
+            let cause = SystemCallError(systemCall: .open, errno: error)
+            if error == .tooManySymbolicLinks {
+                throw StoreError(
+                    .insecureFile, "\(path) is a symbolic link; vault refuses links inside the vault",
+                    path: path.string, cause: cause)
+            }
+            if error == .noSuchDeviceOrAddress {
+                // What opening a socket (or a device without a driver) gives.
+                throw StoreError(
+                    .insecureFile, "\(path) is not a regular file (a socket or device); vault refuses it",
+                    path: path.string, cause: cause)
+            }
+            throw StoreError.system(error, .open, "open", path: path)
+        }
+        let status: FileStatus
+        do {
+            status = try fd.status()
+        } catch {
+            try? fd.close()
+            throw StoreError.system(error, .stat, "inspect", path: path)
+        }
+        guard status.kind == .regular else {
+            try? fd.close()
+            throw StoreError(
+                .insecureFile, "\(path) is \(status.kindDescription), not a regular file; vault refuses it",
+                path: path.string)
+        }
+        return (fd, status)
+    }
+
+    private static func read(
+        _ name: String, in directory: FileDescriptor, path: FilePath, limit: Int, confirming: Bool
+    ) throws(StoreError) -> (contents: [UInt8], unchanged: Bool) {
+        let (fd, status) = try openRegular(name, in: directory, path: path)
+        defer { try? fd.close() }
+        guard status.size <= Int64(limit) else {
+            throw StoreError(
+                .integrity, "\(path) is \(status.size) bytes, more than the \(limit) allowed; it is damaged",
+                path: path.string)
+        }
+        let contents: [UInt8]
+        do {
+            contents = try fd.readAll(sizeHint: Int(status.size), limit: limit)
+        } catch {
+            if error == .fileTooLarge {
+                throw StoreError(.integrity, "\(path) grew past \(limit) bytes while being read", path: path.string)
+            }
+            throw StoreError.system(error, .read, "read", path: path)
+        }
+        guard confirming else { return (contents, false) }
+        let after: FileStatus
+        do {
+            after = try fd.status()
+        } catch {
+            throw StoreError.system(error, .stat, "read", path: path)
+        }
+        let atName = try? directory.statusAt(name)
+        let unchanged =
+            after.size == status.size && after.changeNanoseconds == status.changeNanoseconds
+            && atName?.inode == status.inode && atName?.device == status.device
+        return (contents, unchanged)
+    }
+}

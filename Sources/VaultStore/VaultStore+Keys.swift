@@ -1,0 +1,111 @@
+import VaultCrypto
+import VaultSystem
+
+/// The keys of an open store: which class keys it could load, the derived keys of each group, item
+/// ids, and the passphrase that wraps `master.key`.
+extension VaultStore {
+    /// The class keys a process can have: all of them from a key file or a passphrase; in a passphrase
+    /// vault opened without one, the `always` key from `always.key` and whatever `vault unlock` cached.
+    /// The cache is tried before the passphrase is asked for, so that an unlocked vault asks nothing.
+    static func loadClassKeys(
+        directory: FileDescriptor, path: FilePath, markerBytes: [UInt8], keySource: KeySource
+    ) throws(StoreError) -> ClassKeys {
+        let wrapped: [UInt8]
+        let keyPath: FilePath
+        switch try MasterKeyFile.read(in: directory, vaultPath: path, source: keySource) {
+        case .key(let master): return try ClassKeys(master: master)
+        case .wrapped(let bytes, let path): (wrapped, keyPath) = (bytes, path)
+        }
+        let alwaysFile = try AlwaysKeyFile.load(in: directory, vaultPath: path)
+        // Cached class keys count only if they are this vault's (a stale or foreign entry is ignored).
+        var afterFirstUnlock: SymmetricKey?
+        var whenUnlocked: SymmetricKey?
+        if keySource.usesUnlockCache, let alwaysFile, let vaultID = UnlockCache.claimedVaultID(markerBytes) {
+            let cached = UnlockCache.read(vaultID: vaultID)
+            afterFirstUnlock = cached.afterFirstUnlock.flatMap { alwaysFile.verifies($0, .afterFirstUnlock) ? $0 : nil }
+            whenUnlocked = cached.whenUnlocked.flatMap { alwaysFile.verifies($0, .whenUnlocked) ? $0 : nil }
+            if let afterFirstUnlock, let whenUnlocked {
+                return ClassKeys(
+                    always: alwaysFile.always, afterFirstUnlock: afterFirstUnlock, whenUnlocked: whenUnlocked)
+            }
+        }
+        do {
+            let master = try MasterKeyFile.unwrap(wrapped, path: keyPath, vaultPath: path, source: keySource)
+            return try ClassKeys(master: master)
+        } catch  where error.code == .locked {
+            // No passphrase to be had: open locked. `Always` items stay readable; the others say locked.
+            guard let alwaysFile else { throw error }
+            return ClassKeys(always: alwaysFile.always, afterFirstUnlock: afterFirstUnlock, whenUnlocked: whenUnlocked)
+        }
+    }
+
+    /// The derived keys of `group`, computed once per store.
+    func keys(for group: GroupName) throws(StoreError) -> GroupKeys {
+        if let keys = state.withLock({ $0.groupKeys[group] }) { return keys }
+        let keys = try GroupKeys(classKeys: classKeys, group: group)
+        state.withLock { $0.groupKeys[group] = keys }
+        return keys
+    }
+
+    /// The id of the item whose canonical primary key is `primaryKey` in `group`: a keyed BLAKE2b
+    /// under the group's index key, so names reveal nothing and differ between groups.
+    public func itemID(group: GroupName, primaryKey: [UInt8]) throws(StoreError) -> ItemID {
+        try keys(for: group).itemID(primaryKey)
+    }
+
+    /// The encryption key of `protectionClass` in `item`'s group; `locked`, naming the file, when the
+    /// store lacks that class key.
+    func encryptionKey(_ protectionClass: ProtectionClass, for item: ItemLocation) throws(StoreError)
+        -> SymmetricKey
+    {
+        guard let key = try keys(for: item.group).encryption(protectionClass) else {
+            let path = itemPath(item)
+            throw StoreError(
+                .locked,
+                "\(path) is protected by class \(protectionClass) and the vault at \(self.path) is locked for it; "
+                    + "run `vault unlock` (or give the passphrase)",
+                path: path.string)
+        }
+        return key
+    }
+
+    /// The path of `master.key`, as messages and prompts name it.
+    public var masterKeyPath: String { (location / MasterKeyFile.fileName).string }
+
+    /// Whether `master.key` is wrapped under a passphrase (read now: `passwd` may have changed it).
+    public var isPassphraseProtected: Bool {
+        (try? directory.statusAt(MasterKeyFile.fileName))?.size == Int64(WrappedMasterKey.byteCount)
+    }
+
+    /// Whether this store holds the key of `protectionClass` (always true for a key-file vault).
+    public func isAvailable(_ protectionClass: ProtectionClass) -> Bool {
+        classKeys.key(protectionClass) != nil
+    }
+
+    /// Re-wraps the master key in `master.key` under `newPassphrase` (nil stores it plainly), under the
+    /// write lock; the key itself and every item stay as they are. Atomic: a crash leaves the old file
+    /// (old passphrase) or the new one. Refused for a vault whose key is in an external key file.
+    public func changePassphrase(
+        to newPassphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits = .moderate,
+        keySource: KeySource = KeySource()
+    ) throws(StoreError) {
+        if let keyFile = keySource.keyFile {
+            throw StoreError(
+                .invalidName,
+                "the key of the vault at \(path) is in the external file \(keyFile); a passphrase "
+                    + "protects master.key only")
+        }
+        guard let masterKey else {
+            throw StoreError(
+                .locked, "the vault at \(path) was opened without its passphrase; give the current one to change it")
+        }
+        try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in
+            if newPassphrase != nil {
+                // Written first: a crash after it leaves a plain master.key and a harmless always.key.
+                try AlwaysKeyFile.write(classKeys, in: directory, vaultPath: location)
+            }
+            try MasterKeyFile.rewrite(
+                masterKey, passphrase: newPassphrase, limits: limits, in: directory, vaultPath: location)
+        }
+    }
+}

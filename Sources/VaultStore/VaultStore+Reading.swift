@@ -1,0 +1,151 @@
+import VaultCrypto
+import VaultSystem
+
+/// The read path. Readers take no lock: they read an item's generation record first and its file
+/// second (so a concurrent update never looks like a rollback), decrypt it, let the caller decode it,
+/// and check the decoded version against the record. A read that fails a check is repeated by name
+/// until the verdict stands (`readPlaintext`), since the file a reader opened may have become the
+/// group's spare and been written over.
+extension VaultStore {
+    /// Item `item` as its current value: read, authenticated, decoded by `decode` (which gets the
+    /// plaintext and the file's path, for messages) and checked against its generation record: nil
+    /// when there is no such item, or when the file is the old half of a move under way (a writer
+    /// crashed, or is still running, between writing the new file and removing this one). An item file
+    /// replaced with an older copy of itself is an `integrity` error naming it. Failures of the store
+    /// come as `Failure(storeError)`, those of `decode` as they are.
+    public func read<Record: VersionedRecord, Failure: StoreErrorConvertible>(
+        _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: String) throws(Failure) -> Record
+    ) throws(Failure) -> Record? {
+        guard let found = try readVerified(item, decoding: decode) else { return nil }
+        guard found.moving else { return found.record }
+        return try isMovedAway(item, found.record.version, decoding: decode) ? nil : found.record
+    }
+
+    /// Item `item`'s file as it is, verified as `read` verifies it, including the old half of a move
+    /// under way: for scans, which see both halves and keep the later one, and for checks of every file.
+    public func readFile<Record: VersionedRecord, Failure: StoreErrorConvertible>(
+        _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: String) throws(Failure) -> Record
+    ) throws(Failure) -> Record? {
+        try readVerified(item, decoding: decode)?.record
+    }
+
+    /// The decrypted plaintext of item `id` of `group`, or nil when there is none, without the version
+    /// checks (which need the layer above's decoding): for plaintexts that carry no version. Wiped when
+    /// the result goes.
+    public func readPlaintext(group: GroupName, id: ItemID) throws(StoreError) -> TransientBytes? {
+        let item = ItemLocation(group: group, id: id)
+        guard let directory = try groupDirectory(group, create: false) else { return nil }
+        return try readPlaintext(item, in: directory)
+    }
+
+    /// The fingerprint of item `id` of `group`, or nil when there is no such file (one readlink and
+    /// one stat, no decryption).
+    public func fingerprint(group: GroupName, id: ItemID) throws(StoreError) -> ItemFingerprint? {
+        let item = ItemLocation(group: group, id: id)
+        guard let directory = try groupDirectory(group, create: false) else { return nil }
+        let text = try GenerationRecord.readText(id, in: directory, itemPath: itemPath(item))
+        let status: FileStatus
+        do {
+            status = try directory.statusAt(id.fileName)
+        } catch {
+            if error == .noSuchFileOrDirectory { return nil }
+            throw StoreError.system(error, .stat, "inspect", path: itemPath(item))
+        }
+        return ItemFingerprint(recordText: text, status: status)
+    }
+
+    /// One verified read: the generation record, then the file, then `decode`, then the rollback check.
+    /// `moving` is true when a writer marked the item as being moved: only then must a reader look for
+    /// the move's intent note.
+    func readVerified<Record: VersionedRecord, Failure: StoreErrorConvertible>(
+        _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: String) throws(Failure) -> Record
+    ) throws(Failure) -> (record: Record, moving: Bool)? {
+        let path = itemPath(item)
+        let read = try Failure.converting { () throws(StoreError) -> (GenerationRecord.Found, TransientBytes)? in
+            guard let directory = try groupDirectory(item.group, create: false) else { return nil }
+            let found = try GenerationRecord.read(item.id, in: directory, itemPath: path)
+            guard let plaintext = try readPlaintext(item, in: directory) else { return nil }
+            return (found, plaintext)
+        }
+        guard let (found, plaintext) = read else { return nil }
+        let record = try plaintext.withBytes { (bytes) throws(Failure) in try decode(bytes, path.string) }
+        try Failure.converting { () throws(StoreError) in
+            try checkNotRolledBack(found.recorded, item, version: record.version)
+        }
+        return (record, found.moving)
+    }
+
+    /// Throws an `integrity` error naming the file when `recorded` (read before the item) is an
+    /// authentic record of this item at a newer generation than `version`: the item file was replaced
+    /// with an older copy of itself.
+    func checkNotRolledBack(_ recorded: GenerationRecord.Recorded?, _ item: ItemLocation, version: ItemVersion)
+        throws(StoreError)
+    {
+        guard let recorded, recorded.generation > version.generation else { return }
+        let claimed = ItemVersion(persistentID: version.persistentID, generation: recorded.generation)
+        let expected = try GenerationRecord.tag(
+            key: try keys(for: item.group).index, vaultID: vaultID, location: item, version: claimed)
+        // Not constant-time: the tag is not a secret and the comparison reveals nothing useful.
+        guard expected == recorded.tag else { return }
+        let path = itemPath(item)
+        throw StoreError(
+            .integrity,
+            "\(path) is generation \(version.generation) but the vault recorded generation \(recorded.generation): "
+                + "it was replaced with an older copy of itself (rollback)",
+            path: path.string)
+    }
+
+    /// Reads of one item before a failure is reported while its bytes keep changing under the reader.
+    static let readAttempts = 8
+
+    /// Reads and decrypts item `item` of the open `directory`; nil when it does not exist. A file that
+    /// fails any check is an `integrity` error naming it, never garbage.
+    func readPlaintext(_ item: ItemLocation, in directory: FileDescriptor) throws(StoreError) -> TransientBytes? {
+        let path = itemPath(item)
+        var failed: (contents: [UInt8], error: StoreError)?
+        for attempt in 1...Self.readAttempts {
+            let contents: [UInt8]
+            var unchanged = false
+            do {
+                if attempt == 1 {
+                    contents = try SmallFile.read(
+                        item.id.fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
+                } else {
+                    (contents, unchanged) = try SmallFile.readConfirmed(
+                        item.id.fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
+                }
+            } catch  where error.errno == .noSuchFileOrDirectory {
+                return nil
+            }
+            do throws(StoreError) {
+                let protectionClass = try ItemFile.protectionClass(of: contents, path: path)
+                let key = try encryptionKey(protectionClass, for: item)
+                return try ItemFile.open(contents, key: key, vaultID: vaultID, location: item, path: path)
+            } catch {
+                // A reader takes no lock, so the file it opened may have become the group's spare and be
+                // written over (`SpareFile`): what it read can be another item's file, zeros, or torn.
+                // Such a read is not the file at the name; reading again by name is. A verdict stands
+                // when a read found the file at the name unchanged throughout and returned the same
+                // bytes as the failed read before it (a damaged file stays damaged).
+                let settled = unchanged && contents == failed?.contents
+                guard [StoreError.Code.integrity, .locked, .unsupportedFormat].contains(error.code), !settled
+                else { throw error }
+                failed = (contents, error)
+            }
+        }
+        // Every read failed and the bytes kept changing: report the last failure.
+        throw failed!.error
+    }
+}
+
+extension StoreErrorConvertible {
+    /// Runs `body`, handing a store failure on as this error type.
+    @inline(__always)
+    static func converting<R>(_ body: () throws(StoreError) -> R) throws(Self) -> R {
+        do {
+            return try body()
+        } catch {
+            throw Self(error)
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import VaultCrypto
+import VaultSystem
+
+/// The write side of a vault, handed out only inside `VaultStore.withWriteLock`; do not keep it past
+/// the closure, whose end releases the lock. It says what happens to items; how (spares, temp files,
+/// generation records, move notes, fsyncs) is the store's.
+public struct WriteTransaction {
+    let store: VaultStore
+    /// Whether durable item writes may go through the groups' spare files (see `WriteLock`).
+    let reusesSpares: Bool
+
+    /// Encrypts `plaintext` under the key of `protectionClass` and durably stores it as `item`,
+    /// replacing any previous value; `locked` when the store lacks that class key. With `version`, the
+    /// item's generation record is kept (from generation 2 on), so that a later read can tell when the
+    /// file was replaced with an older copy of itself; it shares the item's directory fsync.
+    public func write(
+        _ plaintext: [UInt8], to item: ItemLocation, protectionClass: ProtectionClass, version: ItemVersion? = nil
+    ) throws(StoreError) {
+        let key = try store.encryptionKey(protectionClass, for: item)
+        let directory = try store.existingGroupDirectory(item.group)
+        store.removeStaleTemporaryFiles(group: item.group, directory: directory)
+        let contents = try ItemFile.seal(
+            plaintext, key: key, protectionClass: protectionClass, vaultID: store.vaultID, location: item)
+        let durable = !store.state.withLock { $0.bulkLoading }
+        // Generation 1 gets no record: no older copy of the item exists to roll back to, and an add then
+        // allocates no second inode. A record left there (by a delete whose unlink of it failed, or the
+        // `moving` mark of an unfinished move) is removed instead, in the same directory fsync.
+        var record: (name: String, text: String?)?
+        if let version {
+            var text: String?
+            if version.generation > 1 {
+                let tag = try GenerationRecord.tag(
+                    key: try store.keys(for: item.group).index, vaultID: store.vaultID, location: item,
+                    version: version)
+                text = GenerationRecord.text(generation: version.generation, tag: tag)
+            }
+            record = (GenerationRecord.name(item.id), text)
+        }
+        // After a failed write through a spare, none is used until the next writer has removed them.
+        let spare = durable && reusesSpares && !store.state.withLock { $0.spareUntrusted }
+        do {
+            try ItemWrite(
+                contents: contents, name: item.id.fileName, record: record, durable: durable, reusingSpare: spare
+            )
+            .run(in: directory, directoryPath: store.groupPath(item.group))
+        } catch {
+            if spare { store.state.withLock { $0.spareUntrusted = true } }
+            throw error
+        }
+    }
+
+    /// Moves an item to `destination` (another primary key or group) with the new contents `plaintext`,
+    /// by the move protocol (`Moves`): the source is marked and an intent note written, then the new
+    /// item, then the source and its record are removed, then the note. A crash at any point leaves
+    /// the item at one of the two places for every reader, and the next writer finishes or undoes the
+    /// move. `keepingSource`: another write of this transaction put an item at the source (two items
+    /// swapping keys), so it is left in place.
+    public func move(
+        _ source: ItemLocation, to destination: ItemLocation, plaintext: [UInt8], protectionClass: ProtectionClass,
+        version: ItemVersion, keepingSource: Bool = false
+    ) throws(StoreError) {
+        try store.beginMove(MoveIntent(source: source, destination: destination))
+        try write(plaintext, to: destination, protectionClass: protectionClass, version: version)
+        if !keepingSource { _ = try delete(source) }
+        try store.endMove(of: source)
+    }
+
+    /// Durably removes `item` and its generation record, without reading it (so also a damaged file);
+    /// false when it did not exist.
+    @discardableResult
+    public func delete(_ item: ItemLocation) throws(StoreError) -> Bool {
+        guard let directory = try store.groupDirectory(item.group, create: false) else { return false }
+        return try AtomicFile.remove(
+            item.id.fileName, in: directory, directoryPath: store.groupPath(item.group),
+            alsoRemove: GenerationRecord.name(item.id))
+    }
+
+    /// Reads `item` under the lock, as `VaultStore.readFile` does: no move is half done under the lock
+    /// (those of writers that died were finished when it was taken).
+    public func read<Record: VersionedRecord, Failure: StoreErrorConvertible>(
+        _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: String) throws(Failure) -> Record
+    ) throws(Failure) -> Record? {
+        try store.readFile(item, decoding: decode)
+    }
+}
