@@ -159,8 +159,9 @@ struct Floors {
         _ = try fd.status()
         _ = try fd.readAll(limit: 1 << 20)
         try fd.close()
-        _ = try XChaCha20Poly1305.openTransient(
-            sealed, from: 0, key: key, nonce: nonce, associatedData: [UInt8](repeating: 2, count: 120))
+        _ = try XChaCha20Poly1305.open(
+            sealed, from: 0, key: key, nonce: nonce, associatedData: [UInt8](repeating: 2, count: 120),
+            as: TransientBytes.self)
     }
 
     func readAndOpenAll(in groupPath: String) throws {
@@ -170,8 +171,9 @@ struct Floors {
             let fd = try group.openAt(name, .readOnly)
             _ = try fd.readAll(limit: 1 << 20)
             try fd.close()
-            _ = try XChaCha20Poly1305.openTransient(
-                sealed, from: 0, key: key, nonce: nonce, associatedData: [UInt8](repeating: 2, count: 120))
+            _ = try XChaCha20Poly1305.open(
+                sealed, from: 0, key: key, nonce: nonce, associatedData: [UInt8](repeating: 2, count: 120),
+                as: TransientBytes.self)
         }
     }
 }

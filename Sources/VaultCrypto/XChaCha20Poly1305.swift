@@ -63,59 +63,29 @@ public enum XChaCha20Poly1305 {
     }
 
     /// Checks the tag over `ciphertext` (ciphertext followed by tag) and `associatedData`, and returns
-    /// the plaintext in secure memory. Any mismatch is `authenticationFailed`; no byte of an
-    /// unauthenticated plaintext is ever returned.
-    public static func open(
-        _ ciphertext: UnsafeRawBufferPointer,
-        key: SymmetricKey,
-        nonce: [UInt8],
-        associatedData: [UInt8]
-    ) throws(CryptoError) -> SecureBytes {
-        let count = try plaintextCount(ciphertext, nonce: nonce)
-        do {
-            return try SecureBytes(exactly: count) { (out) throws(CryptoError) in
-                try decrypt(ciphertext, into: out, key: key, nonce: nonce, associatedData: associatedData)
-            }
-        } catch {
-            throw error.cryptoError
-        }
-    }
-
-    /// Like `open(_:key:nonce:associatedData:)`, but the plaintext goes into ordinary memory that is
-    /// wiped when the returned object goes (`TransientBytes`): for short-lived plaintexts read on every
-    /// look-up, where secure memory's nine system calls (mmap, mprotect, mlock, …) would cost more than
-    /// the read itself.
-    public static func openTransient(
-        _ ciphertext: UnsafeRawBufferPointer,
-        key: SymmetricKey,
-        nonce: [UInt8],
-        associatedData: [UInt8]
-    ) throws(CryptoError) -> TransientBytes {
-        let count = try plaintextCount(ciphertext, nonce: nonce)
-        return try TransientBytes(count: count) { (out) throws(CryptoError) in
+    /// the plaintext in `Plaintext` memory: `SecureBytes` (the default) for keys and long-lived secrets,
+    /// `TransientBytes` for short-lived plaintexts read on every look-up, where secure memory's nine
+    /// system calls (mmap, mprotect, mlock, …) would cost more than the read itself. Any mismatch is
+    /// `authenticationFailed`; no byte of an unauthenticated plaintext is ever returned.
+    public static func open<Plaintext: PlaintextStorage>(
+        _ ciphertext: UnsafeRawBufferPointer, key: SymmetricKey, nonce: [UInt8], associatedData: [UInt8],
+        as storage: Plaintext.Type = SecureBytes.self
+    ) throws(CryptoError) -> Plaintext {
+        let count = try plaintextCount(ciphertext.count, nonce: nonce)
+        return try Plaintext.filled(count: count) { (out) throws(CryptoError) in
             try decrypt(ciphertext, into: out, key: key, nonce: nonce, associatedData: associatedData)
         }
     }
 
-    /// Opens the ciphertext (and tag) that fills `bytes` from `start` on, into secure memory (see
-    /// `open(_:key:nonce:associatedData:)`).
-    public static func open(
-        _ bytes: [UInt8], from start: Int, key: SymmetricKey, nonce: [UInt8], associatedData: [UInt8]
-    ) throws(CryptoError) -> SecureBytes {
+    /// `open(_:key:nonce:associatedData:as:)` of the ciphertext that fills `bytes` from `start` on.
+    public static func open<Plaintext: PlaintextStorage>(
+        _ bytes: [UInt8], from start: Int, key: SymmetricKey, nonce: [UInt8], associatedData: [UInt8],
+        as storage: Plaintext.Type = SecureBytes.self
+    ) throws(CryptoError) -> Plaintext {
         try bytes.withTypedBytes { (raw) throws(CryptoError) in
             try open(
-                UnsafeRawBufferPointer(rebasing: raw[start...]), key: key, nonce: nonce, associatedData: associatedData)
-        }
-    }
-
-    /// Opens the ciphertext (and tag) that fills `bytes` from `start` on, into ordinary memory wiped
-    /// when it goes (see `openTransient(_:key:nonce:associatedData:)`).
-    public static func openTransient(
-        _ bytes: [UInt8], from start: Int, key: SymmetricKey, nonce: [UInt8], associatedData: [UInt8]
-    ) throws(CryptoError) -> TransientBytes {
-        try bytes.withTypedBytes { (raw) throws(CryptoError) in
-            try openTransient(
-                UnsafeRawBufferPointer(rebasing: raw[start...]), key: key, nonce: nonce, associatedData: associatedData)
+                UnsafeRawBufferPointer(rebasing: raw[start...]), key: key, nonce: nonce, associatedData: associatedData,
+                as: storage)
         }
     }
 
@@ -141,18 +111,16 @@ public enum XChaCha20Poly1305 {
     }
 
     /// The size of the plaintext inside `ciphertext`, after the checks that need no key.
-    private static func plaintextCount(_ ciphertext: UnsafeRawBufferPointer, nonce: [UInt8]) throws(CryptoError)
-        -> Int
-    {
+    private static func plaintextCount(_ ciphertextCount: Int, nonce: [UInt8]) throws(CryptoError) -> Int {
         try Sodium.ensureInitialized()
         try checkNonce(nonce)
-        guard ciphertext.count >= tagByteCount else {
+        guard ciphertextCount >= tagByteCount else {
             throw CryptoError(
                 .authenticationFailed,
-                "ciphertext of \(ciphertext.count) bytes is shorter than the \(tagByteCount)-byte tag"
+                "ciphertext of \(ciphertextCount) bytes is shorter than the \(tagByteCount)-byte tag"
             )
         }
-        return ciphertext.count - tagByteCount
+        return ciphertextCount - tagByteCount
     }
 
     private static func checkNonce(_ nonce: [UInt8]) throws(CryptoError) {
@@ -160,5 +128,34 @@ public enum XChaCha20Poly1305 {
             throw CryptoError(
                 .invalidArgument, "nonce is \(nonce.count) bytes; XChaCha20-Poly1305 needs \(nonceByteCount)")
         }
+    }
+}
+
+/// Memory that a decryption writes a plaintext into.
+public protocol PlaintextStorage {
+    /// `count` bytes that `fill` writes; wiped (and freed) if `fill` fails.
+    static func filled(count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(CryptoError) -> Void)
+        throws(CryptoError) -> Self
+}
+
+extension SecureBytes: PlaintextStorage {
+    /// Secure memory of `count` bytes that `fill` writes.
+    public static func filled(count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(CryptoError) -> Void)
+        throws(CryptoError) -> SecureBytes
+    {
+        do {
+            return try SecureBytes(exactly: count, initializer: fill)
+        } catch {
+            throw error.cryptoError
+        }
+    }
+}
+
+extension TransientBytes: PlaintextStorage {
+    /// Ordinary memory of `count` bytes that `fill` writes, wiped when the object goes.
+    public static func filled(count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(CryptoError) -> Void)
+        throws(CryptoError) -> TransientBytes
+    {
+        try TransientBytes(count: count, fill)
     }
 }

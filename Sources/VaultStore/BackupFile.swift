@@ -59,12 +59,7 @@ public enum BackupFile {
         let sealed = try seal(payload, key: key)
         let file = FilePath(path)
         let directoryPath = file.parent
-        let directory: FileDescriptor
-        do {
-            directory = try FileDescriptor.currentWorkingDirectory.openDirectoryAt(directoryPath.string)
-        } catch {
-            throw StoreError.system(error, .open, "open the directory of the backup", path: directoryPath)
-        }
+        let directory = try VaultDirectory.openOutside(directoryPath, verb: "open the directory of the backup")
         defer { try? directory.close() }
         do {
             try AtomicFile.createExclusively(
@@ -145,10 +140,6 @@ public enum BackupFile {
     }
 
     private static func openDirectory(of file: FilePath) throws(StoreError) -> FileDescriptor {
-        do {
-            return try FileDescriptor.currentWorkingDirectory.openDirectoryAt(file.parent.string)
-        } catch {
-            throw StoreError.system(error, .open, "open the directory of", path: file)
-        }
+        try VaultDirectory.openOutside(file.parent, verb: "open the directory of", naming: file)
     }
 }

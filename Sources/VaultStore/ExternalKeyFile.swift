@@ -30,18 +30,11 @@ enum ExternalKeyFile {
         let key = try KeyFile.randomKey()
         let file = FilePath(keyFile)
         let parent = file.parent
-        let parentFD: FileDescriptor
-        do {
-            parentFD = try FileDescriptor.currentWorkingDirectory.openDirectoryAt(parent.string)
-        } catch {
-            if error == .noSuchFileOrDirectory {
-                throw StoreError(
-                    .vaultNotFound,
-                    "the directory \(parent) of the key file \(keyFile) does not exist; make it first: "
-                        + "`install -d -m 0700 \(parent)`",
-                    path: parent.string, cause: SystemCallError(systemCall: .open, errno: error))
-            }
-            throw StoreError.system(error, .open, "open the directory of the key file", path: parent)
+        let parentFD = try VaultDirectory.openOutside(parent, verb: "open the directory of the key file") { error in
+            let message =
+                "the directory \(parent) of the key file \(keyFile) does not exist; make it first: "
+                + "`install -d -m 0700 \(parent)`"
+            return StoreError(.vaultNotFound, message, path: parent, failed: .open, error)
         }
         defer { try? parentFD.close() }
         try AtomicFile.createExclusively(

@@ -101,8 +101,8 @@ enum ItemFile {
         let ad = associatedData(
             vaultID: vaultID, group: location.group, id: location.id, protectionClass: protectionClass)
         do {
-            return try XChaCha20Poly1305.openTransient(
-                contents, from: nonceEnd, key: key, nonce: nonce, associatedData: ad)
+            return try XChaCha20Poly1305.open(
+                contents, from: nonceEnd, key: key, nonce: nonce, associatedData: ad, as: TransientBytes.self)
         } catch  where error.code == .authenticationFailed {
             throw StoreError(
                 .integrity,

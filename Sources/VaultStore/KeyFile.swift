@@ -97,22 +97,14 @@ enum KeyFile {
                 "\(path) is \(status.kindDescription), not a regular file; vault needs a key file there (mode 0600)",
                 path: path.string)
         }
-        let euid = ProcessIdentity.effectiveUserID
-        guard status.ownerID == euid || (ownerMayBeRoot && status.ownerID == 0) else {
-            throw StoreError(
-                .insecureFile,
-                "\(path) is owned by uid \(status.ownerID), not by the user running vault (uid \(euid)); "
-                    + (ownerMayBeRoot
-                        ? "give this user its own copy (a systemd credential: LoadCredential=), or "
-                            + VaultLocation.runAsOwnerAdvice(status.ownerID)
-                        : VaultLocation.runAsOwnerAdvice(status.ownerID)),
-                path: path.string)
+        try FileOwnership.requireOwner(status, rootMayOwn: ownerMayBeRoot, path: path) { owner, user in
+            let advice = VaultLocation.runAsOwnerAdvice(owner)
+            return "\(path) is owned by uid \(owner), not by the user running vault (uid \(user)); "
+                + (ownerMayBeRoot ? "give this user its own copy (a systemd credential: LoadCredential=), or " : "")
+                + advice
         }
-        guard status.permissions.intersection(.groupOrOtherAny).isEmpty else {
-            throw StoreError(
-                .insecureFile,
-                "\(path) is accessible by group or others (mode \(status.permissions)); run `chmod 600 \(path)`",
-                path: path.string)
+        try FileOwnership.requireMode(status, without: .groupOrOtherAny, path: path) { mode in
+            "\(path) is accessible by group or others (mode \(mode)); run `chmod 600 \(path)`"
         }
         guard sizes.contains(status.size) else {
             let keyByteCount = SymmetricKey.byteCount

@@ -68,26 +68,32 @@ enum SmallFile {
                 fd = try directory.openAt(name, [.readOnly, .nonBlocking])
             }
         } catch {
-            let cause = SystemCallError(systemCall: .open, errno: error)
-            if error == .tooManySymbolicLinks {
-                throw StoreError(
-                    .insecureFile, "\(path) is a symbolic link; vault refuses links inside the vault",
-                    path: path.string, cause: cause)
-            }
-            if error == .noSuchDeviceOrAddress {
+            switch error {
+            case .tooManySymbolicLinks:
+                let message = "\(path) is a symbolic link; vault refuses links inside the vault"
+                throw StoreError(.insecureFile, message, path: path, failed: .open, error)
+            case .noSuchDeviceOrAddress:
                 // What opening a socket (or a device without a driver) gives.
-                throw StoreError(
-                    .insecureFile, "\(path) is not a regular file (a socket or device); vault refuses it",
-                    path: path.string, cause: cause)
+                let message = "\(path) is not a regular file (a socket or device); vault refuses it"
+                throw StoreError(.insecureFile, message, path: path, failed: .open, error)
+            default:
+                throw StoreError.system(error, .open, "open", path: path)
             }
-            throw StoreError.system(error, .open, "open", path: path)
         }
+        return (fd, try status(ofRegular: fd, path: path, inspecting: "inspect"))
+    }
+
+    /// The status of the open `fd`, which must be a regular file; otherwise `fd` is closed and the
+    /// refusal names `path` and what is there. `verb` names a failed `fstat`.
+    static func status(ofRegular fd: FileDescriptor, path: FilePath, inspecting verb: String) throws(StoreError)
+        -> FileStatus
+    {
         let status: FileStatus
         do {
             status = try fd.status()
         } catch {
             try? fd.close()
-            throw StoreError.system(error, .stat, "inspect", path: path)
+            throw StoreError.system(error, .stat, verb, path: path)
         }
         guard status.kind == .regular else {
             try? fd.close()
@@ -95,7 +101,7 @@ enum SmallFile {
                 .insecureFile, "\(path) is \(status.kindDescription), not a regular file; vault refuses it",
                 path: path.string)
         }
-        return (fd, status)
+        return status
     }
 
     private static func read(

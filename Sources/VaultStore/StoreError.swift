@@ -61,6 +61,11 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     /// The system error underneath, if the cause is one.
     public var errno: Errno? { (cause as? SystemCallError)?.errno ?? (cause as? StoreError)?.errno }
 
+    /// An error of `code` about `path` whose cause is a failed `call`.
+    init(_ code: Code, _ message: String, path: FilePath, failed call: SystemOperation, _ error: Errno) {
+        self.init(code, message, path: path.string, cause: SystemCallError(systemCall: call, errno: error))
+    }
+
     /// Classifies a failed system call on `path`: `what` says what was being done ("write", "open").
     static func system(_ error: Errno, _ call: SystemOperation, _ what: String, path: FilePath) -> StoreError {
         let cause = SystemCallError(systemCall: call, errno: error)

@@ -29,6 +29,19 @@ enum VaultDirectory {
         }
     }
 
+    /// Opens the directory at `path` (outside the vault: a key file's, a backup's); a failure is
+    /// `missing` for ENOENT when given, else "cannot `verb` PATH".
+    static func openOutside(
+        _ path: FilePath, verb: String, naming named: FilePath? = nil, missing: ((Errno) -> StoreError)? = nil
+    ) throws(StoreError) -> FileDescriptor {
+        do {
+            return try FileDescriptor.currentWorkingDirectory.openDirectoryAt(path.string)
+        } catch {
+            if error == .noSuchFileOrDirectory, let missing { throw missing(error) }
+            throw StoreError.system(error, .open, verb, path: named ?? path)
+        }
+    }
+
     /// Opens the vault directory after checking that it is a real directory (not a symlink, whatever
     /// trailing "/" or "/." it is named with) that belongs to the effective user (or root) and that
     /// only its owner can write, and that no parent lets another user replace it (`checkParents`).
@@ -38,20 +51,16 @@ enum VaultDirectory {
         do {
             status = try FileDescriptor.currentWorkingDirectory.statusAt(path.string)
         } catch {
-            let cause = SystemCallError(systemCall: .stat, errno: error)
             if error == .noSuchFileOrDirectory {
-                throw StoreError(
-                    .vaultNotFound, "no vault at \(given) (the directory does not exist); create one with `vault init`",
-                    path: given.string, cause: cause)
+                let message = "no vault at \(given) (the directory does not exist); create one with `vault init`"
+                throw StoreError(.vaultNotFound, message, path: given, failed: .stat, error)
             }
             if error == .permissionDenied, let (owner, _) = VaultLocation.owner(of: given.string),
                 owner != ProcessIdentity.effectiveUserID
             {
-                throw StoreError(
-                    .permissionDenied,
-                    "cannot inspect \(given): \(error); the vault belongs to uid \(owner): "
-                        + VaultLocation.runAsOwnerAdvice(owner),
-                    path: given.string, cause: cause)
+                let advice = VaultLocation.runAsOwnerAdvice(owner)
+                let message = "cannot inspect \(given): \(error); the vault belongs to uid \(owner): " + advice
+                throw StoreError(.permissionDenied, message, path: given, failed: .stat, error)
             }
             throw StoreError.system(error, .stat, "inspect", path: given)
         }
@@ -90,9 +99,7 @@ enum VaultDirectory {
             fd = try parent.openDirectoryAt(name)
         } catch {
             if error == .tooManySymbolicLinks || error == .notDirectory {
-                throw StoreError(
-                    .insecureFile, linkRefusal, path: path.string,
-                    cause: SystemCallError(systemCall: .open, errno: error))
+                throw StoreError(.insecureFile, linkRefusal, path: path, failed: .open, error)
             }
             throw StoreError.system(error, .open, verb, path: path)
         }
@@ -160,19 +167,12 @@ enum VaultDirectory {
         default:
             throw StoreError(.insecureFile, "\(what) \(path) is not a directory", path: path.string)
         }
-        let euid = ProcessIdentity.effectiveUserID
-        guard status.ownerID == euid || status.ownerID == 0 else {
-            throw StoreError(
-                .insecureFile,
-                "\(what) \(path) belongs to uid \(status.ownerID), not to the user running vault (uid \(euid)) or "
-                    + "root; \(VaultLocation.runAsOwnerAdvice(status.ownerID))",
-                path: path.string)
+        try FileOwnership.requireOwner(status, rootMayOwn: true, path: path) { owner, user in
+            "\(what) \(path) belongs to uid \(owner), not to the user running vault (uid \(user)) or root; "
+                + VaultLocation.runAsOwnerAdvice(owner)
         }
-        guard status.permissions.intersection(.groupOrOtherWrite).isEmpty else {
-            throw StoreError(
-                .insecureFile,
-                "\(what) \(path) is writable by group or others (mode \(status.permissions)); run `chmod 700 \(path)`",
-                path: path.string)
+        try FileOwnership.requireMode(status, without: .groupOrOtherWrite, path: path) { mode in
+            "\(what) \(path) is writable by group or others (mode \(mode)); run `chmod 700 \(path)`"
         }
     }
 

@@ -235,24 +235,12 @@ extension VaultStore {
     static func ensureLockFile(in directory: FileDescriptor, path: FilePath) throws(StoreError) -> FileDescriptor {
         let lockPath = path / lockFileName
         let fd: FileDescriptor
-        let status: FileStatus
         do {
             fd = try directory.openAt(lockFileName, [.readWrite, .create, .nonBlocking], permissions: .ownerReadWrite)
         } catch {
             throw StoreError.system(error, .open, "open the lock file", path: lockPath)
         }
-        do {
-            status = try fd.status()
-        } catch {
-            try? fd.close()
-            throw StoreError.system(error, .stat, "open the lock file", path: lockPath)
-        }
-        guard status.kind == .regular else {
-            try? fd.close()
-            throw StoreError(
-                .insecureFile, "\(lockPath) is \(status.kindDescription), not a regular file; vault refuses it",
-                path: lockPath.string)
-        }
+        _ = try SmallFile.status(ofRegular: fd, path: lockPath, inspecting: "open the lock file")
         return fd
     }
 

@@ -101,7 +101,7 @@ import Testing
             try XChaCha20Poly1305.seal($0, key: k, nonce: nonce, associatedData: [])
         }
         let opened = try sealed.withUnsafeBytes {
-            try XChaCha20Poly1305.openTransient($0, key: k, nonce: nonce, associatedData: [])
+            try XChaCha20Poly1305.open($0, key: k, nonce: nonce, associatedData: [], as: TransientBytes.self)
         }
         #expect(opened.withBytes { String(decoding: $0, as: UTF8.self) } == "top-secret-value")
         var dumped = ""
