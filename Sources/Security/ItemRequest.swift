@@ -39,12 +39,10 @@ struct ItemRequest {
     var attributeKeys: [String] = []
     var accessControl: SecAccessControl?
 
-    /// The attribute keys of each class that the vault stores (Apple's genp and inet schemas).
-    static let commonAttributes: Set<String> = [
-        "pdmn", "agrp", "cdat", "mdat", "desc", "icmt", "crtr", "type", "labl", "invi", "nega", "acct", "sync", "accc",
-    ]
-    static let genericAttributes = commonAttributes.union(["svce", "gena"])
-    static let internetAttributes = commonAttributes.union(["sdmn", "srvr", "ptcl", "atyp", "port", "path"])
+    /// The attribute keys of each class that the vault stores (`ItemAttribute`: Apple's genp and inet
+    /// schemas).
+    static let genericAttributes = Set(ItemAttribute.attributes(of: .genericPassword).map(\.key))
+    static let internetAttributes = Set(ItemAttribute.attributes(of: .internetPassword).map(\.key))
     /// Keys Apple accepts that mean nothing here.
     static let ignoredAttributes: Set<String> = ["nleg", "vwht"]
     static let ignoredUseKeys: Set<String> = [
@@ -212,7 +210,7 @@ struct ItemRequest {
         case .internetPassword: known = Self.internetAttributes
         case nil: known = Self.genericAttributes.union(Self.internetAttributes)
         }
-        guard known.contains(key) else {
+        guard known.contains(key), let attribute = ItemAttribute(rawValue: key) else {
             throw SecStatusError(
                 errSecNoSuchAttr, "\(key) is not an attribute of class \(itemClass?.rawValue ?? "genp or inet")")
         }
@@ -220,12 +218,11 @@ struct ItemRequest {
         func invalid(_ kind: String) -> SecStatusError {
             SecStatusError(errSecParam, "the value of attribute \(key) is not \(kind)")
         }
-        switch key {
-        case "acct", "svce", "labl", "desc", "icmt", "srvr", "sdmn", "path", "atyp":
+        switch attribute.valueType {
+        case .blob:
             // Blob attributes in Apple's schema: text or bytes, returned in the type they were given.
-            let text: String
             if let string = Self.string(value) {
-                text = string
+                attributes[text: attribute] = string
                 markType(of: key, asData: false)
             } else if let data = Self.data(value) {
                 guard let decoded = String(validating: data, as: UTF8.self) else {
@@ -233,31 +230,20 @@ struct ItemRequest {
                         errSecParam,
                         "the value of attribute \(key) is bytes that are not UTF-8, which vault cannot keep")
                 }
-                text = decoded
+                attributes[text: attribute] = decoded
                 markType(of: key, asData: true)
             } else {
                 throw invalid("a string or data")
             }
-            switch key {
-            case "acct": attributes.account = text
-            case "svce": attributes.service = text
-            case "labl": attributes.label = text
-            case "desc": attributes.itemDescription = text
-            case "icmt": attributes.comment = text
-            case "srvr": attributes.server = text
-            case "sdmn": attributes.securityDomain = text
-            case "path": attributes.path = text
-            default: attributes.authenticationType = text
-            }
-        case "ptcl":
+        case .fourCharacterCode:
             if let text = Self.string(value) {
-                attributes.protocol = text
+                attributes[text: attribute] = text
             } else if let code = Self.integer(value), let fourCC = Self.fourCharacterCode(code) {
-                attributes.protocol = fourCC
+                attributes[text: attribute] = fourCC
             } else {
                 throw invalid("a kSecAttrProtocol value")
             }
-        case "gena":
+        case .data:
             if let data = Self.data(value) {
                 attributes.generic = data
                 attributes.genericIsText = nil
@@ -267,31 +253,31 @@ struct ItemRequest {
             } else {
                 throw invalid("data or a string")
             }
-        case "crtr", "type":
+        case .code:
             guard let n = Self.integer(value), let code = UInt32(exactly: n) else { throw invalid("a 32-bit code") }
-            if key == "crtr" { attributes.creator = code } else { attributes.type = code }
-        case "port":
+            attributes[code: attribute] = code
+        case .number:
             guard let n = Self.integer(value) else { throw invalid("a number") }
             attributes.port = n
-        case "invi", "nega":
+        case .flag:
             guard let flag = Self.bool(value) else { throw invalid("a Boolean") }
-            if key == "invi" { attributes.isInvisible = flag } else { attributes.isNegative = flag }
-        case "cdat", "mdat":
+            attributes[flag: attribute] = flag
+        case .date:
             guard let date = value as? Date else { throw invalid("a date") }
-            if key == "cdat" { attributes.creationDate = date } else { attributes.modificationDate = date }
-        case "pdmn":
+            attributes[date: attribute] = date
+        case .accessibility:
             guard let name = Self.string(value), let accessibility = Accessibility(rawValue: name) else {
                 throw invalid("a kSecAttrAccessible value")
             }
             attributes.accessible = accessibility
-        case "agrp":
+        case .accessGroup:
             guard let name = Self.string(value) else { throw invalid("a string") }
             do {
                 attributes.accessGroup = try AccessGroup(name)
             } catch {
                 throw SecStatusError(error)
             }
-        case "sync":
+        case .synchronizable:
             if Self.string(value) == "syna" {
                 synchronizable = .any
             } else if let flag = Self.bool(value) {
@@ -299,11 +285,9 @@ struct ItemRequest {
             } else {
                 throw invalid("a Boolean or kSecAttrSynchronizableAny")
             }
-        case "accc":
+        case .accessControl:
             guard let control = value as? SecAccessControl else { throw invalid("a SecAccessControl") }
             accessControl = control
-        default:
-            throw SecStatusError(errSecNoSuchAttr, "\(key) is not supported")
         }
     }
 

@@ -32,52 +32,40 @@ enum ItemResult {
         return result
     }
 
-    /// The attributes of an item under their raw keys, as NSString, NSNumber, NSDate and NSData values.
-    /// An item stored without `kSecAttrAccessible` reports Apple's default, "ak".
+    /// The attributes of an item under their raw keys (`ItemAttribute`), as NSString, NSNumber, NSDate
+    /// and NSData values; the primary-key attributes always (a missing one is "" or 0). An item stored
+    /// without `kSecAttrAccessible` reports Apple's default, "ak".
     static func attributes(_ item: MatchedItem) -> [(String, AnyObject)] {
         let a = item.attributes
-        var result: [(String, AnyObject)] = []
         let dataTyped = a.dataTypedKeys ?? []
-        // A blob attribute comes back in the type it was given in: NSData for bytes, NSString for text.
-        func text(_ key: String, _ value: String?) {
-            guard let value else { return }
-            result.append((key, dataTyped.contains(key) ? NSData(data: Data(value.utf8)) : NSString(string: value)))
-        }
-        func number(_ key: String, _ value: NSNumber?) {
-            if let value { result.append((key, value)) }
-        }
-        text("acct", a.account ?? "")
-        if item.itemClass == .genericPassword {
-            text("svce", a.service ?? "")
-            if let generic = a.generic {
-                let value: AnyObject =
+        var result: [(String, AnyObject)] = []
+        for attribute in ItemAttribute.attributes(of: item.itemClass) {
+            let primary = attribute.isPrimaryKey(of: item.itemClass)
+            let value: AnyObject?
+            switch attribute.valueType {
+            case .blob, .fourCharacterCode:
+                // A blob attribute comes back in the type it was given in: NSData for bytes, NSString for text.
+                value = (a[text: attribute] ?? (primary ? "" : nil)).map { text in
+                    dataTyped.contains(attribute.key) ? NSData(data: Data(text.utf8)) : NSString(string: text)
+                }
+            case .data:
+                value = a.generic.map { generic in
                     a.genericIsText == true
-                    ? NSString(string: String(decoding: generic, as: UTF8.self)) : NSData(data: generic)
-                result.append(("gena", value))
+                        ? NSString(string: String(decoding: generic, as: UTF8.self)) : NSData(data: generic)
+                }
+            case .code: value = a[code: attribute].map { NSNumber(value: $0) }
+            case .number: value = NSNumber(value: a.port ?? 0)
+            case .flag: value = a[flag: attribute].map { NSNumber(value: $0) }
+            case .date:
+                value = a[date: attribute].map {
+                    NSDate(timeIntervalSinceReferenceDate: $0.timeIntervalSinceReferenceDate)
+                }
+            case .accessibility: value = NSString(string: (a.accessible ?? .whenUnlocked).rawValue)
+            case .accessGroup: value = a.accessGroup.map { NSString(string: $0.rawValue) }
+            case .synchronizable: value = NSNumber(value: a.synchronizable ?? false)
+            case .accessControl: value = nil
             }
-        } else {
-            text("srvr", a.server ?? "")
-            text("sdmn", a.securityDomain ?? "")
-            text("ptcl", a.protocol ?? "")
-            text("atyp", a.authenticationType ?? "")
-            number("port", NSNumber(value: a.port ?? 0))
-            text("path", a.path ?? "")
-        }
-        text("agrp", a.accessGroup?.rawValue)
-        text("pdmn", (a.accessible ?? .whenUnlocked).rawValue)
-        number("sync", NSNumber(value: a.synchronizable ?? false))
-        text("labl", a.label)
-        text("desc", a.itemDescription)
-        text("icmt", a.comment)
-        number("crtr", a.creator.map { NSNumber(value: $0) })
-        number("type", a.type.map { NSNumber(value: $0) })
-        number("invi", a.isInvisible.map { NSNumber(value: $0) })
-        number("nega", a.isNegative.map { NSNumber(value: $0) })
-        if let created = a.creationDate {
-            result.append(("cdat", NSDate(timeIntervalSinceReferenceDate: created.timeIntervalSinceReferenceDate)))
-        }
-        if let modified = a.modificationDate {
-            result.append(("mdat", NSDate(timeIntervalSinceReferenceDate: modified.timeIntervalSinceReferenceDate)))
+            if let value { result.append((attribute.key, value)) }
         }
         return result
     }

@@ -67,22 +67,11 @@ public struct ItemAttributes: Sendable, Hashable, Codable {
         self.comment = comment
     }
 
-    /// Whether the class has this attribute: the internet-only ones are not attributes of a generic
-    /// password and `service`/`generic` not of an internet password.
+    /// The name of the first attribute given here that `itemClass` does not have (`ItemAttribute`):
+    /// the internet-only ones are not attributes of a generic password, `service` and `generic` not of
+    /// an internet password.
     func unsupportedAttribute(for itemClass: ItemClass) -> String? {
-        switch itemClass {
-        case .genericPassword:
-            if server != nil { return "server" }
-            if securityDomain != nil { return "securityDomain" }
-            if `protocol` != nil { return "protocol" }
-            if authenticationType != nil { return "authenticationType" }
-            if port != nil { return "port" }
-            if path != nil { return "path" }
-        case .internetPassword:
-            if service != nil { return "service" }
-            if generic != nil { return "generic" }
-        }
-        return nil
+        ItemAttribute.allCases.first { !$0.classes.contains(itemClass) && hasValue($0) }?.name
     }
 
     /// Whether every non-nil attribute of `self` (a filter) matches `item`. A missing service or
@@ -142,7 +131,8 @@ public struct ItemAttributes: Sendable, Hashable, Codable {
         if let v = changes.port { result.port = v }
         if let v = changes.path { result.path = v }
         // Each blob attribute that changes takes the type it was given in this time.
-        let changedBlobKeys = Self.blobKeys.filter { changes.hasValue(forRawKey: $0) }
+        let changedBlobKeys = Self.blobKeys.filter { key in ItemAttribute(rawValue: key).map(changes.hasValue) ?? false
+        }
         if !changedBlobKeys.isEmpty {
             var typed = (result.dataTypedKeys ?? []).subtracting(changedBlobKeys)
             typed.formUnion((changes.dataTypedKeys ?? []).intersection(changedBlobKeys))
@@ -152,22 +142,6 @@ public struct ItemAttributes: Sendable, Hashable, Codable {
     }
 
     /// The raw keys of the text attributes that Apple's schema types as blobs (text or bytes, kept as
-    /// given).
-    public static let blobKeys: Set<String> = ["acct", "svce", "labl", "desc", "icmt", "srvr", "sdmn", "path", "atyp"]
-
-    /// Whether the blob attribute `key` has a value here.
-    func hasValue(forRawKey key: String) -> Bool {
-        switch key {
-        case "acct": return account != nil
-        case "svce": return service != nil
-        case "labl": return label != nil
-        case "desc": return itemDescription != nil
-        case "icmt": return comment != nil
-        case "srvr": return server != nil
-        case "sdmn": return securityDomain != nil
-        case "path": return path != nil
-        case "atyp": return authenticationType != nil
-        default: return false
-        }
-    }
+    /// given): `ItemAttribute.blobKeys`.
+    public static var blobKeys: Set<String> { ItemAttribute.blobKeys }
 }

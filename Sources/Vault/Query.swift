@@ -47,16 +47,11 @@ public struct Query: Sendable, Hashable {
         guard let itemClass, persistentReference == nil, synchronizable != .any else { return nil }
         var key = attributes
         key.synchronizable = synchronizable == .yes
-        let a = attributes
-        switch itemClass {
-        case .genericPassword:
-            guard a.service != nil, a.account != nil else { return nil }
-        case .internetPassword:
-            guard a.account != nil, a.securityDomain != nil, a.server != nil, a.`protocol` != nil,
-                a.authenticationType != nil, a.port != nil, a.path != nil
-            else { return nil }
+        // Every primary-key attribute of the class but the synchronizable flag, which the query holds.
+        let named = ItemAttribute.attributes(of: itemClass).allSatisfy { attribute in
+            !attribute.isPrimaryKey(of: itemClass) || attribute == .synchronizable || attributes.hasValue(attribute)
         }
-        return ItemRecord.primaryKey(itemClass, key)
+        return named ? ItemRecord.primaryKey(itemClass, key) : nil
     }
 
     /// Whether a stored record matches everything but the group.

@@ -27,18 +27,12 @@ extension Vault {
     public func removeItem(_ itemClass: ItemClass, primaryKey: ItemAttributes) throws(VaultError) -> ItemRemoval {
         var key = ItemAttributes()
         key.accessGroup = primaryKey.accessGroup
-        switch itemClass {
-        case .genericPassword:
-            key.service = primaryKey.service ?? ""
-            key.account = primaryKey.account ?? ""
-        case .internetPassword:
-            key.server = primaryKey.server ?? ""
-            key.account = primaryKey.account ?? ""
-            key.protocol = primaryKey.protocol ?? ""
-            key.port = primaryKey.port ?? 0
-            key.path = primaryKey.path ?? ""
-            key.securityDomain = primaryKey.securityDomain ?? ""
-            key.authenticationType = primaryKey.authenticationType ?? ""
+        for attribute in ItemAttribute.attributes(of: itemClass) where attribute.isPrimaryKey(of: itemClass) {
+            switch attribute.valueType {
+            case .blob, .fourCharacterCode: key[text: attribute] = primaryKey[text: attribute] ?? ""
+            case .number: key.port = primaryKey.port ?? 0
+            default: break
+            }
         }
         key.synchronizable = primaryKey.synchronizable
         let query = Query(

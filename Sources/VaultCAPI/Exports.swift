@@ -262,8 +262,8 @@ public func vault_list(
         }
         let sorted = matched.sorted { lhs, rhs in
             let (l, r) = (lhs.attributes, rhs.attributes)
-            return (l.accessGroup?.rawValue ?? "", l.service ?? "", l.account ?? "")
-                < (r.accessGroup?.rawValue ?? "", r.service ?? "", r.account ?? "")
+            return (l.accessGroup?.rawValue ?? "", l[text: .service] ?? "", l[text: .account] ?? "")
+                < (r.accessGroup?.rawValue ?? "", r[text: .service] ?? "", r[text: .account] ?? "")
         }
         output.pointee = Registry.iterators.insert(try ItemSnapshot(sorted))
     }

@@ -36,14 +36,15 @@ final class ItemSnapshot: @unchecked Sendable {
         }
         for item in matched {
             let a = item.attributes
-            guard let group = copy(a.accessGroup?.rawValue ?? ""), let service = copy(a.service ?? ""),
-                let account = copy(a.account ?? "")
+            // The fields of a `vault_item_t` are these attributes of the schema (`ItemAttribute`).
+            guard let group = copy(a.accessGroup?.rawValue ?? ""), let service = copy(a[text: .service] ?? ""),
+                let account = copy(a[text: .account] ?? "")
             else {
                 strings.forEach { free($0) }
                 throw Failure(Status.allocate, "cannot allocate the strings of \(matched.count) listed items")
             }
             var label: UnsafeMutablePointer<CChar>?
-            if let text = a.label {
+            if let text = a[text: .label] {
                 guard let pointer = copy(text) else {
                     strings.forEach { free($0) }
                     throw Failure(Status.allocate, "cannot allocate the strings of \(matched.count) listed items")
@@ -54,8 +55,8 @@ final class ItemSnapshot: @unchecked Sendable {
                 vault_item_t(
                     group: UnsafePointer(group), service: UnsafePointer(service), account: UnsafePointer(account),
                     label: label.map { UnsafePointer($0) },
-                    created_unix_ms: Self.milliseconds(a.creationDate),
-                    modified_unix_ms: Self.milliseconds(a.modificationDate)))
+                    created_unix_ms: Self.milliseconds(a[date: .creationDate]),
+                    modified_unix_ms: Self.milliseconds(a[date: .modificationDate])))
         }
         self.items = items
         self.strings = strings
