@@ -93,16 +93,9 @@ extension Dictionary: HashedCollectionDecodable where Key: Decodable, Value: Dec
 
     /// The error for two keys of the array form (keys and values alternating) that are equal as `Key`.
     private static func mergedPairs(_ items: [CBOR], path: [any CodingKey], state: DecodeState) -> DecodingError {
-        let keys = stride(from: 0, to: items.count - 1, by: 2)
-        let pair = firstEqualPair(keys) { try? ArchiveDecoder.unbox(items[$0], as: Key.self, path: path, state: state) }
-        guard let (first, second) = pair else {
-            return ArchiveDecoder.corrupted(path, "keys are equal as \(Key.self): \(Self.self) would merge entries")
-        }
-        return ArchiveDecoder.corrupted(
-            path + [ArchiveCodingKey(index: second)],
-            "the keys at index \(first) and \(second) \(equalItems(items[first], items[second], Key.self)): "
-                + "decoding them as \(Self.self) would merge two entries and lose a value"
-        )
+        mergeError(
+            items, at: stride(from: 0, to: items.count - 1, by: 2), as: Key.self, in: Self.self, path: path,
+            state: state, noun: "keys", merging: "merge entries", losing: "merge two entries and lose a value")
     }
 }
 
@@ -112,18 +105,27 @@ extension Set: HashedCollectionDecodable where Element: Decodable {
         let result = try state.decode(Self.self, with: decoder)
         // Swift's init(from:) reads each element once and inserts it.
         guard case .array(let items) = item, result.count != decoder.itemsRead else { return result }
-        let pair = firstEqualPair(items.indices) {
-            try? ArchiveDecoder.unbox(items[$0], as: Element.self, path: path, state: state)
-        }
-        guard let (first, second) = pair else {
-            throw ArchiveDecoder.corrupted(path, "elements are equal as \(Element.self): \(Self.self) would merge them")
-        }
-        throw ArchiveDecoder.corrupted(
-            path + [ArchiveCodingKey(index: second)],
-            "the elements at index \(first) and \(second) \(equalItems(items[first], items[second], Element.self)): "
-                + "decoding them as \(Self.self) would keep only one"
-        )
+        throw mergeError(
+            items, at: items.indices, as: Element.self, in: Self.self, path: path, state: state, noun: "elements",
+            merging: "merge them", losing: "keep only one")
     }
+}
+
+/// The error for two of `items` (at `indices`) that are equal as `T` and would merge in `collection`:
+/// naming the first such pair when one is found (`noun` the items, `losing` what decoding would do),
+/// else the collection as a whole (`merging`).
+private func mergeError<T: Decodable & Hashable>(
+    _ items: [CBOR], at indices: some Sequence<Int>, as type: T.Type, in collection: Any.Type,
+    path: [any CodingKey], state: DecodeState, noun: String, merging: String, losing: String
+) -> DecodingError {
+    let pair = firstEqualPair(indices) { try? ArchiveDecoder.unbox(items[$0], as: T.self, path: path, state: state) }
+    guard let (first, second) = pair else {
+        return ArchiveDecoder.corrupted(path, "\(noun) are equal as \(T.self): \(collection) would \(merging)")
+    }
+    return ArchiveDecoder.corrupted(
+        path + [ArchiveCodingKey(index: second)],
+        "the \(noun) at index \(first) and \(second) \(equalItems(items[first], items[second], T.self)): "
+            + "decoding them as \(collection) would \(losing)")
 }
 
 /// The first two of `indices` whose values (nil: skipped) are equal, found by hashing; for error messages only.

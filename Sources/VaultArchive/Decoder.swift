@@ -134,7 +134,7 @@ final class ArchiveDecoder: Decoder {
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
-        ArchiveSingleValueDecodingContainer(decoder: self)
+        SingleValueContainer(decoder: self)
     }
 
     // MARK: Unboxing
@@ -288,5 +288,48 @@ final class ArchiveDecoder: Decoder {
             throw corrupted(path(), "invalid or non-canonical URL")
         }
         return url
+    }
+}
+
+private struct SingleValueContainer: SingleValueDecodingContainer {
+    let decoder: ArchiveDecoder
+    var codingPath: [any CodingKey] { decoder.codingPath }
+
+    func decodeNil() -> Bool {
+        if case .null = decoder.value { return true }
+        return false
+    }
+
+    func decode(_ type: Bool.Type) throws -> Bool { try ArchiveDecoder.bool(decoder.value, path: codingPath) }
+    func decode(_ type: String.Type) throws -> String { try ArchiveDecoder.string(decoder.value, path: codingPath) }
+    func decode(_ type: Double.Type) throws -> Double { try ArchiveDecoder.double(decoder.value, path: codingPath) }
+    func decode(_ type: Float.Type) throws -> Float { try ArchiveDecoder.float(decoder.value, path: codingPath) }
+    func decode(_ type: Int.Type) throws -> Int { try ArchiveDecoder.integer(decoder.value, type, path: codingPath) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try ArchiveDecoder.integer(decoder.value, type, path: codingPath) }
+    func decode(_ type: Int16.Type) throws -> Int16 {
+        try ArchiveDecoder.integer(decoder.value, type, path: codingPath)
+    }
+    func decode(_ type: Int32.Type) throws -> Int32 {
+        try ArchiveDecoder.integer(decoder.value, type, path: codingPath)
+    }
+    func decode(_ type: Int64.Type) throws -> Int64 {
+        try ArchiveDecoder.integer(decoder.value, type, path: codingPath)
+    }
+    func decode(_ type: UInt.Type) throws -> UInt { try ArchiveDecoder.integer(decoder.value, type, path: codingPath) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 {
+        try ArchiveDecoder.integer(decoder.value, type, path: codingPath)
+    }
+    func decode(_ type: UInt16.Type) throws -> UInt16 {
+        try ArchiveDecoder.integer(decoder.value, type, path: codingPath)
+    }
+    func decode(_ type: UInt32.Type) throws -> UInt32 {
+        try ArchiveDecoder.integer(decoder.value, type, path: codingPath)
+    }
+    func decode(_ type: UInt64.Type) throws -> UInt64 {
+        try ArchiveDecoder.integer(decoder.value, type, path: codingPath)
+    }
+
+    func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try ArchiveDecoder.unbox(decoder.value, as: T.self, path: codingPath, state: decoder.state)
     }
 }
