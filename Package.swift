@@ -60,7 +60,7 @@ let package = Package(
             name: "VaultTestSupport", dependencies: ["Vault", "VaultStore", "VaultCrypto", "VaultSystem"],
             path: "Tests/VaultTestSupport"),
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"], exclude: ["Vectors"]),
-        .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),
+        .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem", "VaultTestSupport"]),
         .testTarget(
             name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto", "VaultSystem", "VaultTestSupport"]),
         .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"], exclude: ["Vectors", "Regressions"]),

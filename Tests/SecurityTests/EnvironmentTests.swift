@@ -6,13 +6,6 @@ import VaultTestSupport
 
 @testable import Security
 
-/// A temp directory, removed by `remove()`.
-private func temporaryDirectory() throws -> String {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("security-env-\(UUID().uuidString)").path
-    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    return path
-}
-
 /// Runs the SecurityExample executable with the vault variables of `environment` (and none inherited).
 private func runExample(_ environment: [String: String]) throws -> (status: Int32, output: String) {
     let process = Process()
@@ -37,47 +30,51 @@ private func groups(inVault path: String) throws -> [String] {
 struct EnvironmentTests {
     @Test("The example, written as for iOS, runs on a vault that VAULT_DIR names, created on first use")
     func exampleWithVaultDirectory() throws {
-        let root = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let first = try runExample(["VAULT_DIR": root + "/vault"])
-        #expect(first.status == 0, "\(first.output)")
-        #expect(first.output.contains("ok"))
-        // Without an identity in the environment the client is the executable's name.
-        #expect(try groups(inVault: root + "/vault") == ["SecurityExample"])
-        // The device id survives across processes.
-        let second = try runExample(["VAULT_DIR": root + "/vault"])
-        let id = { (text: String) in text.split(separator: "\n").first { $0.hasPrefix("device id: ") } }
-        #expect(id(first.output) != nil && id(first.output) == id(second.output))
+        try withTemporaryDirectory("security-env") { directory in
+            let root = directory.path
+            let first = try runExample(["VAULT_DIR": root + "/vault"])
+            #expect(first.status == 0, "\(first.output)")
+            #expect(first.output.contains("ok"))
+            // Without an identity in the environment the client is the executable's name.
+            #expect(try groups(inVault: root + "/vault") == ["SecurityExample"])
+            // The device id survives across processes.
+            let second = try runExample(["VAULT_DIR": root + "/vault"])
+            let id = { (text: String) in text.split(separator: "\n").first { $0.hasPrefix("device id: ") } }
+            #expect(id(first.output) != nil && id(first.output) == id(second.output))
+        }
     }
 
     @Test("VAULT_APP_ID and VAULT_ACCESS_GROUPS: adds go to the first listed group")
     func appIdentifierAndGroups() throws {
-        let root = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let run = try runExample([
-            "VAULT_DIR": root + "/vault", "VAULT_APP_ID": "TEAMID.com.example.cli",
-            "VAULT_ACCESS_GROUPS": "TEAMID.shared, TEAMID.other",
-        ])
-        #expect(run.status == 0, "\(run.output)")
-        #expect(try groups(inVault: root + "/vault") == ["TEAMID.shared"])
+        try withTemporaryDirectory("security-env") { directory in
+            let root = directory.path
+            let run = try runExample([
+                "VAULT_DIR": root + "/vault", "VAULT_APP_ID": "TEAMID.com.example.cli",
+                "VAULT_ACCESS_GROUPS": "TEAMID.shared, TEAMID.other",
+            ])
+            #expect(run.status == 0, "\(run.output)")
+            #expect(try groups(inVault: root + "/vault") == ["TEAMID.shared"])
+        }
     }
 
     @Test("VAULT_ENTITLEMENTS: a JSON file with Apple's entitlement keys wins over VAULT_APP_ID")
     func entitlementsFile() throws {
-        let root = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let file = root + "/entitlements.json"
-        let json = #"{"application-identifier": "TEAMID.com.example.app", "keychain-access-groups": ["TEAMID.group"]}"#
-        try Data(json.utf8).write(to: URL(fileURLWithPath: file))
-        let run = try runExample([
-            "VAULT_DIR": root + "/vault", "VAULT_ENTITLEMENTS": file, "VAULT_APP_ID": "ignored.app",
-        ])
-        #expect(run.status == 0, "\(run.output)")
-        #expect(try groups(inVault: root + "/vault") == ["TEAMID.group"])
+        try withTemporaryDirectory("security-env") { directory in
+            let root = directory.path
+            let file = root + "/entitlements.json"
+            let json =
+                #"{"application-identifier": "TEAMID.com.example.app", "keychain-access-groups": ["TEAMID.group"]}"#
+            try Data(json.utf8).write(to: URL(fileURLWithPath: file))
+            let run = try runExample([
+                "VAULT_DIR": root + "/vault", "VAULT_ENTITLEMENTS": file, "VAULT_APP_ID": "ignored.app",
+            ])
+            #expect(run.status == 0, "\(run.output)")
+            #expect(try groups(inVault: root + "/vault") == ["TEAMID.group"])
 
-        let broken = try runExample(["VAULT_DIR": root + "/vault", "VAULT_ENTITLEMENTS": root + "/missing.json"])
-        #expect(broken.status == 1)
-        #expect(broken.output.contains("-50"))
+            let broken = try runExample(["VAULT_DIR": root + "/vault", "VAULT_ENTITLEMENTS": root + "/missing.json"])
+            #expect(broken.status == 1)
+            #expect(broken.output.contains("-50"))
+        }
     }
 
     @Test("The executable's name becomes a valid access-group name")
@@ -95,30 +92,31 @@ struct EnvironmentTests {
 struct EnvironmentChangeTests {
     @Test("One cached handle, re-resolved when VAULT_DIR changes")
     func reResolution() throws {
-        let root = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        // An environment of our own: setenv would race with the other tests' reads of environ.
-        let environment = Mutex(["VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": root + "/one"])
-        let lookup = { (name: String) in environment.withLock { $0[name] } }
+        try withTemporaryDirectory("security-env") { directory in
+            let root = directory.path
+            // An environment of our own: setenv would race with the other tests' reads of environ.
+            let environment = Mutex(["VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": root + "/one"])
+            let lookup = { (name: String) in environment.withLock { $0[name] } }
 
-        let first = try #require(try VaultConnection.current(creating: true, environment: lookup))
-        #expect(try VaultConnection.current(creating: true, environment: lookup) === first)
-        #expect(first.path == root + "/one")
-        #expect(first.client.applicationIdentifier == "TEAMID.com.example.tests")
-        VaultConnection.$override.withValue(first) {
-            #expect(addGenericPassword(service: "svc", account: "a", password: "one") == errSecSuccess)
+            let first = try #require(try VaultConnection.current(creating: true, environment: lookup))
+            #expect(try VaultConnection.current(creating: true, environment: lookup) === first)
+            #expect(first.path == root + "/one")
+            #expect(first.client.applicationIdentifier == "TEAMID.com.example.tests")
+            VaultConnection.$override.withValue(first) {
+                #expect(addGenericPassword(service: "svc", account: "a", password: "one") == errSecSuccess)
+            }
+            #expect(FileManager.default.fileExists(atPath: root + "/one/groups/TEAMID.com.example.tests"))
+
+            environment.withLock { $0["VAULT_DIR"] = root + "/two" }
+            let second = try #require(try VaultConnection.current(creating: true, environment: lookup))
+            #expect(second !== first)
+            #expect(second.path == root + "/two")
+            #expect(FileManager.default.fileExists(atPath: root + "/two/VAULT"))
+
+            environment.withLock { $0["VAULT_ACCESS_GROUPS"] = "TEAMID.shared" }
+            let third = try #require(try VaultConnection.current(creating: true, environment: lookup))
+            #expect(third.client.defaultGroup?.rawValue == "TEAMID.shared")
         }
-        #expect(FileManager.default.fileExists(atPath: root + "/one/groups/TEAMID.com.example.tests"))
-
-        environment.withLock { $0["VAULT_DIR"] = root + "/two" }
-        let second = try #require(try VaultConnection.current(creating: true, environment: lookup))
-        #expect(second !== first)
-        #expect(second.path == root + "/two")
-        #expect(FileManager.default.fileExists(atPath: root + "/two/VAULT"))
-
-        environment.withLock { $0["VAULT_ACCESS_GROUPS"] = "TEAMID.shared" }
-        let third = try #require(try VaultConnection.current(creating: true, environment: lookup))
-        #expect(third.client.defaultGroup?.rawValue == "TEAMID.shared")
     }
 }
 
@@ -127,35 +125,39 @@ struct ReadingDoesNotCreateTests {
     /// Before: the first SecItemCopyMatching of a mistyped VAULT_DIR made an empty vault there.
     @Test("A read of a vault that does not exist is errSecItemNotFound and creates nothing; an add creates it")
     func readsCreateNothing() throws {
-        let root = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let path = root + "/typo/vault"
-        let environment = ["VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": path]
-        #expect(try VaultConnection.current(creating: false, environment: { environment[$0] }) == nil)
-        #expect(!FileManager.default.fileExists(atPath: root + "/typo"))
-        #expect(try VaultConnection.current(creating: true, environment: { environment[$0] }) != nil)
-        #expect(FileManager.default.fileExists(atPath: path + "/VAULT"))
+        try withTemporaryDirectory("security-env") { directory throws in
+            let root = directory.path
+            let path = root + "/typo/vault"
+            let environment = ["VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": path]
+            #expect(try VaultConnection.current(creating: false, environment: { environment[$0] }) == nil)
+            #expect(!FileManager.default.fileExists(atPath: root + "/typo"))
+            #expect(try VaultConnection.current(creating: true, environment: { environment[$0] }) != nil)
+            #expect(FileManager.default.fileExists(atPath: path + "/VAULT"))
+        }
     }
 
     /// A mistyped path must not get a fresh vault under a production key.
     @Test("With an external key nothing creates a vault implicitly: errSecNoSuchKeychain naming the path")
     func anExternalKeyNeverCreates() throws {
-        let root = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: root) }
-        let keyFile = root + "/vault.key"
-        try Data(repeating: 7, count: 32).write(to: URL(fileURLWithPath: keyFile))
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile)
-        let path = root + "/vault"
-        let environment = ["VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": path, "VAULT_KEY_FILE": keyFile]
-        #expect(try VaultConnection.current(creating: false, environment: { environment[$0] }) == nil)
-        do {
-            _ = try VaultConnection.current(creating: true, environment: { environment[$0] })
-            Issue.record("a vault was created implicitly under an external key")
-        } catch {
-            #expect(error.status.rawValue == errSecNoSuchKeychain)
-            #expect(error.message.contains(path))
+        try withTemporaryDirectory("security-env") { directory in
+            let root = directory.path
+            let keyFile = root + "/vault.key"
+            try Data(repeating: 7, count: 32).write(to: URL(fileURLWithPath: keyFile))
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile)
+            let path = root + "/vault"
+            let environment = [
+                "VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": path, "VAULT_KEY_FILE": keyFile,
+            ]
+            #expect(try VaultConnection.current(creating: false, environment: { environment[$0] }) == nil)
+            do throws(VaultError) {
+                _ = try VaultConnection.current(creating: true, environment: { environment[$0] })
+                Issue.record("a vault was created implicitly under an external key")
+            } catch {
+                #expect(error.status.rawValue == errSecNoSuchKeychain)
+                #expect(error.message.contains(path))
+            }
+            #expect(!FileManager.default.fileExists(atPath: path))
         }
-        #expect(!FileManager.default.fileExists(atPath: path))
     }
 }
 

@@ -8,21 +8,19 @@ import VaultTestSupport
 /// A vault in a fresh temp directory that the SecItem functions of the current task use (through
 /// `VaultConnection.override`), so that tests run in parallel, each on its own vault.
 struct TempVault {
-    let root: String
-    let path: String
+    let directory: TemporaryVault
+    var root: String { directory.root }
+    var path: String { directory.path }
     let vault: Vault
 
     init(app: String = "TEAMID.com.example.app", groups: [String] = []) throws {
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("security-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        path = root + "/vault"
-        vault = try Vault.open(
-            at: path, client: try Client(applicationIdentifier: app, accessGroups: groups), createIfMissing: true)
+        directory = try TemporaryVault("security")
+        vault = try directory.open(try Client(applicationIdentifier: app, accessGroups: groups))
     }
 
     /// Runs `body` with the SecItem functions on this vault, then removes it.
     func run<R>(_ body: () throws -> R) rethrows -> R {
-        defer { try? FileManager.default.removeItem(atPath: root) }
+        defer { directory.remove() }
         return try VaultConnection.$override.withValue(vault) { try body() }
     }
 

@@ -78,21 +78,23 @@ import VaultTestSupport
     }
 
     @Test func exportsAndSwiftAPIShareOneVault() throws {
-        let path = FileManagerless.temporaryDirectory() + "/vault"
-        var handle: OpaquePointer?
-        #expect(vault_open(path, "app.swift", nil, 0, UInt32(VAULT_OPEN_CREATE), &handle) == Status.ok)
-        defer { _ = vault_close(handle) }
-        let secret = Array("from the C API".utf8)
-        #expect(vault_put(handle, nil, "svc", "acct", secret, UInt64(secret.count)) == Status.ok)
+        try withTemporaryVault("capi") { temporary in
+            let path = temporary.path
+            var handle: OpaquePointer?
+            #expect(vault_open(path, "app.swift", nil, 0, UInt32(VAULT_OPEN_CREATE), &handle) == Status.ok)
+            defer { _ = vault_close(handle) }
+            let secret = Array("from the C API".utf8)
+            #expect(vault_put(handle, nil, "svc", "acct", secret, UInt64(secret.count)) == Status.ok)
 
-        let vault = try Vault.open(at: path, client: try Client(applicationIdentifier: "app.swift"))
-        #expect(try vault.data(for: try ItemKey(service: "svc", account: "acct")) == Data(secret))
-        try vault.set(Data("from Swift".utf8), for: try ItemKey(service: "svc", account: "swift"))
+            let vault = try Vault.open(at: path, client: try Client(applicationIdentifier: "app.swift"))
+            #expect(try vault.data(for: try ItemKey(service: "svc", account: "acct")) == Data(secret))
+            try vault.set(Data("from Swift".utf8), for: try ItemKey(service: "svc", account: "swift"))
 
-        var buffer = [UInt8](repeating: 0, count: 32)
-        var length: UInt64 = 0
-        #expect(vault_get(handle, nil, "svc", "swift", &buffer, UInt64(buffer.count), &length) == Status.ok)
-        #expect(Array(buffer[0..<Int(length)]) == Array("from Swift".utf8))
+            var buffer = [UInt8](repeating: 0, count: 32)
+            var length: UInt64 = 0
+            #expect(vault_get(handle, nil, "svc", "swift", &buffer, UInt64(buffer.count), &length) == Status.ok)
+            #expect(Array(buffer[0..<Int(length)]) == Array("from Swift".utf8))
+        }
     }
 }
 
@@ -128,14 +130,4 @@ final class Seen: Sendable {
     private let storage = Mutex<[String]>([])
     func append(_ value: String) { storage.withLock { $0.append(value) } }
     var values: [String] { storage.withLock { $0 } }
-}
-
-/// A fresh temporary directory, without Foundation's FileManager.
-enum FileManagerless {
-    static func temporaryDirectory() -> String {
-        var template = Array("/tmp/vault-capi-tests.XXXXXX".utf8CString)
-        return template.withUnsafeMutableBufferPointer { buffer in
-            String(cString: mkdtemp(buffer.baseAddress!)!)
-        }
-    }
 }

@@ -10,6 +10,13 @@ import VaultTestSupport
         let scratch: Scratch
         let bin: String
 
+        /// Runs `body` with a new setup, removed when `body` ends.
+        static func with<R>(_ body: (Setup) throws -> R) throws -> R {
+            let setup = try Setup()
+            defer { setup.scratch.remove() }
+            return try body(setup)
+        }
+
         init() throws {
             scratch = try Scratch()
             bin = scratch.root + "/bin"
@@ -41,103 +48,106 @@ import VaultTestSupport
 
     @Test(.enabled(if: hasGit, "needs git (Debian's git package)"))
     func gitApprovesFillsAndRejectsAcrossProcesses() throws {
-        let setup = try Setup()
-        defer { setup.scratch.remove() }
-        let password = "pass with spaces = and é ünïcode"
-        let approve = try setup.git(
-            "approve", "protocol=https\nhost=git.example\nusername=alice\npassword=\(password)\n\n")
-        #expect(approve.status == 0, "\(approve.errors)")
-        let fill = try setup.git("fill", "protocol=https\nhost=git.example\n\n")
-        #expect(fill.status == 0, "\(fill.errors)")
-        #expect(fill.text.contains("username=alice\n") && fill.text.contains("password=\(password)\n"), "\(fill.text)")
-        // The same item for the CLI and the Security module: an internet password.
-        let ls = try setup.run(#""$V" ls --server git.example"#)
-        #expect(ls.text.contains("https://git.example\talice"), "\(ls.text)")
-        let get = try setup.run(#""$V" get --server git.example --protocol https alice"#)
-        #expect(get.text == password)
-        let reject = try setup.git("reject", "protocol=https\nhost=git.example\nusername=alice\n\n")
-        #expect(reject.status == 0)
-        let after = try setup.git("fill", "protocol=https\nhost=git.example\n\n")
-        #expect(after.status != 0 && !after.text.contains("password="), "\(after.text)")
+        try Setup.with { setup in
+            let password = "pass with spaces = and é ünïcode"
+            let approve = try setup.git(
+                "approve", "protocol=https\nhost=git.example\nusername=alice\npassword=\(password)\n\n")
+            #expect(approve.status == 0, "\(approve.errors)")
+            let fill = try setup.git("fill", "protocol=https\nhost=git.example\n\n")
+            #expect(fill.status == 0, "\(fill.errors)")
+            #expect(
+                fill.text.contains("username=alice\n") && fill.text.contains("password=\(password)\n"), "\(fill.text)")
+            // The same item for the CLI and the Security module: an internet password.
+            let ls = try setup.run(#""$V" ls --server git.example"#)
+            #expect(ls.text.contains("https://git.example\talice"), "\(ls.text)")
+            let get = try setup.run(#""$V" get --server git.example --protocol https alice"#)
+            #expect(get.text == password)
+            let reject = try setup.git("reject", "protocol=https\nhost=git.example\nusername=alice\n\n")
+            #expect(reject.status == 0)
+            let after = try setup.git("fill", "protocol=https\nhost=git.example\n\n")
+            #expect(after.status != 0 && !after.text.contains("password="), "\(after.text)")
+        }
     }
 
     @Test(.enabled(if: hasGit, "needs git (Debian's git package)"))
     func hostsUsersAndPathsStayApart() throws {
-        let setup = try Setup()
-        defer { setup.scratch.remove() }
-        for (host, user, pass) in [
-            ("a.example", "u1", "p-a-u1"), ("a.example", "u2", "p-a-u2"), ("b.example", "u1", "p-b"),
-        ] {
+        try Setup.with { setup in
+            for (host, user, pass) in [
+                ("a.example", "u1", "p-a-u1"), ("a.example", "u2", "p-a-u2"), ("b.example", "u1", "p-b"),
+            ] {
+                #expect(
+                    try setup.git("approve", "protocol=https\nhost=\(host)\nusername=\(user)\npassword=\(pass)\n\n")
+                        .status
+                        == 0)
+            }
+            let u2 = try setup.git("fill", "protocol=https\nhost=a.example\nusername=u2\n\n")
+            #expect(u2.text.contains("password=p-a-u2\n"), "\(u2.text)")
+            let b = try setup.git("fill", "protocol=https\nhost=b.example\n\n")
+            #expect(b.text.contains("username=u1\n") && b.text.contains("password=p-b\n"), "\(b.text)")
+            let port = try setup.git("fill", "protocol=https\nhost=b.example:8443\n\n")
+            #expect(!port.text.contains("password="), "another port is another credential: \(port.text)")
+            // credential.useHttpPath: the path is part of the credential.
+            let config = "-c credential.useHttpPath=true"
             #expect(
-                try setup.git("approve", "protocol=https\nhost=\(host)\nusername=\(user)\npassword=\(pass)\n\n").status
-                    == 0)
+                try setup.git(
+                    "approve", "protocol=https\nhost=c.example\npath=org/one.git\nusername=u\npassword=one\n\n",
+                    config: config
+                ).status == 0)
+            let one = try setup.git("fill", "protocol=https\nhost=c.example\npath=org/one.git\n\n", config: config)
+            #expect(one.text.contains("password=one\n"), "\(one.text)")
+            let two = try setup.git("fill", "protocol=https\nhost=c.example\npath=org/two.git\n\n", config: config)
+            #expect(!two.text.contains("password="), "\(two.text)")
         }
-        let u2 = try setup.git("fill", "protocol=https\nhost=a.example\nusername=u2\n\n")
-        #expect(u2.text.contains("password=p-a-u2\n"), "\(u2.text)")
-        let b = try setup.git("fill", "protocol=https\nhost=b.example\n\n")
-        #expect(b.text.contains("username=u1\n") && b.text.contains("password=p-b\n"), "\(b.text)")
-        let port = try setup.git("fill", "protocol=https\nhost=b.example:8443\n\n")
-        #expect(!port.text.contains("password="), "another port is another credential: \(port.text)")
-        // credential.useHttpPath: the path is part of the credential.
-        let config = "-c credential.useHttpPath=true"
-        #expect(
-            try setup.git(
-                "approve", "protocol=https\nhost=c.example\npath=org/one.git\nusername=u\npassword=one\n\n",
-                config: config
-            ).status == 0)
-        let one = try setup.git("fill", "protocol=https\nhost=c.example\npath=org/one.git\n\n", config: config)
-        #expect(one.text.contains("password=one\n"), "\(one.text)")
-        let two = try setup.git("fill", "protocol=https\nhost=c.example\npath=org/two.git\n\n", config: config)
-        #expect(!two.text.contains("password="), "\(two.text)")
     }
 
     /// Debian 12's git (2.39) sends none of these: the helper is driven directly.
     @Test func theHelperKeepsExpiryAndRefreshTokenAndIgnoresUnknownKeys() throws {
-        let setup = try Setup()
-        defer { setup.scratch.remove() }
-        let store = try setup.run(
-            "git-credential-vault store",
-            input: "protocol=https\nhost=h.example\nusername=u\npassword=p\npassword_expiry_utc=2000000000\n"
-                + "oauth_refresh_token=refresh-secret\nwwwauth[]=Basic realm=x\nfuture_key=1\n\n")
-        #expect(store.status == 0, "\(store.errors)")
-        let get = try setup.run(
-            "git-credential-vault get", input: "protocol=https\nhost=h.example\nwwwauth[]=Basic\n\n")
-        #expect(get.text.contains("username=u\n") && get.text.contains("password=p\n"), "\(get.text)")
-        #expect(get.text.contains("password_expiry_utc=2000000000\n"), "\(get.text)")
-        #expect(get.text.contains("oauth_refresh_token=refresh-secret\n"), "\(get.text)")
-        #expect(
-            try setup.run("git-credential-vault erase", input: "protocol=https\nhost=h.example\nusername=u\n\n").status
-                == 0)
-        #expect(try setup.run(#""$V" ls"#).text.isEmpty)
-        // No secret in arguments: the helper reads everything from standard input.
-        #expect(try setup.run("git-credential-vault get extra-operand", input: "").status == 2)
+        try Setup.with { setup in
+            let store = try setup.run(
+                "git-credential-vault store",
+                input: "protocol=https\nhost=h.example\nusername=u\npassword=p\npassword_expiry_utc=2000000000\n"
+                    + "oauth_refresh_token=refresh-secret\nwwwauth[]=Basic realm=x\nfuture_key=1\n\n")
+            #expect(store.status == 0, "\(store.errors)")
+            let get = try setup.run(
+                "git-credential-vault get", input: "protocol=https\nhost=h.example\nwwwauth[]=Basic\n\n")
+            #expect(get.text.contains("username=u\n") && get.text.contains("password=p\n"), "\(get.text)")
+            #expect(get.text.contains("password_expiry_utc=2000000000\n"), "\(get.text)")
+            #expect(get.text.contains("oauth_refresh_token=refresh-secret\n"), "\(get.text)")
+            #expect(
+                try setup.run("git-credential-vault erase", input: "protocol=https\nhost=h.example\nusername=u\n\n")
+                    .status
+                    == 0)
+            #expect(try setup.run(#""$V" ls"#).text.isEmpty)
+            // No secret in arguments: the helper reads everything from standard input.
+            #expect(try setup.run("git-credential-vault get extra-operand", input: "").status == 2)
+        }
     }
 
     /// The examples of the docker credential-helpers protocol (store, get, list, erase, and a miss).
     @Test func dockerHelperSpeaksTheProtocol() throws {
-        let setup = try Setup()
-        defer { setup.scratch.remove() }
-        let url = "https://index.docker.io/v1/"
-        let store = try setup.run(
-            "docker-credential-vault store",
-            input: #"{"ServerURL":"\#(url)","Username":"david","Secret":"passw0rd1"}"#)
-        #expect(store.status == 0, "\(store.text) \(store.errors)")
-        let get = try setup.run("docker-credential-vault get", input: url + "\n")
-        let credentials = try #require(try JSONSerialization.jsonObject(with: get.output) as? [String: String])
-        #expect(credentials == ["ServerURL": url, "Username": "david", "Secret": "passw0rd1"])
-        // An internet password for the same server that is not docker's is not listed.
-        #expect(try setup.run(#"printf x | "$V" put --server other.example --protocol https someone"#).status == 0)
-        let list = try setup.run("docker-credential-vault list")
-        let listed = try #require(try JSONSerialization.jsonObject(with: list.output) as? [String: String])
-        #expect(listed == [url: "david"])
-        #expect(try setup.run("docker-credential-vault erase", input: url).status == 0)
-        let miss = try setup.run("docker-credential-vault get", input: url)
-        #expect(miss.status == 1)
-        #expect(miss.text == "credentials not found in native keychain\n")
-        #expect(
-            try setup.run("docker-credential-vault erase", input: url).text
-                == "credentials not found in native keychain\n")
-        let empty = try setup.run("docker-credential-vault list")
-        #expect(try JSONSerialization.jsonObject(with: empty.output) as? [String: String] == [:])
+        try Setup.with { setup in
+            let url = "https://index.docker.io/v1/"
+            let store = try setup.run(
+                "docker-credential-vault store",
+                input: #"{"ServerURL":"\#(url)","Username":"david","Secret":"passw0rd1"}"#)
+            #expect(store.status == 0, "\(store.text) \(store.errors)")
+            let get = try setup.run("docker-credential-vault get", input: url + "\n")
+            let credentials = try #require(try JSONSerialization.jsonObject(with: get.output) as? [String: String])
+            #expect(credentials == ["ServerURL": url, "Username": "david", "Secret": "passw0rd1"])
+            // An internet password for the same server that is not docker's is not listed.
+            #expect(try setup.run(#"printf x | "$V" put --server other.example --protocol https someone"#).status == 0)
+            let list = try setup.run("docker-credential-vault list")
+            let listed = try #require(try JSONSerialization.jsonObject(with: list.output) as? [String: String])
+            #expect(listed == [url: "david"])
+            #expect(try setup.run("docker-credential-vault erase", input: url).status == 0)
+            let miss = try setup.run("docker-credential-vault get", input: url)
+            #expect(miss.status == 1)
+            #expect(miss.text == "credentials not found in native keychain\n")
+            #expect(
+                try setup.run("docker-credential-vault erase", input: url).text
+                    == "credentials not found in native keychain\n")
+            let empty = try setup.run("docker-credential-vault list")
+            #expect(try JSONSerialization.jsonObject(with: empty.output) as? [String: String] == [:])
+        }
     }
 }

@@ -8,97 +8,99 @@ import VaultTestSupport
 
     /// Before: the lock file took descriptor 1, and `get` wrote the plaintext secret into `.lock`.
     @Test func closedStandardStreamsNeverReceiveAVaultFile() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        let secret = "closed-stdout-secret-\(UUID().uuidString)"
-        try #require(scratch.run(["put", "svc", "acct"], input: Data(secret)).status == 0)
-        let get = try scratch.shell(#""$V" --vault "$D" get svc acct <&- >&-; echo "status=$?" >&2"#)
-        #expect(get.errors.contains("status=0"), "\(get.errors)")
-        let put = try scratch.shell(#"printf other | "$V" --vault "$D" put svc2 acct >&- 2>&-; echo "status=$?""#)
-        #expect(put.text.contains("status=0"), "\(put.errors)")
-        for name in try FileManager.default.subpathsOfDirectory(atPath: scratch.vault) {
-            let contents = FileManager.default.contents(atPath: scratch.vault + "/" + name) ?? Data()
-            #expect(contents.range(of: Data(secret.utf8)) == nil, "the secret is in \(name)")
+        try withScratch(initialized: true) { scratch in
+            let secret = "closed-stdout-secret-\(UUID().uuidString)"
+            try #require(scratch.run(["put", "svc", "acct"], input: Data(secret)).status == 0)
+            let get = try scratch.shell(#""$V" --vault "$D" get svc acct <&- >&-; echo "status=$?" >&2"#)
+            #expect(get.errors.contains("status=0"), "\(get.errors)")
+            let put = try scratch.shell(#"printf other | "$V" --vault "$D" put svc2 acct >&- 2>&-; echo "status=$?""#)
+            #expect(put.text.contains("status=0"), "\(put.errors)")
+            for name in try FileManager.default.subpathsOfDirectory(atPath: scratch.vault) {
+                let contents = FileManager.default.contents(atPath: scratch.vault + "/" + name) ?? Data()
+                #expect(contents.range(of: Data(secret.utf8)) == nil, "the secret is in \(name)")
+            }
+            let lock = try #require(FileManager.default.contents(atPath: scratch.vault + "/.lock"))
+            #expect(lock.count <= 1, "the lock file holds \(lock.count) bytes")
+            #expect(try scratch.run(["get", "svc", "acct"]).text == secret)
         }
-        let lock = try #require(FileManager.default.contents(atPath: scratch.vault + "/.lock"))
-        #expect(lock.count <= 1, "the lock file holds \(lock.count) bytes")
-        #expect(try scratch.run(["get", "svc", "acct"]).text == secret)
     }
 
     /// Before: bad bytes became U+FFFD, so two different byte strings named one item.
     @Test func anArgumentThatIsNotUTF8IsAUsageError() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        let put = try scratch.shell(#"printf s | "$V" --vault "$D" put "$(printf 'a\377')" acct"#)
-        #expect(put.status == 2, "\(put.errors)")
-        #expect(put.errors.contains("not valid UTF-8"))
-        #expect(try scratch.run(["ls"]).text.isEmpty)
+        try withScratch(initialized: true) { scratch in
+            let put = try scratch.shell(#"printf s | "$V" --vault "$D" put "$(printf 'a\377')" acct"#)
+            #expect(put.status == 2, "\(put.errors)")
+            #expect(put.errors.contains("not valid UTF-8"))
+            #expect(try scratch.run(["ls"]).text.isEmpty)
+        }
     }
 
     /// Before: the passphrase was read until end of file, so a writer that kept its pipe open hung it.
     @Test func passphraseFDReadsOneLine() throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
-        let initialized = try scratch.run(
-            ["init", "--passphrase", "--kdf-cost", "minimum", "--passphrase-fd", "0"], input: Data("pass\n"))
-        try #require(initialized.status == 0, "\(initialized.errors)")
-        let put = try scratch.shell(
-            #"exec 3< <(printf 'pass\n'; sleep 20); printf s | timeout -s KILL 10 "$V" --vault "$D" --passphrase-fd 3 put svc; echo "status=$?""#
-        )
-        #expect(put.text.contains("status=0"), "\(put.text) \(put.errors)")
+        try withScratch { scratch in
+            let initialized = try scratch.run(
+                ["init", "--passphrase", "--kdf-cost", "minimum", "--passphrase-fd", "0"], input: Data("pass\n"))
+            try #require(initialized.status == 0, "\(initialized.errors)")
+            let put = try scratch.shell(
+                #"exec 3< <(printf 'pass\n'; sleep 20); printf s | timeout -s KILL 10 "$V" --vault "$D" --passphrase-fd 3 put svc; echo "status=$?""#
+            )
+            #expect(put.text.contains("status=0"), "\(put.text) \(put.errors)")
+        }
     }
 
     /// Before: a service manager that allows core files got one (with the heap's secrets) from the CLI.
     @Test func theToolSetsItsCoreFileLimitToZero() throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
-        try #require(
-            scratch.run(["init", "--passphrase", "--kdf-cost", "minimum", "--passphrase-fd", "0"], input: Data("p\n"))
+        try withScratch { scratch in
+            try #require(
+                scratch.run(
+                    ["init", "--passphrase", "--kdf-cost", "minimum", "--passphrase-fd", "0"], input: Data("p\n")
+                )
                 .status == 0)
-        // The tool waits for its passphrase on descriptor 3 while its limits are read.
-        let run = try scratch.shell(
-            #"ulimit -S -c unlimited; "$V" --vault "$D" --passphrase-fd 3 ls 3< <(sleep 1; echo p) & pid=$!; sleep 0.5; grep 'Max core file size' /proc/$pid/limits; wait $pid"#
-        )
-        let line = try #require(run.text.split(separator: "\n").first { $0.hasPrefix("Max core file size") })
-        let fields = line.split(separator: " ", omittingEmptySubsequences: true)
-        #expect(fields.count >= 6 && fields[4] == "0", "\(line)")
+            // The tool waits for its passphrase on descriptor 3 while its limits are read.
+            let run = try scratch.shell(
+                #"ulimit -S -c unlimited; "$V" --vault "$D" --passphrase-fd 3 ls 3< <(sleep 1; echo p) & pid=$!; sleep 0.5; grep 'Max core file size' /proc/$pid/limits; wait $pid"#
+            )
+            let line = try #require(run.text.split(separator: "\n").first { $0.hasPrefix("Max core file size") })
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            #expect(fields.count >= 6 && fields[4] == "0", "\(line)")
+        }
     }
 
     /// Before: reading a FIFO planted in place of a vault file hung the command.
     @Test(arguments: ["VAULT", "item", "spare", "lock", "move-note"])
     func aFIFOInPlaceOfAVaultFileHangsNothing(_ which: String) throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        try #require(scratch.run(["put", "svc", "acct"], input: Data("one")).status == 0)
-        try #require(scratch.run(["put", "svc", "acct"], input: Data("two")).status == 0)
-        let group = scratch.vault + "/groups/vault"
-        let itemName = try #require(
-            try FileManager.default.contentsOfDirectory(atPath: group).first { $0.hasSuffix(".item") })
-        let target: String
-        switch which {
-        case "VAULT": target = scratch.vault + "/VAULT"
-        case "item": target = group + "/" + itemName
-        case "spare": target = group + "/.spare"
-        case "lock": target = scratch.vault + "/.lock"
-        default: target = group + "/.move." + itemName.dropLast(5)
-        }
-        try? FileManager.default.removeItem(atPath: target)
-        #expect(mkfifo(target, 0o600) == 0)
-        let get = try scratch.shell(#"timeout -s KILL 10 "$V" --vault "$D" get svc acct; echo "status=$?" >&2"#)
-        let put = try scratch.shell(
-            #"printf three | timeout -s KILL 10 "$V" --vault "$D" put svc acct; echo "status=$?""#)
-        #expect(!get.errors.contains("status=137") && !put.text.contains("status=137"), "a command hung")
-        switch which {
-        case "VAULT", "lock", "item":
-            let failed = which == "item" ? get : put
-            #expect(failed.errors.contains(target) && failed.errors.contains("FIFO"), "\(failed.errors)")
-        case "spare":
-            // The spare is the store's own scratch file: anything else under its name is removed.
-            #expect(put.text.contains("status=0"), "\(put.errors)")
-            #expect(try scratch.run(["get", "svc", "acct"]).text == "three")
-        default:
-            // A note is read by the first writer of a handle: it refuses the FIFO by name.
-            #expect(put.errors.contains(target) && put.errors.contains("FIFO"), "\(put.errors)")
+        try withScratch(initialized: true) { scratch in
+            try #require(scratch.run(["put", "svc", "acct"], input: Data("one")).status == 0)
+            try #require(scratch.run(["put", "svc", "acct"], input: Data("two")).status == 0)
+            let group = scratch.vault + "/groups/vault"
+            let itemName = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: group).first { $0.hasSuffix(".item") })
+            let target: String
+            switch which {
+            case "VAULT": target = scratch.vault + "/VAULT"
+            case "item": target = group + "/" + itemName
+            case "spare": target = group + "/.spare"
+            case "lock": target = scratch.vault + "/.lock"
+            default: target = group + "/.move." + itemName.dropLast(5)
+            }
+            try? FileManager.default.removeItem(atPath: target)
+            #expect(mkfifo(target, 0o600) == 0)
+            let get = try scratch.shell(#"timeout -s KILL 10 "$V" --vault "$D" get svc acct; echo "status=$?" >&2"#)
+            let put = try scratch.shell(
+                #"printf three | timeout -s KILL 10 "$V" --vault "$D" put svc acct; echo "status=$?""#)
+            #expect(!get.errors.contains("status=137") && !put.text.contains("status=137"), "a command hung")
+            switch which {
+            case "VAULT", "lock", "item":
+                let failed = which == "item" ? get : put
+                #expect(failed.errors.contains(target) && failed.errors.contains("FIFO"), "\(failed.errors)")
+            case "spare":
+                // The spare is the store's own scratch file: anything else under its name is removed.
+                #expect(put.text.contains("status=0"), "\(put.errors)")
+                #expect(try scratch.run(["get", "svc", "acct"]).text == "three")
+            default:
+                // A note is read by the first writer of a handle: it refuses the FIFO by name.
+                #expect(put.errors.contains(target) && put.errors.contains("FIFO"), "\(put.errors)")
+            }
         }
     }
 
@@ -107,59 +109,60 @@ import VaultTestSupport
             print("SKIP aSocketOrADeviceInPlaceOfAnItemIsNamed: mknod of a device needs root")
             return
         }
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        try #require(scratch.run(["put", "svc", "acct"], input: Data("one")).status == 0)
-        let group = scratch.vault + "/groups/vault"
-        let item = try #require(
-            try FileManager.default.contentsOfDirectory(atPath: group).first { $0.hasSuffix(".item") })
-        for (kind, make) in [
-            // bind(2) takes at most 107 bytes of path: bind nearby, then rename into place.
-            (
-                "socket",
-                "import os,socket,sys,tempfile; d=tempfile.mkdtemp(); s=socket.socket(socket.AF_UNIX); "
-                    + "s.bind(d+'/s'); os.rename(d+'/s', sys.argv[1]); os.rmdir(d)"
-            ),
-            ("character device", "import os,sys; os.mknod(sys.argv[1], 0o20600, os.makedev(1, 3))"),
-        ] {
-            try? FileManager.default.removeItem(atPath: group + "/" + item)
-            let made = try scratch.shell(
-                #"python3 -c "$MAKE" "$TARGET""#, environment: ["MAKE": make, "TARGET": group + "/" + item])
-            try #require(made.status == 0, "\(made.errors)")
-            let get = try scratch.shell(#"timeout -s KILL 10 "$V" --vault "$D" get svc acct"#)
-            #expect(get.status != 0 && get.status != 137, "\(kind): \(get.status)")
-            #expect(get.errors.contains(group + "/" + item), "\(kind): \(get.errors)")
-            #expect(get.errors.contains("not a regular file"), "\(kind): \(get.errors)")
+        try withScratch(initialized: true) { scratch in
+            try #require(scratch.run(["put", "svc", "acct"], input: Data("one")).status == 0)
+            let group = scratch.vault + "/groups/vault"
+            let item = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: group).first { $0.hasSuffix(".item") })
+            for (kind, make) in [
+                // bind(2) takes at most 107 bytes of path: bind nearby, then rename into place.
+                (
+                    "socket",
+                    "import os,socket,sys,tempfile; d=tempfile.mkdtemp(); s=socket.socket(socket.AF_UNIX); "
+                        + "s.bind(d+'/s'); os.rename(d+'/s', sys.argv[1]); os.rmdir(d)"
+                ),
+                ("character device", "import os,sys; os.mknod(sys.argv[1], 0o20600, os.makedev(1, 3))"),
+            ] {
+                try? FileManager.default.removeItem(atPath: group + "/" + item)
+                let made = try scratch.shell(
+                    #"python3 -c "$MAKE" "$TARGET""#, environment: ["MAKE": make, "TARGET": group + "/" + item])
+                try #require(made.status == 0, "\(made.errors)")
+                let get = try scratch.shell(#"timeout -s KILL 10 "$V" --vault "$D" get svc acct"#)
+                #expect(get.status != 0 && get.status != 137, "\(kind): \(get.status)")
+                #expect(get.errors.contains(group + "/" + item), "\(kind): \(get.errors)")
+                #expect(get.errors.contains("not a regular file"), "\(kind): \(get.errors)")
+            }
         }
     }
 
     /// Before: `--vault link/` and `--vault link/.` opened the directory a symlink points to.
     @Test(arguments: ["", "/", "/.", "//", "/./"])
     func aTrailingSeparatorDoesNotGetPastTheSymlinkRefusal(_ suffix: String) throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        let link = scratch.root + "/link"
-        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: scratch.vault)
-        let run = try scratch.run(["--vault", link + suffix, "ls"], vaultOption: false)
-        #expect(run.status == 4, "\(suffix): \(run.status) \(run.errors)")
-        #expect(run.errors.contains("symbolic link"), "\(run.errors)")
+        try withScratch(initialized: true) { scratch in
+            let link = scratch.root + "/link"
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: scratch.vault)
+            let run = try scratch.run(["--vault", link + suffix, "ls"], vaultOption: false)
+            #expect(run.status == 4, "\(suffix): \(run.status) \(run.errors)")
+            #expect(run.errors.contains("symbolic link"), "\(run.errors)")
+        }
     }
 
     /// A parent that another user can write lets them swap the vault for one of their own.
     @Test func aParentWritableByOthersIsRefusedAndNamed() throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
-        let parent = scratch.root + "/shared"
-        try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
-        let vault = parent + "/vault"
-        try #require(scratch.run(["--vault", vault, "init"], vaultOption: false).status == 0)
-        try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: parent)
-        let open = try scratch.run(["--vault", vault, "ls"], vaultOption: false)
-        #expect(open.status == 4, "\(open.errors)")
-        #expect(open.errors.contains(parent) && open.errors.contains("writable by group or others"), "\(open.errors)")
-        // The sticky bit (as on /tmp) makes a world-writable parent safe.
-        try FileManager.default.setAttributes([.posixPermissions: 0o1777], ofItemAtPath: parent)
-        #expect(try scratch.run(["--vault", vault, "ls"], vaultOption: false).status == 0)
+        try withScratch { scratch in
+            let parent = scratch.root + "/shared"
+            try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
+            let vault = parent + "/vault"
+            try #require(scratch.run(["--vault", vault, "init"], vaultOption: false).status == 0)
+            try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: parent)
+            let open = try scratch.run(["--vault", vault, "ls"], vaultOption: false)
+            #expect(open.status == 4, "\(open.errors)")
+            #expect(
+                open.errors.contains(parent) && open.errors.contains("writable by group or others"), "\(open.errors)")
+            // The sticky bit (as on /tmp) makes a world-writable parent safe.
+            try FileManager.default.setAttributes([.posixPermissions: 0o1777], ofItemAtPath: parent)
+            #expect(try scratch.run(["--vault", vault, "ls"], vaultOption: false).status == 0)
+        }
     }
 
     /// Root acts as a vault's owner (`VaultOwner`), so the refusal of a foreign directory is seen by
@@ -169,77 +172,77 @@ import VaultTestSupport
             print("SKIP aDirectoryOwnedByAnotherUserIsRefused: chown to another user needs root")
             return
         }
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: scratch.root)
-        let foreign = 54_321
-        try #require(chown(scratch.root, uid_t(foreign), gid_t(foreign)) == 0)
-        let parent = try scratch.run(["ls"])
-        #expect(parent.status == 4, "a parent: \(parent.status) \(parent.errors)")
-        #expect(parent.errors.contains(scratch.root) && parent.errors.contains("\(foreign)"), "\(parent.errors)")
-        try #require(chown(scratch.root, 0, 0) == 0)
-        // The vault made `nobody`'s, then one directory of it another user's: `nobody` is refused.
-        try #require(scratch.shell(#"chown -R nobody "$D""#).status == 0)
-        let nobody = uid_t(65534)
-        for (what, path) in [("the vault directory", scratch.vault), ("groups/", scratch.vault + "/groups")] {
-            // 0755: the other user, its owner, could write in it, and `nobody` can open it to be told so.
-            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
-            try #require(chown(path, uid_t(foreign), gid_t(foreign)) == 0)
-            let open = try scratch.shell(#"/usr/sbin/runuser -u nobody -- "$V" --vault "$D" ls"#)
-            #expect(open.status == 4, "\(what): \(open.status) \(open.errors)")
-            #expect(open.errors.contains(path) && open.errors.contains("\(foreign)"), "\(what): \(open.errors)")
-            try #require(chown(path, nobody, gid_t(foreign)) == 0)
-            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: path)
+        try withScratch(initialized: true) { scratch in
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: scratch.root)
+            let foreign = 54_321
+            try #require(chown(scratch.root, uid_t(foreign), gid_t(foreign)) == 0)
+            let parent = try scratch.run(["ls"])
+            #expect(parent.status == 4, "a parent: \(parent.status) \(parent.errors)")
+            #expect(parent.errors.contains(scratch.root) && parent.errors.contains("\(foreign)"), "\(parent.errors)")
+            try #require(chown(scratch.root, 0, 0) == 0)
+            // The vault made `nobody`'s, then one directory of it another user's: `nobody` is refused.
+            try #require(scratch.shell(#"chown -R nobody "$D""#).status == 0)
+            let nobody = uid_t(65534)
+            for (what, path) in [("the vault directory", scratch.vault), ("groups/", scratch.vault + "/groups")] {
+                // 0755: the other user, its owner, could write in it, and `nobody` can open it to be told so.
+                try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
+                try #require(chown(path, uid_t(foreign), gid_t(foreign)) == 0)
+                let open = try scratch.shell(#"/usr/sbin/runuser -u nobody -- "$V" --vault "$D" ls"#)
+                #expect(open.status == 4, "\(what): \(open.status) \(open.errors)")
+                #expect(open.errors.contains(path) && open.errors.contains("\(foreign)"), "\(what): \(open.errors)")
+                try #require(chown(path, nobody, gid_t(foreign)) == 0)
+                try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: path)
+            }
+            #expect(try scratch.shell(#"/usr/sbin/runuser -u nobody -- "$V" --vault "$D" ls"#).status == 0)
+            try #require(scratch.shell(#"chown -R root "$D""#).status == 0)
+            #expect(try scratch.run(["ls"]).status == 0)
         }
-        #expect(try scratch.shell(#"/usr/sbin/runuser -u nobody -- "$V" --vault "$D" ls"#).status == 0)
-        try #require(scratch.shell(#"chown -R root "$D""#).status == 0)
-        #expect(try scratch.run(["ls"]).status == 0)
     }
 
     /// Before: renaming `groups` to `groups.old` (or `master.key` to `master.key.new`) made the next
     /// command run rekey recovery, which deleted every item (or the only key).
     @Test func bareFileNamesAreNoRecoveryInstructions() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        try #require(scratch.run(["put", "svc", "acct"], input: Data("kept")).status == 0)
-        let fm = FileManager.default
-        try fm.moveItem(atPath: scratch.vault + "/groups", toPath: scratch.vault + "/groups.old")
-        let afterGroups = try scratch.run(["get", "svc", "acct"])
-        #expect(afterGroups.status != 0)
-        #expect(afterGroups.errors.contains("groups.old"), "\(afterGroups.errors)")
-        #expect(fm.fileExists(atPath: scratch.vault + "/groups.old"))
-        try fm.moveItem(atPath: scratch.vault + "/groups.old", toPath: scratch.vault + "/groups")
-        #expect(try scratch.run(["get", "svc", "acct"]).text == "kept")
+        try withScratch(initialized: true) { scratch in
+            try #require(scratch.run(["put", "svc", "acct"], input: Data("kept")).status == 0)
+            let fm = FileManager.default
+            try fm.moveItem(atPath: scratch.vault + "/groups", toPath: scratch.vault + "/groups.old")
+            let afterGroups = try scratch.run(["get", "svc", "acct"])
+            #expect(afterGroups.status != 0)
+            #expect(afterGroups.errors.contains("groups.old"), "\(afterGroups.errors)")
+            #expect(fm.fileExists(atPath: scratch.vault + "/groups.old"))
+            try fm.moveItem(atPath: scratch.vault + "/groups.old", toPath: scratch.vault + "/groups")
+            #expect(try scratch.run(["get", "svc", "acct"]).text == "kept")
 
-        try fm.moveItem(atPath: scratch.vault + "/master.key", toPath: scratch.vault + "/master.key.new")
-        let afterKey = try scratch.run(["get", "svc", "acct"])
-        #expect(afterKey.status != 0)
-        #expect(fm.fileExists(atPath: scratch.vault + "/master.key.new"), "the only key was deleted")
-        try fm.moveItem(atPath: scratch.vault + "/master.key.new", toPath: scratch.vault + "/master.key")
-        #expect(try scratch.run(["get", "svc", "acct"]).text == "kept")
+            try fm.moveItem(atPath: scratch.vault + "/master.key", toPath: scratch.vault + "/master.key.new")
+            let afterKey = try scratch.run(["get", "svc", "acct"])
+            #expect(afterKey.status != 0)
+            #expect(fm.fileExists(atPath: scratch.vault + "/master.key.new"), "the only key was deleted")
+            try fm.moveItem(atPath: scratch.vault + "/master.key.new", toPath: scratch.vault + "/master.key")
+            #expect(try scratch.run(["get", "svc", "acct"]).text == "kept")
 
-        // A journal that no key of the vault authenticates is not acted on either.
-        try fm.moveItem(atPath: scratch.vault + "/groups", toPath: scratch.vault + "/groups.old")
-        _ = fm.createFile(atPath: scratch.vault + "/rekey.journal", contents: Data(repeating: 7, count: 88))
-        let forged = try scratch.run(["get", "svc", "acct"])
-        #expect(forged.status == 6, "\(forged.errors)")
-        #expect(fm.fileExists(atPath: scratch.vault + "/groups.old"))
+            // A journal that no key of the vault authenticates is not acted on either.
+            try fm.moveItem(atPath: scratch.vault + "/groups", toPath: scratch.vault + "/groups.old")
+            _ = fm.createFile(atPath: scratch.vault + "/rekey.journal", contents: Data(repeating: 7, count: 88))
+            let forged = try scratch.run(["get", "svc", "acct"])
+            #expect(forged.status == 6, "\(forged.errors)")
+            #expect(fm.fileExists(atPath: scratch.vault + "/groups.old"))
+        }
     }
 
     /// Before: import read a file whole before looking at it, after asking for its passphrase.
     @Test func importChecksTheFileBeforeAskingOrReading() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        let notABackup = scratch.root + "/not-a-backup"
-        _ = FileManager.default.createFile(atPath: notABackup, contents: Data(repeating: 0x41, count: 1 << 20))
-        // No terminal and no --passphrase-fd: a prompt would fail with "locked" (5).
-        let run = try scratch.run(["import", notABackup])
-        #expect(run.status == 6, "\(run.status) \(run.errors)")
-        #expect(run.errors.contains("not a vault backup"), "\(run.errors)")
-        let huge = scratch.root + "/huge"
-        _ = FileManager.default.createFile(atPath: huge, contents: nil)
-        try #require(truncate(huge, (1 << 30) + 1) == 0)
-        let big = try scratch.run(["import", huge])
-        #expect(big.status == 6 && big.errors.contains("bytes, not between"), "\(big.errors)")
+        try withScratch(initialized: true) { scratch in
+            let notABackup = scratch.root + "/not-a-backup"
+            _ = FileManager.default.createFile(atPath: notABackup, contents: Data(repeating: 0x41, count: 1 << 20))
+            // No terminal and no --passphrase-fd: a prompt would fail with "locked" (5).
+            let run = try scratch.run(["import", notABackup])
+            #expect(run.status == 6, "\(run.status) \(run.errors)")
+            #expect(run.errors.contains("not a vault backup"), "\(run.errors)")
+            let huge = scratch.root + "/huge"
+            _ = FileManager.default.createFile(atPath: huge, contents: nil)
+            try #require(truncate(huge, (1 << 30) + 1) == 0)
+            let big = try scratch.run(["import", huge])
+            #expect(big.status == 6 && big.errors.contains("bytes, not between"), "\(big.errors)")
+        }
     }
 }

@@ -6,6 +6,13 @@ import VaultTestSupport
 /// control characters in every kind of output.
 @Suite struct HonestOutputTests {
     /// A vault with three items, one of whose files has a flipped byte; returns the damaged file's path.
+    /// Runs `body` with `vaultWithOneDamagedItem()`, removed when `body` ends.
+    func withVaultWithOneDamagedItem<R>(_ body: (Scratch, String) throws -> R) throws -> R {
+        let (scratch, damaged) = try vaultWithOneDamagedItem()
+        defer { scratch.remove() }
+        return try body(scratch, damaged)
+    }
+
     func vaultWithOneDamagedItem() throws -> (scratch: Scratch, damaged: String) {
         let scratch = try Scratch.initialized()
         for service in ["one", "two", "three"] {
@@ -27,71 +34,73 @@ import VaultTestSupport
     }
 
     @Test func listShowsTheReadableItemsAndNamesTheDamagedFile() throws {
-        let (scratch, damaged) = try vaultWithOneDamagedItem()
-        defer { scratch.remove() }
-        let sound = try readableServices(scratch)
-        try #require(sound.count == 2)
+        try withVaultWithOneDamagedItem { scratch, damaged in
+            let sound = try readableServices(scratch)
+            try #require(sound.count == 2)
 
-        let ls = try scratch.run(["ls"])
-        #expect(ls.status == 6)
-        let rows = ls.text.split(separator: "\n").map { $0.split(separator: "\t", omittingEmptySubsequences: false) }
-        #expect(rows.map { String($0[1]) }.sorted() == sound)
-        let lines = ls.errors.split(separator: "\n").map(String.init)
-        try #require(lines.count == 2)
-        #expect(lines[0].hasPrefix("vault: \(damaged): failed authentication"))
-        #expect(lines[1].hasPrefix("vault: ls: "))
+            let ls = try scratch.run(["ls"])
+            #expect(ls.status == 6)
+            let rows = ls.text.split(separator: "\n").map {
+                $0.split(separator: "\t", omittingEmptySubsequences: false)
+            }
+            #expect(rows.map { String($0[1]) }.sorted() == sound)
+            let lines = ls.errors.split(separator: "\n").map(String.init)
+            try #require(lines.count == 2)
+            #expect(lines[0].hasPrefix("vault: \(damaged): failed authentication"))
+            #expect(lines[1].hasPrefix("vault: ls: "))
 
-        // The JSON stays valid and holds the readable items; the damage is on stderr and in the status.
-        let json = try scratch.run(["ls", "--json"])
-        #expect(json.status == 6)
-        let items = try #require(try json.json() as? [[String: Any]])
-        #expect(items.compactMap { $0["service"] as? String }.sorted() == sound)
-        #expect(json.errors.hasPrefix("vault: \(damaged): failed authentication"))
+            // The JSON stays valid and holds the readable items; the damage is on stderr and in the status.
+            let json = try scratch.run(["ls", "--json"])
+            #expect(json.status == 6)
+            let items = try #require(try json.json() as? [[String: Any]])
+            #expect(items.compactMap { $0["service"] as? String }.sorted() == sound)
+            #expect(json.errors.hasPrefix("vault: \(damaged): failed authentication"))
 
-        // A damaged file may be the item asked for: a filtered listing says so too.
-        let filtered = try scratch.run(["ls", "--service", sound[0]])
-        #expect(filtered.status == 6)
-        #expect(filtered.text.hasPrefix("generic\t\(sound[0])\tacct\t"))
-        #expect(filtered.errors.hasPrefix("vault: \(damaged): "))
+            // A damaged file may be the item asked for: a filtered listing says so too.
+            let filtered = try scratch.run(["ls", "--service", sound[0]])
+            #expect(filtered.status == 6)
+            #expect(filtered.text.hasPrefix("generic\t\(sound[0])\tacct\t"))
+            #expect(filtered.errors.hasPrefix("vault: \(damaged): "))
+        }
     }
 
     @Test func groupsCountsEveryFileAndNamesTheDamagedOne() throws {
-        let (scratch, damaged) = try vaultWithOneDamagedItem()
-        defer { scratch.remove() }
-        let groups = try scratch.run(["groups"])
-        #expect(groups.status == 6)
-        #expect(groups.text == "vault\t3\tdefault\n")
-        let lines = groups.errors.split(separator: "\n").map(String.init)
-        try #require(lines.count == 2)
-        #expect(lines[0].hasPrefix("vault: \(damaged): failed authentication"))
-        #expect(lines[1].hasPrefix("vault: groups: "))
-        let json = try scratch.run(["groups", "--json"])
-        #expect(json.status == 6)
-        let rows = try #require(try json.json() as? [[String: Any]])
-        #expect(rows.map { $0["items"] as? Int } == [3])
-        #expect(json.errors.hasPrefix("vault: \(damaged): "))
+        try withVaultWithOneDamagedItem { scratch, damaged in
+            let groups = try scratch.run(["groups"])
+            #expect(groups.status == 6)
+            #expect(groups.text == "vault\t3\tdefault\n")
+            let lines = groups.errors.split(separator: "\n").map(String.init)
+            try #require(lines.count == 2)
+            #expect(lines[0].hasPrefix("vault: \(damaged): failed authentication"))
+            #expect(lines[1].hasPrefix("vault: groups: "))
+            let json = try scratch.run(["groups", "--json"])
+            #expect(json.status == 6)
+            let rows = try #require(try json.json() as? [[String: Any]])
+            #expect(rows.map { $0["items"] as? Int } == [3])
+            #expect(json.errors.hasPrefix("vault: \(damaged): "))
+        }
     }
 
     @Test func checkNamesTheSameDamagedFile() throws {
-        let (scratch, damaged) = try vaultWithOneDamagedItem()
-        defer { scratch.remove() }
-        let check = try scratch.run(["check"])
-        #expect(check.status == 6)
-        #expect(check.output.isEmpty)
-        #expect(check.errors.hasPrefix("vault: \(damaged): failed authentication"))
-        let summary = try #require(check.errors.split(separator: "\n").last)
-        #expect(summary.hasPrefix("vault: check: 1 of 3 item files failed verification; "), "\(summary)")
-        #expect(summary.contains("vault check --remove-damaged"), "\(summary)")
+        try withVaultWithOneDamagedItem { scratch, damaged in
+            let check = try scratch.run(["check"])
+            #expect(check.status == 6)
+            #expect(check.output.isEmpty)
+            #expect(check.errors.hasPrefix("vault: \(damaged): failed authentication"))
+            let summary = try #require(check.errors.split(separator: "\n").last)
+            #expect(summary.hasPrefix("vault: check: 1 of 3 item files failed verification; "), "\(summary)")
+            #expect(summary.contains("vault check --remove-damaged"), "\(summary)")
+        }
     }
 
     @Test func aSoundVaultListsWithoutComplaint() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        try scratch.run(["put", "one"], input: Data("1"))
-        for command in [["ls"], ["ls", "--json"], ["groups"], ["check"]] {
-            let result = try scratch.run(command)
-            #expect(result.status == 0, "\(command)")
-            #expect(result.errors.isEmpty, "\(command)")
+        try withScratch(initialized: true) { scratch in
+            try scratch.run(["put", "one"], input: Data("1"))
+            for command in [["ls"], ["ls", "--json"], ["groups"], ["check"]] {
+                let result = try scratch.run(command)
+                #expect(result.status == 0, "\(command)")
+                #expect(result.errors.isEmpty, "\(command)")
+            }
         }
     }
 
@@ -108,64 +117,66 @@ import VaultTestSupport
     }
 
     @Test func namesWithControlCharactersAreEscapedInListsAndExactInJSON() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        let put = try scratch.run(["put", Self.service, Self.account, "--label", Self.label], input: Data("s"))
-        #expect(put.status == 0)
+        try withScratch(initialized: true) { scratch in
+            let put = try scratch.run(["put", Self.service, Self.account, "--label", Self.label], input: Data("s"))
+            #expect(put.status == 0)
 
-        let ls = try scratch.run(["ls"])
-        #expect(ls.status == 0)
-        #expect(!holdsRawControls(ls.output))
-        #expect(ls.text.hasPrefix("generic\tsvc\\x1b[31mred\tacc\\u{9b}2J\tvault\tlab\\u{202e}el\\x07\t"))
+            let ls = try scratch.run(["ls"])
+            #expect(ls.status == 0)
+            #expect(!holdsRawControls(ls.output))
+            #expect(ls.text.hasPrefix("generic\tsvc\\x1b[31mred\tacc\\u{9b}2J\tvault\tlab\\u{202e}el\\x07\t"))
 
-        let json = try scratch.run(["ls", "--json"])
-        let items = try #require(try json.json() as? [[String: Any]])
-        #expect(items.first?["service"] as? String == Self.service)
-        #expect(items.first?["account"] as? String == Self.account)
-        #expect(items.first?["label"] as? String == Self.label)
-        let get = try #require(try scratch.run(["get", "--json", Self.service, Self.account]).json() as? [String: Any])
-        #expect(get["service"] as? String == Self.service)
+            let json = try scratch.run(["ls", "--json"])
+            let items = try #require(try json.json() as? [[String: Any]])
+            #expect(items.first?["service"] as? String == Self.service)
+            #expect(items.first?["account"] as? String == Self.account)
+            #expect(items.first?["label"] as? String == Self.label)
+            let get = try #require(
+                try scratch.run(["get", "--json", Self.service, Self.account]).json() as? [String: Any])
+            #expect(get["service"] as? String == Self.service)
+        }
     }
 
     @Test func namesWithControlCharactersAreEscapedInErrors() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        let missing = try scratch.run(["get", "x\u{1B}]0;title\u{07}", Self.account])
-        #expect(missing.status == 1)
-        #expect(!holdsRawControls(Data(missing.errors.utf8)))
-        #expect(
-            missing.errors
-                == "vault: service \"x\\x1b]0;title\\x07\", account \"acc\\u{9b}2J\": not found (searched group vault)\n"
-        )
+        try withScratch(initialized: true) { scratch in
+            let missing = try scratch.run(["get", "x\u{1B}]0;title\u{07}", Self.account])
+            #expect(missing.status == 1)
+            #expect(!holdsRawControls(Data(missing.errors.utf8)))
+            #expect(
+                missing.errors
+                    == "vault: service \"x\\x1b]0;title\\x07\", account \"acc\\u{9b}2J\": not found (searched group vault)\n"
+            )
 
-        let usage = try scratch.run(["frob\u{202E}"])
-        #expect(usage.status == 2)
-        #expect(usage.errors == "vault: unknown command 'frob\\u{202e}' (see 'vault --help')\n")
+            let usage = try scratch.run(["frob\u{202E}"])
+            #expect(usage.status == 2)
+            #expect(usage.errors == "vault: unknown command 'frob\\u{202e}' (see 'vault --help')\n")
 
-        let export = try scratch.run(["--passphrase-fd", "0", "export", scratch.root + "/back\u{1B}up"], input: Data())
-        #expect(export.status != 0)
-        #expect(!holdsRawControls(Data(export.errors.utf8)))
+            let export = try scratch.run(
+                ["--passphrase-fd", "0", "export", scratch.root + "/back\u{1B}up"], input: Data())
+            #expect(export.status != 0)
+            #expect(!holdsRawControls(Data(export.errors.utf8)))
+        }
     }
 
     @Test func namesWithControlCharactersAreEscapedInTablesAndPromptsOnATerminal() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        try scratch.run(["put", Self.service, Self.account, "--label", Self.label], input: Data("s"))
-        let session = try TerminalSession()
-        defer { session.close() }
-        let ls = try session.start(["ls"], scratch: scratch, outputToTerminal: true)
-        #expect(waitForExit(ls))
-        #expect(ls.terminationStatus == 0)
-        #expect(session.waitFor("MODIFIED\r\n"))
-        #expect(session.waitFor("generic  svc\\x1b[31mred  acc\\u{9b}2J  vault  lab\\u{202e}el\\x07  "))
+        try withScratch(initialized: true) { scratch in
+            try scratch.run(["put", Self.service, Self.account, "--label", Self.label], input: Data("s"))
+            let session = try TerminalSession()
+            defer { session.close() }
+            let ls = try session.start(["ls"], scratch: scratch, outputToTerminal: true)
+            #expect(waitForExit(ls))
+            #expect(ls.terminationStatus == 0)
+            #expect(session.waitFor("MODIFIED\r\n"))
+            #expect(session.waitFor("generic  svc\\x1b[31mred  acc\\u{9b}2J  vault  lab\\u{202e}el\\x07  "))
 
-        let put = try session.start(["put", "new\u{1B}[2J"], scratch: scratch)
-        #expect(session.waitFor("Secret for service \"new\\x1b[2J\", account \"\": "))
-        try session.type("pw\n")
-        #expect(session.waitFor("Again: "))
-        try session.type("pw\n")
-        #expect(waitForExit(put))
-        #expect(put.terminationStatus == 0)
-        #expect(!holdsRawControls(Data(session.text.utf8)))
+            let put = try session.start(["put", "new\u{1B}[2J"], scratch: scratch)
+            #expect(session.waitFor("Secret for service \"new\\x1b[2J\", account \"\": "))
+            try session.type("pw\n")
+            #expect(session.waitFor("Again: "))
+            try session.type("pw\n")
+            #expect(waitForExit(put))
+            #expect(put.terminationStatus == 0)
+            #expect(!holdsRawControls(Data(session.text.utf8)))
+        }
     }
 }

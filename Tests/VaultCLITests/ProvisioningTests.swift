@@ -7,62 +7,64 @@ import VaultTestSupport
     /// Before: a secret put for the service was invisible to the CLI's default identity, which printed
     /// nothing and said nothing.
     @Test func aMissNamesTheGroupsThatHoldItemsButNoItems() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        try #require(scratch.run(["--app", "my-service", "put", "db-main", "app-user"], input: Data("s")).status == 0)
-        let get = try scratch.run(["get", "other-svc", "x"])
-        #expect(get.status == 1)
-        #expect(get.errors.contains("my-service") && get.errors.contains("--app"), "\(get.errors)")
-        let ls = try scratch.run(["ls"])
-        #expect(ls.status == 0 && ls.text.isEmpty)
-        #expect(ls.errors.contains("group my-service holds items"), "\(ls.errors)")
-        for leak in ["db-main", "app-user", "1 item"] {
-            #expect(!get.errors.contains(leak) && !ls.errors.contains(leak), "\(leak) leaked")
+        try withScratch(initialized: true) { scratch in
+            try #require(
+                scratch.run(["--app", "my-service", "put", "db-main", "app-user"], input: Data("s")).status == 0)
+            let get = try scratch.run(["get", "other-svc", "x"])
+            #expect(get.status == 1)
+            #expect(get.errors.contains("my-service") && get.errors.contains("--app"), "\(get.errors)")
+            let ls = try scratch.run(["ls"])
+            #expect(ls.status == 0 && ls.text.isEmpty)
+            #expect(ls.errors.contains("group my-service holds items"), "\(ls.errors)")
+            for leak in ["db-main", "app-user", "1 item"] {
+                #expect(!get.errors.contains(leak) && !ls.errors.contains(leak), "\(leak) leaked")
+            }
+            // With the right identity there is nothing to explain.
+            let right = try scratch.run(["--app", "my-service", "ls"])
+            #expect(right.errors.isEmpty && right.text.contains("db-main"))
         }
-        // With the right identity there is nothing to explain.
-        let right = try scratch.run(["--app", "my-service", "ls"])
-        #expect(right.errors.isEmpty && right.text.contains("db-main"))
     }
 
     /// Before: `get --server mail.example alice` said only "not found" for an item under imaps:993.
     @Test func aMissNamesNearMatches() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        let put = try scratch.run(
-            ["put", "--server", "mail.example", "--protocol", "imaps", "--port", "993", "alice"], input: Data("pw"))
-        try #require(put.status == 0)
-        let get = try scratch.run(["get", "--server", "mail.example", "alice"])
-        #expect(get.status == 1)
-        #expect(
-            get.errors.contains("vault get --server mail.example --protocol imaps --port 993 alice"), "\(get.errors)")
-        try #require(scratch.run(["put", "db", "app"], input: Data("pw")).status == 0)
-        let generic = try scratch.run(["get", "db", "ap"])
-        #expect(generic.errors.contains("vault get db app"), "\(generic.errors)")
+        try withScratch(initialized: true) { scratch in
+            let put = try scratch.run(
+                ["put", "--server", "mail.example", "--protocol", "imaps", "--port", "993", "alice"], input: Data("pw"))
+            try #require(put.status == 0)
+            let get = try scratch.run(["get", "--server", "mail.example", "alice"])
+            #expect(get.status == 1)
+            #expect(
+                get.errors.contains("vault get --server mail.example --protocol imaps --port 993 alice"),
+                "\(get.errors)")
+            try #require(scratch.run(["put", "db", "app"], input: Data("pw")).status == 0)
+            let generic = try scratch.run(["get", "db", "ap"])
+            #expect(generic.errors.contains("vault get db app"), "\(generic.errors)")
+        }
     }
 
     /// A mistyped path under a production key must not get a fresh vault.
     @Test func readsAndAnExternalKeyNeverCreateAVault() throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
-        let get = try scratch.run(["get", "svc"])
-        #expect(get.status == 8)
-        #expect(!FileManager.default.fileExists(atPath: scratch.vault))
-        let key = scratch.root + "/vault.key"
-        try Data(repeating: 9, count: 32).write(to: URL(fileURLWithPath: key))
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: key)
-        let put = try scratch.run(["--key-file", key, "put", "svc"], input: Data("s"))
-        #expect(put.status == 8, "\(put.errors)")
-        #expect(put.errors.contains(scratch.vault))
-        #expect(!FileManager.default.fileExists(atPath: scratch.vault))
+        try withScratch { scratch in
+            let get = try scratch.run(["get", "svc"])
+            #expect(get.status == 8)
+            #expect(!FileManager.default.fileExists(atPath: scratch.vault))
+            let key = scratch.root + "/vault.key"
+            try Data(repeating: 9, count: 32).write(to: URL(fileURLWithPath: key))
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: key)
+            let put = try scratch.run(["--key-file", key, "put", "svc"], input: Data("s"))
+            #expect(put.status == 8, "\(put.errors)")
+            #expect(put.errors.contains(scratch.vault))
+            #expect(!FileManager.default.fileExists(atPath: scratch.vault))
+        }
     }
 
     /// Before: `init --key-file /etc/vault/k` without /etc/vault failed with an I/O error (exit 7).
     @Test func aMissingKeyDirectoryIsNamedWithItsFix() throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
-        let init_ = try scratch.run(["init", "--key-file", scratch.root + "/etc-vault/service.key"])
-        #expect(init_.status == 8, "\(init_.status) \(init_.errors)")
-        #expect(init_.errors.contains("install -d -m 0700 \(scratch.root)/etc-vault"), "\(init_.errors)")
+        try withScratch { scratch in
+            let init_ = try scratch.run(["init", "--key-file", scratch.root + "/etc-vault/service.key"])
+            #expect(init_.status == 8, "\(init_.status) \(init_.errors)")
+            #expect(init_.errors.contains("install -d -m 0700 \(scratch.root)/etc-vault"), "\(init_.errors)")
+        }
     }
 
     /// Before: root's put into a service's vault left root-owned 0600 files the service could not read,
@@ -75,32 +77,32 @@ import VaultTestSupport
         let user = "vault-op-\(getpid())"
         try #require(shell("useradd --system --no-create-home --shell /usr/sbin/nologin \(user)").status == 0)
         defer { _ = try? shell("userdel \(user)") }
-        let scratch = try Scratch()
-        defer { scratch.remove() }
-        let state = scratch.root + "/state"
-        try #require(
-            shell("chmod 755 \(scratch.root) && install -d -o \(user) -g \(user) -m 0700 \(state)").status == 0)
-        let vault = state + "/vault"
-        let key = scratch.root + "/service.key"
-        try #require(scratch.run(["--vault", vault, "init", "--key-file", key], vaultOption: false).status == 0)
-        let put = try scratch.run(
-            ["--vault", vault, "--key-file", key, "--app", "my-service", "put", "db", "app"], input: Data("pw"),
-            vaultOption: false)
-        try #require(put.status == 0, "\(put.errors)")
-        let strangers = try shell("find \(vault) ! -user \(user)")
-        #expect(strangers.text.isEmpty, "not the service's: \(strangers.text)")
-        #expect(try shell("stat -c %U \(key)").text == "root\n")
-        // The service reads it with its own copy of the key (as LoadCredential= gives it).
-        try #require(shell("install -o \(user) -m 0400 \(key) \(scratch.root)/service-copy.key").status == 0)
-        let read = try shell(
-            "runuser -u \(user) -- \(vaultExecutable.path) --vault \(vault) --key-file \(scratch.root)/service-copy.key "
-                + "--app my-service get db app")
-        #expect(read.text == "pw", "\(read.errors)")
-        // Another user is refused with the command that works, not with a chown.
-        let other = try shell("runuser -u nobody -- \(vaultExecutable.path) --vault \(vault) ls")
-        #expect(other.status == 4)
-        #expect(other.errors.contains("runuser -u \(user) -- vault"), "\(other.errors)")
-        #expect(!other.errors.contains("chown"), "\(other.errors)")
+        try withScratch { scratch in
+            let state = scratch.root + "/state"
+            try #require(
+                shell("chmod 755 \(scratch.root) && install -d -o \(user) -g \(user) -m 0700 \(state)").status == 0)
+            let vault = state + "/vault"
+            let key = scratch.root + "/service.key"
+            try #require(scratch.run(["--vault", vault, "init", "--key-file", key], vaultOption: false).status == 0)
+            let put = try scratch.run(
+                ["--vault", vault, "--key-file", key, "--app", "my-service", "put", "db", "app"], input: Data("pw"),
+                vaultOption: false)
+            try #require(put.status == 0, "\(put.errors)")
+            let strangers = try shell("find \(vault) ! -user \(user)")
+            #expect(strangers.text.isEmpty, "not the service's: \(strangers.text)")
+            #expect(try shell("stat -c %U \(key)").text == "root\n")
+            // The service reads it with its own copy of the key (as LoadCredential= gives it).
+            try #require(shell("install -o \(user) -m 0400 \(key) \(scratch.root)/service-copy.key").status == 0)
+            let read = try shell(
+                "runuser -u \(user) -- \(vaultExecutable.path) --vault \(vault) --key-file \(scratch.root)/service-copy.key "
+                    + "--app my-service get db app")
+            #expect(read.text == "pw", "\(read.errors)")
+            // Another user is refused with the command that works, not with a chown.
+            let other = try shell("runuser -u nobody -- \(vaultExecutable.path) --vault \(vault) ls")
+            #expect(other.status == 4)
+            #expect(other.errors.contains("runuser -u \(user) -- vault"), "\(other.errors)")
+            #expect(!other.errors.contains("chown"), "\(other.errors)")
+        }
     }
 
     func shell(_ command: String) throws -> RunResult {

@@ -22,18 +22,18 @@ struct RunResult {
     }
 }
 
-/// A scratch directory with a vault path inside it (not created), removed by `remove()`.
+/// A scratch directory with a vault path inside it (not created), for runs of the `vault` binary;
+/// `withScratch` removes it when the test's body ends.
 struct Scratch {
-    let root: String
-    let vault: String
+    let directory: TemporaryVault
+    var root: String { directory.root }
+    var vault: String { directory.path }
 
     init() throws {
-        root = FileManager.default.temporaryDirectory.appendingPathComponent("vault-cli-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        vault = root + "/vault"
+        directory = try TemporaryVault("cli")
     }
 
-    func remove() { try? FileManager.default.removeItem(atPath: root) }
+    func remove() { directory.remove() }
 
     /// An environment with nothing of the caller's vault settings: HOME inside the scratch directory.
     var environment: [String: String] {
@@ -106,6 +106,10 @@ func runVault(
     return RunResult(status: process.terminationStatus, output: output, errors: errors)
 }
 
-extension Data {
-    init(_ text: String) { self = Data(text.utf8) }
+/// Runs `body` with a fresh scratch directory (with an initialised vault when `initialized`), removed
+/// when `body` ends.
+func withScratch<R>(initialized: Bool = false, _ body: (Scratch) throws -> R) throws -> R {
+    let scratch = try initialized ? Scratch.initialized() : Scratch()
+    defer { scratch.remove() }
+    return try body(scratch)
 }

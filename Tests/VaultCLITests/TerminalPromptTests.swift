@@ -84,159 +84,159 @@ func waitForExit(_ process: Process, timeout: TimeInterval = 20) -> Bool {
 /// The prompt mode of put: on a terminal the secret is typed twice, without echo.
 @Suite struct TerminalPromptTests {
     @Test func theSecretIsTypedTwiceWithoutEcho() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        let session = try TerminalSession()
-        defer { session.close() }
-        let process = try session.start(["put", "db", "app"], scratch: scratch)
-        #expect(session.waitFor("Secret for service \"db\", account \"app\": "))
-        try session.type("correct horse\n")
-        #expect(session.waitFor("Again: "))
-        try session.type("correct horse\n")
-        #expect(waitForExit(process))
-        #expect(process.terminationStatus == 0)
-        #expect(!session.text.contains("correct horse"))
-        #expect(try session.secondary.isEchoEnabled())
-        // The newline is the end of the entry, not part of the secret.
-        #expect(try scratch.run(["get", "db", "app"]).output == Data("correct horse"))
+        try withScratch(initialized: true) { scratch in
+            let session = try TerminalSession()
+            defer { session.close() }
+            let process = try session.start(["put", "db", "app"], scratch: scratch)
+            #expect(session.waitFor("Secret for service \"db\", account \"app\": "))
+            try session.type("correct horse\n")
+            #expect(session.waitFor("Again: "))
+            try session.type("correct horse\n")
+            #expect(waitForExit(process))
+            #expect(process.terminationStatus == 0)
+            #expect(!session.text.contains("correct horse"))
+            #expect(try session.secondary.isEchoEnabled())
+            // The newline is the end of the entry, not part of the secret.
+            #expect(try scratch.run(["get", "db", "app"]).output == Data("correct horse"))
+        }
     }
 
     @Test func entriesThatDifferStoreNothing() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        let session = try TerminalSession()
-        defer { session.close() }
-        let process = try session.start(["add", "db"], scratch: scratch)
-        #expect(session.waitFor("Secret for "))
-        try session.type("first\n")
-        #expect(session.waitFor("Again: "))
-        try session.type("second\n")
-        #expect(waitForExit(process))
-        #expect(process.terminationStatus == 2)
-        // The terminal turns "\n" into "\r\n".
-        #expect(session.waitFor("vault: terminal: the two entries differ; nothing was stored\r\n"))
-        #expect(!session.text.contains("first") && !session.text.contains("second"))
-        #expect(try session.secondary.isEchoEnabled())
-        #expect(try scratch.run(["get", "db"]).status == 1)
+        try withScratch(initialized: true) { scratch in
+            let session = try TerminalSession()
+            defer { session.close() }
+            let process = try session.start(["add", "db"], scratch: scratch)
+            #expect(session.waitFor("Secret for "))
+            try session.type("first\n")
+            #expect(session.waitFor("Again: "))
+            try session.type("second\n")
+            #expect(waitForExit(process))
+            #expect(process.terminationStatus == 2)
+            // The terminal turns "\n" into "\r\n".
+            #expect(session.waitFor("vault: terminal: the two entries differ; nothing was stored\r\n"))
+            #expect(!session.text.contains("first") && !session.text.contains("second"))
+            #expect(try session.secondary.isEchoEnabled())
+            #expect(try scratch.run(["get", "db"]).status == 1)
+        }
     }
 
     @Test func anEmptyEntryIsRefused() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        let session = try TerminalSession()
-        defer { session.close() }
-        let process = try session.start(["put", "db"], scratch: scratch)
-        #expect(session.waitFor("Secret for "))
-        try session.type("\n")
-        #expect(waitForExit(process))
-        #expect(process.terminationStatus == 2)
-        #expect(try scratch.run(["get", "db"]).status == 1)
+        try withScratch(initialized: true) { scratch in
+            let session = try TerminalSession()
+            defer { session.close() }
+            let process = try session.start(["put", "db"], scratch: scratch)
+            #expect(session.waitFor("Secret for "))
+            try session.type("\n")
+            #expect(waitForExit(process))
+            #expect(process.terminationStatus == 2)
+            #expect(try scratch.run(["get", "db"]).status == 1)
+        }
     }
 
     /// SIGTERM rather than SIGINT: a test run started as a background job inherits SIGINT ignored,
     /// and an ignored signal stays ignored at the prompt.
     @Test func aSignalAtThePromptRestoresEcho() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        let session = try TerminalSession()
-        defer { session.close() }
-        let process = try session.start(["put", "db"], scratch: scratch)
-        #expect(session.waitFor("Secret for "))
-        // The prompt is written just before echo goes off: wait until it is off.
-        let deadline = Date().addingTimeInterval(5)
-        while (try? session.secondary.isEchoEnabled()) == true && Date() < deadline {
-            Thread.sleep(forTimeInterval: 0.01)
+        try withScratch(initialized: true) { scratch in
+            let session = try TerminalSession()
+            defer { session.close() }
+            let process = try session.start(["put", "db"], scratch: scratch)
+            #expect(session.waitFor("Secret for "))
+            // The prompt is written just before echo goes off: wait until it is off.
+            let deadline = Date().addingTimeInterval(5)
+            while (try? session.secondary.isEchoEnabled()) == true && Date() < deadline {
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+            #expect(try session.secondary.isEchoEnabled() == false)
+            process.terminate()
+            #expect(waitForExit(process))
+            #expect(process.terminationReason == .uncaughtSignal)
+            #expect(process.terminationStatus == SIGTERM)
+            #expect(try session.secondary.isEchoEnabled())
+            #expect(try scratch.run(["get", "db"]).status == 1)
         }
-        #expect(try session.secondary.isEchoEnabled() == false)
-        process.terminate()
-        #expect(waitForExit(process))
-        #expect(process.terminationReason == .uncaughtSignal)
-        #expect(process.terminationStatus == SIGTERM)
-        #expect(try session.secondary.isEchoEnabled())
-        #expect(try scratch.run(["get", "db"]).status == 1)
     }
 }
 
 /// What the commands print when standard output is a terminal.
 @Suite struct TerminalOutputTests {
     @Test func getEndsTheSecretWithANewlineOnlyOnATerminal() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        try scratch.run(["put", "db"], input: Data("s3cret"))
-        let session = try TerminalSession()
-        defer { session.close() }
-        let process = try session.start(["get", "db"], scratch: scratch, outputToTerminal: true)
-        #expect(waitForExit(process))
-        #expect(process.terminationStatus == 0)
-        #expect(session.waitFor("s3cret\r\n"))
-        // Piped, the bytes are exact.
-        #expect(try scratch.run(["get", "db"]).output == Data("s3cret"))
+        try withScratch(initialized: true) { scratch in
+            try scratch.run(["put", "db"], input: Data("s3cret"))
+            let session = try TerminalSession()
+            defer { session.close() }
+            let process = try session.start(["get", "db"], scratch: scratch, outputToTerminal: true)
+            #expect(waitForExit(process))
+            #expect(process.terminationStatus == 0)
+            #expect(session.waitFor("s3cret\r\n"))
+            // Piped, the bytes are exact.
+            #expect(try scratch.run(["get", "db"]).output == Data("s3cret"))
+        }
     }
 
     @Test func listIsATableOnATerminal() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        try scratch.run(["put", "database", "app", "--label", "Main"], input: Data("x"))
-        try scratch.run(["put", "api"], input: Data("y"))
-        let session = try TerminalSession()
-        defer { session.close() }
-        let process = try session.start(["ls"], scratch: scratch, outputToTerminal: true)
-        #expect(waitForExit(process))
-        #expect(process.terminationStatus == 0)
-        #expect(session.waitFor("MODIFIED\r\n"))
-        #expect(session.waitFor("\r\n", count: 3))
-        let lines = session.text.components(separatedBy: "\r\n").filter { !$0.isEmpty }
-        #expect(lines.count == 3)
-        #expect(lines[0].hasPrefix("KIND     SERVICE   ACCOUNT  GROUP  LABEL  CREATED"))
-        #expect(lines[1].hasPrefix("generic  api                vault         "))
-        #expect(lines[2].hasPrefix("generic  database  app      vault  Main   "))
-        #expect(!session.text.contains("\t"))
+        try withScratch(initialized: true) { scratch in
+            try scratch.run(["put", "database", "app", "--label", "Main"], input: Data("x"))
+            try scratch.run(["put", "api"], input: Data("y"))
+            let session = try TerminalSession()
+            defer { session.close() }
+            let process = try session.start(["ls"], scratch: scratch, outputToTerminal: true)
+            #expect(waitForExit(process))
+            #expect(process.terminationStatus == 0)
+            #expect(session.waitFor("MODIFIED\r\n"))
+            #expect(session.waitFor("\r\n", count: 3))
+            let lines = session.text.components(separatedBy: "\r\n").filter { !$0.isEmpty }
+            #expect(lines.count == 3)
+            #expect(lines[0].hasPrefix("KIND     SERVICE   ACCOUNT  GROUP  LABEL  CREATED"))
+            #expect(lines[1].hasPrefix("generic  api                vault         "))
+            #expect(lines[2].hasPrefix("generic  database  app      vault  Main   "))
+            #expect(!session.text.contains("\t"))
+        }
     }
 }
 
 /// The secret never reaches the arguments or the environment of the process.
 @Suite struct ProcessVisibilityTests {
     @Test func theSecretIsNeverInCmdlineOrEnvironDuringAPut() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        let secret = "pipe-secret-\(UUID().uuidString)"
-        let process = Process()
-        process.executableURL = vaultExecutable
-        process.arguments = ["--vault", scratch.vault, "put", "--trim", "svc", "acct"]
-        process.environment = scratch.environment
-        let input = Pipe()
-        process.standardInput = input
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        // The secret goes into the pipe, which stays open: the put is still running, blocked on
-        // standard input, while /proc is read.
-        try input.fileHandleForWriting.write(contentsOf: Data((secret + "\n").utf8))
-        let pid = process.processIdentifier
-        let proc = "/proc/\(pid)"
-        // Wait until the process has the vault open and has drained the pipe.
-        let deadline = Date().addingTimeInterval(10)
-        var opened = false
-        while Date() < deadline && !opened {
-            let fds = (try? FileManager.default.contentsOfDirectory(atPath: proc + "/fd")) ?? []
-            opened = fds.contains { fd in
-                ((try? FileManager.default.destinationOfSymbolicLink(atPath: proc + "/fd/" + fd)) ?? "")
-                    .hasPrefix(scratch.vault)
+        try withScratch(initialized: true) { scratch in
+            let secret = "pipe-secret-\(UUID().uuidString)"
+            let process = Process()
+            process.executableURL = vaultExecutable
+            process.arguments = ["--vault", scratch.vault, "put", "--trim", "svc", "acct"]
+            process.environment = scratch.environment
+            let input = Pipe()
+            process.standardInput = input
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            // The secret goes into the pipe, which stays open: the put is still running, blocked on
+            // standard input, while /proc is read.
+            try input.fileHandleForWriting.write(contentsOf: Data((secret + "\n").utf8))
+            let pid = process.processIdentifier
+            let proc = "/proc/\(pid)"
+            // Wait until the process has the vault open and has drained the pipe.
+            let deadline = Date().addingTimeInterval(10)
+            var opened = false
+            while Date() < deadline && !opened {
+                let fds = (try? FileManager.default.contentsOfDirectory(atPath: proc + "/fd")) ?? []
+                opened = fds.contains { fd in
+                    ((try? FileManager.default.destinationOfSymbolicLink(atPath: proc + "/fd/" + fd)) ?? "")
+                        .hasPrefix(scratch.vault)
+                }
+                if !opened { Thread.sleep(forTimeInterval: 0.01) }
             }
-            if !opened { Thread.sleep(forTimeInterval: 0.01) }
+            #expect(opened)
+            Thread.sleep(forTimeInterval: 0.2)
+            #expect(process.isRunning)
+            let cmdline = try Data(contentsOf: URL(fileURLWithPath: proc + "/cmdline"))
+            let environ = try Data(contentsOf: URL(fileURLWithPath: proc + "/environ"))
+            #expect(String(decoding: cmdline, as: UTF8.self).contains("put"))
+            #expect(!environ.isEmpty)
+            #expect(cmdline.range(of: Data(secret.utf8)) == nil)
+            #expect(environ.range(of: Data(secret.utf8)) == nil)
+            try input.fileHandleForWriting.close()
+            #expect(waitForExit(process))
+            #expect(process.terminationStatus == 0)
+            #expect(try scratch.run(["get", "svc", "acct"]).text == secret)
         }
-        #expect(opened)
-        Thread.sleep(forTimeInterval: 0.2)
-        #expect(process.isRunning)
-        let cmdline = try Data(contentsOf: URL(fileURLWithPath: proc + "/cmdline"))
-        let environ = try Data(contentsOf: URL(fileURLWithPath: proc + "/environ"))
-        #expect(String(decoding: cmdline, as: UTF8.self).contains("put"))
-        #expect(!environ.isEmpty)
-        #expect(cmdline.range(of: Data(secret.utf8)) == nil)
-        #expect(environ.range(of: Data(secret.utf8)) == nil)
-        try input.fileHandleForWriting.close()
-        #expect(waitForExit(process))
-        #expect(process.terminationStatus == 0)
-        #expect(try scratch.run(["get", "svc", "acct"]).text == secret)
     }
 }

@@ -92,126 +92,126 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
     /// after each round the vault is reopened and checked against the journal of acknowledged
     /// operations.
     @Test func killedWritersLoseNoAcknowledgedWrite() throws {
-        let dir = try TestDirectory("crash")
-        defer { dir.remove() }
-        let path = dir.path + "/vault"
-        _ = try Vault.create(at: path, client: try testClient())
-        let writers = (0..<4).map { "w\($0)" }
-        var model: [String: String] = [:]
-        var lost: [String] = []
-        var undecryptable: [String] = []
-        var disagreements: [String] = []
-        var acknowledgedTotal = 0
-        var inFlightApplied = 0
-        var inFlightTotal = 0
-        var temporaryBeforeCleanup = 0
-        var temporaryAfterCleanup: [String] = []
-        let iterations = Sizes.crashIterations
-        // A long-lived handle (a service that keeps its vault open) does the writing after each round:
-        // it must clean up after writers that died long after its own first write.
-        let longLived = try Vault.open(at: path, client: try testClient())
-        let started = monotonicMilliseconds()
-        for iteration in 0..<iterations {
-            let children = try writers.enumerated().map { index, writer in
-                try Helper(["crash-writer", path, testApp, writer, String(iteration * 1_000_000 + index * 100_000)])
-            }
-            usleep(UInt32.random(in: 30_000...150_000))
-            for child in children.shuffled() {
-                child.kill()
-                if Bool.random() { usleep(UInt32.random(in: 0...3000)) }
-            }
-            var journals: [WriterJournal] = []
-            for child in children {
-                let result = child.finish()
-                if result.status != 128 + SIGKILL && result.status != SIGKILL {
-                    Issue.record("writer ended with \(result.status) before the kill: \(result.errors)")
+        try withTemporaryDirectory("crash") { dir in
+            let path = dir.path + "/vault"
+            _ = try Vault.create(at: path, client: try testClient())
+            let writers = (0..<4).map { "w\($0)" }
+            var model: [String: String] = [:]
+            var lost: [String] = []
+            var undecryptable: [String] = []
+            var disagreements: [String] = []
+            var acknowledgedTotal = 0
+            var inFlightApplied = 0
+            var inFlightTotal = 0
+            var temporaryBeforeCleanup = 0
+            var temporaryAfterCleanup: [String] = []
+            let iterations = Sizes.crashIterations
+            // A long-lived handle (a service that keeps its vault open) does the writing after each round:
+            // it must clean up after writers that died long after its own first write.
+            let longLived = try Vault.open(at: path, client: try testClient())
+            let started = monotonicMilliseconds()
+            for iteration in 0..<iterations {
+                let children = try writers.enumerated().map { index, writer in
+                    try Helper(["crash-writer", path, testApp, writer, String(iteration * 1_000_000 + index * 100_000)])
                 }
-                journals.append(WriterJournal(output: result.output))
-            }
-            temporaryBeforeCleanup += temporaryFiles(in: path).count
-            // Reopen as a new process would: a fresh handle, reads first.
-            let vault = try Vault.open(at: path, client: try testClient())
-            let state = try crashState(vault)
-            disagreements += state.pointLookupDisagreements.map { "iteration \(iteration): \($0)" }
-            for (writer, journal) in zip(writers, journals) {
-                let prefix = writer + "-"
-                var before = model.filter { $0.key.hasPrefix(prefix) }
-                for op in journal.acknowledged { op.apply(to: &before) }
-                acknowledgedTotal += journal.acknowledged.count
-                var after = before
-                journal.inFlight?.apply(to: &after)
-                let actual = state.scan.filter { $0.key.hasPrefix(prefix) }
-                if journal.inFlight != nil { inFlightTotal += 1 }
-                if actual == before {
-                    // fine: the unacknowledged operation did not happen (or changed nothing)
-                } else if actual == after {
-                    inFlightApplied += 1
-                } else {
-                    lost.append(
-                        "iteration \(iteration) \(writer): expected \(before) or \(after), found \(actual)")
+                usleep(UInt32.random(in: 30_000...150_000))
+                for child in children.shuffled() {
+                    child.kill()
+                    if Bool.random() { usleep(UInt32.random(in: 0...3000)) }
                 }
-                for key in model.keys where key.hasPrefix(prefix) { model[key] = nil }
-                model.merge(actual) { $1 }
+                var journals: [WriterJournal] = []
+                for child in children {
+                    let result = child.finish()
+                    if result.status != 128 + SIGKILL && result.status != SIGKILL {
+                        Issue.record("writer ended with \(result.status) before the kill: \(result.errors)")
+                    }
+                    journals.append(WriterJournal(output: result.output))
+                }
+                temporaryBeforeCleanup += temporaryFiles(in: path).count
+                // Reopen as a new process would: a fresh handle, reads first.
+                let vault = try Vault.open(at: path, client: try testClient())
+                let state = try crashState(vault)
+                disagreements += state.pointLookupDisagreements.map { "iteration \(iteration): \($0)" }
+                for (writer, journal) in zip(writers, journals) {
+                    let prefix = writer + "-"
+                    var before = model.filter { $0.key.hasPrefix(prefix) }
+                    for op in journal.acknowledged { op.apply(to: &before) }
+                    acknowledgedTotal += journal.acknowledged.count
+                    var after = before
+                    journal.inFlight?.apply(to: &after)
+                    let actual = state.scan.filter { $0.key.hasPrefix(prefix) }
+                    if journal.inFlight != nil { inFlightTotal += 1 }
+                    if actual == before {
+                        // fine: the unacknowledged operation did not happen (or changed nothing)
+                    } else if actual == after {
+                        inFlightApplied += 1
+                    } else {
+                        lost.append(
+                            "iteration \(iteration) \(writer): expected \(before) or \(after), found \(actual)")
+                    }
+                    for key in model.keys where key.hasPrefix(prefix) { model[key] = nil }
+                    model.merge(actual) { $1 }
+                }
+                // A writer runs again: it finishes interrupted moves and removes stale temp files.
+                try longLived.set(Data("\(iteration)"), for: try ItemKey(service: "settle", account: "settle"))
+                temporaryAfterCleanup += temporaryFiles(in: path).map { "iteration \(iteration): \($0)" }
+                let decrypted = try decryptEveryItem(path)
+                undecryptable += decrypted.failures
             }
-            // A writer runs again: it finishes interrupted moves and removes stale temp files.
-            try longLived.set(Data("\(iteration)"), for: try ItemKey(service: "settle", account: "settle"))
-            temporaryAfterCleanup += temporaryFiles(in: path).map { "iteration \(iteration): \($0)" }
-            let decrypted = try decryptEveryItem(path)
-            undecryptable += decrypted.failures
+            let seconds = (monotonicMilliseconds() - started) / 1000
+            figure(
+                "crash",
+                "\(iterations) SIGKILL iterations of 4 writers, \(acknowledgedTotal) acknowledged operations, "
+                    + "\(lost.count) lost, \(undecryptable.count) undecryptable files, "
+                    + "\(temporaryAfterCleanup.count) temp files after a writer ran again "
+                    + "(\(temporaryBeforeCleanup) seen right after kills), \(inFlightApplied)/\(inFlightTotal) "
+                    + "unacknowledged operations found applied, \(disagreements.count) point/scan disagreements, "
+                    + String(format: "%.0f s", seconds))
+            #expect(lost.isEmpty, "\(lost.prefix(5))")
+            #expect(undecryptable.isEmpty, "\(undecryptable.prefix(5))")
+            #expect(temporaryAfterCleanup.isEmpty, "\(temporaryAfterCleanup.prefix(5))")
+            #expect(disagreements.isEmpty, "\(disagreements.prefix(5))")
+            #expect(acknowledgedTotal > iterations)
         }
-        let seconds = (monotonicMilliseconds() - started) / 1000
-        figure(
-            "crash",
-            "\(iterations) SIGKILL iterations of 4 writers, \(acknowledgedTotal) acknowledged operations, "
-                + "\(lost.count) lost, \(undecryptable.count) undecryptable files, "
-                + "\(temporaryAfterCleanup.count) temp files after a writer ran again "
-                + "(\(temporaryBeforeCleanup) seen right after kills), \(inFlightApplied)/\(inFlightTotal) "
-                + "unacknowledged operations found applied, \(disagreements.count) point/scan disagreements, "
-                + String(format: "%.0f s", seconds))
-        #expect(lost.isEmpty, "\(lost.prefix(5))")
-        #expect(undecryptable.isEmpty, "\(undecryptable.prefix(5))")
-        #expect(temporaryAfterCleanup.isEmpty, "\(temporaryAfterCleanup.prefix(5))")
-        #expect(disagreements.isEmpty, "\(disagreements.prefix(5))")
-        #expect(acknowledgedTotal > iterations)
     }
     /// 4 processes incrementing one shared counter (`Vault.modify`) are SIGKILLed at random points: the
     /// counter is at least the number of acknowledged increments and at most that plus the ones in
     /// flight, every time.
     @Test func killedIncrementersLoseNoAcknowledgedIncrement() throws {
-        let dir = try TestDirectory("crash-increment")
-        defer { dir.remove() }
-        let path = dir.path + "/vault"
-        _ = try Vault.create(at: path, client: try testClient())
-        let key = try ItemKey(service: "counter", account: "value")
-        var acknowledged = 0
-        var inFlight = 0
-        var lower = 0
-        var violations: [String] = []
-        let iterations = Sizes.crashIterations / 4
-        for iteration in 0..<iterations {
-            let children = try (0..<4).map { _ in try Helper(["crash-increment", path, testApp]) }
-            usleep(UInt32.random(in: 30_000...150_000))
-            for child in children.shuffled() { child.kill() }
-            for child in children {
-                let lines = child.finish().output.split(separator: "\n")
-                let acks = lines.filter { $0 == "ack" }.count
-                let starts = lines.filter { $0 == "start" }.count
-                acknowledged += acks
-                inFlight += starts - acks
+        try withTemporaryDirectory("crash-increment") { dir in
+            let path = dir.path + "/vault"
+            _ = try Vault.create(at: path, client: try testClient())
+            let key = try ItemKey(service: "counter", account: "value")
+            var acknowledged = 0
+            var inFlight = 0
+            var lower = 0
+            var violations: [String] = []
+            let iterations = Sizes.crashIterations / 4
+            for iteration in 0..<iterations {
+                let children = try (0..<4).map { _ in try Helper(["crash-increment", path, testApp]) }
+                usleep(UInt32.random(in: 30_000...150_000))
+                for child in children.shuffled() { child.kill() }
+                for child in children {
+                    let lines = child.finish().output.split(separator: "\n")
+                    let acks = lines.filter { $0 == "ack" }.count
+                    let starts = lines.filter { $0 == "start" }.count
+                    acknowledged += acks
+                    inFlight += starts - acks
+                }
+                let value = Int(try Vault.open(at: path, client: try testClient()).string(for: key) ?? "0") ?? -1
+                // Every acknowledged increment is in; of the unacknowledged ones, any number may be.
+                if value < acknowledged + lower || value > acknowledged + inFlight {
+                    violations.append(
+                        "iteration \(iteration): counter \(value), acknowledged \(acknowledged), in flight \(inFlight)")
+                }
+                lower = value - acknowledged
             }
-            let value = Int(try Vault.open(at: path, client: try testClient()).string(for: key) ?? "0") ?? -1
-            // Every acknowledged increment is in; of the unacknowledged ones, any number may be.
-            if value < acknowledged + lower || value > acknowledged + inFlight {
-                violations.append(
-                    "iteration \(iteration): counter \(value), acknowledged \(acknowledged), in flight \(inFlight)")
-            }
-            lower = value - acknowledged
+            #expect(violations.isEmpty, "\(violations.prefix(3))")
+            figure(
+                "crash-increments",
+                "\(iterations) SIGKILL iterations of 4 incrementing processes: \(acknowledged) acknowledged increments, "
+                    + "counter \(acknowledged + lower) (\(lower) of \(inFlight) unacknowledged ones applied), "
+                    + "\(violations.count) violations")
         }
-        #expect(violations.isEmpty, "\(violations.prefix(3))")
-        figure(
-            "crash-increments",
-            "\(iterations) SIGKILL iterations of 4 incrementing processes: \(acknowledged) acknowledged increments, "
-                + "counter \(acknowledged + lower) (\(lower) of \(inFlight) unacknowledged ones applied), "
-                + "\(violations.count) violations")
     }
 }

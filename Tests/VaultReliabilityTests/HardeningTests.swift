@@ -13,66 +13,70 @@ struct ForkAndFirstUseTests {
     /// OFD lock at once and wrote through the same spare file, destroying items.
     @Test("Six children and their parent write through one inherited handle and lose nothing")
     func forkedChildrenWriteSafely() throws {
-        let directory = try TestDirectory("fork")
-        defer { directory.remove() }
-        let path = directory.path + "/vault"
-        let children = 6
-        let count = 40
-        let run = try runHelper(["fork-writers", path, testApp, String(children), String(count)])
-        #expect(run.status == 0, "\(run.errors)")
-        let checked = try decryptEveryItem(path)
-        #expect(checked.failures.isEmpty, "\(checked.failures)")
-        let vault = try Vault.open(at: path, client: try testClient())
-        let writers = ["parent"] + (0..<children).map { "child-\($0)" }
-        for name in writers {
-            let value = try vault.data(for: try ItemKey(service: "fork", account: name))
-            #expect(value == Data("\(name)-\(count - 1)".utf8), "\(name)")
+        try withTemporaryDirectory("fork") { directory in
+            let path = directory.path + "/vault"
+            let children = 6
+            let count = 40
+            let run = try runHelper(["fork-writers", path, testApp, String(children), String(count)])
+            #expect(run.status == 0, "\(run.errors)")
+            let checked = try decryptEveryItem(path)
+            #expect(checked.failures.isEmpty, "\(checked.failures)")
+            let vault = try Vault.open(at: path, client: try testClient())
+            let writers = ["parent"] + (0..<children).map { "child-\($0)" }
+            for name in writers {
+                let value = try vault.data(for: try ItemKey(service: "fork", account: name))
+                #expect(value == Data("\(name)-\(count - 1)".utf8), "\(name)")
+            }
+            let shared = try #require(try vault.data(for: try ItemKey(service: "fork", account: "shared")))
+            #expect(writers.map { Data("\($0)-\(count - 1)".utf8) }.contains(shared))
+            figure(
+                "fork-writers",
+                "\(children) children + parent x \(count) x 2 sets through one inherited handle: "
+                    + "\(checked.files) files, \(checked.failures.count) undecryptable")
         }
-        let shared = try #require(try vault.data(for: try ItemKey(service: "fork", account: "shared")))
-        #expect(writers.map { Data("\($0)-\(count - 1)".utf8) }.contains(shared))
-        figure(
-            "fork-writers",
-            "\(children) children + parent x \(count) x 2 sets through one inherited handle: "
-                + "\(checked.files) files, \(checked.failures.count) undecryptable")
     }
 
     /// Before: 68-72 of 160 openers failed with "VAULT is missing (an init was interrupted)" or EIO.
     @Test("Four processes creating one vault at once all end with the same complete vault")
     func concurrentFirstUse() throws {
-        let directory = try TestDirectory("first-use")
-        defer { directory.remove() }
-        let rounds = 40
-        var failures: [String] = []
-        for round in 0..<rounds {
-            let path = directory.path + "/vault-\(round)"
-            let helpers = try (0..<4).map { n in
-                try Helper(["set", path, testApp, "svc", "worker-\(n)", "value-\(n)"])
+        try withTemporaryDirectory("first-use") { directory in
+            let rounds = 40
+            var failures: [String] = []
+            for round in 0..<rounds {
+                let path = directory.path + "/vault-\(round)"
+                let helpers = try (0..<4).map { n in
+                    try Helper(["set", path, testApp, "svc", "worker-\(n)", "value-\(n)"])
+                }
+                for (n, helper) in helpers.enumerated() {
+                    let result = helper.finish()
+                    if result.status != 0 { failures.append("round \(round) worker \(n): \(result.errors)") }
+                }
+                let vault = try Vault.open(at: path, client: try testClient())
+                for n in 0..<4 {
+                    let value = try vault.data(for: try ItemKey(service: "svc", account: "worker-\(n)"))
+                    if value != Data("value-\(n)".utf8) { failures.append("round \(round): worker-\(n) is missing") }
+                }
             }
-            for (n, helper) in helpers.enumerated() {
-                let result = helper.finish()
-                if result.status != 0 { failures.append("round \(round) worker \(n): \(result.errors)") }
-            }
-            let vault = try Vault.open(at: path, client: try testClient())
-            for n in 0..<4 {
-                let value = try vault.data(for: try ItemKey(service: "svc", account: "worker-\(n)"))
-                if value != Data("value-\(n)".utf8) { failures.append("round \(round): worker-\(n) is missing") }
-            }
+            #expect(failures.isEmpty, "\(failures.count) of \(rounds * 4): \(failures.prefix(3))")
+            figure(
+                "first-use", "\(rounds) rounds of 4 processes creating one vault at once: \(failures.count) failures")
         }
-        #expect(failures.isEmpty, "\(failures.count) of \(rounds * 4): \(failures.prefix(3))")
-        figure("first-use", "\(rounds) rounds of 4 processes creating one vault at once: \(failures.count) failures")
     }
 
     /// An init whose creator died (it holds no lock any more) is still finished by the next opener.
     @Test("An init interrupted after master.key is finished by the next create-if-missing open")
     func interruptedInitIsFinished() throws {
-        let directory = try TestDirectory("init")
-        defer { directory.remove() }
-        let path = directory.path + "/vault"
-        _ = try Vault.create(at: path, client: try testClient(), keySource: KeySource())
-        try FileManager.default.removeItem(atPath: path + "/VAULT")
-        #expect(throws: VaultError.self) { try Vault.open(at: path, client: try testClient(), keySource: KeySource()) }
-        let vault = try Vault.open(at: path, client: try testClient(), createIfMissing: true, keySource: KeySource())
-        try vault.set(Data("x".utf8), for: try ItemKey(service: "s", account: "a"))
-        #expect(FileManager.default.fileExists(atPath: path + "/VAULT"))
+        try withTemporaryDirectory("init") { directory in
+            let path = directory.path + "/vault"
+            _ = try Vault.create(at: path, client: try testClient(), keySource: KeySource())
+            try FileManager.default.removeItem(atPath: path + "/VAULT")
+            #expect(throws: VaultError.self) {
+                try Vault.open(at: path, client: try testClient(), keySource: KeySource())
+            }
+            let vault = try Vault.open(
+                at: path, client: try testClient(), createIfMissing: true, keySource: KeySource())
+            try vault.set(Data("x".utf8), for: try ItemKey(service: "s", account: "a"))
+            #expect(FileManager.default.fileExists(atPath: path + "/VAULT"))
+        }
     }
 }

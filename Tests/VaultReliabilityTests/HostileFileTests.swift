@@ -22,13 +22,20 @@ func writeBytes(_ bytes: [UInt8], _ path: String) throws {
 
 /// A vault with three generic passwords in the client's default group.
 struct Fixture {
-    let dir: TestDirectory
+    let dir: TemporaryDirectory
     let path: String
     let vault: Vault
     let keys: [ItemKey]
 
+    /// Runs `body` with a new fixture, removed when `body` ends.
+    static func with<R>(_ body: (Fixture) throws -> R) throws -> R {
+        let fixture = try Fixture()
+        defer { fixture.dir.remove() }
+        return try body(fixture)
+    }
+
     init() throws {
-        dir = try TestDirectory("hostile")
+        dir = try TemporaryDirectory("hostile")
         path = dir.path + "/vault"
         vault = try Vault.create(at: path, client: try testClient())
         keys = try (0..<3).map { try ItemKey(service: "hostile", account: "a\($0)") }
@@ -54,90 +61,21 @@ struct Fixture {
 /// file moved onto every other item id, group and vault is rejected. Rollback, symlink swaps, `..`.
 @Suite struct HostileFileTests {
     @Test func everyFlipAndTruncationOfAnItemFileIsDetected() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        let target = try f.itemPath(f.keys[0])
-        let original = try readBytes(target)
-        var detected = 0
-        var cases = 0
-        func expectDetected(_ what: String) throws {
-            cases += 1
-            do {
-                let data = try f.vault.data(for: f.keys[0])
-                Issue.record("\(what): read returned \(data.map { "\($0.count) bytes" } ?? "nil")")
-            } catch {
-                if error.status == .decode { detected += 1 } else { Issue.record("\(what): \(error.status) \(error)") }
-            }
-        }
-        for index in original.indices {
-            for bit in 0..<8 {
-                var bytes = original
-                bytes[index] ^= UInt8(1 << bit)
-                try writeBytes(bytes, target)
-                try expectDetected("flip of bit \(bit) of byte \(index)")
-            }
-            #expect(try f.vault.data(for: f.keys[1]) == Data("secret-1"))
-        }
-        for length in 0..<original.count {
-            try writeBytes(Array(original[0..<length]), target)
-            try expectDetected("truncation to \(length) bytes")
-            #expect(try f.vault.data(for: f.keys[2]) == Data("secret-2"))
-        }
-        try writeBytes(original, target)
-        #expect(try f.vault.data(for: f.keys[0]) == Data("secret-0"))
-        #expect(detected == cases)
-        figure(
-            "item-flips",
-            "\(original.count * 8) bit flips and \(original.count) truncations of a \(original.count)-byte item file: \(detected)/\(cases) detected (errSecDecode), 0 plaintexts returned"
-        )
-    }
-
-    @Test func everyFlipOfAGenerationRecordIsHarmless() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        let target = try f.itemPath(f.keys[0])
-        let record =
-            (target as NSString).deletingLastPathComponent + "/.gen."
-            + ((target as NSString).lastPathComponent as NSString).deletingPathExtension
-        let text = Array(try FileManager.default.destinationOfSymbolicLink(atPath: record).utf8)
-        var flips = 0
-        for index in text.indices {
-            for bit in 0..<7 {
-                var bytes = text
-                bytes[index] ^= UInt8(1 << bit)
-                try FileManager.default.removeItem(atPath: record)
-                try FileManager.default.createSymbolicLink(
-                    atPath: record, withDestinationPath: String(decoding: bytes, as: UTF8.self))
-                // A damaged record is not authentic and is ignored: the current item still reads.
-                #expect(try f.vault.data(for: f.keys[0]) == Data("secret-0"))
-                flips += 1
-            }
-        }
-        figure(
-            "record-flips", "\(flips) bit flips of a \(text.count)-byte generation record: all ignored, the item read")
-    }
-
-    @Test func everyFlipAndTruncationOfTheMasterKeyAndMarkerIsDetected() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        var counts: [String: (cases: Int, detected: Int)] = [:]
-        for name in ["master.key", "VAULT"] {
-            let file = f.path + "/" + name
-            let original = try readBytes(file)
-            var cases = 0
+        try Fixture.with { f in
+            let target = try f.itemPath(f.keys[0])
+            let original = try readBytes(target)
             var detected = 0
-            func check(_ what: String) {
+            var cases = 0
+            func expectDetected(_ what: String) throws {
                 cases += 1
                 do {
-                    _ = try VaultStore.open(at: f.path)
-                    Issue.record("\(name) \(what): the vault opened")
+                    let data = try f.vault.data(for: f.keys[0])
+                    Issue.record("\(what): read returned \(data.map { "\($0.count) bytes" } ?? "nil")")
                 } catch {
-                    if [.integrity, .unsupportedFormat].contains(error.code),
-                        (error.path ?? "").hasSuffix("/" + name) || error.message.contains(name)
-                    {
+                    if error.status == .decode {
                         detected += 1
                     } else {
-                        Issue.record("\(name) \(what): \(error.code) \(error)")
+                        Issue.record("\(what): \(error.status) \(error)")
                     }
                 }
             }
@@ -145,128 +83,203 @@ struct Fixture {
                 for bit in 0..<8 {
                     var bytes = original
                     bytes[index] ^= UInt8(1 << bit)
-                    try writeBytes(bytes, file)
-                    check("bit \(bit) of byte \(index)")
+                    try writeBytes(bytes, target)
+                    try expectDetected("flip of bit \(bit) of byte \(index)")
                 }
+                #expect(try f.vault.data(for: f.keys[1]) == Data("secret-1"))
             }
             for length in 0..<original.count {
-                try writeBytes(Array(original[0..<length]), file)
-                check("truncated to \(length)")
+                try writeBytes(Array(original[0..<length]), target)
+                try expectDetected("truncation to \(length) bytes")
+                #expect(try f.vault.data(for: f.keys[2]) == Data("secret-2"))
             }
-            try writeBytes(original, file)
-            counts[name] = (cases, detected)
-            #expect(cases == detected)
+            try writeBytes(original, target)
+            #expect(try f.vault.data(for: f.keys[0]) == Data("secret-0"))
+            #expect(detected == cases)
+            figure(
+                "item-flips",
+                "\(original.count * 8) bit flips and \(original.count) truncations of a \(original.count)-byte item file: \(detected)/\(cases) detected (errSecDecode), 0 plaintexts returned"
+            )
         }
-        // Restored: everything reads again.
-        let reopened = try Vault.open(at: f.path, client: try testClient())
-        #expect(try reopened.data(for: f.keys[0]) == Data("secret-0"))
-        figure(
-            "key-marker-flips",
-            "master.key: \(counts["master.key"]!.detected)/\(counts["master.key"]!.cases) flips+truncations detected; "
-                + "VAULT: \(counts["VAULT"]!.detected)/\(counts["VAULT"]!.cases) detected")
+    }
+
+    @Test func everyFlipOfAGenerationRecordIsHarmless() throws {
+        try Fixture.with { f in
+            let target = try f.itemPath(f.keys[0])
+            let record =
+                (target as NSString).deletingLastPathComponent + "/.gen."
+                + ((target as NSString).lastPathComponent as NSString).deletingPathExtension
+            let text = Array(try FileManager.default.destinationOfSymbolicLink(atPath: record).utf8)
+            var flips = 0
+            for index in text.indices {
+                for bit in 0..<7 {
+                    var bytes = text
+                    bytes[index] ^= UInt8(1 << bit)
+                    try FileManager.default.removeItem(atPath: record)
+                    try FileManager.default.createSymbolicLink(
+                        atPath: record, withDestinationPath: String(decoding: bytes, as: UTF8.self))
+                    // A damaged record is not authentic and is ignored: the current item still reads.
+                    #expect(try f.vault.data(for: f.keys[0]) == Data("secret-0"))
+                    flips += 1
+                }
+            }
+            figure(
+                "record-flips",
+                "\(flips) bit flips of a \(text.count)-byte generation record: all ignored, the item read")
+        }
+    }
+
+    @Test func everyFlipAndTruncationOfTheMasterKeyAndMarkerIsDetected() throws {
+        try Fixture.with { f in
+            var counts: [String: (cases: Int, detected: Int)] = [:]
+            for name in ["master.key", "VAULT"] {
+                let file = f.path + "/" + name
+                let original = try readBytes(file)
+                var cases = 0
+                var detected = 0
+                func check(_ what: String) {
+                    cases += 1
+                    do {
+                        _ = try VaultStore.open(at: f.path)
+                        Issue.record("\(name) \(what): the vault opened")
+                    } catch {
+                        if [.integrity, .unsupportedFormat].contains(error.code),
+                            (error.path ?? "").hasSuffix("/" + name) || error.message.contains(name)
+                        {
+                            detected += 1
+                        } else {
+                            Issue.record("\(name) \(what): \(error.code) \(error)")
+                        }
+                    }
+                }
+                for index in original.indices {
+                    for bit in 0..<8 {
+                        var bytes = original
+                        bytes[index] ^= UInt8(1 << bit)
+                        try writeBytes(bytes, file)
+                        check("bit \(bit) of byte \(index)")
+                    }
+                }
+                for length in 0..<original.count {
+                    try writeBytes(Array(original[0..<length]), file)
+                    check("truncated to \(length)")
+                }
+                try writeBytes(original, file)
+                counts[name] = (cases, detected)
+                #expect(cases == detected)
+            }
+            // Restored: everything reads again.
+            let reopened = try Vault.open(at: f.path, client: try testClient())
+            #expect(try reopened.data(for: f.keys[0]) == Data("secret-0"))
+            figure(
+                "key-marker-flips",
+                "master.key: \(counts["master.key"]!.detected)/\(counts["master.key"]!.cases) flips+truncations detected; "
+                    + "VAULT: \(counts["VAULT"]!.detected)/\(counts["VAULT"]!.cases) detected")
+        }
     }
 
     /// All ordered pairs of 8 files (2 vaults × 2 groups × 2 items): a copy onto another name, group
     /// or vault fails authentication.
     @Test func everyItemFileCopiedOntoEveryOtherPlaceIsRejected() throws {
-        let dir = try TestDirectory("swap")
-        defer { dir.remove() }
-        var places: [(store: VaultStore, group: GroupName, id: ItemID)] = []
-        for v in 0..<2 {
-            let store = try VaultStore.create(at: dir.path + "/v\(v)")
-            for g in 0..<2 {
-                let group = try GroupName("g\(g)")
-                for i in 0..<2 {
-                    let id = try store.itemID(group: group, primaryKey: [UInt8(i)])
-                    try store.put(Array("v\(v)g\(g)i\(i)".utf8), group: group, id: id)
-                    places.append((store, group, id))
+        try withTemporaryDirectory("swap") { dir in
+            var places: [(store: VaultStore, group: GroupName, id: ItemID)] = []
+            for v in 0..<2 {
+                let store = try VaultStore.create(at: dir.path + "/v\(v)")
+                for g in 0..<2 {
+                    let group = try GroupName("g\(g)")
+                    for i in 0..<2 {
+                        let id = try store.itemID(group: group, primaryKey: [UInt8(i)])
+                        try store.put(Array("v\(v)g\(g)i\(i)".utf8), group: group, id: id)
+                        places.append((store, group, id))
+                    }
                 }
             }
-        }
-        var pairs = 0
-        for (s, source) in places.enumerated() {
-            let sourceBytes = try readBytes(source.store.path(of: ItemLocation(group: source.group, id: source.id)))
-            for (d, destination) in places.enumerated() where d != s {
-                let path = destination.store.path(of: ItemLocation(group: destination.group, id: destination.id))
-                let saved = try readBytes(path)
-                try writeBytes(sourceBytes, path)
-                pairs += 1
-                do {
-                    _ = try destination.store.get(group: destination.group, id: destination.id)
-                    Issue.record("file \(s) accepted at place \(d)")
-                } catch {
-                    #expect(error.code == .integrity)
+            var pairs = 0
+            for (s, source) in places.enumerated() {
+                let sourceBytes = try readBytes(source.store.path(of: ItemLocation(group: source.group, id: source.id)))
+                for (d, destination) in places.enumerated() where d != s {
+                    let path = destination.store.path(of: ItemLocation(group: destination.group, id: destination.id))
+                    let saved = try readBytes(path)
+                    try writeBytes(sourceBytes, path)
+                    pairs += 1
+                    do throws(StoreError) {
+                        _ = try destination.store.get(group: destination.group, id: destination.id)
+                        Issue.record("file \(s) accepted at place \(d)")
+                    } catch {
+                        #expect(error.code == .integrity)
+                    }
+                    try writeBytes(saved, path)
                 }
-                try writeBytes(saved, path)
             }
+            #expect(pairs == 56)
+            figure(
+                "swaps",
+                "\(pairs) ordered pairs of 8 item files (2 vaults x 2 groups x 2 ids) copied onto each other: all rejected"
+            )
         }
-        #expect(pairs == 56)
-        figure(
-            "swaps",
-            "\(pairs) ordered pairs of 8 item files (2 vaults x 2 groups x 2 ids) copied onto each other: all rejected")
     }
 
     // MARK: Rollback
 
     @Test func anItemReplacedWithAnOlderCopyOfItselfIsDetected() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        let target = try f.itemPath(f.keys[0])
-        let old = try readBytes(target)
-        try f.vault.set(Data("secret-0-v2"), for: f.keys[0])
-        try f.vault.set(Data("secret-0-v3"), for: f.keys[0])
-        try writeBytes(old, target)
-        // A fresh handle (a new process) sees it too: the record is on disk.
-        let fresh = try Vault.open(at: f.path, client: try testClient())
-        for vault in [f.vault, fresh] {
-            let error = #expect(throws: VaultError.self) { try vault.data(for: f.keys[0]) }
-            #expect(error?.status == .decode)
-            #expect(error?.message.contains("older copy") == true, "\(String(describing: error))")
-            #expect(try vault.data(for: f.keys[1]) == Data("secret-1"))
+        try Fixture.with { f in
+            let target = try f.itemPath(f.keys[0])
+            let old = try readBytes(target)
+            try f.vault.set(Data("secret-0-v2"), for: f.keys[0])
+            try f.vault.set(Data("secret-0-v3"), for: f.keys[0])
+            try writeBytes(old, target)
+            // A fresh handle (a new process) sees it too: the record is on disk.
+            let fresh = try Vault.open(at: f.path, client: try testClient())
+            for vault in [f.vault, fresh] {
+                let error = #expect(throws: VaultError.self) { try vault.data(for: f.keys[0]) }
+                #expect(error?.status == .decode)
+                #expect(error?.message.contains("older copy") == true, "\(String(describing: error))")
+                #expect(try vault.data(for: f.keys[1]) == Data("secret-1"))
+            }
+            // A scan skips it and reports the damage only when nothing else matched.
+            #expect(try f.vault.allKeys().count == 2)
+            // As for any damaged item, an update through the API refuses it too (the read comes first).
+            #expect(throws: VaultError.self) { try f.vault.modify(f.keys[0]) { _ in Data("overwrite") } }
         }
-        // A scan skips it and reports the damage only when nothing else matched.
-        #expect(try f.vault.allKeys().count == 2)
-        // As for any damaged item, an update through the API refuses it too (the read comes first).
-        #expect(throws: VaultError.self) { try f.vault.modify(f.keys[0]) { _ in Data("overwrite") } }
     }
 
     /// An added item (generation 1) has no record, since no older copy of it exists; its first update
     /// makes one, and a rollback to the added copy is detected.
     @Test func anAddedItemHasNoRecordAndItsFirstUpdateMakesOne() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        let key = try ItemKey(service: "hostile", account: "new")
-        try f.vault.set(Data("v1"), for: key)
-        let target = try f.itemPath(key)
-        let record =
-            (target as NSString).deletingLastPathComponent + "/.gen."
-            + ((target as NSString).lastPathComponent as NSString).deletingPathExtension
-        #expect(!FileManager.default.fileExists(atPath: record))
-        let added = try readBytes(target)
-        try f.vault.set(Data("v2"), for: key)
-        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: record).hasPrefix("1:0000000000000002:"))
-        try writeBytes(added, target)
-        let error = #expect(throws: VaultError.self) { try f.vault.data(for: key) }
-        #expect(error?.message.contains("older copy") == true, "\(String(describing: error))")
+        try Fixture.with { f in
+            let key = try ItemKey(service: "hostile", account: "new")
+            try f.vault.set(Data("v1"), for: key)
+            let target = try f.itemPath(key)
+            let record =
+                (target as NSString).deletingLastPathComponent + "/.gen."
+                + ((target as NSString).lastPathComponent as NSString).deletingPathExtension
+            #expect(!FileManager.default.fileExists(atPath: record))
+            let added = try readBytes(target)
+            try f.vault.set(Data("v2"), for: key)
+            #expect(try FileManager.default.destinationOfSymbolicLink(atPath: record).hasPrefix("1:0000000000000002:"))
+            try writeBytes(added, target)
+            let error = #expect(throws: VaultError.self) { try f.vault.data(for: key) }
+            #expect(error?.message.contains("older copy") == true, "\(String(describing: error))")
+        }
     }
 
     /// The documented limits: the record rolled back together with the item, or removed, is not
     /// detected (nor is a rollback of the whole directory).
     @Test func rollingBackTheItemWithItsRecordIsNotDetected() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        let target = try f.itemPath(f.keys[0])
-        let record =
-            (target as NSString).deletingLastPathComponent + "/.gen."
-            + ((target as NSString).lastPathComponent as NSString).deletingPathExtension
-        let oldItem = try readBytes(target)
-        let oldRecord = try FileManager.default.destinationOfSymbolicLink(atPath: record)
-        try f.vault.set(Data("secret-0-v2"), for: f.keys[0])
-        try writeBytes(oldItem, target)
-        try FileManager.default.removeItem(atPath: record)
-        #expect(try f.vault.data(for: f.keys[0]) == Data("secret-0"))  // record removed: undetected
-        try FileManager.default.createSymbolicLink(atPath: record, withDestinationPath: oldRecord)
-        #expect(try f.vault.data(for: f.keys[0]) == Data("secret-0"))  // pair rolled back: undetected
+        try Fixture.with { f in
+            let target = try f.itemPath(f.keys[0])
+            let record =
+                (target as NSString).deletingLastPathComponent + "/.gen."
+                + ((target as NSString).lastPathComponent as NSString).deletingPathExtension
+            let oldItem = try readBytes(target)
+            let oldRecord = try FileManager.default.destinationOfSymbolicLink(atPath: record)
+            try f.vault.set(Data("secret-0-v2"), for: f.keys[0])
+            try writeBytes(oldItem, target)
+            try FileManager.default.removeItem(atPath: record)
+            #expect(try f.vault.data(for: f.keys[0]) == Data("secret-0"))  // record removed: undetected
+            try FileManager.default.createSymbolicLink(atPath: record, withDestinationPath: oldRecord)
+            #expect(try f.vault.data(for: f.keys[0]) == Data("secret-0"))  // pair rolled back: undetected
+        }
     }
 
     /// Readers take no lock: a reader racing an updater must never mistake the update for a rollback.
@@ -274,39 +287,39 @@ struct Fixture {
     /// group's spare and being written over with the other item's contents (or zeros) while it reads:
     /// the reader must still get each item's own value, never an error.
     @Test func concurrentUpdatesAreNeverMistakenForRollbacksOrOtherItems() throws {
-        let f = try Fixture()
-        defer { f.dir.remove() }
-        let reader = try Vault.open(at: f.path, client: try testClient())
-        let done = Atomic<Bool>(false)
-        let errors = Mutex<[String]>([])
-        let reads = Atomic<Int>(0)
-        let thread = Thread {
-            while !done.load(ordering: .relaxed) {
-                for (index, prefix) in ["v", "w"].enumerated() {
-                    do {
-                        let value = String(
-                            decoding: try reader.data(for: f.keys[index]) ?? Data("missing".utf8), as: UTF8.self)
-                        if !(value.hasPrefix(prefix) || value == "secret-\(index)") {
-                            errors.withLock { $0.append("item \(index) read \(value)") }
+        try Fixture.with { f in
+            let reader = try Vault.open(at: f.path, client: try testClient())
+            let done = Atomic<Bool>(false)
+            let errors = Mutex<[String]>([])
+            let reads = Atomic<Int>(0)
+            let thread = Thread {
+                while !done.load(ordering: .relaxed) {
+                    for (index, prefix) in ["v", "w"].enumerated() {
+                        do {
+                            let value = String(
+                                decoding: try reader.data(for: f.keys[index]) ?? Data("missing".utf8), as: UTF8.self)
+                            if !(value.hasPrefix(prefix) || value == "secret-\(index)") {
+                                errors.withLock { $0.append("item \(index) read \(value)") }
+                            }
+                            reads.add(1, ordering: .relaxed)
+                        } catch {
+                            errors.withLock { $0.append("\(error)") }
                         }
-                        reads.add(1, ordering: .relaxed)
-                    } catch {
-                        errors.withLock { $0.append("\(error)") }
                     }
                 }
             }
+            thread.start()
+            for i in 0..<300 {
+                try f.vault.set(Data("v\(i)"), for: f.keys[0])
+                try f.vault.set(Data("w\(i)"), for: f.keys[1])
+            }
+            done.store(true, ordering: .relaxed)
+            while !thread.isFinished { usleep(1000) }
+            #expect(errors.withLock { $0 }.isEmpty, "\(errors.withLock { $0.prefix(3) })")
+            print(
+                "FIGURE reader-race: 600 updates of 2 items of one group against \(reads.load(ordering: .relaxed)) lock-free reads: \(errors.withLock { $0.count }) errors or wrong values"
+            )
         }
-        thread.start()
-        for i in 0..<300 {
-            try f.vault.set(Data("v\(i)"), for: f.keys[0])
-            try f.vault.set(Data("w\(i)"), for: f.keys[1])
-        }
-        done.store(true, ordering: .relaxed)
-        while !thread.isFinished { usleep(1000) }
-        #expect(errors.withLock { $0 }.isEmpty, "\(errors.withLock { $0.prefix(3) })")
-        print(
-            "FIGURE reader-race: 600 updates of 2 items of one group against \(reads.load(ordering: .relaxed)) lock-free reads: \(errors.withLock { $0.count }) errors or wrong values"
-        )
     }
 
     // MARK: Names and links
@@ -322,67 +335,67 @@ struct Fixture {
     /// (which holds a valid item file of the same vault, group and id) while writers and readers work;
     /// nothing is ever read from or written to the outside directory.
     @Test func directorySwappedForASymlinkWhileAWriterRuns() throws {
-        let dir = try TestDirectory("symlink")
-        defer { dir.remove() }
-        let path = dir.path + "/vault"
-        let outside = dir.path + "/outside"
-        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: false)
-        let group = try GroupName("race")
-        let setup = try VaultStore.create(at: path)
-        let id = try setup.itemID(group: group, primaryKey: [1])
-        try setup.put(Array("OUTSIDE".utf8), group: group, id: id)
-        // A valid file of the same vault, group and id, planted outside: reading it would succeed.
-        try FileManager.default.copyItem(
-            atPath: setup.path(of: ItemLocation(group: group, id: id)), toPath: outside + "/" + id.fileName)
-        let planted = try readBytes(outside + "/" + id.fileName)
-        try setup.put(Array("inside".utf8), group: group, id: id)
-        let groupPath = path + "/groups/race"
-        let races = Sizes.symlinkRaces
-        let swaps = Atomic<Int>(0)
-        let stop = Atomic<Bool>(false)
-        let swapper = Thread {
-            while !stop.load(ordering: .relaxed) {
-                if rename(groupPath, groupPath + ".real") == 0 {
-                    _ = symlink(outside, groupPath)
+        try withTemporaryDirectory("symlink") { dir in
+            let path = dir.path + "/vault"
+            let outside = dir.path + "/outside"
+            try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: false)
+            let group = try GroupName("race")
+            let setup = try VaultStore.create(at: path)
+            let id = try setup.itemID(group: group, primaryKey: [1])
+            try setup.put(Array("OUTSIDE".utf8), group: group, id: id)
+            // A valid file of the same vault, group and id, planted outside: reading it would succeed.
+            try FileManager.default.copyItem(
+                atPath: setup.path(of: ItemLocation(group: group, id: id)), toPath: outside + "/" + id.fileName)
+            let planted = try readBytes(outside + "/" + id.fileName)
+            try setup.put(Array("inside".utf8), group: group, id: id)
+            let groupPath = path + "/groups/race"
+            let races = Sizes.symlinkRaces
+            let swaps = Atomic<Int>(0)
+            let stop = Atomic<Bool>(false)
+            let swapper = Thread {
+                while !stop.load(ordering: .relaxed) {
+                    if rename(groupPath, groupPath + ".real") == 0 {
+                        _ = symlink(outside, groupPath)
+                        usleep(UInt32.random(in: 0...400))
+                        _ = unlink(groupPath)
+                        _ = rename(groupPath + ".real", groupPath)
+                    }
                     usleep(UInt32.random(in: 0...400))
-                    _ = unlink(groupPath)
-                    _ = rename(groupPath + ".real", groupPath)
+                    swaps.add(1, ordering: .relaxed)
                 }
-                usleep(UInt32.random(in: 0...400))
-                swaps.add(1, ordering: .relaxed)
             }
-        }
-        swapper.start()
-        var writes = 0
-        var refused = 0
-        var outsideReads = 0
-        var i = 0
-        while i < races || swaps.load(ordering: .relaxed) < races {
-            i += 1
-            do {
-                let store = try VaultStore.open(at: path)
-                try store.put(Array("inside-\(i)".utf8), group: group, id: id)
-                if let value = try store.get(group: group, id: id),
-                    value == Array("OUTSIDE".utf8)
-                {
-                    outsideReads += 1
+            swapper.start()
+            var writes = 0
+            var refused = 0
+            var outsideReads = 0
+            var i = 0
+            while i < races || swaps.load(ordering: .relaxed) < races {
+                i += 1
+                do {
+                    let store = try VaultStore.open(at: path)
+                    try store.put(Array("inside-\(i)".utf8), group: group, id: id)
+                    if let value = try store.get(group: group, id: id),
+                        value == Array("OUTSIDE".utf8)
+                    {
+                        outsideReads += 1
+                    }
+                    writes += 1
+                } catch {
+                    refused += 1
                 }
-                writes += 1
-            } catch {
-                refused += 1
             }
+            stop.store(true, ordering: .relaxed)
+            while !swapper.isFinished { usleep(1000) }
+            let outsideNames = try FileManager.default.contentsOfDirectory(atPath: outside)
+            #expect(outsideNames == [id.fileName], "\(outsideNames)")
+            #expect(try readBytes(outside + "/" + id.fileName) == planted)
+            #expect(outsideReads == 0)
+            figure(
+                "symlink-races",
+                "\(swaps.load(ordering: .relaxed)) directory/symlink swaps against \(i) open+write+read rounds "
+                    + "(\(writes) completed, \(refused) refused): 0 files written outside, \(outsideReads) reads from outside"
+            )
         }
-        stop.store(true, ordering: .relaxed)
-        while !swapper.isFinished { usleep(1000) }
-        let outsideNames = try FileManager.default.contentsOfDirectory(atPath: outside)
-        #expect(outsideNames == [id.fileName], "\(outsideNames)")
-        #expect(try readBytes(outside + "/" + id.fileName) == planted)
-        #expect(outsideReads == 0)
-        figure(
-            "symlink-races",
-            "\(swaps.load(ordering: .relaxed)) directory/symlink swaps against \(i) open+write+read rounds "
-                + "(\(writes) completed, \(refused) refused): 0 files written outside, \(outsideReads) reads from outside"
-        )
     }
 
     // MARK: Nonces

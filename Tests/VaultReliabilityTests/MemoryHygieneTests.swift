@@ -68,14 +68,14 @@ func scanMemory(pid: Int32, for needles: [String: [UInt8]]) throws -> [String] {
 /// secret left in memory after a vault is closed, and no secret in a crash report.
 @Suite(.serialized) struct MemoryHygieneTests {
     @Test func openingAVaultMakesTheProcessUndumpable() throws {
-        let dir = try TestDirectory("dump")
-        defer { dir.remove() }
-        let result = try runHelper(["dumpable", dir.path + "/vault", testApp])
-        #expect(result.output == "before=1 after=0\n", "\(result.output) \(result.errors)")
-        figure(
-            "dumpable",
-            "helper process: PR_GET_DUMPABLE \(result.output.trimmingCharacters(in: .whitespacesAndNewlines)) around Vault.open"
-        )
+        try withTemporaryDirectory("dump") { dir in
+            let result = try runHelper(["dumpable", dir.path + "/vault", testApp])
+            #expect(result.output == "before=1 after=0\n", "\(result.output) \(result.errors)")
+            figure(
+                "dumpable",
+                "helper process: PR_GET_DUMPABLE \(result.output.trimmingCharacters(in: .whitespacesAndNewlines)) around Vault.open"
+            )
+        }
     }
 
     /// /proc/self/smaps: after a vault is opened this process has locked ("lo") pages that are also
@@ -89,73 +89,73 @@ func scanMemory(pid: Int32, for needles: [String: [UInt8]]) throws -> [String] {
     }
 
     @Test func keyPagesAreLockedAndNotDumped() throws {
-        let dir = try TestDirectory("smaps")
-        defer { dir.remove() }
-        let vault = try Vault.create(at: dir.path + "/vault", client: try testClient())
-        try vault.set(Data("x"), for: try ItemKey(service: "s"))
-        let smaps = try procFile("/proc/self/smaps")
-        var lockedAndUndumped = 0
-        for line in smaps.split(separator: "\n") where line.hasPrefix("VmFlags:") {
-            let flags = line.split(separator: " ")
-            if flags.contains("lo") && flags.contains("dd") { lockedAndUndumped += 1 }
+        try withTemporaryDirectory("smaps") { dir in
+            let vault = try Vault.create(at: dir.path + "/vault", client: try testClient())
+            try vault.set(Data("x"), for: try ItemKey(service: "s"))
+            let smaps = try procFile("/proc/self/smaps")
+            var lockedAndUndumped = 0
+            for line in smaps.split(separator: "\n") where line.hasPrefix("VmFlags:") {
+                let flags = line.split(separator: " ")
+                if flags.contains("lo") && flags.contains("dd") { lockedAndUndumped += 1 }
+            }
+            #expect(lockedAndUndumped >= 1)
+            figure("smaps", "\(lockedAndUndumped) mappings with VmFlags lo+dd while a vault is open")
+            withExtendedLifetime(vault) {}
         }
-        #expect(lockedAndUndumped >= 1)
-        figure("smaps", "\(lockedAndUndumped) mappings with VmFlags lo+dd while a vault is open")
-        withExtendedLifetime(vault) {}
     }
 
     /// A helper stores and reads back a random secret, closes the vault and wipes its own copies; then
     /// its whole memory is scanned for the master key and the secret.
     @Test func noKeyOrSecretRemainsInMemoryAfterClose() throws {
-        let dir = try TestDirectory("memscan")
-        defer { dir.remove() }
-        let path = dir.path + "/vault"
-        _ = try Vault.create(at: path, client: try testClient())
-        let child = try Helper(["memory-child", path, testApp], standardInput: true)
-        let opened = child.waitFor("open")
-        #expect(opened.contains("open"), "\(opened)")
-        let masterKey = try readBytes(path + "/master.key")
-        let secret = try Vault.open(at: path, client: try testClient())
-            .data(for: try ItemKey(service: "memory", account: "secret"))
-        let secretBytes = [UInt8](secret ?? Data())
-        #expect(secretBytes.count == 48)
-        let needles = [
-            "master key": masterKey, "master key (first half)": Array(masterKey[0..<16]),
-            "secret": secretBytes, "secret (first 16 bytes)": Array(secretBytes[0..<16]),
-        ]
-        let whileOpen: [String]
-        do {
-            whileOpen = try scanMemory(pid: child.pid, for: needles)
-        } catch {
+        try withTemporaryDirectory("memscan") { dir in
+            let path = dir.path + "/vault"
+            _ = try Vault.create(at: path, client: try testClient())
+            let child = try Helper(["memory-child", path, testApp], standardInput: true)
+            let opened = child.waitFor("open")
+            #expect(opened.contains("open"), "\(opened)")
+            let masterKey = try readBytes(path + "/master.key")
+            let secret = try Vault.open(at: path, client: try testClient())
+                .data(for: try ItemKey(service: "memory", account: "secret"))
+            let secretBytes = [UInt8](secret ?? Data())
+            #expect(secretBytes.count == 48)
+            let needles = [
+                "master key": masterKey, "master key (first half)": Array(masterKey[0..<16]),
+                "secret": secretBytes, "secret (first 16 bytes)": Array(secretBytes[0..<16]),
+            ]
+            let whileOpen: [String]
+            do {
+                whileOpen = try scanMemory(pid: child.pid, for: needles)
+            } catch {
+                child.kill()
+                _ = child.finish()
+                withKnownIssue("/proc/PID/mem is not readable here (not root?)") { throw error }
+                return
+            }
+            // The control: with the vault open, the scanner must find the master key (in its locked page).
+            #expect(whileOpen.contains { $0.hasPrefix("master key at") }, "\(whileOpen)")
+            child.send("c")
+            let ready = child.waitFor("ready")
+            #expect(ready.contains("ready"), "\(ready)")
+            let hits = try scanMemory(pid: child.pid, for: needles)
             child.kill()
             _ = child.finish()
-            withKnownIssue("/proc/PID/mem is not readable here (not root?)") { throw error }
-            return
+            #expect(hits.isEmpty, "\(hits)")
+            figure(
+                "memory-scan",
+                "helper memory while open: \(whileOpen.count) hits (control); after close: \(hits.count) copies of the "
+                    + "master key or the secret \(hits.prefix(4))")
         }
-        // The control: with the vault open, the scanner must find the master key (in its locked page).
-        #expect(whileOpen.contains { $0.hasPrefix("master key at") }, "\(whileOpen)")
-        child.send("c")
-        let ready = child.waitFor("ready")
-        #expect(ready.contains("ready"), "\(ready)")
-        let hits = try scanMemory(pid: child.pid, for: needles)
-        child.kill()
-        _ = child.finish()
-        #expect(hits.isEmpty, "\(hits)")
-        figure(
-            "memory-scan",
-            "helper memory while open: \(whileOpen.count) hits (control); after close: \(hits.count) copies of the "
-                + "master key or the secret \(hits.prefix(4))")
     }
 
     func crashOutput(_ extra: [String], environment: [String: String]? = nil) throws -> (String, String) {
-        let dir = try TestDirectory("crash-secret")
-        defer { dir.remove() }
-        let path = dir.path + "/vault"
-        let secret = "SECRETSECRET-\(UUID().uuidString)"
-        try runHelper(["set", path, testApp, "crash", "secret", secret])
-        let result = try runHelper(["crash-with-secret", path, testApp] + extra, environment: environment)
-        #expect(result.status != 0)
-        return (result.output + result.errors, secret)
+        try withTemporaryDirectory("crash-secret") { dir in
+            let path = dir.path + "/vault"
+            let secret = "SECRETSECRET-\(UUID().uuidString)"
+            try runHelper(["set", path, testApp, "crash", "secret", secret])
+            let result = try runHelper(["crash-with-secret", path, testApp] + extra, environment: environment)
+            #expect(result.status != 0)
+            return (result.output + result.errors, secret)
+        }
     }
 
     static func leaks(_ output: String, _ secret: String) -> Bool {

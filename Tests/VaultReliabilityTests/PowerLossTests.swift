@@ -46,7 +46,7 @@ import VaultTestSupport
     }
 
     /// Makes and mounts an image, or explains why it cannot.
-    static func prepare(_ kind: String, in dir: TestDirectory) throws -> Image? {
+    static func prepare(_ kind: String, in dir: TemporaryDirectory) throws -> Image? {
         guard geteuid() == 0 else {
             print("SKIP power-loss \(kind): needs root to mount a loop device")
             return nil
@@ -94,97 +94,98 @@ import VaultTestSupport
 
     @Test(arguments: ["ext4", "xfs"])
     func shutdownWhileWritersRunLosesNoAcknowledgedWrite(kind: String) throws {
-        let dir = try TestDirectory("powerloss")
-        defer { dir.remove() }
-        guard let image = try Self.prepare(kind, in: dir) else { return }
-        defer { try? image.unmount() }
-        let path = image.mountPoint + "/vault"
-        do { _ = try Vault.create(at: path, client: try testClient()) }
-        let writers = ["w0", "w1"]
-        var model: [String: String] = [:]
-        var lost: [String] = []
-        var undecryptable: [String] = []
-        var acknowledged = 0
-        let rounds = Sizes.powerLossRounds
-        for round in 0..<rounds {
-            let children = try writers.enumerated().map { index, writer in
-                try Helper(["crash-writer", path, testApp, writer, String(round * 1_000_000 + index * 100_000)])
-            }
-            usleep(UInt32.random(in: 150_000...500_000))
-            // A power cut also stops the programs: freeze the writers first, so that nothing they do
-            // after the cut can be acknowledged. (Without this, xfs lost an acknowledged add: after a
-            // shutdown, a directory fsync whose log items were aborted returns 0 — xfs_dir_fsync has no
-            // shutdown check — so a writer could acknowledge a rename that never reached the log.)
-            for child in children { _ = Glibc.kill(child.pid, SIGSTOP) }
-            for child in children { Self.waitUntilStopped(child.pid) }
-            try image.shutdown()
-            for child in children { child.kill() }
-            let journals = children.map { WriterJournal(output: $0.finish().output) }
-            try image.unmount()
-            guard try image.mount() else {
-                Issue.record("cannot mount the \(kind) image again")
-                return
-            }
-            let state = try Self.state(path)
-            #expect(state.disagreements.isEmpty, "\(state.disagreements)")
-            for (writer, journal) in zip(writers, journals) {
-                let prefix = writer + "-"
-                var before = model.filter { $0.key.hasPrefix(prefix) }
-                for op in journal.acknowledged { op.apply(to: &before) }
-                acknowledged += journal.acknowledged.count
-                var after = before
-                journal.inFlight?.apply(to: &after)
-                let actual = state.scan.filter { $0.key.hasPrefix(prefix) }
-                if actual != before && actual != after {
-                    lost.append("\(kind) round \(round) \(writer): expected \(before) or \(after), found \(actual)")
+        try withTemporaryDirectory("powerloss") { dir in
+            guard let image = try Self.prepare(kind, in: dir) else { return }
+            defer { try? image.unmount() }
+            let path = image.mountPoint + "/vault"
+            do { _ = try Vault.create(at: path, client: try testClient()) }
+            let writers = ["w0", "w1"]
+            var model: [String: String] = [:]
+            var lost: [String] = []
+            var undecryptable: [String] = []
+            var acknowledged = 0
+            let rounds = Sizes.powerLossRounds
+            for round in 0..<rounds {
+                let children = try writers.enumerated().map { index, writer in
+                    try Helper(["crash-writer", path, testApp, writer, String(round * 1_000_000 + index * 100_000)])
                 }
-                for key in model.keys where key.hasPrefix(prefix) { model[key] = nil }
-                model.merge(actual) { $1 }
+                usleep(UInt32.random(in: 150_000...500_000))
+                // A power cut also stops the programs: freeze the writers first, so that nothing they do
+                // after the cut can be acknowledged. (Without this, xfs lost an acknowledged add: after a
+                // shutdown, a directory fsync whose log items were aborted returns 0 — xfs_dir_fsync has no
+                // shutdown check — so a writer could acknowledge a rename that never reached the log.)
+                for child in children { _ = Glibc.kill(child.pid, SIGSTOP) }
+                for child in children { Self.waitUntilStopped(child.pid) }
+                try image.shutdown()
+                for child in children { child.kill() }
+                let journals = children.map { WriterJournal(output: $0.finish().output) }
+                try image.unmount()
+                guard try image.mount() else {
+                    Issue.record("cannot mount the \(kind) image again")
+                    return
+                }
+                let state = try Self.state(path)
+                #expect(state.disagreements.isEmpty, "\(state.disagreements)")
+                for (writer, journal) in zip(writers, journals) {
+                    let prefix = writer + "-"
+                    var before = model.filter { $0.key.hasPrefix(prefix) }
+                    for op in journal.acknowledged { op.apply(to: &before) }
+                    acknowledged += journal.acknowledged.count
+                    var after = before
+                    journal.inFlight?.apply(to: &after)
+                    let actual = state.scan.filter { $0.key.hasPrefix(prefix) }
+                    if actual != before && actual != after {
+                        lost.append("\(kind) round \(round) \(writer): expected \(before) or \(after), found \(actual)")
+                    }
+                    for key in model.keys where key.hasPrefix(prefix) { model[key] = nil }
+                    model.merge(actual) { $1 }
+                }
+                undecryptable += try decryptEveryItem(path).failures
             }
-            undecryptable += try decryptEveryItem(path).failures
+            #expect(lost.isEmpty, "\(lost.prefix(3))")
+            #expect(undecryptable.isEmpty, "\(undecryptable.prefix(3))")
+            #expect(acknowledged > rounds)
+            figure(
+                "power-loss-\(kind)",
+                "\(rounds) shutdowns (xfs_io shutdown, no log flush) of a loop-mounted \(kind) with 2 writers: "
+                    + "\(acknowledged) acknowledged operations, \(lost.count) lost, \(undecryptable.count) undecryptable"
+            )
         }
-        #expect(lost.isEmpty, "\(lost.prefix(3))")
-        #expect(undecryptable.isEmpty, "\(undecryptable.prefix(3))")
-        #expect(acknowledged > rounds)
-        figure(
-            "power-loss-\(kind)",
-            "\(rounds) shutdowns (xfs_io shutdown, no log flush) of a loop-mounted \(kind) with 2 writers: "
-                + "\(acknowledged) acknowledged operations, \(lost.count) lost, \(undecryptable.count) undecryptable")
     }
 
     /// The control: acknowledged writes without fsync do not survive the same shutdown.
     @Test(arguments: ["ext4", "xfs"])
     func theControlWithoutFsyncLosesAcknowledgedWrites(kind: String) throws {
-        let dir = try TestDirectory("powerloss-control")
-        defer { dir.remove() }
-        guard let image = try Self.prepare(kind, in: dir) else { return }
-        defer { try? image.unmount() }
-        let control = image.mountPoint + "/control"
-        try FileManager.default.createDirectory(atPath: control, withIntermediateDirectories: false)
-        // Make the empty directory itself durable, so that only the writes are at stake.
-        _ = try Shell.run("sync")
-        let count = 200
-        let result = try runHelper(["unsynced-writer", control, String(count)])
-        let acknowledged = result.output.split(separator: "\n").filter { $0.hasPrefix("ack ") }.count
-        #expect(acknowledged == count, "\(result.errors)")
-        try image.shutdown()
-        try image.unmount()
-        guard try image.mount() else {
-            Issue.record("cannot mount the \(kind) image again")
-            return
-        }
-        var intact = 0
-        for i in 0..<count {
-            let expected = String(repeating: "value-\(i)\n", count: 64)
-            if let data = FileManager.default.contents(atPath: control + "/file-\(i)"),
-                String(decoding: data, as: UTF8.self) == expected
-            {
-                intact += 1
+        try withTemporaryDirectory("powerloss-control") { dir in
+            guard let image = try Self.prepare(kind, in: dir) else { return }
+            defer { try? image.unmount() }
+            let control = image.mountPoint + "/control"
+            try FileManager.default.createDirectory(atPath: control, withIntermediateDirectories: false)
+            // Make the empty directory itself durable, so that only the writes are at stake.
+            _ = try Shell.run("sync")
+            let count = 200
+            let result = try runHelper(["unsynced-writer", control, String(count)])
+            let acknowledged = result.output.split(separator: "\n").filter { $0.hasPrefix("ack ") }.count
+            #expect(acknowledged == count, "\(result.errors)")
+            try image.shutdown()
+            try image.unmount()
+            guard try image.mount() else {
+                Issue.record("cannot mount the \(kind) image again")
+                return
             }
+            var intact = 0
+            for i in 0..<count {
+                let expected = String(repeating: "value-\(i)\n", count: 64)
+                if let data = FileManager.default.contents(atPath: control + "/file-\(i)"),
+                    String(decoding: data, as: UTF8.self) == expected
+                {
+                    intact += 1
+                }
+            }
+            #expect(intact < count, "the control lost nothing: the shutdown does not simulate a power loss")
+            figure(
+                "power-loss-control-\(kind)",
+                "writer without fsync: \(count - intact) of \(count) acknowledged files lost or torn")
         }
-        #expect(intact < count, "the control lost nothing: the shutdown does not simulate a power loss")
-        figure(
-            "power-loss-control-\(kind)",
-            "writer without fsync: \(count - intact) of \(count) acknowledged files lost or torn")
     }
 }

@@ -38,93 +38,10 @@ func figure(_ name: String, _ text: String) {
     print("FIGURE \(name): \(text)")
 }
 
-/// A fresh temp directory, removed by `remove()`.
-struct TestDirectory {
-    let path: String
-
-    init(_ label: String = "rel") throws {
-        path =
-            FileManager.default.temporaryDirectory.appendingPathComponent("vault-\(label)-\(UUID().uuidString)")
-            .path
-        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-    }
-
-    func remove() {
-        _ = try? FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: path)
-        try? FileManager.default.removeItem(atPath: path)
-    }
-}
-
 let testApp = "com.example.reliability"
 
 func testClient(_ app: String = testApp) throws -> Client {
     try Client(applicationIdentifier: app)
-}
-
-/// The `vault-test-helper` executable built next to the test bundle.
-let helperPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
-    .appendingPathComponent("vault-test-helper").path
-
-/// A running helper process whose standard output and error are pipes.
-final class Helper {
-    let process = Process()
-    let output = Pipe()
-    let errors = Pipe()
-
-    let input = Pipe()
-
-    init(_ arguments: [String], environment: [String: String]? = nil, standardInput: Bool = false) throws {
-        process.executableURL = URL(fileURLWithPath: helperPath)
-        if standardInput { process.standardInput = input }
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-    }
-
-    var pid: Int32 { process.processIdentifier }
-
-    /// Writes `text` to the process's standard input (when it was started with one).
-    func send(_ text: String) {
-        input.fileHandleForWriting.write(Data(text.utf8))
-    }
-
-    func kill() {
-        _ = Glibc.kill(process.processIdentifier, SIGKILL)
-    }
-
-    /// Waits for the process; returns its status and everything it wrote.
-    func finish() -> (status: Int32, output: String, errors: String) {
-        let errorData = Mutex<Data>(Data())
-        let errorHandle = errors.fileHandleForReading
-        let thread = Thread { errorData.withLock { $0 = errorHandle.readDataToEndOfFile() } }
-        thread.start()
-        let out = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        while thread.isExecuting || !thread.isFinished { usleep(1000) }
-        let err = errorData.withLock { $0 }
-        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
-    }
-
-    /// Reads standard output until it contains `marker` (or the process ends).
-    func waitFor(_ marker: String) -> String {
-        var seen = ""
-        while !seen.contains(marker) {
-            let data = output.fileHandleForReading.availableData
-            if data.isEmpty { break }
-            seen += String(decoding: data, as: UTF8.self)
-        }
-        return seen
-    }
-}
-
-/// Runs a helper to the end.
-@discardableResult
-func runHelper(_ arguments: [String], environment: [String: String]? = nil) throws -> (
-    status: Int32, output: String, errors: String
-) {
-    try Helper(arguments, environment: environment).finish()
 }
 
 /// Milliseconds since an arbitrary start (CLOCK_MONOTONIC).
@@ -167,8 +84,4 @@ func decryptEveryItem(_ vaultPath: String) throws -> (files: Int, failures: [Str
         }
     }
     return (files, failures)
-}
-
-extension Data {
-    init(_ text: String) { self = Data(text.utf8) }
 }

@@ -10,58 +10,58 @@ import VaultTestSupport
     let group = try! GroupName("com.example.app")
 
     @Test func roundTripReplaceAndRemove() throws {
-        let vault = try TestVault()
-        defer { vault.remove() }
-        let store = try VaultStore.create(at: vault.path)
-        let id = try store.itemID(group: group, primaryKey: Array("service\0account".utf8))
-        #expect(try store.get(group: group, id: id) == nil)
-        try store.put(Array("first".utf8), group: group, id: id)
-        #expect(try store.get(group: group, id: id) == Array("first".utf8))
-        try store.put([0, 1, 0, 255], group: group, id: id)
-        #expect(try store.get(group: group, id: id) == [0, 1, 0, 255])
-        try store.put([], group: group, id: id)
-        #expect(try store.get(group: group, id: id) == [])
-        // Another process (another open) sees it.
-        #expect(try VaultStore.open(at: vault.path).get(group: group, id: id) == [])
-        #expect(try store.itemIDs(in: group) == [id])
-        #expect(try store.groups() == [group])
-        #expect(try vault.mode("groups/\(group)") == 0o700)
-        #expect(try vault.mode("groups/\(group)/\(id.fileName)") == 0o600)
-        #expect(try store.delete(group: group, id: id) == true)
-        #expect(try store.delete(group: group, id: id) == false)
-        #expect(try store.get(group: group, id: id) == nil)
-        // What stays is the group's spare file, zeroed (see SpareFileTests).
-        #expect(try vault.entries("groups/\(group)") == [".spare"])
-        #expect(try vault.bytes("groups/\(group)/.spare").allSatisfy { $0 == 0 })
+        try withTemporaryVault("store") { vault in
+            let store = try VaultStore.create(at: vault.path)
+            let id = try store.itemID(group: group, primaryKey: Array("service\0account".utf8))
+            #expect(try store.get(group: group, id: id) == nil)
+            try store.put(Array("first".utf8), group: group, id: id)
+            #expect(try store.get(group: group, id: id) == Array("first".utf8))
+            try store.put([0, 1, 0, 255], group: group, id: id)
+            #expect(try store.get(group: group, id: id) == [0, 1, 0, 255])
+            try store.put([], group: group, id: id)
+            #expect(try store.get(group: group, id: id) == [])
+            // Another process (another open) sees it.
+            #expect(try VaultStore.open(at: vault.path).get(group: group, id: id) == [])
+            #expect(try store.itemIDs(in: group) == [id])
+            #expect(try store.groups() == [group])
+            #expect(try vault.mode("groups/\(group)") == 0o700)
+            #expect(try vault.mode("groups/\(group)/\(id.fileName)") == 0o600)
+            #expect(try store.delete(group: group, id: id) == true)
+            #expect(try store.delete(group: group, id: id) == false)
+            #expect(try store.get(group: group, id: id) == nil)
+            // What stays is the group's spare file, zeroed (see SpareFileTests).
+            #expect(try vault.entries("groups/\(group)") == [".spare"])
+            #expect(try vault.bytes("groups/\(group)/.spare").allSatisfy { $0 == 0 })
+        }
     }
 
     @Test func fileLayoutIsHeaderNonceBody() throws {
-        let vault = try TestVault()
-        defer { vault.remove() }
-        let store = try VaultStore.create(at: vault.path)
-        let id = try store.itemID(group: group, primaryKey: [1])
-        try store.put(Array("secret-value".utf8), group: group, id: id)
-        let bytes = try vault.bytes("groups/\(group)/\(id.fileName)")
-        #expect(Array(bytes[0..<8]) == Array("VLTI".utf8) + [1, 1, 0, 0])
-        #expect(bytes.count == 8 + 24 + 12 + 16)
-        // The plaintext does not appear in the file, nor does the file name reveal the primary key.
-        #expect(!String(decoding: bytes, as: UTF8.self).contains("secret"))
-        #expect(id.rawValue.count == 64)
+        try withTemporaryVault("store") { vault in
+            let store = try VaultStore.create(at: vault.path)
+            let id = try store.itemID(group: group, primaryKey: [1])
+            try store.put(Array("secret-value".utf8), group: group, id: id)
+            let bytes = try vault.bytes("groups/\(group)/\(id.fileName)")
+            #expect(Array(bytes[0..<8]) == Array("VLTI".utf8) + [1, 1, 0, 0])
+            #expect(bytes.count == 8 + 24 + 12 + 16)
+            // The plaintext does not appear in the file, nor does the file name reveal the primary key.
+            #expect(!String(decoding: bytes, as: UTF8.self).contains("secret"))
+            #expect(id.rawValue.count == 64)
+        }
     }
 
     @Test func itemIDsAreKeyedAndPerGroup() throws {
-        let vault = try TestVault()
-        defer { vault.remove() }
-        let other = try TestVault()
-        defer { other.remove() }
-        let a = try VaultStore.create(at: vault.path)
-        let b = try VaultStore.create(at: other.path)
-        let key = Array("svc\0acct".utf8)
-        let id = try a.itemID(group: group, primaryKey: key)
-        #expect(try a.itemID(group: group, primaryKey: key) == id)
-        #expect(try a.itemID(group: try GroupName("other"), primaryKey: key) != id)
-        #expect(try b.itemID(group: group, primaryKey: key) != id)
-        #expect(try a.itemID(group: group, primaryKey: key + [0]) != id)
+        try withTemporaryVault("store") { vault in
+            try withTemporaryVault("store") { other in
+                let a = try VaultStore.create(at: vault.path)
+                let b = try VaultStore.create(at: other.path)
+                let key = Array("svc\0acct".utf8)
+                let id = try a.itemID(group: group, primaryKey: key)
+                #expect(try a.itemID(group: group, primaryKey: key) == id)
+                #expect(try a.itemID(group: try GroupName("other"), primaryKey: key) != id)
+                #expect(try b.itemID(group: group, primaryKey: key) != id)
+                #expect(try a.itemID(group: group, primaryKey: key + [0]) != id)
+            }
+        }
     }
 
     func damagedReadFails(_ store: VaultStore, _ id: ItemID, _ group: GroupName) -> StoreError? {
@@ -69,127 +69,129 @@ import VaultTestSupport
     }
 
     @Test func everyBitFlipAndTruncationIsAnIntegrityError() throws {
-        let vault = try TestVault()
-        defer { vault.remove() }
-        let store = try VaultStore.create(at: vault.path)
-        let id = try store.itemID(group: group, primaryKey: [1])
-        let neighbour = try store.itemID(group: group, primaryKey: [2])
-        try store.put(Array("hello world".utf8), group: group, id: id)
-        try store.put(Array("neighbour".utf8), group: group, id: neighbour)
-        let name = "groups/\(group)/\(id.fileName)"
-        let original = try vault.bytes(name)
-        for bit in 0..<(original.count * 8) {
-            var damaged = original
-            damaged[bit / 8] ^= UInt8(1 << (bit % 8))
-            try vault.write(damaged, to: name)
-            let error = damagedReadFails(store, id, group)
-            #expect(
-                error?.code == .integrity || error?.code == .unsupportedFormat,
-                "bit \(bit): \(String(describing: error))")
-            #expect(error?.message.contains(vault.file(name)) == true)
+        try withTemporaryVault("store") { vault in
+            let store = try VaultStore.create(at: vault.path)
+            let id = try store.itemID(group: group, primaryKey: [1])
+            let neighbour = try store.itemID(group: group, primaryKey: [2])
+            try store.put(Array("hello world".utf8), group: group, id: id)
+            try store.put(Array("neighbour".utf8), group: group, id: neighbour)
+            let name = "groups/\(group)/\(id.fileName)"
+            let original = try vault.bytes(name)
+            for bit in 0..<(original.count * 8) {
+                var damaged = original
+                damaged[bit / 8] ^= UInt8(1 << (bit % 8))
+                try vault.write(damaged, to: name)
+                let error = damagedReadFails(store, id, group)
+                #expect(
+                    error?.code == .integrity || error?.code == .unsupportedFormat,
+                    "bit \(bit): \(String(describing: error))")
+                #expect(error?.message.contains(vault.file(name)) == true)
+            }
+            for length in 0..<original.count {
+                try vault.write(Array(original[0..<length]), to: name)
+                #expect(damagedReadFails(store, id, group)?.code == .integrity, "length \(length)")
+            }
+            // The other item is unaffected, and the restored file reads again.
+            #expect(try store.get(group: group, id: neighbour) == Array("neighbour".utf8))
+            try vault.write(original, to: name)
+            #expect(try store.get(group: group, id: id) == Array("hello world".utf8))
         }
-        for length in 0..<original.count {
-            try vault.write(Array(original[0..<length]), to: name)
-            #expect(damagedReadFails(store, id, group)?.code == .integrity, "length \(length)")
-        }
-        // The other item is unaffected, and the restored file reads again.
-        #expect(try store.get(group: group, id: neighbour) == Array("neighbour".utf8))
-        try vault.write(original, to: name)
-        #expect(try store.get(group: group, id: id) == Array("hello world".utf8))
     }
 
     @Test func aFileCopiedOntoAnotherItemGroupOrVaultFails() throws {
-        let vault = try TestVault()
-        defer { vault.remove() }
-        let elsewhere = try TestVault()
-        defer { elsewhere.remove() }
-        let store = try VaultStore.create(at: vault.path)
-        let otherVault = try VaultStore.create(at: elsewhere.path)
-        let otherGroup = try GroupName("other.group")
-        let id = try store.itemID(group: group, primaryKey: [1])
-        let id2 = try store.itemID(group: group, primaryKey: [2])
-        try store.put(Array("one".utf8), group: group, id: id)
-        try store.put(Array("two".utf8), group: group, id: id2)
-        try store.put(Array("x".utf8), group: otherGroup, id: id)
-        try otherVault.put(Array("y".utf8), group: group, id: id)
-        let file = try vault.bytes("groups/\(group)/\(id.fileName)")
+        try withTemporaryVault("store") { vault in
+            try withTemporaryVault("store") { elsewhere in
+                let store = try VaultStore.create(at: vault.path)
+                let otherVault = try VaultStore.create(at: elsewhere.path)
+                let otherGroup = try GroupName("other.group")
+                let id = try store.itemID(group: group, primaryKey: [1])
+                let id2 = try store.itemID(group: group, primaryKey: [2])
+                try store.put(Array("one".utf8), group: group, id: id)
+                try store.put(Array("two".utf8), group: group, id: id2)
+                try store.put(Array("x".utf8), group: otherGroup, id: id)
+                try otherVault.put(Array("y".utf8), group: group, id: id)
+                let file = try vault.bytes("groups/\(group)/\(id.fileName)")
 
-        // Onto another item id in the same group.
-        try vault.write(file, to: "groups/\(group)/\(id2.fileName)")
-        #expect(damagedReadFails(store, id2, group)?.code == .integrity)
-        // Onto the same id in another group (same vault, same master key).
-        try vault.write(file, to: "groups/\(otherGroup)/\(id.fileName)")
-        #expect(damagedReadFails(store, id, otherGroup)?.code == .integrity)
-        // Onto the same group and id in another vault.
-        try elsewhere.write(file, to: "groups/\(group)/\(id.fileName)")
-        #expect(damagedReadFails(otherVault, id, group)?.code == .integrity)
-        // The original still reads.
-        #expect(try store.get(group: group, id: id) == Array("one".utf8))
+                // Onto another item id in the same group.
+                try vault.write(file, to: "groups/\(group)/\(id2.fileName)")
+                #expect(damagedReadFails(store, id2, group)?.code == .integrity)
+                // Onto the same id in another group (same vault, same master key).
+                try vault.write(file, to: "groups/\(otherGroup)/\(id.fileName)")
+                #expect(damagedReadFails(store, id, otherGroup)?.code == .integrity)
+                // Onto the same group and id in another vault.
+                try elsewhere.write(file, to: "groups/\(group)/\(id.fileName)")
+                #expect(damagedReadFails(otherVault, id, group)?.code == .integrity)
+                // The original still reads.
+                #expect(try store.get(group: group, id: id) == Array("one".utf8))
+            }
+        }
     }
 
     @Test func aWrongKeyFailsWithAnIntegrityError() throws {
-        let vault = try TestVault()
-        defer { vault.remove() }
-        let store = try VaultStore.create(at: vault.path)
-        let id = try store.itemID(group: group, primaryKey: [1])
-        try store.put(Array("one".utf8), group: group, id: id)
-        let contents = try vault.bytes("groups/\(group)/\(id.fileName)")
-        let wrongKey = try SymmetricKey.random()
-        let error = #expect(throws: StoreError.self) {
-            _ = try ItemFile.open(
-                contents, key: wrongKey, vaultID: store.vaultID, location: ItemLocation(group: group, id: id), path: "p"
-            )
+        try withTemporaryVault("store") { vault in
+            let store = try VaultStore.create(at: vault.path)
+            let id = try store.itemID(group: group, primaryKey: [1])
+            try store.put(Array("one".utf8), group: group, id: id)
+            let contents = try vault.bytes("groups/\(group)/\(id.fileName)")
+            let wrongKey = try SymmetricKey.random()
+            let error = #expect(throws: StoreError.self) {
+                _ = try ItemFile.open(
+                    contents, key: wrongKey, vaultID: store.vaultID, location: ItemLocation(group: group, id: id),
+                    path: "p"
+                )
+            }
+            #expect(error?.code == .integrity)
+            #expect(error?.cause is CryptoError)
         }
-        #expect(error?.code == .integrity)
-        #expect(error?.cause is CryptoError)
     }
 
     @Test func oversizedItemFilesAreRefusedBeforeReading() throws {
-        let vault = try TestVault()
-        defer { vault.remove() }
-        let store = try VaultStore.create(at: vault.path)
-        let id = try store.itemID(group: group, primaryKey: [1])
-        try store.put([1], group: group, id: id)
-        let path = vault.file("groups/\(group)/\(id.fileName)")
-        #expect(truncate(path, off_t(ItemFile.maximumFileByteCount + 1)) == 0)
-        let error = damagedReadFails(store, id, group)
-        #expect(error?.code == .integrity)
-        #expect(error?.message.contains("more than") == true)
+        try withTemporaryVault("store") { vault in
+            let store = try VaultStore.create(at: vault.path)
+            let id = try store.itemID(group: group, primaryKey: [1])
+            try store.put([1], group: group, id: id)
+            let path = vault.file("groups/\(group)/\(id.fileName)")
+            #expect(truncate(path, off_t(ItemFile.maximumFileByteCount + 1)) == 0)
+            let error = damagedReadFails(store, id, group)
+            #expect(error?.code == .integrity)
+            #expect(error?.message.contains("more than") == true)
+        }
     }
 
     @Test func symlinksInsideTheVaultAreRefused() throws {
-        let vault = try TestVault()
-        defer { vault.remove() }
-        let store = try VaultStore.create(at: vault.path)
-        let id = try store.itemID(group: group, primaryKey: [1])
-        try store.put([1], group: group, id: id)
-        let outside = vault.root + "/outside"
-        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: false)
+        try withTemporaryVault("store") { vault in
+            let store = try VaultStore.create(at: vault.path)
+            let id = try store.itemID(group: group, primaryKey: [1])
+            try store.put([1], group: group, id: id)
+            let outside = vault.root + "/outside"
+            try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: false)
 
-        // An item file replaced by a symlink.
-        let itemPath = vault.file("groups/\(group)/\(id.fileName)")
-        try FileManager.default.copyItem(atPath: itemPath, toPath: outside + "/copy.item")
-        try FileManager.default.removeItem(atPath: itemPath)
-        try FileManager.default.createSymbolicLink(atPath: itemPath, withDestinationPath: outside + "/copy.item")
-        let fresh = try VaultStore.open(at: vault.path)
-        #expect(damagedReadFails(fresh, id, group)?.code == .insecureFile)
+            // An item file replaced by a symlink.
+            let itemPath = vault.file("groups/\(group)/\(id.fileName)")
+            try FileManager.default.copyItem(atPath: itemPath, toPath: outside + "/copy.item")
+            try FileManager.default.removeItem(atPath: itemPath)
+            try FileManager.default.createSymbolicLink(atPath: itemPath, withDestinationPath: outside + "/copy.item")
+            let fresh = try VaultStore.open(at: vault.path)
+            #expect(damagedReadFails(fresh, id, group)?.code == .insecureFile)
 
-        // A group directory replaced by a symlink (seen by a store that has not opened it yet).
-        let linked = try GroupName("linked")
-        try FileManager.default.createSymbolicLink(atPath: vault.file("groups/linked"), withDestinationPath: outside)
-        let error = damagedReadFails(fresh, id, linked)
-        #expect(error?.code == .insecureFile)
-        #expect(error?.message.contains("symbolic link") == true)
-        let writeError = #expect(throws: StoreError.self) { try fresh.put([1], group: linked, id: id) }
-        #expect(writeError?.code == .insecureFile)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: outside) == ["copy.item"])
+            // A group directory replaced by a symlink (seen by a store that has not opened it yet).
+            let linked = try GroupName("linked")
+            try FileManager.default.createSymbolicLink(
+                atPath: vault.file("groups/linked"), withDestinationPath: outside)
+            let error = damagedReadFails(fresh, id, linked)
+            #expect(error?.code == .insecureFile)
+            #expect(error?.message.contains("symbolic link") == true)
+            let writeError = #expect(throws: StoreError.self) { try fresh.put([1], group: linked, id: id) }
+            #expect(writeError?.code == .insecureFile)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: outside) == ["copy.item"])
 
-        // The groups directory itself replaced by a symlink.
-        try FileManager.default.moveItem(atPath: vault.file("groups"), toPath: vault.root + "/groups-real")
-        try FileManager.default.createSymbolicLink(
-            atPath: vault.file("groups"), withDestinationPath: vault.root + "/groups-real")
-        let openError = #expect(throws: StoreError.self) { _ = try VaultStore.open(at: vault.path) }
-        #expect(openError?.code == .insecureFile)
+            // The groups directory itself replaced by a symlink.
+            try FileManager.default.moveItem(atPath: vault.file("groups"), toPath: vault.root + "/groups-real")
+            try FileManager.default.createSymbolicLink(
+                atPath: vault.file("groups"), withDestinationPath: vault.root + "/groups-real")
+            let openError = #expect(throws: StoreError.self) { _ = try VaultStore.open(at: vault.path) }
+            #expect(openError?.code == .insecureFile)
+        }
     }
 
     @Test func groupNamesAreValidated() throws {
@@ -204,29 +206,29 @@ import VaultTestSupport
     }
 
     @Test func masterKeyPagesAreLockedInAnOpenStore() throws {
-        let vault = try TestVault()
-        defer { vault.remove() }
-        let store = try VaultStore.create(at: vault.path)
-        let address = store.classKeys.always.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
-        let smaps = String(
-            decoding: FileHandle(forReadingAtPath: "/proc/self/smaps")!.readDataToEndOfFile(), as: UTF8.self)
-        var inside = false
-        var locked = -1
-        var flags: [Substring] = []
-        for line in smaps.split(separator: "\n") {
-            let fields = line.split(separator: " ")
-            if let range = fields.first, range.contains("-"), !range.hasSuffix(":") {
-                let bounds = range.split(separator: "-").compactMap { UInt($0, radix: 16) }
-                inside = bounds.count == 2 && bounds[0] <= address && address < bounds[1]
-            } else if inside, fields.first == "Locked:" {
-                locked = Int(fields[1]) ?? -1
-            } else if inside, fields.first == "VmFlags:" {
-                flags = Array(fields.dropFirst())
-                break
+        try withTemporaryVault("store") { vault in
+            let store = try VaultStore.create(at: vault.path)
+            let address = store.classKeys.always.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+            let smaps = String(
+                decoding: FileHandle(forReadingAtPath: "/proc/self/smaps")!.readDataToEndOfFile(), as: UTF8.self)
+            var inside = false
+            var locked = -1
+            var flags: [Substring] = []
+            for line in smaps.split(separator: "\n") {
+                let fields = line.split(separator: " ")
+                if let range = fields.first, range.contains("-"), !range.hasSuffix(":") {
+                    let bounds = range.split(separator: "-").compactMap { UInt($0, radix: 16) }
+                    inside = bounds.count == 2 && bounds[0] <= address && address < bounds[1]
+                } else if inside, fields.first == "Locked:" {
+                    locked = Int(fields[1]) ?? -1
+                } else if inside, fields.first == "VmFlags:" {
+                    flags = Array(fields.dropFirst())
+                    break
+                }
             }
+            #expect(locked > 0)
+            #expect(flags.contains("lo"))
+            #expect(flags.contains("dd"))
         }
-        #expect(locked > 0)
-        #expect(flags.contains("lo"))
-        #expect(flags.contains("dd"))
     }
 }

@@ -20,19 +20,19 @@ import VaultTestSupport
     }
 
     @Test func aFileJustWrittenIsNotSettledAgainstAReadingTakenBefore() throws {
-        let vault = try TestVault()
-        defer { vault.remove() }
-        let store = try VaultStore.create(at: vault.path)
-        let group = try GroupName("clock")
-        let id = try store.itemID(group: group, primaryKey: [1])
-        let before = FileTimestampClock.now()
-        try store.put([1], group: group, id: id)
-        let written = try #require(try store.fingerprint(group: group, id: id))
-        #expect(!written.isSettled(now: before))
-        var later = FileTimestampClock.now()
-        while later <= written.changeNanoseconds {  // the next tick
-            later = FileTimestampClock.now()
+        try withTemporaryVault("store") { vault in
+            let store = try VaultStore.create(at: vault.path)
+            let group = try GroupName("clock")
+            let id = try store.itemID(group: group, primaryKey: [1])
+            let before = FileTimestampClock.now()
+            try store.put([1], group: group, id: id)
+            let written = try #require(try store.fingerprint(group: group, id: id))
+            #expect(!written.isSettled(now: before))
+            var later = FileTimestampClock.now()
+            while later <= written.changeNanoseconds {  // the next tick
+                later = FileTimestampClock.now()
+            }
+            #expect(written.isSettled(now: later))
         }
-        #expect(written.isSettled(now: later))
     }
 }

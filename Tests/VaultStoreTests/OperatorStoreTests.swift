@@ -68,31 +68,31 @@ import VaultTestSupport
     }
 
     @Test func unlockOfAVaultWithoutAPassphraseCachesNothing() throws {
-        let vault = try TestVault()
-        defer { vault.remove() }
-        let store = try VaultStore.create(at: vault.path)
-        #expect(try VaultStore.unlock(at: vault.path, keySource: KeySource(), timeoutSeconds: 60) == .noPassphrase)
-        let cached = UnlockCache.read(vaultID: store.vaultID)
-        #expect(cached.afterFirstUnlock == nil && cached.whenUnlocked == nil)
-        let keyFile = vault.root + "/k"
-        let external = vault.root + "/external"
-        _ = try VaultStore.create(at: external, keySource: KeySource(keyFile: keyFile))
-        #expect(
-            try VaultStore.unlock(at: external, keySource: KeySource(keyFile: keyFile), timeoutSeconds: 60)
-                == .noPassphrase)
+        try withTemporaryVault("store") { vault in
+            let store = try VaultStore.create(at: vault.path)
+            #expect(try VaultStore.unlock(at: vault.path, keySource: KeySource(), timeoutSeconds: 60) == .noPassphrase)
+            let cached = UnlockCache.read(vaultID: store.vaultID)
+            #expect(cached.afterFirstUnlock == nil && cached.whenUnlocked == nil)
+            let keyFile = vault.root + "/k"
+            let external = vault.root + "/external"
+            _ = try VaultStore.create(at: external, keySource: KeySource(keyFile: keyFile))
+            #expect(
+                try VaultStore.unlock(at: external, keySource: KeySource(keyFile: keyFile), timeoutSeconds: 60)
+                    == .noPassphrase)
+        }
     }
 
     @Test func aFullKeyringQuotaNamesTheWayOut() throws {
-        let vault = try TestVault()
-        defer { vault.remove() }
-        _ = try VaultStore.create(at: vault.path, keySource: passphrase("pw"))
-        let plan = FaultPlan(.keyring, occurrence: 1, effect: .fail(.diskQuotaExceeded), persistent: true)
-        FaultInjection.withPlan(plan) {
-            let error = #expect(throws: StoreError.self) {
-                try VaultStore.unlock(at: vault.path, keySource: passphrase("pw"), timeoutSeconds: 60)
+        try withTemporaryVault("store") { vault in
+            _ = try VaultStore.create(at: vault.path, keySource: passphrase("pw"))
+            let plan = FaultPlan(.keyring, occurrence: 1, effect: .fail(.diskQuotaExceeded), persistent: true)
+            FaultInjection.withPlan(plan) {
+                let error = #expect(throws: StoreError.self) {
+                    try VaultStore.unlock(at: vault.path, keySource: passphrase("pw"), timeoutSeconds: 60)
+                }
+                #expect(error?.message.contains("vault lock --all") == true, "\(error?.message ?? "")")
+                #expect(error?.message.contains("/proc/sys/kernel/keys/maxkeys") == true)
             }
-            #expect(error?.message.contains("vault lock --all") == true, "\(error?.message ?? "")")
-            #expect(error?.message.contains("/proc/sys/kernel/keys/maxkeys") == true)
         }
     }
 }

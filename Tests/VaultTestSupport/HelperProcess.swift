@@ -1,0 +1,78 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The `vault-test-helper` executable built next to the test bundle.
+public let helperPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    .appendingPathComponent("vault-test-helper").path
+
+/// A running `vault-test-helper` whose standard output and error are pipes.
+public final class Helper {
+    /// The process.
+    public let process = Process()
+    /// Its standard output.
+    public let output = Pipe()
+    /// Its standard error.
+    public let errors = Pipe()
+    /// Its standard input, when started with one.
+    public let input = Pipe()
+
+    /// Starts the helper with `arguments` (and `environment`, else this process's).
+    public init(_ arguments: [String], environment: [String: String]? = nil, standardInput: Bool = false) throws {
+        process.executableURL = URL(fileURLWithPath: helperPath)
+        if standardInput { process.standardInput = input }
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+    }
+
+    /// The process id.
+    public var pid: Int32 { process.processIdentifier }
+
+    /// Writes `text` to the process's standard input (when it was started with one).
+    public func send(_ text: String) {
+        input.fileHandleForWriting.write(Data(text.utf8))
+    }
+
+    /// Sends SIGKILL.
+    public func kill() {
+        _ = Glibc.kill(process.processIdentifier, SIGKILL)
+    }
+
+    /// Waits for the process; returns its status and everything it wrote.
+    public func finish() -> (status: Int32, output: String, errors: String) {
+        let errorData = Mutex<Data>(Data())
+        let errorHandle = errors.fileHandleForReading
+        let thread = Thread { errorData.withLock { $0 = errorHandle.readDataToEndOfFile() } }
+        thread.start()
+        let out = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        while thread.isExecuting || !thread.isFinished { usleep(1000) }
+        let err = errorData.withLock { $0 }
+        return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
+    }
+
+    /// Reads standard output until it contains `marker` (or the process ends).
+    public func waitFor(_ marker: String) -> String {
+        var seen = ""
+        while !seen.contains(marker) {
+            let data = output.fileHandleForReading.availableData
+            if data.isEmpty { break }
+            seen += String(decoding: data, as: UTF8.self)
+        }
+        return seen
+    }
+}
+
+/// Runs the helper with `arguments` to the end.
+@discardableResult
+public func runHelper(_ arguments: [String], environment: [String: String]? = nil) throws -> (
+    status: Int32, output: String, errors: String
+) {
+    try Helper(arguments, environment: environment).finish()
+}
