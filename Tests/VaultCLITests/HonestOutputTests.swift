@@ -6,6 +6,14 @@ import VaultTestSupport
 /// control characters in every kind of output.
 @Suite struct HonestOutputTests {
     /// A vault with three items, one of whose files has a flipped byte; returns the damaged file's path.
+    /// Standard error of a listing over a damaged file: the file's line, then the command's summary.
+    func expectDamageNamed(_ errors: String, _ damaged: String, then command: String) throws {
+        let lines = errors.split(separator: "\n").map(String.init)
+        try #require(lines.count == 2)
+        #expect(lines[0].hasPrefix("vault: \(damaged): failed authentication"))
+        #expect(lines[1].hasPrefix("vault: \(command): "))
+    }
+
     /// Runs `body` with `vaultWithOneDamagedItem()`, removed when `body` ends.
     func withVaultWithOneDamagedItem<R>(_ body: (Scratch, String) throws -> R) throws -> R {
         let (scratch, damaged) = try vaultWithOneDamagedItem()
@@ -44,10 +52,7 @@ import VaultTestSupport
                 $0.split(separator: "\t", omittingEmptySubsequences: false)
             }
             #expect(rows.map { String($0[1]) }.sorted() == sound)
-            let lines = ls.errors.split(separator: "\n").map(String.init)
-            try #require(lines.count == 2)
-            #expect(lines[0].hasPrefix("vault: \(damaged): failed authentication"))
-            #expect(lines[1].hasPrefix("vault: ls: "))
+            try expectDamageNamed(ls.errors, damaged, then: "ls")
 
             // The JSON stays valid and holds the readable items; the damage is on stderr and in the status.
             let json = try scratch.run(["ls", "--json"])
@@ -69,10 +74,7 @@ import VaultTestSupport
             let groups = try scratch.run(["groups"])
             #expect(groups.status == 6)
             #expect(groups.text == "vault\t3\tdefault\n")
-            let lines = groups.errors.split(separator: "\n").map(String.init)
-            try #require(lines.count == 2)
-            #expect(lines[0].hasPrefix("vault: \(damaged): failed authentication"))
-            #expect(lines[1].hasPrefix("vault: groups: "))
+            try expectDamageNamed(groups.errors, damaged, then: "groups")
             let json = try scratch.run(["groups", "--json"])
             #expect(json.status == 6)
             let rows = try #require(try json.json() as? [[String: Any]])
@@ -164,18 +166,14 @@ import VaultTestSupport
             let session = try TerminalSession()
             defer { session.close() }
             let ls = try session.start(["ls"], scratch: scratch, outputToTerminal: true)
-            #expect(waitForExit(ls))
-            #expect(ls.terminationStatus == 0)
+            #expect(exits(ls, with: 0))
             #expect(session.waitFor("MODIFIED\r\n"))
             #expect(session.waitFor("generic  svc\\x1b[31mred  acc\\u{9b}2J  vault  lab\\u{202e}el\\x07  "))
 
             let put = try session.start(["put", "new\u{1B}[2J"], scratch: scratch)
             #expect(session.waitFor("Secret for service \"new\\x1b[2J\", account \"\": "))
-            try session.type("pw\n")
-            #expect(session.waitFor("Again: "))
-            try session.type("pw\n")
-            #expect(waitForExit(put))
-            #expect(put.terminationStatus == 0)
+            #expect(try session.typeTwice("pw"))
+            #expect(exits(put, with: 0))
             #expect(!holdsRawControls(Data(session.text.utf8)))
         }
     }

@@ -43,6 +43,15 @@ final class TerminalSession: Sendable {
         try primary.writeAll(Array(text.utf8))
     }
 
+    /// Types `first`, and once asked again, `second` (`first` when nil), each ending with a newline;
+    /// whether it was asked again.
+    func typeTwice(_ first: String, _ second: String? = nil) throws -> Bool {
+        try type(first + "\n")
+        guard waitFor("Again: ") else { return false }
+        try type((second ?? first) + "\n")
+        return true
+    }
+
     /// Closes the test's secondary side; the reader thread ends once the child's copies are gone too.
     func close() {
         try? secondary.close()
@@ -67,6 +76,11 @@ final class TerminalSession: Sendable {
     }
 }
 
+/// Whether `process` ends (within `waitForExit`'s time) with `status`.
+func exits(_ process: Process, with status: Int32) -> Bool {
+    waitForExit(process) && process.terminationStatus == status
+}
+
 /// Waits at most `timeout` seconds for `process` to end; kills it if it does not, so that a hang is a
 /// failure rather than a stalled run.
 func waitForExit(_ process: Process, timeout: TimeInterval = 20) -> Bool {
@@ -89,11 +103,8 @@ func waitForExit(_ process: Process, timeout: TimeInterval = 20) -> Bool {
             defer { session.close() }
             let process = try session.start(["put", "db", "app"], scratch: scratch)
             #expect(session.waitFor("Secret for service \"db\", account \"app\": "))
-            try session.type("correct horse\n")
-            #expect(session.waitFor("Again: "))
-            try session.type("correct horse\n")
-            #expect(waitForExit(process))
-            #expect(process.terminationStatus == 0)
+            #expect(try session.typeTwice("correct horse"))
+            #expect(exits(process, with: 0))
             #expect(!session.text.contains("correct horse"))
             #expect(try session.secondary.isEchoEnabled())
             // The newline is the end of the entry, not part of the secret.
@@ -107,11 +118,8 @@ func waitForExit(_ process: Process, timeout: TimeInterval = 20) -> Bool {
             defer { session.close() }
             let process = try session.start(["add", "db"], scratch: scratch)
             #expect(session.waitFor("Secret for "))
-            try session.type("first\n")
-            #expect(session.waitFor("Again: "))
-            try session.type("second\n")
-            #expect(waitForExit(process))
-            #expect(process.terminationStatus == 2)
+            #expect(try session.typeTwice("first", "second"))
+            #expect(exits(process, with: 2))
             // The terminal turns "\n" into "\r\n".
             #expect(session.waitFor("vault: terminal: the two entries differ; nothing was stored\r\n"))
             #expect(!session.text.contains("first") && !session.text.contains("second"))
@@ -127,8 +135,7 @@ func waitForExit(_ process: Process, timeout: TimeInterval = 20) -> Bool {
             let process = try session.start(["put", "db"], scratch: scratch)
             #expect(session.waitFor("Secret for "))
             try session.type("\n")
-            #expect(waitForExit(process))
-            #expect(process.terminationStatus == 2)
+            #expect(exits(process, with: 2))
             #expect(try scratch.run(["get", "db"]).status == 1)
         }
     }
@@ -165,8 +172,7 @@ func waitForExit(_ process: Process, timeout: TimeInterval = 20) -> Bool {
             let session = try TerminalSession()
             defer { session.close() }
             let process = try session.start(["get", "db"], scratch: scratch, outputToTerminal: true)
-            #expect(waitForExit(process))
-            #expect(process.terminationStatus == 0)
+            #expect(exits(process, with: 0))
             #expect(session.waitFor("s3cret\r\n"))
             // Piped, the bytes are exact.
             #expect(try scratch.run(["get", "db"]).output == Data("s3cret"))
@@ -180,8 +186,7 @@ func waitForExit(_ process: Process, timeout: TimeInterval = 20) -> Bool {
             let session = try TerminalSession()
             defer { session.close() }
             let process = try session.start(["ls"], scratch: scratch, outputToTerminal: true)
-            #expect(waitForExit(process))
-            #expect(process.terminationStatus == 0)
+            #expect(exits(process, with: 0))
             #expect(session.waitFor("MODIFIED\r\n"))
             #expect(session.waitFor("\r\n", count: 3))
             let lines = session.text.components(separatedBy: "\r\n").filter { !$0.isEmpty }
@@ -234,8 +239,7 @@ func waitForExit(_ process: Process, timeout: TimeInterval = 20) -> Bool {
             #expect(cmdline.range(of: Data(secret.utf8)) == nil)
             #expect(environ.range(of: Data(secret.utf8)) == nil)
             try input.fileHandleForWriting.close()
-            #expect(waitForExit(process))
-            #expect(process.terminationStatus == 0)
+            #expect(exits(process, with: 0))
             #expect(try scratch.run(["get", "svc", "acct"]).text == secret)
         }
     }

@@ -12,20 +12,26 @@ import VaultTestSupport
 @Suite(.serialized) struct ConcurrencyTests {
     static let processes = 8
 
+    /// Runs `processes` helpers at once on a new vault in `dir`, helper `i` with `arguments(path, i)`,
+    /// and waits for all of them; the vault and the seconds they took.
+    func runAtOnce(in dir: TemporaryDirectory, _ arguments: (String, Int) -> [String]) throws -> (Vault, Double) {
+        let path = dir.file("vault")
+        let vault = try Vault.create(at: path, client: try testClient())
+        let started = monotonicMilliseconds()
+        let children = try (0..<Self.processes).map { try Helper(arguments(path, $0)) }
+        for child in children {
+            let result = child.finish()
+            #expect(result.status == 0, "\(result.errors)")
+        }
+        return (vault, (monotonicMilliseconds() - started) / 1000)
+    }
+
     @Test func eightProcessesIncrementingOneCounter() throws {
         try withTemporaryDirectory("increment") { dir in
-            let path = dir.path + "/vault"
-            let vault = try Vault.create(at: path, client: try testClient())
             let perProcess = Sizes.operationsPerProcess
-            let started = monotonicMilliseconds()
-            let children = try (0..<Self.processes).map { _ in
-                try Helper(["increment", path, testApp, String(perProcess)])
+            let (vault, seconds) = try runAtOnce(in: dir) { path, _ in
+                ["increment", path, testApp, String(perProcess)]
             }
-            for child in children {
-                let result = child.finish()
-                #expect(result.status == 0, "\(result.errors)")
-            }
-            let seconds = (monotonicMilliseconds() - started) / 1000
             let value = try vault.string(for: try ItemKey(service: "counter", account: "value"))
             #expect(value == String(Self.processes * perProcess))
             figure(
@@ -37,18 +43,11 @@ import VaultTestSupport
 
     @Test func eightProcessesAddingDistinctItems() throws {
         try withTemporaryDirectory("adds") { dir in
-            let path = dir.path + "/vault"
-            let vault = try Vault.create(at: path, client: try testClient())
+            let path = dir.file("vault")
             let perProcess = Sizes.operationsPerProcess
-            let started = monotonicMilliseconds()
-            let children = try (0..<Self.processes).map { i in
-                try Helper(["add", path, testApp, String(perProcess), "w\(i)"])
+            let (vault, seconds) = try runAtOnce(in: dir) { path, i in
+                ["add", path, testApp, String(perProcess), "w\(i)"]
             }
-            for child in children {
-                let result = child.finish()
-                #expect(result.status == 0, "\(result.errors)")
-            }
-            let seconds = (monotonicMilliseconds() - started) / 1000
             let items = try vault.copyMatching(
                 Query(
                     itemClass: .genericPassword, attributes: ItemAttributes(service: "distinct", account: nil),

@@ -53,6 +53,22 @@ struct WriterJournal {
         }
         inFlight = order.last.flatMap { started[$0] }
     }
+
+    /// What a crash may leave of the keys with `prefix` (one writer's): the state of `model` after the
+    /// acknowledged operations, or after the unacknowledged one too.
+    func outcomes(of model: [String: String], prefix: String) -> (before: [String: String], after: [String: String]) {
+        var before = model.filter { $0.key.hasPrefix(prefix) }
+        for op in acknowledged { op.apply(to: &before) }
+        var after = before
+        inFlight?.apply(to: &after)
+        return (before, after)
+    }
+
+    /// `model` with the keys with `prefix` replaced by `actual`, what the vault now holds for them.
+    static func settle(_ model: inout [String: String], prefix: String, at actual: [String: String]) {
+        for key in model.keys where key.hasPrefix(prefix) { model[key] = nil }
+        model.merge(actual) { $1 }
+    }
 }
 
 /// The logical content of the vault for the crash writers' keys, as a scan sees it and as point
@@ -134,11 +150,8 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
                 disagreements += state.pointLookupDisagreements.map { "iteration \(iteration): \($0)" }
                 for (writer, journal) in zip(writers, journals) {
                     let prefix = writer + "-"
-                    var before = model.filter { $0.key.hasPrefix(prefix) }
-                    for op in journal.acknowledged { op.apply(to: &before) }
+                    let (before, after) = journal.outcomes(of: model, prefix: prefix)
                     acknowledgedTotal += journal.acknowledged.count
-                    var after = before
-                    journal.inFlight?.apply(to: &after)
                     let actual = state.scan.filter { $0.key.hasPrefix(prefix) }
                     if journal.inFlight != nil { inFlightTotal += 1 }
                     if actual == before {
@@ -149,8 +162,7 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
                         lost.append(
                             "iteration \(iteration) \(writer): expected \(before) or \(after), found \(actual)")
                     }
-                    for key in model.keys where key.hasPrefix(prefix) { model[key] = nil }
-                    model.merge(actual) { $1 }
+                    WriterJournal.settle(&model, prefix: prefix, at: actual)
                 }
                 // A writer runs again: it finishes interrupted moves and removes stale temp files.
                 try longLived.set(Data("\(iteration)"), for: try ItemKey(service: "settle", account: "settle"))

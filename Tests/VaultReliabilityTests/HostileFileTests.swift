@@ -34,6 +34,11 @@ struct Fixture {
         return try body(fixture)
     }
 
+    /// Runs `body` with a new fixture and the path of its first item's file.
+    static func withFirstItemFile<R>(_ body: (Fixture, String) throws -> R) throws -> R {
+        try with { fixture in try body(fixture, try fixture.itemPath(fixture.keys[0])) }
+    }
+
     init() throws {
         dir = try TemporaryDirectory("hostile")
         path = dir.path + "/vault"
@@ -61,8 +66,7 @@ struct Fixture {
 /// file moved onto every other item id, group and vault is rejected. Rollback, symlink swaps, `..`.
 @Suite struct HostileFileTests {
     @Test func everyFlipAndTruncationOfAnItemFileIsDetected() throws {
-        try Fixture.with { f in
-            let target = try f.itemPath(f.keys[0])
+        try Fixture.withFirstItemFile { f, target in
             let original = try readBytes(target)
             var detected = 0
             var cases = 0
@@ -79,20 +83,11 @@ struct Fixture {
                     }
                 }
             }
-            for index in original.indices {
-                for bit in 0..<8 {
-                    var bytes = original
-                    bytes[index] ^= UInt8(1 << bit)
-                    try writeBytes(bytes, target)
-                    try expectDetected("flip of bit \(bit) of byte \(index)")
-                }
-                #expect(try f.vault.data(for: f.keys[1]) == Data("secret-1"))
-            }
-            for length in 0..<original.count {
-                try writeBytes(Array(original[0..<length]), target)
-                try expectDetected("truncation to \(length) bytes")
-                #expect(try f.vault.data(for: f.keys[2]) == Data("secret-2"))
-            }
+            try forEachDamage(
+                of: original, at: target,
+                afterEachByte: { () throws in #expect(try f.vault.data(for: f.keys[1]) == Data("secret-1")) },
+                afterEachTruncation: { () throws in #expect(try f.vault.data(for: f.keys[2]) == Data("secret-2")) },
+                expectDetected)
             try writeBytes(original, target)
             #expect(try f.vault.data(for: f.keys[0]) == Data("secret-0"))
             #expect(detected == cases)
@@ -104,8 +99,7 @@ struct Fixture {
     }
 
     @Test func everyFlipOfAGenerationRecordIsHarmless() throws {
-        try Fixture.with { f in
-            let target = try f.itemPath(f.keys[0])
+        try Fixture.withFirstItemFile { f, target in
             let record =
                 (target as NSString).deletingLastPathComponent + "/.gen."
                 + ((target as NSString).lastPathComponent as NSString).deletingPathExtension
@@ -152,18 +146,7 @@ struct Fixture {
                         }
                     }
                 }
-                for index in original.indices {
-                    for bit in 0..<8 {
-                        var bytes = original
-                        bytes[index] ^= UInt8(1 << bit)
-                        try writeBytes(bytes, file)
-                        check("bit \(bit) of byte \(index)")
-                    }
-                }
-                for length in 0..<original.count {
-                    try writeBytes(Array(original[0..<length]), file)
-                    check("truncated to \(length)")
-                }
+                try forEachDamage(of: original, at: file, check)
                 try writeBytes(original, file)
                 counts[name] = (cases, detected)
                 #expect(cases == detected)
@@ -222,8 +205,7 @@ struct Fixture {
     // MARK: Rollback
 
     @Test func anItemReplacedWithAnOlderCopyOfItselfIsDetected() throws {
-        try Fixture.with { f in
-            let target = try f.itemPath(f.keys[0])
+        try Fixture.withFirstItemFile { f, target in
             let old = try readBytes(target)
             try f.vault.set(Data("secret-0-v2"), for: f.keys[0])
             try f.vault.set(Data("secret-0-v3"), for: f.keys[0])
@@ -266,8 +248,7 @@ struct Fixture {
     /// The documented limits: the record rolled back together with the item, or removed, is not
     /// detected (nor is a rollback of the whole directory).
     @Test func rollingBackTheItemWithItsRecordIsNotDetected() throws {
-        try Fixture.with { f in
-            let target = try f.itemPath(f.keys[0])
+        try Fixture.withFirstItemFile { f, target in
             let record =
                 (target as NSString).deletingLastPathComponent + "/.gen."
                 + ((target as NSString).lastPathComponent as NSString).deletingPathExtension

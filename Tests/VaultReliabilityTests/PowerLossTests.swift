@@ -128,17 +128,13 @@ import VaultTestSupport
                 #expect(state.disagreements.isEmpty, "\(state.disagreements)")
                 for (writer, journal) in zip(writers, journals) {
                     let prefix = writer + "-"
-                    var before = model.filter { $0.key.hasPrefix(prefix) }
-                    for op in journal.acknowledged { op.apply(to: &before) }
+                    let (before, after) = journal.outcomes(of: model, prefix: prefix)
                     acknowledged += journal.acknowledged.count
-                    var after = before
-                    journal.inFlight?.apply(to: &after)
                     let actual = state.scan.filter { $0.key.hasPrefix(prefix) }
                     if actual != before && actual != after {
                         lost.append("\(kind) round \(round) \(writer): expected \(before) or \(after), found \(actual)")
                     }
-                    for key in model.keys where key.hasPrefix(prefix) { model[key] = nil }
-                    model.merge(actual) { $1 }
+                    WriterJournal.settle(&model, prefix: prefix, at: actual)
                 }
                 undecryptable += try decryptEveryItem(path).failures
             }

@@ -44,6 +44,30 @@ func testClient(_ app: String = testApp) throws -> Client {
     try Client(applicationIdentifier: app)
 }
 
+/// Writes each single-bit flip of `original` to `path` (every bit of every byte, or the low `bits`),
+/// running `check` with its name after each and `afterEachByte` after each byte's flips; then, with
+/// `truncations`, each truncation, running `check` and `afterEachTruncation`.
+func forEachDamage(
+    of original: [UInt8], at path: String, truncations: Bool = true, afterEachByte: () throws -> Void = {},
+    afterEachTruncation: () throws -> Void = {}, _ check: (String) throws -> Void
+) throws {
+    for index in original.indices {
+        for bit in 0..<8 {
+            var bytes = original
+            bytes[index] ^= UInt8(1 << bit)
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            try check("flip of bit \(bit) of byte \(index)")
+        }
+        try afterEachByte()
+    }
+    guard truncations else { return }
+    for length in 0..<original.count {
+        try Data(original[0..<length]).write(to: URL(fileURLWithPath: path))
+        try check("truncation to \(length) bytes")
+        try afterEachTruncation()
+    }
+}
+
 /// Milliseconds since an arbitrary start (CLOCK_MONOTONIC).
 func monotonicMilliseconds() -> Double {
     var ts = timespec()

@@ -71,10 +71,11 @@ import VaultTestSupport
     @Test func everyBitFlipAndTruncationIsAnIntegrityError() throws {
         try withTemporaryVault("store") { vault in
             let store = try VaultStore.create(at: vault.path)
-            let id = try store.itemID(group: group, primaryKey: [1])
-            let neighbour = try store.itemID(group: group, primaryKey: [2])
-            try store.put(Array("hello world".utf8), group: group, id: id)
-            try store.put(Array("neighbour".utf8), group: group, id: neighbour)
+            let ids = try [1, 2].map { try store.itemID(group: group, primaryKey: [$0]) }
+            let (id, neighbour) = (ids[0], ids[1])
+            for (item, value) in zip(ids, ["hello world", "neighbour"]) {
+                try store.put(Array(value.utf8), group: group, id: item)
+            }
             let name = "groups/\(group)/\(id.fileName)"
             let original = try vault.bytes(name)
             for bit in 0..<(original.count * 8) {

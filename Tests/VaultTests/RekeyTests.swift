@@ -8,6 +8,17 @@ import VaultTestSupport
 @testable import Vault
 
 @Suite struct RekeyTests {
+    /// The calls of `calls` to fail in turn: every occurrence of the rarer calls, a sample of the
+    /// frequent ones (all renames and fsyncs).
+    func sampled(_ calls: [SystemOperation: Int]) -> [(SystemOperation, Int)] {
+        SystemOperation.allCases.filter { calls[$0, default: 0] > 0 }.flatMap { op in
+            let total = calls[op, default: 0]
+            let occurrences =
+                total <= 40 ? Array(1...total) : stride(from: 1, through: total, by: total / 20).map { $0 }
+            return occurrences.map { (op, $0) }
+        }
+    }
+
     func fill(_ vault: Vault) throws -> [String: Data] {
         var expected: [String: Data] = [:]
         for (service, accessibility) in [
@@ -84,44 +95,37 @@ import VaultTestSupport
         try withTemporaryVault { probe in
             let probeVault = try probe.open(groups: ["team.shared"])
             _ = try fill(probeVault)
-            let counts = FaultPlan.counting()
-            try FaultInjection.withPlan(counts) { try probeVault.rekey(newPassphrase: nil, keySource: KeySource()) }
+            let calls = try systemCalls { try probeVault.rekey(newPassphrase: nil, keySource: KeySource()) }.calls
             var steps = 0
             var committed = 0
-            for op in SystemOperation.allCases where counts.count(of: op) > 0 {
-                // Every occurrence of the rarer calls, a sample of the frequent ones (all renames and fsyncs).
-                let total = counts.count(of: op)
-                let occurrences =
-                    total <= 40 ? Array(1...total) : stride(from: 1, through: total, by: total / 20).map { $0 }
-                for occurrence in occurrences {
-                    try withTemporaryVault { t in
-                        let vault = try t.open(groups: ["team.shared"])
-                        let expected = try fill(vault)
-                        let oldKey = try Data(contentsOf: URL(fileURLWithPath: t.path + "/master.key"))
-                        let plan = FaultPlan(op, occurrence: occurrence, effect: .fail(.ioError))
-                        let succeeded =
-                            (try? FaultInjection.withPlan(plan) {
-                                try vault.rekey(newPassphrase: nil, keySource: KeySource())
-                            })
-                            != nil
-                        steps += 1
-                        let state = (try? FileManager.default.contentsOfDirectory(atPath: t.path).sorted()) ?? []
-                        let reopened: Vault
-                        do {
-                            reopened = try t.open(groups: ["team.shared"])
-                        } catch {
-                            Issue.record("\(op) #\(occurrence) (succeeded: \(succeeded)), files \(state): \(error)")
-                            return
-                        }
-                        try check(reopened, expected)
-                        let key = try Data(contentsOf: URL(fileURLWithPath: t.path + "/master.key"))
-                        if key != oldKey { committed += 1 }
-                        if succeeded { #expect(key != oldKey, "\(op) #\(occurrence)") }
-                        let leftovers = try FileManager.default.contentsOfDirectory(atPath: t.path).filter {
-                            $0.hasSuffix(".new") || $0.hasSuffix(".old")
-                        }
-                        #expect(leftovers.isEmpty, "\(op) #\(occurrence): \(leftovers)")
+            for (op, occurrence) in sampled(calls) {
+                try withTemporaryVault { t in
+                    let vault = try t.open(groups: ["team.shared"])
+                    let expected = try fill(vault)
+                    let oldKey = try Data(contentsOf: URL(fileURLWithPath: t.path + "/master.key"))
+                    let plan = FaultPlan(op, occurrence: occurrence, effect: .fail(.ioError))
+                    let succeeded =
+                        (try? FaultInjection.withPlan(plan) {
+                            try vault.rekey(newPassphrase: nil, keySource: KeySource())
+                        })
+                        != nil
+                    steps += 1
+                    let state = (try? FileManager.default.contentsOfDirectory(atPath: t.path).sorted()) ?? []
+                    let reopened: Vault
+                    do {
+                        reopened = try t.open(groups: ["team.shared"])
+                    } catch {
+                        Issue.record("\(op) #\(occurrence) (succeeded: \(succeeded)), files \(state): \(error)")
+                        return
                     }
+                    try check(reopened, expected)
+                    let key = try Data(contentsOf: URL(fileURLWithPath: t.path + "/master.key"))
+                    if key != oldKey { committed += 1 }
+                    if succeeded { #expect(key != oldKey, "\(op) #\(occurrence)") }
+                    let leftovers = try FileManager.default.contentsOfDirectory(atPath: t.path).filter {
+                        $0.hasSuffix(".new") || $0.hasSuffix(".old")
+                    }
+                    #expect(leftovers.isEmpty, "\(op) #\(occurrence): \(leftovers)")
                 }
             }
             #expect(steps > 20)
@@ -202,57 +206,51 @@ import VaultTestSupport
         try withTemporaryVault { probe in
             let (probeVault, probeOld, probeNew) = try keyFileVault(probe)
             _ = try fill(probeVault)
-            let counts = FaultPlan.counting()
-            try FaultInjection.withPlan(counts) {
+            let calls = try systemCalls {
                 try probeVault.rekey(newKeyFile: probeNew, keySource: KeySource(keyFile: probeOld))
-            }
+            }.calls
             var steps = 0
             var committed = 0
-            for op in SystemOperation.allCases where counts.count(of: op) > 0 {
-                let total = counts.count(of: op)
-                let occurrences =
-                    total <= 40 ? Array(1...total) : stride(from: 1, through: total, by: total / 20).map { $0 }
-                for occurrence in occurrences {
-                    try withTemporaryVault { t in
-                        let (vault, oldKey, newKey) = try keyFileVault(t)
-                        let expected = try fill(vault)
-                        let plan = FaultPlan(op, occurrence: occurrence, effect: .fail(.ioError))
-                        let succeeded =
-                            (try? FaultInjection.withPlan(plan) {
-                                try vault.rekey(newKeyFile: newKey, keySource: KeySource(keyFile: oldKey))
-                            }) != nil
-                        let state = (try? FileManager.default.contentsOfDirectory(atPath: t.path).sorted()) ?? []
-                        // Recovery by whichever key file the next process has: the old, the new, or none at all.
-                        let recoverer = [oldKey, newKey, nil][steps % 3]
-                        steps += 1
-                        _ = try? open(t, keyFile: recoverer)
-                        if recoverer == nil, state.contains("rekey.journal") {
-                            // With neither key file given, the journal's own record of the new key file verifies it.
-                            #expect(
-                                !FileManager.default.fileExists(atPath: t.path + "/rekey.journal"),
-                                "\(op) #\(occurrence): an open with no key file left the journal of \(state)")
-                        }
-                        let opened: (vault: Vault, key: String)
-                        if let byOld = try? open(t, keyFile: oldKey) {
-                            opened = (byOld, oldKey)
-                        } else {
-                            do {
-                                opened = (try open(t, keyFile: newKey), newKey)
-                            } catch {
-                                let by = recoverer ?? "none"
-                                Issue.record(
-                                    "\(op) #\(occurrence) (\(succeeded), recovered by \(by)), \(state): \(error)")
-                                return
-                            }
-                        }
-                        try check(opened.vault, expected)
-                        if opened.key == newKey { committed += 1 }
-                        if succeeded { #expect(opened.key == newKey, "\(op) #\(occurrence)") }
-                        let leftovers = try FileManager.default.contentsOfDirectory(atPath: t.path).filter {
-                            $0.hasSuffix(".new") || $0.hasSuffix(".old") || $0 == "rekey.journal"
-                        }
-                        #expect(leftovers.isEmpty, "\(op) #\(occurrence): \(leftovers)")
+            for (op, occurrence) in sampled(calls) {
+                try withTemporaryVault { t in
+                    let (vault, oldKey, newKey) = try keyFileVault(t)
+                    let expected = try fill(vault)
+                    let plan = FaultPlan(op, occurrence: occurrence, effect: .fail(.ioError))
+                    let succeeded =
+                        (try? FaultInjection.withPlan(plan) {
+                            try vault.rekey(newKeyFile: newKey, keySource: KeySource(keyFile: oldKey))
+                        }) != nil
+                    let state = (try? FileManager.default.contentsOfDirectory(atPath: t.path).sorted()) ?? []
+                    // Recovery by whichever key file the next process has: the old, the new, or none at all.
+                    let recoverer = [oldKey, newKey, nil][steps % 3]
+                    steps += 1
+                    _ = try? open(t, keyFile: recoverer)
+                    if recoverer == nil, state.contains("rekey.journal") {
+                        // With neither key file given, the journal's own record of the new key file verifies it.
+                        #expect(
+                            !FileManager.default.fileExists(atPath: t.path + "/rekey.journal"),
+                            "\(op) #\(occurrence): an open with no key file left the journal of \(state)")
                     }
+                    let opened: (vault: Vault, key: String)
+                    if let byOld = try? open(t, keyFile: oldKey) {
+                        opened = (byOld, oldKey)
+                    } else {
+                        do {
+                            opened = (try open(t, keyFile: newKey), newKey)
+                        } catch {
+                            let by = recoverer ?? "none"
+                            Issue.record(
+                                "\(op) #\(occurrence) (\(succeeded), recovered by \(by)), \(state): \(error)")
+                            return
+                        }
+                    }
+                    try check(opened.vault, expected)
+                    if opened.key == newKey { committed += 1 }
+                    if succeeded { #expect(opened.key == newKey, "\(op) #\(occurrence)") }
+                    let leftovers = try FileManager.default.contentsOfDirectory(atPath: t.path).filter {
+                        $0.hasSuffix(".new") || $0.hasSuffix(".old") || $0 == "rekey.journal"
+                    }
+                    #expect(leftovers.isEmpty, "\(op) #\(occurrence): \(leftovers)")
                 }
             }
             #expect(steps > 20)
