@@ -2,7 +2,7 @@
 // Built with -DVAULT_FUZZING it exports LLVMFuzzerTestOneInput; otherwise main() replays the files and
 // directories named on the command line (a corpus or crash inputs) and exits 1 on a violation.
 import FoundationEssentials
-import Glibc
+internal import Glibc
 import VaultArchive
 
 #if VAULT_FUZZING

@@ -1,6 +1,6 @@
-import CVaultAPI
+internal import CVaultAPI
 import FoundationEssentials
-import Glibc
+internal import Glibc
 import Vault
 
 /// Checked reading of C arguments: every NULL, length and string is validated before use, and every

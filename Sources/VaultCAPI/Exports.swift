@@ -1,4 +1,4 @@
-import CVaultAPI
+public import CVaultAPI
 import FoundationEssentials
 import Vault
 import VaultCrypto

@@ -1,4 +1,4 @@
-import CVaultAPI
+internal import CVaultAPI
 import Vault
 import VaultCrypto
 

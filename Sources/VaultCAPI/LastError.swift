@@ -1,4 +1,4 @@
-import Glibc
+internal import Glibc
 
 /// The thread-local message behind `vault_last_error_message()`: a `malloc`ed C string per thread,
 /// in a pthread key whose destructor frees it when the thread exits.

@@ -1,6 +1,6 @@
-import CVaultAPI
+internal import CVaultAPI
 import FoundationEssentials
-import Glibc
+internal import Glibc
 import Synchronization
 import Vault
 import VaultCrypto

@@ -1,5 +1,5 @@
 import FoundationEssentials
-import Glibc
+internal import Glibc
 import Vault
 
 /// The Swift side of the C API's cross-language test (scripts/test-c-api): reads and writes one vault

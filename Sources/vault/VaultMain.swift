@@ -1,4 +1,4 @@
-import Glibc
+internal import Glibc
 import VaultCLI
 import VaultSystem
 
