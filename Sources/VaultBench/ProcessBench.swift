@@ -19,10 +19,10 @@ struct ProcessBench {
             FileHandle.standardError.write(Data("vault-bench: no vault binary at \(cli); CLI figures skipped\n".utf8))
             return []
         }
-        let vaultPath = directory + "/cli-vault"
+        let vaultPath = FilePath(directory).appending("cli-vault").string
         let environment = ["VAULT_DIR=\(vaultPath)", "VAULT_APP_ID=bench", "PATH=/usr/bin:/bin"]
         _ = try ChildProcess.run(cli, arguments: ["init"], environment: environment)
-        let secretFile = directory + "/secret"
+        let secretFile = FilePath(directory).appending("secret").string
         try Data("s3cret-value".utf8).write(to: URL(fileURLWithPath: secretFile))
         let put = try ChildProcess.run(
             cli, arguments: ["put", "bench", "account"], environment: environment, standardInputPath: secretFile)
@@ -49,7 +49,7 @@ struct ProcessBench {
         // wait4's ru_maxrss of a child that posix_spawn started (CLONE_VM) includes this process's own
         // peak, which exec records into the child: measure through /usr/bin/time, whose forked child
         // starts from time's small image.
-        let report = directory + "/rss"
+        let report = FilePath(directory).appending("rss").string
         if FileManager.default.isExecutableFile(atPath: "/usr/bin/time") {
             for _ in 0..<5 {
                 _ = try ChildProcess.run(

@@ -17,7 +17,8 @@ struct ScaleBench {
         self.items = items
         self.quick = quick
         self.progress = progress
-        vault = try Vault.create(at: directory + "/vault", client: try Client(applicationIdentifier: "bench"))
+        vault = try Vault.create(
+            at: FilePath(directory).appending("vault").string, client: try Client(applicationIdentifier: "bench"))
         progress.show("filling \(items) items…")
         try vault.withBulkLoad { () throws(VaultError) in
             for i in 0..<items {
@@ -103,7 +104,9 @@ struct ScaleBench {
             OperationTiming(
                 operation: "open vault (cold, in-process)", items: items,
                 nanoseconds: try time(quick ? 20 : 500) { _ in
-                    _ = try Vault.open(at: directory + "/vault", client: try Client(applicationIdentifier: "bench"))
+                    _ = try Vault.open(
+                        at: FilePath(directory).appending("vault").string,
+                        client: try Client(applicationIdentifier: "bench"))
                 }))
         return results
     }
@@ -111,7 +114,8 @@ struct ScaleBench {
     /// Peak RSS of a separate process that opens this vault and queries every item.
     func memory() throws -> [String: Int] {
         guard items >= 10_000 || quick else { return [:] }
-        let output = try Shell.capture(CommandLine.arguments[0], ["--hold-vault", directory + "/vault"])
+        let output = try Shell.capture(
+            CommandLine.arguments[0], ["--hold-vault", FilePath(directory).appending("vault").string])
         return [
             "process holding an open vault of \(items) items": Int(
                 output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
@@ -130,7 +134,7 @@ struct Floors {
     let sealed: [UInt8]
 
     init(directory path: String, fileSize: Int) throws {
-        self.path = path + "/floor"
+        self.path = FilePath(path).appending("floor").string
         try FileManager.default.createDirectory(atPath: self.path, withIntermediateDirectories: true)
         directory = try FileDescriptor.currentWorkingDirectory.openDirectoryAt(self.path)
         contents = [UInt8](repeating: 7, count: fileSize)

@@ -69,9 +69,11 @@ struct VaultBench {
             try holdVault(path)
             return
         }
-        let base = options.directory ?? FileManager.default.currentDirectoryPath + "/.build/vault-bench"
+        let base =
+            options.directory
+            ?? FilePath(FileManager.default.currentDirectoryPath).appending(".build/vault-bench").string
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
-        let runDirectory = base + "/run-\(ProcessInfo.processInfo.processIdentifier)"
+        let runDirectory = FilePath(base).appending("run-\(ProcessInfo.processInfo.processIdentifier)").string
         try? FileManager.default.removeItem(atPath: runDirectory)
         try FileManager.default.createDirectory(atPath: runDirectory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: runDirectory) }
@@ -89,7 +91,8 @@ struct VaultBench {
         report.archiveSizes = archive.sizes
         for scale in options.archiveOnly ? [] : options.scales {
             let bench = try ScaleBench(
-                directory: runDirectory + "/items-\(scale)", items: scale, quick: options.quick, progress: progress)
+                directory: FilePath(runDirectory).appending("items-\(scale)").string, items: scale,
+                quick: options.quick, progress: progress)
             report.measurements += try bench.run()
             report.memory.merge(try bench.memory(), uniquingKeysWith: { $1 })
         }

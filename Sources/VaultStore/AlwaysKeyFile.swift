@@ -61,7 +61,7 @@ struct AlwaysKeyFile {
         do {
             contents = try keys.always.bytes.appending(try checkValue(afterFirstUnlock) + checkValue(whenUnlocked))
         } catch {
-            throw StoreError.crypto(error, "cannot write \(vaultPath)/\(fileName)")
+            throw StoreError.crypto(error, "cannot write \(vaultPath / fileName)")
         }
         try AtomicFile.replace(name, contents: .secret(contents), in: directory, directoryPath: vaultPath)
     }

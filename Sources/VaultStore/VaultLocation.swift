@@ -10,8 +10,10 @@ public enum VaultLocation {
     public static func defaultPath(environment: [String: String] = ProcessInfo.processInfo.environment) -> String? {
         if let explicit = environment["VAULT_DIR"], !explicit.isEmpty { return explicit }
         if ProcessIdentity.effectiveUserID == 0 { return "/var/lib/vault" }
-        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return data + "/vault" }
-        if let home = environment["HOME"], home.hasPrefix("/") { return home + "/.local/share/vault" }
+        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return (FilePath(data) / "vault").string }
+        if let home = environment["HOME"], home.hasPrefix("/") {
+            return (FilePath(home) / ".local/share/vault").string
+        }
         return nil
     }
 

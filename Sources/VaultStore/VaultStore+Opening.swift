@@ -258,7 +258,7 @@ extension VaultStore {
             where try VaultDirectory.exists(name, in: directory, path: path) {
                 throw StoreError(
                     .integrity,
-                    "\(groupsPath) is missing but \(path)/\(name) exists, and no rekey journal says why (an interrupted "
+                    "\(groupsPath) is missing but \(path / name) exists, and no rekey journal says why (an interrupted "
                         + "rekey keeps one): vault changes nothing; if the items are in \(name), rename it back to "
                         + "\(groupsDirectoryName)",
                     path: groupsPath.string)

@@ -54,7 +54,7 @@ public struct UnlockCommand: Sendable, Hashable {
             throw CLIError(error, subject: path, vaultPath: path)
         }
         if outcome == .noPassphrase {
-            let key = source.keyFile.map { "the key file \($0)" } ?? "\(path)/master.key"
+            let key = source.keyFile.map { "the key file \($0)" } ?? FilePath(path).appending("master.key").string
             context.writeError(
                 "vault: \(path): nothing to unlock: the vault has no passphrase (its key is in \(key), which opens it "
                     + "for every process that can read it); nothing was cached\n")
