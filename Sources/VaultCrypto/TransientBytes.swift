@@ -2,7 +2,7 @@
 /// calls, more than a whole item read), owned by this one object and wiped with `sodium_memzero` when
 /// it goes. Read it only through `withBytes`, so that no copy of the array outlives the object.
 public final class TransientBytes {
-    private var bytes: [UInt8]
+    @usableFromInline var bytes: [UInt8]
 
     init(_ bytes: consuming [UInt8]) {
         self.bytes = bytes
@@ -29,6 +29,7 @@ public final class TransientBytes {
     public var count: Int { bytes.count }
 
     /// Gives `body` the bytes; do not keep them.
+    @inlinable
     public func withBytes<R, E: Error>(_ body: ([UInt8]) throws(E) -> R) throws(E) -> R {
         try body(bytes)
     }

@@ -67,6 +67,7 @@ public enum XChaCha20Poly1305 {
     /// `TransientBytes` for short-lived plaintexts read on every look-up, where secure memory's nine
     /// system calls (mmap, mprotect, mlock, …) would cost more than the read itself. Any mismatch is
     /// `authenticationFailed`; no byte of an unauthenticated plaintext is ever returned.
+    @inlinable
     public static func open<Plaintext: PlaintextStorage>(
         _ ciphertext: UnsafeRawBufferPointer, key: SymmetricKey, nonce: [UInt8], associatedData: [UInt8],
         as storage: Plaintext.Type = SecureBytes.self
@@ -78,6 +79,7 @@ public enum XChaCha20Poly1305 {
     }
 
     /// `open(_:key:nonce:associatedData:as:)` of the ciphertext that fills `bytes` from `start` on.
+    @inlinable
     public static func open<Plaintext: PlaintextStorage>(
         _ bytes: [UInt8], from start: Int, key: SymmetricKey, nonce: [UInt8], associatedData: [UInt8],
         as storage: Plaintext.Type = SecureBytes.self
@@ -90,7 +92,8 @@ public enum XChaCha20Poly1305 {
     }
 
     /// The one decryption: checks the tag and writes the plaintext into `out` (of the plaintext's size).
-    private static func decrypt(
+    @usableFromInline
+    static func decrypt(
         _ ciphertext: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, key: SymmetricKey,
         nonce: [UInt8], associatedData: [UInt8]
     ) throws(CryptoError) {
@@ -111,7 +114,8 @@ public enum XChaCha20Poly1305 {
     }
 
     /// The size of the plaintext inside `ciphertext`, after the checks that need no key.
-    private static func plaintextCount(_ ciphertextCount: Int, nonce: [UInt8]) throws(CryptoError) -> Int {
+    @usableFromInline
+    static func plaintextCount(_ ciphertextCount: Int, nonce: [UInt8]) throws(CryptoError) -> Int {
         try Sodium.ensureInitialized()
         try checkNonce(nonce)
         guard ciphertextCount >= tagByteCount else {

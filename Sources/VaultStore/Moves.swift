@@ -36,6 +36,7 @@ extension VaultStore {
     /// file with the same persistent id and a higher generation. A missing note, or a destination that
     /// cannot be read, says no; a note that cannot be looked at is an error ("no move in progress" must
     /// not be guessed).
+    @usableFromInline
     func isMovedAway<Record: VersionedRecord, Failure: StoreErrorConvertible>(
         _ item: ItemLocation, _ version: ItemVersion,
         decoding decode: (_ plaintext: [UInt8], _ path: String) throws(Failure) -> Record

@@ -13,6 +13,7 @@ extension VaultStore {
     /// crashed, or is still running, between writing the new file and removing this one). An item file
     /// replaced with an older copy of itself is an `integrity` error naming it. Failures of the store
     /// come as `Failure(storeError)`, those of `decode` as they are.
+    @inlinable
     public func read<Record: VersionedRecord, Failure: StoreErrorConvertible>(
         _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: String) throws(Failure) -> Record
     ) throws(Failure) -> Record? {
@@ -23,6 +24,7 @@ extension VaultStore {
 
     /// Item `item`'s file as it is, verified as `read` verifies it, including the old half of a move
     /// under way: for scans, which see both halves and keep the later one, and for checks of every file.
+    @inlinable
     public func readFile<Record: VersionedRecord, Failure: StoreErrorConvertible>(
         _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: String) throws(Failure) -> Record
     ) throws(Failure) -> Record? {
@@ -57,22 +59,53 @@ extension VaultStore {
     /// One verified read: the generation record, then the file, then `decode`, then the rollback check.
     /// `moving` is true when a writer marked the item as being moved: only then must a reader look for
     /// the move's intent note.
+    /// Generic (and inlinable, so that it is specialised for the caller's record) only around the
+    /// caller's decoding: the store's own steps are `fetch` and `verify`.
+    @inlinable
     func readVerified<Record: VersionedRecord, Failure: StoreErrorConvertible>(
         _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: String) throws(Failure) -> Record
     ) throws(Failure) -> (record: Record, moving: Bool)? {
+        let fetched: FetchedItem?
+        do {
+            fetched = try fetch(item)
+        } catch {
+            throw Failure(error)
+        }
+        guard let fetched else { return nil }
+        let record = try fetched.plaintext.withBytes { (bytes) throws(Failure) in try decode(bytes, fetched.path) }
+        do {
+            try verify(fetched, version: record.version)
+        } catch {
+            throw Failure(error)
+        }
+        return (record, fetched.moving)
+    }
+
+    /// An item as read, before the caller decodes it: its generation record, then its plaintext.
+    @usableFromInline
+    struct FetchedItem {
+        let item: ItemLocation
+        @usableFromInline let path: String
+        @usableFromInline let plaintext: TransientBytes
+        let recorded: GenerationRecord.Recorded?
+        @usableFromInline let moving: Bool
+    }
+
+    /// The generation record of `item` (read first), then its file, decrypted; nil when it does not exist.
+    @usableFromInline
+    func fetch(_ item: ItemLocation) throws(StoreError) -> FetchedItem? {
+        guard let directory = try groupDirectory(item.group, create: false) else { return nil }
         let path = itemPath(item)
-        let read = try Failure.converting { () throws(StoreError) -> (GenerationRecord.Found, TransientBytes)? in
-            guard let directory = try groupDirectory(item.group, create: false) else { return nil }
-            let found = try GenerationRecord.read(item.id, in: directory, itemPath: path)
-            guard let plaintext = try readPlaintext(item, in: directory) else { return nil }
-            return (found, plaintext)
-        }
-        guard let (found, plaintext) = read else { return nil }
-        let record = try plaintext.withBytes { (bytes) throws(Failure) in try decode(bytes, path.string) }
-        try Failure.converting { () throws(StoreError) in
-            try checkNotRolledBack(found.recorded, item, version: record.version)
-        }
-        return (record, found.moving)
+        let found = try GenerationRecord.read(item.id, in: directory, itemPath: path)
+        guard let plaintext = try readPlaintext(item, in: directory) else { return nil }
+        return FetchedItem(
+            item: item, path: path.string, plaintext: plaintext, recorded: found.recorded, moving: found.moving)
+    }
+
+    /// The rollback check of a fetched item whose decoded version is `version`.
+    @usableFromInline
+    func verify(_ fetched: FetchedItem, version: ItemVersion) throws(StoreError) {
+        try checkNotRolledBack(fetched.recorded, fetched.item, version: version)
     }
 
     /// Throws an `integrity` error naming the file when `recorded` (read before the item) is an

@@ -59,6 +59,7 @@ extension FileDescriptor {
     /// hands `body` the target's bytes, or nil when it is `capacity` bytes or longer (it may have been
     /// cut): for a look-up on every read, with no allocation. Never follows the link; not a link is
     /// `EINVAL`.
+    @inlinable
     public func withSymbolicLinkAt<R>(_ name: String, capacity: Int, _ body: (UnsafeRawBufferPointer?) -> R)
         throws(Errno) -> R
     {
