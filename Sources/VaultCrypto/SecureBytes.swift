@@ -69,6 +69,22 @@ public final class SecureBytes: @unchecked Sendable {
         return memory
     }
 
+    /// Allocates `count` bytes and lets `fill` write them through a span (they start zeroed), keeping its
+    /// error type: for a reader that fills a key from a file or the kernel keyring.
+    public convenience init<Failure: Error>(count: Int, filling fill: (inout MutableRawSpan) throws(Failure) -> Void)
+        throws(SecureFillError<Failure>)
+    {
+        try self.init(exactly: count) { (buffer) throws(Failure) in
+            var span = MutableRawSpan(_unsafeBytes: buffer)
+            try fill(&span)
+        }
+    }
+
+    /// Gives `body` the bytes as a span. Do not let it escape.
+    public func withSpan<R, E: Error>(_ body: (RawSpan) throws(E) -> R) throws(E) -> R {
+        try withUnsafeBytes { (raw) throws(E) in try body(RawSpan(_unsafeBytes: raw)) }
+    }
+
     /// Copies `bytes` into secure memory. The caller remains responsible for wiping its own copy.
     public convenience init(copying bytes: UnsafeRawBufferPointer) throws(CryptoError) {
         do {

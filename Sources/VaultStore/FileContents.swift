@@ -22,8 +22,8 @@ enum FileContents {
         case .plain(let bytes):
             if let offset { try file.writeAll(bytes, at: offset) } else { try file.writeAll(bytes) }
         case .secret(let bytes):
-            try bytes.withUnsafeBytes { (raw) throws(Errno) in
-                if let offset { try file.writeAll(raw, at: offset) } else { try file.writeAll(raw) }
+            try bytes.withSpan { (span) throws(Errno) in
+                if let offset { try file.writeAll(span, at: offset) } else { try file.writeAll(span) }
             }
         }
     }

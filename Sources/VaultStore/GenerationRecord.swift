@@ -19,10 +19,9 @@ enum GenerationRecord {
     /// The record of an item that a writer is moving to another key: readers then check the move's
     /// intent note (and skip the rollback check until the move is done).
     static let movingText = "moving"
+    static let movingBytes = Array(movingText.utf8)
     static let domain = KeyDerivation.Domain("vault.gen.v1")
     static let tagByteCount = 16
-    /// Room for the longest record text, on the stack of every read.
-    static let readCapacity = 128
 
     /// A record as read from disk, before it is checked against the item (the check needs the item's
     /// persistent id, which is inside the encrypted file).
@@ -68,7 +67,7 @@ enum GenerationRecord {
     }
 
     /// Parses "1:<16 hex>:<32 hex>" from bytes, without building strings (it runs on every read).
-    static func parse(_ bytes: UnsafeRawBufferPointer) -> Recorded? {
+    static func parse(_ bytes: Span<UInt8>) -> Recorded? {
         guard bytes.count == 2 + 16 + 1 + 2 * tagByteCount, bytes[0] == UInt8(ascii: "1"),
             bytes[1] == UInt8(ascii: ":"), bytes[18] == UInt8(ascii: ":")
         else { return nil }
@@ -86,6 +85,14 @@ enum GenerationRecord {
         return Recorded(generation: generation, tag: tag)
     }
 
+    /// Whether a record's text is the `moving` mark.
+    static func isMoving(_ bytes: Span<UInt8>) -> Bool {
+        let mark = movingBytes
+        guard bytes.count == mark.count else { return false }
+        for i in 0..<mark.count where bytes[i] != mark[i] { return false }
+        return true
+    }
+
     /// Missing, not a link (EINVAL), or too long: no record.
     static func isAbsent(_ error: Errno) -> Bool {
         [.noSuchFileOrDirectory, .invalidArgument, .nameTooLong].contains(error)
@@ -94,9 +101,9 @@ enum GenerationRecord {
     /// The record of item `id` in `directory`, parsed from a stack buffer (this runs on every read).
     static func read(_ id: ItemID, in directory: FileDescriptor, itemPath: FilePath) throws(StoreError) -> Found {
         do {
-            return try directory.withSymbolicLinkAt(name(id), capacity: readCapacity) { bytes in
+            return try directory.withSymbolicLinkAt(name(id)) { bytes in
                 guard let bytes else { return Found.none }
-                return Found(recorded: parse(bytes), moving: bytes.elementsEqual(movingText.utf8))
+                return Found(recorded: parse(bytes), moving: isMoving(bytes))
             }
         } catch {
             if isAbsent(error) { return .none }

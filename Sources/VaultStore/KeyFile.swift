@@ -56,18 +56,14 @@ enum KeyFile {
             case shrank
         }
         do throws(SecureFillError<Failure>) {
-            return try SecureBytes(exactly: count) { (buffer) throws(Failure) in
-                var offset = 0
-                while offset < count {
-                    let n: Int
-                    do throws(Errno) {
-                        n = try fd.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[offset...]))
-                    } catch {
-                        throw .system(error)
-                    }
-                    if n == 0 { throw .shrank }
-                    offset += n
+            return try SecureBytes(count: count) { (span) throws(Failure) in
+                let filled: Int
+                do throws(Errno) {
+                    filled = try fd.read(filling: &span)
+                } catch {
+                    throw .system(error)
                 }
+                if filled < count { throw .shrank }
             }
         } catch {
             switch error {

@@ -26,12 +26,9 @@ enum UnlockCache {
     }
 
     private static func read(_ description: String) -> SymmetricKey? {
-        var length = 0
-        let key = try? SecureBytes(count: SymmetricKey.byteCount) { buffer in
-            guard let n = try KernelKeyring.read(description: description, into: buffer) else {
-                throw Errno.noSuchFileOrDirectory
-            }
-            length = n
+        var length: Int?
+        let key = try? SecureBytes(count: SymmetricKey.byteCount) { (span) throws(Errno) in
+            length = try KernelKeyring.read(description: description, into: &span)
         }
         guard let key, length == SymmetricKey.byteCount else { return nil }
         return try? SymmetricKey(key)
@@ -42,7 +39,7 @@ enum UnlockCache {
         path: FilePath
     ) throws(StoreError) {
         do {
-            try key.withUnsafeBytes { bytes throws(Errno) in
+            try key.bytes.withSpan { (bytes) throws(Errno) in
                 try KernelKeyring.store(
                     bytes, description: description(vaultID: vaultID, protectionClass), timeoutSeconds: timeoutSeconds)
             }

@@ -55,21 +55,19 @@ extension FileDescriptor {
         }
     }
 
-    /// Reads the target of the symbolic link `name` into a buffer of `capacity` bytes on the stack and
-    /// hands `body` the target's bytes, or nil when it is `capacity` bytes or longer (it may have been
+    /// Reads the target of the symbolic link `name` into a buffer on the stack (`symbolicLinkCapacity`
+    /// bytes) and hands `body` the target's bytes, or nil when it fills the buffer (it may have been
     /// cut): for a look-up on every read, with no allocation. Never follows the link; not a link is
     /// `EINVAL`.
     @inlinable
-    public func withSymbolicLinkAt<R>(_ name: String, capacity: Int, _ body: (UnsafeRawBufferPointer?) -> R)
-        throws(Errno) -> R
-    {
-        let result: Result<R, Errno> = withUnsafeTemporaryAllocation(byteCount: capacity, alignment: 1) { buffer in
-            Result { () throws(Errno) in
-                let n = try readSymbolicLinkAt(name, into: buffer)
-                return body(n < buffer.count ? UnsafeRawBufferPointer(rebasing: buffer[0..<n]) : nil)
-            }
+    public func withSymbolicLinkAt<R>(_ name: String, _ body: (Span<UInt8>?) -> R) throws(Errno) -> R {
+        var buffer = InlineArray<128, UInt8>(repeating: 0)
+        var target = buffer.mutableSpan
+        let result: Result<Int, Errno> = target.withUnsafeMutableBytes { raw in
+            Result { () throws(Errno) in try readSymbolicLinkAt(name, into: raw) }
         }
-        return try result.get()
+        let count = try result.get()
+        return count < buffer.count ? body(buffer.span.extracting(0..<count)) : body(nil)
     }
 
     /// The target text of the symbolic link `name` relative to this directory (`readlinkat`, which

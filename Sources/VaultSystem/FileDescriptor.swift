@@ -184,6 +184,41 @@ public struct FileDescriptor: Hashable, Sendable {
         try result.get()
     }
 
+    /// Writes every byte of `bytes`, looping over short writes.
+    public func writeAll(_ bytes: RawSpan) throws(Errno) {
+        try bytes.withUnsafeBytes { (raw) throws(Errno) in try writeAll(raw) }
+    }
+
+    /// Writes every byte of `bytes` at `offset` (`pwrite`, looping over short writes).
+    public func writeAll(_ bytes: RawSpan, at offset: Int64) throws(Errno) {
+        try bytes.withUnsafeBytes { (raw) throws(Errno) in try writeAll(raw, at: offset) }
+    }
+
+    /// Reads into `span` until it is full or the file ends; returns how many bytes were read.
+    public func read(filling span: inout MutableRawSpan) throws(Errno) -> Int {
+        try span.withUnsafeMutableBytes { (raw) throws(Errno) in
+            var filled = 0
+            while filled < raw.count {
+                let n = try read(into: UnsafeMutableRawBufferPointer(rebasing: raw[filled...]))
+                if n == 0 { break }
+                filled += n
+            }
+            return filled
+        }
+    }
+
+    /// The first `count` bytes of the file from its offset, fewer only at its end (`read` until then).
+    public func read(upTo count: Int) throws(Errno) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        let filled = try bytes.withUnsafeMutableBytes { raw in
+            Result { () throws(Errno) in
+                var span = MutableRawSpan(_unsafeBytes: raw)
+                return try read(filling: &span)
+            }
+        }.get()
+        return Array(bytes[0..<filled])
+    }
+
     /// Up to `count` bytes at `offset` (one `pread`), without moving the file offset; fewer at the end
     /// of the file.
     public func read(count: Int, at offset: Int64) throws(Errno) -> [UInt8] {

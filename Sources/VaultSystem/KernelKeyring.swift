@@ -6,6 +6,13 @@ internal import Glibc
 public enum KernelKeyring {
     /// Stores `bytes` as the "user" key `description`, replacing an older one, readable by every
     /// process of this user, expiring after `timeoutSeconds` (0: no timeout).
+    public static func store(_ bytes: RawSpan, description: String, timeoutSeconds: UInt32) throws(Errno) {
+        try bytes.withUnsafeBytes { (raw) throws(Errno) in
+            try store(raw, description: description, timeoutSeconds: timeoutSeconds)
+        }
+    }
+
+    /// Stores `bytes` (see `store(_:description:timeoutSeconds:)` of a span).
     public static func store(_ bytes: UnsafeRawBufferPointer, description: String, timeoutSeconds: UInt32)
         throws(Errno)
     {
@@ -17,6 +24,11 @@ public enum KernelKeyring {
     /// Reads the key `description` into `buffer`; returns its length, or nil when there is no such key
     /// (never added, expired, revoked or invalidated). A length larger than the buffer means the key
     /// did not fit.
+    public static func read(description: String, into span: inout MutableRawSpan) throws(Errno) -> Int? {
+        try span.withUnsafeMutableBytes { (raw) throws(Errno) in try read(description: description, into: raw) }
+    }
+
+    /// Reads the payload into `buffer` (see `read(description:into:)` of a span).
     public static func read(description: String, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int? {
         do {
             return try retryingOnInterrupt(.keyring) {

@@ -194,23 +194,11 @@ public struct ImportCommand: Sendable, Hashable {
 
     /// The first `count` bytes of a stream (fewer only at its end): a backup's header, read before the rest.
     static func read(_ input: FileDescriptor, exactly count: Int) throws(VaultError) -> [UInt8] {
-        var bytes = [UInt8](repeating: 0, count: count)
-        var filled = 0
-        while filled < count {
-            let n: Int
-            do {
-                n = try bytes.withUnsafeMutableBytes { buffer in
-                    Result { () throws(Errno) in
-                        try input.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))
-                    }
-                }.get()
-            } catch {
-                throw VaultError(.io, "cannot read standard input: \(error)")
-            }
-            if n == 0 { break }
-            filled += n
+        do {
+            return try input.read(upTo: count)
+        } catch {
+            throw VaultError(.io, "cannot read standard input: \(error)")
         }
-        return Array(bytes[0..<filled])
     }
 
     /// The rest of a stream, at most `limit` bytes.
