@@ -128,8 +128,15 @@ public enum ItemAttribute: String, CaseIterable, Sendable, Hashable {
         itemClass == .genericPassword ? genericPassword : internetPassword
     }
 
+    /// The primary-key attributes of `itemClass`, in schema order.
+    public static func primaryKey(of itemClass: ItemClass) -> [ItemAttribute] {
+        itemClass == .genericPassword ? genericPrimaryKey : internetPrimaryKey
+    }
+
     private static let genericPassword = allCases.filter { $0.classes.contains(.genericPassword) }
     private static let internetPassword = allCases.filter { $0.classes.contains(.internetPassword) }
+    private static let genericPrimaryKey = genericPassword.filter { $0.isPrimaryKey(of: .genericPassword) }
+    private static let internetPrimaryKey = internetPassword.filter { $0.isPrimaryKey(of: .internetPassword) }
 
     /// The raw keys of the blob attributes (text or bytes, kept as given).
     public static let blobKeys: Set<String> = Set(allCases.filter { $0.valueType == .blob }.map(\.key))

@@ -48,8 +48,8 @@ public struct Query: Sendable, Hashable {
         var key = attributes
         key.synchronizable = synchronizable == .yes
         // Every primary-key attribute of the class but the synchronizable flag, which the query holds.
-        let named = ItemAttribute.attributes(of: itemClass).allSatisfy { attribute in
-            !attribute.isPrimaryKey(of: itemClass) || attribute == .synchronizable || attributes.hasValue(attribute)
+        let named = ItemAttribute.primaryKey(of: itemClass).allSatisfy { attribute in
+            attribute == .synchronizable || attributes.hasValue(attribute)
         }
         return named ? ItemRecord.primaryKey(itemClass, key) : nil
     }

@@ -27,7 +27,7 @@ extension Vault {
     public func removeItem(_ itemClass: ItemClass, primaryKey: ItemAttributes) throws(VaultError) -> ItemRemoval {
         var key = ItemAttributes()
         key.accessGroup = primaryKey.accessGroup
-        for attribute in ItemAttribute.attributes(of: itemClass) where attribute.isPrimaryKey(of: itemClass) {
+        for attribute in ItemAttribute.primaryKey(of: itemClass) {
             switch attribute.valueType {
             case .blob, .fourCharacterCode: key[text: attribute] = primaryKey[text: attribute] ?? ""
             case .number: key.port = primaryKey.port ?? 0

@@ -99,7 +99,9 @@ enum GenerationRecord {
     }
 
     /// The record of item `id` in `directory`, parsed from a stack buffer (this runs on every read).
-    static func read(_ id: ItemID, in directory: FileDescriptor, itemPath: FilePath) throws(StoreError) -> Found {
+    static func read(_ id: ItemID, in directory: FileDescriptor, itemPath: @autoclosure () -> FilePath)
+        throws(StoreError) -> Found
+    {
         do {
             return try directory.withSymbolicLinkAt(name(id)) { bytes in
                 guard let bytes else { return Found.none }
@@ -107,19 +109,19 @@ enum GenerationRecord {
             }
         } catch {
             if isAbsent(error) { return .none }
-            throw StoreError.system(error, .readLink, "read the generation record of", path: itemPath)
+            throw StoreError.system(error, .readLink, "read the generation record of", path: itemPath())
         }
     }
 
     /// The record's text as it is (for fingerprints), or nil when there is none.
-    static func readText(_ id: ItemID, in directory: FileDescriptor, itemPath: FilePath) throws(StoreError)
-        -> String?
+    static func readText(_ id: ItemID, in directory: FileDescriptor, itemPath: @autoclosure () -> FilePath)
+        throws(StoreError) -> String?
     {
         do {
             return try directory.readSymbolicLinkAt(name(id))
         } catch {
             if isAbsent(error) { return nil }
-            throw StoreError.system(error, .readLink, "read the generation record of", path: itemPath)
+            throw StoreError.system(error, .readLink, "read the generation record of", path: itemPath())
         }
     }
 }
