@@ -21,6 +21,7 @@ public struct ExportCommand: Sendable, Hashable {
             standard error with the count exported.
             """,
         options: [KeyDerivationCost.spec],
+        operands: [OperandSpec("FILE", .file)],
         make: { parsed throws(UsageError) in
             let operands = try parsed.operands(["FILE"], minimum: 1, command: "export")
             return .export(
@@ -57,6 +58,7 @@ public struct ImportCommand: Sendable, Hashable {
             --passphrase-fd N (after the vault's own passphrase, if it has one).
             """,
         options: [.flag("replace", "overwrite existing items instead of reporting them")],
+        operands: [OperandSpec("FILE", .file)],
         make: { parsed throws(UsageError) in
             let operands = try parsed.operands(["FILE"], minimum: 1, command: "import")
             return .importBackup(ImportCommand(path: operands[0], replace: parsed.flag("replace")))

@@ -28,6 +28,7 @@ public struct RemoveCommand: Sendable, Hashable {
             service, or of the server. Nothing to remove is exit status 1.
             """,
         options: [.flag("all", "remove every item of the service or server")] + InternetOptions.specs,
+        operands: ItemName.operands,
         make: { parsed throws(UsageError) in
             guard parsed.flag("all") else {
                 return .remove(RemoveCommand(target: .item(try InternetOptions.itemName(parsed, command: "rm"))))
