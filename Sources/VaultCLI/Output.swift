@@ -66,6 +66,11 @@ enum Output {
         }.joined()
     }
 
+    /// A count with its noun, singular for one: "1 item", "2 items".
+    static func count(_ number: Int, _ noun: String) -> String {
+        "\(number) \(noun)\(number == 1 ? "" : "s")"
+    }
+
     /// A date as ISO 8601 in UTC, e.g. "2026-11-30T05:47:51Z".
     static func date(_ date: Date?) -> String {
         guard let date else { return "" }

@@ -35,8 +35,8 @@ public struct ExportCommand: Sendable, Hashable {
             try vault.export(to: path, passphrase: passphrase, limits: cost.limits)
         }
         context.writeError(
-            "vault: exported \(report.exported) items to \(path)"
-                + (report.leftOut > 0 ? "; left out \(report.leftOut) …ThisDeviceOnly items\n" : "\n"))
+            "vault: exported \(Output.count(report.exported, "item")) to \(path)"
+                + (report.leftOut > 0 ? "; left out \(Output.count(report.leftOut, "…ThisDeviceOnly item"))\n" : "\n"))
     }
 }
 
@@ -75,14 +75,15 @@ public struct ImportCommand: Sendable, Hashable {
         let report = try context.attempt(vault, path) { () throws(VaultError) in
             try vault.importBackup(from: path, passphrase: passphrase, replace: replace)
         }
-        var summary = "vault: imported \(report.imported) items from \(path)"
+        var summary = "vault: imported \(Output.count(report.imported, "item")) from \(path)"
         if report.replaced > 0 { summary += ", replaced \(report.replaced)" }
         if !report.duplicates.isEmpty {
-            summary += "; \(report.duplicates.count) already existed and were left alone (use --replace):"
+            let were = report.duplicates.count == 1 ? "was" : "were"
+            summary += "; \(report.duplicates.count) already existed and \(were) left alone (use --replace):"
             // One write per line: each is escaped on its own, and a name cannot add a line.
             context.writeError(summary + "\n")
             for duplicate in report.duplicates { context.writeError("  \(duplicate)\n") }
-            throw CLIError(.duplicate, path, "\(report.duplicates.count) items not imported")
+            throw CLIError(.duplicate, path, "\(Output.count(report.duplicates.count, "item")) not imported")
         }
         context.writeError(summary + "\n")
     }
