@@ -110,7 +110,7 @@ import Testing
         let export = try scratch.run(
             ["export", "--kdf-cost", "minimum", "--passphrase-fd", "0", backup], input: Data("backup pw\n"))
         #expect(export.status == 0, "\(export.errors)")
-        #expect(export.errors.contains("exported 1 items") && export.errors.contains("left out 1"))
+        #expect(export.errors.contains("exported 1 item to") && export.errors.contains("left out 1"))
         let other = scratch.root + "/other"
         #expect(try scratch.run(["--vault", other, "init"], vaultOption: false).status == 0)
         let imported = try scratch.run(
