@@ -58,7 +58,8 @@ let package = Package(
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem"]),
         .testTarget(name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto", "VaultSystem"]),
         .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"], exclude: ["Vectors", "Regressions"]),
-        .testTarget(name: "VaultCLITests", dependencies: ["VaultCLI", "Vault", "VaultSystem", "vault"]),
+        .testTarget(
+            name: "VaultCLITests", dependencies: ["VaultCLI", "Vault", "VaultSystem", "vault", "vault-security-peer"]),
         .testTarget(
             name: "VaultTests",
             dependencies: ["Vault", "VaultStore", "VaultArchive", "VaultCrypto", "VaultSystem", "vault-test-helper"]),

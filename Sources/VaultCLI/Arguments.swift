@@ -192,6 +192,8 @@ public struct Invocation: Sendable, Hashable {
 public enum Command: Sendable, Hashable {
     /// `vault --help`, `vault help [COMMAND]` or `vault COMMAND --help`.
     case help(topic: String?)
+    /// `vault help --man DIR`.
+    case manualPages(directory: String)
     /// `vault --version`.
     case version
     /// `vault init`.

@@ -28,6 +28,11 @@ enum Help {
             exit status:
             \(statuses)
 
+            The same binary is also a credential helper when run under these names (scripts/install
+            makes the links): git-credential-vault for git (git config --global credential.helper vault)
+            and docker-credential-vault for docker, podman and skopeo ("credsStore": "vault"). Python's
+            keyring uses the vault through python/keyring-vault. Not HashiCorp Vault (see --version).
+
             Errors are one line on standard error: `vault: <what>: <why>`. In errors, tables and
             tab-separated lines, control characters of names are escaped: \\\\, \\t, \\n, \\r, \\xHH (C0,
             DEL), \\u{H...} (C1, bidirectional controls).

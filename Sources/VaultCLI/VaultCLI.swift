@@ -68,7 +68,10 @@ public enum VaultCLI {
             } else {
                 try context.write(Help.tool + "\n")
             }
-        case .version: try context.write("vault \(version)\n")
+        case .manualPages(let directory): try ManualPages.write(into: directory)
+        case .version:
+            // HashiCorp's Vault CLI is also called `vault`: say which tool this is.
+            try context.write("vault \(version) (the keychain for Linux; not HashiCorp Vault)\n")
         case .initialize(let command): try command.run(in: context)
         case .put(let command): try command.run(in: context)
         case .get(let command): try command.run(in: context)

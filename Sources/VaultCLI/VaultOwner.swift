@@ -50,7 +50,7 @@ enum VaultOwner {
     /// Whether the command opens, makes or changes a vault (help, version and completion do not).
     static func touchesAVault(_ command: Command) -> Bool {
         switch command {
-        case .help, .version, .completion: return false
+        case .help, .manualPages, .version, .completion: return false
         default: return true
         }
     }

@@ -54,6 +54,10 @@ import Testing
         #expect(ls.text.contains("https://git.example\talice"), "\(ls.text)")
         let get = try setup.run(#""$V" get --server git.example --protocol https alice"#)
         #expect(get.text == password)
+        // … and an internet password to code written for Apple's Security framework, as the CLI's client.
+        let peer = vaultExecutable.deletingLastPathComponent().appendingPathComponent("vault-security-peer").path
+        let security = try setup.run("VAULT_APP_ID=vault '\(peer)' get-internet git.example alice")
+        #expect(security.text == password, "\(security.errors)")
         let reject = try setup.git("reject", "protocol=https\nhost=git.example\nusername=alice\n\n")
         #expect(reject.status == 0)
         let after = try setup.git("fill", "protocol=https\nhost=git.example\n\n")
