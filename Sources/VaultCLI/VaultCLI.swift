@@ -48,9 +48,11 @@ public enum VaultCLI {
             global: invocation.global, environment: environment, input: input, output: output, errors: errors)
         do {
             if let owner = try VaultOwner.actAsOwner(for: invocation.command, in: context) {
+                var global = invocation.global
+                global.vaultPath = owner.vaultPath
                 context = Context(
-                    global: invocation.global, environment: environment, input: input, output: output,
-                    errors: errors, preloadedKey: owner.key)
+                    global: global, environment: environment, input: input, output: output, errors: errors,
+                    preloadedKey: owner.key)
             }
             try execute(invocation.command, in: context)
             return ExitCode.success.rawValue

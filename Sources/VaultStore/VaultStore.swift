@@ -158,6 +158,16 @@ public final class VaultStore: Sendable {
         // A new vault's lock file says "idle", or its first writer would take the empty mark for a death.
         // Only here: no writer can hold a vault whose VAULT marker is not written yet.
         if (try? lockFile.status().size) == 0 { WriterMark.idle.write(to: lockFile) }
+        // A marker is missing, not an init unfinished, when items are there: a new marker would carry a
+        // new vault id, which none of them is bound to (and they would all fail authentication).
+        if try holdsItems(directory, path: path) {
+            throw StoreError(
+                .integrity,
+                "\(path)/\(VaultMarker.fileName) is missing but the vault holds items: it is no interrupted init, "
+                    + "and a new marker would not match them; restore \(VaultMarker.fileName) from a backup "
+                    + "(nothing was changed)",
+                path: path + "/" + VaultMarker.fileName)
+        }
         let masterKey: SecureBytes
         if keySource.keyFile == nil, try exists(MasterKeyFile.fileName, in: directory, path: path) {
             // A previous init stopped before its marker: finish it with the key it left.
@@ -183,6 +193,21 @@ public final class VaultStore: Sendable {
                 permissions: .ownerReadWrite)
         }
         return try assemble(path: path, directory: directory, markerBytes: encoded, classKeys: classKeys)
+    }
+
+    /// Whether any group directory (of `groups`, or of a rekey's `groups.old`/`groups.new`) holds an
+    /// item file: then a missing marker is damage, not an unfinished init.
+    private static func holdsItems(_ directory: FileDescriptor, path: String) throws(StoreError) -> Bool {
+        for name in [groupsDirectoryName, Rekey.oldGroups, Rekey.newGroups] {
+            guard let groups = try? directory.openDirectoryAt(name) else { continue }
+            defer { try? groups.close() }
+            for group in (try? groups.entryNames()) ?? [] {
+                guard let fd = try? groups.openDirectoryAt(group) else { continue }
+                defer { try? fd.close() }
+                if ((try? fd.entryNames()) ?? []).contains(where: { $0.hasSuffix(".item") }) { return true }
+            }
+        }
+        return false
     }
 
     /// The marker's bytes, or nil when there is no marker.
@@ -230,6 +255,13 @@ public final class VaultStore: Sendable {
                 found = try readMarker(in: directory, path: markerPath)
             }
             guard let markerBytes = found else {
+                if try holdsItems(directory, path: path) {
+                    throw StoreError(
+                        .integrity,
+                        "\(markerPath) is missing but the vault at \(path) holds items; restore it from a backup "
+                            + "(a new marker would not match them)",
+                        path: markerPath)
+                }
                 if (try? directory.statusAt(MasterKeyFile.fileName)) != nil {
                     throw StoreError(
                         .vaultNotFound,

@@ -218,6 +218,22 @@ struct CompletionScratch {
         #expect(try completion.complete(["vault", "help", "co"]) == ["completion"])
     }
 
+    /// Service names are whatever a vault's owner wrote, and the shell completing them may be root's:
+    /// before, bash's `compgen -W` expanded `$(…)` in a name and ran it.
+    @Test(arguments: ["bash", "zsh", "fish"])
+    func serviceNamesAreNeverRunAsCode(_ shell: String) throws {
+        guard installedShell(shell) != nil else { return }
+        let scratch = try Scratch.initialized()
+        defer { scratch.remove() }
+        let marker = scratch.root + "/completion-ran-code"
+        let hostile = "d$(touch \(marker))`touch \(marker)`"
+        try scratch.run(["put", hostile], input: Data("x"))
+        let completion = try CompletionScratch(shell, scratch: scratch)
+        let offered = try completion.complete(["vault", "--vault", scratch.vault, "get", "d"])
+        #expect(!FileManager.default.fileExists(atPath: marker), "completing a service name ran it")
+        #expect(offered.count == 1, "\(offered)")
+    }
+
     /// Completion runs `vault ls` while the user types at a terminal: on a vault that needs a
     /// passphrase it must come back at once with nothing, never prompt on /dev/tty and wait. The control
     /// shows that `vault ls` itself does prompt there; the service helper of each shell does not.

@@ -65,7 +65,16 @@ enum BashCompletion {
                     directory) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -d -- "$cur")) ;;
                     file) compopt -o filenames 2>/dev/null; COMPREPLY=($(compgen -f -- "$cur")) ;;
                     command) COMPREPLY=($(compgen -W "$_vault_commands" -- "$cur")) ;;
-                    service) COMPREPLY=($(compgen -W "$(_vault_services "${scope[@]}")" -- "$cur")) ;;
+                    # Never through compgen -W, which expands $(…) in its words: a service name is
+                    # whatever the vault's owner wrote, and the shell completing may be root's.
+                    service)
+                        local name names=()
+                        mapfile -t names < <(_vault_services "${scope[@]}")
+                        COMPREPLY=()
+                        for name in "${names[@]}"; do
+                            [[ $name == "$cur"* ]] && COMPREPLY+=("$name")
+                        done
+                        ;;
                     choice\\ *) COMPREPLY=($(compgen -W "${1#choice }" -- "$cur")) ;;
                 esac
             }
