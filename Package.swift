@@ -65,7 +65,8 @@ let package = Package(
             name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto", "VaultSystem", "VaultTestSupport"]),
         .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"], exclude: ["Vectors", "Regressions"]),
         .testTarget(
-            name: "VaultCLITests", dependencies: ["VaultCLI", "Vault", "VaultSystem", "VaultTestSupport", "vault"]),
+            name: "VaultCLITests",
+            dependencies: ["VaultCLI", "Vault", "VaultSystem", "VaultTestSupport", "vault", "vault-security-peer"]),
         .testTarget(
             name: "VaultTests",
             dependencies: [

@@ -265,5 +265,18 @@ int vsys_become_user(unsigned int uid, unsigned int gid, const unsigned int *gro
     if (setgroups((size_t)count, list) != 0) return -1;
     if (setresgid((gid_t)gid, (gid_t)gid, (gid_t)gid) != 0) return -1;
     if (setresuid((uid_t)uid, (uid_t)uid, (uid_t)uid) != 0) return -1;
+    /* Confirm it took, for good: every id is the user's, and root cannot be had back (a kept capability
+     * or SECBIT_NO_SETUID_FIXUP would allow it). */
+    uid_t ruid, euid, suid;
+    gid_t rgid, egid, sgid;
+    if (getresuid(&ruid, &euid, &suid) != 0 || getresgid(&rgid, &egid, &sgid) != 0) return -1;
+    if (ruid != uid || euid != uid || suid != uid || rgid != gid || egid != gid || sgid != gid) {
+        errno = EPERM;
+        return -1;
+    }
+    if (uid != 0 && setuid(0) == 0) {
+        errno = EPERM;
+        return -1;
+    }
     return 0;
 }

@@ -34,7 +34,8 @@ enum VaultConnection {
 
     /// The vault to use now; `environment` looks variables up (tests pass their own). A read of a vault
     /// that does not exist gets nil (the caller answers `errSecItemNotFound`) and creates nothing: a
-    /// mistyped `VAULT_DIR` must not silently make an empty vault. An add (`creating`) creates it, as
+    /// mistyped `VAULT_DIR` must not silently make an empty vault; with an external key configured it is
+    /// `errSecNoSuchKeychain` naming the path. An add (`creating`) creates it, as
     /// Apple's keychain always exists, unless the key is external (a systemd credential,
     /// `VAULT_KEY_FILE`): then nothing is created implicitly and the add fails `errSecNoSuchKeychain`.
     static func current(creating: Bool, environment lookup: (String) -> String? = processEnvironment)
@@ -52,9 +53,10 @@ enum VaultConnection {
             let vault: Vault
             do throws(VaultError) {
                 vault = try Vault.open(
-                    at: directory, client: client, createIfMissing: creating,
-                    keySource: .fromEnvironment(environment))
-            } catch  where error.status == .noSuchVault && !creating {
+                    at: directory, client: client, createIfMissing: creating, keySource: .fromEnvironment(environment))
+            } catch  where error.status == .noSuchVault && !creating && !Vault.usesExternalKey(environment) {
+                // No vault yet holds no item. With an external key (a systemd credential) the vault was
+                // set up on purpose, so a missing one is a mistyped path: that stays errSecNoSuchKeychain.
                 return nil
             }
             cached = Cached(key: key, vault: vault)

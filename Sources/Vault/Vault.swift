@@ -43,6 +43,12 @@ public final class Vault: Sendable {
             client: client)
     }
 
+    /// Whether `environment` puts the master key in an external file (`VAULT_KEY_FILE`, a systemd
+    /// credential): then a vault was set up on purpose, and none is ever created implicitly.
+    public static func usesExternalKey(_ environment: [String: String]) -> Bool {
+        KeySource.fromEnvironment(environment).keyFile != nil
+    }
+
     /// Creates a new vault at `path`; refuses (`duplicateVault`) when one exists. `keySource` chooses
     /// where its new master key goes (see `KeySource`).
     public static func create(at path: String, client: Client, keySource: KeySource = .fromEnvironment())

@@ -3,20 +3,23 @@ import FoundationEssentials
 /// The checks the fuzz targets and the regression replay run on one input (package-internal test support).
 package enum ArchiveFuzzOracle {
     /// Decodes `bytes` as the raw item and as each schema type, ignoring errors: it must never trap or hang.
+    /// `VaultArchive.decode` is a scan of the bytes, which does not depend on the type, and a decode of
+    /// the scanned item: one scan serves every type, exactly as thirteen decodes would, at a thirteenth of
+    /// the scanning (the decode target ran 600 inputs a second under AddressSanitizer this way before).
     package static func decodeOnly(_ bytes: [UInt8]) {
-        _ = try? VaultArchive.scan(bytes)
-        _ = try? VaultArchive.decode(FuzzRecord.self, from: bytes)
-        _ = try? VaultArchive.decode(FuzzNode.self, from: bytes)
-        _ = try? VaultArchive.decode(FuzzWrapper.self, from: bytes)
-        _ = try? VaultArchive.decode(FuzzSpellings.self, from: bytes)
-        _ = try? VaultArchive.decode([String: String].self, from: bytes)
-        _ = try? VaultArchive.decode(Set<String>.self, from: bytes)
-        _ = try? VaultArchive.decode([Int: [UInt8]].self, from: bytes)
-        _ = try? VaultArchive.decode([Date].self, from: bytes)
-        _ = try? VaultArchive.decode([UUID: URL].self, from: bytes)
-        _ = try? VaultArchive.decode([Float?].self, from: bytes)
-        _ = try? VaultArchive.decode([Decimal].self, from: bytes)
-        _ = try? VaultArchive.decode(FuzzRecord.self, from: bytes, options: .init(rejectsUnknownKeys: false))
+        guard let item = try? VaultArchive.scan(bytes) else { return }
+        _ = try? VaultArchive.decode(FuzzRecord.self, fromScanned: item)
+        _ = try? VaultArchive.decode(FuzzNode.self, fromScanned: item)
+        _ = try? VaultArchive.decode(FuzzWrapper.self, fromScanned: item)
+        _ = try? VaultArchive.decode(FuzzSpellings.self, fromScanned: item)
+        _ = try? VaultArchive.decode([String: String].self, fromScanned: item)
+        _ = try? VaultArchive.decode(Set<String>.self, fromScanned: item)
+        _ = try? VaultArchive.decode([Int: [UInt8]].self, fromScanned: item)
+        _ = try? VaultArchive.decode([Date].self, fromScanned: item)
+        _ = try? VaultArchive.decode([UUID: URL].self, fromScanned: item)
+        _ = try? VaultArchive.decode([Float?].self, fromScanned: item)
+        _ = try? VaultArchive.decode([Decimal].self, fromScanned: item)
+        _ = try? VaultArchive.decode(FuzzRecord.self, fromScanned: item, options: .init(rejectsUnknownKeys: false))
     }
 
     /// Returns a description of the first violated round-trip property, or nil: whatever scans must be written

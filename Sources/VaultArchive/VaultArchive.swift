@@ -94,7 +94,15 @@ public enum VaultArchive {
         options: Options = Options(),
         userInfo: [CodingUserInfoKey: any Sendable] = [:]
     ) throws -> T {
-        let item = try CBORScanner.scanArchive(bytes, maxDepth: options.effectiveDepth, maxSize: options.maxSize)
+        try decode(type, fromScanned: try scan(bytes, options: options), options: options, userInfo: userInfo)
+    }
+
+    /// The second half of `decode`: the item `scan` made of the bytes (which does not depend on `T`),
+    /// into a `T`. For the fuzz oracle, which decodes one input into many types from one scan.
+    package static func decode<T: Decodable>(
+        _ type: T.Type, fromScanned item: CBOR, options: Options = Options(),
+        userInfo: [CodingUserInfoKey: any Sendable] = [:]
+    ) throws -> T {
         let state = DecodeState(userInfo: userInfo, rejectsUnknownKeys: options.rejectsUnknownKeys)
         return try ArchiveDecoder.unbox(item, as: T.self, path: [], state: state)
     }

@@ -8,15 +8,19 @@ public struct OptionSpec: Sendable, Hashable {
     public let valueName: String?
     /// One line of help.
     public let help: String
+    /// What the value is, for completion (`.text` for a flag).
+    public let valueKind: ValueKind
 
     /// A flag (no value).
     public static func flag(_ name: String, short: Character? = nil, _ help: String) -> OptionSpec {
-        OptionSpec(name: name, short: short, valueName: nil, help: help)
+        OptionSpec(name: name, short: short, valueName: nil, help: help, valueKind: .text)
     }
 
-    /// An option with a value.
-    public static func value(_ name: String, _ valueName: String, _ help: String) -> OptionSpec {
-        OptionSpec(name: name, short: nil, valueName: valueName, help: help)
+    /// An option with a value; `kind` says what completion offers for it.
+    public static func value(
+        _ name: String, _ valueName: String, _ help: String, kind: ValueKind = .text
+    ) -> OptionSpec {
+        OptionSpec(name: name, short: nil, valueName: valueName, help: help, valueKind: kind)
     }
 
     /// Whether it takes a value.
@@ -141,12 +145,15 @@ public struct GlobalOptions: Sendable, Hashable {
     }
 
     static let specs: [OptionSpec] = [
-        .value("vault", "DIR", "the vault directory (default: $VAULT_DIR, else the per-user location)"),
+        .value(
+            "vault", "DIR", "the vault directory (default: $VAULT_DIR, else the per-user location)", kind: .directory),
         .value(
             "app", "ID",
             "act as the client with this application identifier (default: from the environment, else \"vault\")"),
         .value("group", "G", "work in access group G: adds go there, searches look only there"),
-        .value("key-file", "PATH", "the master key is in this file (default: $VAULT_KEY_FILE, a systemd credential)"),
+        .value(
+            "key-file", "PATH", "the master key is in this file (default: $VAULT_KEY_FILE, a systemd credential)",
+            kind: .file),
         .value("passphrase-fd", "N", "read passphrases from file descriptor N, one per line, instead of a prompt"),
         .flag("help", short: "h", "show help"),
     ]
@@ -185,6 +192,8 @@ public struct Invocation: Sendable, Hashable {
 public enum Command: Sendable, Hashable {
     /// `vault --help`, `vault help [COMMAND]` or `vault COMMAND --help`.
     case help(topic: String?)
+    /// `vault help --man DIR`.
+    case manualPages(directory: String)
     /// `vault --version`.
     case version
     /// `vault init`.
@@ -219,15 +228,30 @@ public enum Command: Sendable, Hashable {
     case rekey(RekeyCommand)
 }
 
-/// What each command declares about itself: its name, options, help, and how to build it from parsed
-/// arguments.
+/// What each command declares about itself: its name, options, operands, help, and how to build it
+/// from parsed arguments. The table of these is the one source of the help, the shell completions and
+/// `ArgumentParser.commandTable`.
 struct CommandInfo: Sendable {
     let name: String
     let synopsis: String
     let summary: String
     let details: String
     let options: [OptionSpec]
+    let operands: [OperandSpec]
     let make: @Sendable (ParsedArguments) throws(UsageError) -> Command
+
+    init(
+        name: String, synopsis: String, summary: String, details: String, options: [OptionSpec],
+        operands: [OperandSpec] = [], make: @escaping @Sendable (ParsedArguments) throws(UsageError) -> Command
+    ) {
+        self.name = name
+        self.synopsis = synopsis
+        self.summary = summary
+        self.details = details
+        self.options = options
+        self.operands = operands
+        self.make = make
+    }
 }
 
 /// The command-line parser: a pure function from arguments to an invocation.
@@ -236,12 +260,15 @@ public enum ArgumentParser {
         InitCommand.info, PutCommand.info(add: false), PutCommand.info(add: true), GetCommand.info,
         RemoveCommand.info, ListCommand.info, UUIDCommand.info, GroupsCommand.info, CheckCommand.info,
         CompletionCommand.info, PasswdCommand.info, UnlockCommand.info, LockCommand.info,
-        ExportCommand.info, ImportCommand.info, RekeyCommand.info,
+        ExportCommand.info, ImportCommand.info, RekeyCommand.info, HelpCommand.info,
     ]
 
     static func info(_ name: String) -> CommandInfo? { commands.first { $0.name == name } }
 
-    static let toolSpecs = GlobalOptions.specs + [.flag("version", "print the version and exit")]
+    /// The options that only the tool takes, before a command.
+    static let toolOnlySpecs: [OptionSpec] = [.flag("version", "print the version and exit")]
+
+    static let toolSpecs = GlobalOptions.specs + toolOnlySpecs
 
     /// Parses `arguments` (without the program name).
     public static func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
@@ -252,12 +279,6 @@ public enum ArgumentParser {
         if before.flag("help") { return Invocation(global: global, command: .help(topic: nil)) }
         if before.flag("version") { return Invocation(global: global, command: .version) }
         guard let name = rest.first else { throw UsageError("no command given") }
-        if name == "help" {
-            let topics = Array(rest.dropFirst())
-            guard topics.count <= 1 else { throw UsageError("help takes at most one command name") }
-            if let topic = topics.first, info(topic) == nil { throw UsageError("unknown command '\(topic)'") }
-            return Invocation(global: global, command: .help(topic: topics.first))
-        }
         guard let command = info(name) else { throw UsageError("unknown command '\(name)'") }
         let (parsed, _) = try ParsedArguments.parse(
             rest.dropFirst(), specs: command.options + GlobalOptions.specs, command: name)

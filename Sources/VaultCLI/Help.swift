@@ -1,11 +1,13 @@
-/// The help texts: the tool's, and each command's from its `CommandInfo`.
+/// The help texts, made from the command table: the tool's, and each command's.
 enum Help {
     /// `vault --help`.
     static var tool: String {
-        let width = ArgumentParser.commands.map(\.name.count).max() ?? 0
-        let commands = ArgumentParser.commands.map {
+        let table = ArgumentParser.commandTable
+        let width = table.commands.map(\.name.count).max() ?? 0
+        let commands = table.commands.map {
             "  " + $0.name + String(repeating: " ", count: width - $0.name.count + 2) + $0.summary
         }.joined(separator: "\n")
+        let statuses = table.exitStatuses.map { "  \($0.code.rawValue)  \($0.meaning)" }.joined(separator: "\n")
         return """
             usage: vault [--vault DIR] [--app ID] [--group G] COMMAND [options] [operands]
                    vault --help | --version | COMMAND --help
@@ -16,7 +18,7 @@ enum Help {
             \(commands)
 
             global options (before or after the command):
-            \(options(GlobalOptions.specs + [.flag("version", "print the version and exit")]))
+            \(options(table.globalOptions + table.toolOptions))
 
             The client (whose access groups a command uses) is --app and --group when given, else
             VAULT_ENTITLEMENTS (a JSON entitlements file), VAULT_APP_ID and VAULT_ACCESS_GROUPS, else the
@@ -24,15 +26,12 @@ enum Help {
             standard input, or prompts on a terminal.
 
             exit status:
-              0  success
-              1  item not found
-              2  usage error (bad option, operand or input)
-              3  the item or vault already exists
-              4  access denied (missing entitlement, file permissions, unsafe file mode or owner)
-              5  the vault is locked
-              6  integrity error (a damaged or tampered file)
-              7  input/output error
-              8  no vault at the path (create one with `vault init`)
+            \(statuses)
+
+            The same binary is also a credential helper when run under these names (scripts/install
+            makes the links): git-credential-vault for git (git config --global credential.helper vault)
+            and docker-credential-vault for docker, podman and skopeo ("credsStore": "vault"). Python's
+            keyring uses the vault through python/keyring-vault. Not HashiCorp Vault (see --version).
 
             Errors are one line on standard error: `vault: <what>: <why>`. In errors, tables and
             tab-separated lines, control characters of names are escaped: \\\\, \\t, \\n, \\r, \\xHH (C0,

@@ -19,6 +19,9 @@ public enum ItemName: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// The operands that name an item: SERVICE [ACCOUNT], or with `--server` ACCOUNT alone.
+    static let operands = [OperandSpec("SERVICE", .service), OperandSpec("ACCOUNT")]
+
     /// The item's class.
     var itemClass: ItemClass {
         if case .internet = self { return .internetPassword }
@@ -82,7 +85,9 @@ public struct InternetName: Sendable, Hashable {
 enum InternetOptions {
     static let specs: [OptionSpec] = [
         .value("server", "HOST", "an internet password for HOST instead of a generic password"),
-        .value("protocol", "P", "its protocol: https, http, ftp, ssh, imap, smtp, … or a four-letter code"),
+        .value(
+            "protocol", "P", "its protocol: https, http, ftp, ssh, imap, smtp, … or a four-letter code",
+            kind: .choice(ProtocolName.table.map(\.name))),
         .value("port", "N", "its port (0...65535)"),
         .value("path", "PATH", "its path"),
     ]

@@ -11,7 +11,8 @@ public enum KeyDerivationCost: String, Sendable, Hashable, CaseIterable {
     case minimum
 
     static let spec = OptionSpec.value(
-        "kdf-cost", "COST", "Argon2id cost of a new passphrase: moderate (default), interactive, minimum (tests only)")
+        "kdf-cost", "COST", "Argon2id cost of a new passphrase: moderate (default), interactive, minimum (tests only)",
+        kind: .choice(allCases.map(\.rawValue)))
 
     static func parse(_ parsed: ParsedArguments, command: String) throws(UsageError) -> KeyDerivationCost {
         guard let value = parsed.value("kdf-cost") else { return .moderate }

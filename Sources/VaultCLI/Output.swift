@@ -66,6 +66,11 @@ enum Output {
         }.joined()
     }
 
+    /// A count with its noun, singular for one: "1 item", "2 items".
+    static func count(_ number: Int, _ noun: String) -> String {
+        "\(number) \(noun)\(number == 1 ? "" : "s")"
+    }
+
     /// A date as ISO 8601 in UTC, e.g. "2026-11-30T05:47:51Z".
     static func date(_ date: Date?) -> String {
         guard let date else { return "" }
@@ -86,22 +91,40 @@ enum Output {
     }
 }
 
-/// An item as `ls --json` and `get --json` print it.
+/// An item as `ls --json` and `get --json` print it. The keys are a stable interface, each with one
+/// meaning for both kinds of item (the table in docs/CLI.md; a test pins the key sets): a nil field is
+/// left out of the object.
 struct ItemJSON: Encodable {
+    /// "generic" or "internet".
     var kind: String
+    /// The access group the item lives in.
     var group: String
+    /// kSecAttrService; generic passwords only ("" when it has none).
     var service: String?
+    /// kSecAttrAccount ("" when it has none).
     var account: String
+    /// kSecAttrServer; internet passwords only ("" when it has none).
     var server: String?
+    /// kSecAttrProtocol as the name `--protocol` takes ("https"), or the four-letter code when it has
+    /// no name; internet passwords with a protocol only.
     var `protocol`: String?
+    /// kSecAttrPort; internet passwords with a port other than 0 only.
     var port: Int?
+    /// kSecAttrPath; internet passwords with a non-empty path only.
     var path: String?
+    /// kSecAttrLabel, when set.
     var label: String?
+    /// kSecAttrComment, when set.
     var comment: String?
+    /// kSecAttrDescription, when set.
     var description: String?
+    /// The creation date, ISO 8601 in UTC.
     var created: String
+    /// The modification date, ISO 8601 in UTC.
     var modified: String
+    /// `get --json` only: the secret, as text or base64 (`secretEncoding`).
     var secret: String?
+    /// `get --json` only: "utf8" when `secret` is the secret's text, "base64" when it is not UTF-8.
     var secretEncoding: String?
 
     init(_ item: MatchedItem, secret: Data? = nil) {

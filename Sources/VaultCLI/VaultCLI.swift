@@ -48,9 +48,11 @@ public enum VaultCLI {
             global: invocation.global, environment: environment, input: input, output: output, errors: errors)
         do {
             if let owner = try VaultOwner.actAsOwner(for: invocation.command, in: context) {
+                var global = invocation.global
+                global.vaultPath = owner.vaultPath
                 context = Context(
-                    global: invocation.global, environment: environment, input: input, output: output,
-                    errors: errors, preloadedKey: owner.key)
+                    global: global, environment: environment, input: input, output: output, errors: errors,
+                    preloadedKey: owner.key)
             }
             try execute(invocation.command, in: context)
             return ExitCode.success.rawValue
@@ -68,7 +70,10 @@ public enum VaultCLI {
             } else {
                 try context.write(Help.tool + "\n")
             }
-        case .version: try context.write("vault \(version)\n")
+        case .manualPages(let directory): try ManualPages.write(into: directory)
+        case .version:
+            // HashiCorp's Vault CLI is also called `vault`: say which tool this is.
+            try context.write("vault \(version) (the keychain for Linux; not HashiCorp Vault)\n")
         case .initialize(let command): try command.run(in: context)
         case .put(let command): try command.run(in: context)
         case .get(let command): try command.run(in: context)

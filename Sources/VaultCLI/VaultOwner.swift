@@ -9,45 +9,67 @@ import Vault
 enum VaultOwner {
     /// What acting as the owner brought along.
     struct Switch {
-        /// The owner's user id.
-        let userID: UInt32
+        /// The vault path, resolved before the switch (the default path depends on who asks).
+        let vaultPath: String
         /// The external key, read as root, if one is configured.
         let key: SymmetricKey?
     }
 
-    /// Takes the identity of the owner of the command's vault when root runs it and the vault (or for
-    /// a vault not made yet, the nearest directory above it) belongs to another user; nil otherwise.
+    /// Takes the identity of the owner of the command's vault when root runs it and a directory on the
+    /// way to the vault (or the vault itself, or for one not made yet the nearest directory above it)
+    /// belongs to another user; nil otherwise.
     static func actAsOwner(for command: Command, in context: Context) throws(CLIError) -> Switch? {
         guard ProcessIdentity.effectiveUserID == 0, touchesAVault(command) else { return nil }
-        let path = try context.vaultPath()
-        guard let (owner, directoryGroup) = VaultLocation.owner(of: path), owner != 0 else { return nil }
+        let creating: Bool
+        if case .initialize = command { creating = true } else { creating = false }
+        return try actAsOwner(ofVaultAt: try context.vaultPath(), creatingKey: creating, in: context)
+    }
+
+    /// The same for the vault at `path` (the credential helpers' too).
+    static func actAsOwner(ofVaultAt path: String, creatingKey: Bool, in context: Context) throws(CLIError)
+        -> Switch?
+    {
+        guard ProcessIdentity.effectiveUserID == 0 else { return nil }
+        // Every component as written, links not followed: a user's symlink on the way (to a root-owned
+        // vault, say) makes root act as that user, who cannot write what root's permissions protect.
+        let owners = VaultLocation.owners(along: path)
+        guard let owner = owners.first else { return nil }
+        guard owners.count == 1 else {
+            throw CLIError(
+                .accessDenied, path,
+                "the path to the vault crosses directories of more than one user (uids "
+                    + owners.map(String.init).joined(separator: ", ") + "); vault will not act as either for root")
+        }
+        guard let user = UserDatabase.user(id: owner) else {
+            throw CLIError(
+                .accessDenied, path,
+                "the vault belongs to uid \(owner), which /etc/passwd does not list (the static vault reads no "
+                    + "directory service): run vault as that user, e.g. `setpriv --reuid=\(owner) --regid=GID "
+                    + "--init-groups -- vault …`")
+        }
         var key: SymmetricKey?
         let source = context.keySource()
         if source.keyFile != nil {
-            let creating: Bool
-            if case .initialize = command { creating = true } else { creating = false }
             do {
-                key = try source.loadingExternalKey(creating: creating).loadedKey
+                key = try source.loadingExternalKey(creating: creatingKey).loadedKey
             } catch {
                 throw CLIError(ExitCode(VaultError(error).status), path, error.description)
             }
         }
-        let user = UserDatabase.user(id: owner)
-        // A uid that /etc/passwd does not list (a directory service's): its directory's group.
-        let groupID = user?.groupID ?? directoryGroup
-        let groups = user.map { UserDatabase.groupIDs(of: $0) } ?? [groupID]
         do {
-            try ProcessIdentity.become(userID: owner, groupID: groupID, supplementaryGroups: groups)
+            try ProcessIdentity.become(
+                userID: owner, groupID: user.groupID, supplementaryGroups: UserDatabase.groupIDs(of: user))
         } catch {
-            throw CLIError(.accessDenied, path, "cannot act as uid \(owner), the owner of the vault: \(error)")
+            throw CLIError(
+                .accessDenied, path, "cannot act as \(user.name) (uid \(owner)), the vault's owner: \(error)")
         }
-        return Switch(userID: owner, key: key)
+        return Switch(vaultPath: path, key: key)
     }
 
     /// Whether the command opens, makes or changes a vault (help, version and completion do not).
     static func touchesAVault(_ command: Command) -> Bool {
         switch command {
-        case .help, .version, .completion: return false
+        case .help, .manualPages, .version, .completion: return false
         default: return true
         }
     }

@@ -191,6 +191,16 @@ extension VaultStore {
             }
         }
         let newKeys = try ClassKeys(master: newMaster)
+        // A groups.old already there (a rename by hand, an older build's leftover) would make the commit
+        // rename fail after the journal is written, and recovery then roll onto it: refuse first.
+        if try VaultDirectory.exists(Rekey.oldGroups, in: directory, path: location) {
+            let oldGroupsPath = location / Rekey.oldGroups
+            throw StoreError(
+                .integrity,
+                "\(oldGroupsPath) exists and no rekey is under way: move it away (it may hold items of an earlier "
+                    + "rekey) before rekeying; nothing was changed",
+                path: oldGroupsPath.string)
+        }
         // 0. The journal, authenticated under the old and the new keys: recovery acts on it alone.
         let journal = try RekeyJournal(vaultID: vaultID, newKeyFile: newKeyFile).encoded(
             oldAlways: classKeys.always, newAlways: newKeys.always)
@@ -263,6 +273,15 @@ extension VaultStore {
             }
         }
         try AtomicFile.syncDirectory(directory, path: path)
+        // The old items go only once the new ones are in place under the name readers use.
+        guard try VaultDirectory.exists(groupsDirectoryName, in: directory, path: path) else {
+            let groupsPath = path / groupsDirectoryName
+            throw StoreError(
+                .integrity,
+                "\(groupsPath) is missing after the rekey's renames; \(Rekey.oldGroups) is kept (it holds the "
+                    + "items under the old key)",
+                path: groupsPath.string)
+        }
         try VaultDirectory.removeTree(Rekey.oldGroups, in: directory, path: path)
         _ = try AtomicFile.remove(RekeyJournal.fileName, in: directory, directoryPath: path)
         try AtomicFile.syncDirectory(directory, path: path)
@@ -317,9 +336,8 @@ extension VaultStore {
         // master.key must not remove master.key.new when it is the only key left; a rekey to a new key
         // file made none in the vault (its new key file outside the vault stays: a retry may reuse it).
         if newKeyFile == nil {
-            guard
-                try VaultDirectory.exists(MasterKeyFile.fileName, in: directory, path: path) || keySource.keyFile != nil
-            else {
+            // A journal of a master.key rekey never belongs to a key-file vault: master.key must be there.
+            guard try VaultDirectory.exists(MasterKeyFile.fileName, in: directory, path: path) else {
                 throw StoreError(
                     .integrity,
                     "the vault at \(path) has a rekey journal but neither groups.old nor master.key: refusing to "

@@ -32,6 +32,25 @@ public enum VaultLocation {
         }
     }
 
+    /// The users other than root who own a directory (or symbolic link) on the way to `path` as it is
+    /// written, each component looked at without following a link, down to the last one that exists:
+    /// any of them could replace what comes after it. Relative paths start at the working directory.
+    public static func owners(along path: String) -> [UInt32] {
+        var base = ""
+        if !path.hasPrefix("/") {
+            guard let cwd = try? FileDescriptor.resolvedPath(".") else { return [] }
+            base = cwd == "/" ? "" : cwd
+        }
+        var owners: [UInt32] = []
+        var prefix = base
+        for component in FilePath(path).removingTrailingSeparators.string.split(separator: "/") where component != "." {
+            prefix += "/" + component
+            guard let status = try? FileDescriptor.currentWorkingDirectory.statusAt(prefix) else { break }
+            if status.ownerID != 0, !owners.contains(status.ownerID) { owners.append(status.ownerID) }
+        }
+        return owners
+    }
+
     /// Advice for a user who is not the owner of a vault file: the command that works.
     static func runAsOwnerAdvice(_ owner: UInt32) -> String {
         if let user = UserDatabase.user(id: owner) {

@@ -57,6 +57,13 @@ extension VaultStore {
                 found = try readMarker(in: directory, path: markerPath)
             }
             guard let markerBytes = found else {
+                if holdsItems(directory) {
+                    throw StoreError(
+                        .integrity,
+                        "\(markerPath) is missing but the vault at \(path) holds items; restore it from a backup "
+                            + "(a new marker would not match them)",
+                        path: markerPath.string)
+                }
                 if (try? directory.statusAt(MasterKeyFile.fileName)) != nil {
                     throw StoreError(
                         .vaultNotFound,
@@ -142,6 +149,16 @@ extension VaultStore {
         // A new vault's lock file says "idle", or its first writer would take the empty mark for a death.
         // Only here: no writer can hold a vault whose VAULT marker is not written yet.
         if (try? lockFile.status().size) == 0 { WriterMark.idle.write(to: lockFile) }
+        // A marker is missing, not an init unfinished, when items are there: a new marker would carry a
+        // new vault id, which none of them is bound to (and they would all fail authentication).
+        if holdsItems(directory) {
+            let markerPath = location / VaultMarker.fileName
+            throw StoreError(
+                .integrity,
+                "\(markerPath) is missing but the vault holds items: it is no interrupted init, and a new marker "
+                    + "would not match them; restore \(VaultMarker.fileName) from a backup (nothing was changed)",
+                path: markerPath.string)
+        }
         let masterKey: SymmetricKey
         if keySource.keyFile == nil, try VaultDirectory.exists(MasterKeyFile.fileName, in: directory, path: location) {
             // A previous init stopped before its marker: finish it with the key it left.
@@ -182,6 +199,21 @@ extension VaultStore {
         }
         defer { try? lockFile.unlock() }
         return try body(lockFile)
+    }
+
+    /// Whether any group directory (of `groups`, or of a rekey's `groups.old`/`groups.new`) holds an
+    /// item file: then a missing marker is damage, not an unfinished init.
+    private static func holdsItems(_ directory: FileDescriptor) -> Bool {
+        for name in [groupsDirectoryName, Rekey.oldGroups, Rekey.newGroups] {
+            guard let groups = try? directory.openDirectoryAt(name) else { continue }
+            defer { try? groups.close() }
+            for group in (try? groups.entryNames()) ?? [] {
+                guard let fd = try? groups.openDirectoryAt(group) else { continue }
+                defer { try? fd.close() }
+                if ((try? fd.entryNames()) ?? []).contains(where: { $0.hasSuffix(ItemID.fileSuffix) }) { return true }
+            }
+        }
+        return false
     }
 
     /// The marker's bytes, or nil when there is no marker.

@@ -48,6 +48,8 @@ extension FileDescriptor {
     /// `limit` bytes is `EFBIG`.
     public func readLine(limit: Int) throws(Errno) -> [UInt8]? {
         var line: [UInt8] = []
+        // Grown once: a reallocation would leave copies of a passphrase in freed memory.
+        line.reserveCapacity(limit + 1)
         var byte: UInt8 = 0
         while true {
             let n = try withUnsafeMutableBytes(of: &byte) { buffer in

@@ -145,10 +145,14 @@ struct ReadingDoesNotCreateTests {
             try Data(repeating: 7, count: 32).write(to: URL(fileURLWithPath: keyFile))
             try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile)
             let path = root + "/vault"
-            let environment = [
-                "VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": path, "VAULT_KEY_FILE": keyFile,
-            ]
-            #expect(try VaultConnection.current(creating: false, environment: { environment[$0] }) == nil)
+            let environment = ["VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": path, "VAULT_KEY_FILE": keyFile]
+            do throws(VaultError) {
+                _ = try VaultConnection.current(creating: false, environment: { environment[$0] })
+                Issue.record("a read of a missing vault under an external key was \"not found\"")
+            } catch {
+                #expect(error.status.rawValue == errSecNoSuchKeychain)
+                #expect(error.message.contains(path))
+            }
             do throws(VaultError) {
                 _ = try VaultConnection.current(creating: true, environment: { environment[$0] })
                 Issue.record("a vault was created implicitly under an external key")

@@ -55,13 +55,16 @@ import VaultTestSupport
             #expect(approve.status == 0, "\(approve.errors)")
             let fill = try setup.git("fill", "protocol=https\nhost=git.example\n\n")
             #expect(fill.status == 0, "\(fill.errors)")
-            #expect(
-                fill.text.contains("username=alice\n") && fill.text.contains("password=\(password)\n"), "\(fill.text)")
+            #expect(fill.text.contains("username=alice\n") && fill.text.contains("password=\(password)\n"), "\(fill.text)")
             // The same item for the CLI and the Security module: an internet password.
             let ls = try setup.run(#""$V" ls --server git.example"#)
             #expect(ls.text.contains("https://git.example\talice"), "\(ls.text)")
             let get = try setup.run(#""$V" get --server git.example --protocol https alice"#)
             #expect(get.text == password)
+            // … and an internet password to code written for Apple's Security framework, as the CLI's client.
+            let peer = vaultExecutable.deletingLastPathComponent().appendingPathComponent("vault-security-peer").path
+            let security = try setup.run("VAULT_APP_ID=vault '\(peer)' get-internet git.example alice")
+            #expect(security.text == password, "\(security.errors)")
             let reject = try setup.git("reject", "protocol=https\nhost=git.example\nusername=alice\n\n")
             #expect(reject.status == 0)
             let after = try setup.git("fill", "protocol=https\nhost=git.example\n\n")
@@ -100,6 +103,21 @@ import VaultTestSupport
         }
     }
 
+    /// git 2.42 on: a `reject` carrying another helper's stale password must not erase this one's.
+    @Test func eraseWithAPasswordErasesOnlyThatPassword() throws {
+        let setup = try Setup()
+        defer { setup.scratch.remove() }
+        let stored = "protocol=https\nhost=e.example\nusername=u\npassword=good\n\n"
+        #expect(try setup.run("git-credential-vault store", input: stored).status == 0)
+        let stale = "protocol=https\nhost=e.example\nusername=u\npassword=stale\n\n"
+        #expect(try setup.run("git-credential-vault erase", input: stale).status == 0)
+        #expect(
+            try setup.run("git-credential-vault get", input: "protocol=https\nhost=e.example\n\n").text.contains(
+                "password=good"))
+        #expect(try setup.run("git-credential-vault erase", input: stored).status == 0)
+        #expect(try setup.run(#""$V" ls"#).text.isEmpty)
+    }
+
     /// Debian 12's git (2.39) sends none of these: the helper is driven directly.
     @Test func theHelperKeepsExpiryAndRefreshTokenAndIgnoresUnknownKeys() throws {
         try Setup.with { setup in
@@ -134,12 +152,26 @@ import VaultTestSupport
             let get = try setup.run("docker-credential-vault get", input: url + "\n")
             let credentials = try #require(try JSONSerialization.jsonObject(with: get.output) as? [String: String])
             #expect(credentials == ["ServerURL": url, "Username": "david", "Secret": "passw0rd1"])
-            // An internet password for the same server that is not docker's is not listed.
+            // An internet password for the same server that is not docker's is not listed, nor returned.
             #expect(try setup.run(#"printf x | "$V" put --server other.example --protocol https someone"#).status == 0)
+            #expect(
+                try setup.run(#"printf x | "$V" put --server index.docker.io --protocol https --path /v1/ someone"#)
+                    .status == 0)
             let list = try setup.run("docker-credential-vault list")
             let listed = try #require(try JSONSerialization.jsonObject(with: list.output) as? [String: String])
             #expect(listed == [url: "david"])
+            let got = try setup.run("docker-credential-vault get", input: url)
+            #expect(got.text.contains(#""Username":"david""#), "the docker item, not the other one: \(got.text)")
+            // Another username for the server replaces the first, once it is stored.
+            #expect(
+                try setup.run(
+                    "docker-credential-vault store", input: #"{"ServerURL":"\#(url)","Username":"eve","Secret":"p2"}"#
+                ).status == 0)
+            let replaced = try setup.run("docker-credential-vault get", input: url)
+            #expect(replaced.text.contains(#""Username":"eve""#), "\(replaced.text)")
             #expect(try setup.run("docker-credential-vault erase", input: url).status == 0)
+            // The non-docker item of the same server is still there.
+            #expect(try setup.run(#""$V" get --server index.docker.io --protocol https --path /v1/ someone"#).text == "x")
             let miss = try setup.run("docker-credential-vault get", input: url)
             #expect(miss.status == 1)
             #expect(miss.text == "credentials not found in native keychain\n")

@@ -448,7 +448,7 @@ import VaultTestSupport
         }
     }
 
-    // MARK: Help, version, completion
+    // MARK: Help and version
 
     @Test func helpForTheToolListsCommandsAndExitCodes() throws {
         try withScratch { scratch in
@@ -491,57 +491,6 @@ import VaultTestSupport
                 #expect(help.contains(option), "\(option)")
             }
             #expect(help.contains("standard input"))
-        }
-    }
-
-    @Test func theCompletionScriptIsTheOneInTheRepositoryAndParses() throws {
-        try withScratch { scratch in
-            let result = try scratch.run(["completion", "bash"], vaultOption: false)
-            #expect(result.status == 0)
-            let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent()
-            let file = try Data(contentsOf: repository.appendingPathComponent("completions/vault.bash"))
-            #expect(result.output == file)
-            #expect(result.text.contains("complete -F _vault vault"))
-            let script = scratch.root + "/vault.bash"
-            try result.output.write(to: URL(fileURLWithPath: script))
-            let bash = Process()
-            bash.executableURL = URL(fileURLWithPath: "/bin/bash")
-            bash.arguments = ["-n", script]
-            try bash.run()
-            bash.waitUntilExit()
-            #expect(bash.terminationStatus == 0)
-        }
-    }
-
-    @Test func theCompletionOffersCommandsOptionsAndServices() throws {
-        try withScratch(initialized: true) { scratch in
-            try scratch.run(["put", "database"], input: Data("x"))
-            try scratch.run(["put", "dashboard"], input: Data("x"))
-            let script = scratch.root + "/vault.bash"
-            try scratch.run(["completion", "bash"], vaultOption: false).output.write(to: URL(fileURLWithPath: script))
-            func complete(_ words: [String]) throws -> [String] {
-                let quoted = words.map { "'\($0)'" }.joined(separator: " ")
-                let program = """
-                    PATH='\(vaultExecutable.deletingLastPathComponent().path)':"$PATH"
-                    source '\(script)'
-                    COMP_WORDS=(\(quoted)); COMP_CWORD=\(words.count - 1)
-                    _vault
-                    printf '%s\\n' "${COMPREPLY[@]}"
-                    """
-                let bash = Process()
-                bash.executableURL = URL(fileURLWithPath: "/bin/bash")
-                bash.arguments = ["-c", program]
-                let pipe = Pipe()
-                bash.standardOutput = pipe
-                try bash.run()
-                let output = pipe.fileHandleForReading.readDataToEndOfFile()
-                bash.waitUntilExit()
-                return String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init).sorted()
-            }
-            #expect(try complete(["vault", "ch"]) == ["check"])
-            #expect(try complete(["vault", "get", "--j"]) == ["--json"])
-            #expect(try complete(["vault", "--vault", scratch.vault, "get", "da"]) == ["dashboard", "database"])
         }
     }
 

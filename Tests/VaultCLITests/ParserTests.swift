@@ -121,8 +121,8 @@ import VaultTestSupport
         #expect(usageError(["get", "--server", "h", "--protocol", "gopher"])?.message.hasPrefix("--protocol") == true)
         #expect(usageError(["ls", "--service", "s", "--server", "h"])?.command == "ls")
         #expect(
-            usageError(["completion", "zsh"])
-                == UsageError("no completion for shell 'zsh'; only bash is supported", command: "completion"))
+            usageError(["completion", "tcsh"])
+                == UsageError("no completion for shell 'tcsh'; the shells are bash, zsh, fish", command: "completion"))
     }
 
     @Test func internetPasswordNames() throws {
@@ -185,7 +185,9 @@ import VaultTestSupport
         #expect(try parse("check").command == .check(CheckCommand(json: false)))
         #expect(
             try parse("ls --service db --json").command == .list(ListCommand(service: "db", server: nil, json: true)))
-        #expect(try parse("completion bash").command == .completion(CompletionCommand(shell: "bash")))
+        for shell in CompletionCommand.Shell.allCases {
+            #expect(try parse("completion \(shell.rawValue)").command == .completion(CompletionCommand(shell: shell)))
+        }
         #expect(try parse("put --trim s").command.isTrimmed)
     }
 

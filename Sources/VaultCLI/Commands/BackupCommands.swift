@@ -50,6 +50,7 @@ public struct ExportCommand: Sendable, Hashable {
             out, and the count is reported on standard error with the count exported.
             """,
         options: [KeyDerivationCost.spec, BackupOptions.keyFileSpec],
+        operands: [OperandSpec("FILE", .file)],
         make: { parsed throws(UsageError) in
             let operands = try parsed.operands(["FILE"], minimum: 1, command: "export")
             let keyFile = try BackupOptions.keyFile(parsed, command: "export")
@@ -93,8 +94,8 @@ public struct ExportCommand: Sendable, Hashable {
             destination = path
         }
         context.writeError(
-            "vault: exported \(report.exported) items to \(destination)"
-                + (report.leftOut > 0 ? "; left out \(report.leftOut) …ThisDeviceOnly items\n" : "\n"))
+            "vault: exported \(Output.count(report.exported, "item")) to \(destination)"
+                + (report.leftOut > 0 ? "; left out \(Output.count(report.leftOut, "…ThisDeviceOnly item"))\n" : "\n"))
     }
 }
 
@@ -122,6 +123,7 @@ public struct ImportCommand: Sendable, Hashable {
             is at most 1 GiB.
             """,
         options: [.flag("replace", "overwrite existing items instead of reporting them"), BackupOptions.keyFileSpec],
+        operands: [OperandSpec("FILE", .file)],
         make: { parsed throws(UsageError) in
             let operands = try parsed.operands(["FILE"], minimum: 1, command: "import")
             return .importBackup(
@@ -180,14 +182,15 @@ public struct ImportCommand: Sendable, Hashable {
                 ? try vault.importBackup(sealed: sealed, name: name, key: key, replace: replace)
                 : try vault.importBackup(from: path, key: key, replace: replace)
         }
-        var summary = "vault: imported \(report.imported) items from \(name)"
+        var summary = "vault: imported \(Output.count(report.imported, "item")) from \(name)"
         if report.replaced > 0 { summary += ", replaced \(report.replaced)" }
         if !report.duplicates.isEmpty {
-            summary += "; \(report.duplicates.count) already existed and were left alone (use --replace):"
+            let were = report.duplicates.count == 1 ? "was" : "were"
+            summary += "; \(report.duplicates.count) already existed and \(were) left alone (use --replace):"
             // One write per line: each is escaped on its own, and a name cannot add a line.
             context.writeError(summary + "\n")
             for duplicate in report.duplicates { context.writeError("  \(duplicate)\n") }
-            throw CLIError(.duplicate, name, "\(report.duplicates.count) items not imported")
+            throw CLIError(.duplicate, name, "\(Output.count(report.duplicates.count, "item")) not imported")
         }
         context.writeError(summary + "\n")
     }

@@ -1,111 +1,57 @@
-/// `vault completion bash`: prints the bash completion script (also in the repository as
-/// `completions/vault.bash`; a test keeps the two equal).
+/// `vault completion bash|zsh|fish`: prints the shell's completion script, generated from the command
+/// table (`ArgumentParser.commandTable`), so that it always knows every command and option of this
+/// build.
 public struct CompletionCommand: Sendable, Hashable {
-    /// The shell; only "bash" is known.
-    public var shell: String
+    /// A shell with a completion script.
+    public enum Shell: String, Sendable, Hashable, CaseIterable {
+        /// bash, with or without the bash-completion package.
+        case bash
+        /// zsh's completion system (compsys).
+        case zsh
+        /// fish.
+        case fish
+    }
+
+    /// The shell.
+    public var shell: Shell
 
     static let info = CommandInfo(
         name: "completion",
-        synopsis: "vault completion bash",
-        summary: "print the bash completion script",
+        synopsis: "vault completion bash|zsh|fish",
+        summary: "print the shell completion script",
         details: """
-            Prints a bash completion script for commands, options and service names. Load it with
-              source <(vault completion bash)
-            or install it as /usr/share/bash-completion/completions/vault.
+            Prints a completion script for bash, zsh or fish: commands, options, option values and
+            service names (from `vault ls` with the line's --vault, --app, --group and --key-file; it never
+            asks for a passphrase, so a locked vault offers none). Load it in the running shell with
+              source <(vault completion bash)          (zsh: after compinit)
+            or install it:
+              vault completion bash > /usr/share/bash-completion/completions/vault
+              vault completion zsh > /usr/local/share/zsh/site-functions/_vault   (any directory of $fpath)
+              vault completion fish > ~/.config/fish/completions/vault.fish
             """,
         options: [],
+        operands: [OperandSpec("SHELL", .choice(Shell.allCases.map(\.rawValue)))],
         make: { parsed throws(UsageError) in
             let operands = try parsed.operands(["SHELL"], minimum: 1, command: "completion")
-            guard operands[0] == "bash" else {
+            guard let shell = Shell(rawValue: operands[0]) else {
+                let known = Shell.allCases.map(\.rawValue).joined(separator: ", ")
                 throw UsageError(
-                    "no completion for shell '\(operands[0])'; only bash is supported", command: "completion")
+                    "no completion for shell '\(operands[0])'; the shells are \(known)", command: "completion")
             }
-            return .completion(CompletionCommand(shell: operands[0]))
+            return .completion(CompletionCommand(shell: shell))
         })
 
     func run(in context: Context) throws(CLIError) {
-        try context.write(Self.bash)
+        try context.write(Self.script(for: shell))
     }
 
-    /// The bash script. Service names come from `vault ls` with the same --vault/--app/--group, so
-    /// that completion never reads a secret.
-    static let bash = #"""
-        # bash completion for vault                                  -*- shell-script -*-
-        # Load with: source <(vault completion bash)
-
-        _vault() {
-            local cur prev words cword
-            if declare -F _init_completion >/dev/null 2>&1; then
-                _init_completion || return
-            else
-                COMPREPLY=()
-                cur="${COMP_WORDS[COMP_CWORD]}"
-                prev="${COMP_WORDS[COMP_CWORD-1]}"
-                words=("${COMP_WORDS[@]}")
-                cword=$COMP_CWORD
-            fi
-
-            local commands="init put add get rm ls uuid groups check passwd unlock lock export import rekey completion help"
-            local global="--vault --app --group --key-file --passphrase-fd --help --version"
-            local internet="--server --protocol --port --path"
-
-            case "$prev" in
-                --vault) COMPREPLY=($(compgen -d -- "$cur")); return ;;
-                --key-file) COMPREPLY=($(compgen -f -- "$cur")); return ;;
-                --kdf-cost) COMPREPLY=($(compgen -W "moderate interactive minimum" -- "$cur")); return ;;
-                --passphrase-fd|--timeout) return ;;
-                --protocol) COMPREPLY=($(compgen -W "https http ftp ftps ssh imap imaps smtp pop3 pop3s ldap ldaps smb" -- "$cur")); return ;;
-                --app|--group|--server|--port|--path|--label|--comment|--service) return ;;
-            esac
-
-            # The command is the first word that is not an option or an option's value.
-            local i command="" scope=()
-            for ((i = 1; i < cword; i++)); do
-                case "${words[i]}" in
-                    --vault|--app|--group|--key-file) scope+=("${words[i]}" "${words[i+1]}"); ((i++)) ;;
-                    --passphrase-fd|--kdf-cost) ((i++)) ;;
-                    --server|--protocol|--port|--path|--label|--comment|--service) ((i++)) ;;
-                    -*) ;;
-                    *) command="${words[i]}"; break ;;
-                esac
-            done
-
-            if [[ -z "$command" ]]; then
-                COMPREPLY=($(compgen -W "$commands $global" -- "$cur"))
-                return
-            fi
-
-            local options=""
-            case "$command" in
-                put) options="--trim --label --comment $internet" ;;
-                add) options="--trim --label --comment $internet" ;;
-                get) options="--json $internet" ;;
-                rm) options="--all $internet" ;;
-                ls) options="--service --json $internet" ;;
-                uuid|groups|check) options="--json" ;;
-                init) options="--passphrase --kdf-cost" ;;
-                passwd) options="--remove --kdf-cost" ;;
-                unlock) options="--timeout" ;;
-                export) options="--kdf-cost" ;;
-                import) options="--replace" ;;
-                rekey) options="--kdf-cost" ;;
-                completion) COMPREPLY=($(compgen -W "bash" -- "$cur")); return ;;
-                help) COMPREPLY=($(compgen -W "$commands" -- "$cur")); return ;;
-            esac
-
-            if [[ "$cur" == -* ]]; then
-                COMPREPLY=($(compgen -W "$options $global" -- "$cur"))
-                return
-            fi
-            case "$command" in
-                put|add|get|rm)
-                    local services
-                    services=$(command vault "${scope[@]}" ls 2>/dev/null | awk -F '\t' '$1 == "generic" { print $2 }' | sort -u)
-                    COMPREPLY=($(compgen -W "$services" -- "$cur"))
-                    ;;
-            esac
+    /// The script for `shell`.
+    static func script(for shell: Shell) -> String {
+        let table = ArgumentParser.commandTable
+        switch shell {
+        case .bash: return BashCompletion.script(table)
+        case .zsh: return ZshCompletion.script(table)
+        case .fish: return FishCompletion.script(table)
         }
-        complete -F _vault vault
-
-        """#
+    }
 }

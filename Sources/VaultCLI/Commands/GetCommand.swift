@@ -20,6 +20,7 @@ public struct GetCommand: Sendable, Hashable {
             `if vault get NAME >/dev/null` reads like grep. A missing ACCOUNT is the empty account.
             """,
         options: [.flag("json", "print the attributes and the secret as JSON")] + InternetOptions.specs,
+        operands: ItemName.operands,
         make: { parsed throws(UsageError) in
             .get(GetCommand(name: try InternetOptions.itemName(parsed, command: "get"), json: parsed.flag("json")))
         })

@@ -27,7 +27,7 @@ public struct ListCommand: Sendable, Hashable {
             input/output error).
             """,
         options: [
-            .value("service", "S", "only generic passwords of service S"),
+            .value("service", "S", "only generic passwords of service S", kind: .service),
             .flag("json", "print a JSON array"),
         ] + InternetOptions.specs,
         make: { parsed throws(UsageError) in

@@ -42,6 +42,7 @@ public struct PutCommand: Sendable, Hashable {
                 .value("label", "TEXT", "the item's label"),
                 .value("comment", "TEXT", "the item's comment"),
             ] + InternetOptions.specs,
+            operands: ItemName.operands,
             make: { parsed throws(UsageError) in
                 .put(
                     PutCommand(

@@ -33,6 +33,7 @@ public struct RemoveCommand: Sendable, Hashable {
             removes every damaged file.
             """,
         options: [.flag("all", "remove every item of the service or server")] + InternetOptions.specs,
+        operands: ItemName.operands,
         make: { parsed throws(UsageError) in
             guard parsed.flag("all") else {
                 return .remove(RemoveCommand(target: .item(try InternetOptions.itemName(parsed, command: "rm"))))

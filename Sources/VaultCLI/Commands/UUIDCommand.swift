@@ -18,6 +18,7 @@ public struct UUIDCommand: Sendable, Hashable {
             made it.
             """,
         options: [.flag("json", "print the key, the UUID and whether it was just created")],
+        operands: [OperandSpec("KEY")],
         make: { parsed throws(UsageError) in
             let operands = try parsed.operands(["KEY"], minimum: 0, command: "uuid")
             return .uuid(UUIDCommand(key: operands.first, json: parsed.flag("json")))

@@ -26,9 +26,20 @@ enum CredentialHelpers {
         _ helper: Helper, _ arguments: [String], environment: [String: String], input: FileDescriptor,
         output: FileDescriptor, errors: FileDescriptor
     ) -> Int32 {
-        let context = Context(
+        var context = Context(
             global: GlobalOptions(), environment: environment, input: input, output: output, errors: errors)
         do {
+            // Root storing into another user's vault acts as its owner, as the CLI does.
+            if ProcessIdentity.effectiveUserID == 0,
+                let owner = try VaultOwner.actAsOwner(
+                    ofVaultAt: try context.vaultPath(), creatingKey: false, in: context)
+            {
+                var global = GlobalOptions()
+                global.vaultPath = owner.vaultPath
+                context = Context(
+                    global: global, environment: environment, input: input, output: output, errors: errors,
+                    preloadedKey: owner.key)
+            }
             switch helper {
             case .git: try GitCredentialHelper.run(arguments, in: context)
             case .docker: try DockerCredentialHelper.run(arguments, in: context)

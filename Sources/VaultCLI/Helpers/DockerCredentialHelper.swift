@@ -121,8 +121,6 @@ enum DockerCredentialHelper {
         guard !credentials.ServerURL.isEmpty else { throw Failure("no credentials server URL", code: .usage) }
         guard !credentials.Username.isEmpty else { throw Failure("no credentials username", code: .usage) }
         let vault = try lift { () throws(CLIError) in try context.openVault(creatingIfMissing: true) }
-        // One credential per server: another username replaces the old one, as docker expects.
-        _ = try? vault.delete(query(credentials.ServerURL))
         let name = itemName(credentials.ServerURL, account: credentials.Username)
         var attributes = ItemName.internet(name).attributes
         attributes.label = label
@@ -130,16 +128,29 @@ enum DockerCredentialHelper {
         do {
             try ItemUpsert.store(
                 Data(credentials.Secret.utf8), itemClass: .internetPassword, attributes: attributes, in: vault)
+            // One credential per server, as docker expects: another username's goes, but only once the new
+            // one is stored (a failed store keeps the old credential).
+            for other in (try? vault.copyMatching(query(credentials.ServerURL), returning: [.attributes])) ?? []
+            where other.attributes.account != credentials.Username {
+                var stale = query(credentials.ServerURL)
+                stale.attributes.account = other.attributes.account
+                _ = try vault.delete(stale)
+            }
         } catch {
             throw vaultError(error)
         }
     }
 
     static func get(_ serverURL: String, in context: Context) throws(Failure) {
-        guard let vault = try existingVault(context),
-            let item = try? vault.copyMatching(query(serverURL), returning: [.data, .attributes]).first,
-            var secret = item.data
-        else { throw Failure(notFound) }
+        guard let vault = try existingVault(context) else { throw Failure(notFound) }
+        let found: [MatchedItem]
+        do {
+            found = try vault.copyMatching(query(serverURL), returning: [.data, .attributes])
+        } catch {
+            // A locked, damaged or unreadable vault is said as such, never as "not found".
+            throw error.status == .itemNotFound ? Failure(notFound) : vaultError(error)
+        }
+        guard let item = found.first, var secret = item.data else { throw Failure(notFound) }
         defer { secret.wipe() }
         let credentials = Credentials(
             ServerURL: serverURL, Username: item.attributes.account ?? "",
@@ -162,7 +173,13 @@ enum DockerCredentialHelper {
         if let vault = try existingVault(context) {
             var query = Query(itemClass: .internetPassword, limit: .all)
             query.attributes.label = label
-            let items = (try? vault.copyMatching(query, returning: [.attributes])) ?? []
+            let items: [MatchedItem]
+            do {
+                items = try vault.copyMatching(query, returning: [.attributes])
+            } catch {
+                guard error.status == .itemNotFound else { throw vaultError(error) }
+                items = []
+            }
             for item in items {
                 map[item.attributes.itemDescription ?? item.attributes.server ?? ""] = item.attributes.account ?? ""
             }

@@ -87,7 +87,10 @@ enum GitCredentialHelper {
         switch arguments[0] {
         case "get": try get(probe, account: description.fields["username"], in: context)
         case "store": try store(description, name: probe, in: context)
-        default: try erase(probe, account: description.fields["username"], in: context)
+        default:
+            try erase(
+                probe, account: description.fields["username"], password: description.fields["password"],
+                in: context)
         }
     }
 
@@ -155,8 +158,27 @@ enum GitCredentialHelper {
         }
     }
 
-    static func erase(_ name: InternetName, account: String?, in context: Context) throws(CLIError) {
+    /// With a password in the request, only the credential that has that password goes (git 2.42 on:
+    /// a `reject` of another helper's stale password must not erase this one's good one).
+    static func erase(_ name: InternetName, account: String?, password: String?, in context: Context)
+        throws(CLIError)
+    {
         guard let vault = try context.openVaultIfPresent() else { return }
+        if let password {
+            let stored: [MatchedItem]
+            do {
+                stored = try vault.copyMatching(query(name, account: account), returning: [.data, .attributes])
+            } catch {
+                if error.status == .itemNotFound { return }
+                throw CLIError(error, subject: programName, vaultPath: vault.path)
+            }
+            let matching = stored.filter { $0.data == Data(password.utf8) }
+            guard !matching.isEmpty else { return }
+            for item in matching {
+                try erase(name, account: item.attributes.account ?? "", password: nil, in: context)
+            }
+            return
+        }
         for domain in ["", refreshTokenDomain] {
             do {
                 try vault.delete(query(name, account: account, domain: domain))

@@ -13,7 +13,6 @@ import unittest
 
 import keyring
 import keyring.errors
-from keyring.backends import chainer
 
 from keyring_vault import VaultKeyring
 
@@ -52,10 +51,17 @@ class VaultKeyringTests(unittest.TestCase):
         self.assertEqual(self.backend.get_password("svc-cli", "erin"), "from-cli")
 
     def test_chosen_by_default_over_the_file_backends(self):
-        chained = [type(b).__name__ for b in chainer.ChainerBackend.backends]
-        self.assertIn("VaultKeyring", chained)
-        # The plaintext and encrypted-file backends rank below vault, so it is asked first.
-        self.assertEqual(chained[0], "VaultKeyring", chained)
+        # With no desktop keyring, keyring's own choice (no PYTHON_KEYRING_BACKEND, no config file):
+        # the chainer of the viable backends, vault first, since the file backends rank below it.
+        chosen = subprocess.run(
+            [sys.executable, "-c", "import keyring; k = keyring.get_keyring(); "
+             "print(type(k).__name__, *[type(b).__name__ for b in getattr(k, 'backends', [])])"],
+            capture_output=True, text=True, check=True,
+            env={key: value for key, value in os.environ.items() if key != "PYTHON_KEYRING_BACKEND"})
+        names = chosen.stdout.split()
+        self.assertIn(names[0], ("VaultKeyring", "ChainerBackend"), chosen.stdout)
+        if names[0] == "ChainerBackend":
+            self.assertEqual(names[1], "VaultKeyring", chosen.stdout)
 
     def test_reading_a_vault_that_does_not_exist_creates_nothing(self):
         missing = os.path.join(tempfile.mkdtemp(), "typo", "vault")

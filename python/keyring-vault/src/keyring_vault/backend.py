@@ -79,6 +79,14 @@ def _load():
         return lib
 
 
+def _external_key():
+    """Whether the key is external (VAULT_KEY_FILE, or a systemd credential), as libvault looks for it."""
+    if os.environ.get("VAULT_KEY_FILE"):
+        return True
+    credentials_directory = os.environ.get("CREDENTIALS_DIRECTORY")
+    return bool(credentials_directory) and os.path.exists(os.path.join(credentials_directory, "vault.key"))
+
+
 def _text(value, what):
     try:
         return value.encode("utf-8")
@@ -120,7 +128,9 @@ class VaultKeyring(backend.KeyringBackend):
             groups = (ctypes.c_char_p * max(len(names), 1))(*names)
             handle = ctypes.c_void_p()
             status = lib.vault_open(path, app, groups if names else None, len(names), VAULT_OPEN_CREATE if creating else 0, ctypes.byref(handle))
-            if status == VAULT_ERR_NO_SUCH_VAULT and not creating:
+            if status == VAULT_ERR_NO_SUCH_VAULT and not creating and not _external_key():
+                # No vault yet holds no password. Under an external key the vault was set up on purpose:
+                # a missing one is a mistyped VAULT_DIR, an error.
                 return lib, None
             if status != VAULT_OK:
                 raise self._failure(lib, status, "open the vault")

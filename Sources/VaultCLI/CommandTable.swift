@@ -1,0 +1,111 @@
+/// What a value on the command line is, an option's or an operand's: what shell completion offers for
+/// it and what a manual page can say about it.
+public enum ValueKind: Sendable, Hashable {
+    /// Free text, or a number: nothing to offer.
+    case text
+    /// A file path.
+    case file
+    /// A directory path.
+    case directory
+    /// One of these words.
+    case choice([String])
+    /// The service of a generic password in the vault (completion asks `vault ls`).
+    case service
+    /// The name of a command of the tool.
+    case command
+}
+
+/// An operand of a command: its name in the synopsis and what it is.
+public struct OperandSpec: Sendable, Hashable {
+    /// The name, as in the synopsis (e.g. "SERVICE").
+    public let name: String
+    /// What it is.
+    public let kind: ValueKind
+
+    /// An operand.
+    public init(_ name: String, _ kind: ValueKind = .text) {
+        self.name = name
+        self.kind = kind
+    }
+}
+
+/// One command, as its help, the shell completions and a manual page describe it.
+public struct CommandDescription: Sendable, Hashable {
+    /// The name, e.g. "get".
+    public let name: String
+    /// The forms of its command line, one per line (e.g. "vault get [options] SERVICE [ACCOUNT]").
+    public let synopsis: [String]
+    /// One line, lower case, no final period (as in `vault --help`).
+    public let summary: String
+    /// The paragraph of `vault COMMAND --help`, hard-wrapped.
+    public let details: String
+    /// Its own options, without the global ones.
+    public let options: [OptionSpec]
+    /// Its operands, in order; the optional ones are marked so in `synopsis`.
+    public let operands: [OperandSpec]
+}
+
+/// An exit status of the tool and what it means.
+public struct ExitStatusDescription: Sendable, Hashable {
+    /// The status.
+    public let code: ExitCode
+    /// What it means, one line.
+    public let meaning: String
+}
+
+/// The whole command line of the tool: every command, the global options and the exit statuses. It is
+/// what `vault --help`, `vault COMMAND --help` and `vault completion SHELL` are made from, and what a
+/// manual page generator reads.
+public struct CommandTable: Sendable, Hashable {
+    /// Every command, in the order of `vault --help`.
+    public let commands: [CommandDescription]
+    /// The options that every command accepts, before or after its name.
+    public let globalOptions: [OptionSpec]
+    /// The options that stand only before a command (`--version`).
+    public let toolOptions: [OptionSpec]
+    /// Every exit status, in order.
+    public let exitStatuses: [ExitStatusDescription]
+
+    /// The command named `name`.
+    public func command(_ name: String) -> CommandDescription? { commands.first { $0.name == name } }
+
+    /// The global options that choose the vault or the client (all that take a value but
+    /// `--passphrase-fd`): a completion that runs `vault ls` passes on those of the line being completed.
+    var scopeOptions: [OptionSpec] { globalOptions.filter { $0.takesValue && $0.name != "passphrase-fd" } }
+}
+
+extension ArgumentParser {
+    /// The tool's command table.
+    public static var commandTable: CommandTable {
+        CommandTable(
+            commands: commands.map(\.description), globalOptions: GlobalOptions.specs, toolOptions: toolOnlySpecs,
+            exitStatuses: ExitCode.allCases.map { ExitStatusDescription(code: $0, meaning: $0.meaning) })
+    }
+}
+
+extension CommandInfo {
+    /// The public part of the declaration.
+    var description: CommandDescription {
+        let forms = synopsis.split(separator: "\n").map { $0.drop { $0 == " " } }.map(String.init)
+        return CommandDescription(
+            name: name, synopsis: forms, summary: summary, details: details, options: options, operands: operands)
+    }
+}
+
+extension ExitCode {
+    /// The line of `vault --help` for this status.
+    var meaning: String {
+        switch self {
+        case .success: return "success"
+        case .notFound: return "item not found"
+        case .usage: return "usage error (bad option, operand or input)"
+        case .duplicate: return "the item or vault already exists"
+        case .accessDenied:
+            return "access denied (missing entitlement, file permissions, unsafe file mode or owner, wrong passphrase)"
+        case .locked: return "the vault is locked"
+        case .integrity: return "integrity error (a damaged or tampered file)"
+        case .io: return "input/output error"
+        case .noVault: return "no vault at the path (create one with `vault init`)"
+        }
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Testing
+
+@testable import VaultCLI
+
+/// `ArgumentParser.commandTable`: the one table that the parser, `vault --help`, `vault COMMAND --help`
+/// and the completions are made from.
+@Suite struct CommandTableTests {
+    static let table = ArgumentParser.commandTable
+
+    @Test func theToolsHelpListsEveryCommandOptionAndExitStatusOfTheTable() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let help = try scratch.run(["--help"], vaultOption: false)
+        #expect(help.status == 0)
+        let lines = help.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        for command in Self.table.commands {
+            #expect(
+                lines.contains { $0.hasPrefix("  \(command.name) ") && $0.hasSuffix("  \(command.summary)") },
+                "\(command.name)")
+        }
+        for option in Self.table.globalOptions + Self.table.toolOptions {
+            #expect(lines.contains { $0.contains("--\(option.name)") && $0.hasSuffix(option.help) }, "\(option.name)")
+        }
+        for status in Self.table.exitStatuses {
+            #expect(lines.contains("  \(status.code.rawValue)  \(status.meaning)"), "\(status.code)")
+        }
+        #expect(Self.table.exitStatuses.map(\.code.rawValue) == Array(0...8))
+    }
+
+    @Test func eachCommandsHelpIsItsEntryOfTheTable() throws {
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        for command in Self.table.commands {
+            for arguments in [[command.name, "--help"], ["help", command.name]] {
+                let help = try scratch.run(arguments, vaultOption: false)
+                #expect(help.status == 0, "\(arguments)")
+                let lines = help.text.split(separator: "\n").map(String.init)
+                #expect(lines.first == "usage: \(command.synopsis[0])", "\(command.name)")
+                for form in command.synopsis.dropFirst() {
+                    #expect(lines.contains("       \(form)"), "\(command.name): \(form)")
+                }
+                let summary = command.summary.prefix(1).uppercased() + command.summary.dropFirst() + "."
+                #expect(lines.contains(summary), "\(command.name)")
+                #expect(help.text.contains(command.details), "\(command.name)")
+                for option in command.options + Self.table.globalOptions {
+                    #expect(lines.contains { $0.contains("--\(option.name)") && $0.hasSuffix(option.help) })
+                }
+            }
+        }
+    }
+
+    /// The parser accepts exactly the options that the table lists for each command.
+    @Test func theParserTakesEveryOptionOfTheTableAndNoOther() {
+        for command in Self.table.commands {
+            for option in command.options + Self.table.globalOptions {
+                let arguments = [command.name, "--\(option.name)"] + (option.takesValue ? ["x"] : [])
+                let message = usageError(arguments)?.message ?? ""
+                #expect(!message.hasPrefix("unknown option"), "\(arguments): \(message)")
+            }
+            #expect(usageError([command.name, "--no-such-option"])?.message == "unknown option --no-such-option")
+        }
+        for option in Self.table.toolOptions {
+            #expect(usageError(["--\(option.name)"]) == nil)
+        }
+    }
+
+    @Test func helpIsACommandOfTheTable() throws {
+        let help = try #require(Self.table.command("help"))
+        #expect(help.operands == [OperandSpec("COMMAND", .command)])
+        #expect(try ArgumentParser.parse(["help", "help"]).command == .help(topic: "help"))
+        #expect(try ArgumentParser.parse(["help", "--help"]).command == .help(topic: "help"))
+        #expect(usageError(["help", "get", "put"]) == UsageError("help takes at most one command name"))
+    }
+
+    @Test func operandsAndValueKindsAreDeclared() throws {
+        let table = Self.table
+        #expect(table.command("get")?.operands == [OperandSpec("SERVICE", .service), OperandSpec("ACCOUNT")])
+        #expect(table.command("export")?.operands == [OperandSpec("FILE", .file)])
+        #expect(table.command("completion")?.operands == [OperandSpec("SHELL", .choice(["bash", "zsh", "fish"]))])
+        #expect(table.globalOptions.first { $0.name == "vault" }?.valueKind == .directory)
+        #expect(table.globalOptions.first { $0.name == "key-file" }?.valueKind == .file)
+        #expect(table.command("ls")?.options.first { $0.name == "service" }?.valueKind == .service)
+        #expect(
+            table.command("init")?.options.first { $0.name == "kdf-cost" }?.valueKind
+                == .choice(["moderate", "interactive", "minimum"]))
+        #expect(table.command("rm")?.synopsis.count == 3)
+        let scope = table.scopeOptions.map(\.name)
+        #expect(Set(["vault", "app", "group", "key-file"]).isSubset(of: scope) && !scope.contains("passphrase-fd"))
+        #expect(Set(table.commands.map(\.name)).count == table.commands.count)
+    }
+
+    private func usageError(_ arguments: [String]) -> UsageError? {
+        do {
+            _ = try ArgumentParser.parse(arguments)
+            return nil
+        } catch {
+            return error
+        }
+    }
+}
