@@ -1,4 +1,4 @@
-import VaultSystem
+import Vault
 
 /// Manual pages (roff, man(7) macros) made from the command table, the one source of `--help` and the
 /// completions: `vault.1` for the tool (commands, global options, exit statuses, the credential

@@ -145,7 +145,9 @@ struct ReadingDoesNotCreateTests {
             try Data(repeating: 7, count: 32).write(to: URL(fileURLWithPath: keyFile))
             try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyFile)
             let path = root + "/vault"
-            let environment = ["VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": path, "VAULT_KEY_FILE": keyFile]
+            let environment = [
+                "VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": path, "VAULT_KEY_FILE": keyFile,
+            ]
             do throws(VaultError) {
                 _ = try VaultConnection.current(creating: false, environment: { environment[$0] })
                 Issue.record("a read of a missing vault under an external key was \"not found\"")
@@ -169,18 +171,18 @@ struct ReadingDoesNotCreateTests {
 struct UnusableVaultTests {
     @Test("A master key readable by others is refused with errSecWrPerm")
     func looseMasterKey() throws {
-        let temp = try TempVault()
-        defer { try? FileManager.default.removeItem(atPath: temp.root) }
-        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: temp.path + "/master.key")
-        let environment = ["VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": temp.path]
-        #expect(throws: VaultError.self) {
-            try VaultConnection.current(creating: true, environment: { environment[$0] })
-        }
-        do {
-            _ = try VaultConnection.current(creating: true, environment: { environment[$0] })
-        } catch {
-            #expect(error.status.rawValue == errSecWrPerm)
-            #expect(error.message.contains(temp.path))
+        try TempVault.with { temp in
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: temp.path + "/master.key")
+            let environment = ["VAULT_APP_ID": "TEAMID.com.example.tests", "VAULT_DIR": temp.path]
+            #expect(throws: VaultError.self) {
+                try VaultConnection.current(creating: true, environment: { environment[$0] })
+            }
+            do throws(VaultError) {
+                _ = try VaultConnection.current(creating: true, environment: { environment[$0] })
+            } catch {
+                #expect(error.status.rawValue == errSecWrPerm)
+                #expect(error.message.contains(temp.path))
+            }
         }
     }
 

@@ -18,6 +18,13 @@ struct TempVault {
         vault = try directory.open(try Client(applicationIdentifier: app, accessGroups: groups))
     }
 
+    /// Runs `body` with a fresh temp vault (not made the SecItem functions' vault), then removes it.
+    static func with<R>(_ body: (TempVault) throws -> R) throws -> R {
+        let temp = try TempVault()
+        defer { temp.directory.remove() }
+        return try body(temp)
+    }
+
     /// Runs `body` with the SecItem functions on this vault, then removes it.
     func run<R>(_ body: () throws -> R) rethrows -> R {
         defer { directory.remove() }

@@ -13,40 +13,40 @@ import Testing
     }
 
     @Test func oneItemIsSingular() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        try scratch.run(["put", "svc"], input: Data("s"))
-        try scratch.run(["uuid"])  // a …ThisDeviceOnly item, left out
-        let backup = scratch.root + "/one"
-        let exported = try export(scratch, to: backup)
-        #expect(exported.errors == "vault: exported 1 item to \(backup); left out 1 …ThisDeviceOnly item\n")
-        let other = scratch.root + "/other"
-        try scratch.run(["--vault", other, "init"], vaultOption: false)
-        #expect(try importBackup(scratch, other, backup).errors == "vault: imported 1 item from \(backup)\n")
-        let again = try importBackup(scratch, other, backup)
-        #expect(again.status == 3)
-        #expect(
-            again.errors.hasPrefix(
-                "vault: imported 0 items from \(backup); 1 already existed and was left alone (use --replace):\n"))
-        #expect(again.errors.hasSuffix("vault: \(backup): 1 item not imported\n"))
+        try withScratch(initialized: true) { scratch in
+            try scratch.run(["put", "svc"], input: Data("s"))
+            try scratch.run(["uuid"])  // a …ThisDeviceOnly item, left out
+            let backup = scratch.root + "/one"
+            let exported = try export(scratch, to: backup)
+            #expect(exported.errors == "vault: exported 1 item to \(backup); left out 1 …ThisDeviceOnly item\n")
+            let other = scratch.root + "/other"
+            try scratch.run(["--vault", other, "init"], vaultOption: false)
+            #expect(try importBackup(scratch, other, backup).errors == "vault: imported 1 item from \(backup)\n")
+            let again = try importBackup(scratch, other, backup)
+            #expect(again.status == 3)
+            #expect(
+                again.errors.hasPrefix(
+                    "vault: imported 0 items from \(backup); 1 already existed and was left alone (use --replace):\n"))
+            #expect(again.errors.hasSuffix("vault: \(backup): 1 item not imported\n"))
+        }
     }
 
     @Test func otherCountsArePlural() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        try scratch.run(["put", "a"], input: Data("s"))
-        try scratch.run(["put", "b"], input: Data("s"))
-        try scratch.run(["uuid"])
-        try scratch.run(["uuid", "worker"])
-        let backup = scratch.root + "/two"
-        #expect(
-            try export(scratch, to: backup).errors
-                == "vault: exported 2 items to \(backup); left out 2 …ThisDeviceOnly items\n")
-        let other = scratch.root + "/other"
-        try scratch.run(["--vault", other, "init"], vaultOption: false)
-        #expect(try importBackup(scratch, other, backup).errors == "vault: imported 2 items from \(backup)\n")
-        let again = try importBackup(scratch, other, backup)
-        #expect(again.errors.contains("; 2 already existed and were left alone (use --replace):\n"))
-        #expect(again.errors.hasSuffix("vault: \(backup): 2 items not imported\n"))
+        try withScratch(initialized: true) { scratch in
+            try scratch.run(["put", "a"], input: Data("s"))
+            try scratch.run(["put", "b"], input: Data("s"))
+            try scratch.run(["uuid"])
+            try scratch.run(["uuid", "worker"])
+            let backup = scratch.root + "/two"
+            #expect(
+                try export(scratch, to: backup).errors
+                    == "vault: exported 2 items to \(backup); left out 2 …ThisDeviceOnly items\n")
+            let other = scratch.root + "/other"
+            try scratch.run(["--vault", other, "init"], vaultOption: false)
+            #expect(try importBackup(scratch, other, backup).errors == "vault: imported 2 items from \(backup)\n")
+            let again = try importBackup(scratch, other, backup)
+            #expect(again.errors.contains("; 2 already existed and were left alone (use --replace):\n"))
+            #expect(again.errors.hasSuffix("vault: \(backup): 2 items not imported\n"))
+        }
     }
 }

@@ -9,42 +9,43 @@ import Testing
     static let table = ArgumentParser.commandTable
 
     @Test func theToolsHelpListsEveryCommandOptionAndExitStatusOfTheTable() throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
-        let help = try scratch.run(["--help"], vaultOption: false)
-        #expect(help.status == 0)
-        let lines = help.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        for command in Self.table.commands {
-            #expect(
-                lines.contains { $0.hasPrefix("  \(command.name) ") && $0.hasSuffix("  \(command.summary)") },
-                "\(command.name)")
+        try withScratch { scratch in
+            let help = try scratch.run(["--help"], vaultOption: false)
+            #expect(help.status == 0)
+            let lines = help.text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            for command in Self.table.commands {
+                #expect(
+                    lines.contains { $0.hasPrefix("  \(command.name) ") && $0.hasSuffix("  \(command.summary)") },
+                    "\(command.name)")
+            }
+            for option in Self.table.globalOptions + Self.table.toolOptions {
+                #expect(
+                    lines.contains { $0.contains("--\(option.name)") && $0.hasSuffix(option.help) }, "\(option.name)")
+            }
+            for status in Self.table.exitStatuses {
+                #expect(lines.contains("  \(status.code.rawValue)  \(status.meaning)"), "\(status.code)")
+            }
+            #expect(Self.table.exitStatuses.map(\.code.rawValue) == Array(0...8))
         }
-        for option in Self.table.globalOptions + Self.table.toolOptions {
-            #expect(lines.contains { $0.contains("--\(option.name)") && $0.hasSuffix(option.help) }, "\(option.name)")
-        }
-        for status in Self.table.exitStatuses {
-            #expect(lines.contains("  \(status.code.rawValue)  \(status.meaning)"), "\(status.code)")
-        }
-        #expect(Self.table.exitStatuses.map(\.code.rawValue) == Array(0...8))
     }
 
     @Test func eachCommandsHelpIsItsEntryOfTheTable() throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
-        for command in Self.table.commands {
-            for arguments in [[command.name, "--help"], ["help", command.name]] {
-                let help = try scratch.run(arguments, vaultOption: false)
-                #expect(help.status == 0, "\(arguments)")
-                let lines = help.text.split(separator: "\n").map(String.init)
-                #expect(lines.first == "usage: \(command.synopsis[0])", "\(command.name)")
-                for form in command.synopsis.dropFirst() {
-                    #expect(lines.contains("       \(form)"), "\(command.name): \(form)")
-                }
-                let summary = command.summary.prefix(1).uppercased() + command.summary.dropFirst() + "."
-                #expect(lines.contains(summary), "\(command.name)")
-                #expect(help.text.contains(command.details), "\(command.name)")
-                for option in command.options + Self.table.globalOptions {
-                    #expect(lines.contains { $0.contains("--\(option.name)") && $0.hasSuffix(option.help) })
+        try withScratch { scratch in
+            for command in Self.table.commands {
+                for arguments in [[command.name, "--help"], ["help", command.name]] {
+                    let help = try scratch.run(arguments, vaultOption: false)
+                    #expect(help.status == 0, "\(arguments)")
+                    let lines = help.text.split(separator: "\n").map(String.init)
+                    #expect(lines.first == "usage: \(command.synopsis[0])", "\(command.name)")
+                    for form in command.synopsis.dropFirst() {
+                        #expect(lines.contains("       \(form)"), "\(command.name): \(form)")
+                    }
+                    let summary = command.summary.prefix(1).uppercased() + command.summary.dropFirst() + "."
+                    #expect(lines.contains(summary), "\(command.name)")
+                    #expect(help.text.contains(command.details), "\(command.name)")
+                    for option in command.options + Self.table.globalOptions {
+                        #expect(lines.contains { $0.contains("--\(option.name)") && $0.hasSuffix(option.help) })
+                    }
                 }
             }
         }

@@ -116,40 +116,40 @@ struct CompletionScratch {
     }
 
     @Test func anUnknownShellIsAUsageErrorNamingTheShells() throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
-        let result = try scratch.run(["completion", "tcsh"], vaultOption: false)
-        #expect(result.status == 2)
-        #expect(
-            result.errors
-                == "vault: completion: no completion for shell 'tcsh'; the shells are bash, zsh, fish"
-                + " (see 'vault completion --help')\n")
+        try withScratch { scratch in
+            let result = try scratch.run(["completion", "tcsh"], vaultOption: false)
+            #expect(result.status == 2)
+            #expect(
+                result.errors
+                    == "vault: completion: no completion for shell 'tcsh'; the shells are bash, zsh, fish"
+                    + " (see 'vault completion --help')\n")
+        }
     }
 
     @Test func theBashScriptIsValidBash() throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
-        let bash = try CompletionScratch("bash", scratch: scratch)
-        #expect(try bash.run(["-n", bash.script]).status == 0)
-        #expect(try String(contentsOfFile: bash.script, encoding: .utf8).contains("complete -F _vault vault"))
+        try withScratch { scratch in
+            let bash = try CompletionScratch("bash", scratch: scratch)
+            #expect(try bash.run(["-n", bash.script]).status == 0)
+            #expect(try String(contentsOfFile: bash.script, encoding: .utf8).contains("complete -F _vault vault"))
+        }
     }
 
     @Test(.enabled(if: installedShell("zsh") != nil, "zsh is not installed"))
     func theZshScriptIsValidZsh() throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
-        let zsh = try CompletionScratch("zsh", scratch: scratch)
-        #expect(try zsh.run(["-n", zsh.script]).status == 0)
-        #expect(try String(contentsOfFile: zsh.script, encoding: .utf8).hasPrefix("#compdef vault\n"))
+        try withScratch { scratch in
+            let zsh = try CompletionScratch("zsh", scratch: scratch)
+            #expect(try zsh.run(["-n", zsh.script]).status == 0)
+            #expect(try String(contentsOfFile: zsh.script, encoding: .utf8).hasPrefix("#compdef vault\n"))
+        }
     }
 
     @Test(.enabled(if: installedShell("fish") != nil, "fish is not installed"))
     func theFishScriptIsValidFish() throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
-        let fish = try CompletionScratch("fish", scratch: scratch)
-        let check = try fish.run(["--no-execute", fish.script])
-        #expect(check.status == 0, "\(check.errors)")
+        try withScratch { scratch in
+            let fish = try CompletionScratch("fish", scratch: scratch)
+            let check = try fish.run(["--no-execute", fish.script])
+            #expect(check.status == 0, "\(check.errors)")
+        }
     }
 
     /// Through the shell itself: the command names, then for each command exactly its options and the
@@ -157,15 +157,16 @@ struct CompletionScratch {
     @Test(arguments: ["bash", "fish"])
     func everyCommandAndOptionOfTheTableIsOffered(_ shell: String) throws {
         guard installedShell(shell) != nil else { return }
-        let scratch = try Scratch()
-        defer { scratch.remove() }
-        let completion = try CompletionScratch(shell, scratch: scratch)
-        let table = Self.table
-        #expect(try completion.complete(["vault", ""]) == table.commands.map(\.name).sorted())
-        #expect(try completion.complete(["vault", "-"]) == Self.optionWords(nil))
-        for command in table.commands {
-            #expect(
-                try completion.complete(["vault", command.name, "-"]) == Self.optionWords(command), "\(command.name)")
+        try withScratch { scratch in
+            let completion = try CompletionScratch(shell, scratch: scratch)
+            let table = Self.table
+            #expect(try completion.complete(["vault", ""]) == table.commands.map(\.name).sorted())
+            #expect(try completion.complete(["vault", "-"]) == Self.optionWords(nil))
+            for command in table.commands {
+                #expect(
+                    try completion.complete(["vault", command.name, "-"]) == Self.optionWords(command),
+                    "\(command.name)")
+            }
         }
     }
 
@@ -173,22 +174,22 @@ struct CompletionScratch {
     /// option before a command, and one command's options; the script's text names the rest.
     @Test(.enabled(if: installedShell("zsh") != nil, "zsh is not installed"))
     func everyCommandAndOptionOfTheTableIsInTheZshScript() throws {
-        let scratch = try Scratch()
-        defer { scratch.remove() }
-        let zsh = try CompletionScratch("zsh", scratch: scratch)
-        let table = Self.table
-        #expect(try zsh.complete(["vault", ""]) == table.commands.map(\.name).sorted())
-        #expect(try zsh.complete(["vault", "-"]) == Self.optionWords(nil))
-        let get = try #require(table.command("get"))
-        #expect(try zsh.complete(["vault", "get", "-"]) == Self.optionWords(get))
-        let text = try String(contentsOfFile: zsh.script, encoding: .utf8)
-        let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
-        for command in table.commands {
-            let line = try #require(lines.first { $0.hasPrefix("\(command.name)) _arguments ") }, "\(command.name)")
-            for option in command.options {
-                #expect(line.contains("'--\(option.name)"), "\(command.name) --\(option.name)")
+        try withScratch { scratch in
+            let zsh = try CompletionScratch("zsh", scratch: scratch)
+            let table = Self.table
+            #expect(try zsh.complete(["vault", ""]) == table.commands.map(\.name).sorted())
+            #expect(try zsh.complete(["vault", "-"]) == Self.optionWords(nil))
+            let get = try #require(table.command("get"))
+            #expect(try zsh.complete(["vault", "get", "-"]) == Self.optionWords(get))
+            let text = try String(contentsOfFile: zsh.script, encoding: .utf8)
+            let lines = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            for command in table.commands {
+                let line = try #require(lines.first { $0.hasPrefix("\(command.name)) _arguments ") }, "\(command.name)")
+                for option in command.options {
+                    #expect(line.contains("'--\(option.name)"), "\(command.name) --\(option.name)")
+                }
+                #expect(text.contains("'\(command.name):\(command.summary)'"), "\(command.name)")
             }
-            #expect(text.contains("'\(command.name):\(command.summary)'"), "\(command.name)")
         }
     }
 
@@ -196,26 +197,28 @@ struct CompletionScratch {
     @Test(arguments: ["bash", "zsh", "fish"])
     func valuesOperandsAndServicesAreOffered(_ shell: String) throws {
         guard installedShell(shell) != nil else { return }
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        try scratch.run(["put", "database"], input: Data("x"))
-        try scratch.run(["put", "dashboard"], input: Data("x"))
-        try scratch.run(["put", "--server", "mail.example", "alice"], input: Data("x"))
-        let completion = try CompletionScratch(shell, scratch: scratch)
-        let v = scratch.vault
-        #expect(try completion.complete(["vault", "ch"]) == ["check"])
-        #expect(try completion.complete(["vault", "get", "--j"]) == ["--json"])
-        #expect(try completion.complete(["vault", "--vault", v, "get", "da"]) == ["dashboard", "database"])
-        // A global option after the command chooses the vault too.
-        #expect(try completion.complete(["vault", "rm", "--vault", v, "d"]) == ["dashboard", "database"])
-        #expect(try completion.complete(["vault", "--vault", v, "ls", "--service", "d"]) == ["dashboard", "database"])
-        // An internet password has no SERVICE operand.
-        #expect(try completion.complete(["vault", "--vault", v, "get", "--server", "mail.example", "d"]) == [])
-        #expect(
-            try completion.complete(["vault", "init", "--kdf-cost", ""]) == ["interactive", "minimum", "moderate"])
-        #expect(try completion.complete(["vault", "get", "--server", "h", "--protocol", "imap"]) == ["imap", "imaps"])
-        #expect(try completion.complete(["vault", "completion", ""]) == ["bash", "fish", "zsh"])
-        #expect(try completion.complete(["vault", "help", "co"]) == ["completion"])
+        try withScratch(initialized: true) { scratch in
+            try scratch.run(["put", "database"], input: Data("x"))
+            try scratch.run(["put", "dashboard"], input: Data("x"))
+            try scratch.run(["put", "--server", "mail.example", "alice"], input: Data("x"))
+            let completion = try CompletionScratch(shell, scratch: scratch)
+            let v = scratch.vault
+            #expect(try completion.complete(["vault", "ch"]) == ["check"])
+            #expect(try completion.complete(["vault", "get", "--j"]) == ["--json"])
+            #expect(try completion.complete(["vault", "--vault", v, "get", "da"]) == ["dashboard", "database"])
+            // A global option after the command chooses the vault too.
+            #expect(try completion.complete(["vault", "rm", "--vault", v, "d"]) == ["dashboard", "database"])
+            #expect(
+                try completion.complete(["vault", "--vault", v, "ls", "--service", "d"]) == ["dashboard", "database"])
+            // An internet password has no SERVICE operand.
+            #expect(try completion.complete(["vault", "--vault", v, "get", "--server", "mail.example", "d"]) == [])
+            #expect(
+                try completion.complete(["vault", "init", "--kdf-cost", ""]) == ["interactive", "minimum", "moderate"])
+            #expect(
+                try completion.complete(["vault", "get", "--server", "h", "--protocol", "imap"]) == ["imap", "imaps"])
+            #expect(try completion.complete(["vault", "completion", ""]) == ["bash", "fish", "zsh"])
+            #expect(try completion.complete(["vault", "help", "co"]) == ["completion"])
+        }
     }
 
     /// Service names are whatever a vault's owner wrote, and the shell completing them may be root's:
@@ -223,15 +226,15 @@ struct CompletionScratch {
     @Test(arguments: ["bash", "zsh", "fish"])
     func serviceNamesAreNeverRunAsCode(_ shell: String) throws {
         guard installedShell(shell) != nil else { return }
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        let marker = scratch.root + "/completion-ran-code"
-        let hostile = "d$(touch \(marker))`touch \(marker)`"
-        try scratch.run(["put", hostile], input: Data("x"))
-        let completion = try CompletionScratch(shell, scratch: scratch)
-        let offered = try completion.complete(["vault", "--vault", scratch.vault, "get", "d"])
-        #expect(!FileManager.default.fileExists(atPath: marker), "completing a service name ran it")
-        #expect(offered.count == 1, "\(offered)")
+        try withScratch(initialized: true) { scratch in
+            let marker = scratch.root + "/completion-ran-code"
+            let hostile = "d$(touch \(marker))`touch \(marker)`"
+            try scratch.run(["put", hostile], input: Data("x"))
+            let completion = try CompletionScratch(shell, scratch: scratch)
+            let offered = try completion.complete(["vault", "--vault", scratch.vault, "get", "d"])
+            #expect(!FileManager.default.fileExists(atPath: marker), "completing a service name ran it")
+            #expect(offered.count == 1, "\(offered)")
+        }
     }
 
     /// Completion runs `vault ls` while the user types at a terminal: on a vault that needs a
@@ -240,42 +243,44 @@ struct CompletionScratch {
     @Test(arguments: ["bash", "zsh", "fish"])
     func serviceNamesNeverWaitForAPassphrase(_ shell: String) throws {
         guard installedShell(shell) != nil else { return }
-        let scratch = try Scratch()
-        defer { scratch.remove() }
-        let created = try scratch.run(
-            ["init", "--passphrase", "--kdf-cost", "minimum", "--passphrase-fd", "0"], input: Data("pw\n"))
-        try #require(created.status == 0, "\(created.errors)")
-        try #require(
-            try scratch.shell("printf x | \"$V\" --vault \"$D\" put database --passphrase-fd 3 3<<< pw").status == 0)
-        let completion = try CompletionScratch(shell, scratch: scratch)
+        try withScratch { scratch in
+            let created = try scratch.run(
+                ["init", "--passphrase", "--kdf-cost", "minimum", "--passphrase-fd", "0"], input: Data("pw\n"))
+            try #require(created.status == 0, "\(created.errors)")
+            try #require(
+                try scratch.shell("printf x | \"$V\" --vault \"$D\" put database --passphrase-fd 3 3<<< pw").status == 0
+            )
+            let completion = try CompletionScratch(shell, scratch: scratch)
 
-        let control = try TerminalSession()
-        defer { control.close() }
-        let prompting = try control.runAsSessionLeader(
-            [vaultExecutable.path, "--vault", scratch.vault, "ls"], environment: completion.environment,
-            scratch: scratch)
-        #expect(control.waitFor("Enter passphrase"), "the control did not prompt: \(control.text)")
-        prompting.killSession()
+            let control = try TerminalSession()
+            defer { control.close() }
+            let prompting = try control.runAsSessionLeader(
+                [vaultExecutable.path, "--vault", scratch.vault, "ls"], environment: completion.environment,
+                scratch: scratch)
+            #expect(control.waitFor("Enter passphrase"), "the control did not prompt: \(control.text)")
+            prompting.killSession()
 
-        let session = try TerminalSession()
-        defer { session.close() }
-        let helper: [String]
-        switch shell {
-        case "bash":
-            helper = ["bash", "-c", "source '\(completion.script)'; _vault_services --vault '\(scratch.vault)'"]
-        case "zsh":
-            helper = [
-                "zsh", "-c",
-                "compdef() { :; }; source '\(completion.script)'; __vault_services --vault '\(scratch.vault)'",
-            ]
-        default: helper = ["fish", "-c", "source '\(completion.script)'; __vault_services --vault '\(scratch.vault)'"]
+            let session = try TerminalSession()
+            defer { session.close() }
+            let helper: [String]
+            switch shell {
+            case "bash":
+                helper = ["bash", "-c", "source '\(completion.script)'; _vault_services --vault '\(scratch.vault)'"]
+            case "zsh":
+                helper = [
+                    "zsh", "-c",
+                    "compdef() { :; }; source '\(completion.script)'; __vault_services --vault '\(scratch.vault)'",
+                ]
+            default:
+                helper = ["fish", "-c", "source '\(completion.script)'; __vault_services --vault '\(scratch.vault)'"]
+            }
+            let started = Date()
+            let listing = try session.runAsSessionLeader(helper, environment: completion.environment, scratch: scratch)
+            #expect(listing.waitForExit(timeout: 20), "the \(shell) helper waited: \(session.text)")
+            #expect(Date().timeIntervalSince(started) < 10)
+            #expect(listing.process.terminationStatus == 0)
+            #expect(!session.text.contains("passphrase"), "\(session.text)")
         }
-        let started = Date()
-        let listing = try session.runAsSessionLeader(helper, environment: completion.environment, scratch: scratch)
-        #expect(listing.waitForExit(timeout: 20), "the \(shell) helper waited: \(session.text)")
-        #expect(Date().timeIntervalSince(started) < 10)
-        #expect(listing.process.terminationStatus == 0)
-        #expect(!session.text.contains("passphrase"), "\(session.text)")
     }
 }
 

@@ -55,7 +55,8 @@ import VaultTestSupport
             #expect(approve.status == 0, "\(approve.errors)")
             let fill = try setup.git("fill", "protocol=https\nhost=git.example\n\n")
             #expect(fill.status == 0, "\(fill.errors)")
-            #expect(fill.text.contains("username=alice\n") && fill.text.contains("password=\(password)\n"), "\(fill.text)")
+            #expect(
+                fill.text.contains("username=alice\n") && fill.text.contains("password=\(password)\n"), "\(fill.text)")
             // The same item for the CLI and the Security module: an internet password.
             let ls = try setup.run(#""$V" ls --server git.example"#)
             #expect(ls.text.contains("https://git.example\talice"), "\(ls.text)")
@@ -105,17 +106,17 @@ import VaultTestSupport
 
     /// git 2.42 on: a `reject` carrying another helper's stale password must not erase this one's.
     @Test func eraseWithAPasswordErasesOnlyThatPassword() throws {
-        let setup = try Setup()
-        defer { setup.scratch.remove() }
-        let stored = "protocol=https\nhost=e.example\nusername=u\npassword=good\n\n"
-        #expect(try setup.run("git-credential-vault store", input: stored).status == 0)
-        let stale = "protocol=https\nhost=e.example\nusername=u\npassword=stale\n\n"
-        #expect(try setup.run("git-credential-vault erase", input: stale).status == 0)
-        #expect(
-            try setup.run("git-credential-vault get", input: "protocol=https\nhost=e.example\n\n").text.contains(
-                "password=good"))
-        #expect(try setup.run("git-credential-vault erase", input: stored).status == 0)
-        #expect(try setup.run(#""$V" ls"#).text.isEmpty)
+        try Setup.with { setup throws in
+            let stored = "protocol=https\nhost=e.example\nusername=u\npassword=good\n\n"
+            #expect(try setup.run("git-credential-vault store", input: stored).status == 0)
+            let stale = "protocol=https\nhost=e.example\nusername=u\npassword=stale\n\n"
+            #expect(try setup.run("git-credential-vault erase", input: stale).status == 0)
+            #expect(
+                try setup.run("git-credential-vault get", input: "protocol=https\nhost=e.example\n\n").text.contains(
+                    "password=good"))
+            #expect(try setup.run("git-credential-vault erase", input: stored).status == 0)
+            #expect(try setup.run(#""$V" ls"#).text.isEmpty)
+        }
     }
 
     /// Debian 12's git (2.39) sends none of these: the helper is driven directly.
@@ -171,7 +172,8 @@ import VaultTestSupport
             #expect(replaced.text.contains(#""Username":"eve""#), "\(replaced.text)")
             #expect(try setup.run("docker-credential-vault erase", input: url).status == 0)
             // The non-docker item of the same server is still there.
-            #expect(try setup.run(#""$V" get --server index.docker.io --protocol https --path /v1/ someone"#).text == "x")
+            #expect(
+                try setup.run(#""$V" get --server index.docker.io --protocol https --path /v1/ someone"#).text == "x")
             let miss = try setup.run("docker-credential-vault get", input: url)
             #expect(miss.status == 1)
             #expect(miss.text == "credentials not found in native keychain\n")

@@ -237,35 +237,35 @@ import VaultTestSupport
     /// missing VAULT for an unfinished init and wrote a new one, whose vault id no item matched; the
     /// items then counted as damaged and could be removed.
     @Test func aMissingMarkerWithItemsIsDamageNotAnUnfinishedInit() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        try #require(scratch.run(["put", "svc", "acct"], input: Data("kept")).status == 0)
-        let marker = try #require(FileManager.default.contents(atPath: scratch.vault + "/VAULT"))
-        try FileManager.default.removeItem(atPath: scratch.vault + "/VAULT")
-        let helper = try scratch.shell(
-            #"cd "$(dirname "$D")" && ln -sf "$V" git-credential-vault && printf 'protocol=https\nhost=h\nusername=u\npassword=p\n\n' | "#
-                + #"VAULT_DIR="$D" ./git-credential-vault store"#)
-        #expect(helper.status == 6, "\(helper.status) \(helper.errors)")
-        #expect(helper.errors.contains("VAULT") && helper.errors.contains("holds items"), "\(helper.errors)")
-        #expect(!FileManager.default.fileExists(atPath: scratch.vault + "/VAULT"), "a new marker was written")
-        let get = try scratch.run(["get", "svc", "acct"])
-        #expect(get.status == 6 && get.errors.contains("restore it from a backup"), "\(get.errors)")
-        try marker.write(to: URL(fileURLWithPath: scratch.vault + "/VAULT"))
-        #expect(try scratch.run(["get", "svc", "acct"]).text == "kept")
+        try withScratch(initialized: true) { scratch in
+            try #require(scratch.run(["put", "svc", "acct"], input: Data("kept")).status == 0)
+            let marker = try #require(FileManager.default.contents(atPath: scratch.vault + "/VAULT"))
+            try FileManager.default.removeItem(atPath: scratch.vault + "/VAULT")
+            let helper = try scratch.shell(
+                #"cd "$(dirname "$D")" && ln -sf "$V" git-credential-vault && printf 'protocol=https\nhost=h\nusername=u\npassword=p\n\n' | "#
+                    + #"VAULT_DIR="$D" ./git-credential-vault store"#)
+            #expect(helper.status == 6, "\(helper.status) \(helper.errors)")
+            #expect(helper.errors.contains("VAULT") && helper.errors.contains("holds items"), "\(helper.errors)")
+            #expect(!FileManager.default.fileExists(atPath: scratch.vault + "/VAULT"), "a new marker was written")
+            let get = try scratch.run(["get", "svc", "acct"])
+            #expect(get.status == 6 && get.errors.contains("restore it from a backup"), "\(get.errors)")
+            try marker.write(to: URL(fileURLWithPath: scratch.vault + "/VAULT"))
+            #expect(try scratch.run(["get", "svc", "acct"]).text == "kept")
+        }
     }
 
     /// Before: a leftover groups.old made a rekey fail after its journal, and every open after it fail.
     @Test func aRekeyRefusesALeftoverGroupsOld() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        try #require(scratch.run(["put", "svc", "acct"], input: Data("kept")).status == 0)
-        try FileManager.default.createDirectory(
-            atPath: scratch.vault + "/groups.old/old-group", withIntermediateDirectories: true)
-        let rekey = try scratch.run(["rekey"])
-        #expect(rekey.status == 6, "\(rekey.status) \(rekey.errors)")
-        #expect(rekey.errors.contains("groups.old"), "\(rekey.errors)")
-        #expect(!FileManager.default.fileExists(atPath: scratch.vault + "/rekey.journal"))
-        #expect(try scratch.run(["get", "svc", "acct"]).text == "kept")
+        try withScratch(initialized: true) { scratch in
+            try #require(scratch.run(["put", "svc", "acct"], input: Data("kept")).status == 0)
+            try FileManager.default.createDirectory(
+                atPath: scratch.vault + "/groups.old/old-group", withIntermediateDirectories: true)
+            let rekey = try scratch.run(["rekey"])
+            #expect(rekey.status == 6, "\(rekey.status) \(rekey.errors)")
+            #expect(rekey.errors.contains("groups.old"), "\(rekey.errors)")
+            #expect(!FileManager.default.fileExists(atPath: scratch.vault + "/rekey.journal"))
+            #expect(try scratch.run(["get", "svc", "acct"]).text == "kept")
+        }
     }
 
     /// Before: import read a file whole before looking at it, after asking for its passphrase.

@@ -39,64 +39,65 @@ import Vault
     func keys(_ object: [String: Any]?) -> Set<String> { Set(object?.keys.map { $0 } ?? []) }
 
     @Test func aGenericPasswordHasExactlyTheseKeys() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        try addFullItems(scratch)
-        try scratch.run(["put", "bare"], input: Data("s"))
-        let items = try listed(scratch)
-        let full = items.first { $0["service"] as? String == "db" }
-        #expect(keys(full) == Set(Self.always + ["service", "label", "comment"]))
-        #expect(full?["kind"] as? String == "generic")
-        #expect(full?["account"] as? String == "app")
-        #expect(full?["label"] as? String == "L" && full?["comment"] as? String == "C")
-        let described = items.first { $0["service"] as? String == "described" }
-        #expect(keys(described) == Set(Self.always + ["service", "description"]))
-        #expect(described?["description"] as? String == "D")
-        let bare = items.first { $0["service"] as? String == "bare" }
-        #expect(keys(bare) == Set(Self.always + ["service"]))
-        #expect(bare?["account"] as? String == "")
-        let get = try scratch.run(["get", "--json", "db", "app"]).json() as? [String: Any]
-        #expect(keys(get) == Set(Self.always + ["service", "label", "comment"] + Self.secretKeys))
+        try withScratch(initialized: true) { scratch in
+            try addFullItems(scratch)
+            try scratch.run(["put", "bare"], input: Data("s"))
+            let items = try listed(scratch)
+            let full = items.first { $0["service"] as? String == "db" }
+            #expect(keys(full) == Set(Self.always + ["service", "label", "comment"]))
+            #expect(full?["kind"] as? String == "generic")
+            #expect(full?["account"] as? String == "app")
+            #expect(full?["label"] as? String == "L" && full?["comment"] as? String == "C")
+            let described = items.first { $0["service"] as? String == "described" }
+            #expect(keys(described) == Set(Self.always + ["service", "description"]))
+            #expect(described?["description"] as? String == "D")
+            let bare = items.first { $0["service"] as? String == "bare" }
+            #expect(keys(bare) == Set(Self.always + ["service"]))
+            #expect(bare?["account"] as? String == "")
+            let get = try scratch.run(["get", "--json", "db", "app"]).json() as? [String: Any]
+            #expect(keys(get) == Set(Self.always + ["service", "label", "comment"] + Self.secretKeys))
+        }
     }
 
     @Test func anInternetPasswordHasExactlyTheseKeys() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        try addFullItems(scratch)
-        try scratch.run(["put", "--server", "bare.example"], input: Data("s"))
-        let items = try listed(scratch)
-        let full = items.first { $0["server"] as? String == "mail.example" }
-        #expect(keys(full) == Set(Self.always + ["server", "protocol", "port", "path", "label", "comment"]))
-        #expect(full?["kind"] as? String == "internet")
-        #expect(full?["protocol"] as? String == "imaps")
-        #expect(full?["port"] as? Int == 993)
-        #expect(full?["path"] as? String == "/inbox")
-        let described = items.first { $0["server"] as? String == "described.example" }
-        #expect(keys(described) == Set(Self.always + ["server", "description"]))
-        let bare = items.first { $0["server"] as? String == "bare.example" }
-        #expect(keys(bare) == Set(Self.always + ["server"]))
-        let get = try scratch.run(["get", "--json", "--server", "bare.example"]).json() as? [String: Any]
-        #expect(keys(get) == Set(Self.always + ["server"] + Self.secretKeys))
+        try withScratch(initialized: true) { scratch in
+            try addFullItems(scratch)
+            try scratch.run(["put", "--server", "bare.example"], input: Data("s"))
+            let items = try listed(scratch)
+            let full = items.first { $0["server"] as? String == "mail.example" }
+            #expect(keys(full) == Set(Self.always + ["server", "protocol", "port", "path", "label", "comment"]))
+            #expect(full?["kind"] as? String == "internet")
+            #expect(full?["protocol"] as? String == "imaps")
+            #expect(full?["port"] as? Int == 993)
+            #expect(full?["path"] as? String == "/inbox")
+            let described = items.first { $0["server"] as? String == "described.example" }
+            #expect(keys(described) == Set(Self.always + ["server", "description"]))
+            let bare = items.first { $0["server"] as? String == "bare.example" }
+            #expect(keys(bare) == Set(Self.always + ["server"]))
+            let get = try scratch.run(["get", "--json", "--server", "bare.example"]).json() as? [String: Any]
+            #expect(keys(get) == Set(Self.always + ["server"] + Self.secretKeys))
+        }
     }
 
     /// The fields that mean the same for both kinds have the same names and forms.
     @Test func sharedFieldsHaveOneForm() throws {
-        let scratch = try Scratch.initialized()
-        defer { scratch.remove() }
-        try addFullItems(scratch)
-        let items = try listed(scratch)
-        #expect(Set(items.compactMap { $0["kind"] as? String }) == ["generic", "internet"])
-        for item in items {
-            #expect(item["group"] as? String == "vault")
-            for date in ["created", "modified"] {
-                let text = try #require(item[date] as? String)
-                #expect(try Date.ISO8601FormatStyle().parse(text) <= Date(), "\(date): \(text)")
-            }
-            // A generic password never has an internet field, and an internet one never a service.
-            if item["kind"] as? String == "generic" {
-                #expect(item["server"] == nil && item["protocol"] == nil && item["port"] == nil && item["path"] == nil)
-            } else {
-                #expect(item["service"] == nil)
+        try withScratch(initialized: true) { scratch in
+            try addFullItems(scratch)
+            let items = try listed(scratch)
+            #expect(Set(items.compactMap { $0["kind"] as? String }) == ["generic", "internet"])
+            for item in items {
+                #expect(item["group"] as? String == "vault")
+                for date in ["created", "modified"] {
+                    let text = try #require(item[date] as? String)
+                    #expect(try Date.ISO8601FormatStyle().parse(text) <= Date(), "\(date): \(text)")
+                }
+                // A generic password never has an internet field, and an internet one never a service.
+                if item["kind"] as? String == "generic" {
+                    #expect(
+                        item["server"] == nil && item["protocol"] == nil && item["port"] == nil && item["path"] == nil)
+                } else {
+                    #expect(item["service"] == nil)
+                }
             }
         }
     }

@@ -115,12 +115,14 @@ import VaultTestSupport
             let other = scratch.root + "/other"
             #expect(try scratch.run(["--vault", other, "init"], vaultOption: false).status == 0)
             let imported = try scratch.run(
-                ["--vault", other, "import", "--passphrase-fd", "0", backup], input: Data("backup pw\n"), vaultOption: false
+                ["--vault", other, "import", "--passphrase-fd", "0", backup], input: Data("backup pw\n"),
+                vaultOption: false
             )
             #expect(imported.status == 0, "\(imported.errors)")
             #expect(try scratch.run(["--vault", other, "get", "svc", "acct"], vaultOption: false).text == "secret")
             let again = try scratch.run(
-                ["--vault", other, "import", "--passphrase-fd", "0", backup], input: Data("backup pw\n"), vaultOption: false
+                ["--vault", other, "import", "--passphrase-fd", "0", backup], input: Data("backup pw\n"),
+                vaultOption: false
             )
             #expect(again.status == 3)
             #expect(again.errors.contains("--replace"))

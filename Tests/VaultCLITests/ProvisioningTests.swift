@@ -112,20 +112,21 @@ import VaultTestSupport
             print("SKIP aUsersSymlinkOnTheWayMakesRootActAsThatUser: needs root")
             return
         }
-        let scratch = try Scratch()
-        defer { scratch.remove() }
-        let rootVault = scratch.root + "/root-owned/vault"
-        try #require(shell("chmod 755 \(scratch.root) && install -d -m 0700 \(scratch.root)/root-owned").status == 0)
-        try #require(scratch.run(["--vault", rootVault, "init"], vaultOption: false).status == 0)
-        let home = scratch.root + "/home-nobody"
-        try #require(
-            shell("install -d -o nobody -m 0755 \(home) && ln -s \(scratch.root)/root-owned \(home)/secrets").status
-                == 0)
-        try #require(shell("chown -h nobody \(home)/secrets").status == 0)
-        let put = try scratch.run(
-            ["--vault", home + "/secrets/vault", "put", "planted"], input: Data("x"), vaultOption: false)
-        #expect(put.status != 0, "root wrote through nobody's symlink: \(put.errors)")
-        #expect(try scratch.run(["--vault", rootVault, "ls"], vaultOption: false).text.isEmpty)
+        try withScratch { scratch in
+            let rootVault = scratch.root + "/root-owned/vault"
+            try #require(
+                shell("chmod 755 \(scratch.root) && install -d -m 0700 \(scratch.root)/root-owned").status == 0)
+            try #require(scratch.run(["--vault", rootVault, "init"], vaultOption: false).status == 0)
+            let home = scratch.root + "/home-nobody"
+            try #require(
+                shell("install -d -o nobody -m 0755 \(home) && ln -s \(scratch.root)/root-owned \(home)/secrets").status
+                    == 0)
+            try #require(shell("chown -h nobody \(home)/secrets").status == 0)
+            let put = try scratch.run(
+                ["--vault", home + "/secrets/vault", "put", "planted"], input: Data("x"), vaultOption: false)
+            #expect(put.status != 0, "root wrote through nobody's symlink: \(put.errors)")
+            #expect(try scratch.run(["--vault", rootVault, "ls"], vaultOption: false).text.isEmpty)
+        }
     }
 
     func shell(_ command: String) throws -> RunResult {
