@@ -19,4 +19,6 @@
 @_exported import struct VaultSystem.FileDescriptor
 @_exported import struct VaultSystem.FilePath
 @_exported import enum VaultSystem.ProcessIdentity
+@_exported import struct VaultSystem.SystemCallError
+@_exported import enum VaultSystem.SystemOperation
 @_exported import enum VaultSystem.UserDatabase

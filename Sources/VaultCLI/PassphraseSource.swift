@@ -75,7 +75,12 @@ final class PassphraseSource: Sendable {
                 return try terminal.readLine(limit: Self.maximumLength)
             }
         } catch {
-            throw StoreError(.io, "cannot read a passphrase from the terminal: \(error)")
+            // As when no passphrase is given: a vault whose prompt fails still opens locked (its
+            // `Always` items readable), and a command that needs the key says it is locked.
+            throw StoreError(
+                .locked,
+                "no passphrase: cannot read one from the terminal: \(error) (at most \(Self.maximumLength) "
+                    + "bytes)", cause: (error as? Errno).map { SystemCallError(systemCall: .read, errno: $0) })
         }
         guard let line else { throw StoreError(.locked, "no passphrase: end of input at the prompt") }
         return line

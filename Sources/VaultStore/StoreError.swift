@@ -58,7 +58,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     /// The system call that failed, if the cause is one.
     public var systemCall: SystemOperation? { (cause as? SystemCallError)?.systemCall }
 
-    /// The system error underneath, if the cause is one.
+    /// The system error underneath: of the cause, or of the cause's cause when that is a `StoreError`
+    /// (an error that wraps another keeps its errno visible).
     public var errno: Errno? { (cause as? SystemCallError)?.errno ?? (cause as? StoreError)?.errno }
 
     /// An error of `code` about `path` whose cause is a failed `call`.

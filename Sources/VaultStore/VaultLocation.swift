@@ -42,10 +42,10 @@ public enum VaultLocation {
             base = cwd == "/" ? "" : cwd
         }
         var owners: [UInt32] = []
-        var prefix = base
+        var prefix = FilePath(base)
         for component in FilePath(path).removingTrailingSeparators.string.split(separator: "/") where component != "." {
-            prefix += "/" + component
-            guard let status = try? FileDescriptor.currentWorkingDirectory.statusAt(prefix) else { break }
+            prefix = prefix / String(component)
+            guard let status = try? FileDescriptor.currentWorkingDirectory.statusAt(prefix.string) else { break }
             if status.ownerID != 0, !owners.contains(status.ownerID) { owners.append(status.ownerID) }
         }
         return owners

@@ -112,6 +112,45 @@ func waitForExit(_ process: Process, timeout: TimeInterval = 20) -> Bool {
         }
     }
 
+    /// A prompt that fails (here: a line longer than a passphrase may be) is no passphrase: the vault
+    /// opens locked (its `Always` items readable), and a command that needs the key says it is locked
+    /// (exit 5), as when none is typed at all, not an I/O error.
+    @Test func aFailedPassphrasePromptLeavesTheVaultLocked() throws {
+        try withScratch { scratch in
+            let initialized = try scratch.run(
+                ["init", "--passphrase", "--kdf-cost", "minimum", "--passphrase-fd", "0"], input: Data("pw\n"))
+            try #require(initialized.status == 0, "\(initialized.errors)")
+            let made = try scratch.run(["uuid", "--passphrase-fd", "0"], input: Data("pw\n"))
+            try #require(made.status == 0, "\(made.errors)")
+            let session = try TerminalSession()
+            defer { session.close() }
+            // Out of canonical mode, so that the terminal passes on a line longer than its 4,095-byte
+            // line buffer (the prompt keeps the mode it finds, with echo off).
+            let ttyName = try FileManager.default.destinationOfSymbolicLink(
+                atPath: "/proc/self/fd/\(session.secondary.rawValue)")
+            let stty = Process()
+            stty.executableURL = URL(fileURLWithPath: "/bin/stty")
+            stty.arguments = ["-F", ttyName, "-icanon", "min", "1"]
+            try stty.run()
+            stty.waitUntilExit()
+            try #require(stty.terminationStatus == 0)
+            // The passphrase is asked on /dev/tty: the terminal must be the process's controlling one.
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setsid")
+            process.arguments = ["--ctty", "--wait", vaultExecutable.path, "--vault", scratch.vault, "uuid"]
+            process.environment = scratch.environment
+            let terminal = FileHandle(fileDescriptor: session.secondary.rawValue, closeOnDealloc: false)
+            process.standardInput = terminal
+            process.standardError = terminal
+            process.standardOutput = Pipe()
+            try process.run()
+            #expect(session.waitFor("Enter passphrase"))
+            try session.type(String(repeating: "x", count: 5000) + "\n")
+            #expect(exits(process, with: 5), "\(process.terminationStatus)")
+            #expect(session.text.contains("is locked for it; run `vault unlock`"), "\(session.text)")
+        }
+    }
+
     @Test func entriesThatDifferStoreNothing() throws {
         try withScratch(initialized: true) { scratch in
             let session = try TerminalSession()
