@@ -120,7 +120,7 @@ extension Vault {
         let query = key.query
         let groups = try searchGroups(query)
         let target = try client.targetGroup(for: key.group)
-        return try withWriteLock { tx throws(VaultError) in
+        return try withWriteLock(groups: groups, creating: [target]) { tx throws(VaultError) in
             let found = try engine.find(query, in: groups, underWriteLock: true)
             let current = found.first
             let newValue: Data?

@@ -41,7 +41,7 @@ extension Vault {
             throw VaultError(.param, "removeItem needs a full primary key")
         }
         let groups = try searchGroups(query)
-        return try withWriteLock { tx throws(VaultError) in
+        return try withWriteLock(groups: groups) { tx throws(VaultError) in
             var removed = 0
             var damaged: [ItemProblem] = []
             for group in groups {
@@ -71,7 +71,8 @@ extension Vault {
     public func removeDamaged(_ problems: [ItemProblem]) throws(VaultError) -> [ItemProblem] {
         let candidates = problems.filter { $0.failedAuthentication && $0.itemID != nil }
         guard !candidates.isEmpty else { return [] }
-        return try withWriteLock { tx throws(VaultError) in
+        let groups = Set(candidates.compactMap { try? AccessGroup($0.group) })
+        return try withWriteLock(groups: Array(groups)) { tx throws(VaultError) in
             var removed: [ItemProblem] = []
             for problem in candidates {
                 guard let id = problem.itemID, let group = try? AccessGroup(problem.group) else { continue }

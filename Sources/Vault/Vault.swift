@@ -88,6 +88,15 @@ public final class Vault: Sendable {
         try engine.store.withWriteLock(body)
     }
 
+    /// Runs `body` under the write locks of `groups` (which it may change) and `creating` (which it
+    /// may also make): in a format-2 vault those groups' locks only, so that writers of other groups,
+    /// and members who cannot take a vault-wide lock, need not wait.
+    func withWriteLock<R>(
+        groups: [AccessGroup], creating: [AccessGroup] = [], _ body: (WriteTransaction) throws(VaultError) -> R
+    ) throws(VaultError) -> R {
+        try engine.store.withWriteLock(groups: groups.map(\.name), creating: creating.map(\.name), body)
+    }
+
     // MARK: The four operations
 
     /// Adds an item (`SecItemAdd`). The group is `attributes.accessGroup` (which the client must be
@@ -104,7 +113,7 @@ public final class Vault: Sendable {
             throw VaultError(.param, "port \(port) is outside 0...65535")
         }
         let group = try client.targetGroup(for: attributes.accessGroup)
-        let located = try withWriteLock { tx throws(VaultError) in
+        let located = try withWriteLock(groups: [], creating: [group]) { tx throws(VaultError) in
             try engine.add(itemClass, attributes: attributes, data: data, group: group, in: tx)
         }
         return located.matched(returning: [.attributes, .persistentReference])
@@ -149,7 +158,11 @@ public final class Vault: Sendable {
             throw VaultError(.param, "the creation and modification dates are set by the vault and cannot be updated")
         }
         let groups = try searchGroups(query)
-        return try withWriteLock { tx throws(VaultError) in
+        // An update may move items into the group it names.
+        let destination = try changes.attributes.accessGroup.map { (name) throws(VaultError) in
+            try client.targetGroup(for: name)
+        }
+        return try withWriteLock(groups: groups, creating: destination.map { [$0] } ?? []) { tx throws(VaultError) in
             let found = try engine.find(query, in: groups, underWriteLock: true)
             guard !found.isEmpty else { throw notFound(query) }
             return try engine.update(found, with: changes, client: client, in: tx).count
@@ -160,7 +173,7 @@ public final class Vault: Sendable {
     @discardableResult
     public func delete(_ query: Query) throws(VaultError) -> Int {
         let groups = try searchGroups(query)
-        return try withWriteLock { tx throws(VaultError) in
+        return try withWriteLock(groups: groups) { tx throws(VaultError) in
             let found = try engine.find(query, in: groups, underWriteLock: true)
             guard !found.isEmpty else { throw notFound(query) }
             try engine.delete(found, in: tx)

@@ -105,6 +105,8 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case .cryptoUnavailable: status = .notAvailable
         case .locked: status = .interactionNotAllowed
         case .wrongPassphrase: status = .authFailed
+        case .groupNotFound: status = .itemNotFound
+        case .notAMember: status = .missingEntitlement
         }
         self.init(status, error.description, cause: error)
     }

@@ -33,6 +33,27 @@ public enum KeyDerivation {
         return try SymmetricKey(bytes)
     }
 
+    /// Derives a subkey of `key` for `domain` and `context` that also depends on the secret `other`
+    /// (e.g. a class key and a group key: the result needs both): BLAKE2b keyed with `key` over
+    /// `other`'s bytes followed by `context`, the message kept in secure memory.
+    public static func subkey(of key: SymmetricKey, domain: Domain, context: [UInt8], mixing other: SymmetricKey)
+        throws(CryptoError) -> SymmetricKey
+    {
+        try Sodium.ensureInitialized()
+        let message = try other.bytes.appending(context)
+        let bytes: SecureBytes
+        do {
+            bytes = try SecureBytes(exactly: SymmetricKey.byteCount) { (out) throws(CryptoError) in
+                try message.withUnsafeBytes { (input) throws(CryptoError) in
+                    try hash(into: out, key: key, domain: domain, message: input)
+                }
+            }
+        } catch {
+            throw error.cryptoError
+        }
+        return try SymmetricKey(bytes)
+    }
+
     /// A keyed hash of `message` under `key` for `domain`, `outputByteCount` bytes (16...64). Not
     /// secret: used for item ids and marker checks.
     public static func keyedHash(
@@ -49,24 +70,51 @@ public enum KeyDerivation {
         return output
     }
 
+    /// A keyed hash (as `keyedHash(_:key:domain:outputByteCount:)`) of a message that holds secrets:
+    /// it stays in secure memory.
+    public static func keyedHash(
+        _ message: SecureBytes,
+        key: SymmetricKey,
+        domain: Domain,
+        outputByteCount: Int = 32
+    ) throws(CryptoError) -> [UInt8] {
+        try Sodium.ensureInitialized()
+        var output = [UInt8](repeating: 0, count: outputByteCount)
+        try output.withTypedMutableBytes { (out) throws(CryptoError) in
+            try message.withUnsafeBytes { (input) throws(CryptoError) in
+                try hash(into: out, key: key, domain: domain, message: input)
+            }
+        }
+        return output
+    }
+
     private static func hash(
         into out: UnsafeMutableRawBufferPointer,
         key: SymmetricKey,
         domain: Domain,
         message: [UInt8]
     ) throws(CryptoError) {
+        try message.withTypedBytes { (input) throws(CryptoError) in
+            try hash(into: out, key: key, domain: domain, message: input)
+        }
+    }
+
+    private static func hash(
+        into out: UnsafeMutableRawBufferPointer,
+        key: SymmetricKey,
+        domain: Domain,
+        message input: UnsafeRawBufferPointer
+    ) throws(CryptoError) {
         guard (16...64).contains(out.count) else {
             throw CryptoError(.invalidArgument, "BLAKE2b output must be 16 to 64 bytes")
         }
         let salt = [UInt8](repeating: 0, count: 16)
         let status = key.withUnsafeBytes { keyBytes in
-            message.withUnsafeBufferPointer { input in
-                crypto_generichash_blake2b_salt_personal(
-                    out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,
-                    input.baseAddress, UInt64(input.count),
-                    keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), keyBytes.count,
-                    salt, domain.personal)
-            }
+            crypto_generichash_blake2b_salt_personal(
+                out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,
+                input.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(input.count),
+                keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), keyBytes.count,
+                salt, domain.personal)
         }
         guard status == 0 else { throw CryptoError(.invalidArgument, "BLAKE2b failed") }
     }

@@ -126,6 +126,24 @@ public final class SecureBytes: @unchecked Sendable {
         }
     }
 
+    /// The bytes of `parts`, one after the other, in a new secure buffer.
+    public static func joined(_ parts: [SecureBytes]) throws(CryptoError) -> SecureBytes {
+        let total = parts.reduce(0) { $0 + $1.count }
+        do {
+            return try SecureBytes(exactly: total) { (buffer) throws(Never) in
+                var offset = 0
+                for part in parts {
+                    if part.count > 0 {
+                        (buffer.baseAddress! + offset).copyMemory(from: part.pointer, byteCount: part.count)
+                    }
+                    offset += part.count
+                }
+            }
+        } catch {
+            throw error.allocationError
+        }
+    }
+
     /// The bytes of `range`, in a new secure buffer.
     public func extracting(_ range: Range<Int>) throws(CryptoError) -> SecureBytes {
         precondition(range.lowerBound >= 0 && range.upperBound <= count, "range outside the secure buffer")

@@ -28,6 +28,15 @@ public final class TransientBytes {
     /// The number of bytes.
     public var count: Int { bytes.count }
 
+    /// Drops the padding that `Padding.padded` appended (zeros after a final 0x80); false, and
+    /// nothing dropped, when the bytes do not end that way. The dropped bytes are not secret; the
+    /// array keeps its buffer, so the wipe at the end still covers every byte that was the plaintext.
+    public func removePadding() -> Bool {
+        guard let end = Padding.unpaddedCount(bytes) else { return false }
+        bytes.removeLast(bytes.count - end)
+        return true
+    }
+
     /// Gives `body` the bytes; do not keep them.
     @inlinable
     public func withBytes<R, E: Error>(_ body: ([UInt8]) throws(E) -> R) throws(E) -> R {

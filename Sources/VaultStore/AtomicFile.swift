@@ -144,6 +144,17 @@ enum AtomicFile {
             }
         }
         let path = directoryPath / name
+        // Group bits are set explicitly: the umask of whoever writes must not take them away (a shared
+        // group's members read each other's files).
+        if permissions != .ownerReadWrite {
+            do {
+                try fd.setPermissions(permissions)
+            } catch {
+                try? fd.close()
+                try? directory.unlinkAt(name)
+                throw StoreError.system(error, .chmod, "set the mode of", path: path)
+            }
+        }
         do {
             try contents.write(to: fd)
         } catch {

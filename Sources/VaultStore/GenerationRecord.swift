@@ -40,11 +40,13 @@ enum GenerationRecord {
 
     static func name(_ id: ItemID) -> String { prefix + id.rawValue }
 
-    static func tag(key: SymmetricKey, vaultID: [UInt8], location: ItemLocation, version: ItemVersion)
+    /// The tag of `location` at `version`, under the group's index key, bound to what the group's
+    /// items are bound to (`GroupKeys.binding`: the vault id in format v1, the group id in v2).
+    static func tag(key: SymmetricKey, binding: [UInt8], location: ItemLocation, version: ItemVersion)
         throws(StoreError) -> [UInt8]
     {
         let groupBytes = Array(location.group.rawValue.utf8)
-        var message = vaultID
+        var message = binding
         message.append(UInt8(groupBytes.count >> 8))
         message.append(UInt8(groupBytes.count & 0xff))
         message += groupBytes

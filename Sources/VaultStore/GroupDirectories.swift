@@ -22,7 +22,11 @@ extension VaultStore {
         }
         let fd: FileDescriptor
         do {
-            fd = try VaultDirectory.openSubdirectory(group.rawValue, in: groupsDirectory, path: groupPath)
+            fd =
+                formatVersion == 1
+                ? try VaultDirectory.openSubdirectory(group.rawValue, in: groupsDirectory, path: groupPath)
+                : try VaultDirectory.openGroupDirectory(
+                    group.rawValue, in: groupsDirectory, path: groupPath, owner: ownerID)
         } catch  where error.errno == .noSuchFileOrDirectory {
             return nil
         }
@@ -40,6 +44,18 @@ extension VaultStore {
     /// open (another process renamed or removed it; the symlink-swap harness does that): an error, not
     /// a crash.
     func existingGroupDirectory(_ group: GroupName) throws(StoreError) -> FileDescriptor {
+        if formatVersion >= 2, state.withLock({ $0.groupKeys[group] == nil }) {
+            // Format 2: a group is its directory with its key; the owner's first write to a group that
+            // has none makes a private one.
+            if (try? keys(for: group))?.isAbsent ?? true {
+                guard let classKeys else {
+                    throw StoreError(
+                        .groupNotFound, "there is no group \(group) in the vault at \(path)",
+                        path: groupPath(group).string)
+                }
+                try makeGroup(group, unixGroup: nil, classKeys: classKeys)
+            }
+        }
         guard let directory = try groupDirectory(group, create: true) else {
             throw StoreError(
                 .io, "the group directory \(groupPath(group)) disappeared while it was being opened; try again",

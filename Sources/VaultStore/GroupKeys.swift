@@ -1,34 +1,102 @@
 import VaultCrypto
 
-/// The keys of one access group, derived by keyed BLAKE2b with the group name as context: the index
-/// key (item ids; from the `always` class key, so that an item can be found, and reported locked, in a
-/// locked vault) and one encryption key per available class.
+/// The keys of one access group as the item path uses them: the index key (item ids, generation
+/// records), the encryption key of each class and key generation this process may use, and what
+/// item files and records are bound to (the vault id in format v1, the group's own id in v2).
+///
+/// Format v1: derived by keyed BLAKE2b from the class keys with the group name as context; the index
+/// key comes from the `always` class key, so that an item can be found, and reported locked, in a
+/// locked vault. Format v2: from the group's own secrets (`GroupKeyFile`); a private group's
+/// encryption keys also need the class key (so it still locks), a shared group's do not (every
+/// class behaves as `always`).
 struct GroupKeys: Sendable {
     static let encryptionDomain = KeyDerivation.Domain("vault.grp.enc.v1")
     static let indexDomain = KeyDerivation.Domain("vault.grp.idx.v1")
+    static let encryptionDomainV2 = KeyDerivation.Domain("vault.grp.enc.v2")
+
+    struct Slot: Hashable {
+        let protectionClass: ProtectionClass
+        let generation: UInt32
+    }
 
     let index: SymmetricKey
-    private let encryption: [ProtectionClass: SymmetricKey]
+    /// The bytes item files and generation records of this group are bound to.
+    let binding: [UInt8]
+    /// The generation new items are written under (0 in format v1, which has none).
+    let currentGeneration: UInt32
+    /// Whether the group's key is kept for the members of a Unix group (format v2).
+    let isShared: Bool
+    private let encryption: [Slot: SymmetricKey]
 
-    init(classKeys: ClassKeys, group: GroupName) throws(StoreError) {
+    /// Format v1.
+    init(classKeys: ClassKeys, group: GroupName, vaultID: [UInt8]) throws(StoreError) {
         let context = Array(group.rawValue.utf8)
         do {
             index = try KeyDerivation.subkey(of: classKeys.always, domain: Self.indexDomain, context: context)
-            var keys: [ProtectionClass: SymmetricKey] = [:]
+            var keys: [Slot: SymmetricKey] = [:]
             for protectionClass in ProtectionClass.allCases {
                 guard let classKey = classKeys.key(protectionClass) else { continue }
-                keys[protectionClass] = try KeyDerivation.subkey(
+                keys[Slot(protectionClass: protectionClass, generation: 0)] = try KeyDerivation.subkey(
                     of: classKey, domain: Self.encryptionDomain, context: context)
             }
             encryption = keys
         } catch {
             throw StoreError.crypto(error, "cannot derive the keys of group \(group)")
         }
+        binding = vaultID
+        currentGeneration = 0
+        isShared = false
     }
 
-    /// The encryption key of `protectionClass`, or nil when the vault is locked for that class.
-    func encryption(_ protectionClass: ProtectionClass) -> SymmetricKey? {
-        encryption[protectionClass]
+    /// Format v2: from the group's key file; `classKeys` are the owner's (nil for a member, who can
+    /// only open a shared group).
+    init(file: GroupKeyFile, classKeys: ClassKeys?, group: GroupName) throws(StoreError) {
+        index = file.secrets.indexKey
+        binding = file.groupID
+        currentGeneration = file.secrets.currentGeneration
+        isShared = file.isShared
+        var keys: [Slot: SymmetricKey] = [:]
+        do {
+            for (generation, groupKey) in file.secrets.keys {
+                if file.isShared {
+                    let key = try KeyDerivation.subkey(
+                        of: groupKey, domain: Self.encryptionDomainV2, context: file.groupID)
+                    for protectionClass in ProtectionClass.allCases {
+                        keys[Slot(protectionClass: protectionClass, generation: generation)] = key
+                    }
+                    continue
+                }
+                for protectionClass in ProtectionClass.allCases {
+                    guard let classKey = classKeys?.key(protectionClass) else { continue }
+                    keys[Slot(protectionClass: protectionClass, generation: generation)] = try KeyDerivation.subkey(
+                        of: classKey, domain: Self.encryptionDomainV2,
+                        context: file.groupID + [protectionClass.rawValue],
+                        mixing: groupKey)
+                }
+            }
+        } catch {
+            throw StoreError.crypto(error, "cannot derive the keys of group \(group)")
+        }
+        encryption = keys
+    }
+
+    /// Format v2, a private group that does not exist yet: its index key only (item ids can be
+    /// computed; there is nothing to read and no key to write with).
+    init(absentPrivateGroupWithIndex index: SymmetricKey) {
+        self.index = index
+        binding = []
+        currentGeneration = 0
+        isShared = false
+        encryption = [:]
+    }
+
+    /// Whether these are the keys of a group that does not exist yet (not to be cached).
+    var isAbsent: Bool { binding.isEmpty }
+
+    /// The encryption key of `protectionClass` under key `generation`, or nil when this process lacks it
+    /// (a locked class, or a generation the group no longer holds).
+    func encryption(_ protectionClass: ProtectionClass, generation: UInt32) -> SymmetricKey? {
+        encryption[Slot(protectionClass: protectionClass, generation: generation)]
     }
 
     /// The id of the item whose canonical primary key is `primaryKey`: a keyed BLAKE2b under the index

@@ -14,11 +14,19 @@ extension VaultStore {
         state.withLock { _ = $0.cleanedGroups.insert(group) }
     }
 
-    /// Removes the temp files of every group (under the lock, after a writer died).
-    func removeStaleTemporaryFilesInEveryGroup() {
-        for group in (try? groups()) ?? [] {
+    /// Removes the temp files of `groups` (nil: every group), under their lock, after a writer died.
+    func removeStaleTemporaryFiles(in groups: Set<GroupName>?) {
+        for group in groups.map({ Array($0) }) ?? ((try? self.groups()) ?? []) {
             guard let directory = try? groupDirectory(group, create: false) else { continue }
             removeStaleTemporaryFiles(group: group, directory: directory)
+        }
+    }
+
+    /// Forgets which directories that `lock` guards were cleaned: a writer died holding it.
+    func forgetCleaned(_ lock: HeldLock) {
+        state.withLock { state in
+            if let groups = lock.groups { state.cleanedGroups.subtract(groups) } else { state.cleanedGroups = [] }
+            if lock.guardsVaultDirectory { state.cleanedVaultDirectory = false }
         }
     }
 
@@ -35,10 +43,10 @@ extension VaultStore {
         }
     }
 
-    /// Unlinks the spare of every group; false when one may remain (the groups could not be listed, a
-    /// group directory not opened, or an unlink failed).
-    func removeEverySpare() -> Bool {
-        guard let groups = try? groups() else { return false }
+    /// Unlinks the spare of each of `groups` (nil: every group); false when one may remain (the groups
+    /// could not be listed, a group directory not opened, or an unlink failed).
+    func removeSpares(in groups: Set<GroupName>?) -> Bool {
+        guard let groups = groups.map({ Array($0) }) ?? (try? self.groups()) else { return false }
         var removed = true
         for group in groups {
             do throws(StoreError) {

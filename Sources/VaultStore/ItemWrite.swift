@@ -15,6 +15,8 @@ struct ItemWrite {
     let durable: Bool
     /// Whether to go through the group's spare (the write lock allows it).
     let reusingSpare: Bool
+    /// The item file's mode: 0600, or 0660 in a shared group.
+    var permissions: FilePermissions = .ownerReadWrite
 
     func run(in directory: FileDescriptor, directoryPath: FilePath) throws(StoreError) {
         if durable, reusingSpare, let spare = SpareFile.open(in: directory, permissions: .ownerReadWrite) {
@@ -32,7 +34,7 @@ struct ItemWrite {
             return
         }
         let temporary = try AtomicFile.writeTemporary(
-            .plain(contents), in: directory, directoryPath: directoryPath, .ownerReadWrite, durable: durable)
+            .plain(contents), in: directory, directoryPath: directoryPath, permissions, durable: durable)
         try AtomicFile.rename(temporary, to: name, in: directory, directoryPath: directoryPath)
         try finish(in: directory, directoryPath: directoryPath)
     }

@@ -23,7 +23,7 @@ extension VaultStore {
             directoryPath: directoryPath)
         try AtomicFile.replace(
             MoveIntent.noteName(intent.source.id), contents: .plain(intent.contents), in: directory,
-            directoryPath: directoryPath)
+            directoryPath: directoryPath, permissions: memberFilePermissions(intent.source.group))
     }
 
     /// Step 5: the intent note goes (no error when it is gone).
@@ -68,7 +68,9 @@ extension VaultStore {
     /// exists with the same persistent id and a higher generation, the old file (and its record) is
     /// removed; otherwise the old file stays. Every note goes. Needs the store's version reader; a store
     /// opened without one has no moves to finish.
-    func finishInterruptedMoves(in transaction: WriteTransaction) throws(StoreError) {
+    func finishInterruptedMoves(in transaction: WriteTransaction, groups only: Set<GroupName>? = nil)
+        throws(StoreError)
+    {
         guard let versions else { return }
         let decode = { (plaintext: [UInt8], path: String) throws(StoreError) -> DecodedVersion in
             guard let version = versions(plaintext) else {
@@ -76,7 +78,9 @@ extension VaultStore {
             }
             return DecodedVersion(version: version)
         }
-        for group in try groups() {
+        let groups: [GroupName]
+        if let only { groups = only.sorted() } else { groups = try self.groups() }
+        for group in groups {
             for (name, contents) in try moveIntents(in: group) {
                 let source = MoveIntent.itemID(fromNoteName: name).map { ItemLocation(group: group, id: $0) }
                 defer {

@@ -48,7 +48,7 @@ public struct RekeyTarget {
 
     func keys(_ group: GroupName) throws(StoreError) -> GroupKeys {
         if let keys = state.groupKeys[group] { return keys }
-        let keys = try GroupKeys(classKeys: classKeys, group: group)
+        let keys = try GroupKeys(classKeys: classKeys, group: group, vaultID: store.vaultID)
         state.groupKeys[group] = keys
         return keys
     }
@@ -65,15 +65,16 @@ public struct RekeyTarget {
         let directory = try groupDirectory(item.group)
         let path = store.location / Rekey.newGroups / item.group.rawValue
         let key = try keys(item.group)
-        guard let encryption = key.encryption(protectionClass) else {
+        guard let encryption = key.encryption(protectionClass, generation: key.currentGeneration) else {
             throw StoreError(.locked, "the new \(protectionClass) class key is missing", path: path.string)
         }
         let contents = try ItemFile.seal(
-            plaintext, key: encryption, protectionClass: protectionClass, vaultID: store.vaultID, location: item)
+            plaintext, version: store.itemFormatVersion, key: encryption, protectionClass: protectionClass,
+            generation: key.currentGeneration, binding: key.binding, location: item)
         // As in `WriteTransaction.write`: generation 1 has no record (the new directory holds none to remove).
         var record: (name: String, text: String?)?
         if let version, version.generation > 1 {
-            let tag = try GenerationRecord.tag(key: key.index, vaultID: store.vaultID, location: item, version: version)
+            let tag = try GenerationRecord.tag(key: key.index, binding: key.binding, location: item, version: version)
             record = (GenerationRecord.name(item.id), GenerationRecord.text(generation: version.generation, tag: tag))
         }
         try ItemWrite(contents: contents, name: item.id.fileName, record: record, durable: false, reusingSpare: false)
@@ -153,6 +154,13 @@ extension VaultStore {
     private func rekey<Failure: StoreErrorConvertible>(
         to destination: RekeyDestination, copyItems: (RekeyTarget) throws(Failure) -> Void
     ) throws(Failure) {
+        guard formatVersion == 1 else {
+            // Format 2 rekeys in place (the group keys re-sealed, no directory moved): not in this build.
+            throw Failure(
+                StoreError(
+                    .unsupportedFormat,
+                    "the vault at \(path) is format 2, which this build of vault cannot rekey yet; nothing was changed"))
+        }
         guard let masterKey else {
             throw Failure(StoreError(.locked, "rekey needs the vault's passphrase (it was opened without it)"))
         }
@@ -203,7 +211,7 @@ extension VaultStore {
         }
         // 0. The journal, authenticated under the old and the new keys: recovery acts on it alone.
         let journal = try RekeyJournal(vaultID: vaultID, newKeyFile: newKeyFile).encoded(
-            oldAlways: classKeys.always, newAlways: newKeys.always)
+            oldAlways: try ownerClassKeys("rekey it").always, newAlways: newKeys.always)
         try AtomicFile.replace(RekeyJournal.fileName, contents: .plain(journal), in: directory, directoryPath: location)
         // 1. The new key files and marker, beside the old ones.
         if case .masterKey(let newPassphrase, let limits) = destination {

@@ -28,6 +28,11 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case cryptoUnavailable
         /// The vault is locked: its key needs a passphrase (or a key file) that was not given.
         case locked
+        /// The vault has no such access group (format v2, as a member sees it).
+        case groupNotFound
+        /// The kernel refused a shared group's files to this process: it is not in the group's Unix
+        /// group (format v2).
+        case notAMember
         /// The passphrase does not unwrap the master key.
         case wrongPassphrase
     }

@@ -89,6 +89,57 @@ enum VaultDirectory {
         ).fd
     }
 
+    /// Opens a group directory of a format-2 vault: as `openSubdirectory`, or a shared group's directory,
+    /// which must be exactly `<owner>:<any group>` with mode 2770 (setgid, group-writable, nothing for
+    /// others), `owner` being the vault's owner.
+    static func openGroupDirectory(_ name: String, in parent: FileDescriptor, path: FilePath, owner: UInt32)
+        throws(StoreError) -> FileDescriptor
+    {
+        let fd: FileDescriptor
+        do {
+            fd = try parent.openDirectoryAt(name)
+        } catch {
+            if error == .tooManySymbolicLinks || error == .notDirectory {
+                throw StoreError(
+                    .insecureFile, "\(path) is a symbolic link or not a directory; vault refuses links inside the vault",
+                    path: path, failed: .open, error)
+            }
+            if error == .permissionDenied, let status = try? parent.statusAt(name) {
+                throw StoreError(
+                    .notAMember,
+                    "group \(path.lastComponent) is shared with the members of Unix group \(UnixGroupName.describe(status.groupID)); "
+                        + "this process (uid \(ProcessIdentity.effectiveUserID)) is not one of them: add the user with "
+                        + "`usermod -aG \(UnixGroupName.name(status.groupID) ?? String(status.groupID)) USER` (then log in "
+                        + "again), or give a service `SupplementaryGroups=\(UnixGroupName.name(status.groupID) ?? String(status.groupID))`",
+                    path: path, failed: .open, error)
+            }
+            throw StoreError.system(error, .open, "open", path: path)
+        }
+        do throws(StoreError) {
+            let status: FileStatus
+            do {
+                status = try fd.status()
+            } catch {
+                throw StoreError.system(error, .stat, "inspect", path: path)
+            }
+            if status.permissions.rawValue & 0o7777 == FilePermissions.sharedDirectory.rawValue {
+                guard status.ownerID == owner else {
+                    throw StoreError(
+                        .insecureFile,
+                        "shared group directory \(path) belongs to uid \(status.ownerID), not to the vault's owner "
+                            + "(uid \(owner))",
+                        path: path.string)
+                }
+                return fd
+            }
+            try checkDirectory(status, path: path, what: "group directory")
+            return fd
+        } catch {
+            try? fd.close()
+            throw error
+        }
+    }
+
     /// The one open of a directory: `O_NOFOLLOW|O_DIRECTORY`, then the checks of `checkDirectory` on
     /// what was opened. A link (or a non-directory) at the name is `linkRefusal`.
     private static func openChecked(

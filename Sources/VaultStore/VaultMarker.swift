@@ -4,7 +4,8 @@ import VaultSystem
 /// The `VAULT` file: it marks a directory as a vault, says which format wrote it, and carries the vault
 /// id that every item file is bound to.
 ///
-/// Layout (56 bytes): "VLTV" | format version u8 | reserved u8×3 (0) | vault id (16 random bytes) |
+/// Layout (56 bytes): "VLTV" | format version u8 (1, or 2: per-group keys) | reserved u8×3 (0) |
+/// vault id (16 random bytes) |
 /// keyed BLAKE2b-256 of the first 24 bytes under the `always` class key ("vault.marker.v1"), which
 /// every opener has, locked or not. The version is
 /// readable without the key so that a newer format is named as such; the tag makes any change to the
@@ -12,7 +13,10 @@ import VaultSystem
 struct VaultMarker: Equatable {
     static let fileName = "VAULT"
     static let magic: [UInt8] = Array("VLTV".utf8)
+    /// The format new vaults get unless asked otherwise.
     static let formatVersion: UInt8 = 1
+    /// The formats this build reads and writes.
+    static let supportedVersions: ClosedRange<UInt8> = 1...2
     static let vaultIDByteCount = 16
     static let headerByteCount = 24
     static let tagByteCount = 32
@@ -22,17 +26,43 @@ struct VaultMarker: Equatable {
     static let maximumReadByteCount = 4096
 
     let vaultID: [UInt8]
+    var version: UInt8 = VaultMarker.formatVersion
 
-    static func random() throws(StoreError) -> VaultMarker {
+    static func random(version: UInt8 = formatVersion) throws(StoreError) -> VaultMarker {
         do {
-            return VaultMarker(vaultID: try SecureRandom.bytes(count: vaultIDByteCount))
+            return VaultMarker(vaultID: try SecureRandom.bytes(count: vaultIDByteCount), version: version)
         } catch {
             throw StoreError.crypto(error, "cannot make a vault id")
         }
     }
 
     func header() -> [UInt8] {
-        Self.magic + [Self.formatVersion, 0, 0, 0] + vaultID
+        Self.magic + [version, 0, 0, 0] + vaultID
+    }
+
+    /// The marker as a member of a shared group reads it: the format and the vault id, unchecked (only
+    /// the owner has the key of its tag; what a member reads is checked against its group's key).
+    static func unverified(_ bytes: [UInt8], path: FilePath) throws(StoreError) -> VaultMarker {
+        try checkLayout(bytes, path: path)
+        return VaultMarker(vaultID: Array(bytes[8..<headerByteCount]), version: bytes[4])
+    }
+
+    private static func checkLayout(_ bytes: [UInt8], path: FilePath) throws(StoreError) {
+        guard bytes.count >= 5, Array(bytes[0..<4]) == magic else {
+            throw StoreError(
+                .integrity, "\(path) is not a vault marker (bad magic); the file is damaged", path: path.string)
+        }
+        guard supportedVersions.contains(bytes[4]) else {
+            throw StoreError(
+                .unsupportedFormat,
+                "vault at \(path) has format version \(bytes[4]); this build of vault reads versions "
+                    + "\(supportedVersions.lowerBound) to \(supportedVersions.upperBound)",
+                path: path.string)
+        }
+        guard bytes.count == byteCount, bytes[5] == 0, bytes[6] == 0, bytes[7] == 0 else {
+            throw StoreError(
+                .integrity, "\(path) is damaged (\(bytes.count) bytes, expected \(byteCount))", path: path.string)
+        }
     }
 
     func encoded(key: SymmetricKey) throws(StoreError) -> [UInt8] {
@@ -47,21 +77,7 @@ struct VaultMarker: Equatable {
     /// Parses and checks the marker. The format version is checked before the size and the tag, so
     /// that a future format is reported as such rather than as damage.
     static func decode(_ bytes: [UInt8], key: SymmetricKey, path: FilePath) throws(StoreError) -> VaultMarker {
-        guard bytes.count >= 5, Array(bytes[0..<4]) == magic else {
-            throw StoreError(
-                .integrity, "\(path) is not a vault marker (bad magic); the file is damaged", path: path.string)
-        }
-        guard bytes[4] == formatVersion else {
-            throw StoreError(
-                .unsupportedFormat,
-                "vault at \(path) has format version \(bytes[4]); this build of vault reads version \(formatVersion)",
-                path: path.string)
-        }
-        guard bytes.count == byteCount, bytes[5] == 0, bytes[6] == 0, bytes[7] == 0 else {
-            throw StoreError(
-                .integrity, "\(path) is damaged (\(bytes.count) bytes, expected \(byteCount))", path: path.string)
-        }
-        let marker = VaultMarker(vaultID: Array(bytes[8..<headerByteCount]))
+        let marker = try unverified(bytes, path: path)
         let expected: [UInt8]
         do {
             expected = try KeyDerivation.keyedHash(marker.header(), key: key, domain: tagDomain)

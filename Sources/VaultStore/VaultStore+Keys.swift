@@ -39,12 +39,29 @@ extension VaultStore {
         }
     }
 
-    /// The derived keys of `group`, computed once per store.
+    /// The keys of `group`, computed once per store (format v2: from its `group.key`, see
+    /// `VaultStore+Groups`).
     func keys(for group: GroupName) throws(StoreError) -> GroupKeys {
         if let keys = state.withLock({ $0.groupKeys[group] }) { return keys }
-        let keys = try GroupKeys(classKeys: classKeys, group: group)
-        state.withLock { $0.groupKeys[group] = keys }
+        let keys: GroupKeys
+        if formatVersion == 1 {
+            keys = try GroupKeys(classKeys: try ownerClassKeys("use group \(group)"), group: group, vaultID: vaultID)
+        } else {
+            keys = try loadGroupKeys(group)
+        }
+        if !keys.isAbsent { state.withLock { $0.groupKeys[group] = keys } }
         return keys
+    }
+
+    /// The owner's class keys; for a member, a `permissionDenied` error saying that only the vault's
+    /// owner can do `what`.
+    func ownerClassKeys(_ what: String) throws(StoreError) -> ClassKeys {
+        guard let classKeys else {
+            throw StoreError(
+                .permissionDenied,
+                "only the owner of the vault at \(path) can \(what); this process reads its shared groups only")
+        }
+        return classKeys
     }
 
     /// The id of the item whose canonical primary key is `primaryKey` in `group`: a keyed BLAKE2b
@@ -53,12 +70,13 @@ extension VaultStore {
         try keys(for: group).itemID(primaryKey)
     }
 
-    /// The encryption key of `protectionClass` in `item`'s group; `locked`, naming the file, when the
-    /// store lacks that class key.
-    func encryptionKey(_ protectionClass: ProtectionClass, for item: ItemLocation) throws(StoreError)
-        -> SymmetricKey
+    /// The encryption key of `protectionClass` in `item`'s group under key `generation` (the group's
+    /// current one when nil); `locked`, naming the file, when the store lacks that class key.
+    func encryptionKey(_ protectionClass: ProtectionClass, for item: ItemLocation, generation: UInt32? = nil)
+        throws(StoreError) -> SymmetricKey
     {
-        guard let key = try keys(for: item.group).encryption(protectionClass) else {
+        let keys = try keys(for: item.group)
+        guard let key = keys.encryption(protectionClass, generation: generation ?? keys.currentGeneration) else {
             let path = itemPath(item)
             throw StoreError(
                 .locked,
@@ -79,7 +97,9 @@ extension VaultStore {
 
     /// Whether this store holds the key of `protectionClass` (always true for a key-file vault).
     public func isAvailable(_ protectionClass: ProtectionClass) -> Bool {
-        classKeys.key(protectionClass) != nil
+        // A member uses shared groups only, where every class behaves as `always`.
+        guard let classKeys else { return true }
+        return classKeys.key(protectionClass) != nil
     }
 
     /// Re-wraps the master key in `master.key` under `newPassphrase` (nil stores it plainly), under the
@@ -102,7 +122,7 @@ extension VaultStore {
         try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in
             if newPassphrase != nil {
                 // Written first: a crash after it leaves a plain master.key and a harmless always.key.
-                try AlwaysKeyFile.write(classKeys, in: directory, vaultPath: location)
+                try AlwaysKeyFile.write(try ownerClassKeys("change its passphrase"), in: directory, vaultPath: location)
             }
             try MasterKeyFile.rewrite(
                 masterKey, passphrase: newPassphrase, limits: limits, in: directory, vaultPath: location)

@@ -12,10 +12,17 @@ extension VaultStore {
     /// goes: `master.key` (plain, or wrapped when it has a passphrase provider) or an external key file.
     /// `versions` reads an item's version from its plaintext, so that the store can finish moves that a
     /// dead writer left half-done (see `WriteTransaction.move`).
+    /// `format` is the vault format: 1 (one key for all groups) or 2 (a key per group, shared groups,
+    /// per-group write locks).
     public static func create(
-        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil
+        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil,
+        format: UInt8 = 1
     ) throws(StoreError) -> VaultStore {
-        try create(at: FilePath(path), keySource: keySource, versions: versions, openingExisting: false)
+        guard VaultMarker.supportedVersions.contains(format) else {
+            throw StoreError(.invalidName, "vault format \(format) does not exist; this build writes formats 1 and 2")
+        }
+        return try create(
+            at: FilePath(path), keySource: keySource, versions: versions, openingExisting: false, format: format)
     }
 
     /// Opens the vault at `path`, or creates it when there is none: what many processes starting at
@@ -36,7 +43,9 @@ extension VaultStore {
                         + "create it with `vault --vault \(path) init --key-file \(keyFile)`",
                     path: path, cause: error)
             }
-            return try create(at: FilePath(path), keySource: keySource, versions: versions, openingExisting: true)
+            return try create(
+                at: FilePath(path), keySource: keySource, versions: versions, openingExisting: true,
+                format: VaultMarker.formatVersion)
         }
     }
 
@@ -47,6 +56,9 @@ extension VaultStore {
     ) throws(StoreError) -> VaultStore {
         let location = FilePath(path)
         let directory = try VaultDirectory.open(location)
+        if keySource.keyFile == nil, let member = try openAsMember(location, directory: directory, versions: versions) {
+            return member
+        }
         do throws(StoreError) {
             let rekeyedTo = try finishInterruptedRekey(directory: directory, path: location, keySource: keySource)
             let markerPath = location / VaultMarker.fileName
@@ -78,12 +90,12 @@ extension VaultStore {
             }
             // The version must be checked before the key: a future format may keep its key elsewhere.
             if markerBytes.count >= 5, Array(markerBytes[0..<4]) == VaultMarker.magic,
-                markerBytes[4] != VaultMarker.formatVersion
+                !VaultMarker.supportedVersions.contains(markerBytes[4])
             {
                 throw StoreError(
                     .unsupportedFormat,
-                    "vault at \(path) has format version \(markerBytes[4]); "
-                        + "this build of vault reads version \(VaultMarker.formatVersion)",
+                    "vault at \(path) has format version \(markerBytes[4]); this build of vault reads versions "
+                        + "\(VaultMarker.supportedVersions.lowerBound) to \(VaultMarker.supportedVersions.upperBound)",
                     path: markerPath.string)
             }
             let classKeys = try loadClassKeys(
@@ -108,7 +120,8 @@ extension VaultStore {
     }
 
     private static func create(
-        at location: FilePath, keySource: KeySource, versions: ItemVersionReader?, openingExisting: Bool
+        at location: FilePath, keySource: KeySource, versions: ItemVersionReader?, openingExisting: Bool,
+        format: UInt8
     ) throws(StoreError) -> VaultStore {
         try VaultDirectory.prepareForCreate(location)
         let directory = try VaultDirectory.open(location)
@@ -119,7 +132,7 @@ extension VaultStore {
             created = try withVaultLock(directory: directory, path: location) { lockFile throws(StoreError) in
                 try build(
                     in: directory, location: location, keySource: keySource, versions: versions,
-                    openingExisting: openingExisting, lockFile: lockFile)
+                    openingExisting: openingExisting, lockFile: lockFile, format: format)
             }
         } catch {
             try? directory.close()
@@ -136,7 +149,7 @@ extension VaultStore {
     /// only on success.
     private static func build(
         in directory: FileDescriptor, location: FilePath, keySource: KeySource, versions: ItemVersionReader?,
-        openingExisting: Bool, lockFile: FileDescriptor
+        openingExisting: Bool, lockFile: FileDescriptor, format: UInt8
     ) throws(StoreError) -> VaultStore? {
         if try VaultDirectory.exists(VaultMarker.fileName, in: directory, path: location) {
             guard openingExisting else {
@@ -176,11 +189,12 @@ extension VaultStore {
         }
         let groups = try ensureGroupsDirectory(in: directory, path: location)
         try? groups.close()
-        let marker = try VaultMarker.random()
+        let marker = try VaultMarker.random(version: format)
         let encoded = try marker.encoded(key: classKeys.always)
+        // Format 2: members of shared groups read the marker (its vault id); only the owner checks it.
         try AtomicFile.createExclusively(
             VaultMarker.fileName, contents: .plain(encoded), in: directory, directoryPath: location,
-            permissions: .ownerReadWrite)
+            permissions: format == 1 ? .ownerReadWrite : .ownerWriteAllRead)
         return try assemble(
             location, directory: directory, markerBytes: encoded, classKeys: classKeys, versions: versions)
     }
@@ -244,6 +258,31 @@ extension VaultStore {
         }
     }
 
+    /// The vault opened as a member of its shared groups, when it is a format-2 vault whose `master.key`
+    /// the kernel does not let this process read; nil otherwise (the owner's open goes on). A member
+    /// takes no vault-wide lock and leaves rekey recovery to the owner. Takes ownership of `directory`
+    /// only on success.
+    private static func openAsMember(_ location: FilePath, directory: FileDescriptor, versions: ItemVersionReader?)
+        throws(StoreError) -> VaultStore?
+    {
+        do {
+            let fd = try directory.openAt(MasterKeyFile.fileName, [.readOnly, .nonBlocking])
+            try? fd.close()
+            return nil
+        } catch {
+            guard error == .permissionDenied else { return nil }
+        }
+        let markerPath = location / VaultMarker.fileName
+        guard let markerBytes = try readMarker(in: directory, path: markerPath) else { return nil }
+        let marker = try VaultMarker.unverified(markerBytes, path: markerPath)
+        guard marker.version >= 2 else { return nil }
+        let groups = try VaultDirectory.openSubdirectory(
+            groupsDirectoryName, in: directory, path: location / groupsDirectoryName)
+        return VaultStore(
+            location: location, vaultID: marker.vaultID, directory: directory, groupsDirectory: groups,
+            lockFile: nil, classKeys: nil, versions: versions, formatVersion: marker.version)
+    }
+
     /// Checks the marker against the `always` class key and opens the lock file and the groups
     /// directory. Takes ownership of `directory` only on success.
     private static func assemble(
@@ -256,7 +295,7 @@ extension VaultStore {
             let groups = try ensureGroupsDirectory(in: directory, path: location)
             return VaultStore(
                 location: location, vaultID: marker.vaultID, directory: directory, groupsDirectory: groups,
-                lockFile: lockFile, classKeys: classKeys, versions: versions)
+                lockFile: lockFile, classKeys: classKeys, versions: versions, formatVersion: marker.version)
         } catch {
             try? lockFile.close()
             throw error

@@ -116,8 +116,9 @@ extension VaultStore {
     {
         guard let recorded, recorded.generation > version.generation else { return }
         let claimed = ItemVersion(persistentID: version.persistentID, generation: recorded.generation)
+        let keys = try keys(for: item.group)
         let expected = try GenerationRecord.tag(
-            key: try keys(for: item.group).index, vaultID: vaultID, location: item, version: claimed)
+            key: keys.index, binding: keys.binding, location: item, version: claimed)
         // Not constant-time: the tag is not a secret and the comparison reveals nothing useful.
         guard expected == recorded.tag else { return }
         let path = itemPath(item)
@@ -151,9 +152,11 @@ extension VaultStore {
                 return nil
             }
             do throws(StoreError) {
-                let protectionClass = try ItemFile.protectionClass(of: contents, path: path)
-                let key = try encryptionKey(protectionClass, for: item)
-                return try ItemFile.open(contents, key: key, vaultID: vaultID, location: item, path: path)
+                let header = try ItemFile.header(of: contents, expected: itemFormatVersion, path: path)
+                let key = try encryptionKey(header.protectionClass, for: item, generation: header.generation)
+                return try ItemFile.open(
+                    contents, header: header, key: key, binding: try keys(for: item.group).binding, location: item,
+                    path: path)
             } catch {
                 // A reader takes no lock, so the file it opened may have become the group's spare and be
                 // written over (`SpareFile`): what it read can be another item's file, zeros, or torn.

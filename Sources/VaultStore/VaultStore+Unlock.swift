@@ -23,7 +23,8 @@ extension VaultStore {
         source.usesUnlockCache = false
         let store = try open(at: path, keySource: source)
         guard source.keyFile == nil, store.isPassphraseProtected else { return .noPassphrase }
-        guard let afterFirstUnlock = store.classKeys.afterFirstUnlock, let whenUnlocked = store.classKeys.whenUnlocked
+        let classKeys = try store.ownerClassKeys("unlock it")
+        guard let afterFirstUnlock = classKeys.afterFirstUnlock, let whenUnlocked = classKeys.whenUnlocked
         else {
             throw StoreError(.locked, "no passphrase was given to unlock the vault at \(path)", path: path)
         }

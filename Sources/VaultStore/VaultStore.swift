@@ -14,22 +14,33 @@ public final class VaultStore: Sendable {
     public var path: String { location.string }
     /// The vault's 16-byte id from its marker.
     public let vaultID: [UInt8]
+    /// The format version its marker says: 1, or 2 (per-group keys, shared groups, per-group locks).
+    public let formatVersion: UInt8
+    /// The item format of this vault's item files.
+    var itemFormatVersion: UInt8 { ItemFile.version(forVault: formatVersion) }
 
     /// The vault directory as given, for the paths in messages.
     let location: FilePath
+    /// The uid that owns the vault directory: the vault's owner, whose files alone `group.key` and
+    /// `.lock` may be (format v2).
+    let ownerID: UInt32
     let directory: FileDescriptor
     let groupsDirectory: FileDescriptor
     /// The open `.lock` and the process that opened it. A forked child inherits the descriptor, and
     /// with it the parent's open file description and OFD lock: both would "hold" the lock at once
     /// and write through the same spare. So a child opens `.lock` anew before its first write
     /// (`WriteLock`).
-    let lock: Mutex<(file: FileDescriptor, processID: Int32)>
-    let classKeys: ClassKeys
+    let lock: Mutex<(file: FileDescriptor?, processID: Int32)>
+    /// The owner's class keys; nil for a member of a shared group (format v2), who opens the vault
+    /// without `master.key` and reaches only the groups whose keys the kernel lets it read.
+    let classKeys: ClassKeys?
     /// How to read an item's version from its plaintext, for the recovery of interrupted moves.
     let versions: ItemVersionReader?
     /// The master key, when this process has it (a key file, or the passphrase); not when the vault
     /// was opened with only the `always` key and cached class keys.
-    var masterKey: SymmetricKey? { classKeys.master }
+    var masterKey: SymmetricKey? { classKeys?.master }
+    /// Whether this process opened the vault as a member of shared groups, not as its owner.
+    public var isMember: Bool { classKeys == nil }
 
     /// What the store learns while it is open.
     struct State {
@@ -37,6 +48,10 @@ public final class VaultStore: Sendable {
         var groupDirectories: [GroupName: FileDescriptor] = [:]
         /// The derived keys of each group seen.
         var groupKeys: [GroupName: GroupKeys] = [:]
+        /// Format v2: each group's open `.lock` and the process that opened it (see `lock`).
+        var groupLocks: [GroupName: (file: FileDescriptor, processID: Int32)] = [:]
+        /// Format v2: the groups whose interrupted moves were finished since the store was opened.
+        var movesRecoveredGroups: Set<GroupName> = []
         /// The groups whose stale temp files were removed (`Housekeeping`).
         var cleanedGroups: Set<GroupName> = []
         var cleanedVaultDirectory = false
@@ -57,10 +72,12 @@ public final class VaultStore: Sendable {
 
     init(
         location: FilePath, vaultID: [UInt8], directory: FileDescriptor, groupsDirectory: FileDescriptor,
-        lockFile: FileDescriptor, classKeys: ClassKeys, versions: ItemVersionReader?
+        lockFile: FileDescriptor?, classKeys: ClassKeys?, versions: ItemVersionReader?, formatVersion: UInt8
     ) {
         self.location = location
+        self.ownerID = (try? directory.status().ownerID) ?? ProcessIdentity.effectiveUserID
         self.vaultID = vaultID
+        self.formatVersion = formatVersion
         self.directory = directory
         self.groupsDirectory = groupsDirectory
         self.lock = Mutex((lockFile, ProcessIdentity.processID))
@@ -69,9 +86,9 @@ public final class VaultStore: Sendable {
     }
 
     deinit {
-        let fds = state.withLock { Array($0.groupDirectories.values) }
+        let fds = state.withLock { Array($0.groupDirectories.values) + $0.groupLocks.values.map(\.file) }
         for fd in fds { try? fd.close() }
-        try? lock.withLock { $0.file }.close()
+        try? lock.withLock { $0.file }?.close()
         try? groupsDirectory.close()
         try? directory.close()
     }

@@ -1,79 +1,169 @@
 import VaultSystem
 
-/// The write lock: this process's writer mutex and an exclusive OFD lock on `.lock`, and what a writer
-/// does when it takes the lock from one that died holding it (`WriterMark`): sweep the temp files of
-/// every group, remove every spare, finish half-done moves.
+/// The write lock: this process's writer mutex and exclusive OFD locks, and what a writer does when it
+/// takes a lock from one that died holding it (`WriterMark`): sweep temp files, remove spares, finish
+/// half-done moves.
+///
+/// Format v1 has one lock, `.lock` in the vault directory, for everything. Format v2 has one per group
+/// (`groups/<group>/.lock`: members of a shared group cannot open a vault-wide one, and writers of
+/// different groups need not wait for each other), taken in name order; whole-vault operations take
+/// the vault's `.lock` and then every group's. Each lock's mark covers what its holders leave in the
+/// directories it guards.
 extension VaultStore {
-    /// Runs `body` holding the vault's write lock, so that a check-then-act in `body` cannot interleave
-    /// with any other writer, in this process or another. The lock is released when `body` returns or
-    /// throws (or the process dies). Before `body`, the transaction cleans up after a writer that died
-    /// (and, at the first write of this store, after any writer since the vault was last written): temp
-    /// files, spares and interrupted moves. Failures of the store come as `Failure(storeError)`.
+    /// Runs `body` holding the vault's whole write lock (every group's, in format v2), so that a
+    /// check-then-act in `body` cannot interleave with any other writer, in this process or another.
+    /// The lock is released when `body` returns or throws (or the process dies). Before `body`, the
+    /// transaction cleans up after a writer that died (and, at the first write of this store, after any
+    /// writer since the vault was last written): temp files, spares and interrupted moves. Failures of
+    /// the store come as `Failure(storeError)`.
     public func withWriteLock<R, Failure: StoreErrorConvertible>(
         _ body: (WriteTransaction) throws(Failure) -> R
     ) throws(Failure) -> R {
-        try withWriteLock(finishingMoves: true, body)
+        try withWriteLock(finishingMoves: true, groups: nil, body)
+    }
+
+    /// `withWriteLock` for a transaction that changes only `groups` and `creating` (format v1: the
+    /// whole vault regardless). Groups of `creating` that do not exist yet are made first (private to
+    /// the owner); those of `groups` that do not exist are skipped (they hold nothing to change). A
+    /// change in the transaction to a group whose lock it does not hold is refused.
+    public func withWriteLock<R, Failure: StoreErrorConvertible>(
+        groups: [GroupName], creating: [GroupName] = [], _ body: (WriteTransaction) throws(Failure) -> R
+    ) throws(Failure) -> R {
+        try withWriteLock(finishingMoves: true, groups: groups, creating: creating, body)
     }
 
     /// `withWriteLock`; without `finishingMoves`, for the writes of key files (passphrase changes,
     /// rekeys), which touch no item and leave interrupted moves to the next item write.
     func withWriteLock<R, Failure: StoreErrorConvertible>(
-        finishingMoves: Bool, _ body: (WriteTransaction) throws(Failure) -> R
+        finishingMoves: Bool, groups: [GroupName]? = nil, creating: [GroupName] = [],
+        _ body: (WriteTransaction) throws(Failure) -> R
     ) throws(Failure) -> R {
         try writerMutex.withLock { (_) throws(Failure) -> R in
-            let lockFile: FileDescriptor = try Failure.converting { () throws(StoreError) in
-                let lockFile = try currentLockFile()
-                do throws(Errno) {
-                    try lockFile.lock(.exclusive)
-                } catch {
-                    throw StoreError.system(error, .lock, "lock", path: location / Self.lockFileName)
-                }
-                return lockFile
+            let (locks, requested) = try Failure.converting { () throws(StoreError) in
+                try acquireLocks(groups, creating: creating)
             }
-            defer { try? lockFile.unlock() }
-            let found = WriterMark.read(lockFile)
-            let marked = WriterMark.active.write(to: lockFile)
-            // An unreadable mark is taken as a death: the cleanup is what is always safe.
-            let previousWriterDied = found == nil || found == .active
+            defer {
+                let untrusted = state.withLock { $0.spareUntrusted }
+                for lock in locks.reversed() {
+                    (untrusted ? WriterMark.sparesUntrusted : .idle).write(to: lock.file)
+                    try? lock.file.unlock()
+                }
+            }
             state.withLock { $0.spareUntrusted = false }
-            defer { (state.withLock { $0.spareUntrusted } ? WriterMark.sparesUntrusted : .idle).write(to: lockFile) }
-            if previousWriterDied {
-                // Its temp files may be in any group, and this handle may have cleaned up long ago. Clean
-                // every group now: this writer may not write (a delete), and the next writer will not
-                // know that anyone died.
-                state.withLock { state in
-                    state.cleanedGroups = []
-                    state.cleanedVaultDirectory = false
-                }
-                removeStaleTemporaryFilesInEveryGroup()
-            }
             // A spare is written in place only when the exchange that made it the spare is durable. After
-            // anything but a normal finish, remove every spare first; if that fails, use none and leave
+            // anything but a normal finish, remove the spares first; if that fails, use none and leave
             // the mark for the next writer. A writer that cannot set the mark uses none either: its own
             // death would go unnoticed.
-            var reusesSpares = marked
-            if found != .idle, !removeEverySpare() {
-                reusesSpares = false
-                state.withLock { $0.spareUntrusted = true }
-            }
-            removeStaleTemporaryFilesInVaultDirectory()
-            let transaction = WriteTransaction(store: self, reusesSpares: reusesSpares)
-            let firstWrite =
-                finishingMoves
-                && state.withLock { state in
-                    defer { state.movesRecovered = true }
-                    return !state.movesRecovered
+            var reusesSpares = true
+            var recovered: Set<GroupName>? = []
+            for lock in locks {
+                let found = WriterMark.read(lock.file)
+                if !WriterMark.active.write(to: lock.file) { reusesSpares = false }
+                // An unreadable mark is taken as a death: the cleanup is what is always safe.
+                let died = found == nil || found == .active
+                if died {
+                    // Its temp files may be in any group it guards, and this handle may have cleaned up
+                    // long ago. Clean them all now: this writer may not write there (a delete), and the
+                    // next writer will not know that anyone died.
+                    forgetCleaned(lock)
+                    removeStaleTemporaryFiles(in: lock.groups)
+                    if lock.groups == nil { recovered = nil } else { recovered?.formUnion(lock.groups!) }
                 }
-            if finishingMoves && (firstWrite || previousWriterDied) {
-                try Failure.converting { () throws(StoreError) in try finishInterruptedMoves(in: transaction) }
+                if found != .idle, !removeSpares(in: lock.groups) {
+                    reusesSpares = false
+                    state.withLock { $0.spareUntrusted = true }
+                }
+            }
+            if locks.contains(where: \.guardsVaultDirectory) { removeStaleTemporaryFilesInVaultDirectory() }
+            let locked = requested.map { Set($0) }
+            let transaction = WriteTransaction(
+                store: self, reusesSpares: reusesSpares, lockedGroups: formatVersion == 1 ? nil : locked)
+            if finishingMoves {
+                try Failure.converting { () throws(StoreError) in
+                    let pending = firstWriteGroups(locked, died: recovered)
+                    if pending == nil || !(pending!.isEmpty) {
+                        try finishInterruptedMoves(in: transaction, groups: pending)
+                    }
+                }
             }
             return try body(transaction)
         }
     }
 
-    /// This process's own open of `.lock`: after a fork, the child's first write opens it anew (see
-    /// `lock`), so that parent and child exclude each other like any two processes.
-    private func currentLockFile() throws(StoreError) -> FileDescriptor {
+    /// A lock held: its descriptor, the groups whose directories it guards (nil: every group), and
+    /// whether it guards the vault directory's own files.
+    struct HeldLock {
+        let file: FileDescriptor
+        let groups: Set<GroupName>?
+        var guardsVaultDirectory: Bool { groups.map(\.isEmpty) ?? true }
+    }
+
+    /// Takes the locks a transaction over `requested` and `creating` needs, in order (making the groups
+    /// of `creating` that are missing); returns them and the groups they cover (nil: every group). On
+    /// failure none stays held.
+    private func acquireLocks(_ requested: [GroupName]?, creating: [GroupName]) throws(StoreError)
+        -> ([HeldLock], [GroupName]?)
+    {
+        var files: [(file: FileDescriptor, groups: Set<GroupName>?, path: FilePath)] = []
+        var covered: [GroupName]? = nil
+        if formatVersion == 1 {
+            files.append((try currentVaultLockFile(), nil, location / Self.lockFileName))
+        } else {
+            if requested == nil {
+                _ = try ownerClassKeys("write to every group at once")
+                files.append((try currentVaultLockFile(), [], location / Self.lockFileName))
+            }
+            let names: [GroupName]
+            if let requested {
+                var existing: Set<GroupName> = []
+                for group in Set(creating) {
+                    _ = try existingGroupDirectory(group)
+                    existing.insert(group)
+                }
+                for group in Set(requested).subtracting(existing) where try groupDirectory(group, create: false) != nil {
+                    existing.insert(group)
+                }
+                names = existing.sorted()
+                covered = names
+            } else {
+                names = try groups()
+            }
+            for group in names {
+                files.append((try currentGroupLockFile(group), [group], groupPath(group) / Self.lockFileName))
+            }
+        }
+        var held: [HeldLock] = []
+        for (file, groups, path) in files {
+            do throws(Errno) {
+                try file.lock(.exclusive)
+            } catch {
+                for lock in held.reversed() { try? lock.file.unlock() }
+                throw StoreError.system(error, .lock, "lock", path: path)
+            }
+            held.append(HeldLock(file: file, groups: groups))
+        }
+        return (held, covered)
+    }
+
+    /// The groups whose interrupted moves this transaction finishes: those it locked that this store
+    /// has not recovered yet, plus those a dead writer left (`died`; nil: every group); nil for every
+    /// group.
+    private func firstWriteGroups(_ locked: Set<GroupName>?, died: Set<GroupName>?) -> Set<GroupName>? {
+        state.withLock { state in
+            if formatVersion == 1 || locked == nil {
+                defer { state.movesRecovered = true }
+                return state.movesRecovered && died != nil && died!.isEmpty ? [] : nil
+            }
+            let fresh = locked!.subtracting(state.movesRecoveredGroups)
+            state.movesRecoveredGroups.formUnion(locked!)
+            guard let died else { return nil }
+            return fresh.union(died)
+        }
+    }
+
+    /// This process's own open of the vault's `.lock`: after a fork, the child's first write opens it
+    /// anew (see `lock`), so that parent and child exclude each other like any two processes.
+    private func currentVaultLockFile() throws(StoreError) -> FileDescriptor {
         let pid = ProcessIdentity.processID
         if let file = lock.withLock({ $0.processID == pid ? $0.file : nil }) { return file }
         let reopened = try Self.ensureLockFile(in: directory, path: location)
@@ -83,7 +173,24 @@ extension VaultStore {
         }
         // Closing the inherited copy leaves the parent's lock alone: an OFD lock lives until the last
         // descriptor of its open file description closes, and the parent still has one.
-        try? inherited.close()
+        try? inherited?.close()
+        return reopened
+    }
+
+    /// This process's own open of `group`'s `.lock` (format v2), reopened after a fork as the vault's.
+    private func currentGroupLockFile(_ group: GroupName) throws(StoreError) -> FileDescriptor {
+        let pid = ProcessIdentity.processID
+        if let file = state.withLock({ state in
+            state.groupLocks[group].flatMap { $0.processID == pid ? $0.file : nil }
+        }) {
+            return file
+        }
+        let reopened = try openGroupLockFile(group)
+        let inherited = state.withLock { state in
+            defer { state.groupLocks[group] = (reopened, pid) }
+            return state.groupLocks[group]?.file
+        }
+        try? inherited?.close()
         return reopened
     }
 }

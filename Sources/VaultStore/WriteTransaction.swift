@@ -8,6 +8,15 @@ public struct WriteTransaction {
     let store: VaultStore
     /// Whether durable item writes may go through the groups' spare files (see `WriteLock`).
     let reusesSpares: Bool
+    /// Format v2: the groups whose locks this transaction holds (nil: all of them).
+    let lockedGroups: Set<GroupName>?
+
+    /// Refuses a change to `group` when its lock is not held (a caller's mistake, never a user's).
+    func requireLocked(_ group: GroupName) throws(StoreError) {
+        guard let lockedGroups, !lockedGroups.contains(group) else { return }
+        throw StoreError(
+            .io, "group \(group) of the vault at \(store.path) was changed without its write lock; nothing was written")
+    }
 
     /// Encrypts `plaintext` under the key of `protectionClass` and durably stores it as `item`,
     /// replacing any previous value; `locked` when the store lacks that class key. With `version`, the
@@ -16,11 +25,14 @@ public struct WriteTransaction {
     public func write(
         _ plaintext: [UInt8], to item: ItemLocation, protectionClass: ProtectionClass, version: ItemVersion? = nil
     ) throws(StoreError) {
-        let key = try store.encryptionKey(protectionClass, for: item)
+        try requireLocked(item.group)
         let directory = try store.existingGroupDirectory(item.group)
+        let key = try store.encryptionKey(protectionClass, for: item)
+        let groupKeys = try store.keys(for: item.group)
         store.removeStaleTemporaryFiles(group: item.group, directory: directory)
         let contents = try ItemFile.seal(
-            plaintext, key: key, protectionClass: protectionClass, vaultID: store.vaultID, location: item)
+            plaintext, version: store.itemFormatVersion, key: key, protectionClass: protectionClass,
+            generation: groupKeys.currentGeneration, binding: groupKeys.binding, location: item)
         let durable = !store.state.withLock { $0.bulkLoading }
         // Generation 1 gets no record: no older copy of the item exists to roll back to, and an add then
         // allocates no second inode. A record left there (by a delete whose unlink of it failed, or the
@@ -30,17 +42,18 @@ public struct WriteTransaction {
             var text: String?
             if version.generation > 1 {
                 let tag = try GenerationRecord.tag(
-                    key: try store.keys(for: item.group).index, vaultID: store.vaultID, location: item,
-                    version: version)
+                    key: groupKeys.index, binding: groupKeys.binding, location: item, version: version)
                 text = GenerationRecord.text(generation: version.generation, tag: tag)
             }
             record = (GenerationRecord.name(item.id), text)
         }
         // After a failed write through a spare, none is used until the next writer has removed them.
-        let spare = durable && reusesSpares && !store.state.withLock { $0.spareUntrusted }
+        // A shared group's spare could be another member's file: members write through temp files.
+        let spare = durable && reusesSpares && !groupKeys.isShared && !store.state.withLock { $0.spareUntrusted }
         do {
             try ItemWrite(
-                contents: contents, name: item.id.fileName, record: record, durable: durable, reusingSpare: spare
+                contents: contents, name: item.id.fileName, record: record, durable: durable, reusingSpare: spare,
+                permissions: groupKeys.isShared ? .ownerAndGroupReadWrite : .ownerReadWrite
             )
             .run(in: directory, directoryPath: store.groupPath(item.group))
         } catch {
@@ -59,6 +72,8 @@ public struct WriteTransaction {
         _ source: ItemLocation, to destination: ItemLocation, plaintext: [UInt8], protectionClass: ProtectionClass,
         version: ItemVersion, keepingSource: Bool = false
     ) throws(StoreError) {
+        try requireLocked(source.group)
+        try requireLocked(destination.group)
         try store.beginMove(MoveIntent(source: source, destination: destination))
         try write(plaintext, to: destination, protectionClass: protectionClass, version: version)
         if !keepingSource { _ = try delete(source) }
@@ -69,6 +84,7 @@ public struct WriteTransaction {
     /// false when it did not exist.
     @discardableResult
     public func delete(_ item: ItemLocation) throws(StoreError) -> Bool {
+        try requireLocked(item.group)
         guard let directory = try store.groupDirectory(item.group, create: false) else { return false }
         return try AtomicFile.remove(
             item.id.fileName, in: directory, directoryPath: store.groupPath(item.group),

@@ -303,6 +303,18 @@ public struct FileDescriptor: Hashable, Sendable {
         _ = try retryingOnInterrupt(.fsync) { vsys_syncfs(rawValue) }
     }
 
+    /// Sets the file's mode bits exactly (`fchmod`), whatever the umask was at its creation.
+    public func setPermissions(_ permissions: FilePermissions) throws(Errno) {
+        _ = try retryingOnInterrupt(.chmod) { Glibc.fchmod(rawValue, mode_t(permissions.rawValue)) }
+    }
+
+    /// Sets the file's owner and group (`fchown`); nil leaves that one as it is.
+    public func setOwner(user: UInt32? = nil, group: UInt32? = nil) throws(Errno) {
+        _ = try retryingOnInterrupt(.chmod) {
+            Glibc.fchown(rawValue, user.map { uid_t($0) } ?? uid_t.max, group.map { gid_t($0) } ?? gid_t.max)
+        }
+    }
+
     /// The file's status (`fstat`).
     public func status() throws(Errno) -> FileStatus {
         var st = stat()

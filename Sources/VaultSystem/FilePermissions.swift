@@ -12,6 +12,16 @@ public struct FilePermissions: OptionSet, Hashable, Sendable, CustomStringConver
     public static let ownerRead = FilePermissions(rawValue: 0o400)
     /// 0700.
     public static let ownerAll = FilePermissions(rawValue: 0o700)
+    /// rw-r--r--: a file everyone may read (a format-2 vault's marker).
+    public static let ownerWriteAllRead = FilePermissions(rawValue: 0o644)
+    /// rw-r-----: a file its group may read (a shared group's key).
+    public static let ownerWriteGroupRead = FilePermissions(rawValue: 0o640)
+    /// rw-rw----: a file its group may write (the items and lock of a shared group).
+    public static let ownerAndGroupReadWrite = FilePermissions(rawValue: 0o660)
+    /// rwxrws--- with the setgid bit: a shared group's directory (its files get the directory's group).
+    public static let sharedDirectory = FilePermissions(rawValue: 0o2770)
+    /// rwx--x--x: a directory others may pass through, not list (a vault with shared groups).
+    public static let ownerAllOthersTraverse = FilePermissions(rawValue: 0o711)
     /// Any group or other bit (0077).
     public static let groupOrOtherAny = FilePermissions(rawValue: 0o077)
     /// Group or other write (0022).

@@ -30,4 +30,6 @@ public enum SystemOperation: String, Sendable, CaseIterable, Hashable {
     case readLink
     /// add_key(2) and keyctl(2) on the kernel keyring.
     case keyring
+    /// fchmod(2) and fchown(2).
+    case chmod
 }

@@ -395,7 +395,7 @@ struct Fixture {
         let plaintext: [UInt8] = Array("x".utf8)
         for _ in 0..<count {
             let sealed = try ItemFile.seal(
-                plaintext, key: key, protectionClass: .always, vaultID: vaultID,
+                plaintext, version: 1, key: key, protectionClass: .always, generation: 0, binding: vaultID,
                 location: ItemLocation(group: group, id: id))
             let nonce = sealed.withUnsafeBytes { raw in
                 Nonce(

@@ -136,10 +136,10 @@ import VaultTestSupport
             let contents = try vault.bytes("groups/\(group)/\(id.fileName)")
             let wrongKey = try SymmetricKey.random()
             let error = #expect(throws: StoreError.self) {
+                let header = try ItemFile.header(of: contents, expected: 1, path: "p")
                 _ = try ItemFile.open(
-                    contents, key: wrongKey, vaultID: store.vaultID, location: ItemLocation(group: group, id: id),
-                    path: "p"
-                )
+                    contents, header: header, key: wrongKey, binding: store.vaultID,
+                    location: ItemLocation(group: group, id: id), path: "p")
             }
             #expect(error?.code == .integrity)
             #expect(error?.cause is CryptoError)
@@ -209,7 +209,7 @@ import VaultTestSupport
     @Test func masterKeyPagesAreLockedInAnOpenStore() throws {
         try withTemporaryVault("store") { vault in
             let store = try VaultStore.create(at: vault.path)
-            let address = store.classKeys.always.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
+            let address = store.classKeys!.always.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) }
             let smaps = String(
                 decoding: FileHandle(forReadingAtPath: "/proc/self/smaps")!.readDataToEndOfFile(), as: UTF8.self)
             var inside = false

@@ -265,12 +265,12 @@ import VaultTestSupport
     @Test func unknownFormatVersion() throws {
         try withMadeVault { vault in
             var marker = try vault.bytes("VAULT")
-            marker[4] = 2
+            marker[4] = 3
             try vault.write(marker, to: "VAULT")
             let error = refusal(vault)
             #expect(error?.code == .unsupportedFormat)
-            #expect(error?.message.contains("format version 2") == true)
-            #expect(error?.message.contains("reads version 1") == true)
+            #expect(error?.message.contains("format version 3") == true)
+            #expect(error?.message.contains("reads versions 1 to 2") == true)
         }
     }
 

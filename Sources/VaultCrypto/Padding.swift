@@ -1,0 +1,35 @@
+/// Length-hiding padding of plaintexts (ISO/IEC 7816-4: a 0x80 byte, then zeros) to size buckets, so
+/// that a file's size tells only the bucket of its secret's length: multiples of 64 bytes up to
+/// 1 KiB, powers of two above (and multiples of 1 MiB above 1 MiB, so that the largest item does not
+/// double).
+public enum Padding {
+    /// The padded size for a plaintext of `count` bytes (at least `count + 1`).
+    public static func paddedCount(_ count: Int) -> Int {
+        let minimum = count + 1
+        if minimum <= 1024 { return (minimum + 63) / 64 * 64 }
+        if minimum <= 1 << 20 {
+            var bucket = 2048
+            while bucket < minimum { bucket <<= 1 }
+            return bucket
+        }
+        return ((minimum + (1 << 20) - 1) >> 20) << 20
+    }
+
+    /// `plaintext` followed by 0x80 and zeros up to `paddedCount(plaintext.count)`.
+    public static func padded(_ plaintext: [UInt8]) -> [UInt8] {
+        var result = [UInt8]()
+        result.reserveCapacity(paddedCount(plaintext.count))
+        result += plaintext
+        result.append(0x80)
+        result += [UInt8](repeating: 0, count: paddedCount(plaintext.count) - plaintext.count - 1)
+        return result
+    }
+
+    /// The length of the plaintext inside padded `bytes`, or nil when they are not padded this way.
+    public static func unpaddedCount(_ bytes: [UInt8]) -> Int? {
+        var index = bytes.count - 1
+        while index >= 0, bytes[index] == 0 { index -= 1 }
+        guard index >= 0, bytes[index] == 0x80 else { return nil }
+        return index
+    }
+}

@@ -1,0 +1,212 @@
+import VaultCrypto
+import VaultSystem
+
+/// Format v2's access groups: each has its own `group.key` and `.lock` in its directory. A private
+/// group is the owner's alone (0700, its key sealed under the owner's `always` key); a shared group's
+/// directory is `<owner>:<Unix group>` 2770 and its key file 0640, so that the kernel lets the
+/// members of one Unix group, and no one else, use it.
+extension VaultStore {
+    static let privateIndexDomain = KeyDerivation.Domain("vault.grp.idx.v2")
+
+    /// The owner's index key of private group `group`: derived, so that item ids can be computed (and
+    /// agree between processes) before the group exists.
+    func privateIndexKey(_ group: GroupName) throws(StoreError) -> SymmetricKey {
+        do {
+            return try KeyDerivation.subkey(
+                of: try ownerClassKeys("use group \(group)").always, domain: Self.privateIndexDomain,
+                context: Array(group.rawValue.utf8))
+        } catch let error as CryptoError {
+            throw StoreError.crypto(error, "cannot derive the index key of group \(group)")
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(.io, "cannot derive the index key of group \(group): \(error)")
+        }
+    }
+
+    /// The keys of `group` from its `group.key` (format v2). A group that does not exist yet has, for
+    /// its owner, the keys of a private group without encryption keys (ids only; not cached, so that
+    /// the group is read once it is made); for a member it is `groupNotFound`.
+    func loadGroupKeys(_ group: GroupName) throws(StoreError) -> GroupKeys {
+        guard let directory = try groupDirectory(group, create: false),
+            let bytes = try readGroupKeyFile(group, in: directory)
+        else {
+            guard classKeys != nil else {
+                throw StoreError(
+                    .groupNotFound, "there is no group \(group) in the vault at \(path)", path: groupPath(group).string)
+            }
+            return GroupKeys(absentPrivateGroupWithIndex: try privateIndexKey(group))
+        }
+        let path = groupPath(group) / GroupKeyFile.fileName
+        let file: GroupKeyFile
+        if let classKeys {
+            file = try GroupKeyFile.decodeAsOwner(
+                bytes, group: group, vaultID: vaultID, always: classKeys.always, path: path)
+        } else {
+            file = try GroupKeyFile.decodeAsMember(bytes, group: group, vaultID: vaultID, path: path)
+        }
+        return try GroupKeys(file: file, classKeys: classKeys, group: group)
+    }
+
+    /// The bytes of `group`'s key file, nil when there is none. It counts only when it is a regular
+    /// file of the vault's owner with one link: a member may create files in a shared directory, and
+    /// one of theirs named `group.key` is a forgery.
+    private func readGroupKeyFile(_ group: GroupName, in directory: FileDescriptor) throws(StoreError) -> [UInt8]? {
+        let path = groupPath(group) / GroupKeyFile.fileName
+        let fd: FileDescriptor
+        do {
+            fd = try directory.openAt(GroupKeyFile.fileName, [.readOnly, .nonBlocking])
+        } catch {
+            if error == .noSuchFileOrDirectory { return nil }
+            throw StoreError.system(error, .open, "open", path: path)
+        }
+        defer { try? fd.close() }
+        let status = try SmallFile.status(ofRegular: fd, path: path, inspecting: "open")
+        guard status.ownerID == ownerID, status.linkCount == 1 else {
+            throw StoreError(
+                .insecureFile,
+                "\(path) belongs to uid \(status.ownerID), not to the vault's owner (uid \(ownerID)), or has "
+                    + "\(status.linkCount) links: it is not the group's key (a member may have put it there)",
+                path: path.string)
+        }
+        return try SmallFile.read(GroupKeyFile.fileName, in: directory, path: path, limit: GroupKeyFile.maximumByteCount)
+    }
+
+    /// Opens `group`'s `.lock` (format v2): a regular file of the vault's owner with one link.
+    func openGroupLockFile(_ group: GroupName) throws(StoreError) -> FileDescriptor {
+        let path = groupPath(group) / Self.lockFileName
+        let directory = try existingGroupDirectory(group)
+        let fd: FileDescriptor
+        do {
+            fd = try directory.openAt(Self.lockFileName, [.readWrite, .nonBlocking])
+        } catch {
+            throw StoreError.system(error, .open, "open the lock file", path: path)
+        }
+        do throws(StoreError) {
+            let status = try SmallFile.status(ofRegular: fd, path: path, inspecting: "open the lock file")
+            guard status.ownerID == ownerID, status.linkCount == 1 else {
+                throw StoreError(
+                    .insecureFile,
+                    "\(path) belongs to uid \(status.ownerID), not to the vault's owner (uid \(ownerID)): writers "
+                        + "locking it would not exclude each other; the owner can remove it and run "
+                        + "`vault group create \(group)` again to restore it",
+                    path: path.string)
+            }
+            return fd
+        } catch {
+            try? fd.close()
+            throw error
+        }
+    }
+
+    /// Makes group `group` (format v2, the owner only): its directory, `group.key` and `.lock`. With
+    /// `unixGroup`, a shared group: the directory `<owner>:<unixGroup>` 2770, the key file 0640 and the
+    /// lock 0660, and the vault directory and `groups/` made traversable (0711) so that members reach
+    /// it. Without, a private group (0700, 0600). Finishes a creation that was interrupted; refuses
+    /// (`vaultAlreadyExists`) a group that exists.
+    public func createGroup(_ group: GroupName, unixGroup: UInt32?) throws(StoreError) {
+        guard formatVersion >= 2 else {
+            throw StoreError(
+                .unsupportedFormat,
+                "the vault at \(path) is format 1, whose groups share one key: per-group keys and shared groups "
+                    + "need format 2 (`vault init --format 2` for a new vault)")
+        }
+        let classKeys = try ownerClassKeys("create a group")
+        try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in
+            if let directory = try groupDirectory(group, create: false),
+                try readGroupKeyFile(group, in: directory) != nil
+            {
+                throw StoreError(
+                    .vaultAlreadyExists, "group \(group) already exists in the vault at \(path); nothing was changed",
+                    path: groupPath(group).string)
+            }
+            try makeGroup(group, unixGroup: unixGroup, classKeys: classKeys)
+        }
+    }
+
+    /// The steps of `createGroup`, and of the first write to a private group that does not exist yet.
+    func makeGroup(_ group: GroupName, unixGroup: UInt32?, classKeys: ClassKeys) throws(StoreError) {
+        let groupPath = groupPath(group)
+        if let unixGroup {
+            try makeTraversable(directory, path: location)
+            try makeTraversable(groupsDirectory, path: groupsPath)
+            do {
+                try groupsDirectory.makeDirectoryAt(group.rawValue, permissions: .ownerAll)
+            } catch {
+                guard error == .fileExists else {
+                    throw StoreError.system(error, .mkdir, "create the group directory", path: groupPath)
+                }
+            }
+            let made = try VaultDirectory.openGroupDirectory(
+                group.rawValue, in: groupsDirectory, path: groupPath, owner: ownerID)
+            defer { try? made.close() }
+            do {
+                try made.setOwner(group: unixGroup)
+                try made.setPermissions(.sharedDirectory)
+            } catch {
+                throw StoreError.system(error, .chmod, "make the shared group directory", path: groupPath)
+            }
+        }
+        guard let directory = try groupDirectory(group, create: true) else {
+            throw StoreError(
+                .io, "the group directory \(groupPath) disappeared while it was being made; try again",
+                path: groupPath.string)
+        }
+        let shared = unixGroup != nil
+        var secrets = try GroupSecrets.random()
+        if !shared {
+            secrets = GroupSecrets(
+                indexKey: try privateIndexKey(group), keys: secrets.keys, currentGeneration: secrets.currentGeneration)
+        }
+        let file = GroupKeyFile(
+            groupID: try randomGroupID(), isShared: shared, secrets: secrets)
+        let encoded = try file.encoded(
+            group: group, vaultID: vaultID,
+            sealKey: try GroupKeyFile.sealKey(always: classKeys.always, groupID: file.groupID))
+        // The lock first, saying idle: a key file without its lock would be a group no one can write.
+        let lockPath = groupPath / Self.lockFileName
+        do {
+            let fd = try directory.openAt(
+                Self.lockFileName, [.readWrite, .create, .nonBlocking],
+                permissions: shared ? .ownerAndGroupReadWrite : .ownerReadWrite)
+            defer { try? fd.close() }
+            if shared { try fd.setPermissions(.ownerAndGroupReadWrite) }
+            if (try? fd.status().size) == 0 { WriterMark.idle.write(to: fd) }
+            try fd.sync()
+        } catch {
+            throw StoreError.system(error, .open, "create the lock file", path: lockPath)
+        }
+        do {
+            try AtomicFile.createExclusively(
+                GroupKeyFile.fileName, contents: .secret(encoded), in: directory, directoryPath: groupPath,
+                permissions: shared ? .ownerWriteGroupRead : .ownerReadWrite)
+        } catch where error.errno == .fileExists {
+            // Another first write made it at the same moment: theirs stands.
+        }
+        state.withLock { _ = $0.groupKeys.removeValue(forKey: group) }
+    }
+
+    private func randomGroupID() throws(StoreError) -> [UInt8] {
+        do {
+            return try SecureRandom.bytes(count: GroupKeyFile.groupIDByteCount)
+        } catch {
+            throw StoreError.crypto(error, "cannot make a group id")
+        }
+    }
+
+    /// Adds search permission for group and others (0711) to a directory of the vault that has none.
+    private func makeTraversable(_ directory: FileDescriptor, path: FilePath) throws(StoreError) {
+        do {
+            let status = try directory.status()
+            let mode = status.permissions.rawValue
+            if mode & 0o011 != 0o011 { try directory.setPermissions(FilePermissions(rawValue: mode | 0o011)) }
+        } catch {
+            throw StoreError.system(error, .chmod, "make traversable for the group's members", path: path)
+        }
+    }
+
+    /// The mode of files that every member of `group` writes and reads (0660 in a shared group).
+    func memberFilePermissions(_ group: GroupName) -> FilePermissions {
+        (try? keys(for: group).isShared) == true ? .ownerAndGroupReadWrite : .ownerReadWrite
+    }
+}
