@@ -199,7 +199,8 @@ extension Vault {
         guard bundle.version == 1 else {
             throw VaultError(.decode, "\(path) is a backup of version \(bundle.version); this build reads version 1")
         }
-        return try withWriteLock { tx throws(VaultError) in
+        let groups = Set(bundle.items.compactMap { try? AccessGroup($0.group) })
+        return try withWriteLock(groups: [], creating: Array(groups)) { tx throws(VaultError) in
             var imported = 0
             var replaced = 0
             var duplicates: [String] = []

@@ -53,9 +53,9 @@ struct GroupKeyFile: Sendable {
     static let version: UInt8 = 1
     static let groupIDByteCount = 16
     static let maximumByteCount = 4096
-    static let sealDomain = KeyDerivation.Domain("vault.grp.seal.v2")
-    static let macDomain = KeyDerivation.Domain("vault.grp.mac.v2")
-    static let macKeyDomain = KeyDerivation.Domain("vault.grp.mkey.v2")
+    static let sealDomain = KeyDerivation.Domain("vault.gseal.v2")
+    static let macDomain = KeyDerivation.Domain("vault.gmac.v2")
+    static let macKeyDomain = KeyDerivation.Domain("vault.gmkey.v2")
 
     let groupID: [UInt8]
     let isShared: Bool

@@ -159,7 +159,8 @@ extension VaultStore {
             throw Failure(
                 StoreError(
                     .unsupportedFormat,
-                    "the vault at \(path) is format 2, which this build of vault cannot rekey yet; nothing was changed"))
+                    "the vault at \(path) is format 2, which this build of vault cannot rekey yet; nothing was changed")
+            )
         }
         guard let masterKey else {
             throw Failure(StoreError(.locked, "rekey needs the vault's passphrase (it was opened without it)"))

@@ -101,7 +101,8 @@ enum VaultDirectory {
         } catch {
             if error == .tooManySymbolicLinks || error == .notDirectory {
                 throw StoreError(
-                    .insecureFile, "\(path) is a symbolic link or not a directory; vault refuses links inside the vault",
+                    .insecureFile,
+                    "\(path) is a symbolic link or not a directory; vault refuses links inside the vault",
                     path: path, failed: .open, error)
             }
             if error == .permissionDenied, let status = try? parent.statusAt(name) {

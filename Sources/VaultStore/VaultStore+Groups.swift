@@ -69,7 +69,8 @@ extension VaultStore {
                     + "\(status.linkCount) links: it is not the group's key (a member may have put it there)",
                 path: path.string)
         }
-        return try SmallFile.read(GroupKeyFile.fileName, in: directory, path: path, limit: GroupKeyFile.maximumByteCount)
+        return try SmallFile.read(
+            GroupKeyFile.fileName, in: directory, path: path, limit: GroupKeyFile.maximumByteCount)
     }
 
     /// Opens `group`'s `.lock` (format v2): a regular file of the vault's owner with one link.
@@ -180,7 +181,7 @@ extension VaultStore {
             try AtomicFile.createExclusively(
                 GroupKeyFile.fileName, contents: .secret(encoded), in: directory, directoryPath: groupPath,
                 permissions: shared ? .ownerWriteGroupRead : .ownerReadWrite)
-        } catch where error.errno == .fileExists {
+        } catch  where error.errno == .fileExists {
             // Another first write made it at the same moment: theirs stands.
         }
         state.withLock { _ = $0.groupKeys.removeValue(forKey: group) }

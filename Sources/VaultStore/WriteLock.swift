@@ -76,11 +76,10 @@ extension VaultStore {
             }
             if locks.contains(where: \.guardsVaultDirectory) { removeStaleTemporaryFilesInVaultDirectory() }
             let locked = requested.map { Set($0) }
-            let transaction = WriteTransaction(
-                store: self, reusesSpares: reusesSpares, lockedGroups: formatVersion == 1 ? nil : locked)
+            let transaction = WriteTransaction(store: self, reusesSpares: reusesSpares, lockedGroups: locked)
             if finishingMoves {
                 try Failure.converting { () throws(StoreError) in
-                    let pending = firstWriteGroups(locked, died: recovered)
+                    let pending = firstWriteGroups(groups == nil ? nil : locked, died: recovered)
                     if pending == nil || !(pending!.isEmpty) {
                         try finishInterruptedMoves(in: transaction, groups: pending)
                     }
@@ -120,14 +119,15 @@ extension VaultStore {
                     _ = try existingGroupDirectory(group)
                     existing.insert(group)
                 }
-                for group in Set(requested).subtracting(existing) where try groupDirectory(group, create: false) != nil {
+                for group in Set(requested).subtracting(existing) where try groupDirectory(group, create: false) != nil
+                {
                     existing.insert(group)
                 }
                 names = existing.sorted()
-                covered = names
             } else {
                 names = try groups()
             }
+            covered = names
             for group in names {
                 files.append((try currentGroupLockFile(group), [group], groupPath(group) / Self.lockFileName))
             }

@@ -7,7 +7,7 @@ extension VaultStore {
     public func put(_ bytes: [UInt8], group: GroupName, id: ItemID, protectionClass: ProtectionClass = .always)
         throws(StoreError)
     {
-        try withWriteLock { (tx) throws(StoreError) in
+        try withWriteLock(groups: [], creating: [group]) { (tx) throws(StoreError) in
             try tx.write(bytes, to: ItemLocation(group: group, id: id), protectionClass: protectionClass)
         }
     }
@@ -20,6 +20,8 @@ extension VaultStore {
     /// Removes item `id` of `group` under the write lock; false when there was none.
     @discardableResult
     public func delete(group: GroupName, id: ItemID) throws(StoreError) -> Bool {
-        try withWriteLock { (tx) throws(StoreError) in try tx.delete(ItemLocation(group: group, id: id)) }
+        try withWriteLock(groups: [group]) { (tx) throws(StoreError) in
+            try tx.delete(ItemLocation(group: group, id: id))
+        }
     }
 }

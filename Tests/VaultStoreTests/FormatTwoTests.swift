@@ -1,0 +1,158 @@
+import Foundation
+import Testing
+import VaultCrypto
+import VaultSystem
+import VaultTestSupport
+
+@testable import VaultStore
+
+/// Format 2: a key per group, items bound to the group's id, padded, per-group locks.
+@Suite struct FormatTwoTests {
+    let group = try! GroupName("com.example.app")
+    let other = try! GroupName("com.example.other")
+
+    @Test func aFormatTwoVaultStoresItemsUnderAKeyOfEachGroup() throws {
+        try withTemporaryVault("v2") { vault in
+            let store = try VaultStore.create(at: vault.path, format: 2)
+            #expect(store.formatVersion == 2)
+            #expect(try vault.bytes("VAULT")[4] == 2)
+            #expect(try vault.mode("VAULT") == 0o644)
+            let id = try store.itemID(group: group, primaryKey: [1])
+            #expect(try store.get(group: group, id: id) == nil)
+            #expect(!FileManager.default.fileExists(atPath: vault.file("groups/\(group)")), "a read made the group")
+            try store.put(Array("first".utf8), group: group, id: id)
+            #expect(try store.get(group: group, id: id) == Array("first".utf8))
+            #expect(try vault.mode("groups/\(group)/group.key") == 0o600)
+            #expect(try vault.mode("groups/\(group)/.lock") == 0o600)
+            #expect(try vault.mode("groups/\(group)") == 0o700)
+            // Another open reads it; the id is the same before and after the group exists.
+            let reopened = try VaultStore.open(at: vault.path)
+            #expect(try reopened.itemID(group: group, primaryKey: [1]) == id)
+            #expect(try reopened.get(group: group, id: id) == Array("first".utf8))
+            // Two groups, two keys: the same plaintext gives unrelated files, each only in its group.
+            let otherID = try store.itemID(group: other, primaryKey: [1])
+            try store.put(Array("first".utf8), group: other, id: otherID)
+            let a = try vault.bytes("groups/\(group)/group.key")
+            let b = try vault.bytes("groups/\(other)/group.key")
+            #expect(a[8..<24] != b[8..<24], "two groups with one id")
+            #expect(try store.delete(group: group, id: id))
+            #expect(try store.get(group: group, id: id) == nil)
+        }
+    }
+
+    @Test func itemFilesHideTheLengthOfTheirSecret() throws {
+        try withTemporaryVault("v2") { vault in
+            let store = try VaultStore.create(at: vault.path, format: 2)
+            var sizes: Set<Int> = []
+            for length in [0, 1, 10, 30, 40] {
+                let id = try store.itemID(group: group, primaryKey: [UInt8(length)])
+                try store.put([UInt8](repeating: 7, count: length), group: group, id: id)
+                #expect(try store.get(group: group, id: id) == [UInt8](repeating: 7, count: length))
+                sizes.insert(try vault.bytes("groups/\(group)/\(id.fileName)").count)
+            }
+            // Header 12 + nonce 24 + tag 16 + one 64-byte bucket.
+            #expect(sizes == [12 + 24 + 16 + 64])
+            let long = try store.itemID(group: group, primaryKey: [99])
+            try store.put([UInt8](repeating: 1, count: 1500), group: group, id: long)
+            #expect(try vault.bytes("groups/\(group)/\(long.fileName)").count == 12 + 24 + 16 + 2048)
+        }
+    }
+
+    @Test func anItemCopiedIntoAnotherGroupOrVaultFailsAuthentication() throws {
+        try withTemporaryVault("v2") { vault in
+            try withTemporaryVault("v2-other") { elsewhere in
+                let store = try VaultStore.create(at: vault.path, format: 2)
+                let id = try store.itemID(group: group, primaryKey: [1])
+                try store.put(Array("one".utf8), group: group, id: id)
+                let file = try vault.bytes("groups/\(group)/\(id.fileName)")
+                // Onto another group of the same vault, under the same name.
+                try store.put(Array("two".utf8), group: other, id: id)
+                try vault.write(file, to: "groups/\(other)/\(id.fileName)")
+                #expect(throws: StoreError.self) { try store.get(group: other, id: id) }
+                // Onto the same group and name in another vault.
+                let second = try VaultStore.create(at: elsewhere.path, format: 2)
+                try second.put(Array("three".utf8), group: group, id: id)
+                try elsewhere.write(file, to: "groups/\(group)/\(id.fileName)")
+                let error = #expect(throws: StoreError.self) { try second.get(group: group, id: id) }
+                #expect(error?.code == .integrity)
+                #expect(try store.get(group: group, id: id) == Array("one".utf8))
+            }
+        }
+    }
+
+    @Test func aGroupKeyFileOfAnotherUserIsNotTheGroupsKey() throws {
+        try withTemporaryVault("v2") { vault in
+            let store = try VaultStore.create(at: vault.path, format: 2)
+            let id = try store.itemID(group: group, primaryKey: [1])
+            try store.put(Array("one".utf8), group: group, id: id)
+            guard ProcessIdentity.effectiveUserID == 0 else { return }
+            #expect(chown(vault.file("groups/\(group)/group.key"), 65534, 65534) == 0)
+            let error = #expect(throws: StoreError.self) {
+                try VaultStore.open(at: vault.path).get(group: group, id: id)
+            }
+            #expect(error?.code == .insecureFile)
+            #expect(error?.message.contains("not to the vault's owner") == true)
+        }
+    }
+
+    @Test func aSharedGroupIsGroupOwnedAndTraversable() throws {
+        guard ProcessIdentity.effectiveUserID == 0 else { return }
+        try withTemporaryVault("v2") { vault in
+            let store = try VaultStore.create(at: vault.path, format: 2)
+            try store.createGroup(group, unixGroup: 65534)
+            let status = try FileDescriptor.currentWorkingDirectory.statusAt(vault.file("groups/\(group)"))
+            #expect(status.groupID == 65534)
+            #expect(status.permissions.rawValue == 0o2770)
+            #expect(try vault.mode("groups/\(group)/group.key") == 0o640)
+            #expect(try vault.mode("groups/\(group)/.lock") == 0o660)
+            #expect(try vault.mode("") & 0o011 == 0o011)
+            #expect(try vault.mode("groups") & 0o011 == 0o011)
+            let id = try store.itemID(group: group, primaryKey: [1])
+            try store.put(Array("shared".utf8), group: group, id: id)
+            #expect(try vault.mode("groups/\(group)/\(id.fileName)") == 0o660)
+            #expect(try VaultStore.open(at: vault.path).get(group: group, id: id) == Array("shared".utf8))
+            let again = #expect(throws: StoreError.self) { try store.createGroup(group, unixGroup: 65534) }
+            #expect(again?.code == .vaultAlreadyExists)
+        }
+    }
+
+    @Test func aFormatOneVaultHasNoGroupsOfItsOwn() throws {
+        try withTemporaryVault("v1") { vault in
+            let store = try VaultStore.create(at: vault.path)
+            #expect(store.formatVersion == 1)
+            let error = #expect(throws: StoreError.self) { try store.createGroup(group, unixGroup: nil) }
+            #expect(error?.code == .unsupportedFormat)
+            #expect(error?.message.contains("vault init --format 2") == true)
+        }
+    }
+
+    @Test func writersOfDifferentGroupsTakeDifferentLocks() throws {
+        try withTemporaryVault("v2") { vault in
+            let store = try VaultStore.create(at: vault.path, format: 2)
+            let id = try store.itemID(group: group, primaryKey: [1])
+            try store.put([1], group: group, id: id)
+            try store.put([2], group: other, id: try store.itemID(group: other, primaryKey: [1]))
+            // While this store holds the lock of one group, another process's open writes the other.
+            let second = try VaultStore.open(at: vault.path)
+            let otherLock = try FileDescriptor.currentWorkingDirectory.openAt(
+                vault.file("groups/\(other)/.lock"), .readWrite)
+            defer { try? otherLock.close() }
+            let mine = try FileDescriptor.currentWorkingDirectory.openAt(
+                vault.file("groups/\(group)/.lock"), .readWrite)
+            defer { try? mine.close() }
+            try store.withWriteLock(groups: [group]) { (tx) throws(StoreError) in
+                try tx.write([3], to: ItemLocation(group: group, id: id), protectionClass: .always)
+                #expect((try? otherLock.tryLock(.exclusive)) == true, "the other group's lock was held")
+                try? otherLock.unlock()
+                #expect((try? mine.tryLock(.exclusive)) == false, "this group's lock was free")
+                // A write outside the locked groups is refused.
+                let refused = #expect(throws: StoreError.self) {
+                    try tx.write([4], to: ItemLocation(group: other, id: id), protectionClass: .always)
+                }
+                #expect(refused?.message.contains("without its write lock") == true)
+            }
+            try second.put([5], group: other, id: id)
+            #expect(try store.get(group: group, id: id) == [3])
+        }
+    }
+}
