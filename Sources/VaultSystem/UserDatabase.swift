@@ -52,6 +52,41 @@ public enum UserDatabase {
         return ids
     }
 
+    /// The group that `text` names, as an option such as `--unix-group` gives it: a decimal gid
+    /// (taken as is, whether `groupFile` lists it or not: a directory service may know it), else a
+    /// name that `groupFile` lists. The name is nil for a gid that `groupFile` does not list. Empty
+    /// text, a negative or out-of-range number, a name with ':' or a line break, and a name that
+    /// `groupFile` does not list are refused; the last is told to give the gid.
+    public static func resolveGroup(_ text: String, groupFile: String = "/etc/group") throws(UnixGroupError) -> (
+        id: UInt32, name: String?
+    ) {
+        guard !text.isEmpty else {
+            throw UnixGroupError(text: text, message: "a Unix group is a name or a numeric gid, not empty text")
+        }
+        if text.utf8.allSatisfy(isDigit) {
+            guard let id = decimalID(text) else {
+                throw UnixGroupError(
+                    text: text,
+                    message: "gid '\(text)' is out of range (0 to \(UInt32.max - 1); \(UInt32.max) is no gid)")
+            }
+            return (id, group(id: id, groupFile: groupFile)?.name)
+        }
+        if text.hasPrefix("-"), text.utf8.count > 1, text.utf8.dropFirst().allSatisfy(isDigit) {
+            throw UnixGroupError(text: text, message: "gid '\(text)' is negative")
+        }
+        guard !text.contains(where: { $0 == ":" || $0.isNewline }) else {
+            throw UnixGroupError(
+                text: text, message: "'\(text)' is not a Unix group name: names hold no ':' and no line break")
+        }
+        guard let group = group(named: text, groupFile: groupFile) else {
+            throw UnixGroupError(
+                text: text,
+                message: "no group '\(text)' in \(groupFile) (vault reads no directory service): for a group "
+                    + "from LDAP or SSSD give its numeric gid (`getent group \(text)` shows it)")
+        }
+        return (group.id, group.name)
+    }
+
     static func users(_ path: String) -> [User] { users(parsing: contents(path)) }
 
     static func groups(_ path: String) -> [Group] { groups(parsing: contents(path)) }
@@ -107,4 +142,15 @@ public enum UserDatabase {
         guard let bytes = try? fd.readAll(limit: 16 << 20) else { return "" }
         return String(decoding: bytes, as: UTF8.self)
     }
+}
+
+/// A Unix group that cannot be resolved (`UserDatabase.resolveGroup`): the text as given, and why.
+public struct UnixGroupError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The text that was to name a group.
+    public let text: String
+    /// A sentence for people that names the text.
+    public let message: String
+
+    /// The message.
+    public var description: String { message }
 }

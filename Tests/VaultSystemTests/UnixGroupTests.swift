@@ -4,7 +4,7 @@ import VaultTestSupport
 
 @testable import VaultSystem
 
-/// `/etc/group` as `UserDatabase` reads it, from fixture text.
+/// `/etc/group` as `UserDatabase` reads it, from fixture text, and the `--unix-group` values it resolves.
 @Suite struct UnixGroupTests {
     static let fixture = """
         # a comment, then blank and indented lines
@@ -67,6 +67,52 @@ import VaultTestSupport
             #expect(UserDatabase.group(named: "nisgroup", groupFile: path) == nil)
             #expect(UserDatabase.group(id: 4_294_967_295, groupFile: path) == nil)
             #expect(UserDatabase.group(named: "root", groupFile: path + ".missing") == nil)
+        }
+    }
+
+    @Test func resolvesNamesAndGIDs() throws {
+        try withGroupFile { path in
+            let name = try UserDatabase.resolveGroup("vault-db", groupFile: path)
+            #expect(name.id == 1500 && name.name == "vault-db")
+            let listed = try UserDatabase.resolveGroup("1501", groupFile: path)
+            #expect(listed.id == 1501 && listed.name == "nomembers")
+            // A gid that only a directory service knows is taken as given, without a name.
+            let unlisted = try UserDatabase.resolveGroup("70000", groupFile: path)
+            #expect(unlisted.id == 70000 && unlisted.name == nil)
+            let zeros = try UserDatabase.resolveGroup("0010", groupFile: path)
+            #expect(zeros.id == 10 && zeros.name == "wheel")
+            let largest = try UserDatabase.resolveGroup("4294967294", groupFile: path)
+            #expect(largest.id == 4_294_967_294 && largest.name == nil)
+        }
+    }
+
+    @Test(arguments: [
+        ("", "not empty text"),
+        ("4294967295", "gid '4294967295' is out of range (0 to 4294967294; 4294967295 is no gid)"),
+        ("99999999999", "gid '99999999999' is out of range"),
+        ("-1", "gid '-1' is negative"),
+        ("vault:db", "'vault:db' is not a Unix group name: names hold no ':' and no line break"),
+        ("vault\ndb", "is not a Unix group name"),
+        ("+5", "no group '+5'"),
+        ("nisgroup", "no group 'nisgroup'"),
+    ])
+    func refuses(_ text: String, _ expected: String) throws {
+        try withGroupFile { path in
+            let error = #expect(throws: UnixGroupError.self) { try UserDatabase.resolveGroup(text, groupFile: path) }
+            #expect(error?.text == text)
+            #expect(error?.message.contains(expected) == true, "\(error?.message ?? "")")
+        }
+    }
+
+    @Test func anUnknownNameIsToldToGiveTheGIDOfADirectoryService() throws {
+        try withGroupFile { path in
+            let error = #expect(throws: UnixGroupError.self) {
+                try UserDatabase.resolveGroup("ldap-db", groupFile: path)
+            }
+            #expect(
+                error?.description
+                    == "no group 'ldap-db' in \(path) (vault reads no directory service): for a group from LDAP or "
+                    + "SSSD give its numeric gid (`getent group ldap-db` shows it)")
         }
     }
 
