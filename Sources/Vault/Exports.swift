@@ -21,4 +21,5 @@
 @_exported import enum VaultSystem.ProcessIdentity
 @_exported import struct VaultSystem.SystemCallError
 @_exported import enum VaultSystem.SystemOperation
+@_exported import struct VaultSystem.UnixGroupError
 @_exported import enum VaultSystem.UserDatabase
