@@ -50,13 +50,18 @@ public final class Vault: Sendable {
     }
 
     /// Creates a new vault at `path`; refuses (`duplicateVault`) when one exists. `keySource` chooses
-    /// where its new master key goes (see `KeySource`).
-    public static func create(at path: String, client: Client, keySource: KeySource = .fromEnvironment())
-        throws(VaultError) -> Vault
-    {
-        Vault(
+    /// where its new master key goes (see `KeySource`); `format` is 1 (one key for every group) or 2
+    /// (a key per group, groups shared with Unix groups, per-group write locks).
+    public static func create(
+        at path: String, client: Client, keySource: KeySource = .fromEnvironment(), format: Int = 1
+    ) throws(VaultError) -> Vault {
+        guard let version = UInt8(exactly: format) else {
+            throw VaultError(.param, "vault format \(format) does not exist; this build writes formats 1 and 2")
+        }
+        return Vault(
             store: try translatingStoreErrors { () throws(StoreError) in
-                try VaultStore.create(at: path, keySource: keySource, versions: ItemRecordCodec.version)
+                try VaultStore.create(
+                    at: path, keySource: keySource, versions: ItemRecordCodec.version, format: version)
             },
             client: client)
     }

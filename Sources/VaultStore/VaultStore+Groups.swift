@@ -211,3 +211,88 @@ extension VaultStore {
         (try? keys(for: group).isShared) == true ? .ownerAndGroupReadWrite : .ownerReadWrite
     }
 }
+
+/// What a caller can learn of one group of a format-2 vault.
+public struct GroupSummary: Sendable, Equatable {
+    /// The group's name.
+    public let name: GroupName
+    /// Whether its key is kept for the members of a Unix group; nil when the caller cannot tell.
+    public let isShared: Bool?
+    /// The Unix group of a shared group's directory.
+    public let unixGroupID: UInt32?
+    /// The number of items, when the caller may list the directory.
+    public let itemCount: Int?
+    /// Whether this process can read and write the group.
+    public let usable: Bool
+}
+
+extension VaultStore {
+    /// What this process can learn of `group`; nil when the vault has no such group.
+    public func summary(of group: GroupName) -> GroupSummary? {
+        guard let status = try? groupsDirectory.statusAt(group.rawValue), status.kind == .directory else { return nil }
+        let shared = status.permissions.rawValue == FilePermissions.sharedDirectory.rawValue
+        let keys = try? keys(for: group)
+        let count = try? itemIDs(in: group, sorted: false).count
+        return GroupSummary(
+            name: group, isShared: keys.map(\.isShared) ?? (shared ? true : nil),
+            unixGroupID: shared ? status.groupID : nil, itemCount: count, usable: keys.map { !$0.isAbsent } ?? false)
+    }
+
+    /// Removes group `group` and its items (format 2, the owner only), under the vault's lock and the
+    /// group's; refuses a group that still holds items unless `force`. Returns the number of items
+    /// removed.
+    @discardableResult
+    public func removeGroup(_ group: GroupName, force: Bool) throws(StoreError) -> Int {
+        _ = try ownerClassKeys("remove a group")
+        guard formatVersion >= 2 else {
+            throw StoreError(.unsupportedFormat, "the vault at \(path) is format 1: its groups go with their last item")
+        }
+        guard try groupDirectory(group, create: false) != nil else {
+            throw StoreError(
+                .groupNotFound, "there is no group \(group) in the vault at \(path)", path: groupPath(group).string)
+        }
+        return try withWriteLock(finishingMoves: false) { (_) throws(StoreError) -> Int in
+            let count = try itemIDs(in: group, sorted: false).count
+            guard count == 0 || force else {
+                throw StoreError(
+                    .invalidName,
+                    "group \(group) still holds \(count) item\(count == 1 ? "" : "s"); remove them first, or give "
+                        + "--force to remove the group with them (nothing was changed)",
+                    path: groupPath(group).string)
+            }
+            let directory = try existingGroupDirectory(group)
+            let groupPath = groupPath(group)
+            let names: [String]
+            do throws(Errno) {
+                names = try directory.entryNames()
+            } catch {
+                throw StoreError.system(error, .readDirectory, "list", path: groupPath)
+            }
+            // The key and the lock last: until then the group is still one.
+            let last = [GroupKeyFile.fileName, Self.lockFileName]
+            for name in names.filter({ !last.contains($0) }) + last.filter(names.contains) {
+                do throws(Errno) {
+                    try directory.unlinkAt(name)
+                } catch {
+                    if error == .isDirectory || error == .notPermitted {
+                        try VaultDirectory.removeTree(name, in: directory, path: groupPath)
+                        continue
+                    }
+                    if error != .noSuchFileOrDirectory { throw StoreError.system(error, .unlink, "remove", path: groupPath / name) }
+                }
+            }
+            state.withLock { state in
+                if let fd = state.groupDirectories.removeValue(forKey: group) { try? fd.close() }
+                if let lock = state.groupLocks.removeValue(forKey: group) { try? lock.file.close() }
+                state.groupKeys[group] = nil
+            }
+            do throws(Errno) {
+                try groupsDirectory.removeDirectoryAt(group.rawValue)
+            } catch {
+                throw StoreError.system(error, .unlink, "remove", path: groupPath)
+            }
+            try AtomicFile.syncDirectory(groupsDirectory, path: groupsPath)
+            return count
+        }
+    }
+}
