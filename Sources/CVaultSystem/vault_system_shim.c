@@ -41,6 +41,8 @@ int vsys_syncfs(int fd) {
     return syncfs(fd);
 }
 
+int vsys_o_path(void) { return O_PATH; }
+
 int vsys_o_noatime(void) {
     return O_NOATIME;
 }

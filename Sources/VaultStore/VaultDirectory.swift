@@ -97,7 +97,9 @@ enum VaultDirectory {
     {
         let fd: FileDescriptor
         do {
-            fd = try parent.openDirectoryAt(name)
+            // Read access, never a search-only descriptor: a group's own users can list it, and for
+            // anyone else EACCES here is the kernel saying "not a member".
+            fd = try parent.openAt(name, [.readOnly, .directory])
         } catch {
             if error == .tooManySymbolicLinks || error == .notDirectory {
                 throw StoreError(

@@ -48,6 +48,8 @@ public struct FileDescriptor: Hashable, Sendable {
         public static let nonBlocking = OpenOptions(rawValue: O_NONBLOCK)
         /// O_DIRECTORY: fail unless the path is a directory.
         public static let directory = OpenOptions(rawValue: O_DIRECTORY)
+        /// `O_PATH`: a descriptor for lookups relative to it, without read access.
+        public static let searchOnly = OpenOptions(rawValue: vsys_o_path())
         /// O_NOATIME: reading does not update the access time, so a read dirties no inode (and adds
         /// nothing to the next fsync). Allowed only to the file's owner (EPERM otherwise).
         public static let noAccessTime = OpenOptions(rawValue: vsys_o_noatime())
@@ -81,8 +83,16 @@ public struct FileDescriptor: Hashable, Sendable {
 
     /// Opens a directory relative to this one (`O_DIRECTORY|O_NOFOLLOW`): a symlink is refused with
     /// `ELOOP` or `ENOTDIR`.
+    ///
+    /// A directory this process may search but not read (mode `--x` for it, as a shared vault's
+    /// directories are for members) is opened `O_PATH`: the descriptor serves `*at` calls and `fstat`,
+    /// not listings or `fsync` (those fail with `EBADF`).
     public func openDirectoryAt(_ path: String) throws(Errno) -> FileDescriptor {
-        try openAt(path, [.readOnly, .directory])
+        do {
+            return try openAt(path, [.readOnly, .directory])
+        } catch  where error == .permissionDenied {
+            return try openAt(path, [.searchOnly, .directory])
+        }
     }
 
     /// Closes the descriptor. On Linux the descriptor is released even when close reports an error,

@@ -18,6 +18,9 @@ VSYS_INTERNAL int vsys_get_dumpable(void);
 /// O_NOATIME: a GNU flag that Swift's Glibc module does not import.
 VSYS_INTERNAL int vsys_o_noatime(void);
 
+/// O_PATH, which glibc's headers show only with _GNU_SOURCE.
+VSYS_INTERNAL int vsys_o_path(void);
+
 /// renameat2(RENAME_EXCHANGE) of two names in one directory: swaps them atomically (both must exist).
 /// A GNU extension that Swift's Glibc module does not import. Returns 0 or -1 with errno set (EINVAL
 /// or ENOTSUP on a file system that cannot exchange).

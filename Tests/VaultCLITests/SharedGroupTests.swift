@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+import Vault
+import VaultTestSupport
+
+/// Shared groups between real Unix users (CI runs as root and makes throwaway accounts): the kernel,
+/// not the library, keeps a group to the members of its Unix group.
+@Suite(.enabled(if: canRunAsOtherUsers, "needs root, the shadow tools and setpriv"), .serialized)
+struct SharedGroupTests {
+    /// A root-owned format-2 vault in a traversable temp directory with groups `db` (shared with
+    /// `groups[0]`) and `web` (shared with `groups[1]`); `users[0]` is in `groups[0]`, `users[1]` in
+    /// `groups[1]`, `users[2]` in neither. `body` gets the vault's path and the `vault` binary's copy.
+    func withSharedVault(
+        _ body: (_ vault: String, _ binary: String, _ users: [ThrowawayUser], _ groups: [ThrowawayGroup]) throws ->
+            Void
+    ) throws {
+        try withThrowawayAccounts(users: 3, groups: 2) { users, groups in
+            try addMember(users[0], to: groups[0])
+            try addMember(users[1], to: groups[1])
+            try withTemporaryVault("shared") { temporary in
+                try makeTraversable(temporary.root)
+                let owner = try Vault.create(
+                    at: temporary.path, client: try Client(applicationIdentifier: "owner"), format: 2)
+                try owner.createGroup(try AccessGroup("db"), unixGroup: groups[0].gid)
+                try owner.createGroup(try AccessGroup("web"), unixGroup: groups[1].gid)
+                try withExecutableForOtherUsers(vaultExecutable.path) { binary in
+                    try body(temporary.path, binary, users, groups)
+                }
+            }
+        }
+    }
+
+    func run(
+        _ user: ThrowawayUser, _ binary: String, _ vault: String, _ arguments: [String], input: String? = nil,
+        environment: [String: String] = [:]
+    ) throws -> (status: Int32, output: String, errors: String) {
+        let result = try runAs(
+            user, binary, ["--vault", vault] + arguments,
+            environment: ["HOME": "/nonexistent"].merging(environment) { $1 },
+            input: input.map { Data($0.utf8) })
+        return (result.status, String(decoding: result.output, as: UTF8.self), result.errors)
+    }
+
+    @Test func aMemberWritesAndReadsItsGroupAndTheOwnerSeesTheSameItem() throws {
+        try withSharedVault { vault, binary, users, groups in
+            let put = try run(users[0], binary, vault, ["--group", "db", "put", "postgres", "app"], input: "s3cret")
+            #expect(put.status == 0, "\(put.errors)")
+            let get = try run(users[0], binary, vault, ["--group", "db", "get", "postgres", "app"])
+            #expect(get.status == 0 && get.output == "s3cret", "\(get.errors)")
+            let ls = try run(users[0], binary, vault, ["--group", "db", "ls"])
+            #expect(ls.output.contains("postgres"), "\(ls.errors)")
+            // The file is the member's, in the group's Unix group, 0660: other members read it.
+            let directory = vault + "/groups/db"
+            let item = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: directory).first { $0.hasSuffix(".item") })
+            let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/" + item)
+            #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o660)
+            #expect((attributes[.ownerAccountID] as? NSNumber)?.uint32Value == users[0].uid)
+            #expect((attributes[.groupOwnerAccountID] as? NSNumber)?.uint32Value == groups[0].gid)
+            // The owner (root here) reads it with the sealed copy of the group key.
+            let owner = try Vault.open(
+                at: vault, client: try Client(applicationIdentifier: "owner", accessGroups: ["db"]))
+            #expect(
+                try owner.data(for: try ItemKey(service: "postgres", account: "app", group: try AccessGroup("db")))
+                    == Data("s3cret".utf8))
+        }
+    }
+
+    @Test func aNonMemberIsRefusedWhateverItClaims() throws {
+        try withSharedVault { vault, binary, users, groups in
+            #expect(
+                try run(users[0], binary, vault, ["--group", "db", "put", "postgres", "app"], input: "x").status == 0)
+            let claims: [(arguments: [String], environment: [String: String])] = [
+                (["--group", "db", "get", "postgres", "app"], [:]),
+                (["get", "postgres", "app"], ["VAULT_ACCESS_GROUPS": "db", "VAULT_APP_ID": "db"]),
+                (["--group", "db", "ls"], [:]),
+                (["--group", "db", "put", "postgres", "app"], [:]),
+            ]
+            for claim in claims {
+                let refused = try run(
+                    users[2], binary, vault, claim.arguments, input: "y", environment: claim.environment)
+                #expect(refused.status == 4, "\(claim.arguments): \(refused.status) \(refused.errors)")
+                #expect(refused.errors.contains("db") && refused.errors.contains(groups[0].name), "\(refused.errors)")
+                #expect(refused.errors.contains("usermod -aG \(groups[0].name)"), "\(refused.errors)")
+                #expect(!refused.output.contains("postgres"))
+            }
+            // A forged entitlements file claims the group too.
+            let entitlements = "/tmp/vault-forged-\(UUID().uuidString).json"
+            try Data(#"{"application-identifier":"x","keychain-access-groups":["db"]}"#.utf8)
+                .write(to: URL(fileURLWithPath: entitlements))
+            defer { try? FileManager.default.removeItem(atPath: entitlements) }
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: entitlements)
+            let forged = try run(
+                users[2], binary, vault, ["get", "postgres", "app"], environment: ["VAULT_ENTITLEMENTS": entitlements])
+            #expect(forged.status == 4, "\(forged.errors)")
+            // The member of the other group is refused the same way: two services' groups stay apart.
+            let other = try run(users[1], binary, vault, ["--group", "db", "get", "postgres", "app"])
+            #expect(other.status == 4, "\(other.errors)")
+            #expect(try run(users[1], binary, vault, ["--group", "web", "put", "cdn", "key"], input: "w").status == 0)
+            #expect(try run(users[0], binary, vault, ["--group", "web", "get", "cdn", "key"]).status == 4)
+            // Nothing of the vault's other files is open to members: not the master key, not the listing.
+            #expect(!FileManager.default.isReadableFile(atPath: vault + "/master.key") || getuid() == 0)
+            let listing = try runAs(users[2], "/bin/ls", [vault + "/groups"], environment: [:])
+            #expect(listing.status != 0)
+        }
+    }
+
+    @Test func twoUsersIncrementingOneSharedItemLoseNothing() throws {
+        try withSharedVault { vault, _, users, groups in
+            try addMember(users[1], to: groups[0])
+            try withExecutableForOtherUsers(helperPath) { helper in
+                let perProcess = 500
+                var processes: [Process] = []
+                for user in [users[0], users[1]] {
+                    for _ in 0..<4 {
+                        let process = Process()
+                        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+                        process.arguments = [
+                            "--reuid=\(user.uid)", "--regid=\(user.gid)", "--init-groups", "--", helper, "increment",
+                            vault, "db", String(perProcess),
+                        ]
+                        process.environment = ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"]
+                        try process.run()
+                        processes.append(process)
+                    }
+                }
+                for process in processes { process.waitUntilExit() }
+                #expect(processes.allSatisfy { $0.terminationStatus == 0 })
+                let owner = try Vault.open(
+                    at: vault, client: try Client(applicationIdentifier: "owner", accessGroups: ["db"]))
+                let value = try owner.data(
+                    for:
+                        try ItemKey(service: "counter", account: "value", group: try AccessGroup("db")))
+                #expect(value.map { String(decoding: $0, as: UTF8.self) } == String(8 * perProcess))
+            }
+        }
+    }
+}
