@@ -28,24 +28,27 @@ extension VaultStore {
     /// its owner, the keys of a private group without encryption keys (ids only; not cached, so that
     /// the group is read once it is made); for a member it is `groupNotFound`.
     func loadGroupKeys(_ group: GroupName) throws(StoreError) -> GroupKeys {
-        guard let directory = try groupDirectory(group, create: false),
-            let bytes = try readGroupKeyFile(group, in: directory)
-        else {
+        guard let file = try loadGroupKeyFile(group) else {
             guard classKeys != nil else {
                 throw StoreError(
                     .groupNotFound, "there is no group \(group) in the vault at \(path)", path: groupPath(group).string)
             }
             return GroupKeys(absentPrivateGroupWithIndex: try privateIndexKey(group))
         }
-        let path = groupPath(group) / GroupKeyFile.fileName
-        let file: GroupKeyFile
-        if let classKeys {
-            file = try GroupKeyFile.decodeAsOwner(
-                bytes, group: group, vaultID: vaultID, always: classKeys.always, path: path)
-        } else {
-            file = try GroupKeyFile.decodeAsMember(bytes, group: group, vaultID: vaultID, path: path)
-        }
         return try GroupKeys(file: file, classKeys: classKeys, group: group)
+    }
+
+    /// `group`'s key file, opened as the owner or as a member; nil when the group has none.
+    func loadGroupKeyFile(_ group: GroupName) throws(StoreError) -> GroupKeyFile? {
+        guard let directory = try groupDirectory(group, create: false),
+            let bytes = try readGroupKeyFile(group, in: directory)
+        else { return nil }
+        let path = groupPath(group) / GroupKeyFile.fileName
+        if let classKeys {
+            return try GroupKeyFile.decodeAsOwner(
+                bytes, group: group, vaultID: vaultID, always: classKeys.always, path: path)
+        }
+        return try GroupKeyFile.decodeAsMember(bytes, group: group, vaultID: vaultID, path: path)
     }
 
     /// The bytes of `group`'s key file, nil when there is none. It counts only when it is a regular

@@ -75,7 +75,24 @@ extension VaultStore {
     func encryptionKey(_ protectionClass: ProtectionClass, for item: ItemLocation, generation: UInt32? = nil)
         throws(StoreError) -> SymmetricKey
     {
-        let keys = try keys(for: item.group)
+        var keys = try keys(for: item.group)
+        if let generation, formatVersion >= 2, keys.encryption(protectionClass, generation: generation) == nil,
+            keys.isShared || classKeys?.key(protectionClass) != nil
+        {
+            // Written under a key generation this store has not seen: the group was rotated since its
+            // key file was read. Read it again, once.
+            state.withLock { _ = $0.groupKeys.removeValue(forKey: item.group) }
+            keys = try self.keys(for: item.group)
+            guard let key = keys.encryption(protectionClass, generation: generation) else {
+                let path = itemPath(item)
+                throw StoreError(
+                    .integrity,
+                    "\(path) is sealed under key generation \(generation) of group \(item.group), which its group.key "
+                        + "does not hold: it is damaged, or older than the group's last rotation",
+                    path: path.string)
+            }
+            return key
+        }
         guard let key = keys.encryption(protectionClass, generation: generation ?? keys.currentGeneration) else {
             let path = itemPath(item)
             throw StoreError(

@@ -1,0 +1,116 @@
+import VaultCrypto
+import VaultSystem
+
+/// Rotating a group's key in place (format 2): no directory is replaced (services bind-mount group
+/// directories, and members hold them open) and item ids do not change (the index key stays).
+///
+/// 1. `group.key` is rewritten with the old key and a new one, the new one current: from here on
+///    every write uses it, and readers hold both.
+/// 2. Every item still under the old generation is sealed again under the new one (atomically, each
+///    as an ordinary write).
+/// 3. `group.key` is rewritten with the new key only.
+///
+/// A crash anywhere leaves every item readable: until step 3 the key file holds both keys, and after
+/// it no item is under the old one. Running the rotation again finishes an interrupted one with the
+/// key it made. A reader that meets a generation it does not know reads `group.key` again
+/// (`encryptionKey`).
+extension VaultStore {
+    /// Rotates `group`'s key (the vault's owner only, under the group's write lock); returns the number
+    /// of items sealed again. A removed member who kept the old key file can no longer read what is
+    /// written after this (the secrets themselves should be changed too: they may have been copied).
+    @discardableResult
+    public func rotateGroup(_ group: GroupName) throws(StoreError) -> Int {
+        guard formatVersion >= 2 else {
+            throw StoreError(
+                .unsupportedFormat,
+                "the vault at \(path) is format 1, whose groups have no key of their own to rotate (rekey the "
+                    + "vault with `vault rekey`)")
+        }
+        let classKeys = try ownerClassKeys("rotate a group's key")
+        return try withWriteLock(finishingMoves: true, groups: [group]) { (_) throws(StoreError) -> Int in
+            guard let file = try loadGroupKeyFile(group), let directory = try groupDirectory(group, create: false)
+            else {
+                throw StoreError(
+                    .groupNotFound, "there is no group \(group) in the vault at \(path)", path: groupPath(group).string)
+            }
+            // 1. Both keys, the new one current (an interrupted rotation's new key is reused).
+            let old = file.secrets.keys.first!
+            let new: (generation: UInt32, key: SymmetricKey)
+            if file.secrets.keys.count == 2 {
+                new = file.secrets.keys[1]
+            } else {
+                do throws(CryptoError) {
+                    new = (old.generation &+ 1, try SymmetricKey.random())
+                } catch {
+                    throw StoreError.crypto(error, "cannot make a new key for group \(group)")
+                }
+                try writeGroupKeyFile(
+                    GroupKeyFile(
+                        groupID: file.groupID, isShared: file.isShared,
+                        secrets: GroupSecrets(
+                            indexKey: file.secrets.indexKey, keys: [old, new], currentGeneration: new.generation)),
+                    group: group, in: directory, classKeys: classKeys)
+            }
+            state.withLock { _ = $0.groupKeys.removeValue(forKey: group) }
+            let keys = try keys(for: group)
+            // 2. Every item under the old generation, sealed again under the new one.
+            var resealed = 0
+            for id in try itemIDs(in: group) {
+                let item = ItemLocation(group: group, id: id)
+                let path = itemPath(item)
+                let contents: [UInt8]
+                do throws(StoreError) {
+                    contents = try SmallFile.read(
+                        id.fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
+                } catch  where error.errno == .noSuchFileOrDirectory {
+                    continue
+                }
+                let header = try ItemFile.header(of: contents, expected: itemFormatVersion, path: path)
+                guard header.generation != new.generation else { continue }
+                guard let oldKey = keys.encryption(header.protectionClass, generation: header.generation),
+                    let newKey = keys.encryption(header.protectionClass, generation: new.generation)
+                else {
+                    throw StoreError(
+                        .locked,
+                        "\(path) is protected by class \(header.protectionClass), whose key this process lacks: unlock "
+                            + "the vault (`vault unlock`) and rotate again; group \(group) keeps both keys until then",
+                        path: path.string)
+                }
+                let plaintext = try ItemFile.open(
+                    contents, header: header, key: oldKey, binding: keys.binding, location: item, path: path)
+                let sealed = try plaintext.withBytes { (bytes) throws(StoreError) in
+                    try ItemFile.seal(
+                        bytes, version: itemFormatVersion, key: newKey, protectionClass: header.protectionClass,
+                        generation: new.generation, binding: keys.binding, location: item)
+                }
+                try ItemWrite(
+                    contents: sealed, name: id.fileName, record: nil, durable: true, reusingSpare: false,
+                    permissions: keys.isShared ? .ownerAndGroupReadWrite : .ownerReadWrite
+                )
+                .run(in: directory, directoryPath: groupPath(group))
+                resealed += 1
+            }
+            // 3. The new key alone.
+            try writeGroupKeyFile(
+                GroupKeyFile(
+                    groupID: file.groupID, isShared: file.isShared,
+                    secrets: GroupSecrets(
+                        indexKey: file.secrets.indexKey, keys: [new], currentGeneration: new.generation)),
+                group: group, in: directory, classKeys: classKeys)
+            state.withLock { _ = $0.groupKeys.removeValue(forKey: group) }
+            return resealed
+        }
+    }
+
+    /// Replaces `group`'s key file (atomically and durably) with `file`.
+    func writeGroupKeyFile(_ file: GroupKeyFile, group: GroupName, in directory: FileDescriptor, classKeys: ClassKeys)
+        throws(StoreError)
+    {
+        let encoded = try file.encoded(
+            group: group, vaultID: vaultID,
+            sealKey: try GroupKeyFile.sealKey(always: classKeys.always, groupID: file.groupID))
+        try AtomicFile.replace(
+            GroupKeyFile.fileName, contents: .secret(encoded), in: directory, directoryPath: groupPath(group),
+            permissions: file.isShared ? .ownerWriteGroupRead : .ownerReadWrite)
+    }
+}
