@@ -19,8 +19,10 @@ let package = Package(
         // The C API: include/vault.h as a Clang module, and its Swift implementation.
         .systemLibrary(name: "CVaultAPI", path: "Sources/CVaultAPI"),
         .target(name: "VaultCAPI", dependencies: ["CVaultAPI", "Vault", "VaultCrypto"]),
-        // The Swift side of the C/Swift/CLI cross test (scripts/test-c-api).
-        .executableTarget(name: "vault-capi-peer", dependencies: ["Vault"], path: "Sources/VaultCAPIPeer"),
+        // The Swift side of the C/Swift/CLI cross test (scripts/test-c-api), and a process over the C API
+        // for the shared-group tests.
+        .executableTarget(
+            name: "vault-capi-peer", dependencies: ["Vault", "VaultCAPI", "CVaultAPI"], path: "Sources/VaultCAPIPeer"),
         .testTarget(name: "VaultCAPITests", dependencies: ["VaultCAPI", "CVaultAPI", "Vault", "VaultTestSupport"]),
 
         // libsodium from Debian's libsodium-dev; imported (internally) by VaultCrypto only.
@@ -66,7 +68,10 @@ let package = Package(
         .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"], exclude: ["Vectors", "Regressions"]),
         .testTarget(
             name: "VaultCLITests",
-            dependencies: ["VaultCLI", "Vault", "VaultSystem", "VaultTestSupport", "vault", "vault-security-peer"]),
+            dependencies: [
+                "VaultCLI", "Vault", "VaultSystem", "VaultTestSupport", "vault", "vault-security-peer",
+                "vault-capi-peer",
+            ]),
         .testTarget(
             name: "VaultTests",
             dependencies: [

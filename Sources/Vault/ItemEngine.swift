@@ -165,7 +165,14 @@ struct ItemEngine: Sendable {
         var damaged: [DamagedFile] = []
         if let primaryKey = query.fullPrimaryKey {
             for group in groups {
-                let id = try itemID(group, primaryKey)
+                let id: ItemID
+                do {
+                    id = try itemID(group, primaryKey)
+                } catch  where query.attributes.accessGroup == nil && error.isMissingGroup {
+                    // A member of shared groups searching all its client's groups: one that the vault
+                    // does not have (its application identifier, say) holds nothing, as in a scan.
+                    continue
+                }
                 let record: ItemRecord?
                 do {
                     record = try underWriteLock ? load(group, id) : loadCurrent(group, id)

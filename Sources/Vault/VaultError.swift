@@ -114,6 +114,11 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
 
 extension VaultError: StoreErrorConvertible {}
 
+extension VaultError {
+    /// Whether the store said that the vault has no such group (as a member of shared groups sees it).
+    var isMissingGroup: Bool { (cause as? StoreError)?.code == .groupNotFound }
+}
+
 /// Runs `body`, turning a `StoreError` into a `VaultError`.
 @inline(__always)
 func translatingStoreErrors<R>(_ body: () throws(StoreError) -> R) throws(VaultError) -> R {

@@ -11,12 +11,10 @@ struct ProcessBench {
     var iterations: Int { quick ? 10 : 200 }
 
     func run(memory: inout [String: Int]) throws -> [OperationTiming] {
-        let cli = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(
-            "vault"
-        ).path
-        guard FileManager.default.isExecutableFile(atPath: cli) else {
+        guard let cli = siblingExecutable("vault") else {
             progress.show("")
-            FileHandle.standardError.write(Data("vault-bench: no vault binary at \(cli); CLI figures skipped\n".utf8))
+            FileHandle.standardError.write(
+                Data("vault-bench: no vault binary next to \(CommandLine.arguments[0]); CLI figures skipped\n".utf8))
             return []
         }
         let vaultPath = FilePath(directory).appending("cli-vault").string

@@ -42,35 +42,22 @@ struct ScaleBench {
         let fileSize =
             try FileManager.default.attributesOfItem(atPath: (FilePath(groupDirectory) / sampleFile).string)[.size]
             as! Int
-        var results: [OperationTiming] = []
         let floors = try Floors(directory: directory, fileSize: fileSize)
         // The bulk fill's writeback and journal commits can still be running: let a few durable writes
         // settle the disk before anything is timed.
         for i in 0..<(quick ? 2 : 30) { try floors.durableWrite(i) }
+        let recorder = Recorder(items: items, progress: progress)
 
-        // Each operation runs interleaved with its floor (one floor run, one operation run, and so on),
-        // so that both see the same machine: on a shared machine fsync latency drifts by the second,
-        // and a floor measured minutes apart would make the ratio measure the drift.
-        func record(
-            _ name: String, iterations: Int, floor floorName: String, _ floorBody: () throws -> Void,
-            _ body: (Int) throws -> Void
-        ) throws {
-            let (floor, m) = try interleaved(
-                name, floor: floorName, items: items, iterations: iterations, floorBody, body)
-            if !results.contains(where: { $0.operation == floorName }) { results.append(floor) }
-            results.append(m)
-            progress.show("\(name) at \(items) items: \(formatDuration(m.medianNanoseconds))")
-        }
-
-        let write = "floor: durable write"
-        let read = "floor: read + AEAD open"
+        let write = Floors.writeName
+        let read = Floors.readName
         let scan = "floor: read + open all files"
         let account = "item-\(items / 2)"
         let get = Query.genericPassword(service: "bench", account: account)
-        try record("get by primary key (data)", iterations: readIterations, floor: read, floors.readAndOpen) { _ in
+        try recorder.record("get by primary key (data)", iterations: readIterations, floor: read, floors.readAndOpen) {
+            _ in
             _ = try vault.copyMatching(get, returning: .data)
         }
-        try record("get attributes", iterations: readIterations, floor: read, floors.readAndOpen) { _ in
+        try recorder.record("get attributes", iterations: readIterations, floor: read, floors.readAndOpen) { _ in
             _ = try vault.copyMatching(get, returning: .attributes)
         }
         var floorRun = 0
@@ -78,21 +65,22 @@ struct ScaleBench {
             floorRun += 1
             try floors.durableWrite(floorRun)
         }
-        try record("add (durable)", iterations: writeIterations, floor: write, durableWrite) { i in
+        try recorder.record("add (durable)", iterations: writeIterations, floor: write, durableWrite) { i in
             try vault.add(
                 .genericPassword, attributes: ItemAttributes(service: "added", account: "a\(i)"), data: secret)
         }
-        try record("update (durable)", iterations: writeIterations, floor: write, durableWrite) { i in
+        try recorder.record("update (durable)", iterations: writeIterations, floor: write, durableWrite) { i in
             try vault.update(get, with: ItemChanges(data: Data("value-\(i)".utf8)))
         }
-        try record("delete (durable)", iterations: writeIterations, floor: write, durableWrite) { i in
+        try recorder.record("delete (durable)", iterations: writeIterations, floor: write, durableWrite) { i in
             try vault.delete(.genericPassword(service: "added", account: "a\(i)"))
         }
-        try record("device identifier (existing)", iterations: readIterations, floor: read, floors.readAndOpen) { _ in
+        try recorder.record("device identifier (existing)", iterations: readIterations, floor: read, floors.readAndOpen)
+        { _ in
             _ = try vault.deviceIdentifier()
         }
         let query = Query.genericPassword(service: "bench", limit: .all)
-        try record(
+        try recorder.record(
             "query by service (all items)", iterations: scanIterations, floor: scan,
             {
                 try floors.readAndOpenAll(in: groupDirectory)
@@ -100,6 +88,7 @@ struct ScaleBench {
         ) { _ in
             _ = try vault.copyMatching(query, returning: .attributes)
         }
+        var results = recorder.results
         results.append(
             OperationTiming(
                 operation: "open vault (cold, in-process)", items: items,
@@ -123,9 +112,37 @@ struct ScaleBench {
     }
 }
 
+/// Timings in the order they were measured, each floor before the first operation measured against it.
+final class Recorder {
+    let items: Int
+    let progress: Progress
+    private(set) var results: [OperationTiming] = []
+
+    init(items: Int, progress: Progress) {
+        self.items = items
+        self.progress = progress
+    }
+
+    /// Measures `body` interleaved with `floorBody` (one floor run, one operation run, and so on), so
+    /// that both see the same machine: on a shared machine fsync latency drifts by the second, and a
+    /// floor measured minutes apart would make the ratio measure the drift.
+    func record(
+        _ name: String, iterations: Int, floor floorName: String, _ floorBody: () throws -> Void,
+        _ body: (Int) throws -> Void
+    ) throws {
+        let (floor, m) = try interleaved(name, floor: floorName, items: items, iterations: iterations, floorBody, body)
+        if !results.contains(where: { $0.operation == floorName }) { results.append(floor) }
+        results.append(m)
+        progress.show("\(name) at \(items) items: \(formatDuration(m.medianNanoseconds))")
+    }
+}
+
 /// The same system calls and libsodium calls as the vault, without the vault. The AEAD open goes into
 /// an ordinary buffer (as the vault's reads do), so that the floor is the cheapest way to do the work.
 struct Floors {
+    static let writeName = "floor: durable write"
+    static let readName = "floor: read + AEAD open"
+
     let directory: FileDescriptor
     let path: String
     let contents: [UInt8]

@@ -3,7 +3,9 @@
 // Per-operation latency of the vault next to the physical floor of the same machine, measured in the
 // same run on the same directory: a durable write floor (create + write + fsync + rename + fsync of
 // the directory, same size as an item file), a read floor (open + read + close of the same file plus
-// one AEAD open of the same size), and a scan floor (that read for every file of a group).
+// one AEAD open of the same size), and a scan floor (that read for every file of a group). Format 2
+// (FormatTwoBench.swift) runs once, at the smallest --items: its groups as owner and member, and
+// writers in parallel groups (`vault-bench --writer PATH GROUP COUNT` is one writer process).
 import Foundation
 import Vault
 import VaultArchive
@@ -18,6 +20,7 @@ struct Options {
     var holdVault: String?
     var archiveOnly = false
     var profileArchive = false
+    var writer: (path: String, group: String, count: Int)?
 
     static func parse(_ arguments: [String]) -> Options {
         var options = Options()
@@ -39,6 +42,13 @@ struct Options {
             case "--hold-vault": options.holdVault = value()
             case "--archive-only": options.archiveOnly = true
             case "--profile-archive": options.profileArchive = true
+            case "--writer":
+                let (path, group, count) = (value(), value(), value())
+                guard let count = Int(count), count >= 0 else {
+                    FileHandle.standardError.write(Data("vault-bench: --writer COUNT is not a count: \(count)\n".utf8))
+                    exit(2)
+                }
+                options.writer = (path, group, count)
             case "-h", "--help":
                 print("usage: vault-bench [--items N[,N...]] [--quick] [--json] [--dir DIR] [--archive-only]")
                 exit(0)
@@ -59,6 +69,8 @@ struct Report: Encodable {
     var memory: [String: Int] = [:]
     /// Encoded sizes of the archive comparison's payloads, in bytes.
     var archiveSizes: [String: Int] = [:]
+    /// Throughput of one way of working against another (higher is faster), by what is compared.
+    var throughputRatios: [String: Double] = [:]
 }
 
 @main
@@ -67,6 +79,10 @@ struct VaultBench {
         let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
         if let path = options.holdVault {
             try holdVault(path)
+            return
+        }
+        if let writer = options.writer {
+            try ParallelWriters.write(path: writer.path, group: writer.group, count: writer.count)
             return
         }
         let base =
@@ -99,6 +115,15 @@ struct VaultBench {
         if !options.archiveOnly {
             report.measurements += try ProcessBench(directory: runDirectory, quick: options.quick, progress: progress)
                 .run(memory: &report.memory)
+            let scale = options.scales.min() ?? 1000
+            let formatTwo = try FormatTwoBench(
+                directory: FilePath(runDirectory).appending("format2-\(scale)").string, items: scale,
+                quick: options.quick, progress: progress
+            ).run()
+            report.measurements += formatTwo.timings
+            report.throughputRatios[
+                "format 2, \(ParallelWriters.processes) writer processes in their own groups / 1 in one group"] =
+                formatTwo.parallelThroughputRatio
         }
         progress.clear()
         if options.json {
@@ -127,8 +152,10 @@ struct VaultBench {
 
     static func printTable(_ report: Report) {
         print("machine: \(report.machine)")
+        let width = max(50, (report.measurements.map(\.operation.count).max() ?? 0) + 2)
         print(
-            "operation".padding(toLength: 50, withPad: " ", startingAt: 0) + "items".leftPad(8) + "median".leftPad(11)
+            "operation".padding(toLength: width, withPad: " ", startingAt: 0) + "items".leftPad(8)
+                + "median".leftPad(11)
                 + "p90".leftPad(11) + "p99".leftPad(11) + "ops/s".leftPad(10) + "  ratio to floor")
         for m in report.measurements {
             let ratio =
@@ -138,7 +165,7 @@ struct VaultBench {
                         formatDuration(m.floorMedianNanoseconds ?? 0))
                 } ?? ""
             print(
-                m.operation.padding(toLength: 50, withPad: " ", startingAt: 0) + String(m.items).leftPad(8)
+                m.operation.padding(toLength: width, withPad: " ", startingAt: 0) + String(m.items).leftPad(8)
                     + formatDuration(m.medianNanoseconds).leftPad(11) + formatDuration(m.p90Nanoseconds).leftPad(11)
                     + formatDuration(m.p99Nanoseconds).leftPad(11) + String(format: "%.0f", m.opsPerSecond).leftPad(10)
                     + "  " + ratio)
@@ -148,6 +175,9 @@ struct VaultBench {
         }
         for (name, kilobytes) in report.memory.sorted(by: { $0.key < $1.key }) {
             print("peak RSS \(name): \(String(format: "%.1f", Double(kilobytes) / 1024)) MiB")
+        }
+        for (name, ratio) in report.throughputRatios.sorted(by: { $0.key < $1.key }) {
+            print("throughput \(name): \(String(format: "%.2f", ratio))×")
         }
     }
 }

@@ -46,8 +46,15 @@ extension VaultStore {
     func existingGroupDirectory(_ group: GroupName) throws(StoreError) -> FileDescriptor {
         if formatVersion >= 2, state.withLock({ $0.groupKeys[group] == nil }) {
             // Format 2: a group is its directory with its key; the owner's first write to a group that
-            // has none makes a private one.
-            if (try? keys(for: group))?.isAbsent ?? true {
+            // has none makes a private one. Any other failure to read the key (a non-member refused by
+            // the kernel, a damaged or foreign key file) is the write's answer.
+            let absent: Bool
+            do {
+                absent = try keys(for: group).isAbsent
+            } catch  where error.code == .groupNotFound {
+                absent = true
+            }
+            if absent {
                 guard let classKeys else {
                     throw StoreError(
                         .groupNotFound, "there is no group \(group) in the vault at \(path)",

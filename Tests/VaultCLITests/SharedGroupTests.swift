@@ -7,26 +7,14 @@ import VaultTestSupport
 /// not the library, keeps a group to the members of its Unix group.
 @Suite(.enabled(if: canRunAsOtherUsers, "needs root, the shadow tools and setpriv"), .serialized)
 struct SharedGroupTests {
-    /// A root-owned format-2 vault in a traversable temp directory with groups `db` (shared with
-    /// `groups[0]`) and `web` (shared with `groups[1]`); `users[0]` is in `groups[0]`, `users[1]` in
-    /// `groups[1]`, `users[2]` in neither. `body` gets the vault's path and the `vault` binary's copy.
+    /// `withSharedGroupsVault` with a copy of the `vault` binary: `body` gets the vault's path and the
+    /// copy's.
     func withSharedVault(
         _ body: (_ vault: String, _ binary: String, _ users: [ThrowawayUser], _ groups: [ThrowawayGroup]) throws ->
             Void
     ) throws {
-        try withThrowawayAccounts(users: 3, groups: 2) { users, groups in
-            try addMember(users[0], to: groups[0])
-            try addMember(users[1], to: groups[1])
-            try withTemporaryVault("shared") { temporary in
-                try makeTraversable(temporary.root)
-                let owner = try Vault.create(
-                    at: temporary.path, client: try Client(applicationIdentifier: "owner"), format: 2)
-                try owner.createGroup(try AccessGroup("db"), unixGroup: groups[0].gid)
-                try owner.createGroup(try AccessGroup("web"), unixGroup: groups[1].gid)
-                try withExecutableForOtherUsers(vaultExecutable.path) { binary in
-                    try body(temporary.path, binary, users, groups)
-                }
-            }
+        try withSharedGroupsVault(copying: [vaultExecutable.path]) { vault, copies, users, groups in
+            try body(vault, copies[0], users, groups)
         }
     }
 
@@ -58,11 +46,7 @@ struct SharedGroupTests {
             #expect((attributes[.ownerAccountID] as? NSNumber)?.uint32Value == users[0].uid)
             #expect((attributes[.groupOwnerAccountID] as? NSNumber)?.uint32Value == groups[0].gid)
             // The owner (root here) reads it with the sealed copy of the group key.
-            let owner = try Vault.open(
-                at: vault, client: try Client(applicationIdentifier: "owner", accessGroups: ["db"]))
-            #expect(
-                try owner.data(for: try ItemKey(service: "postgres", account: "app", group: try AccessGroup("db")))
-                    == Data("s3cret".utf8))
+            #expect(try ownerReads(vault, group: "db", service: "postgres", account: "app") == Data("s3cret".utf8))
         }
     }
 
