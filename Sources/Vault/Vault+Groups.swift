@@ -33,7 +33,7 @@ extension Vault {
     public func createGroup(_ group: AccessGroup, unixGroup: UInt32?) throws(VaultError) {
         do throws(StoreError) {
             try engine.store.createGroup(group.name, unixGroup: unixGroup)
-        } catch where error.code == .vaultAlreadyExists {
+        } catch  where error.code == .vaultAlreadyExists {
             throw VaultError(.duplicateItem, error.message, cause: error)
         } catch {
             throw VaultError(error)

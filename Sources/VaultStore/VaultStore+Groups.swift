@@ -278,7 +278,9 @@ extension VaultStore {
                         try VaultDirectory.removeTree(name, in: directory, path: groupPath)
                         continue
                     }
-                    if error != .noSuchFileOrDirectory { throw StoreError.system(error, .unlink, "remove", path: groupPath / name) }
+                    if error != .noSuchFileOrDirectory {
+                        throw StoreError.system(error, .unlink, "remove", path: groupPath / name)
+                    }
                 }
             }
             state.withLock { state in
