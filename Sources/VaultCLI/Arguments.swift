@@ -210,6 +210,12 @@ public enum Command: Sendable, Hashable {
     case uuid(UUIDCommand)
     /// `vault groups`.
     case groups(GroupsCommand)
+    /// `vault group create`.
+    case groupCreate(GroupCreateCommand)
+    /// `vault group ls`.
+    case groupList(GroupListCommand)
+    /// `vault group rm`.
+    case groupRemove(GroupRemoveCommand)
     /// `vault check`.
     case check(CheckCommand)
     /// `vault completion bash`.
@@ -230,7 +236,8 @@ public enum Command: Sendable, Hashable {
 
 /// What each command declares about itself: its name, options, operands, help, and how to build it
 /// from parsed arguments. The table of these is the one source of the help, the shell completions and
-/// `ArgumentParser.commandTable`.
+/// `ArgumentParser.commandTable`. A command with subcommands (`vault group create`) declares those
+/// instead of options and operands of its own.
 struct CommandInfo: Sendable {
     let name: String
     let synopsis: String
@@ -238,6 +245,7 @@ struct CommandInfo: Sendable {
     let details: String
     let options: [OptionSpec]
     let operands: [OperandSpec]
+    let subcommands: [CommandInfo]
     let make: @Sendable (ParsedArguments) throws(UsageError) -> Command
 
     init(
@@ -250,20 +258,56 @@ struct CommandInfo: Sendable {
         self.details = details
         self.options = options
         self.operands = operands
+        self.subcommands = []
         self.make = make
     }
+
+    /// A command made of `subcommands`: its synopsis is theirs, one form per line.
+    init(name: String, summary: String, details: String, subcommands: [CommandInfo]) {
+        self.name = name
+        synopsis = subcommands.map(\.synopsis).joined(separator: "\n       ")
+        self.summary = summary
+        self.details = details
+        options = []
+        operands = []
+        self.subcommands = subcommands
+        // The parser picks a subcommand first (`ArgumentParser.parse`); this runs only if it did not.
+        make = { _ throws(UsageError) in throw CommandInfo.missingSubcommand(name, subcommands) }
+    }
+
+    /// The usage error of a command given without one of its subcommands.
+    static func missingSubcommand(_ name: String, _ subcommands: [CommandInfo]) -> UsageError {
+        UsageError(
+            "missing subcommand; the subcommands are " + subcommands.map(\.name).joined(separator: ", "),
+            command: name)
+    }
+
+    /// The subcommand named `name`.
+    func subcommand(_ name: String) -> CommandInfo? { subcommands.first { $0.name == name } }
 }
 
 /// The command-line parser: a pure function from arguments to an invocation.
 public enum ArgumentParser {
     static let commands: [CommandInfo] = [
         InitCommand.info, PutCommand.info(add: false), PutCommand.info(add: true), GetCommand.info,
-        RemoveCommand.info, ListCommand.info, UUIDCommand.info, GroupsCommand.info, CheckCommand.info,
+        RemoveCommand.info, ListCommand.info, UUIDCommand.info, GroupsCommand.info, GroupCommand.info,
+        CheckCommand.info,
         CompletionCommand.info, PasswdCommand.info, UnlockCommand.info, LockCommand.info,
         ExportCommand.info, ImportCommand.info, RekeyCommand.info, HelpCommand.info,
     ]
 
     static func info(_ name: String) -> CommandInfo? { commands.first { $0.name == name } }
+
+    /// The command or subcommand that a help topic names: "get", or "group create".
+    static func info(topic: String) -> CommandInfo? {
+        let words = topic.split(separator: " ", omittingEmptySubsequences: false).map(String.init)
+        guard let command = info(words[0]) else { return nil }
+        switch words.count {
+        case 1: return command
+        case 2: return command.subcommand(words[1])
+        default: return nil
+        }
+    }
 
     /// The options that only the tool takes, before a command.
     static let toolOnlySpecs: [OptionSpec] = [.flag("version", "print the version and exit")]
@@ -279,11 +323,30 @@ public enum ArgumentParser {
         if before.flag("help") { return Invocation(global: global, command: .help(topic: nil)) }
         if before.flag("version") { return Invocation(global: global, command: .version) }
         guard let name = rest.first else { throw UsageError("no command given") }
-        guard let command = info(name) else { throw UsageError("unknown command '\(name)'") }
+        guard var command = info(name) else { throw UsageError("unknown command '\(name)'") }
+        var topic = name
+        var arguments = rest.dropFirst()
+        if !command.subcommands.isEmpty {
+            // Only global options stand between a command and its subcommand.
+            let (before, after) = try ParsedArguments.parse(
+                arguments, specs: GlobalOptions.specs, command: name, stopAtOperand: true)
+            try global.take(before)
+            if before.flag("help") { return Invocation(global: global, command: .help(topic: name)) }
+            guard let word = after.first else {
+                throw CommandInfo.missingSubcommand(name, command.subcommands)
+            }
+            guard let subcommand = command.subcommand(word) else {
+                let known = command.subcommands.map(\.name).joined(separator: ", ")
+                throw UsageError("unknown subcommand '\(word)'; the subcommands are \(known)", command: name)
+            }
+            command = subcommand
+            topic = name + " " + word
+            arguments = after.dropFirst()
+        }
         let (parsed, _) = try ParsedArguments.parse(
-            rest.dropFirst(), specs: command.options + GlobalOptions.specs, command: name)
+            arguments, specs: command.options + GlobalOptions.specs, command: topic)
         try global.take(parsed)
-        if parsed.flag("help") { return Invocation(global: global, command: .help(topic: name)) }
+        if parsed.flag("help") { return Invocation(global: global, command: .help(topic: topic)) }
         return Invocation(global: global, command: try command.make(parsed))
     }
 }

@@ -43,6 +43,12 @@ public struct CommandDescription: Sendable, Hashable {
     public let options: [OptionSpec]
     /// Its operands, in order; the optional ones are marked so in `synopsis`.
     public let operands: [OperandSpec]
+    /// Its subcommands (`vault group create`), each described like a command; empty for most. A
+    /// command with subcommands has no options or operands of its own.
+    public let subcommands: [CommandDescription]
+
+    /// The subcommand named `name`.
+    public func subcommand(_ name: String) -> CommandDescription? { subcommands.first { $0.name == name } }
 }
 
 /// An exit status of the tool and what it means.
@@ -72,6 +78,14 @@ public struct CommandTable: Sendable, Hashable {
     /// The global options that choose the vault or the client (all that take a value but
     /// `--passphrase-fd`): a completion that runs `vault ls` passes on those of the line being completed.
     var scopeOptions: [OptionSpec] { globalOptions.filter { $0.takesValue && $0.name != "passphrase-fd" } }
+
+    /// Every command, and after each its subcommands, with the words that name it on a command line
+    /// ("get", "group", "group create"): what the completions tell apart.
+    var commandLines: [(words: String, command: CommandDescription)] {
+        commands.flatMap { command in
+            [(command.name, command)] + command.subcommands.map { (command.name + " " + $0.name, $0) }
+        }
+    }
 }
 
 extension ArgumentParser {
@@ -88,7 +102,8 @@ extension CommandInfo {
     var description: CommandDescription {
         let forms = synopsis.split(separator: "\n").map { $0.drop { $0 == " " } }.map(String.init)
         return CommandDescription(
-            name: name, synopsis: forms, summary: summary, details: details, options: options, operands: operands)
+            name: name, synopsis: forms, summary: summary, details: details, options: options, operands: operands,
+            subcommands: subcommands.map(\.description))
     }
 }
 
@@ -99,7 +114,7 @@ extension ExitCode {
         case .success: return "success"
         case .notFound: return "item not found"
         case .usage: return "usage error (bad option, operand or input)"
-        case .duplicate: return "the item or vault already exists"
+        case .duplicate: return "the item, group or vault already exists"
         case .accessDenied:
             return "access denied (missing entitlement, file permissions, unsafe file mode or owner, wrong passphrase)"
         case .locked: return "the vault is locked"

@@ -8,7 +8,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     case notFound = 1
     /// The command line is wrong, or an argument or the input is not valid.
     case usage = 2
-    /// The item (or the vault, for `init`) already exists.
+    /// The item (or the vault, for `init`; the group, for `group create`) already exists.
     case duplicate = 3
     /// Access denied: a missing entitlement, file permissions, an unsafe file mode or owner, or a wrong
     /// passphrase.

@@ -43,9 +43,18 @@ enum Help {
     static func command(_ info: CommandInfo) -> String {
         var text = "usage: \(info.synopsis)\n\n\(info.summary.prefix(1).uppercased() + info.summary.dropFirst()).\n\n"
         text += info.details + "\n"
+        if !info.subcommands.isEmpty { text += "\nsubcommands:\n" + subcommands(info) + "\n" }
         if !info.options.isEmpty { text += "\noptions:\n" + options(info.options) + "\n" }
         text += "\nglobal options:\n" + options(GlobalOptions.specs) + "\n"
         return text
+    }
+
+    /// The subcommand lines of a command that has them, aligned, each pointing to its own help.
+    static func subcommands(_ info: CommandInfo) -> String {
+        let width = info.subcommands.map(\.name.count).max() ?? 0
+        return info.subcommands.map {
+            "  " + $0.name + String(repeating: " ", count: width - $0.name.count + 2) + $0.summary
+        }.joined(separator: "\n") + "\n(`vault \(info.name) SUBCOMMAND --help` for each)"
     }
 
     /// Option lines, aligned.

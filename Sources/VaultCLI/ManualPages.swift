@@ -68,6 +68,15 @@ enum ManualPages {
         page += ".SH SYNOPSIS\n" + command.synopsis.map { ".nf\n\(roff($0))\n.fi\n" }.joined()
         page += ".SH DESCRIPTION\n" + text(command.details) + "\n"
         if !command.options.isEmpty { page += ".SH OPTIONS\n" + options(command.options) }
+        // Subcommands share their command's page, a section each, as git's pages do.
+        if !command.subcommands.isEmpty {
+            page += ".SH SUBCOMMANDS\n"
+            for subcommand in command.subcommands {
+                page += ".SS \(roff(subcommand.name))\n"
+                page += subcommand.synopsis.map { ".nf\n\(roff($0))\n.fi\n" }.joined()
+                page += ".PP\n" + text(subcommand.details) + "\n" + options(subcommand.options)
+            }
+        }
         page += ".SH SEE ALSO\n\\fBvault\\fR(1)\n"
         return page
     }

@@ -65,7 +65,7 @@ public enum VaultCLI {
     static func execute(_ command: Command, in context: Context) throws(CLIError) {
         switch command {
         case .help(let topic):
-            if let topic, let info = ArgumentParser.info(topic) {
+            if let topic, let info = ArgumentParser.info(topic: topic) {
                 try context.write(Help.command(info))
             } else {
                 try context.write(Help.tool + "\n")
@@ -81,6 +81,9 @@ public enum VaultCLI {
         case .list(let command): try command.run(in: context)
         case .uuid(let command): try command.run(in: context)
         case .groups(let command): try command.run(in: context)
+        case .groupCreate(let command): try command.run(in: context)
+        case .groupList(let command): try command.run(in: context)
+        case .groupRemove(let command): try command.run(in: context)
         case .check(let command): try command.run(in: context)
         case .completion(let command): try command.run(in: context)
         case .passwd(let command): try command.run(in: context)

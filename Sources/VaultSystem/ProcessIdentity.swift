@@ -48,6 +48,18 @@ public enum ProcessIdentity {
         if status != 0 { throw Errno.current }
     }
 
+    /// The effective group id and the supplementary groups (`getegid`, `getgroups`): the groups that
+    /// a process without root's privileges may give its files to.
+    public static var groupIDs: [UInt32] {
+        var ids = [Glibc.getegid()]
+        let count = Glibc.getgroups(0, nil)
+        guard count > 0 else { return ids }
+        var supplementary = [gid_t](repeating: 0, count: Int(count))
+        let got = Glibc.getgroups(count, &supplementary)
+        if got > 0 { ids += supplementary.prefix(Int(got)).filter { $0 != ids[0] } }
+        return ids
+    }
+
     /// The process id (`getpid`): a forked child has its own.
     public static var processID: Int32 { Glibc.getpid() }
 

@@ -29,10 +29,12 @@ import Testing
         }
     }
 
+    /// Subcommands (`vault group create`) too: each has its own help.
     @Test func eachCommandsHelpIsItsEntryOfTheTable() throws {
         try withScratch { scratch in
-            for command in Self.table.commands {
-                for arguments in [[command.name, "--help"], ["help", command.name]] {
+            for (words, command) in Self.table.commandLines {
+                let name = words.split(separator: " ").map(String.init)
+                for arguments in [name + ["--help"], ["help"] + name] {
                     let help = try scratch.run(arguments, vaultOption: false)
                     #expect(help.status == 0, "\(arguments)")
                     let lines = help.text.split(separator: "\n").map(String.init)
@@ -51,15 +53,16 @@ import Testing
         }
     }
 
-    /// The parser accepts exactly the options that the table lists for each command.
+    /// The parser accepts exactly the options that the table lists for each command and subcommand.
     @Test func theParserTakesEveryOptionOfTheTableAndNoOther() {
-        for command in Self.table.commands {
+        for (words, command) in Self.table.commandLines {
+            let name = words.split(separator: " ").map(String.init)
             for option in command.options + Self.table.globalOptions {
-                let arguments = [command.name, "--\(option.name)"] + (option.takesValue ? ["x"] : [])
+                let arguments = name + ["--\(option.name)"] + (option.takesValue ? ["x"] : [])
                 let message = usageError(arguments)?.message ?? ""
                 #expect(!message.hasPrefix("unknown option"), "\(arguments): \(message)")
             }
-            #expect(usageError([command.name, "--no-such-option"])?.message == "unknown option --no-such-option")
+            #expect(usageError(name + ["--no-such-option"])?.message == "unknown option --no-such-option")
         }
         for option in Self.table.toolOptions {
             #expect(usageError(["--\(option.name)"]) == nil)
@@ -89,6 +92,14 @@ import Testing
         let scope = table.scopeOptions.map(\.name)
         #expect(Set(["vault", "app", "group", "key-file"]).isSubset(of: scope) && !scope.contains("passphrase-fd"))
         #expect(Set(table.commands.map(\.name)).count == table.commands.count)
+        #expect(table.command("group")?.subcommands.map(\.name) == ["create", "ls", "rm"])
+        #expect(table.command("group")?.options == [] && table.command("group")?.operands == [])
+        #expect(table.command("group")?.subcommand("create")?.operands == [OperandSpec("NAME")])
+        #expect(table.command("init")?.options.first { $0.name == "format" }?.valueKind == .choice(["1", "2"]))
+        #expect(
+            table.commandLines.map(\.words).filter { $0.hasPrefix("group") && $0 != "groups" } == [
+                "group", "group create", "group ls", "group rm",
+            ])
     }
 
     private func usageError(_ arguments: [String]) -> UsageError? {

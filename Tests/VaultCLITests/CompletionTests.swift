@@ -152,8 +152,8 @@ struct CompletionScratch {
         }
     }
 
-    /// Through the shell itself: the command names, then for each command exactly its options and the
-    /// global ones, and before a command the global and tool options.
+    /// Through the shell itself: the command names, then for each command (and subcommand) exactly
+    /// its options and the global ones, and before a command the global and tool options.
     @Test(arguments: ["bash", "fish"])
     func everyCommandAndOptionOfTheTableIsOffered(_ shell: String) throws {
         guard installedShell(shell) != nil else { return }
@@ -162,10 +162,13 @@ struct CompletionScratch {
             let table = Self.table
             #expect(try completion.complete(["vault", ""]) == table.commands.map(\.name).sorted())
             #expect(try completion.complete(["vault", "-"]) == Self.optionWords(nil))
-            for command in table.commands {
+            for (words, command) in table.commandLines {
+                let line = ["vault"] + words.split(separator: " ").map(String.init) + ["-"]
+                #expect(try completion.complete(line) == Self.optionWords(command), "\(words)")
+            }
+            for command in table.commands where !command.subcommands.isEmpty {
                 #expect(
-                    try completion.complete(["vault", command.name, "-"]) == Self.optionWords(command),
-                    "\(command.name)")
+                    try completion.complete(["vault", command.name, ""]) == command.subcommands.map(\.name).sorted())
             }
         }
     }
@@ -189,6 +192,15 @@ struct CompletionScratch {
                     #expect(line.contains("'--\(option.name)"), "\(command.name) --\(option.name)")
                 }
                 #expect(text.contains("'\(command.name):\(command.summary)'"), "\(command.name)")
+                // A subcommand's line is in the state of its command, after every command's own line.
+                for subcommand in command.subcommands {
+                    #expect(
+                        lines.contains { line in
+                            line.hasPrefix("\(subcommand.name)) _arguments ")
+                                && subcommand.options.allSatisfy { line.contains("'--\($0.name)") }
+                        }, "\(command.name) \(subcommand.name)")
+                    #expect(text.contains("'\(subcommand.name):\(subcommand.summary)'"), "\(subcommand.name)")
+                }
             }
         }
     }

@@ -3,11 +3,12 @@
 enum HelpCommand {
     static let info = CommandInfo(
         name: "help",
-        synopsis: "vault help [COMMAND]",
+        synopsis: "vault help [COMMAND [SUBCOMMAND]]",
         summary: "show the help of the tool or of a command",
         details: """
             Prints the tool's help (commands, global options, exit statuses), or with COMMAND that
-            command's, as `vault --help` and `vault COMMAND --help` do. With --man DIR, writes the manual
+            command's (with SUBCOMMAND, that subcommand's: `vault help group create`), as `vault --help`
+            and `vault COMMAND --help` do. With --man DIR, writes the manual
             pages made from the same table into DIR instead: vault.1 and vault-COMMAND.1 (scripts/install
             puts them in share/man/man1).
             """,
@@ -18,9 +19,22 @@ enum HelpCommand {
                 guard parsed.operands.isEmpty else { throw UsageError("help --man takes no command name") }
                 return .manualPages(directory: directory)
             }
-            guard parsed.operands.count <= 1 else { throw UsageError("help takes at most one command name") }
-            let topic = parsed.operands.first
-            if let topic, ArgumentParser.info(topic) == nil { throw UsageError("unknown command '\(topic)'") }
-            return .help(topic: topic)
+            let operands = parsed.operands
+            // A command with subcommands takes one of them after it: `vault help group create`.
+            let hasSubcommands = operands.first.flatMap { ArgumentParser.info($0) }?.subcommands.isEmpty == false
+            guard operands.count <= 1 || (operands.count == 2 && hasSubcommands) else {
+                throw UsageError(
+                    hasSubcommands
+                        ? "help takes a command and at most one of its subcommands"
+                        : "help takes at most one command name")
+            }
+            guard let topic = operands.first else { return .help(topic: nil) }
+            guard let command = ArgumentParser.info(topic) else { throw UsageError("unknown command '\(topic)'") }
+            guard operands.count == 2 else { return .help(topic: topic) }
+            guard command.subcommand(operands[1]) != nil else {
+                let known = command.subcommands.map(\.name).joined(separator: ", ")
+                throw UsageError("unknown subcommand '\(operands[1])' of \(topic); the subcommands are \(known)")
+            }
+            return .help(topic: topic + " " + operands[1])
         })
 }

@@ -22,7 +22,8 @@ public struct RekeyCommand: Sendable, Hashable {
             service). The old file is left in place; keep it until the rekey has succeeded. Crash-safe:
             a kill at any point leaves a vault that opens with the old key or the new one, with every
             item (the next command, given either key file, finishes or undoes the switch). Processes that
-            hold the vault open must reopen it; `vault unlock` again.
+            hold the vault open must reopen it; `vault unlock` again. This build cannot rekey a
+            format-2 vault (`vault init --format 2`) yet: it is refused, and nothing is changed.
             """,
         options: [
             KeyDerivationCost.spec,

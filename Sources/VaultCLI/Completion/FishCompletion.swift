@@ -4,8 +4,11 @@ enum FishCompletion {
     static func script(_ table: CommandTable) -> String {
         let scopeNames = table.scopeOptions.map { "--" + $0.name }
         let globalValues = (table.globalOptions + table.toolOptions).filter(\.takesValue).map { "--" + $0.name }
-        let commandValues = table.commands.flatMap { command in
-            command.options.filter(\.takesValue).map { quote("\(command.name) --\($0.name)") }
+        // A subcommand is the command "group create" here: the words that name it.
+        let lines = table.commandLines
+        let parents = table.commands.filter { !$0.subcommands.isEmpty }.map { quote($0.name) }
+        let commandValues = lines.flatMap { line in
+            line.command.options.filter(\.takesValue).map { quote("\(line.words) --\($0.name)") }
         }
         let commandLines = table.commands.map {
             "complete -c vault -n '__vault_at -' -a \(quote($0.name)) -d \(quote($0.summary))"
@@ -14,14 +17,20 @@ enum FishCompletion {
             .joined(separator: "\n")
         let toolLines = table.toolOptions.map { complete($0, condition: "__vault_at -") }.joined(separator: "\n")
         let globalLines = table.globalOptions.map { complete($0, condition: nil) }.joined(separator: "\n")
-        let optionLines = table.commands.flatMap { command in
-            command.options.map { complete($0, condition: "__vault_at \(command.name)") }
+        let optionLines = lines.flatMap { line in
+            line.command.options.map { complete($0, condition: "__vault_at \(quote(line.words))") }
         }.joined(separator: "\n")
-        let operandLines = table.commands.flatMap { command in
-            command.operands.enumerated().compactMap { index, operand in
+        let operandLines = lines.flatMap { line in
+            line.command.operands.enumerated().compactMap { index, operand in
                 offered(operand.kind).map {
-                    "complete -c vault -n '__vault_at \(command.name) \(index)' \($0)"
+                    "complete -c vault -n \(quote("__vault_at \(quote(line.words)) \(index)")) \($0)"
                 }
+            }
+        }.joined(separator: "\n")
+        let subcommandLines = table.commands.flatMap { command in
+            command.subcommands.map {
+                "complete -c vault -n \(quote("__vault_at \(quote(command.name)) 0")) -a \(quote($0.name)) -d "
+                    + quote($0.summary)
             }
         }.joined(separator: "\n")
         return """
@@ -46,8 +55,9 @@ enum FishCompletion {
                 return 1
             end
 
-            # The command of the line before the cursor ("-" when there is none yet) and how many operands
-            # follow it, as "COMMAND N"; the values of options are not operands.
+            # The command of the line before the cursor ("-" when there is none yet; "group create" for a
+            # subcommand) and how many operands follow it, one line each; the values of options are not
+            # operands.
             function __vault_state
                 set -l tokens (commandline -opc)
                 set -e tokens[1]
@@ -66,17 +76,19 @@ enum FishCompletion {
                         end
                     else if test $command = -
                         set command $token
+                    else if test $operands = 0; and contains -- $command \(parents.joined(separator: " "))
+                        set command "$command $token"
                     else
                         set operands (math $operands + 1)
                     end
                 end
-                echo $command $operands
+                printf '%s\\n' $command $operands
             end
 
             # Whether the line's command is $argv[1] ("-": none yet) and, given $argv[2], that many operands
             # precede the cursor.
             function __vault_at
-                set -l state (string split ' ' -- (__vault_state))
+                set -l state (__vault_state)
                 test $state[1] = $argv[1]; or return 1
                 set -q argv[2]; or return 0
                 test $state[2] = $argv[2]
@@ -113,6 +125,7 @@ enum FishCompletion {
             \(commandLines)
             \(toolLines)
             \(globalLines)
+            \(subcommandLines)
             \(optionLines)
             \(operandLines)
 

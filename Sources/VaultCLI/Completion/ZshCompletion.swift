@@ -8,13 +8,39 @@ enum ZshCompletion {
         let global = table.globalOptions.map { "        " + spec($0) }.joined(separator: "\n")
         let scopeNames = table.scopeOptions.map { "--" + $0.name }
         let perCommand = table.commands.map { command in
-            let specs =
-                command.options.map(spec)
-                + command.operands.enumerated().map { index, operand in
-                    quote("\(index + 1):\(operand.name):\(action(operand.kind))")
+            guard command.subcommands.isEmpty else {
+                // The subcommand, then its own line below, from the state named after the command.
+                return "                \(command.name)) _arguments -C -S $global_options "
+                    + quote("1:subcommand:__vault_\(command.name)_subcommands") + " "
+                    + quote("*::argument:->\(command.name)") + " && ret=0 ;;"
+            }
+            return "                \(command.name)) " + arguments(command)
+        }.joined(separator: "\n")
+        let parents = table.commands.filter { !$0.subcommands.isEmpty }
+        let subcommandFunctions = parents.map { command in
+            let entries = command.subcommands.map { "        " + quote(escape($0.name) + ":" + $0.summary) }
+            return """
+                __vault_\(command.name)_subcommands() {
+                    local -a subcommands
+                    subcommands=(
+                \(entries.joined(separator: "\n"))
+                    )
+                    _describe -t subcommands subcommand subcommands
                 }
-            return "                \(command.name)) _arguments -S $global_options"
-                + specs.map { " " + $0 }.joined() + " && ret=0 ;;"
+
+
+                """
+        }.joined()
+        let subcommandStates = parents.map { command in
+            let cases = command.subcommands.map { "                \($0.name)) " + arguments($0) }
+            return """
+                        \(command.name))
+                            curcontext=${curcontext%:*:*}:vault-\(command.name)-$words[1]:
+                            case $words[1] in
+                \(cases.joined(separator: "\n"))
+                            esac
+                            ;;
+                """
         }.joined(separator: "\n")
         return """
             #compdef vault
@@ -40,7 +66,7 @@ enum ZshCompletion {
                 compadd -a services
             }
 
-            __vault_commands() {
+            \(subcommandFunctions)__vault_commands() {
                 local -a commands
                 commands=(
             \(commands)
@@ -75,6 +101,10 @@ enum ZshCompletion {
                         esac
                         ;;
                 esac
+                # A command with subcommands left the words from its subcommand on, in the state of its name.
+                case $state in
+            \(subcommandStates)
+                esac
                 return ret
             }
 
@@ -86,6 +116,17 @@ enum ZshCompletion {
             fi
 
             """
+    }
+
+    /// The `_arguments` call of a command (or subcommand) that has no subcommands: its options, the
+    /// global ones, its operands.
+    private static func arguments(_ command: CommandDescription) -> String {
+        let specs =
+            command.options.map(spec)
+            + command.operands.enumerated().map { index, operand in
+                quote("\(index + 1):\(operand.name):\(action(operand.kind))")
+            }
+        return "_arguments -S $global_options" + specs.map { " " + $0 }.joined() + " && ret=0 ;;"
     }
 
     /// An `_arguments` spec for an option: `--name=[help]:VALUE:action`, `--name[help]`.

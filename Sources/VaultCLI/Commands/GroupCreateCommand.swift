@@ -1,0 +1,88 @@
+import FoundationEssentials
+import Vault
+
+/// `vault group create NAME [--unix-group UNIXGROUP]`: makes an access group of a format-2 vault,
+/// private to the vault's owner or shared with the members of a Unix group.
+public struct GroupCreateCommand: Sendable, Hashable {
+    /// The group to make.
+    public var group: AccessGroup
+    /// `--unix-group`: the Unix group to share it with, as given (a name or a numeric gid).
+    public var unixGroup: String?
+
+    static let info = CommandInfo(
+        name: "create",
+        synopsis: "vault group create NAME [--unix-group UNIXGROUP]",
+        summary: "make an access group, private or shared with a Unix group",
+        details: """
+            Makes access group NAME in a format-2 vault: private to the vault's owner, or with
+            --unix-group shared with the members of UNIXGROUP, a name that /etc/group lists or a numeric
+            gid (the static vault reads no directory service: give an LDAP or SSSD group by its gid).
+            Run it as the vault's owner. For a shared group the owner must be a member of UNIXGROUP as
+            well, because the kernel lets only root and a group's members give a directory to that
+            group (root on another user's vault acts as that user). Members reach the group through the
+            vault directory and groups/, which become 0711. Says on standard error what it made, and
+            how members use it. An existing group is exit status 3; a format-1 vault is refused (its
+            groups share one key: `vault init --format 2` makes a new vault).
+            """,
+        options: [
+            .value(
+                "unix-group", "UNIXGROUP",
+                "share the group with the members of this Unix group (an /etc/group name or a numeric gid)")
+        ],
+        operands: [OperandSpec("NAME")],
+        make: { parsed throws(UsageError) in
+            .groupCreate(
+                GroupCreateCommand(
+                    group: try GroupCommand.group(parsed, command: "group create"),
+                    unixGroup: parsed.value("unix-group")))
+        })
+
+    func run(in context: Context) throws(CLIError) {
+        // Before the vault is opened: a name that does not resolve is a usage error and changes nothing.
+        var shared: (id: UInt32, name: String?)?
+        if let unixGroup {
+            do {
+                shared = try UserDatabase.resolveGroup(unixGroup)
+            } catch {
+                throw CLIError(.usage, "--unix-group", error.message)
+            }
+        }
+        let vault = try context.openVault()
+        if let shared, vault.formatVersion >= 2, !vault.isMember { try Self.checkMembership(shared, vault: vault) }
+        do {
+            try vault.createGroup(group, unixGroup: shared?.id)
+        } catch {
+            throw GroupCommand.failure(error, command: "group create", vaultPath: vault.path)
+        }
+        guard let shared else {
+            context.writeError("vault: created group \(group), private to the vault's owner\n")
+            return
+        }
+        // The one line members need: a shared group is of no use until they are told how to reach it.
+        let unix = shared.name.map { "\($0) (gid \(shared.id))" } ?? "gid \(shared.id) (not in /etc/group)"
+        context.writeError(
+            "vault: created group \(group), shared with Unix group \(unix): members use it with --vault "
+                + "\(Self.absolute(vault.path)) --group \(group)\n")
+    }
+
+    /// Refuses a shared group whose Unix group the process may not give its directory to, before
+    /// anything is made: otherwise the store's chown fails (EPERM) after it made the directory and
+    /// opened the vault directory to others.
+    static func checkMembership(_ shared: (id: UInt32, name: String?), vault: Vault) throws(CLIError) {
+        let uid = ProcessIdentity.effectiveUserID
+        guard uid != 0, !ProcessIdentity.groupIDs.contains(shared.id) else { return }
+        let owner = UserDatabase.user(id: uid)?.name
+        let unix = shared.name ?? "gid \(shared.id)"
+        throw CLIError(
+            .accessDenied, "group create",
+            "the vault's owner \(owner ?? "uid \(uid)") is not a member of Unix group \(unix), and the kernel "
+                + "lets only root and the group's members give a directory to it: add the owner to the group "
+                + "(`usermod -aG \(shared.name ?? String(shared.id)) \(owner ?? "OWNER")`; the owner's own shells "
+                + "see it after a new login) and run it again; nothing was changed")
+    }
+
+    /// `path` made absolute against the working directory: members run from elsewhere.
+    static func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
+}

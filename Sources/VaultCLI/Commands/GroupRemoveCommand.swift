@@ -1,0 +1,40 @@
+import Vault
+
+/// `vault group rm NAME [--force]`: removes an access group of a format-2 vault, with its key.
+public struct GroupRemoveCommand: Sendable, Hashable {
+    /// The group to remove.
+    public var group: AccessGroup
+    /// `--force`: remove it with the items it still holds.
+    public var force: Bool
+
+    static let info = CommandInfo(
+        name: "rm",
+        synopsis: "vault group rm NAME [--force]",
+        summary: "remove an access group",
+        details: """
+            Removes access group NAME from a format-2 vault, with its key and its lock. A group that still
+            holds items is refused (nothing is changed) unless --force, which removes the items with it:
+            their secrets are lost. Says on standard error how many items went with it. Run it as the
+            vault's owner. A group that does not exist is exit status 1.
+            """,
+        options: [.flag("force", "remove the group with the items it still holds (their secrets are lost)")],
+        operands: [OperandSpec("NAME")],
+        make: { parsed throws(UsageError) in
+            .groupRemove(
+                GroupRemoveCommand(
+                    group: try GroupCommand.group(parsed, command: "group rm"), force: parsed.flag("force")))
+        })
+
+    func run(in context: Context) throws(CLIError) {
+        let vault = try context.openVault()
+        let removed: Int
+        do {
+            removed = try vault.removeGroup(group, force: force)
+        } catch {
+            throw GroupCommand.failure(error, command: "group rm", vaultPath: vault.path)
+        }
+        // Said even for none: a removal that took secrets with it must not pass unnoticed.
+        let items = removed == 0 ? "it held no items" : "with the \(Output.count(removed, "item")) it held"
+        context.writeError("vault: removed group \(group) (\(items))\n")
+    }
+}

@@ -1,0 +1,417 @@
+import Foundation
+import Testing
+import Vault
+import VaultSystem
+import VaultTestSupport
+
+@testable import VaultCLI
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A group of /etc/group that a shared group can be given to: "nogroup", else gid 65534's.
+let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.group(id: 65534)
+
+/// `vault init --format`, `vault group create|ls|rm`: format 2's access groups from the command line.
+@Suite struct GroupCommandTests {
+    /// A scratch directory with a format-2 vault.
+    func withFormatTwo<R>(_ body: (Scratch) throws -> R) throws -> R {
+        try withScratch { scratch in
+            let created = try scratch.run(["init", "--format", "2"])
+            try #require(created.status == 0, "\(created.errors)")
+            return try body(scratch)
+        }
+    }
+
+    /// The permission bits (with set-gid) and the group of `path`.
+    func status(_ path: String) throws -> (mode: UInt32, groupID: UInt32) {
+        var status = stat()
+        try #require(stat(path, &status) == 0, "stat \(path): \(Errno(rawValue: errno))")
+        return (UInt32(status.st_mode) & 0o7777, UInt32(status.st_gid))
+    }
+
+    /// `group ls --json`, parsed.
+    func listed(_ scratch: Scratch, _ prefix: [String] = []) throws -> [[String: Any]] {
+        let ls = try scratch.run(prefix + ["group", "ls", "--json"])
+        #expect(ls.status == 0, "\(ls.errors)")
+        return try #require(try ls.json() as? [[String: Any]])
+    }
+
+    // MARK: init --format
+
+    @Test func initTakesFormatOneOrTwoAndNothingElse() throws {
+        for bad in ["3", "0", "02", "+2", "", "two"] {
+            try withScratch { scratch in
+                let result = try scratch.run(["init", "--format", bad])
+                #expect(result.status == 2, "\(bad)")
+                #expect(result.errors == "vault: init: --format is 1 or 2, not \"\(bad)\" (see 'vault init --help')\n")
+                #expect(!FileManager.default.fileExists(atPath: scratch.vault), "\(bad): a vault was made")
+            }
+        }
+        // Format 1 is the default, and what --format 1 makes: its groups share one key.
+        for arguments in [["init"], ["init", "--format", "1"]] {
+            try withScratch { scratch in
+                #expect(try scratch.run(arguments).status == 0)
+                let create = try scratch.run(["group", "create", "db"])
+                #expect(create.status == 6, "\(arguments)")
+                #expect(
+                    create.errors
+                        == "vault: group create: the vault at \(scratch.vault) is format 1, whose groups share one "
+                        + "key: per-group keys and shared groups need format 2 (`vault init --format 2` for a new "
+                        + "vault)\n")
+            }
+        }
+    }
+
+    @Test func theHelpOfInitSaysWhatFormatTwoGivesAndThatItCannotBeRekeyed() throws {
+        let details = try #require(ArgumentParser.commandTable.command("init")).details
+        #expect(details.contains("--format 2") && details.contains("its own key"))
+        #expect(details.contains("cannot rekey a format-2 vault yet"))
+        try withFormatTwo { scratch in
+            let rekey = try scratch.run(["rekey"])
+            #expect(rekey.status != 0)
+            #expect(rekey.errors.contains("format 2, which this build of vault cannot rekey yet"), "\(rekey.errors)")
+        }
+    }
+
+    // MARK: A private group, end to end
+
+    @Test func aPrivateGroupIsCreatedListedUsedAndRemoved() throws {
+        try withFormatTwo { scratch in
+            let create = try scratch.run(["group", "create", "db"])
+            #expect(create.status == 0, "\(create.errors)")
+            #expect(create.output.isEmpty)
+            #expect(create.errors == "vault: created group db, private to the vault's owner\n")
+            #expect(try status(scratch.vault + "/groups/db").mode == 0o700)
+
+            let empty = try scratch.run(["group", "ls"])
+            #expect(empty.status == 0 && empty.errors.isEmpty)
+            #expect(empty.text == "db\tprivate\t-\t0\tyes\n")
+
+            // Format 2 works end to end for the owner: put and get through the group.
+            let put = try scratch.run(["--group", "db", "put", "postgres", "app"], input: Data("s3cret"))
+            #expect(put.status == 0 && put.output.isEmpty && put.errors.isEmpty, "\(put.errors)")
+            let got = try scratch.run(["--vault", scratch.vault, "--group", "db", "get", "postgres", "app"])
+            #expect(got.status == 0, "\(got.errors)")
+            #expect(got.output == Data("s3cret"))
+            #expect(try scratch.run(["--group", "db", "ls"]).text.hasPrefix("generic\tpostgres\tapp\tdb\t"))
+            #expect(try scratch.run(["group", "ls"]).text == "db\tprivate\t-\t1\tyes\n")
+
+            // A group that holds items stays, with them, unless --force.
+            let refused = try scratch.run(["group", "rm", "db"])
+            #expect(refused.status == 2)
+            #expect(
+                refused.errors
+                    == "vault: group rm: group db still holds 1 item; remove them first, or give --force to remove "
+                    + "the group with them (nothing was changed)\n")
+            #expect(try scratch.run(["--group", "db", "get", "postgres", "app"]).output == Data("s3cret"))
+            #expect(try scratch.run(["group", "ls"]).text == "db\tprivate\t-\t1\tyes\n")
+
+            let forced = try scratch.run(["group", "rm", "db", "--force"])
+            #expect(forced.status == 0, "\(forced.errors)")
+            #expect(forced.output.isEmpty)
+            #expect(forced.errors == "vault: removed group db (with the 1 item it held)\n")
+            #expect(!FileManager.default.fileExists(atPath: scratch.vault + "/groups/db"))
+            #expect(try scratch.run(["group", "ls"]).text == "")
+            #expect(try scratch.run(["--group", "db", "get", "postgres", "app"]).status == 1)
+        }
+    }
+
+    @Test func anEmptyGroupIsRemovedWithoutForceAndAMissingOneIsNotFound() throws {
+        try withFormatTwo { scratch in
+            #expect(try scratch.run(["group", "create", "empty"]).status == 0)
+            let removed = try scratch.run(["group", "rm", "empty"])
+            #expect(removed.status == 0)
+            #expect(removed.errors == "vault: removed group empty (it held no items)\n")
+            let missing = try scratch.run(["group", "rm", "empty"])
+            #expect(missing.status == 1)
+            #expect(missing.errors == "vault: group rm: there is no group empty in the vault at \(scratch.vault)\n")
+        }
+    }
+
+    @Test func anExistingGroupIsExitThreeAndLeftAlone() throws {
+        try withFormatTwo { scratch in
+            #expect(try scratch.run(["group", "create", "db"]).status == 0)
+            try scratch.run(["--group", "db", "put", "x"], input: Data("kept"))
+            let again = try scratch.run(["group", "create", "db"])
+            #expect(again.status == 3)
+            #expect(
+                again.errors
+                    == "vault: group create: group db already exists in the vault at \(scratch.vault); nothing was "
+                    + "changed\n")
+            #expect(try scratch.run(["--group", "db", "get", "x"]).output == Data("kept"))
+        }
+    }
+
+    /// The keys of `group ls --json` are an interface (docs/CLI.md has their table): always all six,
+    /// null where unknown.
+    @Test func theJSONOfGroupLsHasExactlyTheseKeys() throws {
+        try withFormatTwo { scratch in
+            #expect(try scratch.run(["group", "create", "db"]).status == 0)
+            let rows = try listed(scratch)
+            try #require(rows.count == 1)
+            #expect(Set(rows[0].keys) == ["name", "shared", "unixGroup", "unixGroupID", "items", "usable"])
+            #expect(rows[0]["name"] as? String == "db")
+            #expect(rows[0]["shared"] as? Bool == false)
+            #expect(rows[0]["unixGroup"] is NSNull && rows[0]["unixGroupID"] is NSNull)
+            #expect(rows[0]["items"] as? Int == 0)
+            #expect(rows[0]["usable"] as? Bool == true)
+        }
+    }
+
+    /// On a format-1 vault the listing works (every group is the owner's); removing is refused.
+    @Test func aFormatOneVaultIsListedAndRefusesRemoval() throws {
+        try withScratch(initialized: true) { scratch in
+            try scratch.run(["put", "x"], input: Data("1"))
+            #expect(try scratch.run(["group", "ls"]).text == "vault\tprivate\t-\t1\tyes\n")
+            let rm = try scratch.run(["group", "rm", "vault", "--force"])
+            #expect(rm.status == 6)
+            #expect(rm.errors.contains("is format 1"), "\(rm.errors)")
+            #expect(try scratch.run(["get", "x"]).output == Data("1"))
+        }
+    }
+
+    // MARK: Shared groups
+
+    @Test(
+        .enabled(if: geteuid() == 0, "giving a directory to another group needs root"),
+        .enabled(if: existingUnixGroup != nil, "no group nogroup or 65534 in /etc/group"))
+    func aGroupSharedWithANumericGidIsGroupOwnedAndListedShared() throws {
+        let unix = try #require(existingUnixGroup)
+        try withFormatTwo { scratch in
+            let create = try scratch.run(["group", "create", "db", "--unix-group", String(unix.id)])
+            #expect(create.status == 0, "\(create.errors)")
+            #expect(create.output.isEmpty)
+            #expect(
+                create.errors
+                    == "vault: created group db, shared with Unix group \(unix.name) (gid \(unix.id)): members use it "
+                    + "with --vault \(scratch.vault) --group db\n")
+            let directory = try status(scratch.vault + "/groups/db")
+            #expect(directory.mode == 0o2770)
+            #expect(directory.groupID == unix.id)
+            let attributes = try FileManager.default.attributesOfItem(atPath: scratch.vault + "/groups/db")
+            #expect((attributes[.groupOwnerAccountID] as? NSNumber)?.uint32Value == unix.id)
+            let key = try status(scratch.vault + "/groups/db/group.key")
+            #expect(key.mode == 0o640 && key.groupID == unix.id)
+
+            #expect(try scratch.run(["group", "ls"]).text == "db\tshared\t\(unix.name)\t0\tyes\n")
+            let rows = try listed(scratch)
+            #expect(rows.count == 1)
+            #expect(rows.first?["shared"] as? Bool == true)
+            #expect(rows.first?["unixGroup"] as? String == unix.name)
+            #expect(rows.first?["unixGroupID"] as? Int == Int(unix.id))
+
+            // The owner uses it like a private group.
+            #expect(try scratch.run(["--group", "db", "put", "pg"], input: Data("shared")).status == 0)
+            #expect(try scratch.run(["--group", "db", "get", "pg"]).output == Data("shared"))
+        }
+    }
+
+    @Test func anUnknownUnixGroupIsAUsageErrorAndMakesNothing() throws {
+        try withFormatTwo { scratch in
+            let name = "vault-no-such-group-\(UUID().uuidString.prefix(8))"
+            let result = try scratch.run(["group", "create", "db", "--unix-group", name])
+            #expect(result.status == 2)
+            #expect(
+                result.errors
+                    == "vault: --unix-group: no group '\(name)' in /etc/group (vault reads no directory service): "
+                    + "for a group from LDAP or SSSD give its numeric gid (`getent group \(name)` shows it)\n")
+            #expect(!FileManager.default.fileExists(atPath: scratch.vault + "/groups/db"))
+            #expect(try status(scratch.vault).mode == 0o700, "the vault directory was opened to others")
+            for bad in ["", "-5", "4294967295"] {
+                let refused = try scratch.run(["group", "create", "db", "--unix-group", bad])
+                #expect(refused.status == 2, "\(bad)")
+                #expect(refused.errors.hasPrefix("vault: --unix-group: "), "\(bad): \(refused.errors)")
+            }
+        }
+    }
+
+    /// A member of the Unix group uses the shared group without master.key, and lists it; a user
+    /// outside it cannot.
+    ///
+    /// Known issue of the store, not of the CLI: the store opens the vault directory and `groups/`
+    /// with O_RDONLY, which needs read permission, and a shared group leaves both 0711 (search only),
+    /// so a member's open fails with EACCES before it reaches `openAsMember` (exit 4, "cannot open the
+    /// vault directory"). When the store is fixed, `withKnownIssue` fails this test: drop it then.
+    @Test(.enabled(if: canRunAsOtherUsers, "needs root, the shadow tools and setpriv"))
+    func aMemberUsesTheSharedGroupWithoutMasterKey() throws {
+        try withThrowawayAccounts(users: 2, groups: 1) { users, groups in
+            let (member, outsider, unix) = (users[0], users[1], groups[0])
+            try addMember(member, to: unix)
+            try withFormatTwo { scratch in
+                #expect(try scratch.run(["group", "create", "db", "--unix-group", unix.name]).status == 0)
+                #expect(try scratch.run(["--group", "db", "put", "pg", "app"], input: Data("for members")).status == 0)
+                try makeTraversable(scratch.root)
+                try withExecutableForOtherUsers(vaultExecutable.path) { vault in
+                    let get = ["--vault", scratch.vault, "--group", "db", "get", "pg", "app"]
+                    let got = try runAs(member, vault, get, environment: [:])
+                    let list = ["--vault", scratch.vault, "--group", "db", "group", "ls"]
+                    let ls = try runAs(member, vault, list, environment: [:])
+                    withKnownIssue("the store cannot open a 0711 vault directory as a member (O_RDONLY needs read)") {
+                        #expect(got.status == 0, "\(got.errors)")
+                        #expect(got.output == Data("for members"))
+                        #expect(ls.status == 0, "\(ls.errors)")
+                        #expect(String(decoding: ls.output, as: UTF8.self) == "db\tshared\t\(unix.name)\t1\tyes\n")
+                    }
+                    let denied = try runAs(outsider, vault, get, environment: [:])
+                    #expect(denied.status != 0 && denied.output.isEmpty, "\(denied.errors)")
+                }
+            }
+        }
+    }
+
+    /// Root on another user's vault acts as that user, whom the kernel lets give a directory only to
+    /// a group it is in: refused before anything is made, with the fix; made once the owner is a member.
+    @Test(.enabled(if: canRunAsOtherUsers, "needs root, the shadow tools and setpriv"))
+    func theOwnerMustBeAMemberOfTheUnixGroup() throws {
+        try withThrowawayAccounts(users: 1, groups: 1) { users, groups in
+            let (owner, unix) = (users[0], groups[0])
+            try withScratch { scratch in
+                try #require(chown(scratch.root, owner.uid, owner.gid) == 0)
+                let created = try scratch.run(["init", "--format", "2"])
+                try #require(created.status == 0, "\(created.errors)")
+                let refused = try scratch.run(["group", "create", "db", "--unix-group", unix.name])
+                #expect(refused.status == 4)
+                #expect(
+                    refused.errors
+                        == "vault: group create: the vault's owner \(owner.name) is not a member of Unix group "
+                        + "\(unix.name), and the kernel lets only root and the group's members give a directory to "
+                        + "it: add the owner to the group (`usermod -aG \(unix.name) \(owner.name)`; the owner's own "
+                        + "shells see it after a new login) and run it again; nothing was changed\n")
+                #expect(!FileManager.default.fileExists(atPath: scratch.vault + "/groups/db"))
+                #expect(try status(scratch.vault).mode == 0o700)
+
+                try addMember(owner, to: unix)
+                let made = try scratch.run(["group", "create", "db", "--unix-group", unix.name])
+                #expect(made.status == 0, "\(made.errors)")
+                let directory = try status(scratch.vault + "/groups/db")
+                #expect(directory.mode == 0o2770 && directory.groupID == unix.gid)
+                let attributes = try FileManager.default.attributesOfItem(atPath: scratch.vault + "/groups/db")
+                #expect((attributes[.ownerAccountID] as? NSNumber)?.uint32Value == owner.uid)
+            }
+        }
+    }
+
+    // MARK: Usage errors
+
+    @Test func usageErrorsNameTheSubcommandsAndTheFix() throws {
+        try withFormatTwo { scratch in
+            let cases: [([String], String)] = [
+                (
+                    ["group"],
+                    "vault: group: missing subcommand; the subcommands are create, ls, rm (see 'vault group --help')\n"
+                ),
+                (
+                    ["group", "frob"],
+                    "vault: group: unknown subcommand 'frob'; the subcommands are create, ls, rm (see 'vault group "
+                        + "--help')\n"
+                ),
+                (["group", "--json"], "vault: group: unknown option --json (see 'vault group --help')\n"),
+                (
+                    ["group", "create"],
+                    "vault: group create: missing operand NAME (see 'vault group create --help')\n"
+                ),
+                (
+                    ["group", "create", "a", "b"],
+                    "vault: group create: unexpected operand 'b' (see 'vault group create --help')\n"
+                ),
+                (
+                    ["group", "create", "bad/name"],
+                    "vault: group create: access group name \"bad/name\" has a character outside [A-Za-z0-9._-] "
+                        + "(see 'vault group create --help')\n"
+                ),
+                (
+                    ["group", "create", "db", "--unix-group"],
+                    "vault: group create: option --unix-group needs a value (UNIXGROUP) (see 'vault group create "
+                        + "--help')\n"
+                ),
+                (["group", "ls", "db"], "vault: group ls: unexpected operand 'db' (see 'vault group ls --help')\n"),
+                (["group", "rm"], "vault: group rm: missing operand NAME (see 'vault group rm --help')\n"),
+                (
+                    ["group", "rm", "db", "--unix-group", "x"],
+                    "vault: group rm: unknown option --unix-group (see 'vault group rm --help')\n"
+                ),
+                (
+                    ["help", "group", "frob"],
+                    "vault: unknown subcommand 'frob' of group; the subcommands are create, ls, rm (see 'vault "
+                        + "--help')\n"
+                ),
+            ]
+            for (arguments, message) in cases {
+                let result = try scratch.run(arguments)
+                #expect(result.status == 2, "\(arguments)")
+                #expect(result.errors == message, "\(arguments)")
+                #expect(result.output.isEmpty, "\(arguments)")
+            }
+            #expect(try scratch.run(["group", "ls"]).text == "", "a usage error made a group")
+        }
+    }
+
+    @Test func theParserBuildsEachSubcommand() throws {
+        #expect(
+            try ArgumentParser.parse(["group", "create", "db", "--unix-group", "42"]).command
+                == .groupCreate(GroupCreateCommand(group: try AccessGroup("db"), unixGroup: "42")))
+        #expect(
+            try ArgumentParser.parse(["--vault", "v", "group", "--app", "a", "ls", "--json"]).command
+                == .groupList(GroupListCommand(json: true)))
+        #expect(
+            try ArgumentParser.parse(["group", "rm", "--force", "db"]).command
+                == .groupRemove(GroupRemoveCommand(group: try AccessGroup("db"), force: true)))
+        #expect(try ArgumentParser.parse(["group", "--help"]).command == .help(topic: "group"))
+        #expect(try ArgumentParser.parse(["group", "rm", "-h"]).command == .help(topic: "group rm"))
+        #expect(try ArgumentParser.parse(["help", "group", "create"]).command == .help(topic: "group create"))
+        let global = try ArgumentParser.parse(["group", "--vault", "v", "ls", "--group", "g"]).global
+        #expect(global.vaultPath == "v" && global.group == "g")
+    }
+
+    // MARK: Help, manual page, completions
+
+    @Test func theHelpOfGroupListsItsSubcommandsAndEachHasItsOwn() throws {
+        try withScratch { scratch in
+            let help = try scratch.run(["group", "--help"], vaultOption: false)
+            #expect(help.status == 0)
+            #expect(
+                help.text.hasPrefix(
+                    "usage: vault group create NAME [--unix-group UNIXGROUP]\n       vault group ls [--json]\n"
+                        + "       vault group rm NAME [--force]\n"))
+            for line in [
+                "  create  make an access group, private or shared with a Unix group",
+                "  ls      list the access groups, shared or private, with their items",
+                "  rm      remove an access group",
+            ] {
+                #expect(help.text.contains("\n" + line + "\n"), "\(line)")
+            }
+            let create = try scratch.run(["help", "group", "create"], vaultOption: false)
+            #expect(create.text.hasPrefix("usage: vault group create NAME [--unix-group UNIXGROUP]\n"))
+            #expect(create.text.contains("--unix-group UNIXGROUP"))
+            #expect(try scratch.run(["group", "rm", "--help"], vaultOption: false).text.contains("--force"))
+        }
+    }
+
+    @Test func theManualPageOfGroupHasASectionPerSubcommand() throws {
+        let page = ManualPages.command(try #require(ArgumentParser.commandTable.command("group")))
+        #expect(
+            page.contains(".SH SUBCOMMANDS\n.SS create\n.nf\nvault group create NAME [\\-\\-unix\\-group UNIXGROUP]\n"))
+        #expect(page.contains(".SS ls\n") && page.contains(".SS rm\n"))
+        #expect(page.contains("\\fB\\-\\-unix\\-group\\fR \\fIUNIXGROUP\\fR") && page.contains("\\fB\\-\\-force\\fR"))
+    }
+
+    /// The subcommands, and each one's options, through the shell itself.
+    @Test(arguments: ["bash", "zsh", "fish"])
+    func theCompletionsOfferTheSubcommandsAndTheirOptions(_ shell: String) throws {
+        guard installedShell(shell) != nil else { return }
+        try withScratch { scratch in
+            let completion = try CompletionScratch(shell, scratch: scratch)
+            let group = try #require(ArgumentParser.commandTable.command("group"))
+            #expect(try completion.complete(["vault", "group", ""]) == ["create", "ls", "rm"])
+            #expect(try completion.complete(["vault", "--vault", scratch.vault, "group", "r"]) == ["rm"])
+            let create = try #require(group.subcommand("create"))
+            #expect(try completion.complete(["vault", "group", "create", "-"]) == CompletionTests.optionWords(create))
+            #expect(try completion.complete(["vault", "group", "create", "--u"]) == ["--unix-group"])
+            #expect(try completion.complete(["vault", "group", "rm", "db", "--f"]) == ["--force"])
+            #expect(try completion.complete(["vault", "group", "ls", "--j"]) == ["--json"])
+            #expect(try completion.complete(["vault", "init", "--format", ""]) == ["1", "2"])
+        }
+    }
+}
