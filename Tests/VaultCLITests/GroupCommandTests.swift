@@ -229,11 +229,6 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
 
     /// A member of the Unix group uses the shared group without master.key, and lists it; a user
     /// outside it cannot.
-    ///
-    /// Known issue of the store, not of the CLI: the store opens the vault directory and `groups/`
-    /// with O_RDONLY, which needs read permission, and a shared group leaves both 0711 (search only),
-    /// so a member's open fails with EACCES before it reaches `openAsMember` (exit 4, "cannot open the
-    /// vault directory"). When the store is fixed, `withKnownIssue` fails this test: drop it then.
     @Test(.enabled(if: canRunAsOtherUsers, "needs root, the shadow tools and setpriv"))
     func aMemberUsesTheSharedGroupWithoutMasterKey() throws {
         try withThrowawayAccounts(users: 2, groups: 1) { users, groups in
@@ -248,12 +243,10 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
                     let got = try runAs(member, vault, get, environment: [:])
                     let list = ["--vault", scratch.vault, "--group", "db", "group", "ls"]
                     let ls = try runAs(member, vault, list, environment: [:])
-                    withKnownIssue("the store cannot open a 0711 vault directory as a member (O_RDONLY needs read)") {
-                        #expect(got.status == 0, "\(got.errors)")
-                        #expect(got.output == Data("for members"))
-                        #expect(ls.status == 0, "\(ls.errors)")
-                        #expect(String(decoding: ls.output, as: UTF8.self) == "db\tshared\t\(unix.name)\t1\tyes\n")
-                    }
+                    #expect(got.status == 0, "\(got.errors)")
+                    #expect(got.output == Data("for members"))
+                    #expect(ls.status == 0, "\(ls.errors)")
+                    #expect(String(decoding: ls.output, as: UTF8.self) == "db\tshared\t\(unix.name)\t1\tyes\n")
                     let denied = try runAs(outsider, vault, get, environment: [:])
                     #expect(denied.status != 0 && denied.output.isEmpty, "\(denied.errors)")
                 }
