@@ -304,7 +304,7 @@ struct ItemEngine: Sendable {
         stored.modificationDate = nil
         let id = try itemID(group, ItemRecord.primaryKey(itemClass, stored))
         let protectionClass = stored.accessible.protectionClass
-        guard store.isAvailable(protectionClass) else {
+        guard store.isAvailable(protectionClass, in: group.name) else {
             throw VaultError(
                 .interactionNotAllowed,
                 "cannot add \(describe(itemClass, stored, group: group)) with class \(protectionClass): the vault "

@@ -58,6 +58,13 @@ extension Vault {
         }
     }
 
+    /// Gives `group` a new key and seals every item of it again, in place (format 2, the owner only);
+    /// returns how many items were sealed again. See `VaultStore.rotateGroup`.
+    @discardableResult
+    public func rotateGroup(_ group: AccessGroup) throws(VaultError) -> Int {
+        try translatingStoreErrors { () throws(StoreError) in try engine.store.rotateGroup(group.name) }
+    }
+
     /// Removes `group` (format 2, the owner only); one that still holds items only with `force`.
     /// Returns the number of items removed with it.
     @discardableResult

@@ -216,6 +216,7 @@ public enum Command: Sendable, Hashable {
     case groupList(GroupListCommand)
     /// `vault group rm`.
     case groupRemove(GroupRemoveCommand)
+    case groupRotate(GroupRotateCommand)
     /// `vault check`.
     case check(CheckCommand)
     /// `vault completion bash`.

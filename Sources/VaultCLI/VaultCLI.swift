@@ -84,6 +84,7 @@ public enum VaultCLI {
         case .groupCreate(let command): try command.run(in: context)
         case .groupList(let command): try command.run(in: context)
         case .groupRemove(let command): try command.run(in: context)
+        case .groupRotate(let command): try command.run(in: context)
         case .check(let command): try command.run(in: context)
         case .completion(let command): try command.run(in: context)
         case .passwd(let command): try command.run(in: context)

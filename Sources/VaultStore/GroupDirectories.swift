@@ -60,6 +60,17 @@ extension VaultStore {
                         .groupNotFound, "there is no group \(group) in the vault at \(path)",
                         path: groupPath(group).string)
                 }
+                // A directory that holds items but no key file lost its key (a member may delete it from
+                // a shared directory): a new key would leave every item there unreadable.
+                if let existing = try groupDirectory(group, create: false), !(try itemIDs(in: group)).isEmpty {
+                    _ = existing
+                    let keyPath = groupPath(group) / GroupKeyFile.fileName
+                    throw StoreError(
+                        .integrity,
+                        "\(keyPath) is missing but group \(group) holds items: restore it from a backup (its keys are "
+                            + "nowhere else); nothing was written",
+                        path: keyPath.string)
+                }
                 try makeGroup(group, unixGroup: nil, classKeys: classKeys)
             }
         }

@@ -1,4 +1,8 @@
+import Synchronization
 import VaultSystem
+
+/// Set once an `O_NOATIME` open was refused (`SmallFile.openRegular`).
+private let noAccessTimeRefused = Atomic<Bool>(false)
 
 /// Reading a whole small file of the vault (an item, the marker, a note, the journal, a backup):
 /// opened without following a link or blocking on a FIFO (`O_NOFOLLOW|O_NONBLOCK`), checked to be a
@@ -61,11 +65,18 @@ enum SmallFile {
         let fd: FileDescriptor
         do {
             // O_NONBLOCK: a FIFO or device planted under the name must not hang the reader.
-            do {
-                fd = try directory.openAt(name, [.readOnly, .noAccessTime, .nonBlocking])
-            } catch  where error == .notPermitted {
-                // O_NOATIME needs ownership; a file of another user is read (and then refused) without it.
+            if noAccessTimeRefused.load(ordering: .relaxed) {
                 fd = try directory.openAt(name, [.readOnly, .nonBlocking])
+            } else {
+                do {
+                    fd = try directory.openAt(name, [.readOnly, .noAccessTime, .nonBlocking])
+                } catch  where error == .notPermitted {
+                    // O_NOATIME needs ownership; a file of another user is read without it. Such files are
+                    // the rule for this process once it meets one (a member reading a shared group, whose
+                    // items are every member's): it stops asking, rather than open every file twice.
+                    noAccessTimeRefused.store(true, ordering: .relaxed)
+                    fd = try directory.openAt(name, [.readOnly, .nonBlocking])
+                }
             }
         } catch {
             switch error {

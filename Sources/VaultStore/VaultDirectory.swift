@@ -107,6 +107,16 @@ enum VaultDirectory {
                     "\(path) is a symbolic link or not a directory; vault refuses links inside the vault",
                     path: path, failed: .open, error)
             }
+            if error == .permissionDenied, let status = try? parent.statusAt(name),
+                status.permissions.rawValue != FilePermissions.sharedDirectory.rawValue
+            {
+                throw StoreError(
+                    .notAMember,
+                    "group \(path.lastComponent) is private to the vault's owner (uid \(status.ownerID)); this process "
+                        + "(uid \(ProcessIdentity.effectiveUserID)) cannot use it: the owner can share it with a Unix "
+                        + "group (`vault group create NAME --unix-group GROUP` for a new group)",
+                    path: path, failed: .open, error)
+            }
             if error == .permissionDenied, let status = try? parent.statusAt(name) {
                 throw StoreError(
                     .notAMember,

@@ -44,6 +44,9 @@ extension VaultStore {
             let bytes = try readGroupKeyFile(group, in: directory)
         else { return nil }
         let path = groupPath(group) / GroupKeyFile.fileName
+        // A group's keys are held from here on, as a master key is after `KeyFile`'s read: no core dump
+        // or same-user ptrace of this process (a member never reads a key file otherwise).
+        try? ProcessIdentity.disableDumps()
         if let classKeys {
             return try GroupKeyFile.decodeAsOwner(
                 bytes, group: group, vaultID: vaultID, always: classKeys.always, path: path)
@@ -72,6 +75,13 @@ extension VaultStore {
                     + "\(status.linkCount) links: it is not the group's key (a member may have put it there)",
                 path: path.string)
         }
+        guard status.permissions.rawValue & 0o007 == 0 else {
+            throw StoreError(
+                .insecureFile,
+                "\(path) can be read by others (mode \(status.permissions)): it may hold the group's keys; run "
+                    + "`chmod o-rwx \(path)`",
+                path: path.string)
+        }
         return try SmallFile.read(
             GroupKeyFile.fileName, in: directory, path: path, limit: GroupKeyFile.maximumByteCount)
     }
@@ -80,20 +90,33 @@ extension VaultStore {
     func openGroupLockFile(_ group: GroupName) throws(StoreError) -> FileDescriptor {
         let path = groupPath(group) / Self.lockFileName
         let directory = try existingGroupDirectory(group)
-        let fd: FileDescriptor
+        var fd: FileDescriptor
         do {
             fd = try directory.openAt(Self.lockFileName, [.readWrite, .nonBlocking])
         } catch {
-            throw StoreError.system(error, .open, "open the lock file", path: path)
+            guard error == .noSuchFileOrDirectory, classKeys != nil else {
+                throw StoreError.system(error, .open, "open the lock file", path: path)
+            }
+            // Removed (by a member, or by the owner after a refusal below): the owner makes it again.
+            let shared = (try? keys(for: group).isShared) == true
+            do {
+                fd = try directory.openAt(
+                    Self.lockFileName, [.readWrite, .create, .exclusiveCreate, .nonBlocking],
+                    permissions: shared ? .ownerAndGroupReadWrite : .ownerReadWrite)
+                if shared { try fd.setPermissions(.ownerAndGroupReadWrite) }
+                WriterMark.idle.write(to: fd)
+            } catch {
+                throw StoreError.system(error, .open, "create the lock file", path: path)
+            }
         }
         do throws(StoreError) {
             let status = try SmallFile.status(ofRegular: fd, path: path, inspecting: "open the lock file")
             guard status.ownerID == ownerID, status.linkCount == 1 else {
                 throw StoreError(
                     .insecureFile,
-                    "\(path) belongs to uid \(status.ownerID), not to the vault's owner (uid \(ownerID)): writers "
-                        + "locking it would not exclude each other; the owner can remove it and run "
-                        + "`vault group create \(group)` again to restore it",
+                    "\(path) belongs to uid \(status.ownerID), not to the vault's owner (uid \(ownerID)), or has "
+                        + "\(status.linkCount) links: writers locking it would not exclude each other; the owner can "
+                        + "remove it (the next write of the owner makes a new one)",
                     path: path.string)
             }
             return fd
@@ -150,6 +173,7 @@ extension VaultStore {
             } catch {
                 throw StoreError.system(error, .chmod, "make the shared group directory", path: groupPath)
             }
+            try AtomicFile.syncDirectory(groupsDirectory, path: groupsPath)
         }
         guard let directory = try groupDirectory(group, create: true) else {
             throw StoreError(

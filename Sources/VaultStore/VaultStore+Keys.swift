@@ -112,6 +112,13 @@ extension VaultStore {
         (try? directory.statusAt(MasterKeyFile.fileName))?.size == Int64(WrappedMasterKey.byteCount)
     }
 
+    /// Whether this store can write items of `protectionClass` in `group`: a shared group (format 2)
+    /// cannot be locked, so there every class is available; elsewhere as `isAvailable(_:)`.
+    public func isAvailable(_ protectionClass: ProtectionClass, in group: GroupName) -> Bool {
+        if formatVersion >= 2, (try? keys(for: group))?.isShared == true { return true }
+        return isAvailable(protectionClass)
+    }
+
     /// Whether this store holds the key of `protectionClass` (always true for a key-file vault).
     public func isAvailable(_ protectionClass: ProtectionClass) -> Bool {
         // A member uses shared groups only, where every class behaves as `always`.

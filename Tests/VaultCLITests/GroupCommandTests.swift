@@ -293,11 +293,11 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
             let cases: [([String], String)] = [
                 (
                     ["group"],
-                    "vault: group: missing subcommand; the subcommands are create, ls, rm (see 'vault group --help')\n"
+                    "vault: group: missing subcommand; the subcommands are create, ls, rm, rotate (see 'vault group --help')\n"
                 ),
                 (
                     ["group", "frob"],
-                    "vault: group: unknown subcommand 'frob'; the subcommands are create, ls, rm (see 'vault group "
+                    "vault: group: unknown subcommand 'frob'; the subcommands are create, ls, rm, rotate (see 'vault group "
                         + "--help')\n"
                 ),
                 (["group", "--json"], "vault: group: unknown option --json (see 'vault group --help')\n"),
@@ -327,7 +327,7 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
                 ),
                 (
                     ["help", "group", "frob"],
-                    "vault: unknown subcommand 'frob' of group; the subcommands are create, ls, rm (see 'vault "
+                    "vault: unknown subcommand 'frob' of group; the subcommands are create, ls, rm, rotate (see 'vault "
                         + "--help')\n"
                 ),
             ]
@@ -397,14 +397,31 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
         try withScratch { scratch in
             let completion = try CompletionScratch(shell, scratch: scratch)
             let group = try #require(ArgumentParser.commandTable.command("group"))
-            #expect(try completion.complete(["vault", "group", ""]) == ["create", "ls", "rm"])
-            #expect(try completion.complete(["vault", "--vault", scratch.vault, "group", "r"]) == ["rm"])
+            #expect(try completion.complete(["vault", "group", ""]) == ["create", "ls", "rm", "rotate"])
+            #expect(try completion.complete(["vault", "--vault", scratch.vault, "group", "r"]) == ["rm", "rotate"])
             let create = try #require(group.subcommand("create"))
             #expect(try completion.complete(["vault", "group", "create", "-"]) == CompletionTests.optionWords(create))
             #expect(try completion.complete(["vault", "group", "create", "--u"]) == ["--unix-group"])
             #expect(try completion.complete(["vault", "group", "rm", "db", "--f"]) == ["--force"])
             #expect(try completion.complete(["vault", "group", "ls", "--j"]) == ["--json"])
             #expect(try completion.complete(["vault", "init", "--format", ""]) == ["1", "2"])
+        }
+    }
+}
+
+@Suite struct GroupRotateCommandTests {
+    @Test func rotateSealsTheGroupsItemsAgainAndTheyStillRead() throws {
+        try withScratch { scratch in
+            try #require(try scratch.run(["init", "--format", "2"]).status == 0)
+            #expect(try scratch.run(["--group", "db", "put", "pg", "app"], input: Data("one")).status == 0)
+            #expect(try scratch.run(["--group", "db", "put", "pg", "ops"], input: Data("two")).status == 0)
+            let rotated = try scratch.run(["group", "rotate", "db"])
+            #expect(rotated.status == 0, "\(rotated.errors)")
+            #expect(rotated.errors == "vault: rotated the key of group db (2 items sealed again)\n")
+            #expect(try scratch.run(["--group", "db", "get", "pg", "app"]).output == Data("one"))
+            #expect(try scratch.run(["--group", "db", "get", "pg", "ops"]).output == Data("two"))
+            let missing = try scratch.run(["group", "rotate", "nope"])
+            #expect(missing.status == 1, "\(missing.errors)")
         }
     }
 }

@@ -155,4 +155,33 @@ import VaultTestSupport
             #expect(try store.get(group: group, id: id) == [3])
         }
     }
+
+    /// A member may delete files in a shared directory: a group that lost its key keeps its items
+    /// (no new key over them), and a lost `.lock` is made again by the owner.
+    @Test func aLostGroupKeyIsReportedAndALostLockIsMadeAgain() throws {
+        try withTemporaryVault("v2") { vault in
+            let store = try VaultStore.create(at: vault.path, format: 2)
+            let id = try store.itemID(group: group, primaryKey: [1])
+            try store.put(Array("kept".utf8), group: group, id: id)
+            try FileManager.default.removeItem(atPath: vault.file("groups/\(group)/.lock"))
+            let fresh = try VaultStore.open(at: vault.path)
+            try fresh.put(Array("again".utf8), group: group, id: id)
+            #expect(try vault.mode("groups/\(group)/.lock") == 0o600)
+            let key = try vault.bytes("groups/\(group)/group.key")
+            try FileManager.default.removeItem(atPath: vault.file("groups/\(group)/group.key"))
+            let other = try VaultStore.open(at: vault.path)
+            let error = #expect(throws: StoreError.self) { try other.put([1], group: group, id: id) }
+            #expect(error?.code == .integrity)
+            #expect(error?.message.contains("group.key is missing but group \(group) holds items") == true)
+            #expect(!FileManager.default.fileExists(atPath: vault.file("groups/\(group)/group.key")))
+            try vault.write(key, to: "groups/\(group)/group.key")
+            try vault.chmod("groups/\(group)/group.key", 0o644)
+            let exposed = #expect(throws: StoreError.self) {
+                try VaultStore.open(at: vault.path).get(group: group, id: id)
+            }
+            #expect(exposed?.message.contains("can be read by others") == true)
+            try vault.chmod("groups/\(group)/group.key", 0o600)
+            #expect(try VaultStore.open(at: vault.path).get(group: group, id: id) == Array("again".utf8))
+        }
+    }
 }

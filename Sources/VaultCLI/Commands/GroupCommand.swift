@@ -5,7 +5,7 @@ import Vault
 enum GroupCommand {
     static let info = CommandInfo(
         name: "group",
-        summary: "create, list and remove access groups, private or shared with a Unix group",
+        summary: "create, list, remove and rotate access groups, private or shared with a Unix group",
         details: """
             Manages the access groups of a format-2 vault (`vault init --format 2`), where each group has
             its own key. A private group is the vault's owner's alone. A shared group's key can be read
@@ -16,7 +16,9 @@ enum GroupCommand {
             vault, and for a member too. `vault groups` is another listing: the client's access to each
             group, every item file verified.
             """,
-        subcommands: [GroupCreateCommand.info, GroupListCommand.info, GroupRemoveCommand.info])
+        subcommands: [
+            GroupCreateCommand.info, GroupListCommand.info, GroupRemoveCommand.info, GroupRotateCommand.info,
+        ])
 
     /// A failed group operation of `command` ("group create"). The store's message names the group,
     /// the vault and the way out, so it is kept: `CLIError`'s wording for the same statuses is about
