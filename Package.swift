@@ -77,7 +77,8 @@ let package = Package(
             dependencies: [
                 "Vault", "VaultStore", "VaultArchive", "VaultCrypto", "VaultSystem", "VaultTestSupport",
                 "vault-test-helper",
-            ]),
+            ],
+            exclude: ["Fixtures"]),
         // Crash, power-loss, fault, concurrency, hostile-file and memory harnesses (docs/RELIABILITY.md);
         // sizes grow with VAULT_STRESS=1 (scripts/stress).
         .testTarget(

@@ -29,6 +29,15 @@ extension Vault {
         }
     }
 
+    /// Converts a format-1 vault to format 2 (a key per group, shared groups possible), crash-safe as
+    /// a rekey: after a failure at any step the vault opens as format 1 or as format 2, with every
+    /// item. The master key stays where it is. Damaged items stop it before anything changes; a vault
+    /// that is format 2 already is `duplicateVault`. This handle is stale afterwards: open the vault
+    /// again.
+    public func upgrade(keySource: KeySource = .fromEnvironment()) throws(VaultError) {
+        try engine.store.upgrade(keySource: keySource) { (target) throws(VaultError) in try copyItems(into: target) }
+    }
+
     /// Writes every item, decrypted with the old keys, into the rekey's new vault.
     private func copyItems(into target: RekeyTarget) throws(VaultError) {
         for name in try translatingStoreErrors({ () throws(StoreError) in try engine.store.groups() }) {

@@ -208,6 +208,7 @@ public enum Command: Sendable, Hashable {
     case list(ListCommand)
     /// `vault uuid`.
     case uuid(UUIDCommand)
+    case upgrade(UpgradeCommand)
     /// `vault groups`.
     case groups(GroupsCommand)
     /// `vault group create`.
@@ -294,7 +295,7 @@ public enum ArgumentParser {
         RemoveCommand.info, ListCommand.info, UUIDCommand.info, GroupsCommand.info, GroupCommand.info,
         CheckCommand.info,
         CompletionCommand.info, PasswdCommand.info, UnlockCommand.info, LockCommand.info,
-        ExportCommand.info, ImportCommand.info, RekeyCommand.info, HelpCommand.info,
+        ExportCommand.info, ImportCommand.info, RekeyCommand.info, UpgradeCommand.info, HelpCommand.info,
     ]
 
     static func info(_ name: String) -> CommandInfo? { commands.first { $0.name == name } }

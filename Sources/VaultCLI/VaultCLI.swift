@@ -80,6 +80,7 @@ public enum VaultCLI {
         case .remove(let command): try command.run(in: context)
         case .list(let command): try command.run(in: context)
         case .uuid(let command): try command.run(in: context)
+        case .upgrade(let command): try command.run(in: context)
         case .groups(let command): try command.run(in: context)
         case .groupCreate(let command): try command.run(in: context)
         case .groupList(let command): try command.run(in: context)

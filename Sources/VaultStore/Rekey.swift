@@ -32,6 +32,8 @@ public struct RekeyTarget {
     let store: VaultStore
     let classKeys: ClassKeys
     let groupsDirectory: FileDescriptor
+    /// The vault format the new items are written in (2 for an upgrade).
+    let format: UInt8
     private let state: RekeyState
 
     final class RekeyState {
@@ -39,18 +41,56 @@ public struct RekeyTarget {
         var groupKeys: [GroupName: GroupKeys] = [:]
     }
 
-    init(store: VaultStore, classKeys: ClassKeys, groupsDirectory: FileDescriptor) {
+    init(store: VaultStore, classKeys: ClassKeys, groupsDirectory: FileDescriptor, format: UInt8) {
         self.store = store
         self.classKeys = classKeys
         self.groupsDirectory = groupsDirectory
+        self.format = format
         self.state = RekeyState()
     }
 
     func keys(_ group: GroupName) throws(StoreError) -> GroupKeys {
         if let keys = state.groupKeys[group] { return keys }
-        let keys = try GroupKeys(classKeys: classKeys, group: group, vaultID: store.vaultID)
+        let keys: GroupKeys
+        if format == 1 {
+            keys = try GroupKeys(classKeys: classKeys, group: group, vaultID: store.vaultID)
+        } else {
+            keys = try GroupKeys(file: try makeGroupKeyFile(group), classKeys: classKeys, group: group)
+        }
         state.groupKeys[group] = keys
         return keys
+    }
+
+    /// Format 2 (an upgrade): a private group's key file and lock in the new group directory.
+    private func makeGroupKeyFile(_ group: GroupName) throws(StoreError) -> GroupKeyFile {
+        let directory = try groupDirectory(group)
+        let path = store.location / Rekey.newGroups / group.rawValue
+        let random = try GroupSecrets.random()
+        let groupID: [UInt8]
+        do {
+            groupID = try SecureRandom.bytes(count: GroupKeyFile.groupIDByteCount)
+        } catch {
+            throw StoreError.crypto(error, "cannot make a group id")
+        }
+        let file = GroupKeyFile(
+            groupID: groupID, isShared: false,
+            secrets: GroupSecrets(
+                indexKey: try VaultStore.privateIndexKey(always: classKeys.always, group: group), keys: random.keys,
+                currentGeneration: random.currentGeneration))
+        let encoded = try file.encoded(
+            group: group, vaultID: store.vaultID,
+            sealKey: try GroupKeyFile.sealKey(always: classKeys.always, groupID: groupID))
+        try AtomicFile.replace(
+            GroupKeyFile.fileName, contents: .secret(encoded), in: directory, directoryPath: path)
+        do {
+            let lock = try directory.openAt(
+                VaultStore.lockFileName, [.readWrite, .create, .nonBlocking], permissions: .ownerReadWrite)
+            WriterMark.idle.write(to: lock)
+            try? lock.close()
+        } catch {
+            throw StoreError.system(error, .open, "create the lock file", path: path / VaultStore.lockFileName)
+        }
+        return file
     }
 
     /// The id the item with `primaryKey` has under the new keys.
@@ -69,7 +109,7 @@ public struct RekeyTarget {
             throw StoreError(.locked, "the new \(protectionClass) class key is missing", path: path.string)
         }
         let contents = try ItemFile.seal(
-            plaintext, version: store.itemFormatVersion, key: encryption, protectionClass: protectionClass,
+            plaintext, version: ItemFile.version(forVault: format), key: encryption, protectionClass: protectionClass,
             generation: key.currentGeneration, binding: key.binding, location: item)
         // As in `WriteTransaction.write`: generation 1 has no record (the new directory holds none to remove).
         var record: (name: String, text: String?)?
@@ -106,6 +146,9 @@ enum RekeyDestination {
     case masterKey(passphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits)
     /// A new external key file (see `MasterKeyFile.prepareNewKeyFile`).
     case keyFile(String)
+    /// The same key, every item written again in format 2 (`upgrade`); the key stays where it is
+    /// (`master.key`, or the external file `keyFile`).
+    case upgrade(keyFile: String?)
 }
 
 extension VaultStore {
@@ -151,11 +194,26 @@ extension VaultStore {
         try rekey(to: .keyFile(newKeyFile), copyItems: copyItems)
     }
 
+    /// Converts a format-1 vault to format 2 (a key per group), crash-safe as a rekey is: `copyItems`
+    /// writes every item into a new `groups` directory, each group with a key of its own, then one
+    /// rename commits. The master key stays (in `master.key`, or in the external file of
+    /// `keySource`). The store is stale afterwards: open the vault again. A format-1 vault is never
+    /// converted otherwise.
+    public func upgrade<Failure: StoreErrorConvertible>(
+        keySource: KeySource, copyItems: (RekeyTarget) throws(Failure) -> Void
+    ) throws(Failure) {
+        try rekey(to: .upgrade(keyFile: keySource.keyFile), copyItems: copyItems)
+    }
+
     private func rekey<Failure: StoreErrorConvertible>(
         to destination: RekeyDestination, copyItems: (RekeyTarget) throws(Failure) -> Void
     ) throws(Failure) {
         guard formatVersion == 1 else {
             // Format 2 rekeys in place (the group keys re-sealed, no directory moved): not in this build.
+            if case .upgrade = destination {
+                throw Failure(
+                    StoreError(.vaultAlreadyExists, "the vault at \(path) is format 2 already; nothing was changed"))
+            }
             throw Failure(
                 StoreError(
                     .unsupportedFormat,
@@ -171,7 +229,13 @@ extension VaultStore {
             defer { target.close() }
             try copyItems(target)
             try Failure.converting { () throws(StoreError) in
-                try switchToRekeyed(keyFileRekey: { if case .keyFile = destination { true } else { false } }())
+                let keyFileRekey: Bool
+                switch destination {
+                case .keyFile: keyFileRekey = true
+                case .upgrade(let keyFile): keyFileRekey = keyFile != nil
+                case .masterKey: keyFileRekey = false
+                }
+                try switchToRekeyed(keyFileRekey: keyFileRekey)
             }
         }
         // Keys cached by `vault unlock` belong to the old key now.
@@ -185,9 +249,16 @@ extension VaultStore {
     {
         let newMaster: SymmetricKey
         var newKeyFile: String?
+        var format: UInt8 = 1
         switch destination {
         case .masterKey:
             newMaster = try KeyFile.randomKey()
+        case .upgrade(let keyFile):
+            // The key stays; the journal names an external key file as a key-file rekey's would, so that
+            // recovery renames only groups and VAULT, and leaves the key where it is.
+            newMaster = masterKey
+            newKeyFile = keyFile
+            format = 2
         case .keyFile(let given):
             // Made (or checked) first, so that the journal never names a file that is not there.
             (newKeyFile, newMaster) = try ExternalKeyFile.prepareNew(given)
@@ -224,9 +295,10 @@ extension VaultStore {
                     newKeys, in: directory, vaultPath: location, name: AlwaysKeyFile.fileName + Rekey.newSuffix)
             }
         }
-        let marker = try VaultMarker(vaultID: vaultID).encoded(key: newKeys.always)
+        let marker = try VaultMarker(vaultID: vaultID, version: format).encoded(key: newKeys.always)
         try AtomicFile.replace(
-            VaultMarker.fileName + Rekey.newSuffix, contents: .plain(marker), in: directory, directoryPath: location)
+            VaultMarker.fileName + Rekey.newSuffix, contents: .plain(marker), in: directory, directoryPath: location,
+            permissions: format == 1 ? .ownerReadWrite : .ownerWriteAllRead)
         // 2. Every item under the new keys. A groups.new left by an earlier attempt goes first, unless it
         // is the directory this store reads its items from (renamed there by someone else).
         let newGroupsPath = location / Rekey.newGroups
@@ -246,7 +318,8 @@ extension VaultStore {
         }
         return RekeyTarget(
             store: self, classKeys: newKeys,
-            groupsDirectory: try VaultDirectory.openSubdirectory(Rekey.newGroups, in: directory, path: newGroupsPath))
+            groupsDirectory: try VaultDirectory.openSubdirectory(Rekey.newGroups, in: directory, path: newGroupsPath),
+            format: format)
     }
 
     /// After the items: one `syncfs`, 3. the commit point, then 4. the switch.

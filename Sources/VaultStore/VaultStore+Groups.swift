@@ -11,16 +11,16 @@ extension VaultStore {
     /// The owner's index key of private group `group`: derived, so that item ids can be computed (and
     /// agree between processes) before the group exists.
     func privateIndexKey(_ group: GroupName) throws(StoreError) -> SymmetricKey {
+        try Self.privateIndexKey(always: try ownerClassKeys("use group \(group)").always, group: group)
+    }
+
+    /// `privateIndexKey(_:)` from the `always` class key `always`.
+    static func privateIndexKey(always: SymmetricKey, group: GroupName) throws(StoreError) -> SymmetricKey {
         do {
             return try KeyDerivation.subkey(
-                of: try ownerClassKeys("use group \(group)").always, domain: Self.privateIndexDomain,
-                context: Array(group.rawValue.utf8))
-        } catch let error as CryptoError {
-            throw StoreError.crypto(error, "cannot derive the index key of group \(group)")
-        } catch let error as StoreError {
-            throw error
+                of: always, domain: privateIndexDomain, context: Array(group.rawValue.utf8))
         } catch {
-            throw StoreError(.io, "cannot derive the index key of group \(group): \(error)")
+            throw StoreError.crypto(error, "cannot derive the index key of group \(group)")
         }
     }
 
