@@ -35,21 +35,23 @@ extension Vault {
     /// that is format 2 already is `duplicateVault`. This handle is stale afterwards: open the vault
     /// again.
     public func upgrade(keySource: KeySource = .fromEnvironment()) throws(VaultError) {
-        try engine.store.upgrade(keySource: keySource) { (target) throws(VaultError) in try copyItems(into: target) }
+        try engine.store.upgrade(keySource: keySource) { (target) throws(VaultError) in
+            try copyItems(into: target, operation: "upgrade")
+        }
     }
 
     /// Writes every item, decrypted with the old keys, into the rekey's new vault.
-    private func copyItems(into target: RekeyTarget) throws(VaultError) {
+    private func copyItems(into target: RekeyTarget, operation: String = "rekey") throws(VaultError) {
         for name in try translatingStoreErrors({ () throws(StoreError) in try engine.store.groups() }) {
             let group = AccessGroup(name)
             let scanned = try engine.scan(group) { _ in true }
             if let locked = scanned.locked {
-                throw VaultError(locked.status, "cannot rekey: \(locked.message)", cause: locked)
+                throw VaultError(locked.status, "cannot \(operation): \(locked.message)", cause: locked)
             }
             if let damage = scanned.damage {
                 throw VaultError(
                     damage.status,
-                    "cannot rekey: \(damage.message) (`vault check --remove-damaged` removes damaged files)",
+                    "cannot \(operation): \(damage.message) (`vault check --remove-damaged` removes damaged files)",
                     cause: damage)
             }
             for item in scanned.items {

@@ -23,8 +23,8 @@ extension VaultStore {
         guard formatVersion >= 2 else {
             throw StoreError(
                 .unsupportedFormat,
-                "the vault at \(path) is format 1, whose groups have no key of their own to rotate (rekey the "
-                    + "vault with `vault rekey`)")
+                "the vault at \(path) is format 1, whose groups have no key of their own to rotate: rekey the "
+                    + "vault with `vault rekey`, or convert it with `vault upgrade` first")
         }
         let classKeys = try ownerClassKeys("rotate a group's key")
         return try withWriteLock(finishingMoves: true, groups: [group]) { (_) throws(StoreError) -> Int in

@@ -202,7 +202,9 @@ extension VaultStore {
     public func upgrade<Failure: StoreErrorConvertible>(
         keySource: KeySource, copyItems: (RekeyTarget) throws(Failure) -> Void
     ) throws(Failure) {
-        try rekey(to: .upgrade(keyFile: keySource.keyFile), copyItems: copyItems)
+        // The journal names an absolute path (recovery may run in another working directory).
+        let keyFile = keySource.keyFile.map { $0.hasPrefix("/") ? $0 : (try? FileDescriptor.resolvedPath($0)) ?? $0 }
+        try rekey(to: .upgrade(keyFile: keyFile), copyItems: copyItems)
     }
 
     private func rekey<Failure: StoreErrorConvertible>(
@@ -221,7 +223,9 @@ extension VaultStore {
             )
         }
         guard let masterKey else {
-            throw Failure(StoreError(.locked, "rekey needs the vault's passphrase (it was opened without it)"))
+            let what: String
+            if case .upgrade = destination { what = "upgrade" } else { what = "rekey" }
+            throw Failure(StoreError(.locked, "\(what) needs the vault's passphrase (it was opened without it)"))
         }
         try withWriteLock(finishingMoves: false) { (_) throws(Failure) in
             let target = try Failure.converting { () throws(StoreError) in try prepareRekey(to: destination, masterKey)

@@ -68,6 +68,7 @@ extension VaultStore {
         }
         defer { try? fd.close() }
         let status = try SmallFile.status(ofRegular: fd, path: path, inspecting: "open")
+        state.withLock { $0.groupKeyInodes[group] = status.inode }
         guard status.ownerID == ownerID, status.linkCount == 1 else {
             throw StoreError(
                 .insecureFile,
@@ -84,6 +85,22 @@ extension VaultStore {
         }
         return try SmallFile.read(
             GroupKeyFile.fileName, in: directory, path: path, limit: GroupKeyFile.maximumByteCount)
+    }
+
+    /// Under `group`'s write lock: forgets the group's keys when its `group.key` is no longer the file
+    /// they were read from (a rotation, in another process, replaced it), so that this writer seals
+    /// under the current key generation. One `fstatat`.
+    func refreshGroupKeysIfReplaced(_ group: GroupName) {
+        guard let known = state.withLock({ $0.groupKeyInodes[group] }),
+            let directory = try? groupDirectory(group, create: false)
+        else { return }
+        let current = try? directory.statusAt(GroupKeyFile.fileName).inode
+        if current != known {
+            state.withLock { state in
+                state.groupKeys[group] = nil
+                state.groupKeyInodes[group] = nil
+            }
+        }
     }
 
     /// Opens `group`'s `.lock` (format v2): a regular file of the vault's owner with one link.
@@ -136,7 +153,7 @@ extension VaultStore {
             throw StoreError(
                 .unsupportedFormat,
                 "the vault at \(path) is format 1, whose groups share one key: per-group keys and shared groups "
-                    + "need format 2 (`vault init --format 2` for a new vault)")
+                    + "need format 2 (`vault upgrade` converts this vault; `vault init --format 2` makes a new one)")
         }
         let classKeys = try ownerClassKeys("create a group")
         try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in

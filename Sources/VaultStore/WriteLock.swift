@@ -142,6 +142,7 @@ extension VaultStore {
             }
             held.append(HeldLock(file: file, groups: groups))
         }
+        if formatVersion >= 2 { for group in covered ?? [] { refreshGroupKeysIfReplaced(group) } }
         return (held, covered)
     }
 

@@ -115,4 +115,18 @@ import VaultTestSupport
             #expect(reads.load(ordering: .relaxed) > 0)
         }
     }
+
+    /// A writer that read the key file before another process rotated the group writes under the new
+    /// key: it finds the replaced `group.key` when it takes the group's lock.
+    @Test func aWriterOpenAcrossARotationWritesUnderTheNewKey() throws {
+        try withTemporaryVault("rotate") { vault in
+            let (writer, ids) = try filled(vault, items: 2)
+            try VaultStore.open(at: vault.path).rotateGroup(group)
+            try writer.put(Array("value 0".utf8), group: group, id: ids[0])
+            #expect(GroupKeyFile.readBigEndian(try vault.bytes("groups/\(group)/\(ids[0].fileName)"), at: 8) == 2)
+            try expectAllRead(vault.path, ids)
+            #expect(try VaultStore.open(at: vault.path).rotateGroup(group) == ids.count)
+            try expectAllRead(vault.path, ids)
+        }
+    }
 }
