@@ -71,7 +71,13 @@ extension VaultStore {
                             + "nowhere else); nothing was written",
                         path: keyPath.string)
                 }
-                try makeGroup(group, unixGroup: nil, classKeys: classKeys)
+                // A shared directory that lost its key (a member removed it before any item was written)
+                // stays shared: its members keep their group.
+                let status = try? groupsDirectory.statusAt(group.rawValue)
+                let unixGroup =
+                    status.map { $0.permissions.rawValue == FilePermissions.sharedDirectory.rawValue } == true
+                    ? status?.groupID : nil
+                try makeGroup(group, unixGroup: unixGroup, classKeys: classKeys)
             }
         }
         guard let directory = try groupDirectory(group, create: true) else {

@@ -115,6 +115,27 @@ enum SmallFile {
         return status
     }
 
+    /// The bytes of the open regular file `fd` (whose status is `status`), at most `limit` of them:
+    /// for a file that was checked through this very descriptor (a file read by name again could be
+    /// another one by then).
+    static func read(_ fd: FileDescriptor, status: FileStatus, path: FilePath, limit: Int) throws(StoreError)
+        -> [UInt8]
+    {
+        guard status.size <= Int64(limit) else {
+            throw StoreError(
+                .integrity, "\(path) is \(status.size) bytes, more than the \(limit) allowed; it is damaged",
+                path: path.string)
+        }
+        do {
+            return try fd.readAll(sizeHint: Int(status.size), limit: limit)
+        } catch {
+            if error == .fileTooLarge {
+                throw StoreError(.integrity, "\(path) grew past \(limit) bytes while being read", path: path.string)
+            }
+            throw StoreError.system(error, .read, "read", path: path)
+        }
+    }
+
     private static func read(
         _ name: String, in directory: FileDescriptor, path: FilePath, limit: Int, confirming: Bool
     ) throws(StoreError) -> (contents: [UInt8], unchanged: Bool) {

@@ -66,8 +66,9 @@ extension VaultStore {
             if error == .noSuchFileOrDirectory { return nil }
             throw StoreError.system(error, .open, "open", path: path)
         }
-        defer { try? fd.close() }
+        // `status(ofRegular:)` closes `fd` when it refuses it: close it here only after that.
         let status = try SmallFile.status(ofRegular: fd, path: path, inspecting: "open")
+        defer { try? fd.close() }
         state.withLock { $0.groupKeyInodes[group] = status.inode }
         guard status.ownerID == ownerID, status.linkCount == 1 else {
             throw StoreError(
@@ -83,8 +84,8 @@ extension VaultStore {
                     + "`chmod o-rwx \(path)`",
                 path: path.string)
         }
-        return try SmallFile.read(
-            GroupKeyFile.fileName, in: directory, path: path, limit: GroupKeyFile.maximumByteCount)
+        // From the descriptor just checked: a member could put another file under the name in between.
+        return try SmallFile.read(fd, status: status, path: path, limit: GroupKeyFile.maximumByteCount)
     }
 
     /// Under `group`'s write lock: forgets the group's keys when its `group.key` is no longer the file
@@ -126,20 +127,29 @@ extension VaultStore {
                 throw StoreError.system(error, .open, "create the lock file", path: path)
             }
         }
+        // `status(ofRegular:)` closes `fd` when it refuses it; a second close could close a descriptor
+        // that another thread has opened under the same number since.
+        let status = try SmallFile.status(ofRegular: fd, path: path, inspecting: "open the lock file")
         do throws(StoreError) {
-            let status = try SmallFile.status(ofRegular: fd, path: path, inspecting: "open the lock file")
-            guard status.ownerID == ownerID, status.linkCount == 1 else {
-                throw StoreError(
-                    .insecureFile,
-                    "\(path) belongs to uid \(status.ownerID), not to the vault's owner (uid \(ownerID)), or has "
-                        + "\(status.linkCount) links: writers locking it would not exclude each other; the owner can "
-                        + "remove it (the next write of the owner makes a new one)",
-                    path: path.string)
-            }
+            try requireGroupLock(status, path: path, group: group)
             return fd
         } catch {
             try? fd.close()
             throw error
+        }
+    }
+
+    /// Refuses a `.lock` (of regular file `status`) that is not the vault's owner's with one link: a
+    /// member may have put it there, e.g. as a hard link to a file outside the group.
+    private func requireGroupLock(_ status: FileStatus, path: FilePath, group: GroupName) throws(StoreError) {
+        guard status.ownerID == ownerID, status.linkCount == 1 else {
+            throw StoreError(
+                .insecureFile,
+                "\(path) belongs to uid \(status.ownerID), not to the vault's owner (uid \(ownerID)), or has "
+                    + "\(status.linkCount) links: it is not the group's lock (a member may have put it there), and "
+                    + "writers locking it would not exclude each other; the owner can remove it (the owner's next "
+                    + "write makes a new one)",
+                path: path.string)
         }
     }
 
@@ -211,15 +221,27 @@ extension VaultStore {
         // The lock first, saying idle: a key file without its lock would be a group no one can write.
         let lockPath = groupPath / Self.lockFileName
         do {
-            let fd = try directory.openAt(
-                Self.lockFileName, [.readWrite, .create, .nonBlocking],
-                permissions: shared ? .ownerAndGroupReadWrite : .ownerReadWrite)
+            let fd: FileDescriptor
+            do {
+                fd = try directory.openAt(
+                    Self.lockFileName, [.readWrite, .create, .nonBlocking],
+                    permissions: shared ? .ownerAndGroupReadWrite : .ownerReadWrite)
+            } catch {
+                throw StoreError.system(error, .open, "create the lock file", path: lockPath)
+            }
+            // An existing `.lock` may be anything a member put under the name (the owner's next write to a
+            // group whose `group.key` a member removed comes here): nothing is written to it, nor its mode
+            // changed, before it is known to be the owner's. `status(ofRegular:)` closes `fd` when it refuses.
+            let status = try SmallFile.status(ofRegular: fd, path: lockPath, inspecting: "open the lock file")
             defer { try? fd.close() }
-            if shared { try fd.setPermissions(.ownerAndGroupReadWrite) }
-            if (try? fd.status().size) == 0 { WriterMark.idle.write(to: fd) }
-            try fd.sync()
-        } catch {
-            throw StoreError.system(error, .open, "create the lock file", path: lockPath)
+            try requireGroupLock(status, path: lockPath, group: group)
+            do {
+                if shared { try fd.setPermissions(.ownerAndGroupReadWrite) }
+                if (try? fd.status().size) == 0 { WriterMark.idle.write(to: fd) }
+                try fd.sync()
+            } catch {
+                throw StoreError.system(error, .open, "create the lock file", path: lockPath)
+            }
         }
         do {
             try AtomicFile.createExclusively(

@@ -58,8 +58,8 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
                 #expect(
                     create.errors
                         == "vault: group create: the vault at \(scratch.vault) is format 1, whose groups share one "
-                        + "key: per-group keys and shared groups need format 2 (`vault init --format 2` for a new "
-                        + "vault)\n")
+                        + "key: per-group keys and shared groups need format 2 (`vault upgrade` converts this vault; "
+                        + "`vault init --format 2` makes a new one)\n")
             }
         }
     }

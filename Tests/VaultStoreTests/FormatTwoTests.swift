@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import VaultCrypto
 import VaultSystem
@@ -182,6 +183,92 @@ import VaultTestSupport
             #expect(exposed?.message.contains("can be read by others") == true)
             try vault.chmod("groups/\(group)/group.key", 0o600)
             #expect(try VaultStore.open(at: vault.path).get(group: group, id: id) == Array("again".utf8))
+        }
+    }
+
+    /// A group whose `group.key` is gone (a member of a shared group can remove it) is made again by
+    /// the owner's next write. The `.lock` found there may be anything a member put under the name: a
+    /// hard link to an outside file, a FIFO. It is refused before anything is written to it or its mode
+    /// changed.
+    @Test func theOwnersWriteToAGroupWithoutItsKeyWritesNothingThroughAPlantedLock() throws {
+        try withTemporaryVault("v2") { vault in
+            let store = try VaultStore.create(at: vault.path, format: 2)
+            let id = try store.itemID(group: group, primaryKey: [1])
+            try store.put([1], group: group, id: id)
+            // An empty group (one that holds items and lost its key is refused before its lock is looked at).
+            try store.delete(group: group, id: id)
+            let lock = vault.file("groups/\(group)/.lock")
+            // A hard link to an empty file outside the vault (of the same user: the link count tells).
+            let outside = vault.root + "/outside"
+            FileManager.default.createFile(atPath: outside, contents: nil)
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: outside)
+            #expect(unlink(vault.file("groups/\(group)/group.key")) == 0 && unlink(lock) == 0)
+            #expect(link(outside, lock) == 0)
+            let linked = #expect(throws: StoreError.self) {
+                try VaultStore.open(at: vault.path).put([2], group: group, id: id)
+            }
+            #expect(linked?.code == .insecureFile, "\(String(describing: linked))")
+            #expect(linked?.message.contains(lock) == true, "\(String(describing: linked))")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: outside)).isEmpty, "a byte was written through the link")
+            #expect((try FileManager.default.attributesOfItem(atPath: outside)[.posixPermissions] as? Int) == 0o644)
+            // A FIFO, with a reader holding it open: nothing is written into it. (A write that met the lock
+            // only after it made the group's key again left a key to remove.)
+            _ = unlink(vault.file("groups/\(group)/group.key"))
+            #expect(unlink(lock) == 0 && mkfifo(lock, 0o600) == 0)
+            let reader = open(lock, O_RDONLY | O_NONBLOCK)
+            #expect(reader >= 0)
+            defer { close(reader) }
+            let fifo = #expect(throws: StoreError.self) {
+                try VaultStore.open(at: vault.path).put([2], group: group, id: id)
+            }
+            #expect(fifo?.code == .insecureFile, "\(String(describing: fifo))")
+            var byte: UInt8 = 0
+            #expect(read(reader, &byte, 1) <= 0, "a byte was written into the FIFO")
+        }
+    }
+
+    /// A FIFO (or anything but a regular file) under `group.key` or `.lock` is refused, and the
+    /// descriptor it was opened on is closed once: a second close would close whatever another thread
+    /// opened in between under the same number.
+    @Test func aRefusedGroupKeyOrLockIsClosedOnce() throws {
+        final class Opened: Sendable {
+            let descriptors = Mutex<[Int32]>([])
+        }
+        for name in ["group.key", ".lock"] {
+            try withTemporaryVault("v2") { vault in
+                let store = try VaultStore.create(at: vault.path, format: 2)
+                let id = try store.itemID(group: group, primaryKey: [1])
+                try store.put([1], group: group, id: id)
+                let path = vault.file("groups/\(group)/\(name)")
+                #expect(unlink(path) == 0 && mkfifo(path, 0o600) == 0)
+                let reopened = try VaultStore.open(at: vault.path)
+                // Before each close the store makes, another "thread" opens files: they take the lowest
+                // free numbers, among them the one just closed when the store closes a descriptor twice
+                // (several, as tests running in parallel open files too).
+                let opened = Opened()
+                let plan = FaultPlan(
+                    .close, occurrence: 1,
+                    effect: .interleave {
+                        let fds = (0..<8).map { _ in open("/dev/null", O_RDONLY | O_CLOEXEC) }
+                        opened.descriptors.withLock { $0 += fds }
+                    }, persistent: true)
+                let error = FaultInjection.withPlan(plan) {
+                    #expect(throws: StoreError.self) {
+                        if name == "group.key" {
+                            _ = try reopened.get(group: group, id: id)
+                        } else {
+                            try reopened.put([2], group: group, id: id)
+                        }
+                    }
+                }
+                #expect(error?.code == .insecureFile, "\(name): \(String(describing: error))")
+                let descriptors = opened.descriptors.withLock { $0 }
+                #expect(!descriptors.isEmpty)
+                for fd in descriptors {
+                    #expect(fcntl(fd, F_GETFD) != -1, "\(name): the store closed descriptor \(fd), not its own")
+                    close(fd)
+                }
+            }
         }
     }
 }
