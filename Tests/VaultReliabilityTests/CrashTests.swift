@@ -111,81 +111,117 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
         try withTemporaryDirectory("crash") { dir in
             let path = dir.path + "/vault"
             _ = try Vault.create(at: path, client: try testClient())
-            let writers = (0..<4).map { "w\($0)" }
-            var model: [String: String] = [:]
-            var lost: [String] = []
-            var undecryptable: [String] = []
-            var disagreements: [String] = []
-            var acknowledgedTotal = 0
-            var inFlightApplied = 0
-            var inFlightTotal = 0
-            var temporaryBeforeCleanup = 0
-            var temporaryAfterCleanup: [String] = []
-            let iterations = Sizes.crashIterations
-            // A long-lived handle (a service that keeps its vault open) does the writing after each round:
-            // it must clean up after writers that died long after its own first write.
-            let longLived = try Vault.open(at: path, client: try testClient())
-            let started = monotonicMilliseconds()
-            for iteration in 0..<iterations {
-                let children = try writers.enumerated().map { index, writer in
-                    try Helper(["crash-writer", path, testApp, writer, String(iteration * 1_000_000 + index * 100_000)])
-                }
-                usleep(UInt32.random(in: 30_000...150_000))
-                for child in children.shuffled() {
-                    child.kill()
-                    if Bool.random() { usleep(UInt32.random(in: 0...3000)) }
-                }
-                var journals: [WriterJournal] = []
-                for child in children {
-                    let result = child.finish()
-                    if result.status != 128 + SIGKILL && result.status != SIGKILL {
-                        Issue.record("writer ended with \(result.status) before the kill: \(result.errors)")
-                    }
-                    journals.append(WriterJournal(output: result.output))
-                }
-                temporaryBeforeCleanup += temporaryFiles(in: path).count
-                // Reopen as a new process would: a fresh handle, reads first.
-                let vault = try Vault.open(at: path, client: try testClient())
-                let state = try crashState(vault)
-                disagreements += state.pointLookupDisagreements.map { "iteration \(iteration): \($0)" }
-                for (writer, journal) in zip(writers, journals) {
-                    let prefix = writer + "-"
-                    let (before, after) = journal.outcomes(of: model, prefix: prefix)
-                    acknowledgedTotal += journal.acknowledged.count
-                    let actual = state.scan.filter { $0.key.hasPrefix(prefix) }
-                    if journal.inFlight != nil { inFlightTotal += 1 }
-                    if actual == before {
-                        // fine: the unacknowledged operation did not happen (or changed nothing)
-                    } else if actual == after {
-                        inFlightApplied += 1
-                    } else {
-                        lost.append(
-                            "iteration \(iteration) \(writer): expected \(before) or \(after), found \(actual)")
-                    }
-                    WriterJournal.settle(&model, prefix: prefix, at: actual)
-                }
-                // A writer runs again: it finishes interrupted moves and removes stale temp files.
-                try longLived.set(Data("\(iteration)"), for: try ItemKey(service: "settle", account: "settle"))
-                temporaryAfterCleanup += temporaryFiles(in: path).map { "iteration \(iteration): \($0)" }
-                let decrypted = try decryptEveryItem(path)
-                undecryptable += decrypted.failures
+            try crashRounds(path: path, app: testApp, iterations: Sizes.crashIterations, figureName: "crash") {
+                index, writer, iteration in
+                try Helper(["crash-writer", path, testApp, writer, String(iteration * 1_000_000 + index * 100_000)])
             }
-            let seconds = (monotonicMilliseconds() - started) / 1000
-            figure(
-                "crash",
-                "\(iterations) SIGKILL iterations of 4 writers, \(acknowledgedTotal) acknowledged operations, "
-                    + "\(lost.count) lost, \(undecryptable.count) undecryptable files, "
-                    + "\(temporaryAfterCleanup.count) temp files after a writer ran again "
-                    + "(\(temporaryBeforeCleanup) seen right after kills), \(inFlightApplied)/\(inFlightTotal) "
-                    + "unacknowledged operations found applied, \(disagreements.count) point/scan disagreements, "
-                    + String(format: "%.0f s", seconds))
-            #expect(lost.isEmpty, "\(lost.prefix(5))")
-            #expect(undecryptable.isEmpty, "\(undecryptable.prefix(5))")
-            #expect(temporaryAfterCleanup.isEmpty, "\(temporaryAfterCleanup.prefix(5))")
-            #expect(disagreements.isEmpty, "\(disagreements.prefix(5))")
-            #expect(acknowledgedTotal > iterations)
         }
     }
+
+    /// The same in a shared group of a format-2 vault: the 4 writers are two members of its Unix group
+    /// (two processes each), and the owner's long-lived handle writes after each round.
+    @Test(.enabled(if: canRunAsOtherUsers, "needs root, the shadow tools and setpriv"))
+    func killedMembersLoseNoAcknowledgedWriteInASharedGroup() throws {
+        try withThrowawayAccounts(users: 2, groups: 1) { users, groups in
+            for user in users { try addMember(user, to: groups[0]) }
+            try withTemporaryDirectory("crash-shared") { dir in
+                try makeTraversable(dir.path)
+                let path = dir.path + "/vault"
+                let owner = try Vault.create(at: path, client: try testClient("db"), format: 2)
+                try owner.createGroup(try AccessGroup("db"), unixGroup: groups[0].gid)
+                try withExecutableForOtherUsers(helperPath) { helper in
+                    try crashRounds(
+                        path: path, app: "db", iterations: max(Sizes.crashIterations / 4, 10),
+                        figureName: "crash-shared"
+                    ) { index, writer, iteration in
+                        try Helper(
+                            ["crash-writer", path, "db", writer, String(iteration * 1_000_000 + index * 100_000)],
+                            environment: ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"], as: users[index % 2],
+                            executable: helper)
+                    }
+                }
+            }
+        }
+    }
+
+    /// Rounds of 4 writers (started by `start`) killed at random points, each round checked against
+    /// the journal of acknowledged operations, as `killedWritersLoseNoAcknowledgedWrite` describes;
+    /// reads go through client `app`.
+    func crashRounds(
+        path: String, app: String, iterations: Int, figureName: String,
+        start: (_ index: Int, _ writer: String, _ iteration: Int) throws -> Helper
+    ) throws {
+        let writers = (0..<4).map { "w\($0)" }
+        var model: [String: String] = [:]
+        var lost: [String] = []
+        var undecryptable: [String] = []
+        var disagreements: [String] = []
+        var acknowledgedTotal = 0
+        var inFlightApplied = 0
+        var inFlightTotal = 0
+        var temporaryBeforeCleanup = 0
+        var temporaryAfterCleanup: [String] = []
+        // A long-lived handle (a service that keeps its vault open) does the writing after each round:
+        // it must clean up after writers that died long after its own first write.
+        let longLived = try Vault.open(at: path, client: try testClient(app))
+        let started = monotonicMilliseconds()
+        for iteration in 0..<iterations {
+            let children = try writers.enumerated().map { index, writer in try start(index, writer, iteration) }
+            usleep(UInt32.random(in: 30_000...150_000))
+            for child in children.shuffled() {
+                child.kill()
+                if Bool.random() { usleep(UInt32.random(in: 0...3000)) }
+            }
+            var journals: [WriterJournal] = []
+            for child in children {
+                let result = child.finish()
+                if result.status != 128 + SIGKILL && result.status != SIGKILL {
+                    Issue.record("writer ended with \(result.status) before the kill: \(result.errors)")
+                }
+                journals.append(WriterJournal(output: result.output))
+            }
+            temporaryBeforeCleanup += temporaryFiles(in: path).count
+            // Reopen as a new process would: a fresh handle, reads first.
+            let vault = try Vault.open(at: path, client: try testClient(app))
+            let state = try crashState(vault)
+            disagreements += state.pointLookupDisagreements.map { "iteration \(iteration): \($0)" }
+            for (writer, journal) in zip(writers, journals) {
+                let prefix = writer + "-"
+                let (before, after) = journal.outcomes(of: model, prefix: prefix)
+                acknowledgedTotal += journal.acknowledged.count
+                let actual = state.scan.filter { $0.key.hasPrefix(prefix) }
+                if journal.inFlight != nil { inFlightTotal += 1 }
+                if actual == before {
+                    // fine: the unacknowledged operation did not happen (or changed nothing)
+                } else if actual == after {
+                    inFlightApplied += 1
+                } else {
+                    lost.append("iteration \(iteration) \(writer): expected \(before) or \(after), found \(actual)")
+                }
+                WriterJournal.settle(&model, prefix: prefix, at: actual)
+            }
+            // A writer runs again: it finishes interrupted moves and removes stale temp files.
+            try longLived.set(Data("\(iteration)"), for: try ItemKey(service: "settle", account: "settle"))
+            temporaryAfterCleanup += temporaryFiles(in: path).map { "iteration \(iteration): \($0)" }
+            let decrypted = try decryptEveryItem(path)
+            undecryptable += decrypted.failures
+        }
+        let seconds = (monotonicMilliseconds() - started) / 1000
+        figure(
+            figureName,
+            "\(iterations) SIGKILL iterations of 4 writers, \(acknowledgedTotal) acknowledged operations, "
+                + "\(lost.count) lost, \(undecryptable.count) undecryptable files, "
+                + "\(temporaryAfterCleanup.count) temp files after a writer ran again "
+                + "(\(temporaryBeforeCleanup) seen right after kills), \(inFlightApplied)/\(inFlightTotal) "
+                + "unacknowledged operations found applied, \(disagreements.count) point/scan disagreements, "
+                + String(format: "%.0f s", seconds))
+        #expect(lost.isEmpty, "\(lost.prefix(5))")
+        #expect(undecryptable.isEmpty, "\(undecryptable.prefix(5))")
+        #expect(temporaryAfterCleanup.isEmpty, "\(temporaryAfterCleanup.prefix(5))")
+        #expect(disagreements.isEmpty, "\(disagreements.prefix(5))")
+        #expect(acknowledgedTotal > iterations)
+    }
+
     /// 4 processes incrementing one shared counter (`Vault.modify`) are SIGKILLed at random points: the
     /// counter is at least the number of acknowledged increments and at most that plus the ones in
     /// flight, every time.

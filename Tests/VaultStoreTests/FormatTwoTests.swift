@@ -200,7 +200,7 @@ import VaultTestSupport
             let lock = vault.file("groups/\(group)/.lock")
             // A hard link to an empty file outside the vault (of the same user: the link count tells).
             let outside = vault.root + "/outside"
-            FileManager.default.createFile(atPath: outside, contents: nil)
+            _ = FileManager.default.createFile(atPath: outside, contents: nil)
             try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: outside)
             #expect(unlink(vault.file("groups/\(group)/group.key")) == 0 && unlink(lock) == 0)
             #expect(link(outside, lock) == 0)

@@ -20,11 +20,22 @@ public final class Helper {
     /// Its standard input, when started with one.
     public let input = Pipe()
 
-    /// Starts the helper with `arguments` (and `environment`, else this process's).
-    public init(_ arguments: [String], environment: [String: String]? = nil, standardInput: Bool = false) throws {
-        process.executableURL = URL(fileURLWithPath: helperPath)
+    /// Starts the helper with `arguments` (and `environment`, else this process's); with `user`, as
+    /// that user with its groups (`setpriv --init-groups`, which then becomes the helper at
+    /// `executable`: the pid is the helper's).
+    public init(
+        _ arguments: [String], environment: [String: String]? = nil, standardInput: Bool = false,
+        as user: ThrowawayUser? = nil, executable: String = helperPath
+    ) throws {
+        if let user {
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments =
+                ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--init-groups", "--", executable] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+        }
         if standardInput { process.standardInput = input }
-        process.arguments = arguments
         if let environment { process.environment = environment }
         process.standardOutput = output
         process.standardError = errors
