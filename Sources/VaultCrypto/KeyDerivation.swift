@@ -21,16 +21,7 @@ public enum KeyDerivation {
     public static func subkey(of key: SymmetricKey, domain: Domain, context: [UInt8]) throws(CryptoError)
         -> SymmetricKey
     {
-        try Sodium.ensureInitialized()
-        let bytes: SecureBytes
-        do {
-            bytes = try SecureBytes(exactly: SymmetricKey.byteCount) { (out) throws(CryptoError) in
-                try hash(into: out, key: key, domain: domain, message: context)
-            }
-        } catch {
-            throw error.cryptoError
-        }
-        return try SymmetricKey(bytes)
+        try context.withTypedBytes { (input) throws(CryptoError) in try derive(key, domain, input) }
     }
 
     /// Derives a subkey of `key` for `domain` and `context` that also depends on the secret `other`
@@ -39,14 +30,19 @@ public enum KeyDerivation {
     public static func subkey(of key: SymmetricKey, domain: Domain, context: [UInt8], mixing other: SymmetricKey)
         throws(CryptoError) -> SymmetricKey
     {
-        try Sodium.ensureInitialized()
         let message = try other.bytes.appending(context)
+        return try message.withUnsafeBytes { (input) throws(CryptoError) in try derive(key, domain, input) }
+    }
+
+    /// The one derivation: a 32-byte BLAKE2b of `message` under `key` for `domain`, in secure memory.
+    private static func derive(_ key: SymmetricKey, _ domain: Domain, _ message: UnsafeRawBufferPointer)
+        throws(CryptoError) -> SymmetricKey
+    {
+        try Sodium.ensureInitialized()
         let bytes: SecureBytes
         do {
             bytes = try SecureBytes(exactly: SymmetricKey.byteCount) { (out) throws(CryptoError) in
-                try message.withUnsafeBytes { (input) throws(CryptoError) in
-                    try hash(into: out, key: key, domain: domain, message: input)
-                }
+                try hash(into: out, key: key, domain: domain, message: message)
             }
         } catch {
             throw error.cryptoError

@@ -129,12 +129,7 @@ enum VaultDirectory {
             throw StoreError.system(error, .open, "open", path: path)
         }
         do throws(StoreError) {
-            let status: FileStatus
-            do {
-                status = try fd.status()
-            } catch {
-                throw StoreError.system(error, .stat, "inspect", path: path)
-            }
+            let status = try status(of: fd, path: path)
             if status.permissions.rawValue & 0o7777 == FilePermissions.sharedDirectory.rawValue {
                 guard status.ownerID == owner else {
                     throw StoreError(
@@ -153,6 +148,15 @@ enum VaultDirectory {
         }
     }
 
+    /// The status of the open directory `fd`, a failure naming `path`.
+    private static func status(of fd: FileDescriptor, path: FilePath) throws(StoreError) -> FileStatus {
+        do {
+            return try fd.status()
+        } catch {
+            throw StoreError.system(error, .stat, "inspect", path: path)
+        }
+    }
+
     /// The one open of a directory: `O_NOFOLLOW|O_DIRECTORY`, then the checks of `checkDirectory` on
     /// what was opened. A link (or a non-directory) at the name is `linkRefusal`.
     private static func openChecked(
@@ -168,12 +172,7 @@ enum VaultDirectory {
             throw StoreError.system(error, .open, verb, path: path)
         }
         do throws(StoreError) {
-            let status: FileStatus
-            do {
-                status = try fd.status()
-            } catch {
-                throw StoreError.system(error, .stat, "inspect", path: path)
-            }
+            let status = try status(of: fd, path: path)
             try checkDirectory(status, path: path, what: what)
             return (fd, status)
         } catch {
