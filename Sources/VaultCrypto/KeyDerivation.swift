@@ -58,12 +58,9 @@ public enum KeyDerivation {
         domain: Domain,
         outputByteCount: Int = 32
     ) throws(CryptoError) -> [UInt8] {
-        try Sodium.ensureInitialized()
-        var output = [UInt8](repeating: 0, count: outputByteCount)
-        try output.withTypedMutableBytes { (out) throws(CryptoError) in
-            try hash(into: out, key: key, domain: domain, message: message)
+        try message.withTypedBytes { (input) throws(CryptoError) in
+            try keyedHash(input, key: key, domain: domain, outputByteCount: outputByteCount)
         }
-        return output
     }
 
     /// A keyed hash (as `keyedHash(_:key:domain:outputByteCount:)`) of a message that holds secrets:
@@ -74,25 +71,21 @@ public enum KeyDerivation {
         domain: Domain,
         outputByteCount: Int = 32
     ) throws(CryptoError) -> [UInt8] {
+        try message.withUnsafeBytes { (input) throws(CryptoError) in
+            try keyedHash(input, key: key, domain: domain, outputByteCount: outputByteCount)
+        }
+    }
+
+    /// The one keyed hash: `outputByteCount` bytes of BLAKE2b of `message` under `key` for `domain`.
+    private static func keyedHash(
+        _ message: UnsafeRawBufferPointer, key: SymmetricKey, domain: Domain, outputByteCount: Int
+    ) throws(CryptoError) -> [UInt8] {
         try Sodium.ensureInitialized()
         var output = [UInt8](repeating: 0, count: outputByteCount)
         try output.withTypedMutableBytes { (out) throws(CryptoError) in
-            try message.withUnsafeBytes { (input) throws(CryptoError) in
-                try hash(into: out, key: key, domain: domain, message: input)
-            }
+            try hash(into: out, key: key, domain: domain, message: message)
         }
         return output
-    }
-
-    private static func hash(
-        into out: UnsafeMutableRawBufferPointer,
-        key: SymmetricKey,
-        domain: Domain,
-        message: [UInt8]
-    ) throws(CryptoError) {
-        try message.withTypedBytes { (input) throws(CryptoError) in
-            try hash(into: out, key: key, domain: domain, message: input)
-        }
     }
 
     private static func hash(
