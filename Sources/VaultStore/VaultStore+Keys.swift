@@ -71,9 +71,10 @@ extension VaultStore {
     }
 
     /// The encryption key of `protectionClass` in `item`'s group under key `generation` (the group's
-    /// current one when nil); `locked`, naming the file, when the store lacks that class key.
+    /// current one when nil), with the group's keys it came from (one look-up for the caller's binding
+    /// and generation too); `locked`, naming the file, when the store lacks that class key.
     func encryptionKey(_ protectionClass: ProtectionClass, for item: ItemLocation, generation: UInt32? = nil)
-        throws(StoreError) -> SymmetricKey
+        throws(StoreError) -> (key: SymmetricKey, keys: GroupKeys)
     {
         var keys = try keys(for: item.group)
         if let generation, formatVersion >= 2, keys.encryption(protectionClass, generation: generation) == nil,
@@ -91,7 +92,7 @@ extension VaultStore {
                         + "does not hold: it is damaged, or older than the group's last rotation",
                     path: path.string)
             }
-            return key
+            return (key, keys)
         }
         guard let key = keys.encryption(protectionClass, generation: generation ?? keys.currentGeneration) else {
             let path = itemPath(item)
@@ -101,7 +102,7 @@ extension VaultStore {
                     + "run `vault unlock` (or give the passphrase)",
                 path: path.string)
         }
-        return key
+        return (key, keys)
     }
 
     /// The path of `master.key`, as messages and prompts name it.

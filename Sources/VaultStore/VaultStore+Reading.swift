@@ -153,10 +153,9 @@ extension VaultStore {
             }
             do throws(StoreError) {
                 let header = try ItemFile.header(of: contents, expected: itemFormatVersion, path: path)
-                let key = try encryptionKey(header.protectionClass, for: item, generation: header.generation)
+                let (key, keys) = try encryptionKey(header.protectionClass, for: item, generation: header.generation)
                 return try ItemFile.open(
-                    contents, header: header, key: key, binding: try keys(for: item.group).binding, location: item,
-                    path: path)
+                    contents, header: header, key: key, binding: keys.binding, location: item, path: path)
             } catch {
                 // A reader takes no lock, so the file it opened may have become the group's spare and be
                 // written over (`SpareFile`): what it read can be another item's file, zeros, or torn.

@@ -27,8 +27,7 @@ public struct WriteTransaction {
     ) throws(StoreError) {
         try requireLocked(item.group)
         let directory = try store.existingGroupDirectory(item.group)
-        let key = try store.encryptionKey(protectionClass, for: item)
-        let groupKeys = try store.keys(for: item.group)
+        let (key, groupKeys) = try store.encryptionKey(protectionClass, for: item)
         store.removeStaleTemporaryFiles(group: item.group, directory: directory)
         let contents = try ItemFile.seal(
             plaintext, version: store.itemFormatVersion, key: key, protectionClass: protectionClass,
