@@ -111,6 +111,17 @@ struct Context {
         }
     }
 
+    /// The vault at `path` opened with `source` (a rekey's or an upgrade's, which want the master key
+    /// itself), a failure reported against the path.
+    func openVault(at path: String, keySource source: KeySource) throws(CLIError) -> Vault {
+        let client = try client()
+        do {
+            return try Vault.open(at: path, client: client, keySource: source)
+        } catch {
+            throw CLIError(error, subject: path, vaultPath: path)
+        }
+    }
+
     /// The existing vault, or nil when there is none at the path (a credential helper's read: no vault
     /// holds no credential).
     func openVaultIfPresent() throws(CLIError) -> Vault? {

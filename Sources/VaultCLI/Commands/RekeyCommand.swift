@@ -55,13 +55,7 @@ public struct RekeyCommand: Sendable, Hashable {
                 .usage, path,
                 "the vault's key is in the external file \(keyFile); give the new key file with --new-key-file PATH")
         }
-        let client = try context.client()
-        let vault: Vault
-        do {
-            vault = try Vault.open(at: path, client: client, keySource: source)
-        } catch {
-            throw CLIError(error, subject: path, vaultPath: path)
-        }
+        let vault = try context.openVault(at: path, keySource: source)
         if let newKeyFile {
             try context.attempt(vault, path) { () throws(VaultError) in
                 try vault.rekey(newKeyFile: newKeyFile, keySource: source)

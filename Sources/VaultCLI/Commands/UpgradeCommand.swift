@@ -27,13 +27,7 @@ public struct UpgradeCommand: Sendable, Hashable {
         var source = context.keySource()
         // The unlock cache holds class keys, not the master key that writing every item again needs.
         source.usesUnlockCache = false
-        let client = try context.client()
-        let vault: Vault
-        do {
-            vault = try Vault.open(at: path, client: client, keySource: source)
-        } catch {
-            throw CLIError(error, subject: path, vaultPath: path)
-        }
+        let vault = try context.openVault(at: path, keySource: source)
         try context.attempt(vault, path) { () throws(VaultError) in try vault.upgrade(keySource: source) }
         context.writeError("vault: \(path): upgraded to format 2 (a key per access group)\n")
     }
