@@ -48,8 +48,8 @@ struct GroupKeys: Sendable {
         isShared = false
     }
 
-    /// Format v2: from the group's key file; `classKeys` are the owner's (nil for a member, who can
-    /// only open a shared group).
+    /// Format v2: from the group's key file; `classKeys` are the owner's item class keys
+    /// (`ItemClassKeyFile`; nil for a member, who can only open a shared group).
     init(file: GroupKeyFile, classKeys: ClassKeys?, group: GroupName) throws(StoreError) {
         index = file.secrets.indexKey
         binding = file.groupID

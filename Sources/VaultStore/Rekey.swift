@@ -19,12 +19,16 @@ enum Rekey {
     static let newSuffix = ".new"
     static let oldGroups = VaultStore.groupsDirectoryName + ".old"
     static let newGroups = VaultStore.groupsDirectoryName + ".new"
+    /// The renames after the commit point; a rekey to a new key file does only the first three (it made
+    /// no key file in the vault).
     static let renames: [(String, String)] = [
         (newGroups, VaultStore.groupsDirectoryName),
         (VaultMarker.fileName + newSuffix, VaultMarker.fileName),
+        (ItemClassKeyFile.fileName + newSuffix, ItemClassKeyFile.fileName),
         (MasterKeyFile.fileName + newSuffix, MasterKeyFile.fileName),
         (AlwaysKeyFile.fileName + newSuffix, AlwaysKeyFile.fileName),
     ]
+    static let keyFileRekeyRenameCount = 3
 }
 
 /// Where a rekey puts the new master key.
@@ -97,22 +101,18 @@ extension VaultStore {
     private func rekey<Failure: StoreErrorConvertible>(
         to destination: RekeyDestination, copyItems: (RekeyTarget) throws(Failure) -> Void
     ) throws(Failure) {
-        guard formatVersion == 1 else {
-            // Format 2 rekeys in place (the group keys re-sealed, no directory moved): not in this build.
-            if case .upgrade = destination {
-                throw Failure(
-                    StoreError(.vaultAlreadyExists, "the vault at \(path) is format 2 already; nothing was changed"))
-            }
-            throw Failure(
-                StoreError(
-                    .unsupportedFormat,
-                    "the vault at \(path) is format 2, which this build of vault cannot rekey yet; nothing was changed")
-            )
+        if formatVersion >= 2, case .upgrade = destination {
+            throw Failure(StoreError(.vaultAlreadyExists, "the vault at \(path) is format 2 already; nothing was changed"))
         }
         guard let masterKey else {
             let what: String
             if case .upgrade = destination { what = "upgrade" } else { what = "rekey" }
             throw Failure(StoreError(.locked, "\(what) needs the vault's passphrase (it was opened without it)"))
+        }
+        if formatVersion >= 2 {
+            try Failure.converting { () throws(StoreError) in try rekeyInPlace(to: destination, masterKey) }
+            forgetUnlockedKeys()
+            return
         }
         try withWriteLock(finishingMoves: false) { (_) throws(Failure) in
             let target = try Failure.converting { () throws(StoreError) in try prepareRekey(to: destination, masterKey)
@@ -129,38 +129,48 @@ extension VaultStore {
                 try switchToRekeyed(keyFileRekey: keyFileRekey)
             }
         }
-        // Keys cached by `vault unlock` belong to the old key now.
+        forgetUnlockedKeys()
+    }
+
+    /// Removes the keys cached by `vault unlock`: they belong to the old master key after a rekey.
+    private func forgetUnlockedKeys() {
         _ = try? UnlockCache.remove(vaultID: vaultID, .afterFirstUnlock, path: location)
         _ = try? UnlockCache.remove(vaultID: vaultID, .whenUnlocked, path: location)
     }
 
-    /// Steps 0 to 2 before the items: the journal, the new key files and marker, an empty `groups.new`.
-    private func prepareRekey(to destination: RekeyDestination, _ masterKey: SymmetricKey) throws(StoreError)
-        -> RekeyTarget
+    /// The master key a rekey to `destination` switches to, and the external key file it is in (nil:
+    /// `master.key`).
+    func newMasterKey(for destination: RekeyDestination, current masterKey: SymmetricKey) throws(StoreError)
+        -> (key: SymmetricKey, keyFile: String?)
     {
-        let newMaster: SymmetricKey
-        var newKeyFile: String?
-        var format: UInt8 = 1
         switch destination {
         case .masterKey:
-            newMaster = try KeyFile.randomKey()
+            return (try KeyFile.randomKey(), nil)
         case .upgrade(let keyFile):
             // The key stays; the journal names an external key file as a key-file rekey's would, so that
             // recovery renames only groups and VAULT, and leaves the key where it is.
-            newMaster = masterKey
-            newKeyFile = keyFile
-            format = 2
+            return (masterKey, keyFile)
         case .keyFile(let given):
             // Made (or checked) first, so that the journal never names a file that is not there.
-            (newKeyFile, newMaster) = try ExternalKeyFile.prepareNew(given)
-            guard newMaster != masterKey else {
+            let (keyFile, key) = try ExternalKeyFile.prepareNew(given)
+            guard key != masterKey else {
                 throw StoreError(
                     .invalidName,
                     "\(given) holds the vault's current key; give the path of a new key file (one that does not "
                         + "exist yet is created)",
                     path: given)
             }
+            return (key, keyFile)
         }
+    }
+
+    /// Steps 0 to 2 before the items: the journal, the new key files and marker, an empty `groups.new`.
+    private func prepareRekey(to destination: RekeyDestination, _ masterKey: SymmetricKey) throws(StoreError)
+        -> RekeyTarget
+    {
+        let (newMaster, newKeyFile) = try newMasterKey(for: destination, current: masterKey)
+        var format: UInt8 = 1
+        if case .upgrade = destination { format = 2 }
         let newKeys = try ClassKeys(master: newMaster)
         // A groups.old already there (a rename by hand, an older build's leftover) would make the commit
         // rename fail after the journal is written, and recovery then roll onto it: refuse first.
@@ -190,6 +200,13 @@ extension VaultStore {
         try AtomicFile.replace(
             VaultMarker.fileName + Rekey.newSuffix, contents: .plain(marker), in: directory, directoryPath: location,
             permissions: format == 1 ? .ownerReadWrite : .ownerWriteAllRead)
+        var itemClassKeys = newKeys
+        if format >= 2 {
+            itemClassKeys = try ItemClassKeyFile.random()
+            try ItemClassKeyFile.write(
+                itemClassKeys, under: newKeys, vaultID: vaultID, in: directory, vaultPath: location,
+                name: ItemClassKeyFile.fileName + Rekey.newSuffix)
+        }
         // 2. Every item under the new keys. A groups.new left by an earlier attempt goes first, unless it
         // is the directory this store reads its items from (renamed there by someone else).
         let newGroupsPath = location / Rekey.newGroups
@@ -208,7 +225,7 @@ extension VaultStore {
             throw StoreError.system(error, .mkdir, "create", path: newGroupsPath)
         }
         return RekeyTarget(
-            store: self, classKeys: newKeys,
+            store: self, classKeys: newKeys, itemClassKeys: itemClassKeys,
             groupsDirectory: try VaultDirectory.openSubdirectory(Rekey.newGroups, in: directory, path: newGroupsPath),
             format: format)
     }
@@ -237,7 +254,7 @@ extension VaultStore {
     /// made no key file in the vault, so a `master.key.new` or `always.key.new` there is not its own and
     /// is left alone.
     static func rollForward(directory: FileDescriptor, path: FilePath, keyFileRekey: Bool) throws(StoreError) {
-        let renames = keyFileRekey ? Array(Rekey.renames.prefix(2)) : Rekey.renames
+        let renames = keyFileRekey ? Array(Rekey.renames.prefix(Rekey.keyFileRekeyRenameCount)) : Rekey.renames
         for (source, destination) in renames where try VaultDirectory.exists(source, in: directory, path: path) {
             do {
                 try directory.renameAt(source, to: destination)
@@ -301,6 +318,10 @@ extension VaultStore {
                 path: journalPath.string)
         }
         let newKeyFile = RekeyJournal.claimedNewKeyFile(journal)
+        if RekeyJournal.isInPlace(journal) {
+            try recoverRekeyInPlace(directory: directory, path: path, keyFileRekey: newKeyFile != nil)
+            return newKeyFile
+        }
         if try VaultDirectory.exists(Rekey.oldGroups, in: directory, path: path) {
             try rollForward(directory: directory, path: path, keyFileRekey: newKeyFile != nil)
             return newKeyFile
@@ -319,7 +340,7 @@ extension VaultStore {
             }
         }
         try VaultDirectory.removeTree(Rekey.newGroups, in: directory, path: path)
-        var leftovers = [VaultMarker.fileName + Rekey.newSuffix]
+        var leftovers = [VaultMarker.fileName + Rekey.newSuffix, ItemClassKeyFile.fileName + Rekey.newSuffix]
         if newKeyFile == nil {
             leftovers += [MasterKeyFile.fileName + Rekey.newSuffix, AlwaysKeyFile.fileName + Rekey.newSuffix]
         }

@@ -10,7 +10,7 @@ import VaultSystem
 /// "vault.rekey.v1"), under the old `always` class key and under the new one. Two tags, because the
 /// renames that finish a rekey replace the old key files with the new ones: whichever key files are
 /// in place, one of them verifies. Header, version 1 (a rekey of `master.key`, 24 bytes): "VLTR" |
-/// 1 | reserved u8×3 (0) | vault id (16). Version 2 (a rekey to a new external key file): the same
+/// 1 | flags u8 (bit 0: a format-2 rekey in place) | reserved u8×2 (0) | vault id (16). Version 2 (a rekey to a new external key file): the same
 /// with version 2, then the new key file's absolute path as len16be | UTF-8 (1–4096 bytes), so that
 /// an open given neither key file can still find the new one; the path is authenticated by the tags,
 /// the key itself is never in the journal.
@@ -27,16 +27,25 @@ struct RekeyJournal {
     let vaultID: [UInt8]
     /// The absolute path of the new external key file (version 2); nil for a rekey of `master.key`.
     let newKeyFile: String?
+    /// A format-2 rekey, which moves no directory (flags bit 0; `VaultStore.rekeyInPlace`).
+    let inPlace: Bool
 
-    init(vaultID: [UInt8], newKeyFile: String? = nil) {
+    init(vaultID: [UInt8], newKeyFile: String? = nil, inPlace: Bool = false) {
         self.vaultID = vaultID
         self.newKeyFile = newKeyFile
+        self.inPlace = inPlace
     }
 
     func header() -> [UInt8] {
-        guard let newKeyFile else { return Self.magic + [1, 0, 0, 0] + vaultID }
+        let flags: UInt8 = inPlace ? 1 : 0
+        guard let newKeyFile else { return Self.magic + [1, flags, 0, 0] + vaultID }
         let path = Array(newKeyFile.utf8)
-        return Self.magic + [2, 0, 0, 0] + vaultID + [UInt8(path.count >> 8), UInt8(path.count & 0xff)] + path
+        return Self.magic + [2, flags, 0, 0] + vaultID + [UInt8(path.count >> 8), UInt8(path.count & 0xff)] + path
+    }
+
+    /// Whether `bytes` (a journal of a version this build reads) is a format-2 rekey's, in place.
+    static func isInPlace(_ bytes: [UInt8]) -> Bool {
+        headerByteCount(bytes) != nil && bytes[5] & 1 == 1
     }
 
     func encoded(oldAlways: SymmetricKey, newAlways: SymmetricKey) throws(StoreError) -> [UInt8] {
@@ -60,7 +69,7 @@ struct RekeyJournal {
 
     /// The length of the header of `bytes`, when it is a journal of a version this build reads.
     static func headerByteCount(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= fixedHeaderByteCount, Array(bytes[0..<4]) == magic, bytes[5] == 0, bytes[6] == 0,
+        guard bytes.count >= fixedHeaderByteCount, Array(bytes[0..<4]) == magic, bytes[5] & ~1 == 0, bytes[6] == 0,
             bytes[7] == 0
         else { return nil }
         switch bytes[4] {

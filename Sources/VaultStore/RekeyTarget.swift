@@ -5,6 +5,9 @@ import VaultSystem
 public struct RekeyTarget {
     let store: VaultStore
     let classKeys: ClassKeys
+    /// What the new items are sealed under: the new class keys (format 1), or new item class keys
+    /// (format 2, `ItemClassKeyFile`).
+    let itemClassKeys: ClassKeys
     let groupsDirectory: FileDescriptor
     /// The vault format the new items are written in (2 for an upgrade).
     let format: UInt8
@@ -15,9 +18,13 @@ public struct RekeyTarget {
         var groupKeys: [GroupName: GroupKeys] = [:]
     }
 
-    init(store: VaultStore, classKeys: ClassKeys, groupsDirectory: FileDescriptor, format: UInt8) {
+    init(
+        store: VaultStore, classKeys: ClassKeys, itemClassKeys: ClassKeys, groupsDirectory: FileDescriptor,
+        format: UInt8
+    ) {
         self.store = store
         self.classKeys = classKeys
+        self.itemClassKeys = itemClassKeys
         self.groupsDirectory = groupsDirectory
         self.format = format
         self.state = RekeyState()
@@ -29,7 +36,7 @@ public struct RekeyTarget {
         if format == 1 {
             keys = try GroupKeys(classKeys: classKeys, group: group, vaultID: store.vaultID)
         } else {
-            keys = try GroupKeys(file: try makeGroupKeyFile(group), classKeys: classKeys, group: group)
+            keys = try GroupKeys(file: try makeGroupKeyFile(group), classKeys: itemClassKeys, group: group)
         }
         state.groupKeys[group] = keys
         return keys
@@ -49,7 +56,7 @@ public struct RekeyTarget {
         let file = GroupKeyFile(
             groupID: groupID, isShared: false,
             secrets: GroupSecrets(
-                indexKey: try VaultStore.privateIndexKey(always: classKeys.always, group: group), keys: random.keys,
+                indexKey: try VaultStore.privateIndexKey(always: itemClassKeys.always, group: group), keys: random.keys,
                 currentGeneration: random.currentGeneration))
         let encoded = try file.encoded(
             group: group, vaultID: store.vaultID,

@@ -11,10 +11,13 @@ extension VaultStore {
     /// The owner's index key of private group `group`: derived, so that item ids can be computed (and
     /// agree between processes) before the group exists.
     func privateIndexKey(_ group: GroupName) throws(StoreError) -> SymmetricKey {
-        try Self.privateIndexKey(always: try ownerClassKeys("use group \(group)").always, group: group)
+        _ = try ownerClassKeys("use group \(group)")
+        guard let itemClassKeys else { throw StoreError(.locked, "the item class keys of \(path) are missing") }
+        return try Self.privateIndexKey(always: itemClassKeys.always, group: group)
     }
 
-    /// `privateIndexKey(_:)` from the `always` class key `always`.
+    /// `privateIndexKey(_:)` from the `always` item class key `always` (`ItemClassKeyFile`), which a
+    /// rekey leaves as it is.
     static func privateIndexKey(always: SymmetricKey, group: GroupName) throws(StoreError) -> SymmetricKey {
         do {
             return try KeyDerivation.subkey(
@@ -35,7 +38,7 @@ extension VaultStore {
             }
             return GroupKeys(absentPrivateGroupWithIndex: try privateIndexKey(group))
         }
-        return try GroupKeys(file: file, classKeys: classKeys, group: group)
+        return try GroupKeys(file: file, classKeys: itemClassKeys, group: group)
     }
 
     /// `group`'s key file, opened as the owner or as a member; nil when the group has none.

@@ -190,6 +190,12 @@ extension VaultStore {
         let groups = try ensureGroupsDirectory(in: directory, path: location)
         try? groups.close()
         let marker = try VaultMarker.random(version: format)
+        if format >= 2 {
+            // A leftover of an interrupted init (no marker, no items) is replaced: nothing uses it.
+            try ItemClassKeyFile.write(
+                try ItemClassKeyFile.random(), under: classKeys, vaultID: marker.vaultID, in: directory,
+                vaultPath: location)
+        }
         let encoded = try marker.encoded(key: classKeys.always)
         // Format 2: members of shared groups read the marker (its vault id); only the owner checks it.
         try AtomicFile.createExclusively(
@@ -290,12 +296,17 @@ extension VaultStore {
         versions: ItemVersionReader?
     ) throws(StoreError) -> VaultStore {
         let marker = try VaultMarker.decode(markerBytes, key: classKeys.always, path: location / VaultMarker.fileName)
+        let itemClassKeys =
+            marker.version >= 2
+            ? try ItemClassKeyFile.load(
+                in: directory, vaultPath: location, vaultID: marker.vaultID, classKeys: classKeys) : nil
         let lockFile = try ensureLockFile(in: directory, path: location)
         do throws(StoreError) {
             let groups = try ensureGroupsDirectory(in: directory, path: location)
             return VaultStore(
                 location: location, vaultID: marker.vaultID, directory: directory, groupsDirectory: groups,
-                lockFile: lockFile, classKeys: classKeys, versions: versions, formatVersion: marker.version)
+                lockFile: lockFile, classKeys: classKeys, itemClassKeys: itemClassKeys, versions: versions,
+                formatVersion: marker.version)
         } catch {
             try? lockFile.close()
             throw error

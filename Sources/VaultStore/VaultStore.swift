@@ -34,6 +34,10 @@ public final class VaultStore: Sendable {
     /// The owner's class keys; nil for a member of a shared group (format v2), who opens the vault
     /// without `master.key` and reaches only the groups whose keys the kernel lets it read.
     let classKeys: ClassKeys?
+    /// The owner's item class keys (format 2, `ItemClassKeyFile`): what private groups' item keys are
+    /// made from, so that a rekey leaves items as they are; the class keys themselves in format 1
+    /// and in a format-2 vault without `classes.key`. Nil for a member.
+    let itemClassKeys: ClassKeys?
     /// How to read an item's version from its plaintext, for the recovery of interrupted moves.
     let versions: ItemVersionReader?
     /// The master key, when this process has it (a key file, or the passphrase); not when the vault
@@ -75,7 +79,8 @@ public final class VaultStore: Sendable {
 
     init(
         location: FilePath, vaultID: [UInt8], directory: FileDescriptor, groupsDirectory: FileDescriptor,
-        lockFile: FileDescriptor?, classKeys: ClassKeys?, versions: ItemVersionReader?, formatVersion: UInt8
+        lockFile: FileDescriptor?, classKeys: ClassKeys?, itemClassKeys: ClassKeys? = nil,
+        versions: ItemVersionReader?, formatVersion: UInt8
     ) {
         self.location = location
         self.ownerID = (try? directory.status().ownerID) ?? ProcessIdentity.effectiveUserID
@@ -85,6 +90,7 @@ public final class VaultStore: Sendable {
         self.groupsDirectory = groupsDirectory
         self.lock = Mutex((lockFile, ProcessIdentity.processID))
         self.classKeys = classKeys
+        self.itemClassKeys = itemClassKeys ?? classKeys
         self.versions = versions
     }
 
