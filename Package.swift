@@ -64,7 +64,8 @@ let package = Package(
         .testTarget(name: "VaultCryptoTests", dependencies: ["VaultCrypto"], exclude: ["Vectors"]),
         .testTarget(name: "VaultSystemTests", dependencies: ["VaultSystem", "VaultTestSupport"]),
         .testTarget(
-            name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto", "VaultSystem", "VaultTestSupport"]),
+            name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto", "VaultSystem", "VaultTestSupport"],
+            exclude: ["Fixtures"]),
         .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"], exclude: ["Vectors", "Regressions"]),
         .testTarget(
             name: "VaultCLITests",

@@ -3,8 +3,9 @@ import VaultStore
 
 /// Key rotation.
 extension Vault {
-    /// Rotates the master key: a new key (and class keys), every item re-encrypted, crash-safe at every
-    /// step (`VaultStore.rekey`). Needs the master key (a vault opened with its passphrase);
+    /// Rotates the master key: a new key (and class keys), crash-safe at every step
+    /// (`VaultStore.rekey`). Format 1 re-encrypts every item; format 2 seals every key file again in
+    /// place and leaves items and directories as they are. Needs the master key (a vault opened with its passphrase);
     /// `newPassphrase` wraps the new key (nil: a plain `master.key`). A vault whose key is in an
     /// external key file is rekeyed with `rekey(newKeyFile:keySource:)`. Damaged items stop it before
     /// anything changes. This handle is stale afterwards: open the vault again.

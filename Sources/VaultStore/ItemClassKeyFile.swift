@@ -20,7 +20,8 @@ struct ItemClassKeyFile {
     static let magic: [UInt8] = Array("VLTK".utf8)
     static let version: UInt8 = 1
     static let headerByteCount = 24
-    static let entryByteCount = XChaCha20Poly1305.nonceByteCount + SymmetricKey.byteCount + XChaCha20Poly1305.tagByteCount
+    static let entryByteCount =
+        XChaCha20Poly1305.nonceByteCount + SymmetricKey.byteCount + XChaCha20Poly1305.tagByteCount
     static let byteCount = headerByteCount + ProtectionClass.allCases.count * entryByteCount
     static let sealDomain = KeyDerivation.Domain("vault.icls.v2")
 
@@ -103,7 +104,7 @@ struct ItemClassKeyFile {
                     key: try sealKey(classKey, vaultID: vaultID), nonce: Array(bytes[start..<nonceEnd]),
                     associatedData: header + [protectionClass.rawValue])
                 keys[protectionClass] = try SymmetricKey(opened)
-            } catch where error.code == .authenticationFailed {
+            } catch  where error.code == .authenticationFailed {
                 throw StoreError(
                     .integrity,
                     "\(path) failed authentication for class \(protectionClass): it is damaged, or sealed under "

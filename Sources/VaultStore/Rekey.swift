@@ -45,7 +45,8 @@ enum RekeyDestination {
 extension VaultStore {
     /// Rotates the master key: a new random key (and class keys), every item re-encrypted by
     /// `copyItems` (which reads each item from this store and writes it into the target), then the
-    /// switch. `newPassphrase` wraps the new key (nil: a plain `master.key`). Needs the master key
+    /// switch. A format-2 vault is rekeyed in place instead (`rekeyInPlace`: every key file sealed
+    /// again, no item touched), and `copyItems` is not called. `newPassphrase` wraps the new key (nil: a plain `master.key`). Needs the master key
     /// (opened with the passphrase or a key file); a vault whose key is in an external file is
     /// rekeyed with `rekey(newKeyFile:keySource:copyItems:)`. The store is stale afterwards: open the
     /// vault again. A failure at any step leaves a vault that `open` recovers (rolled back before the
@@ -102,7 +103,8 @@ extension VaultStore {
         to destination: RekeyDestination, copyItems: (RekeyTarget) throws(Failure) -> Void
     ) throws(Failure) {
         if formatVersion >= 2, case .upgrade = destination {
-            throw Failure(StoreError(.vaultAlreadyExists, "the vault at \(path) is format 2 already; nothing was changed"))
+            throw Failure(
+                StoreError(.vaultAlreadyExists, "the vault at \(path) is format 2 already; nothing was changed"))
         }
         guard let masterKey else {
             let what: String

@@ -82,7 +82,8 @@ extension VaultStore {
                     sealKey: try GroupKeyFile.sealKey(always: newKeys.always, groupID: file.groupID))
                 try AtomicFile.replace(
                     Self.newGroupKeyFileName, contents: .secret(encoded), in: groupDirectory,
-                    directoryPath: groupPath(group), permissions: file.isShared ? .ownerWriteGroupRead : .ownerReadWrite)
+                    directoryPath: groupPath(group), permissions: file.isShared ? .ownerWriteGroupRead : .ownerReadWrite
+                )
             }
             // 3. The commit point.
             do throws(Errno) {
@@ -111,7 +112,8 @@ extension VaultStore {
 
     /// After the commit point: the group key files, then the vault's key files, take their names.
     static func rollForwardInPlace(directory: FileDescriptor, path: FilePath, keyFileRekey: Bool) throws(StoreError) {
-        try forEachGroupDirectory(directory: directory, path: path) { (groupDirectory, groupPath) throws(StoreError) in
+        try forEachGroupDirectory(directory: directory, path: path) {
+            (groupDirectory, groupPath, owner) throws(StoreError) in
             let status: FileStatus
             do throws(Errno) {
                 status = try groupDirectory.statusAt(newGroupKeyFileName)
@@ -121,9 +123,8 @@ extension VaultStore {
             }
             // In a shared directory a member may have put a file of its own under the name: only the
             // owner's counts. Another is removed (the group keeps its old key file, which then reports).
-            guard status.kind == .regular, status.linkCount == 1, status.ownerID == (try? directory.status().ownerID)
-            else {
-                try AtomicFile.removeIfPresent(newGroupKeyFileName, in: groupDirectory, directoryPath: groupPath)
+            guard status.kind == .regular, status.linkCount == 1, status.ownerID == owner else {
+                try? groupDirectory.unlinkAt(newGroupKeyFileName)
                 return
             }
             do throws(Errno) {
@@ -133,8 +134,9 @@ extension VaultStore {
             }
             try AtomicFile.syncDirectory(groupDirectory, path: groupPath)
         }
-        let renames = Array((keyFileRekey ? Rekey.renames.prefix(Rekey.keyFileRekeyRenameCount) : Rekey.renames[...])
-            .dropFirst())
+        let renames = Array(
+            (keyFileRekey ? Rekey.renames.prefix(Rekey.keyFileRekeyRenameCount) : Rekey.renames[...])
+                .dropFirst())
         for (source, destination) in renames where try VaultDirectory.exists(source, in: directory, path: path) {
             do {
                 try directory.renameAt(source, to: destination)
@@ -151,8 +153,15 @@ extension VaultStore {
     private static func rollBackInPlace(directory: FileDescriptor, path: FilePath, keyFileRekey: Bool)
         throws(StoreError)
     {
-        try forEachGroupDirectory(directory: directory, path: path) { (groupDirectory, groupPath) throws(StoreError) in
-            try AtomicFile.removeIfPresent(newGroupKeyFileName, in: groupDirectory, directoryPath: groupPath)
+        try forEachGroupDirectory(directory: directory, path: path) {
+            (groupDirectory, groupPath, _) throws(StoreError) in
+            do throws(Errno) {
+                try groupDirectory.unlinkAt(newGroupKeyFileName)
+            } catch {
+                // Nothing there, or a directory a member made under the name (never the rekey's): left.
+                if error == .noSuchFileOrDirectory || error == .isDirectory { return }
+                throw StoreError.system(error, .unlink, "remove", path: groupPath / newGroupKeyFileName)
+            }
             try AtomicFile.syncDirectory(groupDirectory, path: groupPath)
         }
         var leftovers = [ItemClassKeyFile.fileName + Rekey.newSuffix]
@@ -165,9 +174,11 @@ extension VaultStore {
         }
     }
 
-    /// Runs `body` with each group directory of the vault in `directory` (opened as its owner would).
+    /// Runs `body` with each group directory of the vault in `directory` (opened as its owner would),
+    /// its path, and the vault owner's uid.
     private static func forEachGroupDirectory(
-        directory: FileDescriptor, path: FilePath, _ body: (FileDescriptor, FilePath) throws(StoreError) -> Void
+        directory: FileDescriptor, path: FilePath,
+        _ body: (FileDescriptor, FilePath, UInt32) throws(StoreError) -> Void
     ) throws(StoreError) {
         let groupsPath = path / groupsDirectoryName
         let groups = try VaultDirectory.openSubdirectory(groupsDirectoryName, in: directory, path: groupsPath)
@@ -189,7 +200,7 @@ extension VaultStore {
             let groupPath = groupsPath / name
             let fd = try VaultDirectory.openGroupDirectory(name, in: groups, path: groupPath, owner: owner)
             defer { try? fd.close() }
-            try body(fd, groupPath)
+            try body(fd, groupPath, owner)
         }
     }
 }

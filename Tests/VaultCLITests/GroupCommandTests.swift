@@ -64,14 +64,25 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
         }
     }
 
-    @Test func theHelpOfInitSaysWhatFormatTwoGivesAndThatItCannotBeRekeyed() throws {
+    @Test func theHelpOfInitSaysWhatFormatTwoGivesAndRekeyKeepsItsItemFiles() throws {
         let details = try #require(ArgumentParser.commandTable.command("init")).details
         #expect(details.contains("--format 2") && details.contains("its own key"))
-        #expect(details.contains("cannot rekey a format-2 vault yet"))
+        #expect(!details.contains("cannot rekey"))
         try withFormatTwo { scratch in
+            #expect(try scratch.run(["put", "db", "app"], input: Data("s3cret".utf8)).status == 0)
+            let groupDirectory = scratch.vault + "/groups/vault"
+            let itemNames = try FileManager.default.contentsOfDirectory(atPath: groupDirectory).filter {
+                $0.hasSuffix(".item")
+            }
+            let items = try itemNames.map { try Data(contentsOf: URL(fileURLWithPath: groupDirectory + "/" + $0)) }
+            let master = try Data(contentsOf: URL(fileURLWithPath: scratch.vault + "/master.key"))
             let rekey = try scratch.run(["rekey"])
-            #expect(rekey.status != 0)
-            #expect(rekey.errors.contains("format 2, which this build of vault cannot rekey yet"), "\(rekey.errors)")
+            #expect(rekey.status == 0, "\(rekey.errors)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: scratch.vault + "/master.key")) != master)
+            #expect(
+                try itemNames.map { try Data(contentsOf: URL(fileURLWithPath: groupDirectory + "/" + $0)) } == items)
+            let get = try scratch.run(["get", "db", "app"])
+            #expect(get.status == 0 && get.output == Data("s3cret".utf8), "\(get.errors)")
         }
     }
 

@@ -14,7 +14,7 @@ public struct InitCommand: Sendable, Hashable {
             /var/lib/vault for root, else $XDG_DATA_HOME/vault (~/.local/share/vault). --format 2 makes a
             vault that gives each access group its own key and can share a group with the members of a
             Unix group (`vault group create`); format 1, the default, keeps one key for every group.
-            This build cannot rekey a format-2 vault yet: `vault rekey` refuses it and changes nothing.
+            `vault upgrade` converts a format-1 vault later.
             """,
         options: [
             .flag(

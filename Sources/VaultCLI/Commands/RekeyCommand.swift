@@ -1,6 +1,7 @@
 import Vault
 
-/// `vault rekey`: a new master key, every item re-encrypted.
+/// `vault rekey`: a new master key; every item re-encrypted (format 1) or every key file sealed again
+/// (format 2).
 public struct RekeyCommand: Sendable, Hashable {
     /// `--kdf-cost`: the Argon2id cost of the new wrapping (passphrase vaults).
     public var cost: KeyDerivationCost
@@ -22,8 +23,11 @@ public struct RekeyCommand: Sendable, Hashable {
             service). The old file is left in place; keep it until the rekey has succeeded. Crash-safe:
             a kill at any point leaves a vault that opens with the old key or the new one, with every
             item (the next command, given either key file, finishes or undoes the switch). Processes that
-            hold the vault open must reopen it; `vault unlock` again. This build cannot rekey a
-            format-2 vault (`vault init --format 2`) yet: it is refused, and nothing is changed.
+            hold the vault open must reopen it; `vault unlock` again. In a format-2 vault the items
+            stay as they are: the key files (classes.key and every group's group.key) are sealed again
+            under the new key, in place, no directory moved; members of shared groups keep reading.
+            To lock out an old copy of the master key from what is written next, also rotate each
+            group (`vault group rotate NAME`).
             """,
         options: [
             KeyDerivationCost.spec,

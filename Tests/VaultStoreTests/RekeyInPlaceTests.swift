@@ -1,0 +1,243 @@
+import Foundation
+import Testing
+import VaultCrypto
+import VaultSystem
+import VaultTestSupport
+
+@testable import VaultStore
+
+/// `rekey` of a format-2 vault: a new master key, every key file sealed again, no item file or
+/// directory changed.
+@Suite struct RekeyInPlaceTests {
+    let privateGroup = try! GroupName("app")
+    let sharedGroup = try! GroupName("db")
+    let classes: [ProtectionClass] = [.always, .afterFirstUnlock, .whenUnlocked]
+
+    /// A format-2 vault with one item of each class in a private group and in a group shared with gid
+    /// 65534; returns the ids (the same index per group).
+    func filled(_ vault: TemporaryVault, keySource: KeySource = KeySource()) throws -> [ItemID] {
+        let store = try VaultStore.create(at: vault.path, keySource: keySource, format: 2)
+        try store.createGroup(sharedGroup, unixGroup: 65534)
+        var ids: [ItemID] = []
+        for (index, protectionClass) in classes.enumerated() {
+            let id = try store.itemID(group: privateGroup, primaryKey: [UInt8(index)])
+            try store.put(Array("private \(index)".utf8), group: privateGroup, id: id, protectionClass: protectionClass)
+            let sharedID = try store.itemID(group: sharedGroup, primaryKey: [UInt8(index)])
+            try store.put(
+                Array("shared \(index)".utf8), group: sharedGroup, id: sharedID, protectionClass: protectionClass)
+            ids.append(id)
+        }
+        return ids
+    }
+
+    func expectAllRead(_ path: String, keySource: KeySource = KeySource(), _ context: String = "") throws {
+        let store = try VaultStore.open(at: path, keySource: keySource)
+        for index in classes.indices {
+            let id = try store.itemID(group: privateGroup, primaryKey: [UInt8(index)])
+            #expect(try store.get(group: privateGroup, id: id) == Array("private \(index)".utf8), "\(context)")
+            let sharedID = try store.itemID(group: sharedGroup, primaryKey: [UInt8(index)])
+            #expect(try store.get(group: sharedGroup, id: sharedID) == Array("shared \(index)".utf8), "\(context)")
+        }
+    }
+
+    /// Every regular file under the group directories, by relative path, with its bytes.
+    func itemFiles(_ vault: TemporaryVault) throws -> [String: [UInt8]] {
+        var files: [String: [UInt8]] = [:]
+        for group in try vault.entries("groups") {
+            for name in try vault.entries("groups/\(group)") where name.hasSuffix(".item") {
+                files["\(group)/\(name)"] = try vault.bytes("groups/\(group)/\(name)")
+            }
+        }
+        return files
+    }
+
+    /// A copy of `Fixtures/<name>` at `path`, with the modes a vault has (git keeps none of them).
+    func copyFixture(_ name: String, to path: String) throws {
+        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/\(name)").path
+        try? FileManager.default.removeItem(atPath: path)
+        try FileManager.default.copyItem(atPath: fixture, toPath: path)
+        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: path)
+        let walker = FileManager.default.enumerator(atPath: path)!
+        while let relative = walker.nextObject() as? String {
+            let full = path + "/" + relative
+            let isDirectory =
+                try FileManager.default.attributesOfItem(atPath: full)[.type] as? FileAttributeType == .typeDirectory
+            let mode = isDirectory ? 0o700 : (relative == "VAULT" ? 0o644 : 0o600)
+            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: full)
+        }
+    }
+
+    func inode(_ path: String) throws -> UInt64 {
+        (try FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as! NSNumber).uint64Value
+    }
+
+    /// The `.new` files and journal a rekey leaves while under way, anywhere in the vault.
+    func leftovers(_ vault: TemporaryVault) throws -> [String] {
+        var found = try vault.entries("").filter { $0.hasSuffix(".new") || $0 == "rekey.journal" }
+        for group in try vault.entries("groups") {
+            found += try vault.entries("groups/\(group)").filter { $0.hasSuffix(".new") }.map { "\(group)/\($0)" }
+        }
+        return found
+    }
+
+    @Test func aRekeySealsTheKeyFilesAgainAndLeavesEveryItemFileAndDirectoryAsItIs() throws {
+        try withTemporaryVault("rekey2") { vault in
+            _ = try filled(vault)
+            let items = try itemFiles(vault)
+            let directories = try [privateGroup, sharedGroup].map { try inode(vault.file("groups/\($0)")) }
+            let oldMaster = try vault.bytes("master.key")
+            let oldSharedKey = try vault.bytes("groups/\(sharedGroup)/group.key")
+            let before = try VaultStore.open(at: vault.path)
+            let oldMember = try GroupKeyFile.decodeAsMember(
+                oldSharedKey, group: sharedGroup, vaultID: before.vaultID, path: "old")
+            var copied = 0
+            try before.rekey(newPassphrase: nil, keySource: KeySource()) { (_: RekeyTarget) throws(StoreError) in
+                copied += 1
+            }
+            #expect(copied == 0, "a format-2 rekey copies no item")
+            try expectAllRead(vault.path)
+            #expect(try itemFiles(vault) == items, "an item file changed")
+            #expect(try [privateGroup, sharedGroup].map { try inode(vault.file("groups/\($0)")) } == directories)
+            #expect(try vault.bytes("master.key") != oldMaster)
+            let left = try leftovers(vault)
+            #expect(left.isEmpty, "\(left)")
+            #expect(try vault.mode("groups/\(sharedGroup)/group.key") == 0o640)
+            // A member's view of the shared group is the same keys, checked by the new file's MAC.
+            let after = try VaultStore.open(at: vault.path)
+            let member = try GroupKeyFile.decodeAsMember(
+                try vault.bytes("groups/\(sharedGroup)/group.key"), group: sharedGroup, vaultID: after.vaultID,
+                path: "new")
+            #expect(member.secrets.keys.map(\.key) == oldMember.secrets.keys.map(\.key))
+            #expect(member.groupID == oldMember.groupID)
+            // The old master key opens nothing any more.
+            try FileManager.default.removeItem(atPath: vault.file("master.key"))
+            try Data(oldMaster).write(to: URL(fileURLWithPath: vault.file("master.key")))
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: vault.file("master.key"))
+            let refused = #expect(throws: StoreError.self) { _ = try VaultStore.open(at: vault.path) }
+            #expect(refused?.code == .integrity)
+        }
+    }
+
+    @Test func aPassphraseVaultIsRekeyedToANewPassphraseAndStillLocks() throws {
+        try withTemporaryVault("rekey2-pass") { vault in
+            _ = try filled(vault, keySource: passphrase("old words"))
+            let items = try itemFiles(vault)
+            let store = try VaultStore.open(at: vault.path, keySource: passphrase("old words"))
+            try store.rekey(newPassphrase: secure("new words"), limits: .minimum, keySource: passphrase("old words")) {
+                (_: RekeyTarget) throws(StoreError) in
+            }
+            try expectAllRead(vault.path, keySource: passphrase("new words"))
+            #expect(try itemFiles(vault) == items)
+            #expect(throws: StoreError.self) {
+                _ = try VaultStore.open(at: vault.path, keySource: passphrase("old words"))
+            }
+            // Without the passphrase: Always items read, the others of the private group are locked, and the
+            // shared group (which cannot lock) reads whole.
+            let locked = try VaultStore.open(at: vault.path)
+            for (index, protectionClass) in classes.enumerated() {
+                let id = try locked.itemID(group: privateGroup, primaryKey: [UInt8(index)])
+                if protectionClass == .always {
+                    #expect(try locked.get(group: privateGroup, id: id) == Array("private \(index)".utf8))
+                } else {
+                    let error = #expect(throws: StoreError.self) { _ = try locked.get(group: privateGroup, id: id) }
+                    #expect(error?.code == .locked, "\(protectionClass)")
+                }
+                let sharedID = try locked.itemID(group: sharedGroup, primaryKey: [UInt8(index)])
+                #expect(try locked.get(group: sharedGroup, id: sharedID) == Array("shared \(index)".utf8))
+            }
+        }
+    }
+
+    @Test func aKeyFileVaultIsRekeyedToANewKeyFile() throws {
+        try withTemporaryVault("rekey2-keyfile") { vault in
+            let oldKey = vault.root + "/old.key"
+            let newKey = vault.root + "/new.key"
+            _ = try filled(vault, keySource: KeySource(keyFile: oldKey))
+            let items = try itemFiles(vault)
+            let store = try VaultStore.open(at: vault.path, keySource: KeySource(keyFile: oldKey))
+            try store.rekey(newKeyFile: newKey, keySource: KeySource(keyFile: oldKey)) {
+                (_: RekeyTarget) throws(StoreError) in
+            }
+            try expectAllRead(vault.path, keySource: KeySource(keyFile: newKey))
+            #expect(try itemFiles(vault) == items)
+            #expect(!FileManager.default.fileExists(atPath: vault.file("master.key")))
+            #expect(throws: StoreError.self) {
+                _ = try VaultStore.open(at: vault.path, keySource: KeySource(keyFile: oldKey))
+            }
+            #expect(try leftovers(vault).isEmpty)
+        }
+    }
+
+    /// Each system call of a rekey failing in turn (the state a crash there leaves): the next open,
+    /// with whichever `master.key` is in place, reads every item and leaves nothing over; both
+    /// outcomes occur.
+    @Test func aRekeyStoppedAtAnyStepLeavesTheVaultUnderTheOldKeyOrTheNew() throws {
+        try withTemporaryVault("rekey2-faults") { vault in
+            _ = try filled(vault)
+            let counting = FaultPlan.counting()
+            try FaultInjection.withPlan(counting) {
+                try VaultStore.open(at: vault.path).rekey(newPassphrase: nil, keySource: KeySource()) {
+                    (_: RekeyTarget) throws(StoreError) in
+                }
+            }
+            var injected = 0
+            var rekeyed = 0
+            var steps = 0
+            for operation in SystemOperation.allCases where counting.count(of: operation) > 0 {
+                for occurrence in 1...counting.count(of: operation) {
+                    let master = try vault.bytes("master.key")
+                    // In a function of its own, so that the failed store's descriptors (and locks) go with it.
+                    func attempt() throws -> Int {
+                        let store = try VaultStore.open(at: vault.path)
+                        let plan = FaultPlan(operation, occurrence: occurrence, effect: .fail(.ioError))
+                        _ = try? FaultInjection.withPlan(plan) {
+                            try store.rekey(newPassphrase: nil, keySource: KeySource()) {
+                                (_: RekeyTarget) throws(StoreError) in
+                            }
+                        }
+                        return plan.injectedCount
+                    }
+                    injected += try attempt()
+                    steps += 1
+                    try expectAllRead(vault.path, "\(operation) #\(occurrence)")
+                    if try vault.bytes("master.key") != master { rekeyed += 1 }
+                    let left = try leftovers(vault)
+                    #expect(left.isEmpty, "\(operation) #\(occurrence): \(left)")
+                }
+            }
+            #expect(injected > 20)
+            #expect(rekeyed > 0 && rekeyed < steps, "\(rekeyed) of \(steps)")
+        }
+    }
+
+    /// A format-2 vault made before `classes.key` existed (the fixture, made by `vault init --format 2`
+    /// and three `vault put`s of commit cea5a1d): it opens and works, and a rekey is refused with
+    /// nothing changed.
+    @Test func aFormatTwoVaultWithoutItemClassKeysWorksAndIsNotRekeyed() throws {
+        try withTemporaryVault("rekey2-dev") { vault in
+            try copyFixture("v2-dev-vault", to: vault.path)
+            let store = try VaultStore.open(at: vault.path)
+            #expect(store.formatVersion == 2)
+            let groups = try store.groups()
+            #expect(groups.map(\.rawValue) == ["team.shared", "vault"])
+            var values: [[UInt8]] = []
+            for group in groups {
+                for id in try store.itemIDs(in: group) { values.append(try store.get(group: group, id: id) ?? []) }
+            }
+            // Each value is an item record whose secret comes last.
+            let texts = values.map { String(decoding: $0, as: UTF8.self) }
+            for secret in ["legacy-secret-1", "legacy-secret-2", "x"] {
+                #expect(texts.contains { $0.hasSuffix(secret) }, "\(secret)")
+            }
+            let before = try vault.bytes("master.key")
+            let error = #expect(throws: StoreError.self) {
+                try store.rekey(newPassphrase: nil, keySource: KeySource()) { (_: RekeyTarget) throws(StoreError) in }
+            }
+            #expect(error?.code == .unsupportedFormat)
+            #expect(error?.message.contains("export it and import it") == true)
+            #expect(try vault.bytes("master.key") == before)
+            #expect(try leftovers(vault).isEmpty)
+        }
+    }
+}
