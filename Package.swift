@@ -36,6 +36,10 @@ let package = Package(
         .target(name: "CVaultSystem"),
         .target(name: "VaultSystem", dependencies: ["CVaultSystem"]),
         .target(name: "VaultArchive"),
+        // etcd's JSON gateway over libcurl (Debian's libcurl4-openssl-dev), for fleet groups. Never linked
+        // into the static CLI (libcurl has no complete static build): only into dynamically linked code.
+        .target(name: "CVaultCurl", linkerSettings: [.linkedLibrary("curl")]),
+        .target(name: "VaultEtcd", dependencies: ["CVaultCurl", "VaultCrypto"]),
         .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"]),
         .target(name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto", "VaultSystem"]),
         // The command-line tool as a library (parser, one file per command), and a thin executable over
@@ -66,6 +70,8 @@ let package = Package(
         .testTarget(
             name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto", "VaultSystem", "VaultTestSupport"],
             exclude: ["Fixtures"]),
+        .testTarget(
+            name: "VaultEtcdTests", dependencies: ["VaultEtcd", "VaultCrypto", "VaultSystem", "VaultTestSupport"]),
         .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"], exclude: ["Vectors", "Regressions"]),
         .testTarget(
             name: "VaultCLITests",

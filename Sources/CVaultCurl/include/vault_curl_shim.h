@@ -1,0 +1,40 @@
+#ifndef VAULT_CURL_SHIM_H
+#define VAULT_CURL_SHIM_H
+
+#include <stddef.h>
+
+/// What one request may use: TLS files (paths, NULL for none), an Authorization header value (an etcd
+/// token), and its time limits.
+typedef struct vcurl_options {
+    const char *ca_file;
+    const char *certificate_file;
+    const char *key_file;
+    const char *authorization;
+    long timeout_ms;
+    long connect_timeout_ms;
+    size_t maximum_body;
+} vcurl_options;
+
+/// The outcome of one request: the curl code (0: a response came), its message, the HTTP status, and
+/// the body (malloc'd; vcurl_response_free wipes and frees it).
+typedef struct vcurl_response {
+    int curl_code;
+    char error[256];
+    long status;
+    unsigned char *body;
+    size_t length;
+    int truncated;
+} vcurl_response;
+
+/// A reusable easy handle (connections are kept alive between requests); NULL when curl cannot make one.
+void *vcurl_handle_new(void);
+void vcurl_handle_free(void *handle);
+
+/// POSTs `length` bytes of JSON to `url` (http or https only; no proxy, no redirects) and fills
+/// `response`. Returns response->curl_code.
+int vcurl_post_json(void *handle, const char *url, const unsigned char *body, size_t length,
+                    const vcurl_options *options, vcurl_response *response);
+
+void vcurl_response_free(vcurl_response *response);
+
+#endif

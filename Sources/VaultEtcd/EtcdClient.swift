@@ -1,0 +1,223 @@
+import Foundation
+import Synchronization
+import VaultCrypto
+
+/// A client of an etcd 3.4 cluster through its JSON gateway (`POST /v3/kv/range`, `/v3/kv/txn`, …),
+/// over libcurl (which, unlike Foundation's URLSession on Linux, can present a client certificate).
+///
+/// Requests go to one endpoint at a time, starting with the last that answered. A read, or a write
+/// that cannot have been sent (no connection), moves on to the next endpoint when one fails or has no
+/// leader; a write whose outcome is unknown (a timeout after it went out) is `outcomeUnknown`, never
+/// sent twice. With `user` and a password, the client authenticates first and again when etcd says
+/// its token is no longer valid (tokens expire, and die when a member restarts).
+public final class EtcdClient: Sendable {
+    /// Where the cluster is and how to reach it.
+    public struct Configuration: Sendable {
+        /// `http://host:port` or `https://host:port`, tried in turn.
+        public var endpoints: [String]
+        /// A CA certificate file to verify the members' certificates with (https).
+        public var caFile: String?
+        /// A client certificate and its key (PEM files), for members that ask for one.
+        public var certificateFile: String?
+        public var keyFile: String?
+        /// etcd's own authentication: a user name and its password.
+        public var user: String?
+        public var password: SecureBytes?
+        /// The time one request to one endpoint may take (a read without a leader blocks until then).
+        public var requestTimeoutMilliseconds = 2000
+        public var connectTimeoutMilliseconds = 500
+
+        /// A configuration for `endpoints`; refused when one is not an http or https URL with a host.
+        public init(endpoints: [String]) throws(EtcdError) {
+            guard !endpoints.isEmpty else { throw EtcdError(.invalidRequest, "no etcd endpoint was given") }
+            for endpoint in endpoints {
+                guard let url = URL(string: endpoint), ["http", "https"].contains(url.scheme ?? ""),
+                    url.host?.isEmpty == false, url.path.isEmpty || url.path == "/", url.query == nil
+                else {
+                    throw EtcdError(
+                        .invalidRequest,
+                        "\(endpoint) is not an etcd endpoint: give http://HOST:PORT or https://HOST:PORT")
+                }
+            }
+            self.endpoints = endpoints.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
+        }
+    }
+
+    private struct State {
+        var transport: HTTPTransport?
+        var preferred = 0
+        var token: String?
+    }
+
+    public let configuration: Configuration
+    private let state = Mutex(State())
+
+    public init(_ configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    // MARK: Key-value calls
+
+    /// The value of `key`, or of every key in [`key`, `rangeEnd`); linearizable unless `serializable`
+    /// (then any member answers from its own state, even without a leader).
+    public func range(_ key: [UInt8], rangeEnd: [UInt8]? = nil, serializable: Bool = false) throws(EtcdError)
+        -> EtcdRangeResult
+    {
+        let answer = try call(
+            "/v3/kv/range", EtcdJSON.rangeRequest(key, rangeEnd: rangeEnd, serializable: serializable),
+            idempotent: true)
+        return try EtcdJSON.rangeResult(answer, header: try EtcdJSON.header(answer))
+    }
+
+    /// Every key that starts with `prefix`.
+    public func range(prefix: [UInt8], serializable: Bool = false) throws(EtcdError) -> EtcdRangeResult {
+        try range(prefix, rangeEnd: EtcdJSON.prefixEnd(prefix), serializable: serializable)
+    }
+
+    /// Puts `value` under `key`; returns the revision after the put.
+    @discardableResult
+    public func put(_ key: [UInt8], _ value: [UInt8]) throws(EtcdError) -> Int64 {
+        try transaction(compare: [], success: [.put(key: key, value: value)]).revision
+    }
+
+    /// Runs `success` if every compare holds, else `failure`, atomically.
+    public func transaction(compare: [EtcdCompare], success: [EtcdOperation], failure: [EtcdOperation] = [])
+        throws(EtcdError) -> EtcdTransactionResult
+    {
+        let request: [String: Any] = [
+            "compare": compare.map(EtcdJSON.compare), "success": success.map(EtcdJSON.operation),
+            "failure": failure.map(EtcdJSON.operation),
+        ]
+        let writes = (success + failure).contains {
+            if case .range = $0 { return false }
+            return true
+        }
+        return try EtcdJSON.transactionResult(try call("/v3/kv/txn", request, idempotent: !writes))
+    }
+
+    // MARK: Requests
+
+    /// POSTs `request` to `path` on the endpoints in turn (see the type's comment) and returns the
+    /// decoded answer.
+    func call(_ path: String, _ request: [String: Any], idempotent: Bool) throws(EtcdError) -> [String: Any] {
+        let body: [UInt8]
+        do {
+            body = Array(try JSONSerialization.data(withJSONObject: request))
+        } catch {
+            throw EtcdError(.invalidRequest, "cannot encode the request to \(path): \(error)")
+        }
+        return try state.withLock { (state) throws(EtcdError) -> [String: Any] in
+            if state.transport == nil { state.transport = HTTPTransport() }
+            guard let transport = state.transport else {
+                throw EtcdError(.unavailable, "libcurl cannot make a handle (out of memory?)")
+            }
+            var failures: [String] = []
+            var reauthenticated = false
+            var attempt = 0
+            while attempt < configuration.endpoints.count {
+                let index = (state.preferred + attempt) % configuration.endpoints.count
+                let endpoint = configuration.endpoints[index]
+                if configuration.user != nil, state.token == nil {
+                    do throws(EtcdError) {
+                        state.token = try authenticate(transport, endpoint)
+                    } catch  where error.code == .unavailable {
+                        failures.append("\(endpoint): \(error.message)")
+                        attempt += 1
+                        continue
+                    }
+                }
+                switch transport.post(endpoint + path, body: body, options: options(token: state.token)) {
+                case .failed(let failure):
+                    guard idempotent || failure.neverSent else {
+                        throw EtcdError(
+                            .outcomeUnknown,
+                            "the write to etcd at \(endpoint) (\(path)) got no answer (\(failure.message)): it may or may "
+                                + "not have been applied")
+                    }
+                    failures.append("\(endpoint): \(failure.message)")
+                case .response(let status, let answer):
+                    let object = try decode(answer, from: endpoint)
+                    if status == 200, object["error"] == nil {
+                        state.preferred = index
+                        return object
+                    }
+                    let message = (object["message"] as? String) ?? (object["error"] as? String) ?? "HTTP \(status)"
+                    let grpcCode = (object["code"] as? NSNumber)?.intValue
+                    if grpcCode == 16 || message.contains("invalid auth token"), configuration.user != nil,
+                        !reauthenticated
+                    {
+                        // An expired token, or one a restarted member no longer knows: once more, with a new one.
+                        state.token = nil
+                        reauthenticated = true
+                        continue
+                    }
+                    if grpcCode == 16 || grpcCode == 7 {
+                        throw EtcdError(
+                            .authentication, "etcd at \(endpoint) refused the request to \(path): \(message)",
+                            grpcCode: grpcCode)
+                    }
+                    let noLeader = message.contains("no leader") || message.contains("leader changed")
+                    let retry = grpcCode == 14 && (idempotent || noLeader) || (grpcCode == 4 && idempotent)
+                    guard retry else {
+                        if grpcCode == 4 || grpcCode == 14 {
+                            throw EtcdError(
+                                .outcomeUnknown,
+                                "etcd at \(endpoint) did not confirm the write (\(path)): \(message); it may or may not "
+                                    + "have been applied", grpcCode: grpcCode)
+                        }
+                        throw EtcdError(
+                            .rejected, "etcd at \(endpoint) refused the request to \(path): \(message)",
+                            grpcCode: grpcCode)
+                    }
+                    failures.append("\(endpoint): \(message)")
+                }
+                attempt += 1
+            }
+            throw EtcdError(
+                .unavailable, "no etcd endpoint answered \(path): " + failures.joined(separator: "; "))
+        }
+    }
+
+    private func options(token: String?) -> TransportOptions {
+        TransportOptions(
+            caFile: configuration.caFile, certificateFile: configuration.certificateFile,
+            keyFile: configuration.keyFile, authorization: token,
+            timeoutMilliseconds: configuration.requestTimeoutMilliseconds,
+            connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds)
+    }
+
+    private func decode(_ answer: [UInt8], from endpoint: String) throws(EtcdError) -> [String: Any] {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(answer)) as? [String: Any] else {
+            throw EtcdError(
+                .malformedResponse,
+                "\(endpoint) did not answer with etcd's JSON (\(answer.count) bytes): is it etcd 3.4?")
+        }
+        return object
+    }
+
+    /// A token for `configuration.user` from `endpoint` (`/v3/auth/authenticate`).
+    private func authenticate(_ transport: HTTPTransport, _ endpoint: String) throws(EtcdError) -> String {
+        guard let user = configuration.user, let password = configuration.password else {
+            throw EtcdError(.invalidRequest, "etcd user \(configuration.user ?? "") has no password")
+        }
+        // The password is in this buffer only as long as the request; it is overwritten afterwards.
+        var body = password.withTransientCopy { (bytes) -> [UInt8] in
+            let text = String(decoding: bytes, as: UTF8.self)
+            return Array((try? JSONSerialization.data(withJSONObject: ["name": user, "password": text])) ?? Data())
+        }
+        defer { for index in body.indices { body[index] = 0 } }
+        switch transport.post(endpoint + "/v3/auth/authenticate", body: body, options: options(token: nil)) {
+        case .failed(let failure):
+            throw EtcdError(.unavailable, failure.message)
+        case .response(let status, let answer):
+            let object = try decode(answer, from: endpoint)
+            if status == 200, let token = object["token"] as? String { return token }
+            let message = (object["message"] as? String) ?? "HTTP \(status)"
+            if message.contains("no leader") { throw EtcdError(.unavailable, message) }
+            throw EtcdError(
+                .authentication,
+                "etcd at \(endpoint) refused user \(user): \(message) (check --etcd-user and the password file)",
+                grpcCode: (object["code"] as? NSNumber)?.intValue)
+        }
+    }
+}

@@ -1,0 +1,31 @@
+/// A failed etcd request: what kind of failure, a message naming the endpoints and the request, and
+/// the server's or the transport's own words.
+public struct EtcdError: Error, Sendable, CustomStringConvertible {
+    public enum Code: Sendable, Equatable {
+        /// No endpoint answered, or none had a leader: nothing was changed.
+        case unavailable
+        /// A write was sent but its outcome is unknown (a timeout after it went out): read to find out.
+        case outcomeUnknown
+        /// etcd refused the credentials (or the token could not be renewed).
+        case authentication
+        /// etcd answered with an error for the request itself (e.g. a value too large).
+        case rejected
+        /// The answer was not the JSON etcd's gateway sends.
+        case malformedResponse
+        /// A bad argument or configuration, found before anything was sent.
+        case invalidRequest
+    }
+
+    public let code: Code
+    public let message: String
+    /// The gRPC status code etcd gave, when it gave one.
+    public let grpcCode: Int?
+
+    public init(_ code: Code, _ message: String, grpcCode: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.grpcCode = grpcCode
+    }
+
+    public var description: String { message }
+}

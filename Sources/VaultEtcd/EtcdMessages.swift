@@ -1,0 +1,149 @@
+import Foundation
+
+/// A key and its value as etcd holds them, with the revisions a compare-and-swap needs.
+public struct EtcdKeyValue: Sendable, Equatable {
+    public let key: [UInt8]
+    public let value: [UInt8]
+    public let createRevision: Int64
+    public let modRevision: Int64
+    public let version: Int64
+}
+
+/// The answer to a range: the store's revision when it was read, and the keys found (in key order).
+public struct EtcdRangeResult: Sendable, Equatable {
+    public let revision: Int64
+    public let keyValues: [EtcdKeyValue]
+    public let count: Int64
+    /// The cluster that answered (a restored cluster may come back with another).
+    public let clusterID: String
+}
+
+/// One condition of a transaction.
+public enum EtcdCompare: Sendable, Equatable {
+    /// The key's last modification is at `revision` (0: the key does not exist).
+    case modRevision(key: [UInt8], equals: Int64)
+    /// The key was created at `revision` (0: it does not exist).
+    case createRevision(key: [UInt8], equals: Int64)
+    /// The key holds exactly `value`.
+    case value(key: [UInt8], equals: [UInt8])
+}
+
+/// One operation of a transaction.
+public enum EtcdOperation: Sendable, Equatable {
+    case put(key: [UInt8], value: [UInt8])
+    /// Deletes `key`, or every key in [`key`, `rangeEnd`).
+    case delete(key: [UInt8], rangeEnd: [UInt8]?)
+    /// Reads `key`, or every key in [`key`, `rangeEnd`).
+    case range(key: [UInt8], rangeEnd: [UInt8]?)
+}
+
+/// The answer to a transaction: whether its compares held, the revision after it, and the result of
+/// each `range` operation of the branch that ran (nil for the other operations).
+public struct EtcdTransactionResult: Sendable, Equatable {
+    public let succeeded: Bool
+    public let revision: Int64
+    public let ranges: [EtcdRangeResult?]
+}
+
+/// The JSON of etcd 3.4's gateway (`/v3/...`): keys and values in base64, 64-bit integers as strings,
+/// and, being proto3, every field at its default value left out (`succeeded: false`, an empty `kvs`).
+enum EtcdJSON {
+    static func base64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
+
+    /// The end of the range of every key that starts with `prefix`.
+    static func prefixEnd(_ prefix: [UInt8]) -> [UInt8] {
+        var end = prefix
+        while let last = end.last {
+            if last < 0xff {
+                end[end.count - 1] = last + 1
+                return end
+            }
+            end.removeLast()
+        }
+        return [0]  // every key
+    }
+
+    static func rangeRequest(_ key: [UInt8], rangeEnd: [UInt8]?, serializable: Bool = false) -> [String: Any] {
+        var request: [String: Any] = ["key": base64(key)]
+        if let rangeEnd { request["range_end"] = base64(rangeEnd) }
+        if serializable { request["serializable"] = true }
+        return request
+    }
+
+    static func compare(_ compare: EtcdCompare) -> [String: Any] {
+        switch compare {
+        case .modRevision(let key, let revision):
+            return ["key": base64(key), "target": "MOD", "result": "EQUAL", "mod_revision": String(revision)]
+        case .createRevision(let key, let revision):
+            return ["key": base64(key), "target": "CREATE", "result": "EQUAL", "create_revision": String(revision)]
+        case .value(let key, let value):
+            return ["key": base64(key), "target": "VALUE", "result": "EQUAL", "value": base64(value)]
+        }
+    }
+
+    static func operation(_ operation: EtcdOperation) -> [String: Any] {
+        switch operation {
+        case .put(let key, let value):
+            return ["request_put": ["key": base64(key), "value": base64(value)]]
+        case .delete(let key, let rangeEnd):
+            var request: [String: Any] = ["key": base64(key)]
+            if let rangeEnd { request["range_end"] = base64(rangeEnd) }
+            return ["request_delete_range": request]
+        case .range(let key, let rangeEnd):
+            return ["request_range": rangeRequest(key, rangeEnd: rangeEnd)]
+        }
+    }
+
+    /// An int64 field, which the gateway sends as a string (and leaves out when 0).
+    static func integer(_ object: [String: Any], _ name: String) throws(EtcdError) -> Int64 {
+        guard let field = object[name] else { return 0 }
+        if let text = field as? String, let value = Int64(text) { return value }
+        if let number = field as? NSNumber { return number.int64Value }
+        throw EtcdError(.malformedResponse, "etcd sent \(name) as \(type(of: field)), not an integer")
+    }
+
+    static func bytes(_ object: [String: Any], _ name: String) throws(EtcdError) -> [UInt8] {
+        guard let field = object[name] else { return [] }
+        guard let text = field as? String, let data = Data(base64Encoded: text) else {
+            throw EtcdError(.malformedResponse, "etcd sent \(name) that is not base64")
+        }
+        return Array(data)
+    }
+
+    static func header(_ object: [String: Any]) throws(EtcdError) -> (revision: Int64, clusterID: String) {
+        guard let header = object["header"] as? [String: Any] else {
+            throw EtcdError(.malformedResponse, "etcd's answer has no header")
+        }
+        return (try integer(header, "revision"), (header["cluster_id"] as? String) ?? "")
+    }
+
+    static func rangeResult(_ object: [String: Any], header: (revision: Int64, clusterID: String)) throws(EtcdError)
+        -> EtcdRangeResult
+    {
+        var keyValues: [EtcdKeyValue] = []
+        for entry in (object["kvs"] as? [[String: Any]]) ?? [] {
+            keyValues.append(
+                EtcdKeyValue(
+                    key: try bytes(entry, "key"), value: try bytes(entry, "value"),
+                    createRevision: try integer(entry, "create_revision"),
+                    modRevision: try integer(entry, "mod_revision"), version: try integer(entry, "version")))
+        }
+        return EtcdRangeResult(
+            revision: header.revision, keyValues: keyValues, count: try integer(object, "count"),
+            clusterID: header.clusterID)
+    }
+
+    static func transactionResult(_ object: [String: Any]) throws(EtcdError) -> EtcdTransactionResult {
+        let header = try header(object)
+        var ranges: [EtcdRangeResult?] = []
+        for response in (object["responses"] as? [[String: Any]]) ?? [] {
+            if let range = response["response_range"] as? [String: Any] {
+                ranges.append(try rangeResult(range, header: header))
+            } else {
+                ranges.append(nil)
+            }
+        }
+        return EtcdTransactionResult(
+            succeeded: (object["succeeded"] as? Bool) ?? false, revision: header.revision, ranges: ranges)
+    }
+}
