@@ -19,12 +19,15 @@ public final class EtcdClient: Sendable {
         public var caFile: String?
         /// A client certificate and its key (PEM files), for members that ask for one.
         public var certificateFile: String?
+        /// The private key of `certificateFile`.
         public var keyFile: String?
         /// etcd's own authentication: a user name and its password.
         public var user: String?
+        /// The password of `user`.
         public var password: SecureBytes?
         /// The time one request to one endpoint may take (a read without a leader blocks until then).
         public var requestTimeoutMilliseconds = 2000
+        /// The time a connection to one endpoint may take.
         public var connectTimeoutMilliseconds = 500
 
         /// A configuration for `endpoints`; refused when one is not an http or https URL with a host.
@@ -49,9 +52,11 @@ public final class EtcdClient: Sendable {
         var token: String?
     }
 
+    /// Where the cluster is and how to reach it.
     public let configuration: Configuration
     private let state = Mutex(State())
 
+    /// A client of the cluster `configuration` names; nothing is sent until the first request.
     public init(_ configuration: Configuration) {
         self.configuration = configuration
     }

@@ -1,6 +1,7 @@
 /// A failed etcd request: what kind of failure, a message naming the endpoints and the request, and
 /// the server's or the transport's own words.
 public struct EtcdError: Error, Sendable, CustomStringConvertible {
+    /// The kinds of failure.
     public enum Code: Sendable, Equatable {
         /// No endpoint answered, or none had a leader: nothing was changed.
         case unavailable
@@ -16,16 +17,20 @@ public struct EtcdError: Error, Sendable, CustomStringConvertible {
         case invalidRequest
     }
 
+    /// What kind of failure.
     public let code: Code
+    /// What failed, naming the endpoints and the request.
     public let message: String
     /// The gRPC status code etcd gave, when it gave one.
     public let grpcCode: Int?
 
+    /// An error of `code` saying `message`.
     public init(_ code: Code, _ message: String, grpcCode: Int? = nil) {
         self.code = code
         self.message = message
         self.grpcCode = grpcCode
     }
 
+    /// The message.
     public var description: String { message }
 }
