@@ -7,8 +7,9 @@ extension Vault {
     /// (`VaultStore.rekey`). Format 1 re-encrypts every item; format 2 seals every key file again in
     /// place and leaves items and directories as they are. Needs the master key (a vault opened with its passphrase);
     /// `newPassphrase` wraps the new key (nil: a plain `master.key`). A vault whose key is in an
-    /// external key file is rekeyed with `rekey(newKeyFile:keySource:)`. Damaged items stop it before
-    /// anything changes. This handle is stale afterwards: open the vault again.
+    /// external key file is rekeyed with `rekey(newKeyFile:keySource:)`. In format 1, damaged items
+    /// stop it before anything changes; in format 2 a `group.key` that does not open does. This handle
+    /// is stale afterwards (it writes no key file any more): open the vault again.
     public func rekey(
         newPassphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits = .moderate,
         keySource: KeySource = .fromEnvironment()

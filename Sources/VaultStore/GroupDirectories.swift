@@ -77,7 +77,12 @@ extension VaultStore {
                 let unixGroup =
                     status.map { $0.permissions.rawValue == FilePermissions.sharedDirectory.rawValue } == true
                     ? status?.groupID : nil
-                try makeGroup(group, unixGroup: unixGroup, classKeys: classKeys)
+                try withGroupCreationLock { () throws(StoreError) in
+                    // Made by another process while this one waited for the lock: theirs stands.
+                    state.withLock { _ = $0.groupKeys.removeValue(forKey: group) }
+                    guard try keys(for: group).isAbsent else { return }
+                    try makeGroup(group, unixGroup: unixGroup, classKeys: classKeys)
+                }
             }
         }
         guard let directory = try groupDirectory(group, create: true) else {

@@ -28,6 +28,7 @@ extension VaultStore {
         }
         let classKeys = try ownerClassKeys("rotate a group's key")
         return try withWriteLock(finishingMoves: true, groups: [group]) { (_) throws(StoreError) -> Int in
+            try requireCurrentKeys()
             guard let file = try loadGroupKeyFile(group), let directory = try groupDirectory(group, create: false)
             else {
                 throw StoreError(

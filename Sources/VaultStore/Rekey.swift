@@ -23,8 +23,9 @@ enum Rekey {
     /// no key file in the vault).
     static let renames: [(String, String)] = [
         (newGroups, VaultStore.groupsDirectoryName),
-        (VaultMarker.fileName + newSuffix, VaultMarker.fileName),
+        // Before VAULT: a marker that says "classes.key" must never be without it.
         (ItemClassKeyFile.fileName + newSuffix, ItemClassKeyFile.fileName),
+        (VaultMarker.fileName + newSuffix, VaultMarker.fileName),
         (MasterKeyFile.fileName + newSuffix, MasterKeyFile.fileName),
         (AlwaysKeyFile.fileName + newSuffix, AlwaysKeyFile.fileName),
     ]
@@ -102,6 +103,7 @@ extension VaultStore {
     private func rekey<Failure: StoreErrorConvertible>(
         to destination: RekeyDestination, copyItems: (RekeyTarget) throws(Failure) -> Void
     ) throws(Failure) {
+        _ = try Failure.converting { () throws(StoreError) in try ownerClassKeys("rekey it") }
         if formatVersion >= 2, case .upgrade = destination {
             throw Failure(
                 StoreError(.vaultAlreadyExists, "the vault at \(path) is format 2 already; nothing was changed"))
@@ -117,7 +119,9 @@ extension VaultStore {
             return
         }
         try withWriteLock(finishingMoves: false) { (_) throws(Failure) in
-            let target = try Failure.converting { () throws(StoreError) in try prepareRekey(to: destination, masterKey)
+            let target = try Failure.converting { () throws(StoreError) in
+                try requireCurrentKeys()
+                return try prepareRekey(to: destination, masterKey)
             }
             defer { target.close() }
             try copyItems(target)
@@ -153,6 +157,18 @@ extension VaultStore {
             // recovery renames only groups and VAULT, and leaves the key where it is.
             return (masterKey, keyFile)
         case .keyFile(let given):
+            // Inside the vault, a rekey's own files (or a group directory's) could take its name, and the
+            // only copy of the new key with it.
+            if let vault = try? FileDescriptor.resolvedPath(location.string),
+                let parent = try? FileDescriptor.resolvedPath(FilePath(given).removingTrailingSeparators.parent.string),
+                parent == vault || parent.hasPrefix(vault + "/")
+            {
+                throw StoreError(
+                    .invalidName,
+                    "\(given) is inside the vault at \(path): keep the new key file outside the vault directory "
+                        + "(e.g. /etc/vault/vault.key); nothing was changed",
+                    path: given)
+            }
             // Made (or checked) first, so that the journal never names a file that is not there.
             let (keyFile, key) = try ExternalKeyFile.prepareNew(given)
             guard key != masterKey else {
@@ -198,7 +214,8 @@ extension VaultStore {
                     newKeys, in: directory, vaultPath: location, name: AlwaysKeyFile.fileName + Rekey.newSuffix)
             }
         }
-        let marker = try VaultMarker(vaultID: vaultID, version: format).encoded(key: newKeys.always)
+        let marker = try VaultMarker(vaultID: vaultID, version: format, hasItemClassKeys: format >= 2).encoded(
+            key: newKeys.always)
         try AtomicFile.replace(
             VaultMarker.fileName + Rekey.newSuffix, contents: .plain(marker), in: directory, directoryPath: location,
             permissions: format == 1 ? .ownerReadWrite : .ownerWriteAllRead)
@@ -321,8 +338,8 @@ extension VaultStore {
         }
         let newKeyFile = RekeyJournal.claimedNewKeyFile(journal)
         if RekeyJournal.isInPlace(journal) {
-            try recoverRekeyInPlace(directory: directory, path: path, keyFileRekey: newKeyFile != nil)
-            return newKeyFile
+            let forward = try recoverRekeyInPlace(directory: directory, path: path, keyFileRekey: newKeyFile != nil)
+            return forward ? newKeyFile : nil
         }
         if try VaultDirectory.exists(Rekey.oldGroups, in: directory, path: path) {
             try rollForward(directory: directory, path: path, keyFileRekey: newKeyFile != nil)

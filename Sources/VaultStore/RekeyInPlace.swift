@@ -20,24 +20,22 @@ extension VaultStore {
 
     /// Steps 0 to 4, under the vault's lock and every group's.
     func rekeyInPlace(to destination: RekeyDestination, _ masterKey: SymmetricKey) throws(StoreError) {
-        guard try VaultDirectory.exists(ItemClassKeyFile.fileName, in: directory, path: location) else {
-            throw StoreError(
-                .unsupportedFormat,
-                "the vault at \(path) is a format-2 vault made before \(ItemClassKeyFile.fileName) existed: its private "
-                    + "groups' items are sealed under keys of the master key itself, so it cannot be rekeyed in place; "
-                    + "export it and import it into a new vault (`vault export`, `vault init --format 2`, "
-                    + "`vault import`); nothing was changed")
-        }
         let oldKeys = try ownerClassKeys("rekey it")
         guard let itemClassKeys, itemClassKeys.afterFirstUnlock != nil, itemClassKeys.whenUnlocked != nil else {
             throw StoreError(.locked, "rekey needs the vault's passphrase (it was opened without it)")
         }
         try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in
+            try requireCurrentKeys()
             // Every group's key, opened as the owner, before anything is written: one that does not open
-            // stops the rekey with nothing changed.
+            // stops the rekey with nothing changed. Whatever is under `group.key.new` goes first (a
+            // member's plant, or an earlier attempt's file, which a roll-forward must never take).
             var groupFiles: [(group: GroupName, file: GroupKeyFile, directory: FileDescriptor)] = []
             for group in try groups() {
                 guard let directory = try groupDirectory(group, create: false) else { continue }
+                if try VaultDirectory.exists(Self.newGroupKeyFileName, in: directory, path: groupPath(group)) {
+                    try VaultDirectory.removeTree(Self.newGroupKeyFileName, in: directory, path: groupPath(group))
+                    try AtomicFile.syncDirectory(directory, path: groupPath(group))
+                }
                 guard let file = try loadGroupKeyFile(group) else {
                     guard try itemIDs(in: group, sorted: false).isEmpty else {
                         let keyPath = groupPath(group) / GroupKeyFile.fileName
@@ -58,8 +56,10 @@ extension VaultStore {
                 oldAlways: oldKeys.always, newAlways: newKeys.always)
             try AtomicFile.replace(
                 RekeyJournal.fileName, contents: .plain(journal), in: directory, directoryPath: location)
-            // 1. VAULT.new, then the key files.
-            let marker = try VaultMarker(vaultID: vaultID, version: formatVersion).encoded(key: newKeys.always)
+            // 1. VAULT.new, then the key files. A vault made before classes.key existed gets one here: its
+            // class keys are its item class keys (`itemClassKeys`), now sealed under the new class keys.
+            let marker = try VaultMarker(vaultID: vaultID, version: formatVersion, hasItemClassKeys: true).encoded(
+                key: newKeys.always)
             try AtomicFile.replace(
                 VaultMarker.fileName + Rekey.newSuffix, contents: .plain(marker), in: directory,
                 directoryPath: location, permissions: .ownerWriteAllRead)
@@ -101,44 +101,40 @@ extension VaultStore {
         }
     }
 
-    /// Recovery of an interrupted in-place rekey (its journal authentic), under the vault's lock.
-    static func recoverRekeyInPlace(directory: FileDescriptor, path: FilePath, keyFileRekey: Bool) throws(StoreError) {
+    /// Recovery of an interrupted in-place rekey (its journal authentic), under the vault's lock;
+    /// returns whether it was rolled forward.
+    static func recoverRekeyInPlace(directory: FileDescriptor, path: FilePath, keyFileRekey: Bool) throws(StoreError)
+        -> Bool
+    {
         if try VaultDirectory.exists(VaultMarker.fileName + Rekey.newSuffix, in: directory, path: path) {
             try rollBackInPlace(directory: directory, path: path, keyFileRekey: keyFileRekey)
-        } else {
-            try rollForwardInPlace(directory: directory, path: path, keyFileRekey: keyFileRekey)
+            return false
         }
+        try rollForwardInPlace(directory: directory, path: path, keyFileRekey: keyFileRekey)
+        return true
     }
 
-    /// After the commit point: the group key files, then the vault's key files, take their names.
+    /// After the commit point: the group key files, then the vault's key files, take their names. In a
+    /// shared directory a member can make the rename fail (a directory under `group.key`): that group
+    /// keeps its old `group.key`, whose members' part the owner still reads (`loadGroupKeyFile`), and the
+    /// rest of the vault goes on; a private group's failure stops the roll-forward (the journal stays and
+    /// the next open tries again), since nothing else could open that group afterwards.
     static func rollForwardInPlace(directory: FileDescriptor, path: FilePath, keyFileRekey: Bool) throws(StoreError) {
         try forEachGroupDirectory(directory: directory, path: path) {
-            (groupDirectory, groupPath, owner) throws(StoreError) in
-            let status: FileStatus
-            do throws(Errno) {
-                status = try groupDirectory.statusAt(newGroupKeyFileName)
+            (groupDirectory, groupPath, owner, shared) throws(StoreError) in
+            do throws(StoreError) {
+                try renameNewGroupKeyFile(in: groupDirectory, path: groupPath, owner: owner)
             } catch {
-                if error == .noSuchFileOrDirectory { return }
-                throw StoreError.system(error, .stat, "inspect", path: groupPath / newGroupKeyFileName)
+                // What a member's plant makes of the rename (a directory, or a non-directory where one is
+                // expected) ends there; anything else (an I/O error) is retried by the next open.
+                let planted: Set<Errno> = [.isDirectory, .notDirectory, .directoryNotEmpty, .fileExists]
+                guard shared, let errno = error.errno, planted.contains(errno) else { throw error }
             }
-            // In a shared directory a member may have put a file of its own under the name: only the
-            // owner's counts. Another is removed (the group keeps its old key file, which then reports).
-            guard status.kind == .regular, status.linkCount == 1, status.ownerID == owner else {
-                try? groupDirectory.unlinkAt(newGroupKeyFileName)
-                return
-            }
-            do throws(Errno) {
-                try groupDirectory.renameAt(newGroupKeyFileName, to: GroupKeyFile.fileName)
-            } catch {
-                throw StoreError.system(error, .rename, "rename \(newGroupKeyFileName) in", path: groupPath)
-            }
-            try AtomicFile.syncDirectory(groupDirectory, path: groupPath)
         }
         let renames = Array(
-            (keyFileRekey ? Rekey.renames.prefix(Rekey.keyFileRekeyRenameCount) : Rekey.renames[...])
-                .dropFirst())
+            (keyFileRekey ? Rekey.renames.prefix(Rekey.keyFileRekeyRenameCount) : Rekey.renames[...]).dropFirst())
         for (source, destination) in renames where try VaultDirectory.exists(source, in: directory, path: path) {
-            do {
+            do throws(Errno) {
                 try directory.renameAt(source, to: destination)
             } catch {
                 throw StoreError.system(error, .rename, "rename \(source) in", path: path)
@@ -148,13 +144,40 @@ extension VaultStore {
         _ = try AtomicFile.remove(RekeyJournal.fileName, in: directory, directoryPath: path)
     }
 
+    /// `group.key.new` → `group.key` in one group directory, when it is the owner's.
+    private static func renameNewGroupKeyFile(
+        in groupDirectory: FileDescriptor, path groupPath: FilePath, owner: UInt32
+    )
+        throws(StoreError)
+    {
+        let status: FileStatus
+        do throws(Errno) {
+            status = try groupDirectory.statusAt(newGroupKeyFileName)
+        } catch {
+            if error == .noSuchFileOrDirectory { return }
+            throw StoreError.system(error, .stat, "inspect", path: groupPath / newGroupKeyFileName)
+        }
+        // In a shared directory a member may have put a file of its own under the name: only the
+        // owner's counts. Another is removed (the group keeps its old key file).
+        guard status.kind == .regular, status.linkCount == 1, status.ownerID == owner else {
+            try? groupDirectory.unlinkAt(newGroupKeyFileName)
+            return
+        }
+        do throws(Errno) {
+            try groupDirectory.renameAt(newGroupKeyFileName, to: GroupKeyFile.fileName)
+        } catch {
+            throw StoreError.system(error, .rename, "rename \(newGroupKeyFileName) in", path: groupPath)
+        }
+        try AtomicFile.syncDirectory(groupDirectory, path: groupPath)
+    }
+
     /// Before the commit point: every `.new` file goes (a rekey to a new key file made none of the key
     /// files in the vault: a `master.key.new` there is not its own).
     private static func rollBackInPlace(directory: FileDescriptor, path: FilePath, keyFileRekey: Bool)
         throws(StoreError)
     {
         try forEachGroupDirectory(directory: directory, path: path) {
-            (groupDirectory, groupPath, _) throws(StoreError) in
+            (groupDirectory, groupPath, _, _) throws(StoreError) in
             do throws(Errno) {
                 try groupDirectory.unlinkAt(newGroupKeyFileName)
             } catch {
@@ -175,10 +198,10 @@ extension VaultStore {
     }
 
     /// Runs `body` with each group directory of the vault in `directory` (opened as its owner would),
-    /// its path, and the vault owner's uid.
+    /// its path, the vault owner's uid, and whether the group is shared (its directory 2770).
     private static func forEachGroupDirectory(
         directory: FileDescriptor, path: FilePath,
-        _ body: (FileDescriptor, FilePath, UInt32) throws(StoreError) -> Void
+        _ body: (FileDescriptor, FilePath, UInt32, Bool) throws(StoreError) -> Void
     ) throws(StoreError) {
         let groupsPath = path / groupsDirectoryName
         let groups = try VaultDirectory.openSubdirectory(groupsDirectoryName, in: directory, path: groupsPath)
@@ -200,7 +223,8 @@ extension VaultStore {
             let groupPath = groupsPath / name
             let fd = try VaultDirectory.openGroupDirectory(name, in: groups, path: groupPath, owner: owner)
             defer { try? fd.close() }
-            try body(fd, groupPath, owner)
+            let shared = (try? fd.status())?.permissions.rawValue == FilePermissions.sharedDirectory.rawValue
+            try body(fd, groupPath, owner, shared)
         }
     }
 }

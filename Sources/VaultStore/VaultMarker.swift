@@ -27,24 +27,30 @@ struct VaultMarker: Equatable {
 
     let vaultID: [UInt8]
     var version: UInt8 = VaultMarker.formatVersion
+    /// Format 2: the vault keeps its item class keys in `classes.key` (flags bit 0). A format-2 vault
+    /// made before that file existed has the bit clear, and its class keys stand in for them.
+    var hasItemClassKeys = false
 
     static func random(version: UInt8 = formatVersion) throws(StoreError) -> VaultMarker {
         do {
-            return VaultMarker(vaultID: try SecureRandom.bytes(count: vaultIDByteCount), version: version)
+            return VaultMarker(
+                vaultID: try SecureRandom.bytes(count: vaultIDByteCount), version: version,
+                hasItemClassKeys: version >= 2)
         } catch {
             throw StoreError.crypto(error, "cannot make a vault id")
         }
     }
 
     func header() -> [UInt8] {
-        Self.magic + [version, 0, 0, 0] + vaultID
+        Self.magic + [version, hasItemClassKeys ? 1 : 0, 0, 0] + vaultID
     }
 
     /// The marker as a member of a shared group reads it: the format and the vault id, unchecked (only
     /// the owner has the key of its tag; what a member reads is checked against its group's key).
     static func unverified(_ bytes: [UInt8], path: FilePath) throws(StoreError) -> VaultMarker {
         try checkLayout(bytes, path: path)
-        return VaultMarker(vaultID: Array(bytes[8..<headerByteCount]), version: bytes[4])
+        return VaultMarker(
+            vaultID: Array(bytes[8..<headerByteCount]), version: bytes[4], hasItemClassKeys: bytes[5] == 1)
     }
 
     private static func checkLayout(_ bytes: [UInt8], path: FilePath) throws(StoreError) {
@@ -59,7 +65,8 @@ struct VaultMarker: Equatable {
                     + "\(supportedVersions.lowerBound) to \(supportedVersions.upperBound)",
                 path: path.string)
         }
-        guard bytes.count == byteCount, bytes[5] == 0, bytes[6] == 0, bytes[7] == 0 else {
+        let flags: Set<UInt8> = bytes[4] >= 2 ? [0, 1] : [0]
+        guard bytes.count == byteCount, flags.contains(bytes[5]), bytes[6] == 0, bytes[7] == 0 else {
             throw StoreError(
                 .integrity, "\(path) is damaged (\(bytes.count) bytes, expected \(byteCount))", path: path.string)
         }

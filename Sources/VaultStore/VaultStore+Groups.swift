@@ -51,8 +51,20 @@ extension VaultStore {
         // or same-user ptrace of this process (a member never reads a key file otherwise).
         try? ProcessIdentity.disableDumps()
         if let classKeys {
-            return try GroupKeyFile.decodeAsOwner(
-                bytes, group: group, vaultID: vaultID, always: classKeys.always, path: path)
+            do throws(StoreError) {
+                return try GroupKeyFile.decodeAsOwner(
+                    bytes, group: group, vaultID: vaultID, always: classKeys.always, path: path)
+            } catch  where error.code == .integrity {
+                // Keys of a vault that was rekeyed since this store opened it: say so, not "damaged".
+                try requireCurrentKeys()
+                // A shared group's file (the owner's, one link: checked on reading) whose owner part a rekey
+                // could not seal again (a member broke the rename): its members' part, checked by its MAC,
+                // holds the same keys. Anything else stays refused.
+                guard (try? GroupKeyFile.peek(bytes, path: path))?.isShared == true,
+                    let file = try? GroupKeyFile.decodeAsMember(bytes, group: group, vaultID: vaultID, path: path)
+                else { throw error }
+                return file
+            }
         }
         return try GroupKeyFile.decodeAsMember(bytes, group: group, vaultID: vaultID, path: path)
     }
@@ -170,6 +182,7 @@ extension VaultStore {
         }
         let classKeys = try ownerClassKeys("create a group")
         try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in
+            try requireCurrentKeys()
             if let directory = try groupDirectory(group, create: false),
                 try readGroupKeyFile(group, in: directory) != nil
             {

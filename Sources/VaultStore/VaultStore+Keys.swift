@@ -145,6 +145,7 @@ extension VaultStore {
                 .locked, "the vault at \(path) was opened without its passphrase; give the current one to change it")
         }
         try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in
+            try requireCurrentKeys()
             if newPassphrase != nil {
                 // Written first: a crash after it leaves a plain master.key and a harmless always.key.
                 try AlwaysKeyFile.write(try ownerClassKeys("change its passphrase"), in: directory, vaultPath: location)

@@ -296,10 +296,19 @@ extension VaultStore {
         versions: ItemVersionReader?
     ) throws(StoreError) -> VaultStore {
         let marker = try VaultMarker.decode(markerBytes, key: classKeys.always, path: location / VaultMarker.fileName)
-        let itemClassKeys =
-            marker.version >= 2
-            ? try ItemClassKeyFile.load(
-                in: directory, vaultPath: location, vaultID: marker.vaultID, classKeys: classKeys) : nil
+        var itemClassKeys: ClassKeys?
+        if marker.hasItemClassKeys {
+            itemClassKeys = try ItemClassKeyFile.load(
+                in: directory, vaultPath: location, vaultID: marker.vaultID, classKeys: classKeys)
+            guard itemClassKeys != nil else {
+                let keyPath = location / ItemClassKeyFile.fileName
+                throw StoreError(
+                    .integrity,
+                    "\(keyPath) is missing: the private groups' items of the vault at \(location) are sealed under the "
+                        + "keys it holds; restore it from a backup (nothing was changed)",
+                    path: keyPath.string)
+            }
+        }
         let lockFile = try ensureLockFile(in: directory, path: location)
         do throws(StoreError) {
             let groups = try ensureGroupsDirectory(in: directory, path: location)

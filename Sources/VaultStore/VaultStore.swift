@@ -69,6 +69,9 @@ public final class VaultStore: Sendable {
         /// removed: a spare may be an item's file on disk. No spare is used until the next writer has
         /// removed them all (the transaction leaves `WriterMark.sparesUntrusted`).
         var spareUntrusted = false
+        /// Format v2: this process holds the vault's `.lock` (a whole-vault transaction), so that making a
+        /// group inside it does not take (and then release) the lock again.
+        var holdsVaultLock = false
     }
     let state = Mutex(State())
     /// Serialises this process's writers; the OFD lock on `.lock` serialises processes.

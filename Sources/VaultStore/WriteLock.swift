@@ -43,7 +43,10 @@ extension VaultStore {
                 try acquireLocks(groups, creating: creating)
             }
             defer {
-                let untrusted = state.withLock { $0.spareUntrusted }
+                let untrusted = state.withLock {
+                    $0.holdsVaultLock = false
+                    return $0.spareUntrusted
+                }
                 for lock in locks.reversed() {
                     (untrusted ? WriterMark.sparesUntrusted : .idle).write(to: lock.file)
                     try? lock.file.unlock()
@@ -105,12 +108,22 @@ extension VaultStore {
     {
         var files: [(file: FileDescriptor, groups: Set<GroupName>?, path: FilePath)] = []
         var covered: [GroupName]? = nil
+        var held: [HeldLock] = []
         if formatVersion == 1 {
             files.append((try currentVaultLockFile(), nil, location / Self.lockFileName))
         } else {
             if requested == nil {
                 _ = try ownerClassKeys("write to every group at once")
-                files.append((try currentVaultLockFile(), [], location / Self.lockFileName))
+                // The vault's lock before the groups are listed: a group is made only under it (see
+                // `withGroupCreationLock`), so none can appear that this transaction would not lock.
+                let vaultLock = try currentVaultLockFile()
+                do throws(Errno) {
+                    try vaultLock.lock(.exclusive)
+                } catch {
+                    throw StoreError.system(error, .lock, "lock", path: location / Self.lockFileName)
+                }
+                held.append(HeldLock(file: vaultLock, groups: []))
+                state.withLock { $0.holdsVaultLock = true }
             }
             let names: [GroupName]
             if let requested {
@@ -128,16 +141,22 @@ extension VaultStore {
                 names = try groups()
             }
             covered = names
-            for group in names {
-                files.append((try currentGroupLockFile(group), [group], groupPath(group) / Self.lockFileName))
+            do throws(StoreError) {
+                for group in names {
+                    files.append((try currentGroupLockFile(group), [group], groupPath(group) / Self.lockFileName))
+                }
+            } catch {
+                for lock in held.reversed() { try? lock.file.unlock() }
+                state.withLock { $0.holdsVaultLock = false }
+                throw error
             }
         }
-        var held: [HeldLock] = []
         for (file, groups, path) in files {
             do throws(Errno) {
                 try file.lock(.exclusive)
             } catch {
                 for lock in held.reversed() { try? lock.file.unlock() }
+                state.withLock { $0.holdsVaultLock = false }
                 throw StoreError.system(error, .lock, "lock", path: path)
             }
             held.append(HeldLock(file: file, groups: groups))
@@ -159,6 +178,47 @@ extension VaultStore {
             state.movesRecoveredGroups.formUnion(locked!)
             guard let died else { return nil }
             return fresh.union(died)
+        }
+    }
+
+    /// Runs `body`, which makes a group, under the vault's `.lock` (format v2; unless this transaction
+    /// holds it already): a whole-vault operation (a rekey, which seals every `group.key` again) then
+    /// never misses a group made meanwhile, and a process whose keys a rekey replaced finds out before
+    /// it seals a new group under them (`requireCurrentKeys`).
+    func withGroupCreationLock<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
+        if formatVersion == 1 || state.withLock({ $0.holdsVaultLock }) {
+            try requireCurrentKeys()
+            return try body()
+        }
+        let vaultLock = try currentVaultLockFile()
+        do throws(Errno) {
+            try vaultLock.lock(.exclusive)
+        } catch {
+            throw StoreError.system(error, .lock, "lock", path: location / Self.lockFileName)
+        }
+        defer { try? vaultLock.unlock() }
+        try requireCurrentKeys()
+        return try body()
+    }
+
+    /// Refuses to go on when `VAULT` no longer verifies under this store's `always` key: the vault was
+    /// rekeyed after this process opened it, and a key file written now would be sealed under keys the
+    /// vault no longer has. Under a lock that a rekey takes.
+    func requireCurrentKeys() throws(StoreError) {
+        guard let classKeys else { return }
+        let markerPath = location / VaultMarker.fileName
+        let bytes = try SmallFile.read(
+            VaultMarker.fileName, in: directory, path: markerPath, limit: VaultMarker.maximumReadByteCount)
+        do throws(StoreError) {
+            let marker = try VaultMarker.decode(bytes, key: classKeys.always, path: markerPath)
+            guard marker.vaultID == vaultID, marker.version == formatVersion else {
+                throw StoreError(.integrity, "\(markerPath) changed", path: markerPath.string)
+            }
+        } catch {
+            throw StoreError(
+                .integrity,
+                "the vault at \(path) was rekeyed (or replaced) after this process opened it: open it again; nothing "
+                    + "was changed", path: markerPath.string, cause: error)
         }
     }
 

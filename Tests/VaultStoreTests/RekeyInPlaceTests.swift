@@ -166,78 +166,231 @@ import VaultTestSupport
                 _ = try VaultStore.open(at: vault.path, keySource: KeySource(keyFile: oldKey))
             }
             #expect(try leftovers(vault).isEmpty)
+            // A new key file inside the vault directory is refused before anything is made.
+            for inside in [vault.path + "/classes.key.new", vault.path + "/groups/app/group.key.new"] {
+                let refused = #expect(throws: StoreError.self) {
+                    try VaultStore.open(at: vault.path, keySource: KeySource(keyFile: newKey)).rekey(
+                        newKeyFile: inside, keySource: KeySource(keyFile: newKey)
+                    ) { (_: RekeyTarget) throws(StoreError) in }
+                }
+                #expect(refused?.message.contains("inside the vault") == true, "\(String(describing: refused))")
+                #expect(!FileManager.default.fileExists(atPath: inside))
+            }
+            try expectAllRead(vault.path, keySource: KeySource(keyFile: newKey))
         }
     }
 
+    /// How a fault-sweep rekey is done: to a new plain key, a new passphrase, or a new key file.
+    enum Destination: String, CaseIterable, CustomStringConvertible {
+        case plain, passphrase, keyFile
+        var description: String { rawValue }
+    }
+
     /// Each system call of a rekey failing in turn (the state a crash there leaves): the next open,
-    /// with whichever `master.key` is in place, reads every item and leaves nothing over; both
-    /// outcomes occur.
-    @Test func aRekeyStoppedAtAnyStepLeavesTheVaultUnderTheOldKeyOrTheNew() throws {
+    /// with whichever key is in place, reads every item and leaves nothing over; both outcomes occur.
+    @Test(arguments: Destination.allCases)
+    func aRekeyStoppedAtAnyStepLeavesTheVaultUnderTheOldKeyOrTheNew(_ destination: Destination) throws {
         try withTemporaryVault("rekey2-faults") { vault in
-            _ = try filled(vault)
-            let counting = FaultPlan.counting()
-            try FaultInjection.withPlan(counting) {
-                try VaultStore.open(at: vault.path).rekey(newPassphrase: nil, keySource: KeySource()) {
-                    (_: RekeyTarget) throws(StoreError) in
+            // Two key files that the rekeys alternate between; two passphrases likewise.
+            let keyFiles = [vault.root + "/a.key", vault.root + "/b.key"]
+            let passphrases = ["first words", "second words"]
+            var current = 0
+            func source(_ index: Int) -> KeySource {
+                switch destination {
+                case .plain: return KeySource()
+                case .passphrase: return passphrase(passphrases[index])
+                case .keyFile: return KeySource(keyFile: keyFiles[index])
                 }
             }
+            func rekey(_ store: VaultStore, to next: Int) throws {
+                switch destination {
+                case .plain:
+                    try store.rekey(newPassphrase: nil, keySource: source(current)) {
+                        (_: RekeyTarget) throws(StoreError) in
+                    }
+                case .passphrase:
+                    try store.rekey(
+                        newPassphrase: secure(passphrases[next]), limits: .minimum, keySource: source(current)
+                    ) { (_: RekeyTarget) throws(StoreError) in }
+                case .keyFile:
+                    try? FileManager.default.removeItem(atPath: keyFiles[next])
+                    try store.rekey(newKeyFile: keyFiles[next], keySource: source(current)) {
+                        (_: RekeyTarget) throws(StoreError) in
+                    }
+                }
+            }
+            /// The key source the vault opens with now (the old one, or the new one after a roll-forward).
+            func openable() throws -> Int {
+                if (try? VaultStore.open(at: vault.path, keySource: source(current))) != nil { return current }
+                _ = try VaultStore.open(at: vault.path, keySource: source(1 - current))
+                return 1 - current
+            }
+            _ = try filled(vault, keySource: source(0))
+            let counting = FaultPlan.counting()
+            try FaultInjection.withPlan(counting) {
+                try rekey(try VaultStore.open(at: vault.path, keySource: source(0)), to: 1)
+            }
+            current = 1
             var injected = 0
             var rekeyed = 0
             var steps = 0
             for operation in SystemOperation.allCases where counting.count(of: operation) > 0 {
                 for occurrence in 1...counting.count(of: operation) {
-                    let master = try vault.bytes("master.key")
                     // In a function of its own, so that the failed store's descriptors (and locks) go with it.
                     func attempt() throws -> Int {
-                        let store = try VaultStore.open(at: vault.path)
+                        let store = try VaultStore.open(at: vault.path, keySource: source(current))
                         let plan = FaultPlan(operation, occurrence: occurrence, effect: .fail(.ioError))
-                        _ = try? FaultInjection.withPlan(plan) {
-                            try store.rekey(newPassphrase: nil, keySource: KeySource()) {
-                                (_: RekeyTarget) throws(StoreError) in
-                            }
-                        }
+                        _ = try? FaultInjection.withPlan(plan) { try rekey(store, to: 1 - current) }
                         return plan.injectedCount
                     }
+                    let master = try? vault.bytes("master.key")
                     injected += try attempt()
                     steps += 1
-                    try expectAllRead(vault.path, "\(operation) #\(occurrence)")
-                    if try vault.bytes("master.key") != master { rekeyed += 1 }
+                    let now = try openable()
+                    if now != current || destination == .plain && (try? vault.bytes("master.key")) != master {
+                        rekeyed += 1
+                    }
+                    current = now
+                    try expectAllRead(
+                        vault.path, keySource: source(current), "\(destination) \(operation) #\(occurrence)")
                     let left = try leftovers(vault)
-                    #expect(left.isEmpty, "\(operation) #\(occurrence): \(left)")
+                    #expect(left.isEmpty, "\(destination) \(operation) #\(occurrence): \(left)")
                 }
             }
             #expect(injected > 20)
             #expect(rekeyed > 0 && rekeyed < steps, "\(rekeyed) of \(steps)")
+            print(
+                "FIGURE rekey2-faults \(destination): \(injected) injected failures, \(rekeyed) of \(steps) ended rekeyed"
+            )
         }
     }
 
     /// A format-2 vault made before `classes.key` existed (the fixture, made by `vault init --format 2`
-    /// and three `vault put`s of commit cea5a1d): it opens and works, and a rekey is refused with
-    /// nothing changed.
-    @Test func aFormatTwoVaultWithoutItemClassKeysWorksAndIsNotRekeyed() throws {
+    /// and three `vault put`s of commit cea5a1d): it opens and works, and its rekey gives it a
+    /// `classes.key` (its class keys were its item class keys) and the marker's flag.
+    @Test func aFormatTwoVaultWithoutItemClassKeysWorksAndItsRekeyGivesItThem() throws {
         try withTemporaryVault("rekey2-dev") { vault in
             try copyFixture("v2-dev-vault", to: vault.path)
+            func values(_ store: VaultStore) throws -> [String] {
+                var found: [String] = []
+                for group in try store.groups() {
+                    for id in try store.itemIDs(in: group) {
+                        found.append(String(decoding: try store.get(group: group, id: id) ?? [], as: UTF8.self))
+                    }
+                }
+                return found
+            }
+            func expectSecrets(_ store: VaultStore, _ context: String) throws {
+                // Each value is an item record whose secret comes last.
+                let texts = try values(store)
+                #expect(texts.count == 3, "\(context)")
+                for secret in ["legacy-secret-1", "legacy-secret-2", "x"] {
+                    #expect(texts.contains { $0.hasSuffix(secret) }, "\(secret) \(context)")
+                }
+            }
             let store = try VaultStore.open(at: vault.path)
             #expect(store.formatVersion == 2)
-            let groups = try store.groups()
-            #expect(groups.map(\.rawValue) == ["team.shared", "vault"])
-            var values: [[UInt8]] = []
-            for group in groups {
-                for id in try store.itemIDs(in: group) { values.append(try store.get(group: group, id: id) ?? []) }
+            #expect(try store.groups().map(\.rawValue) == ["team.shared", "vault"])
+            try expectSecrets(store, "before")
+            // A write in the old scheme still works before the rekey.
+            let group = try GroupName("vault")
+            let id = try store.itemID(group: group, primaryKey: [42])
+            try store.put(Array("written before".utf8), group: group, id: id)
+            #expect(try vault.bytes("VAULT")[5] == 0)
+            let items = try itemFiles(vault)
+            try store.rekey(newPassphrase: nil, keySource: KeySource()) { (_: RekeyTarget) throws(StoreError) in }
+            #expect(try vault.bytes("VAULT")[5] == 1, "the marker now says classes.key")
+            #expect(try vault.mode("classes.key") == 0o600)
+            #expect(try itemFiles(vault) == items)
+            let after = try VaultStore.open(at: vault.path)
+            #expect(try after.get(group: group, id: id) == Array("written before".utf8))
+            let texts = try values(after)
+            #expect(texts.count == 4)
+            let left = try leftovers(vault)
+            #expect(left.isEmpty, "\(left)")
+        }
+    }
+
+    @Test func aMissingItemClassKeyFileIsReportedNotTakenForAnOlderVault() throws {
+        try withTemporaryVault("rekey2-missing") { vault in
+            _ = try filled(vault)
+            try FileManager.default.removeItem(atPath: vault.file("classes.key"))
+            let error = #expect(throws: StoreError.self) { _ = try VaultStore.open(at: vault.path) }
+            #expect(error?.code == .integrity)
+            #expect(error?.message.contains("classes.key is missing") == true, "\(String(describing: error))")
+        }
+    }
+
+    /// A store opened before another process's rekey holds keys the vault no longer has: it writes no
+    /// key file with them (a new group, a passphrase, a rotation, a rekey), and says to open again.
+    @Test func aStoreOpenedBeforeARekeySealsNothingUnderItsOldKeys() throws {
+        try withTemporaryVault("rekey2-stale") { vault in
+            _ = try filled(vault)
+            let stale = try VaultStore.open(at: vault.path)
+            try VaultStore.open(at: vault.path).rekey(newPassphrase: nil, keySource: KeySource()) {
+                (_: RekeyTarget) throws(StoreError) in
             }
-            // Each value is an item record whose secret comes last.
-            let texts = values.map { String(decoding: $0, as: UTF8.self) }
-            for secret in ["legacy-secret-1", "legacy-secret-2", "x"] {
-                #expect(texts.contains { $0.hasSuffix(secret) }, "\(secret)")
+            let newGroup = try GroupName("made-after")
+            let attempts: [(String, () throws -> Void)] = [
+                (
+                    "first write to a new group",
+                    {
+                        try stale.put([1], group: newGroup, id: try stale.itemID(group: newGroup, primaryKey: [1]))
+                    }
+                ),
+                ("createGroup", { try stale.createGroup(try GroupName("created-after"), unixGroup: nil) }),
+                ("changePassphrase", { try stale.changePassphrase(to: secure("pw"), limits: .minimum) }),
+                ("rotateGroup", { _ = try stale.rotateGroup(privateGroup) }),
+                (
+                    "rekey",
+                    {
+                        try stale.rekey(newPassphrase: nil, keySource: KeySource()) {
+                            (_: RekeyTarget) throws(StoreError) in
+                        }
+                    }
+                ),
+            ]
+            for (what, attempt) in attempts {
+                let error = #expect(throws: StoreError.self, "\(what)") { try attempt() }
+                #expect(error?.message.contains("was rekeyed") == true, "\(what): \(String(describing: error))")
             }
-            let before = try vault.bytes("master.key")
+            #expect(!FileManager.default.fileExists(atPath: vault.file("groups/made-after/group.key")))
+            #expect(!FileManager.default.fileExists(atPath: vault.file("groups/created-after")))
+            try expectAllRead(vault.path)
+        }
+    }
+
+    /// A shared group whose `group.key` a rekey could not replace (a member broke the rename) still
+    /// opens for the owner through its members' part; a private group's stale file does not.
+    @Test func aSharedGroupKeyLeftUnderTheOldMasterKeyStillOpensForTheOwner() throws {
+        try withTemporaryVault("rekey2-stale-shared") { vault in
+            _ = try filled(vault)
+            let oldShared = try vault.bytes("groups/\(sharedGroup)/group.key")
+            let oldPrivate = try vault.bytes("groups/\(privateGroup)/group.key")
+            try VaultStore.open(at: vault.path).rekey(newPassphrase: nil, keySource: KeySource()) {
+                (_: RekeyTarget) throws(StoreError) in
+            }
+            func putBack(_ bytes: [UInt8], _ group: GroupName, mode: Int) throws {
+                let path = vault.file("groups/\(group)/group.key")
+                let attributes = try FileManager.default.attributesOfItem(atPath: path)
+                try FileManager.default.removeItem(atPath: path)
+                try Data(bytes).write(to: URL(fileURLWithPath: path))
+                try FileManager.default.setAttributes(
+                    [.posixPermissions: mode, .groupOwnerAccountID: attributes[.groupOwnerAccountID]!],
+                    ofItemAtPath: path)
+            }
+            try putBack(oldShared, sharedGroup, mode: 0o640)
+            let store = try VaultStore.open(at: vault.path)
+            for index in classes.indices {
+                let id = try store.itemID(group: sharedGroup, primaryKey: [UInt8(index)])
+                #expect(try store.get(group: sharedGroup, id: id) == Array("shared \(index)".utf8))
+            }
+            try putBack(oldPrivate, privateGroup, mode: 0o600)
+            let reopened = try VaultStore.open(at: vault.path)
             let error = #expect(throws: StoreError.self) {
-                try store.rekey(newPassphrase: nil, keySource: KeySource()) { (_: RekeyTarget) throws(StoreError) in }
+                _ = try reopened.get(group: privateGroup, id: try reopened.itemID(group: privateGroup, primaryKey: [0]))
             }
-            #expect(error?.code == .unsupportedFormat)
-            #expect(error?.message.contains("export it and import it") == true)
-            #expect(try vault.bytes("master.key") == before)
-            #expect(try leftovers(vault).isEmpty)
+            #expect(error?.code == .integrity)
         }
     }
 }

@@ -14,7 +14,7 @@ public struct UpgradeCommand: Sendable, Hashable {
             command finishes or undoes it). The master key stays where it is (master.key, or the external
             key file). A format-1 vault is never converted otherwise. Needs the master key (the passphrase
             of a passphrase vault). Damaged items stop it before anything changes. A vault that is format 2
-            already is exit status 3. Format-2 vaults cannot be rekeyed by this build yet.
+            already is exit status 3.
             """,
         options: [],
         make: { parsed throws(UsageError) in
