@@ -436,20 +436,3 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
         }
     }
 }
-
-@Suite struct UpgradeCommandTests {
-    @Test func upgradeConvertsAFormatOneVaultAndKeepsItsItems() throws {
-        try withScratch(initialized: true) { scratch in
-            #expect(try scratch.run(["--group", "db", "put", "pg", "app"], input: Data("one")).status == 0)
-            let refused = try scratch.run(["group", "create", "web"])
-            #expect(refused.errors.contains("--format 2"), "\(refused.errors)")
-            let upgraded = try scratch.run(["upgrade"])
-            #expect(upgraded.status == 0, "\(upgraded.errors)")
-            #expect(upgraded.errors.contains("upgraded to format 2"))
-            #expect(try scratch.run(["--group", "db", "get", "pg", "app"]).output == Data("one"))
-            #expect(try scratch.run(["group", "create", "web"]).status == 0)
-            let again = try scratch.run(["upgrade"])
-            #expect(again.status == 3 && again.errors.contains("format 2 already"), "\(again.errors)")
-        }
-    }
-}
