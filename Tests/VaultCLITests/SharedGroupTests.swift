@@ -89,6 +89,39 @@ struct SharedGroupTests {
         }
     }
 
+    /// `group ls` (and `groups`) verifies the item files of the groups this process holds the key of:
+    /// a member is told of a damaged file of its group (exit 6); a non-member learns neither the file nor
+    /// a count, and has nothing verified.
+    @Test func aMembersListingNamesDamageAndANonMembersShowsNoCount() throws {
+        try withSharedVault { vault, binary, users, groups in
+            #expect(
+                try run(users[0], binary, vault, ["--group", "db", "put", "postgres", "app"], input: "x").status == 0)
+            #expect(try run(users[0], binary, vault, ["--group", "db", "put", "redis", "app"], input: "y").status == 0)
+            let directory = vault + "/groups/db"
+            let item = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: directory).sorted().first { $0.hasSuffix(".item") })
+            let handle = try #require(FileHandle(forUpdatingAtPath: directory + "/" + item))
+            try handle.seek(toOffset: 40)
+            try handle.write(contentsOf: Data([0xFF]))
+            try handle.close()
+            for listing in [["group", "ls"], ["groups"]] {
+                let member = try run(users[0], binary, vault, ["--group", "db"] + listing)
+                #expect(member.status == 6, "\(member.errors)")
+                #expect(member.output.hasPrefix("db\tshared\t\(groups[0].name)\t2\tyes\tdefault\n"), "\(member.output)")
+                #expect(member.errors.contains(directory + "/" + item), "\(member.errors)")
+                let outsider = try run(users[2], binary, vault, ["--group", "db"] + listing)
+                #expect(outsider.status == 0, "\(outsider.errors)")
+                #expect(
+                    outsider.output.hasPrefix("db\tshared\t\(groups[0].name)\t-\tno\tdefault\n"), "\(outsider.output)")
+                #expect(!outsider.errors.contains(".item"), "\(outsider.errors)")
+                let json = try run(users[2], binary, vault, ["--group", "db"] + listing + ["--json"])
+                let rows = try #require(
+                    try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]])
+                #expect(rows.first { $0["name"] as? String == "db" }?["items"] is NSNull)
+            }
+        }
+    }
+
     @Test func twoUsersIncrementingOneSharedItemLoseNothing() throws {
         try withSharedVault { vault, _, users, groups in
             try addMember(users[1], to: groups[0])
