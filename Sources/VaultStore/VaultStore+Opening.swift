@@ -308,11 +308,13 @@ extension VaultStore {
             } catch  where error.errno == .permissionDenied {
                 markerBytes = nil  // format 1's VAULT is 0600: not a vault members may open
             }
-            guard let markerBytes, try VaultMarker.unverified(markerBytes, path: markerPath).version >= 2 else {
+            let marker = try markerBytes.map { (bytes) throws(StoreError) in
+                try VaultMarker.unverified(bytes, path: markerPath)
+            }
+            guard let marker, marker.version >= 2 else {
                 try? directory.close()
                 return nil
             }
-            let marker = try VaultMarker.unverified(markerBytes, path: markerPath)
             let groups = try VaultDirectory.openSubdirectory(
                 groupsDirectoryName, in: directory, path: location / groupsDirectoryName, vaultOwner: owner)
             return VaultStore(
