@@ -122,6 +122,34 @@ struct SharedGroupTests {
         }
     }
 
+    /// A root-owned vault whose key is in an external key file has no `master.key`: its members are
+    /// told apart by who they are (not root, not the owner), not by a `master.key` they cannot open.
+    @Test func aKeyFileVaultOfRootHasMembersToo() throws {
+        try withThrowawayAccounts(users: 2, groups: 1) { users, groups in
+            let (member, outsider, unix) = (users[0], users[1], groups[0])
+            try addMember(member, to: unix)
+            try withScratch { scratch in
+                try makeTraversable(scratch.root)
+                let key = ["--key-file", scratch.root + "/vault.key"]
+                try #require(try scratch.run(key + ["init", "--format", "2"]).status == 0)
+                try #require(try scratch.run(key + ["group", "create", "db", "--unix-group", unix.name]).status == 0)
+                #expect(!FileManager.default.fileExists(atPath: scratch.vault + "/master.key"))
+                try withExecutableForOtherUsers(vaultExecutable.path) { binary in
+                    let vault = scratch.vault
+                    let put = try run(member, binary, vault, ["--group", "db", "put", "pg", "app"], input: "s3cret")
+                    #expect(put.status == 0, "\(put.errors)")
+                    let get = try run(member, binary, vault, ["--group", "db", "get", "pg", "app"])
+                    #expect(get.status == 0 && get.output == "s3cret", "\(get.errors)")
+                    let refused = try run(outsider, binary, vault, ["--group", "db", "get", "pg", "app"])
+                    #expect(
+                        refused.status == 4 && refused.errors.contains("usermod -aG \(unix.name)"), "\(refused.errors)")
+                }
+                let owned = try scratch.run(key + ["--group", "db", "get", "pg", "app"])
+                #expect(owned.output == Data("s3cret".utf8), "\(owned.errors)")
+            }
+        }
+    }
+
     @Test func twoUsersIncrementingOneSharedItemLoseNothing() throws {
         try withSharedVault { vault, _, users, groups in
             try addMember(users[1], to: groups[0])
