@@ -350,13 +350,6 @@ import VaultTestSupport
             #expect(json.map { $0["usable"] as? Bool } == [true, true, true])
             #expect(json.map { $0["entitled"] as? Bool } == [false, false, true])
             #expect(json.map { $0["default"] as? Bool } == [false, false, true])
-            // `groups` is `group ls`: the same bytes, the same status.
-            for arguments in [["groups"], ["groups", "--json"]] {
-                let alias = try scratch.run(["--app", "com.example.web"] + arguments)
-                let command = try scratch.run(["--app", "com.example.web", "group", "ls"] + arguments.dropFirst())
-                #expect(alias.output == command.output && alias.status == command.status, "\(arguments)")
-                #expect(alias.errors == command.errors)
-            }
         }
     }
 

@@ -379,23 +379,6 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
         }
     }
 
-    @Test func theParserBuildsEachSubcommand() throws {
-        #expect(
-            try ArgumentParser.parse(["group", "create", "db", "--unix-group", "42"]).command
-                == .groupCreate(GroupCreateCommand(group: try AccessGroup("db"), unixGroup: "42")))
-        #expect(
-            try ArgumentParser.parse(["--vault", "v", "group", "--app", "a", "ls", "--json"]).command
-                == .groupList(GroupListCommand(json: true)))
-        #expect(
-            try ArgumentParser.parse(["group", "rm", "--force", "db"]).command
-                == .groupRemove(GroupRemoveCommand(group: try AccessGroup("db"), force: true)))
-        #expect(try ArgumentParser.parse(["group", "--help"]).command == .help(topic: "group"))
-        #expect(try ArgumentParser.parse(["group", "rm", "-h"]).command == .help(topic: "group rm"))
-        #expect(try ArgumentParser.parse(["help", "group", "create"]).command == .help(topic: "group create"))
-        let global = try ArgumentParser.parse(["group", "--vault", "v", "ls", "--group", "g"]).global
-        #expect(global.vaultPath == "v" && global.group == "g")
-    }
-
     @Test func rotateSealsTheGroupsItemsAgainAndTheyStillRead() throws {
         try withScratch { scratch in
             try #require(try scratch.run(["init", "--format", "2"]).status == 0)

@@ -1,11 +1,29 @@
 import Foundation
 import Testing
+import Vault
 import VaultTestSupport
 
 @testable import VaultCLI
 
-/// The help, manual page and completions of `vault group`, each subcommand's own.
+/// The parsing, help, manual page and completions of `vault group`, each subcommand's own.
 extension GroupCommandTests {
+    @Test func theParserBuildsEachSubcommand() throws {
+        #expect(
+            try ArgumentParser.parse(["group", "create", "db", "--unix-group", "42"]).command
+                == .groupCreate(GroupCreateCommand(group: try AccessGroup("db"), unixGroup: "42")))
+        #expect(
+            try ArgumentParser.parse(["--vault", "v", "group", "--app", "a", "ls", "--json"]).command
+                == .groupList(GroupListCommand(json: true)))
+        #expect(
+            try ArgumentParser.parse(["group", "rm", "--force", "db"]).command
+                == .groupRemove(GroupRemoveCommand(group: try AccessGroup("db"), force: true)))
+        #expect(try ArgumentParser.parse(["group", "--help"]).command == .help(topic: "group"))
+        #expect(try ArgumentParser.parse(["group", "rm", "-h"]).command == .help(topic: "group rm"))
+        #expect(try ArgumentParser.parse(["help", "group", "create"]).command == .help(topic: "group create"))
+        let global = try ArgumentParser.parse(["group", "--vault", "v", "ls", "--group", "g"]).global
+        #expect(global.vaultPath == "v" && global.group == "g")
+    }
+
     @Test func theHelpOfGroupListsItsSubcommandsAndEachHasItsOwn() throws {
         try withScratch { scratch in
             let help = try scratch.run(["group", "--help"], vaultOption: false)
