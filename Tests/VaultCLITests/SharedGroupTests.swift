@@ -101,8 +101,11 @@ struct SharedGroupTests {
             let item = try #require(
                 try FileManager.default.contentsOfDirectory(atPath: directory).sorted().first { $0.hasSuffix(".item") })
             let handle = try #require(FileHandle(forUpdatingAtPath: directory + "/" + item))
+            // One bit of the ciphertext flipped (a byte written over could be the byte that was there).
             try handle.seek(toOffset: 40)
-            try handle.write(contentsOf: Data([0xFF]))
+            let byte = try #require(try handle.read(upToCount: 1)?.first)
+            try handle.seek(toOffset: 40)
+            try handle.write(contentsOf: Data([byte ^ 0x01]))
             try handle.close()
             for listing in [["group", "ls"], ["groups"]] {
                 let member = try run(users[0], binary, vault, ["--group", "db"] + listing)
