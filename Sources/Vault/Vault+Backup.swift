@@ -2,6 +2,7 @@ import FoundationEssentials
 import VaultArchive
 import VaultCrypto
 import VaultStore
+import VaultSystem
 
 /// What `export` wrote.
 public struct ExportReport: Sendable, Hashable {
@@ -28,18 +29,31 @@ public struct ImportReport: Sendable, Hashable {
     /// Items skipped because an item with the same primary key exists (without `replace`), described
     /// by group, service or server, and account.
     public let duplicates: [String]
+    /// The groups the import made as the backup records them ("group db, shared with Unix group
+    /// vault-db (gid 1234)", "group web, private"), before any item.
+    public var madeGroups: [String] = []
+    /// The groups that exist in this vault with another sharing than the backup records: their items
+    /// went into them as they are, described.
+    public var differingGroups: [String] = []
 }
 
-/// The archive inside a backup: every item's record with its group.
+/// The archive inside a backup: every item's record with its group, and (from version 2) every group
+/// with how its key was kept (`Vault+BackupGroups.swift`).
 struct BackupBundle: Codable {
     struct Item: Codable {
         var group: String
         var record: ItemRecord
     }
+    /// 1: items only; 2: with `groups`. This build writes 2 and reads both.
     var version: Int
     var created: Date
     var sourceVaultID: Data
     var items: [Item]
+    /// Version 2: every group of the vault, shared or private; nil in a version-1 backup.
+    var groups: [Group]?
+
+    /// The versions this build reads.
+    static let readableVersions = 1...2
 }
 
 /// Backups: every item of every group of the vault, sealed under a passphrase (Argon2id +
@@ -104,7 +118,8 @@ extension Vault {
             }
         }
         let bundle = BackupBundle(
-            version: 1, created: ItemRecord.now(), sourceVaultID: Data(engine.store.vaultID), items: items)
+            version: 2, created: ItemRecord.now(), sourceVaultID: Data(engine.store.vaultID), items: items,
+            groups: try backupGroups(groupFile: Vault.systemGroupFile))
         do {
             let bytes = try VaultArchive.encode(
                 bundle, options: VaultArchive.Options(maxSize: BackupFile.maximumByteCount))
@@ -166,10 +181,19 @@ extension Vault {
         from path: String, key: BackupKey, replace: Bool = false,
         costCeiling: PassphraseKeyDerivation.Limits = .sensitive
     ) throws(VaultError) -> ImportReport {
+        try importBackup(
+            from: path, key: key, replace: replace, costCeiling: costCeiling, groupFile: Vault.systemGroupFile)
+    }
+
+    /// `importBackup(from:key:replace:costCeiling:)` with the Unix groups of shared groups resolved in
+    /// `groupFile` (tests give their own).
+    func importBackup(
+        from path: String, key: BackupKey, replace: Bool, costCeiling: PassphraseKeyDerivation.Limits, groupFile: String
+    ) throws(VaultError) -> ImportReport {
         let plaintext = try translatingStoreErrors { () throws(StoreError) in
             try BackupFile.read(from: path, key: key, ceiling: costCeiling)
         }
-        return try importBundle(plaintext, name: path, replace: replace)
+        return try importBundle(plaintext, name: path, replace: replace, groupFile: groupFile)
     }
 
     /// Adds the items of the backup bytes `sealed` (read from a stream; `name` names it in messages),
@@ -181,11 +205,11 @@ extension Vault {
         let plaintext = try translatingStoreErrors { () throws(StoreError) in
             try BackupFile.open(sealed, name: name, key: key, ceiling: costCeiling)
         }
-        return try importBundle(plaintext, name: name, replace: replace)
+        return try importBundle(plaintext, name: name, replace: replace, groupFile: Vault.systemGroupFile)
     }
 
-    private func importBundle(_ plaintext: SecureBytes, name path: String, replace: Bool) throws(VaultError)
-        -> ImportReport
+    private func importBundle(_ plaintext: SecureBytes, name path: String, replace: Bool, groupFile: String)
+        throws(VaultError) -> ImportReport
     {
         let bundle: BackupBundle
         do {
@@ -196,11 +220,16 @@ extension Vault {
         } catch {
             throw VaultError(.decode, "\(path) opened but does not hold a vault backup: \(error)", cause: error)
         }
-        guard bundle.version == 1 else {
-            throw VaultError(.decode, "\(path) is a backup of version \(bundle.version); this build reads version 1")
+        guard BackupBundle.readableVersions.contains(bundle.version) else {
+            throw VaultError(
+                .decode,
+                "\(path) is a backup of version \(bundle.version); this build reads versions "
+                    + "\(BackupBundle.readableVersions.lowerBound) to \(BackupBundle.readableVersions.upperBound)")
         }
+        // The groups first, as the backup records them: a shared group is made shared, or refused.
+        let preparation = try prepareGroups(of: bundle, name: path, groupFile: groupFile)
         let groups = Set(bundle.items.compactMap { try? AccessGroup($0.group) })
-        return try withWriteLock(groups: [], creating: Array(groups)) { tx throws(VaultError) in
+        var report = try withWriteLock(groups: [], creating: Array(groups)) { tx throws(VaultError) in
             var imported = 0
             var replaced = 0
             var duplicates: [String] = []
@@ -239,5 +268,8 @@ extension Vault {
             }
             return ImportReport(imported: imported, replaced: replaced, duplicates: duplicates)
         }
+        report.madeGroups = preparation.made
+        report.differingGroups = preparation.differing
+        return report
     }
 }

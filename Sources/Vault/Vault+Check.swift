@@ -110,45 +110,57 @@ extension Vault {
     private func verifyGroups(lockedIsProblem: Bool) throws(VaultError) -> (
         groupCount: Int, groups: [StoredGroup], problems: [ItemProblem]
     ) {
-        let store = engine.store
-        let names = try translatingStoreErrors { () throws(StoreError) in try store.groups() }
+        let names = try translatingStoreErrors { () throws(StoreError) in try engine.store.groups() }
         var problems: [ItemProblem] = []
         var groups: [StoredGroup] = []
         for name in names {
-            let group = AccessGroup(name)
-            let ids: [ItemID]
-            do {
-                ids = try translatingStoreErrors { () throws(StoreError) in try store.itemIDs(in: name) }
-            } catch {
-                problems.append(
-                    ItemProblem(
-                        path: store.path(of: name), group: name.rawValue, status: error.status,
-                        reason: error.message))
-                continue
-            }
-            var itemCount = 0
-            for id in ids {
-                let path = engine.filePath(group, id)
-                do {
-                    guard let record = try engine.load(group, id) else { continue }  // removed meanwhile
-                    itemCount += 1
-                    // Authentication binds the file to its name, so a mismatch here means the file was
-                    // written wrongly, not tampered with; it would still never be found by its key.
-                    if try engine.itemID(group, record.primaryKey) != id {
-                        problems.append(
-                            ItemProblem(
-                                path: path, group: name.rawValue, status: .decode,
-                                reason: "the item's primary key does not match its file name", itemID: id))
-                    }
-                } catch {
-                    itemCount += 1
-                    if error.status == .interactionNotAllowed && !lockedIsProblem { continue }
-                    problems.append(ItemProblem(path: path, group: group, id: id, error: error))
-                }
-            }
-            groups.append(StoredGroup(group: group, itemCount: itemCount))
+            let verified = verifyGroup(name, lockedIsProblem: lockedIsProblem)
+            problems += verified.problems
+            if let count = verified.itemCount { groups.append(StoredGroup(group: AccessGroup(name), itemCount: count)) }
         }
         return (names.count, groups, problems)
+    }
+
+    /// Decrypts and decodes every item file of group `name`: how many there are (a damaged one
+    /// counted) and the problems met; a directory that cannot be listed is a problem of its own, with
+    /// no count. A file of a locked class is counted, and a problem only when `lockedIsProblem`.
+    func verifyGroup(_ name: GroupName, lockedIsProblem: Bool) -> (itemCount: Int?, problems: [ItemProblem]) {
+        let store = engine.store
+        let group = AccessGroup(name)
+        let ids: [ItemID]
+        do throws(VaultError) {
+            ids = try translatingStoreErrors { () throws(StoreError) in try store.itemIDs(in: name) }
+        } catch {
+            return (
+                nil,
+                [
+                    ItemProblem(
+                        path: store.path(of: name), group: name.rawValue, status: error.status, reason: error.message)
+                ]
+            )
+        }
+        var problems: [ItemProblem] = []
+        var itemCount = 0
+        for id in ids {
+            let path = engine.filePath(group, id)
+            do throws(VaultError) {
+                guard let record = try engine.load(group, id) else { continue }  // removed meanwhile
+                itemCount += 1
+                // Authentication binds the file to its name, so a mismatch here means the file was
+                // written wrongly, not tampered with; it would still never be found by its key.
+                if try engine.itemID(group, record.primaryKey) != id {
+                    problems.append(
+                        ItemProblem(
+                            path: path, group: name.rawValue, status: .decode,
+                            reason: "the item's primary key does not match its file name", itemID: id))
+                }
+            } catch {
+                itemCount += 1
+                if error.status == .interactionNotAllowed && !lockedIsProblem { continue }
+                problems.append(ItemProblem(path: path, group: group, id: id, error: error))
+            }
+        }
+        return (itemCount, problems)
     }
 
     /// The message without a leading copy of the path, which the problem carries on its own.

@@ -21,10 +21,23 @@ extension Vault {
         public let unixGroupID: UInt32?
         /// That Unix group's name in /etc/group, if it has one there.
         public let unixGroupName: String?
-        /// How many items it holds, when this process may list it.
+        /// How many item files it holds (a damaged one included), when this process may list it; 0 for a
+        /// group that is not present.
         public let itemCount: Int?
-        /// Whether this process can use it.
+        /// Whether this process holds the group's key and can use it (for a group that is not present:
+        /// whether its first write would make it, which only the owner's does).
         public let usable: Bool
+        /// Whether the group has a directory in the vault; false for a group that only the client names.
+        public let isPresent: Bool
+    }
+
+    /// What `listGroups()` found: the groups and the item files that failed verification.
+    public struct GroupListing: Sendable {
+        /// The groups this process can see (`listGroups`), sorted by name.
+        public let groups: [GroupInfo]
+        /// The damaged or unreadable item files of the groups verified, and the group directories that
+        /// could not be listed, in group and file-name order; empty when all are sound.
+        public let problems: [ItemProblem]
     }
 
     /// Makes `group` (format 2, the vault's owner only): shared with the members of Unix group
@@ -40,22 +53,46 @@ extension Vault {
         }
     }
 
-    /// The groups this process can see: every group of the vault for its owner; for a member of shared
-    /// groups (who may not list `groups/`), those its client names.
-    public func groupInfos() throws(VaultError) -> [GroupInfo] {
+    /// The groups this process can see, and every item file of them decrypted and verified as
+    /// `verifyAll` does (no content is read out; a file of a locked class is counted, not verified).
+    /// The owner sees every group of the vault; a member of shared groups (who may not list `groups/`)
+    /// those its client names, and verifies only those it holds the key of: of the others it learns
+    /// neither item names nor a count. The client's groups that have no directory yet are listed too
+    /// (`isPresent` false), so that the group adds go to is always there.
+    public func listGroups() throws(VaultError) -> GroupListing {
+        let store = engine.store
         let names: [GroupName]
         if isMember {
             names = client.accessGroups.map(\.name)
         } else {
-            names = try translatingStoreErrors { () throws(StoreError) in try engine.store.groups() }
+            names = try translatingStoreErrors { () throws(StoreError) in try store.groups() }
         }
-        return names.compactMap { name in
-            guard let summary = engine.store.summary(of: name) else { return nil }
-            return GroupInfo(
-                group: AccessGroup(name), isShared: summary.isShared, unixGroupID: summary.unixGroupID,
-                unixGroupName: summary.unixGroupID.flatMap { UserDatabase.group(id: $0)?.name },
-                itemCount: summary.itemCount, usable: summary.usable)
+        var infos: [GroupInfo] = []
+        var problems: [ItemProblem] = []
+        for name in Set(names + client.accessGroups.map(\.name)).sorted() {
+            guard let summary = store.summary(of: name) else {
+                guard client.accessGroups.contains(AccessGroup(name)) else { continue }
+                infos.append(
+                    GroupInfo(
+                        group: AccessGroup(name), isShared: nil, unixGroupID: nil, unixGroupName: nil, itemCount: 0,
+                        usable: !isMember, isPresent: false))
+                continue
+            }
+            var itemCount = summary.itemCount
+            // A member verifies only the groups it holds the key of; the owner every group, so that a
+            // group whose key cannot be read shows its files as what they are: unreadable.
+            if summary.usable || !isMember {
+                let verified = verifyGroup(name, lockedIsProblem: false)
+                problems += verified.problems
+                itemCount = verified.itemCount
+            }
+            infos.append(
+                GroupInfo(
+                    group: AccessGroup(name), isShared: summary.isShared, unixGroupID: summary.unixGroupID,
+                    unixGroupName: summary.unixGroupID.flatMap { UserDatabase.group(id: $0)?.name },
+                    itemCount: itemCount, usable: summary.usable, isPresent: true))
         }
+        return GroupListing(groups: infos, problems: problems)
     }
 
     /// Gives `group` a new key and seals every item of it again, in place (format 2, the owner only);

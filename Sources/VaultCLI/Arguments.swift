@@ -209,11 +209,9 @@ public enum Command: Sendable, Hashable {
     /// `vault uuid`.
     case uuid(UUIDCommand)
     case upgrade(UpgradeCommand)
-    /// `vault groups`.
-    case groups(GroupsCommand)
     /// `vault group create`.
     case groupCreate(GroupCreateCommand)
-    /// `vault group ls`.
+    /// `vault group ls`, and `vault groups`, its alias.
     case groupList(GroupListCommand)
     /// `vault group rm`.
     case groupRemove(GroupRemoveCommand)
@@ -292,7 +290,7 @@ struct CommandInfo: Sendable {
 public enum ArgumentParser {
     static let commands: [CommandInfo] = [
         InitCommand.info, PutCommand.info(add: false), PutCommand.info(add: true), GetCommand.info,
-        RemoveCommand.info, ListCommand.info, UUIDCommand.info, GroupsCommand.info, GroupCommand.info,
+        RemoveCommand.info, ListCommand.info, UUIDCommand.info, GroupListCommand.aliasInfo, GroupCommand.info,
         CheckCommand.info,
         CompletionCommand.info, PasswdCommand.info, UnlockCommand.info, LockCommand.info,
         ExportCommand.info, ImportCommand.info, RekeyCommand.info, UpgradeCommand.info, HelpCommand.info,

@@ -81,7 +81,6 @@ public enum VaultCLI {
         case .list(let command): try command.run(in: context)
         case .uuid(let command): try command.run(in: context)
         case .upgrade(let command): try command.run(in: context)
-        case .groups(let command): try command.run(in: context)
         case .groupCreate(let command): try command.run(in: context)
         case .groupList(let command): try command.run(in: context)
         case .groupRemove(let command): try command.run(in: context)

@@ -45,7 +45,8 @@ enum VaultDirectory {
     /// Opens the vault directory after checking that it is a real directory (not a symlink, whatever
     /// trailing "/" or "/." it is named with) that belongs to the effective user (or root) and that
     /// only its owner can write, and that no parent lets another user replace it (`checkParents`).
-    static func open(_ given: FilePath) throws(StoreError) -> FileDescriptor {
+    /// `vaultOwner` is a user trusted as root is, for a member's open of a vault of that user's.
+    static func open(_ given: FilePath, vaultOwner: UInt32? = nil) throws(StoreError) -> FileDescriptor {
         let path = given.removingTrailingSeparators
         let status: FileStatus
         do {
@@ -64,11 +65,11 @@ enum VaultDirectory {
             }
             throw StoreError.system(error, .stat, "inspect", path: given)
         }
-        try checkDirectory(status, path: given, what: "vault directory")
-        try checkParents(of: path, given: given)
+        try checkDirectory(status, path: given, what: "vault directory", vaultOwner: vaultOwner)
+        try checkParents(of: path, given: given, vaultOwner: vaultOwner)
         let (fd, opened) = try openChecked(
             path.string, in: .currentWorkingDirectory, path: given, what: "vault directory",
-            verb: "open the vault directory",
+            verb: "open the vault directory", vaultOwner: vaultOwner,
             linkRefusal: "vault directory \(given) was replaced by a symbolic link while it was opened")
         guard opened.inode == status.inode, opened.device == status.device else {
             try? fd.close()
@@ -79,12 +80,13 @@ enum VaultDirectory {
         return fd
     }
 
-    /// Opens a directory inside the vault, refusing a symlink or anything that is not a directory.
-    static func openSubdirectory(_ name: String, in parent: FileDescriptor, path: FilePath) throws(StoreError)
-        -> FileDescriptor
+    /// Opens a directory inside the vault, refusing a symlink or anything that is not a directory;
+    /// `vaultOwner` as for `open`.
+    static func openSubdirectory(_ name: String, in parent: FileDescriptor, path: FilePath, vaultOwner: UInt32? = nil)
+        throws(StoreError) -> FileDescriptor
     {
         try openChecked(
-            name, in: parent, path: path, what: "directory", verb: "open",
+            name, in: parent, path: path, what: "directory", verb: "open", vaultOwner: vaultOwner,
             linkRefusal: "\(path) is a symbolic link or not a directory; vault refuses links inside the vault"
         ).fd
     }
@@ -140,7 +142,7 @@ enum VaultDirectory {
                 }
                 return fd
             }
-            try checkDirectory(status, path: path, what: "group directory")
+            try checkDirectory(status, path: path, what: "group directory", vaultOwner: owner)
             return fd
         } catch {
             try? fd.close()
@@ -160,7 +162,8 @@ enum VaultDirectory {
     /// The one open of a directory: `O_NOFOLLOW|O_DIRECTORY`, then the checks of `checkDirectory` on
     /// what was opened. A link (or a non-directory) at the name is `linkRefusal`.
     private static func openChecked(
-        _ name: String, in parent: FileDescriptor, path: FilePath, what: String, verb: String, linkRefusal: String
+        _ name: String, in parent: FileDescriptor, path: FilePath, what: String, verb: String,
+        vaultOwner: UInt32? = nil, linkRefusal: String
     ) throws(StoreError) -> (fd: FileDescriptor, status: FileStatus) {
         let fd: FileDescriptor
         do {
@@ -173,7 +176,7 @@ enum VaultDirectory {
         }
         do throws(StoreError) {
             let status = try status(of: fd, path: path)
-            try checkDirectory(status, path: path, what: what)
+            try checkDirectory(status, path: path, what: what, vaultOwner: vaultOwner)
             return (fd, status)
         } catch {
             try? fd.close()
@@ -182,10 +185,11 @@ enum VaultDirectory {
     }
 
     /// Walks the directories above the vault (symlinks resolved) as OpenSSH's StrictModes does: each
-    /// must belong to root or the effective user, and must not be writable by group or others unless
+    /// must belong to root or the effective user (or `vaultOwner`, for a member's open of a vault of
+    /// that user's, under its home directory say), and must not be writable by group or others unless
     /// its sticky bit is set (as /tmp's is). Whoever can write a parent can rename the vault away and
     /// put a directory of their own in its place.
-    static func checkParents(of path: FilePath, given: FilePath) throws(StoreError) {
+    static func checkParents(of path: FilePath, given: FilePath, vaultOwner: UInt32? = nil) throws(StoreError) {
         var current: FilePath
         do {
             current = FilePath(try FileDescriptor.resolvedPath(path.parent.string))
@@ -200,11 +204,13 @@ enum VaultDirectory {
             } catch {
                 throw StoreError.system(error, .stat, "inspect", path: current)
             }
-            if status.ownerID != 0 && status.ownerID != euid {
+            if status.ownerID != 0 && status.ownerID != euid && status.ownerID != vaultOwner {
+                let trusted =
+                    vaultOwner.map { "the vault's owner (uid \($0)), you (uid \(euid))" } ?? "you (uid \(euid))"
                 throw StoreError(
                     .insecureFile,
                     "\(current), a parent of the vault \(given), belongs to uid \(status.ownerID), who could replace "
-                        + "the vault; keep the vault under directories owned by you (uid \(euid)) or root",
+                        + "the vault; keep the vault under directories owned by \(trusted) or root",
                     path: current.string)
             }
             if !status.permissions.intersection(.groupOrOtherWrite).isEmpty && !status.isSticky {
@@ -219,7 +225,11 @@ enum VaultDirectory {
         }
     }
 
-    static func checkDirectory(_ status: FileStatus, path: FilePath, what: String) throws(StoreError) {
+    /// Refuses anything but a directory of the effective user, root or `vaultOwner` that group and
+    /// others cannot write.
+    static func checkDirectory(_ status: FileStatus, path: FilePath, what: String, vaultOwner: UInt32? = nil)
+        throws(StoreError)
+    {
         switch status.kind {
         case .directory: break
         case .symbolicLink:
@@ -230,7 +240,7 @@ enum VaultDirectory {
         default:
             throw StoreError(.insecureFile, "\(what) \(path) is not a directory", path: path.string)
         }
-        try FileOwnership.requireOwner(status, rootMayOwn: true, path: path) { owner, user in
+        try FileOwnership.requireOwner(status, rootMayOwn: true, vaultOwner: vaultOwner, path: path) { owner, user in
             "\(what) \(path) belongs to uid \(owner), not to the user running vault (uid \(user)) or root; "
                 + VaultLocation.runAsOwnerAdvice(owner)
         }

@@ -311,7 +311,15 @@ public struct GroupSummary: Sendable, Equatable {
 extension VaultStore {
     /// What this process can learn of `group`; nil when the vault has no such group.
     public func summary(of group: GroupName) -> GroupSummary? {
-        guard let status = try? groupsDirectory.statusAt(group.rawValue), status.kind == .directory else { return nil }
+        let status: FileStatus
+        do {
+            status = try groupsDirectory.statusAt(group.rawValue)
+        } catch {
+            // Absent only when the kernel says so: a `groups/` this process may not search is no answer.
+            if error == .noSuchFileOrDirectory { return nil }
+            return GroupSummary(name: group, isShared: nil, unixGroupID: nil, itemCount: nil, usable: false)
+        }
+        guard status.kind == .directory else { return nil }
         let shared = status.permissions.rawValue == FilePermissions.sharedDirectory.rawValue
         let keys = try? keys(for: group)
         let count = try? itemIDs(in: group, sorted: false).count

@@ -300,7 +300,7 @@ import VaultTestSupport
             let item = try scratch.run(["get", "--json", "s"], environment: env).json() as! [String: Any]
             #expect(item["group"] as? String == "TEAM.shared")
             let groups = try scratch.run(["groups"], environment: env).text
-            #expect(groups == "TEAM.com.example.app\t0\tyes\nTEAM.shared\t1\tdefault\n")
+            #expect(groups == "TEAM.com.example.app\t-\t-\t0\tyes\tyes\nTEAM.shared\tprivate\t-\t1\tyes\tdefault\n")
             // A broken entitlements file is a usage error that names it.
             let broken = try scratch.run(["ls"], environment: ["VAULT_ENTITLEMENTS": scratch.root + "/missing.json"])
             #expect(broken.status == 2)
@@ -340,12 +340,15 @@ import VaultTestSupport
             try scratch.run(["--group", "shared", "put", "c"], input: Data("3"))
             let table = try scratch.run(["--app", "com.example.web", "groups"])
             #expect(table.status == 0)
-            #expect(table.text == "com.example.web\t2\tdefault\nshared\t1\tno\n")
+            #expect(table.text == "com.example.web\tprivate\t-\t2\tyes\tdefault\nshared\tprivate\t-\t1\tyes\tno\n")
             let json = try scratch.run(["groups", "--json"]).json() as! [[String: Any]]
-            #expect(json.map { $0["group"] as? String } == ["com.example.web", "shared", "vault"])
+            #expect(json.map { $0["name"] as? String } == ["com.example.web", "shared", "vault"])
             #expect(json.map { $0["items"] as? Int } == [2, 1, 0])
             #expect(json.map { $0["present"] as? Bool } == [true, true, false])
-            #expect(json.map { $0["usable"] as? Bool } == [false, false, true])
+            // `usable`: this process holds the key (the owner of a format-1 vault holds every one);
+            // `entitled`: the client's groups name it.
+            #expect(json.map { $0["usable"] as? Bool } == [true, true, true])
+            #expect(json.map { $0["entitled"] as? Bool } == [false, false, true])
             #expect(json.map { $0["default"] as? Bool } == [false, false, true])
         }
     }

@@ -73,13 +73,21 @@ import VaultTestSupport
         try withVaultWithOneDamagedItem { scratch, damaged in
             let groups = try scratch.run(["groups"])
             #expect(groups.status == 6)
-            #expect(groups.text == "vault\t3\tdefault\n")
-            try expectDamageNamed(groups.errors, damaged, then: "groups")
+            #expect(groups.text == "vault\tprivate\t-\t3\tyes\tdefault\n")
+            try expectDamageNamed(groups.errors, damaged, then: "group ls")
             let json = try scratch.run(["groups", "--json"])
             #expect(json.status == 6)
             let rows = try #require(try json.json() as? [[String: Any]])
             #expect(rows.map { $0["items"] as? Int } == [3])
             #expect(json.errors.hasPrefix("vault: \(damaged): "))
+            // `vault group ls` is the same command: the same output, report and status.
+            for (alias, command) in [
+                (["groups"], ["group", "ls"]), (["groups", "--json"], ["group", "ls", "--json"]),
+            ] {
+                let one = try scratch.run(alias)
+                let other = try scratch.run(command)
+                #expect(one.status == other.status && one.output == other.output && one.errors == other.errors)
+            }
         }
     }
 
@@ -98,7 +106,7 @@ import VaultTestSupport
     @Test func aSoundVaultListsWithoutComplaint() throws {
         try withScratch(initialized: true) { scratch in
             try scratch.run(["put", "one"], input: Data("1"))
-            for command in [["ls"], ["ls", "--json"], ["groups"], ["check"]] {
+            for command in [["ls"], ["ls", "--json"], ["groups"], ["group", "ls"], ["check"]] {
                 let result = try scratch.run(command)
                 #expect(result.status == 0, "\(command)")
                 #expect(result.errors.isEmpty, "\(command)")

@@ -181,7 +181,7 @@ import VaultTestSupport
         #expect(try parse("add s").command.isAddOnly)
         #expect(try parse("uuid").command == .uuid(UUIDCommand(key: nil, json: false)))
         #expect(try parse("uuid --json worker").command == .uuid(UUIDCommand(key: "worker", json: true)))
-        #expect(try parse("groups --json").command == .groups(GroupsCommand(json: true)))
+        #expect(try parse("groups --json").command == .groupList(GroupListCommand(json: true)))
         #expect(try parse("check").command == .check(CheckCommand(json: false)))
         #expect(
             try parse("ls --service db --json").command == .list(ListCommand(service: "db", server: nil, json: true)))

@@ -89,6 +89,70 @@ struct SharedGroupTests {
         }
     }
 
+    /// `group ls` (and `groups`) verifies the item files of the groups this process holds the key of:
+    /// a member is told of a damaged file of its group (exit 6); a non-member learns neither the file nor
+    /// a count, and has nothing verified.
+    @Test func aMembersListingNamesDamageAndANonMembersShowsNoCount() throws {
+        try withSharedVault { vault, binary, users, groups in
+            #expect(
+                try run(users[0], binary, vault, ["--group", "db", "put", "postgres", "app"], input: "x").status == 0)
+            #expect(try run(users[0], binary, vault, ["--group", "db", "put", "redis", "app"], input: "y").status == 0)
+            let directory = vault + "/groups/db"
+            let item = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: directory).sorted().first { $0.hasSuffix(".item") })
+            let handle = try #require(FileHandle(forUpdatingAtPath: directory + "/" + item))
+            // One bit of the ciphertext flipped (a byte written over could be the byte that was there).
+            try handle.seek(toOffset: 40)
+            let byte = try #require(try handle.read(upToCount: 1)?.first)
+            try handle.seek(toOffset: 40)
+            try handle.write(contentsOf: Data([byte ^ 0x01]))
+            try handle.close()
+            for listing in [["group", "ls"], ["groups"]] {
+                let member = try run(users[0], binary, vault, ["--group", "db"] + listing)
+                #expect(member.status == 6, "\(member.errors)")
+                #expect(member.output.hasPrefix("db\tshared\t\(groups[0].name)\t2\tyes\tdefault\n"), "\(member.output)")
+                #expect(member.errors.contains(directory + "/" + item), "\(member.errors)")
+                let outsider = try run(users[2], binary, vault, ["--group", "db"] + listing)
+                #expect(outsider.status == 0, "\(outsider.errors)")
+                #expect(
+                    outsider.output.hasPrefix("db\tshared\t\(groups[0].name)\t-\tno\tdefault\n"), "\(outsider.output)")
+                #expect(!outsider.errors.contains(".item"), "\(outsider.errors)")
+                let json = try run(users[2], binary, vault, ["--group", "db"] + listing + ["--json"])
+                let rows = try #require(
+                    try JSONSerialization.jsonObject(with: Data(json.output.utf8)) as? [[String: Any]])
+                #expect(rows.first { $0["name"] as? String == "db" }?["items"] is NSNull)
+            }
+        }
+    }
+
+    /// A root-owned vault whose key is in an external key file has no `master.key`: its members are
+    /// told apart by who they are (not root, not the owner), not by a `master.key` they cannot open.
+    @Test func aKeyFileVaultOfRootHasMembersToo() throws {
+        try withThrowawayAccounts(users: 2, groups: 1) { users, groups in
+            let (member, outsider, unix) = (users[0], users[1], groups[0])
+            try addMember(member, to: unix)
+            try withScratch { scratch in
+                try makeTraversable(scratch.root)
+                let key = ["--key-file", scratch.root + "/vault.key"]
+                try #require(try scratch.run(key + ["init", "--format", "2"]).status == 0)
+                try #require(try scratch.run(key + ["group", "create", "db", "--unix-group", unix.name]).status == 0)
+                #expect(!FileManager.default.fileExists(atPath: scratch.vault + "/master.key"))
+                try withExecutableForOtherUsers(vaultExecutable.path) { binary in
+                    let vault = scratch.vault
+                    let put = try run(member, binary, vault, ["--group", "db", "put", "pg", "app"], input: "s3cret")
+                    #expect(put.status == 0, "\(put.errors)")
+                    let get = try run(member, binary, vault, ["--group", "db", "get", "pg", "app"])
+                    #expect(get.status == 0 && get.output == "s3cret", "\(get.errors)")
+                    let refused = try run(outsider, binary, vault, ["--group", "db", "get", "pg", "app"])
+                    #expect(
+                        refused.status == 4 && refused.errors.contains("usermod -aG \(unix.name)"), "\(refused.errors)")
+                }
+                let owned = try scratch.run(key + ["--group", "db", "get", "pg", "app"])
+                #expect(owned.output == Data("s3cret".utf8), "\(owned.errors)")
+            }
+        }
+    }
+
     @Test func twoUsersIncrementingOneSharedItemLoseNothing() throws {
         try withSharedVault { vault, _, users, groups in
             try addMember(users[1], to: groups[0])

@@ -47,7 +47,9 @@ public struct ExportCommand: Sendable, Hashable {
             --backup-key-file K, under the key file K (32 raw bytes, mode 0600, no Argon2id: for cron
             jobs; make it once with `(umask 077 && head -c 32 /dev/urandom > K)` and keep it apart
             from the backups). Items that are …ThisDeviceOnly never leave the device: they are left
-            out, and the count is reported on standard error with the count exported.
+            out, and the count is reported on standard error with the count exported. The backup also
+            records every group: private, or shared with a Unix group (its gid and /etc/group name), so
+            that `vault import` makes a missing group as it was.
             """,
         options: [KeyDerivationCost.spec, BackupOptions.keyFileSpec],
         operands: [OperandSpec("FILE", .file)],
@@ -120,7 +122,11 @@ public struct ImportCommand: Sendable, Hashable {
             it has one; not descriptor 0 when the backup comes on standard input); a backup sealed with
             --backup-key-file K needs that key file instead. The backup is checked (size, magic, key
             derivation and its cost) before any passphrase is asked for or the rest of it is read, and
-            is at most 1 GiB.
+            is at most 1 GiB. A group the backup holds that this vault lacks is made as it was: a shared
+            group shared with the same Unix group (found by its /etc/group name, else its gid), which a
+            format-1 vault cannot hold (`vault upgrade` first) and which an unknown Unix group, or an
+            owner outside it, stops before anything is imported. Each group made is named on standard
+            error.
             """,
         options: [.flag("replace", "overwrite existing items instead of reporting them"), BackupOptions.keyFileSpec],
         operands: [OperandSpec("FILE", .file)],
@@ -182,6 +188,9 @@ public struct ImportCommand: Sendable, Hashable {
                 ? try vault.importBackup(sealed: sealed, name: name, key: key, replace: replace)
                 : try vault.importBackup(from: path, key: key, replace: replace)
         }
+        // The groups first: a shared group made by an import is something members must be told of.
+        for made in report.madeGroups { context.writeError("vault: made \(made)\n") }
+        for differing in report.differingGroups { context.writeError("vault: \(differing)\n") }
         var summary = "vault: imported \(Output.count(report.imported, "item")) from \(name)"
         if report.replaced > 0 { summary += ", replaced \(report.replaced)" }
         if !report.duplicates.isEmpty {

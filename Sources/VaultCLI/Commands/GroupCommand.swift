@@ -13,8 +13,7 @@ enum GroupCommand {
             `vault --vault DIR --group NAME get …`. The kernel enforces it through file modes (the group's
             directory is OWNER:UNIXGROUP 2770, its group.key 0640). Create and remove groups as the
             vault's owner (root acts as the owner, as for every command). `vault group ls` works on any
-            vault, and for a member too. `vault groups` is another listing: the client's access to each
-            group, every item file verified.
+            vault, and for a member too; `vault groups` is another name for it.
             """,
         subcommands: [
             GroupCreateCommand.info, GroupListCommand.info, GroupRemoveCommand.info, GroupRotateCommand.info,
