@@ -239,7 +239,7 @@ extension VaultStore {
     }
 
     /// The marker's bytes, or nil when there is no marker.
-    private static func readMarker(in directory: FileDescriptor, path markerPath: FilePath) throws(StoreError)
+    static func readMarker(in directory: FileDescriptor, path markerPath: FilePath) throws(StoreError)
         -> [UInt8]?
     {
         try SmallFile.readIfPresent(
@@ -263,66 +263,6 @@ extension VaultStore {
             try lockFile.unlock()
         } catch {
             throw StoreError.system(error, .lock, "lock", path: lockPath)
-        }
-    }
-
-    /// The owner of the vault directory at `location` when this process would open it as a member: it
-    /// is neither that owner nor root (root opens every vault as its owner, and the CLI takes the
-    /// owner's identity first). Nil otherwise, or when the directory cannot be inspected (the owner's
-    /// open then reports it). Who may open `master.key` does not decide it: a vault whose key is in an
-    /// external key file has none, and its members open it all the same.
-    private static func memberOpenOwner(_ location: FilePath) -> UInt32? {
-        let euid = ProcessIdentity.effectiveUserID
-        guard euid != 0,
-            let status = try? FileDescriptor.currentWorkingDirectory.statusAt(
-                location.removingTrailingSeparators.string),
-            status.ownerID != euid
-        else { return nil }
-        return status.ownerID
-    }
-
-    /// The vault opened as a member of its shared groups, when it is a format-2 vault of `owner` (the
-    /// owner of its directory, not this process); nil otherwise: then the owner's open goes on, with
-    /// the owner's checks, which refuse another user's vault by its directory's owner. The vault
-    /// directory and `groups/` pass the checks of an owner's open with `owner` trusted as root is (the
-    /// system vault's owner is root), so a member opens a vault of any user it is pointed at, whose
-    /// shared directory (`<owner>:<Unix group>` 2770) only a member of that Unix group, or root, can
-    /// have made. A member takes no vault-wide lock and leaves rekey recovery to the owner.
-    private static func openAsMember(_ location: FilePath, owner: UInt32, versions: ItemVersionReader?)
-        throws(StoreError) -> VaultStore?
-    {
-        // A refusal here (a symlink, a mode, a parent of a third user) holds for any open: reported as is.
-        // A directory this process may not enter is no vault for members (no shared group made it
-        // 0711): the owner's open says whose it is and how to run as them.
-        let directory: FileDescriptor
-        do {
-            directory = try VaultDirectory.open(location, vaultOwner: owner)
-        } catch  where error.errno == .permissionDenied {
-            return nil
-        }
-        do throws(StoreError) {
-            let markerPath = location / VaultMarker.fileName
-            let markerBytes: [UInt8]?
-            do {
-                markerBytes = try readMarker(in: directory, path: markerPath)
-            } catch  where error.errno == .permissionDenied {
-                markerBytes = nil  // format 1's VAULT is 0600: not a vault members may open
-            }
-            let marker = try markerBytes.map { (bytes) throws(StoreError) in
-                try VaultMarker.unverified(bytes, path: markerPath)
-            }
-            guard let marker, marker.version >= 2 else {
-                try? directory.close()
-                return nil
-            }
-            let groups = try VaultDirectory.openSubdirectory(
-                groupsDirectoryName, in: directory, path: location / groupsDirectoryName, vaultOwner: owner)
-            return VaultStore(
-                location: location, vaultID: marker.vaultID, directory: directory, groupsDirectory: groups,
-                lockFile: nil, classKeys: nil, versions: versions, formatVersion: marker.version)
-        } catch {
-            try? directory.close()
-            throw error
         }
     }
 
