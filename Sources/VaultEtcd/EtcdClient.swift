@@ -156,7 +156,8 @@ public final class EtcdClient: Sendable {
                         reauthenticated = true
                         continue
                     }
-                    if grpcCode == 16 || grpcCode == 7 {
+                    let credentials = ["user name is empty", "permission denied", "authentication failed"]
+                    if grpcCode == 16 || grpcCode == 7 || credentials.contains(where: message.contains) {
                         throw EtcdError(
                             .authentication, "etcd at \(endpoint) refused the request to \(path): \(message)",
                             grpcCode: grpcCode)

@@ -25,9 +25,12 @@ struct TransportFailure: Sendable {
     /// libcurl's `CURLcode`.
     let code: Int32
     let message: String
-    /// Whether the request cannot have reached the server (no connection was made): safe to send
-    /// again, also for a write.
-    var neverSent: Bool { code == 6 || code == 7 }  // CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT
+    /// Whether the request cannot have reached the server (no connection was made, or TLS refused it
+    /// before a byte of the request went out): safe to send again, also for a write.
+    var neverSent: Bool { Self.beforeTheRequest.contains(code) }
+    /// CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CERTPROBLEM,
+    /// CURLE_SSL_CIPHER, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR.
+    static let beforeTheRequest: Set<Int32> = [6, 7, 35, 58, 59, 60, 77, 83]
     var timedOut: Bool { code == 28 }  // CURLE_OPERATION_TIMEDOUT
 }
 
