@@ -162,3 +162,66 @@ import VaultSystem
         }
     }
 }
+
+/// `EtcdClient` against a 3-member cluster of the test's own, while members die and stop.
+@Suite(.serialized) struct EtcdFaultTests {
+    @Test func writesGoOnWhenAMemberIsKilledAndFailCleanlyWithoutQuorum() throws {
+        let pid = Int(ProcessInfo.processInfo.processIdentifier)
+        let state = "/dev/shm/vault-etcd-faults-\(pid)"
+        let base = 36000 + pid % 200 * 20
+        let status = try EtcdSecurityTests.cluster(["start", state], ["VAULT_ETCD_BASE_PORT": String(base)])
+        defer { _ = try? EtcdSecurityTests.cluster(["stop", state]) }
+        try #require(status == 0)
+        let endpoints = try String(contentsOfFile: state + "/endpoints", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").map(String.init)
+        var configuration = try EtcdClient.Configuration(endpoints: endpoints)
+        configuration.requestTimeoutMilliseconds = 1000
+        let etcd = EtcdClient(configuration)
+        let prefix = Array("/vault-test/faults/".utf8)
+        // Writes, with member 1 (the first endpoint, which every request tries first) killed half-way.
+        var acknowledged: [Int] = []
+        var failedWrites = 0
+        for index in 0..<200 {
+            if index == 100 { try EtcdSecurityTests.cluster(["kill", "1", state]) }
+            do {
+                try etcd.put(prefix + Array(String(format: "%04d", index).utf8), [UInt8(index % 256)])
+                acknowledged.append(index)
+            } catch {
+                // A write whose answer was lost with the member: its outcome is unknown, never silently lost.
+                #expect(error.code == .outcomeUnknown || error.code == .unavailable, "\(error)")
+                failedWrites += 1
+            }
+        }
+        #expect(acknowledged.count >= 195, "\(acknowledged.count) of 200 acknowledged, \(failedWrites) failed")
+        #expect(acknowledged.contains { $0 > 150 }, "writes did not go on after the kill")
+        let stored = try etcd.range(prefix: prefix)
+        let keys = Set(stored.keyValues.map { String(decoding: $0.key.dropFirst(prefix.count), as: UTF8.self) })
+        for index in acknowledged {
+            #expect(keys.contains(String(format: "%04d", index)), "acknowledged write \(index) is missing")
+        }
+        print("FIGURE etcd-kill: 200 puts, member 1 killed at 100: \(acknowledged.count) acknowledged, all found")
+        // Two of three gone (one killed, one stopped): no quorum. A write fails within its time limit and
+        // changes nothing; a serializable read still answers from the member left.
+        try EtcdSecurityTests.cluster(["pause", "2", state])
+        let started = Date()
+        let noQuorum = #expect(throws: EtcdError.self) { try etcd.put(prefix + Array("no-quorum".utf8), [1]) }
+        #expect(noQuorum?.code == .unavailable || noQuorum?.code == .outcomeUnknown, "\(String(describing: noQuorum))")
+        print("FIGURE etcd-no-quorum: the write failed after \(Int(Date().timeIntervalSince(started) * 1000)) ms")
+        #expect(try etcd.range(prefix: prefix, serializable: true).count == stored.count)
+        // Both back: writes resume, and the write that failed is not there.
+        try EtcdSecurityTests.cluster(["resume", "2", state])
+        try EtcdSecurityTests.cluster(["restart", "1", state])
+        var resumed = false
+        for _ in 0..<100 where !resumed {
+            if (try? etcd.put(prefix + Array("after".utf8), [2])) != nil {
+                resumed = true
+            } else {
+                Thread.sleep(forTimeInterval: 0.1)
+            }
+        }
+        #expect(resumed, "writes did not resume")
+        if noQuorum?.code == .unavailable {
+            #expect(try etcd.range(prefix + Array("no-quorum".utf8)).keyValues.isEmpty)
+        }
+    }
+}
