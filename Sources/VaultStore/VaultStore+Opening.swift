@@ -60,6 +60,25 @@ extension VaultStore {
         {
             return member
         }
+        do {
+            return try openAsOwner(location, keySource: keySource, versions: versions)
+        } catch  where error.code == .integrity && rekeyUnderWay(location) {
+            // A rekey switched the key files between this open's reads of them (it began after the open
+            // looked for its journal): once more, which waits for the rekey's lock and reads its result.
+            return try openAsOwner(location, keySource: keySource, versions: versions)
+        }
+    }
+
+    /// Whether a rekey journal is in the vault at `location` now.
+    private static func rekeyUnderWay(_ location: FilePath) -> Bool {
+        (try? FileDescriptor.currentWorkingDirectory.statusAt((location / RekeyJournal.fileName).string)) != nil
+    }
+
+    /// `open` as the vault's owner (or root): rekey recovery, the marker, the class keys.
+    private static func openAsOwner(_ location: FilePath, keySource: KeySource, versions: ItemVersionReader?)
+        throws(StoreError) -> VaultStore
+    {
+        let path = location.string
         let directory = try VaultDirectory.open(location)
         do throws(StoreError) {
             let rekeyedTo = try finishInterruptedRekey(directory: directory, path: location, keySource: keySource)

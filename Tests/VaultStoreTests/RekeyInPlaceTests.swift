@@ -265,6 +265,54 @@ import VaultTestSupport
         }
     }
 
+    /// Opens and reads on another thread while rekeys run: each open reads every item (an open that
+    /// finds the journal waits for the rekey's lock). The rarer case, an open that began before a rekey
+    /// and reads its key files across the switch, is retried by `open`; this test does not reach it
+    /// (it passed with that retry disabled too).
+    @Test func opensDuringRekeysAlwaysReadEveryItem() throws {
+        try withTemporaryVault("rekey2-readers") { vault in
+            _ = try filled(vault)
+            final class Tally: @unchecked Sendable {
+                let lock = NSLock()
+                var opens = 0
+                var failures: [String] = []
+                var done = false
+            }
+            let tally = Tally()
+            let path = vault.path
+            let reader = Thread {
+                while true {
+                    tally.lock.lock()
+                    let done = tally.done
+                    tally.lock.unlock()
+                    if done { break }
+                    do {
+                        try self.expectAllRead(path, "reader")
+                        tally.lock.lock()
+                        tally.opens += 1
+                        tally.lock.unlock()
+                    } catch {
+                        tally.lock.lock()
+                        tally.failures.append("\(error)")
+                        tally.lock.unlock()
+                    }
+                }
+            }
+            reader.start()
+            for _ in 0..<15 {
+                try VaultStore.open(at: path).rekey(newPassphrase: nil, keySource: KeySource()) {
+                    (_: RekeyTarget) throws(StoreError) in
+                }
+            }
+            tally.lock.lock()
+            tally.done = true
+            tally.lock.unlock()
+            while !reader.isFinished { Thread.sleep(forTimeInterval: 0.01) }
+            #expect(tally.failures.isEmpty, "\(tally.failures.prefix(3))")
+            print("FIGURE rekey2-readers: 15 rekeys, \(tally.opens) opens meanwhile, \(tally.failures.count) failed")
+        }
+    }
+
     /// A format-2 vault made before `classes.key` existed (the fixture, made by `vault init --format 2`
     /// and three `vault put`s of commit cea5a1d): it opens and works, and its rekey gives it a
     /// `classes.key` (its class keys were its item class keys) and the marker's flag.
