@@ -313,6 +313,31 @@ import VaultTestSupport
         }
     }
 
+    /// After a rekey of a passphrase vault, a process without the passphrase (locked) still makes a
+    /// new private group and writes and reads its Always items there; its other classes stay locked.
+    @Test func aLockedOpenAfterARekeyMakesGroupsAndKeepsTheOtherClassesLocked() throws {
+        try withTemporaryVault("rekey2-locked") { vault in
+            _ = try filled(vault, keySource: passphrase("old words"))
+            try VaultStore.open(at: vault.path, keySource: passphrase("old words")).rekey(
+                newPassphrase: secure("new words"), limits: .minimum, keySource: passphrase("old words")
+            ) { (_: RekeyTarget) throws(StoreError) in }
+            let locked = try VaultStore.open(at: vault.path)
+            let group = try GroupName("made-locked")
+            let id = try locked.itemID(group: group, primaryKey: [1])
+            try locked.put(Array("always".utf8), group: group, id: id, protectionClass: .always)
+            #expect(try locked.get(group: group, id: id) == Array("always".utf8))
+            let other = try locked.itemID(group: group, primaryKey: [2])
+            let error = #expect(throws: StoreError.self) {
+                try locked.put([2], group: group, id: other, protectionClass: .whenUnlocked)
+            }
+            #expect(error?.code == .locked)
+            // The unlocked owner reads it, and everything else.
+            let unlocked = try VaultStore.open(at: vault.path, keySource: passphrase("new words"))
+            #expect(try unlocked.get(group: group, id: id) == Array("always".utf8))
+            try expectAllRead(vault.path, keySource: passphrase("new words"))
+        }
+    }
+
     /// A format-2 vault made before `classes.key` existed (the fixture, made by `vault init --format 2`
     /// and three `vault put`s of commit cea5a1d): it opens and works, and its rekey gives it a
     /// `classes.key` (its class keys were its item class keys) and the marker's flag.
