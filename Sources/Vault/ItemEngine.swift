@@ -29,7 +29,7 @@ struct LocatedItem: Sendable {
 struct ItemEngine: Sendable {
     let store: VaultStore
     /// Decoded metadata of the items this handle has read (see `ItemRecordCodec.decode`).
-    let metadataCache = BoundedCache<[UInt8], ItemRecordCodec.Metadata>()
+    let metadataCache = BoundedCache<ItemRecordCodec.MetadataBytes, ItemRecordCodec.Metadata>()
     /// The attributes (never the secret) of the items this handle has scanned, each with the
     /// fingerprint of the file it came from: a query that returns no secrets re-reads only the files
     /// whose fingerprint changed (a readlink and a stat instead of a read and a decryption). Files

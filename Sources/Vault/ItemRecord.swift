@@ -49,12 +49,17 @@ struct ItemRecord: Codable, Sendable, VersionedRecord {
     /// 0 or false when missing), each length-prefixed so that no two keys share bytes. The access group
     /// is not in it: it selects the directory and the id key.
     static func primaryKey(_ itemClass: ItemClass, _ a: ItemAttributes) -> [UInt8] {
+        // Appended in place into one buffer: every get computes this, and a temporary array per field
+        // was a measurable part of it.
         var bytes: [UInt8] = []
+        bytes.reserveCapacity(96)
         func field(_ text: String) {
-            let utf8 = Array(text.utf8)
-            let n = UInt32(utf8.count)
-            bytes += [UInt8(n >> 24), UInt8((n >> 16) & 0xff), UInt8((n >> 8) & 0xff), UInt8(n & 0xff)]
-            bytes += utf8
+            let n = UInt32(text.utf8.count)
+            bytes.append(UInt8(n >> 24))
+            bytes.append(UInt8((n >> 16) & 0xff))
+            bytes.append(UInt8((n >> 8) & 0xff))
+            bytes.append(UInt8(n & 0xff))
+            bytes.append(contentsOf: text.utf8)
         }
         field(itemClass.rawValue)
         switch itemClass {

@@ -44,7 +44,7 @@ enum ItemRecordCodec {
     /// is keyed by the exact metadata bytes as they came out of an authenticated decryption, so an
     /// entry is reused only while a file holds byte-for-byte the same metadata: never stale, whoever
     /// wrote the file, and never holding a secret.
-    static func decode(_ bytes: [UInt8], cache: BoundedCache<[UInt8], Metadata>) throws -> ItemRecord {
+    static func decode(_ bytes: [UInt8], cache: BoundedCache<MetadataBytes, Metadata>) throws -> ItemRecord {
         guard bytes.count >= 4 else {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "record of \(bytes.count) bytes"))
         }
@@ -53,17 +53,43 @@ enum ItemRecordCodec {
             throw DecodingError.dataCorrupted(
                 .init(codingPath: [], debugDescription: "metadata of \(length) bytes in a record of \(bytes.count)"))
         }
-        let metadataBytes = Array(bytes[4..<(4 + length)])
+        let metadataBytes = MetadataBytes(Array(bytes[4..<(4 + length)]))
         let metadata: Metadata
         if let cached = cache[metadataBytes] {
             metadata = cached
         } else {
-            metadata = try VaultArchive.decode(Metadata.self, from: metadataBytes, options: metadataOptions)
+            metadata = try VaultArchive.decode(Metadata.self, from: metadataBytes.bytes, options: metadataOptions)
             cache.insert(metadata, for: metadataBytes)
         }
         return ItemRecord(
             itemClass: metadata.itemClass, attributes: metadata.attributes, data: Data(bytes[(4 + length)...]),
             created: metadata.created, modified: metadata.modified, persistentID: metadata.persistentID,
             generation: metadata.generation)
+    }
+
+    /// The exact metadata bytes of a plaintext, as the key of the metadata cache. Hashed eight bytes
+    /// per call into the hasher: `[UInt8]`'s own hashing makes one call per byte, which was about a
+    /// tenth of a get's time (`perf` of `vault-bench`).
+    struct MetadataBytes: Hashable, Sendable {
+        let bytes: [UInt8]
+
+        init(_ bytes: [UInt8]) { self.bytes = bytes }
+
+        static func == (lhs: MetadataBytes, rhs: MetadataBytes) -> Bool { lhs.bytes == rhs.bytes }
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(bytes.count)
+            var word: UInt64 = 0
+            var shift: UInt64 = 0
+            for byte in bytes {
+                word |= UInt64(byte) << shift
+                shift += 8
+                if shift == 64 {
+                    hasher.combine(word)
+                    (word, shift) = (0, 0)
+                }
+            }
+            if shift > 0 { hasher.combine(word) }
+        }
     }
 }

@@ -1,4 +1,5 @@
-// `swift run -c release vault-bench [--items 1000,10000] [--quick] [--json] [--dir DIR]`
+// `swift run -c release vault-bench [--items 1000,10000] [--quick] [--json] [--dir DIR]
+// [--format-two-only]`
 //
 // Per-operation latency of the vault next to the physical floor of the same machine, measured in the
 // same run on the same directory: a durable write floor (create + write + fsync + rename + fsync of
@@ -20,6 +21,9 @@ struct Options {
     var holdVault: String?
     var archiveOnly = false
     var profileArchive = false
+    /// Only the format-2 rows (groups, members, parallel writers): for iterating on them without the
+    /// minutes the archive, scale and process rows take.
+    var formatTwoOnly = false
     var writer: (path: String, group: String, count: Int)?
 
     static func parse(_ arguments: [String]) -> Options {
@@ -42,6 +46,7 @@ struct Options {
             case "--hold-vault": options.holdVault = value()
             case "--archive-only": options.archiveOnly = true
             case "--profile-archive": options.profileArchive = true
+            case "--format-two-only": options.formatTwoOnly = true
             case "--writer":
                 let (path, group, count) = (value(), value(), value())
                 guard let count = Int(count), count >= 0 else {
@@ -50,7 +55,9 @@ struct Options {
                 }
                 options.writer = (path, group, count)
             case "-h", "--help":
-                print("usage: vault-bench [--items N[,N...]] [--quick] [--json] [--dir DIR] [--archive-only]")
+                print(
+                    "usage: vault-bench [--items N[,N...]] [--quick] [--json] [--dir DIR]"
+                        + " [--archive-only | --format-two-only]")
                 exit(0)
             default:
                 FileHandle.standardError.write(Data("vault-bench: unknown argument \(arguments[i])\n".utf8))
@@ -101,11 +108,13 @@ struct VaultBench {
         }
         var report = Report(machine: machineDescription())
         let progress = Progress(enabled: !options.json && isatty(2) == 1)
-        progress.show("archive coders…")
-        let archive = archiveTimings(try compareArchives(iterations: options.quick ? 500 : 20_000))
-        report.measurements += archive.timings
-        report.archiveSizes = archive.sizes
-        for scale in options.archiveOnly ? [] : options.scales {
+        if !options.formatTwoOnly {
+            progress.show("archive coders…")
+            let archive = archiveTimings(try compareArchives(iterations: options.quick ? 500 : 20_000))
+            report.measurements += archive.timings
+            report.archiveSizes = archive.sizes
+        }
+        for scale in options.archiveOnly || options.formatTwoOnly ? [] : options.scales {
             let bench = try ScaleBench(
                 directory: FilePath(runDirectory).appending("items-\(scale)").string, items: scale,
                 quick: options.quick, progress: progress)
@@ -113,8 +122,11 @@ struct VaultBench {
             report.memory.merge(try bench.memory(), uniquingKeysWith: { $1 })
         }
         if !options.archiveOnly {
-            report.measurements += try ProcessBench(directory: runDirectory, quick: options.quick, progress: progress)
-                .run(memory: &report.memory)
+            if !options.formatTwoOnly {
+                report.measurements += try ProcessBench(
+                    directory: runDirectory, quick: options.quick, progress: progress
+                ).run(memory: &report.memory)
+            }
             let scale = options.scales.min() ?? 1000
             let formatTwo = try FormatTwoBench(
                 directory: FilePath(runDirectory).appending("format2-\(scale)").string, items: scale,

@@ -43,18 +43,31 @@ extension VaultStore {
         }
     }
 
-    /// Unlinks the spare of each of `groups` (nil: every group); false when one may remain (the groups
-    /// could not be listed, a group directory not opened, or an unlink failed).
+    /// Unlinks the spares of each of `groups` (nil: every group): `.spare`, and unless the group is
+    /// known to be private (its key read here) every writer's `.spare.<uid>`, found by listing the
+    /// directory, since the writer that died may have been any member of a shared group. False when one may remain (the groups could
+    /// not be listed, a group directory not opened or listed, or an unlink failed).
     func removeSpares(in groups: Set<GroupName>?) -> Bool {
         guard let groups = groups.map({ Array($0) }) ?? (try? self.groups()) else { return false }
         var removed = true
         for group in groups {
             do throws(StoreError) {
                 guard let directory = try groupDirectory(group, create: false) else { continue }
-                do {
-                    try directory.unlinkAt(SpareFile.name)
-                } catch {
-                    if error != .noSuchFileOrDirectory { removed = false }
+                var names = [SpareFile.name]
+                let keys = formatVersion >= 2 ? try? keys(for: group) : nil
+                if formatVersion >= 2, keys == nil || keys!.isShared || keys!.isAbsent {
+                    guard let entries = try? directory.entryNames() else {
+                        removed = false
+                        continue
+                    }
+                    names += entries.filter(SpareFile.isSharedSpare)
+                }
+                for name in names {
+                    do {
+                        try directory.unlinkAt(name)
+                    } catch {
+                        if error != .noSuchFileOrDirectory { removed = false }
+                    }
                 }
             } catch {
                 removed = false

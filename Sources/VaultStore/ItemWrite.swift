@@ -18,19 +18,23 @@ struct ItemWrite {
     /// The item file's mode: 0600, or 0660 in a shared group.
     var permissions: FilePermissions = .ownerReadWrite
 
+    /// Whether the group is shared (its items' mode says so): the spare is then this user's own
+    /// (`SpareFile`).
+    var shared: Bool { permissions == .ownerAndGroupReadWrite }
+
     func run(in directory: FileDescriptor, directoryPath: FilePath) throws(StoreError) {
-        if durable, reusingSpare, let spare = SpareFile.open(in: directory, permissions: .ownerReadWrite) {
+        if durable, reusingSpare, let spare = SpareFile.open(in: directory, shared: shared) {
             try spare.write(contents, for: name, in: directory, directoryPath: directoryPath)
-            try SpareFile.exchange(with: name, in: directory, directoryPath: directoryPath)
+            try spare.exchange(with: name, in: directory, directoryPath: directoryPath)
             do {
                 try finish(in: directory, directoryPath: directoryPath)
             } catch {
                 // The exchange may not be durable: the spare may still be the item's file on disk, so it
                 // must not be written in place. Removing it is safe either way (journal order).
-                try? directory.unlinkAt(SpareFile.name)
+                try? directory.unlinkAt(spare.name)
                 throw error
             }
-            SpareFile.scrub(in: directory)
+            spare.scrub(in: directory, shared: shared)
             return
         }
         let temporary = try AtomicFile.writeTemporary(

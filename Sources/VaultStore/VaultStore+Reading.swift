@@ -97,7 +97,7 @@ extension VaultStore {
         guard let directory = try groupDirectory(item.group, create: false) else { return nil }
         let path = itemPath(item)
         let found = try GenerationRecord.read(item.id, in: directory, itemPath: path)
-        guard let plaintext = try readPlaintext(item, in: directory) else { return nil }
+        guard let plaintext = try readPlaintext(item, in: directory, path: path) else { return nil }
         return FetchedItem(
             item: item, path: path.string, plaintext: plaintext, recorded: found.recorded, moving: found.moving)
     }
@@ -132,10 +132,14 @@ extension VaultStore {
     /// Reads of one item before a failure is reported while its bytes keep changing under the reader.
     static let readAttempts = 8
 
-    /// Reads and decrypts item `item` of the open `directory`; nil when it does not exist. A file that
-    /// fails any check is an `integrity` error naming it, never garbage.
-    func readPlaintext(_ item: ItemLocation, in directory: FileDescriptor) throws(StoreError) -> TransientBytes? {
-        let path = itemPath(item)
+    /// Reads and decrypts item `item` of the open `directory` (whose path, for messages, is `path`:
+    /// a caller that has it already saves building it again, a tenth of a get); nil when it does not
+    /// exist. A file that fails any check is an `integrity` error naming it, never garbage.
+    func readPlaintext(_ item: ItemLocation, in directory: FileDescriptor, path: FilePath? = nil) throws(StoreError)
+        -> TransientBytes?
+    {
+        let path = path ?? itemPath(item)
+        let fileName = item.id.fileName
         var failed: (contents: [UInt8], error: StoreError)?
         for attempt in 1...Self.readAttempts {
             let contents: [UInt8]
@@ -143,10 +147,10 @@ extension VaultStore {
             do {
                 if attempt == 1 {
                     contents = try SmallFile.read(
-                        item.id.fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
+                        fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
                 } else {
                     (contents, unchanged) = try SmallFile.readConfirmed(
-                        item.id.fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
+                        fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
                 }
             } catch  where error.errno == .noSuchFileOrDirectory {
                 return nil

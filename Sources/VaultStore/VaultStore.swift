@@ -111,7 +111,21 @@ public final class VaultStore: Sendable {
 
     func groupPath(_ group: GroupName) -> FilePath { groupsPath / group.rawValue }
 
-    func itemPath(_ item: ItemLocation) -> FilePath { groupPath(item.group) / item.id.fileName }
+    /// Built in one buffer: every read builds it (for its messages and its decoder), and the joins of
+    /// `/` allocated a string each.
+    func itemPath(_ item: ItemLocation) -> FilePath {
+        var path = location.string
+        path.reserveCapacity(
+            path.utf8.count + item.group.rawValue.utf8.count + 3 + 70 + Self.groupsDirectoryName.utf8.count)
+        path += "/"
+        path += Self.groupsDirectoryName
+        path += "/"
+        path += item.group.rawValue
+        path += "/"
+        path += item.id.rawValue
+        path += ItemID.fileSuffix
+        return FilePath(path)
+    }
 
     /// The path of the directory of `group`, as messages name it.
     public func path(of group: GroupName) -> String { groupPath(group).string }

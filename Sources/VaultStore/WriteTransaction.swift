@@ -47,8 +47,8 @@ public struct WriteTransaction {
             record = (GenerationRecord.name(item.id), text)
         }
         // After a failed write through a spare, none is used until the next writer has removed them.
-        // A shared group's spare could be another member's file: members write through temp files.
-        let spare = durable && reusesSpares && !groupKeys.isShared && !store.state.withLock { $0.spareUntrusted }
+        // In a shared group each writing user has a spare of its own (`SpareFile`).
+        let spare = durable && reusesSpares && !store.state.withLock { $0.spareUntrusted }
         do {
             try ItemWrite(
                 contents: contents, name: item.id.fileName, record: record, durable: durable, reusingSpare: spare,

@@ -268,7 +268,7 @@ public struct FileDescriptor: Hashable, Sendable {
     }
 
     /// Reads the rest of the file, expecting about `sizeHint` bytes (from `status()`): one allocation
-    /// and, for a file that did not change, two reads. Refuses more than `limit` bytes (`EFBIG`).
+    /// and, for a file that did not change, one read. Refuses more than `limit` bytes (`EFBIG`).
     public func readAll(sizeHint: Int, limit: Int) throws(Errno) -> [UInt8] {
         let capacity = min(max(sizeHint, 0), limit) + 1
         var failure: Errno?
@@ -276,11 +276,16 @@ public struct FileDescriptor: Hashable, Sendable {
             count = 0
             while count < capacity {
                 do throws(Errno) {
+                    let asked = capacity - count
                     let n = try read(
-                        into: UnsafeMutableRawBufferPointer(start: buffer.baseAddress! + count, count: capacity - count)
-                    )
+                        into: UnsafeMutableRawBufferPointer(start: buffer.baseAddress! + count, count: asked))
                     if n == 0 { return }
                     count += n
+                    // A read that stopped short at exactly the size `fstat` gave met the end of the file: no
+                    // second read to see the 0 (a file that grew would have filled the byte past the hint,
+                    // and one written over in place is caught by its reader's checks either way). A short
+                    // read before that size (FUSE, NFS) reads on.
+                    if n < asked, count == sizeHint { return }
                 } catch {
                     failure = error
                     return

@@ -23,8 +23,9 @@ struct PlantingError: Error, CustomStringConvertible {
 /// - names (`Place`): `group.key`, `.lock` (also with `group.key` removed, so that the owner's next
 ///   write makes the group again), the file of an existing item and of the item the next put makes,
 ///   their generation records and move notes, a name like a temp file's, `group.key.new` (where
-///   a rekey seals the group's key again), `.spare` (also with
-///   `group.key` removed: the group the owner then makes is private and writes through its spare);
+///   a rekey seals the group's key again), `.spare` (also with `group.key` removed: the group the
+///   owner then makes is private and writes through its spare), and the per-user spares of a shared
+///   group, the owner's `.spare.0` and the other member's;
 /// - plants (`Plant`): a symlink to a root file outside the group (a passwd-like decoy) and one to a
 ///   directory, hard links to a non-empty and an empty file the member owns (to another's file too
 ///   where `fs.protected_hardlinks` is 0), a FIFO, a socket, a directory, and for `group.key` and
@@ -65,6 +66,9 @@ struct PlantedFileTests {
         /// `.spare`, and `group.key` removed: the owner's next write makes the group again, private, in
         /// the shared directory, and private groups write through their spare.
         case spareWithoutKey = ".spare without group.key"
+        /// The owner's (root's) spare in a shared group, and the other member's.
+        case ownersSpare = ".spare.<owner's uid>"
+        case membersSpare = ".spare.<other member's uid>"
 
         var description: String { rawValue }
 
@@ -72,7 +76,7 @@ struct PlantedFileTests {
         var removesKey: Bool { self == .lockWithoutKey || self == .spareWithoutKey }
 
         /// The file name in a group whose existing item's id is `existing` and next one's `next`.
-        func name(existing: String, next: String, temporary: String) -> String {
+        func name(existing: String, next: String, temporary: String, member: ThrowawayUser) -> String {
             switch self {
             case .groupKey: "group.key"
             case .lock, .lockWithoutKey: ".lock"
@@ -85,6 +89,8 @@ struct PlantedFileTests {
             case .temporary: temporary
             case .newGroupKey: "group.key.new"
             case .spare, .spareWithoutKey: ".spare"
+            case .ownersSpare: ".spare.\(geteuid())"
+            case .membersSpare: ".spare.\(member.uid)"
             }
         }
 
@@ -457,7 +463,8 @@ struct PlantedFileTests {
     func run(_ place: Place, _ plant: Plant, index: Int, _ setup: Setup, _ tally: inout Tally) throws {
         let group = try makeGroup("p\(index)", setup)
         defer { try? FileManager.default.removeItem(atPath: group.directory) }
-        let name = place.name(existing: group.existing, next: group.next, temporary: group.temporary)
+        let name = place.name(
+            existing: group.existing, next: group.next, temporary: group.temporary, member: setup.member)
         let path = group.directory + "/" + name
         let scenario = "\(plant) at \(place) (\(name))"
         for command in commands(group, setup) {
@@ -535,12 +542,16 @@ struct PlantedFileTests {
                 }
             }
             // A temp file's name, swept by every put (and by any write after a death), or the spare's, removed
-            // by a write after a death: unlinked, never written through (a directory cannot be unlinked).
+            // by a write after a death: unlinked, never written through (a directory cannot be unlinked). A
+            // user's spare is also replaced by that user's next put.
+            let putsOwnSpare =
+                place == .ownersSpare && command.user == nil || place == .membersSpare && command.user == setup.member
             let sweeps =
                 place == .temporary && (command.afterDeath || command.arguments.contains("put"))
-                || place == .spare && command.afterDeath
+                || [.spare, .ownersSpare, .membersSpare].contains(place) && command.afterDeath
                 || place == .spareWithoutKey && command.user == nil && command.arguments.contains("put")
                     && outcome.status == 0
+                || putsOwnSpare && command.arguments.contains("put") && outcome.status == 0
             if sweeps, plant != .directory {
                 #expect(!isPlanted(plant, at: path, setup), "\(scenario): \(command) left the plant in place")
             }
