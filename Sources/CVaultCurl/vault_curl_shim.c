@@ -124,3 +124,77 @@ void vcurl_response_free(vcurl_response *response) {
     response->body = NULL;
     response->length = 0;
 }
+
+typedef struct stream {
+    vcurl_chunk_callback callback;
+    void *context;
+} stream;
+
+static size_t on_stream_data(char *data, size_t size, size_t count, void *context) {
+    stream *s = context;
+    size_t n = size * count;
+    return s->callback(s->context, (const unsigned char *)data, n) == 0 ? n : 0;
+}
+
+static int on_stream_progress(void *context, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                              curl_off_t ulnow) {
+    (void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+    stream *s = context;
+    return s->callback(s->context, NULL, 0);
+}
+
+int vcurl_stream_json(void *handle, const char *url, const unsigned char *body, size_t length,
+                      const vcurl_options *options, vcurl_chunk_callback callback, void *context,
+                      vcurl_response *response) {
+    memset(response, 0, sizeof(*response));
+    CURL *curl = handle;
+    curl_easy_reset(curl);
+    stream s = {.callback = callback, .context = context};
+    struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
+    char *authorization = NULL;
+    if (options->authorization) {
+        size_t n = strlen(options->authorization) + sizeof("Authorization: ");
+        authorization = malloc(n);
+        if (authorization) {
+            strcpy(authorization, "Authorization: ");
+            strcat(authorization, options->authorization);
+            headers = curl_slist_append(headers, authorization);
+        }
+    }
+    char errors[CURL_ERROR_SIZE] = {0};
+    curl_easy_setopt(curl, CURLOPT_URL, url);
+    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, (const char *)body);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)length);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, options->timeout_ms);
+    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, options->connect_timeout_ms);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_stream_data);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &s);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_stream_progress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &s);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errors);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (options->ca_file) curl_easy_setopt(curl, CURLOPT_CAINFO, options->ca_file);
+    if (options->certificate_file) curl_easy_setopt(curl, CURLOPT_SSLCERT, options->certificate_file);
+    if (options->key_file) curl_easy_setopt(curl, CURLOPT_SSLKEY, options->key_file);
+
+    CURLcode code = curl_easy_perform(curl);
+    response->curl_code = (int)code;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response->status);
+    if (code != CURLE_OK) {
+        const char *message = errors[0] ? errors : curl_easy_strerror(code);
+        strncpy(response->error, message, sizeof(response->error) - 1);
+    }
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, NULL);
+    curl_slist_free_all(headers);
+    if (authorization) wipe_free((unsigned char *)authorization, strlen(authorization));
+    return response->curl_code;
+}

@@ -17,6 +17,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <termios.h>
+#include <spawn.h>
 
 int vsys_ofd_lock(int fd, int type, int wait) {
     struct flock lock;
@@ -281,4 +282,8 @@ int vsys_become_user(unsigned int uid, unsigned int gid, const unsigned int *gro
         return -1;
     }
     return 0;
+}
+
+int vsys_spawn_close_from(void *actions, int from) {
+    return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, from);
 }

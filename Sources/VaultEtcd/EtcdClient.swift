@@ -100,6 +100,12 @@ public final class EtcdClient: Sendable {
         return try EtcdJSON.transactionResult(try call("/v3/kv/txn", request, idempotent: !writes))
     }
 
+    /// Discards the history before `revision` (`/v3/kv/compaction`): watches from an older revision end
+    /// as compacted. For operators and tests; a vault never compacts.
+    public func compact(_ revision: Int64) throws(EtcdError) {
+        _ = try call("/v3/kv/compaction", ["revision": String(revision)], idempotent: true)
+    }
+
     // MARK: Requests
 
     /// POSTs `request` to `path` on the endpoints in turn (see the type's comment) and returns the
@@ -181,6 +187,22 @@ public final class EtcdClient: Sendable {
             }
             throw EtcdError(
                 .unavailable, "no etcd endpoint answered \(path): " + failures.joined(separator: "; "))
+        }
+    }
+
+    /// Where a stream (a watch) connects: the endpoint that answered last, and the options with a
+    /// token (taken first, when the client authenticates). A stream has no overall time limit.
+    func streamTarget() throws(EtcdError) -> (endpoint: String, options: TransportOptions) {
+        try state.withLock { (state) throws(EtcdError) in
+            if state.transport == nil { state.transport = HTTPTransport() }
+            guard let transport = state.transport else {
+                throw EtcdError(.unavailable, "libcurl cannot make a handle (out of memory?)")
+            }
+            let endpoint = configuration.endpoints[state.preferred]
+            if configuration.user != nil, state.token == nil { state.token = try authenticate(transport, endpoint) }
+            var options = options(token: state.token)
+            options.timeoutMilliseconds = 0
+            return (endpoint, options)
         }
     }
 

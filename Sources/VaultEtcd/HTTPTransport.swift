@@ -83,6 +83,55 @@ final class HTTPTransport {
     }
 }
 
+extension HTTPTransport {
+    /// POSTs `body` and hands each piece of the response to `onData` as it arrives, and nil about once
+    /// a second while nothing does; `onData` returns false to end the transfer. Returns the HTTP status
+    /// when the server answered, else why not (a transfer that `onData` ended is code 23 or 42).
+    func stream(_ url: String, body: [UInt8], options: TransportOptions, onData: ([UInt8]?) -> Bool) -> (
+        status: Int, failure: TransportFailure?
+    ) {
+        final class Receiver {
+            let onData: ([UInt8]?) -> Bool
+            init(_ onData: @escaping ([UInt8]?) -> Bool) { self.onData = onData }
+        }
+        var response = vcurl_response()
+        defer { vcurl_response_free(&response) }
+        let code = withoutActuallyEscaping(onData) { onData in
+            let receiver = Receiver(onData)
+            let context = Unmanaged.passUnretained(receiver).toOpaque()
+            return withOptionalCString(options.caFile) { ca in
+                withOptionalCString(options.certificateFile) { certificate in
+                    withOptionalCString(options.keyFile) { key in
+                        withOptionalCString(options.authorization) { authorization in
+                            var cOptions = vcurl_options(
+                                ca_file: ca, certificate_file: certificate, key_file: key, authorization: authorization,
+                                timeout_ms: options.timeoutMilliseconds,
+                                connect_timeout_ms: options.connectTimeoutMilliseconds,
+                                maximum_body: options.maximumBodyByteCount)
+                            return body.withUnsafeBufferPointer { bytes in
+                                vcurl_stream_json(
+                                    handle, url, bytes.baseAddress, bytes.count, &cOptions,
+                                    { context, bytes, count in
+                                        let receiver = Unmanaged<Receiver>.fromOpaque(context!).takeUnretainedValue()
+                                        let chunk = bytes.map { Array(UnsafeBufferPointer(start: $0, count: count)) }
+                                        return receiver.onData(chunk) ? 0 : 1
+                                    }, context, &response)
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let failure =
+            code == 0
+            ? nil
+            : TransportFailure(
+                code: code,
+                message: withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) })
+        return (Int(response.status), failure)
+    }
+}
+
 private func withOptionalCString<R>(_ string: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
     guard let string else { return body(nil) }
     return string.withCString { body($0) }

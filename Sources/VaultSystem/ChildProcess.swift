@@ -1,3 +1,4 @@
+internal import CVaultSystem
 internal import Glibc
 
 /// Runs a program as a child process (`posix_spawn`), for tools that measure whole processes: no
@@ -25,6 +26,9 @@ public enum ChildProcess {
         posix_spawn_file_actions_addopen(&actions, 0, standardInputPath, O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        // Nothing else of this process's: a descriptor the child (or a daemon it leaves running) kept
+        // open could be another waiter's pipe, whose end of file would then never come.
+        _ = vsys_spawn_close_from(&actions, 3)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         var pid: pid_t = 0

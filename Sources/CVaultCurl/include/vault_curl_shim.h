@@ -37,4 +37,15 @@ int vcurl_post_json(void *handle, const char *url, const unsigned char *body, si
 
 void vcurl_response_free(vcurl_response *response);
 
+/// Called with each piece of a streamed response as it arrives, and about once a second with NULL and
+/// 0 while nothing arrives; a nonzero return ends the transfer.
+typedef int (*vcurl_chunk_callback)(void *context, const unsigned char *bytes, size_t length);
+
+/// POSTs as vcurl_post_json, but hands the response to `callback` piece by piece instead of keeping
+/// it (for etcd's watch, which streams until it is cancelled); options->timeout_ms 0 means no limit.
+/// `response` gets the curl code, its message and the HTTP status, and no body.
+int vcurl_stream_json(void *handle, const char *url, const unsigned char *body, size_t length,
+                      const vcurl_options *options, vcurl_chunk_callback callback, void *context,
+                      vcurl_response *response);
+
 #endif

@@ -26,6 +26,10 @@ VSYS_INTERNAL int vsys_o_path(void);
 /// or ENOTSUP on a file system that cannot exchange).
 VSYS_INTERNAL int vsys_exchange_at(int directory, const char *first, const char *second);
 
+/// posix_spawn_file_actions_addclosefrom_np(actions, from): the child closes every descriptor from
+/// `from` up (a GNU extension, glibc 2.34). `actions` is a posix_spawn_file_actions_t *.
+VSYS_INTERNAL int vsys_spawn_close_from(void *actions, int from);
+
 /// syncfs(fd): a GNU extension that Swift's Glibc module does not import.
 VSYS_INTERNAL int vsys_syncfs(int fd);
 

@@ -1,0 +1,93 @@
+import Foundation
+import Synchronization
+import Testing
+
+@testable import VaultEtcd
+
+/// `EtcdWatch` against the shared cluster: events in order, cancellation, and a compacted start.
+@Suite struct EtcdWatchTests {
+    final class Collected: Sendable {
+        let events = Mutex<[EtcdEvent]>([])
+        let end = Mutex<EtcdWatchEnd?>(nil)
+
+        func waitFor(_ condition: (Collected) -> Bool, seconds: Double = 5) -> Bool {
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline {
+                if condition(self) { return true }
+                Thread.sleep(forTimeInterval: 0.01)
+            }
+            return condition(self)
+        }
+    }
+
+    func watch(_ etcd: EtcdClient, _ prefix: [UInt8], from revision: Int64, into collected: Collected) -> EtcdWatch {
+        EtcdWatch(
+            client: etcd, prefix: prefix, fromRevision: revision,
+            onEvents: { events, _ in collected.events.withLock { $0 += events } },
+            onEnd: { end in collected.end.withLock { $0 = end } })
+    }
+
+    @Test func aWatchReportsPutsAndDeletesInOrderAndEndsWhenCancelled() throws {
+        let etcd = EtcdClient(try EtcdClient.Configuration(endpoints: try TestCluster.require()))
+        let prefix = TestCluster.prefix("watch")
+        let start = try etcd.range(prefix: prefix).revision + 1
+        let collected = Collected()
+        let watch = watch(etcd, prefix, from: start, into: collected)
+        let began = Date()
+        try etcd.put(prefix + [1], [10])
+        try etcd.put(prefix + [2], [20])
+        try etcd.put(Array(prefix.dropLast()) + Array("-outside".utf8), [0])
+        _ = try etcd.transaction(compare: [], success: [.delete(key: prefix + [1], rangeEnd: nil)])
+        #expect(collected.waitFor { $0.events.withLock { $0.count } >= 3 }, "\(collected.events.withLock { $0 })")
+        print("FIGURE etcd-watch: 3 events seen \(Int(Date().timeIntervalSince(began) * 1000)) ms after the first put")
+        let events = collected.events.withLock { $0 }
+        #expect(events.count == 3, "the key outside the prefix is not reported")
+        guard events.count == 3 else { return }
+        if case .put(let first) = events[0] {
+            #expect(first.key == prefix + [1] && first.value == [10])
+        } else {
+            Issue.record("first event \(events[0])")
+        }
+        if case .put(let second) = events[1] {
+            #expect(second.key == prefix + [2])
+        } else {
+            Issue.record("second event \(events[1])")
+        }
+        if case .delete(let key, _) = events[2] {
+            #expect(key == prefix + [1])
+        } else {
+            Issue.record("third event \(events[2])")
+        }
+        watch.cancel()
+        #expect(collected.waitFor({ $0.end.withLock { $0 } != nil }, seconds: 3), "the watch did not end")
+        #expect(collected.end.withLock { $0 } == .cancelled)
+    }
+
+    @Test func aWatchFromACompactedRevisionSaysSo() throws {
+        let etcd = EtcdClient(try EtcdClient.Configuration(endpoints: try TestCluster.require()))
+        let prefix = TestCluster.prefix("compacted")
+        let first = try etcd.put(prefix + [1], [1])
+        let last = try etcd.put(prefix + [1], [2])
+        try etcd.compact(last)
+        let collected = Collected()
+        _ = watch(etcd, prefix, from: first, into: collected)
+        #expect(collected.waitFor { $0.end.withLock { $0 } != nil }, "the watch did not end")
+        guard case .compacted(let revision) = collected.end.withLock({ $0 }) else {
+            Issue.record("ended with \(String(describing: collected.end.withLock { $0 }))")
+            return
+        }
+        #expect(revision >= last)
+    }
+
+    @Test func aWatchOnAnEndpointThatIsDownFails() throws {
+        let etcd = EtcdClient(try EtcdClient.Configuration(endpoints: ["http://127.0.0.1:9"]))
+        let collected = Collected()
+        _ = watch(etcd, TestCluster.prefix("down"), from: 0, into: collected)
+        #expect(collected.waitFor { $0.end.withLock { $0 } != nil }, "the watch did not end")
+        guard case .failed(let message) = collected.end.withLock({ $0 }) else {
+            Issue.record("ended with \(String(describing: collected.end.withLock { $0 }))")
+            return
+        }
+        #expect(message.contains("127.0.0.1:9"))
+    }
+}
