@@ -40,6 +40,8 @@ let package = Package(
         // into the static CLI (libcurl has no complete static build): only into dynamically linked code.
         .target(name: "CVaultCurl", linkerSettings: [.linkedLibrary("curl")]),
         .target(name: "VaultEtcd", dependencies: ["CVaultCurl", "VaultCrypto"]),
+        // Fleet groups: the store's GroupReplica over VaultEtcd (install it with VaultFleet.install()).
+        .target(name: "VaultFleet", dependencies: ["VaultEtcd", "VaultStore", "VaultCrypto"]),
         .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"]),
         .target(name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto", "VaultSystem"]),
         // The command-line tool as a library (parser, one file per command), and a thin executable over
@@ -71,7 +73,10 @@ let package = Package(
             name: "VaultStoreTests", dependencies: ["VaultStore", "VaultCrypto", "VaultSystem", "VaultTestSupport"],
             exclude: ["Fixtures"]),
         .testTarget(
-            name: "VaultEtcdTests", dependencies: ["VaultEtcd", "VaultCrypto", "VaultSystem", "VaultTestSupport"]),
+            name: "VaultEtcdTests",
+            dependencies: [
+                "VaultEtcd", "VaultFleet", "Vault", "VaultStore", "VaultCrypto", "VaultSystem", "VaultTestSupport",
+            ]),
         .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"], exclude: ["Vectors", "Regressions"]),
         .testTarget(
             name: "VaultCLITests",

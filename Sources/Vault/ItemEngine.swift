@@ -99,6 +99,7 @@ struct ItemEngine: Sendable {
     func encoded<R>(_ record: ItemRecord, group: AccessGroup, _ body: ([UInt8]) throws(VaultError) -> R)
         throws(VaultError) -> R
     {
+        try requireAllowedInGroup(record, group)
         var bytes: [UInt8]
         do {
             bytes = try ItemRecordCodec.encode(record)

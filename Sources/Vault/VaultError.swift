@@ -107,6 +107,8 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case .wrongPassphrase: status = .authFailed
         case .groupNotFound: status = .itemNotFound
         case .notAMember: status = .missingEntitlement
+        case .unavailable: status = .notAvailable
+        case .conflict: status = .io
         }
         self.init(status, error.description, cause: error)
     }

@@ -65,18 +65,21 @@ public final class EtcdClient: Sendable {
 
     /// The value of `key`, or of every key in [`key`, `rangeEnd`); linearizable unless `serializable`
     /// (then any member answers from its own state, even without a leader).
-    public func range(_ key: [UInt8], rangeEnd: [UInt8]? = nil, serializable: Bool = false) throws(EtcdError)
-        -> EtcdRangeResult
-    {
+    public func range(
+        _ key: [UInt8], rangeEnd: [UInt8]? = nil, serializable: Bool = false, keysOnly: Bool = false
+    ) throws(EtcdError) -> EtcdRangeResult {
         let answer = try call(
-            "/v3/kv/range", EtcdJSON.rangeRequest(key, rangeEnd: rangeEnd, serializable: serializable),
+            "/v3/kv/range",
+            EtcdJSON.rangeRequest(key, rangeEnd: rangeEnd, serializable: serializable, keysOnly: keysOnly),
             idempotent: true)
         return try EtcdJSON.rangeResult(answer, header: try EtcdJSON.header(answer))
     }
 
     /// Every key that starts with `prefix`.
-    public func range(prefix: [UInt8], serializable: Bool = false) throws(EtcdError) -> EtcdRangeResult {
-        try range(prefix, rangeEnd: EtcdJSON.prefixEnd(prefix), serializable: serializable)
+    public func range(prefix: [UInt8], serializable: Bool = false, keysOnly: Bool = false) throws(EtcdError)
+        -> EtcdRangeResult
+    {
+        try range(prefix, rangeEnd: EtcdJSON.prefixEnd(prefix), serializable: serializable, keysOnly: keysOnly)
     }
 
     /// Puts `value` under `key`; returns the revision after the put.

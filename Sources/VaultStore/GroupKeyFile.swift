@@ -39,14 +39,16 @@ struct GroupSecrets: Sendable {
 /// under a key derived from the `always` class key, and for a shared group also in the clear (the
 /// file's mode and owner keep them to the members of one Unix group) with a MAC that a member checks:
 ///
-///     header = "VLTG" | version u8 (1) | flags u8 (bit 0: shared) | reserved u8 (0) | count u8 (1 or 2)
+///     header = "VLTG" | version u8 (1) | flags u8 (bit 0: shared, bit 1: fleet) | reserved u8 (0)
+///              | count u8 (1 or 2)
 ///              | group id (16) | current generation u32be | count × generation u32be
 ///     owner  = nonce (24) | AEAD(seal key, index key | count × key, ad = header | binding)
 ///     member = index key | count × key | MAC   (shared groups only)
 ///     MAC    = keyed BLAKE2b-256 under a subkey of the index key, over header | owner | secrets | binding
-///     binding = len16be(group name) | group name | vault id
+///     binding = len16be(group name) | group name | vault id (none for a fleet group)
 ///
-/// The binding makes a file copied into another group or vault fail both checks.
+/// The binding makes a file copied into another group or vault fail both checks; a fleet group's
+/// secrets are the same on every machine that joined it, so its binding leaves the vault out.
 struct GroupKeyFile: Sendable {
     static let fileName = "group.key"
     static let magic: [UInt8] = Array("VLTG".utf8)
@@ -60,6 +62,8 @@ struct GroupKeyFile: Sendable {
     let groupID: [UInt8]
     let isShared: Bool
     let secrets: GroupSecrets
+    /// A fleet group's (its items also live in etcd, `GroupReplica`).
+    var isFleet = false
 
     /// The owner's seal key of the group with `groupID`: from the `always` class key, which every
     /// opener of the owner's has, locked or not.
@@ -77,7 +81,8 @@ struct GroupKeyFile: Sendable {
     }
 
     func header() -> [UInt8] {
-        var header = Self.magic + [Self.version, isShared ? 1 : 0, 0, UInt8(secrets.keys.count)] + groupID
+        let flags: UInt8 = (isShared ? 1 : 0) | (isFleet ? 2 : 0)
+        var header = Self.magic + [Self.version, flags, 0, UInt8(secrets.keys.count)] + groupID
         header += Self.bigEndian(secrets.currentGeneration)
         for (generation, _) in secrets.keys { header += Self.bigEndian(generation) }
         return header
@@ -86,7 +91,7 @@ struct GroupKeyFile: Sendable {
     /// The file's bytes (secret: a shared group's keys are in them).
     func encoded(group: GroupName, vaultID: [UInt8], sealKey: SymmetricKey) throws(StoreError) -> SecureBytes {
         let header = header()
-        let binding = Self.binding(group: group, vaultID: vaultID)
+        let binding = Self.binding(group: group, vaultID: isFleet ? [] : vaultID)
         let payload = try secrets.joined()
         do {
             let nonce = try XChaCha20Poly1305.randomNonce()
@@ -111,6 +116,7 @@ struct GroupKeyFile: Sendable {
     private struct Layout {
         let groupID: [UInt8]
         let isShared: Bool
+        let isFleet: Bool
         let currentGeneration: UInt32
         let generations: [UInt32]
         let headerCount: Int
@@ -129,7 +135,7 @@ struct GroupKeyFile: Sendable {
                 "\(path) has group key format \(bytes[4]); this build reads version \(version)", path: path.string)
         }
         let count = Int(bytes[7])
-        guard bytes[5] & ~1 == 0, bytes[6] == 0, (1...2).contains(count), bytes.count >= 28 + 4 * count else {
+        guard bytes[5] & ~3 == 0, bytes[6] == 0, (1...2).contains(count), bytes.count >= 28 + 4 * count else {
             throw damaged
         }
         let generations = (0..<count).map { readBigEndian(bytes, at: 28 + 4 * $0) }
@@ -138,7 +144,8 @@ struct GroupKeyFile: Sendable {
             throw damaged
         }
         let layout = Layout(
-            groupID: Array(bytes[8..<24]), isShared: bytes[5] & 1 == 1, currentGeneration: current,
+            groupID: Array(bytes[8..<24]), isShared: bytes[5] & 1 == 1, isFleet: bytes[5] & 2 == 2,
+            currentGeneration: current,
             generations: generations, headerCount: 28 + 4 * count)
         guard bytes.count == layout.fileCount else { throw damaged }
         return layout
@@ -164,7 +171,7 @@ struct GroupKeyFile: Sendable {
                 Array(bytes[layout.headerCount..<(layout.headerCount + layout.ownerCount)]),
                 from: XChaCha20Poly1305.nonceByteCount, key: try sealKey(always: always, groupID: layout.groupID),
                 nonce: Array(bytes[layout.headerCount..<nonceEnd]),
-                associatedData: header + binding(group: group, vaultID: vaultID))
+                associatedData: header + binding(group: group, vaultID: layout.isFleet ? [] : vaultID))
         } catch let error as CryptoError where error.code == .authenticationFailed {
             throw StoreError(
                 .integrity,
@@ -177,7 +184,7 @@ struct GroupKeyFile: Sendable {
         }
         return GroupKeyFile(
             groupID: layout.groupID, isShared: layout.isShared,
-            secrets: try secrets(payload, layout: layout, path: path))
+            secrets: try secrets(payload, layout: layout, path: path), isFleet: layout.isFleet)
     }
 
     /// Opens a shared group's file as a member: the keys in the clear, checked against the MAC.
@@ -196,11 +203,12 @@ struct GroupKeyFile: Sendable {
             var plain = Array(bytes[secretsStart..<macStart])
             let payload = try SecureBytes(consuming: &plain)
             file = GroupKeyFile(
-                groupID: layout.groupID, isShared: true, secrets: try secrets(payload, layout: layout, path: path))
+                groupID: layout.groupID, isShared: true, secrets: try secrets(payload, layout: layout, path: path),
+                isFleet: layout.isFleet)
             let expected = try KeyDerivation.keyedHash(
                 try SecureBytes.joined([
                     try SecureBytes(copying: Array(bytes[0..<secretsStart])), payload,
-                    try SecureBytes(copying: binding(group: group, vaultID: vaultID)),
+                    try SecureBytes(copying: binding(group: group, vaultID: layout.isFleet ? [] : vaultID)),
                 ]), key: try macKey(file.secrets.indexKey, groupID: layout.groupID), domain: macDomain)
             guard ConstantTime.equals(expected, Array(bytes[macStart...])) else {
                 throw StoreError(

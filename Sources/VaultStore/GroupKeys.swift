@@ -58,7 +58,9 @@ struct GroupKeys: Sendable {
         var keys: [Slot: SymmetricKey] = [:]
         do {
             for (generation, groupKey) in file.secrets.keys {
-                if file.isShared {
+                // A fleet group's items open on every machine that joined it: its keys come from the group
+                // key alone (no machine's class keys), as a shared group's do.
+                if file.isShared || file.isFleet {
                     let key = try KeyDerivation.subkey(
                         of: groupKey, domain: Self.encryptionDomainV2, context: file.groupID)
                     for protectionClass in ProtectionClass.allCases {

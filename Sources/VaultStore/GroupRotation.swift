@@ -27,6 +27,12 @@ extension VaultStore {
                     + "vault with `vault rekey`, or convert it with `vault upgrade` first")
         }
         let classKeys = try ownerClassKeys("rotate a group's key")
+        if try loadGroupKeyFile(group)?.isFleet == true {
+            throw StoreError(
+                .unsupportedFormat,
+                "group \(group) is a fleet group: its key is shared by every machine that joined it, and this "
+                    + "build cannot rotate it yet (nothing was changed)", path: groupPath(group).string)
+        }
         return try withWriteLock(finishingMoves: true, groups: [group]) { (_) throws(StoreError) -> Int in
             try requireCurrentKeys()
             guard let file = try loadGroupKeyFile(group), let directory = try groupDirectory(group, create: false)

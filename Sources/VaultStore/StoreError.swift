@@ -35,6 +35,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case notAMember
         /// The passphrase does not unwrap the master key.
         case wrongPassphrase
+        /// A fleet group's replica (etcd) cannot be reached, or has no quorum: nothing was changed.
+        case unavailable
+        /// A fleet group's item changed on another machine since this one last read it.
+        case conflict
     }
 
     /// The kind of failure.

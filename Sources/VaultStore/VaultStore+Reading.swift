@@ -94,6 +94,7 @@ extension VaultStore {
     /// The generation record of `item` (read first), then its file, decrypted; nil when it does not exist.
     @usableFromInline
     func fetch(_ item: ItemLocation) throws(StoreError) -> FetchedItem? {
+        try refreshReplicaIfStale(item.group)
         guard let directory = try groupDirectory(item.group, create: false) else { return nil }
         let path = itemPath(item)
         let found = try GenerationRecord.read(item.id, in: directory, itemPath: path)

@@ -72,6 +72,13 @@ public final class VaultStore: Sendable {
         /// Format v2: this process holds the vault's `.lock` (a whole-vault transaction), so that making a
         /// group inside it does not take (and then release) the lock again.
         var holdsVaultLock = false
+        /// Fleet groups: each group's replica (nil inside: not a fleet group), when its cache was last
+        /// refreshed, and whether a transaction of this store runs (its reads need no refresh).
+        var replicas: [GroupName: GroupReplica?] = [:]
+        var replicaRefreshed: [GroupName: ContinuousClock.Instant] = [:]
+        var inTransaction = false
+        /// The current transaction's replica write met a conflict: `withWriteLock` runs it again.
+        var replicaConflict = false
     }
     let state = Mutex(State())
     /// Serialises this process's writers; the OFD lock on `.lock` serialises processes.

@@ -38,6 +38,28 @@ extension VaultStore {
         finishingMoves: Bool, groups: [GroupName]? = nil, creating: [GroupName] = [],
         _ body: (WriteTransaction) throws(Failure) -> R
     ) throws(Failure) -> R {
+        // A fleet group's write that another machine's beat (`conflict`) runs again on a fresh cache.
+        var attempt = 0
+        while true {
+            do {
+                return try lockedOnce(finishingMoves: finishingMoves, groups: groups, creating: creating, body)
+            } catch {
+                let conflicted = state.withLock { state in
+                    defer { state.replicaConflict = false }
+                    return state.replicaConflict
+                }
+                guard conflicted, attempt < Self.conflictRetries else { throw error }
+                attempt += 1
+            }
+        }
+    }
+
+    static let conflictRetries = 16
+
+    private func lockedOnce<R, Failure: StoreErrorConvertible>(
+        finishingMoves: Bool, groups: [GroupName]?, creating: [GroupName],
+        _ body: (WriteTransaction) throws(Failure) -> R
+    ) throws(Failure) -> R {
         try writerMutex.withLock { (_) throws(Failure) -> R in
             let (locks, requested) = try Failure.converting { () throws(StoreError) in
                 try acquireLocks(groups, creating: creating)
@@ -45,6 +67,7 @@ extension VaultStore {
             defer {
                 let untrusted = state.withLock {
                     $0.holdsVaultLock = false
+                    $0.inTransaction = false
                     return $0.spareUntrusted
                 }
                 for lock in locks.reversed() {
@@ -80,6 +103,13 @@ extension VaultStore {
             if locks.contains(where: \.guardsVaultDirectory) { removeStaleTemporaryFilesInVaultDirectory() }
             let locked = requested.map { Set($0) }
             let transaction = WriteTransaction(store: self, reusesSpares: reusesSpares, lockedGroups: locked)
+            state.withLock { $0.inTransaction = true }
+            if formatVersion >= 2 {
+                // Fleet groups: the cache as the replica has it, before anything in it is read or changed.
+                try Failure.converting { () throws(StoreError) in
+                    for group in requested ?? [] { try refreshReplica(group) }
+                }
+            }
             if finishingMoves {
                 try Failure.converting { () throws(StoreError) in
                     let pending = firstWriteGroups(groups == nil ? nil : locked, died: recovered)

@@ -32,6 +32,10 @@ public struct WriteTransaction {
         let contents = try ItemFile.seal(
             plaintext, version: store.itemFormatVersion, key: key, protectionClass: protectionClass,
             generation: groupKeys.currentGeneration, binding: groupKeys.binding, location: item)
+        // A fleet group's replica first: a write another machine made since the refresh is a conflict.
+        if let replica = try store.replica(for: item.group) {
+            try store.noticingConflicts { () throws(StoreError) in try replica.write(item.id, contents: contents) }
+        }
         let durable = !store.state.withLock { $0.bulkLoading }
         // Generation 1 gets no record: no older copy of the item exists to roll back to, and an add then
         // allocates no second inode. A record left there (by a delete whose unlink of it failed, or the
@@ -85,6 +89,9 @@ public struct WriteTransaction {
     public func delete(_ item: ItemLocation) throws(StoreError) -> Bool {
         try requireLocked(item.group)
         guard let directory = try store.groupDirectory(item.group, create: false) else { return false }
+        if let replica = try store.replica(for: item.group) {
+            try store.noticingConflicts { () throws(StoreError) in try replica.delete(item.id) }
+        }
         return try AtomicFile.remove(
             item.id.fileName, in: directory, directoryPath: store.groupPath(item.group),
             alsoRemove: GenerationRecord.name(item.id))

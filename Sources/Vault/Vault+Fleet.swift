@@ -1,0 +1,37 @@
+import VaultCrypto
+import VaultStore
+
+/// Fleet groups: an access group whose items every machine that joined it shares through etcd
+/// (`VaultStore.createFleetGroup`). The process needs an etcd client: link `VaultFleet` and call
+/// `VaultFleet.install()` first.
+extension Vault {
+    /// Makes fleet group `group` (format 2, the vault's owner): a new key, registered in the etcd
+    /// cluster `settings` names (its id and a check value, never the key). Refuses (`duplicateItem`) a
+    /// group that exists here or an id etcd has.
+    public func createFleetGroup(_ group: AccessGroup, settings: FleetSettings) throws(VaultError) {
+        do throws(StoreError) {
+            try engine.store.createFleetGroup(group.name, settings: settings)
+        } catch  where error.code == .vaultAlreadyExists {
+            throw VaultError(.duplicateItem, error.message, cause: error)
+        } catch {
+            throw VaultError(error)
+        }
+    }
+
+    /// Fleet group `group`'s key, for other machines to join with (secret: write it 0600).
+    public func exportFleetGroupKey(_ group: AccessGroup) throws(VaultError) -> SecureBytes {
+        try translatingStoreErrors { () throws(StoreError) in try engine.store.exportFleetGroupKey(group.name) }
+    }
+
+    /// Joins fleet group `group` with the key file another machine exported, after checking it against
+    /// etcd's registration; its items are then read from etcd.
+    public func joinFleetGroup(_ group: AccessGroup, keyFile: [UInt8], settings: FleetSettings) throws(VaultError) {
+        do throws(StoreError) {
+            try engine.store.joinFleetGroup(group.name, keyFile: keyFile, settings: settings)
+        } catch  where error.code == .vaultAlreadyExists {
+            throw VaultError(.duplicateItem, error.message, cause: error)
+        } catch {
+            throw VaultError(error)
+        }
+    }
+}

@@ -1,0 +1,233 @@
+import VaultCrypto
+import VaultSystem
+
+/// Fleet groups (format 2): a group whose items also live in a replica every machine shares (etcd),
+/// reached through the `GroupReplica` that `fleetReplicas` makes. The directory is the replica's cache:
+/// the same item-file bytes, refreshed under the group's lock before a transaction and before a read
+/// when the last refresh is more than a second old; every write and delete goes to the replica first
+/// (compare-and-swap on what the last refresh saw), then to the cache.
+extension VaultStore {
+    static let fleetCheckDomain = KeyDerivation.Domain("vault.fchk.v2")
+
+    /// The replica of `group`, or nil for a group that is not a fleet group.
+    func replica(for group: GroupName) throws(StoreError) -> GroupReplica? {
+        if formatVersion < 2 { return nil }
+        if let known = state.withLock({ $0.replicas[group] }) { return known }
+        guard let directory = try groupDirectory(group, create: false) else { return nil }
+        let settingsPath = groupPath(group) / FleetSettings.fileName
+        guard
+            let bytes = try SmallFile.readIfPresent(
+                FleetSettings.fileName, in: directory, path: settingsPath, limit: 64 * 1024)
+        else {
+            state.withLock { $0.replicas[group] = .some(nil) }
+            return nil
+        }
+        guard let settings = FleetSettings.decode(String(decoding: bytes, as: UTF8.self)) else {
+            throw StoreError(
+                .integrity, "\(settingsPath) is not a fleet group's settings file", path: settingsPath.string)
+        }
+        guard let file = try loadGroupKeyFile(group), file.isFleet else {
+            throw StoreError(
+                .integrity, "\(settingsPath) is there but group \(group)'s group.key is not a fleet group's",
+                path: settingsPath.string)
+        }
+        let replica = try Self.makeReplica(FleetGroupIdentity(group: group, groupID: file.groupID, settings: settings))
+        state.withLock { $0.replicas[group] = .some(replica) }
+        return replica
+    }
+
+    /// Whether `group` is a fleet group (its directory has `fleet.conf`).
+    public func isFleetGroup(_ group: GroupName) -> Bool {
+        guard formatVersion >= 2 else { return false }
+        if let known = state.withLock({ $0.replicas[group] }) { return known != nil }
+        guard let directory = try? groupDirectory(group, create: false) else { return false }
+        return (try? directory.statusAt(FleetSettings.fileName)) != nil
+    }
+
+    static func makeReplica(_ identity: FleetGroupIdentity) throws(StoreError) -> GroupReplica {
+        guard let make = fleetReplicas.withLock({ $0 }) else {
+            throw StoreError(
+                .cryptoUnavailable,
+                "group \(identity.group) is a fleet group (its items are in etcd), and this program has no etcd "
+                    + "client: link VaultFleet and call VaultFleet.install() (the vault CLI cannot use fleet groups "
+                    + "yet)")
+        }
+        return try make(identity)
+    }
+
+    /// Refreshes fleet group `group`'s cache now (under its lock, which the caller holds).
+    func refreshReplica(_ group: GroupName) throws(StoreError) {
+        guard let replica = try replica(for: group) else { return }
+        try replica.refresh(ReplicaCache(store: self, group: group))
+        let now = ContinuousClock.now
+        state.withLock { $0.replicaRefreshed[group] = now }
+    }
+
+    /// Before a read of `group` outside a transaction: a fleet group's cache is checked against the
+    /// replica (its keys and revisions, one linearizable read) and refreshed under the group's lock
+    /// when they differ. With the replica out of reach, the read is served from the cache.
+    func refreshReplicaIfStale(_ group: GroupName) throws(StoreError) {
+        guard formatVersion >= 2, state.withLock({ !$0.inTransaction }), let replica = try replica(for: group) else {
+            return
+        }
+        do throws(StoreError) {
+            if state.withLock({ $0.replicaRefreshed[group] }) != nil, try replica.isCurrent() { return }
+            try withWriteLock(groups: [group]) { (_) throws(StoreError) in }
+        } catch  where error.code == .unavailable {
+            // Served from the cache as of the last refresh (`replicaRefreshed`).
+        }
+    }
+
+    /// The check value of a fleet group's key that its registration holds: a keyed hash of the group
+    /// id under a key derived from its index key (the key itself never leaves the machine).
+    static func fleetCheck(_ file: GroupKeyFile) throws(StoreError) -> [UInt8] {
+        do {
+            return try KeyDerivation.keyedHash(file.groupID, key: file.secrets.indexKey, domain: fleetCheckDomain)
+        } catch {
+            throw StoreError.crypto(error, "cannot compute the check value of a fleet group's key")
+        }
+    }
+
+    /// Makes fleet group `group` (private to the owner): a new key, registered with the replica that
+    /// `settings` names, then its directory with `fleet.conf`, `group.key` and `.lock`.
+    public func createFleetGroup(_ group: GroupName, settings: FleetSettings) throws(StoreError) {
+        guard formatVersion >= 2 else {
+            throw StoreError(
+                .unsupportedFormat, "fleet groups need a format-2 vault (`vault upgrade` converts the vault at \(path))"
+            )
+        }
+        let classKeys = try ownerClassKeys("create a group")
+        let file = GroupKeyFile(
+            groupID: try Self.randomFleetGroupID(), isShared: false, secrets: try GroupSecrets.random(), isFleet: true)
+        try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in
+            try requireCurrentKeys()
+            if try groupDirectory(group, create: false) != nil {
+                throw StoreError(
+                    .vaultAlreadyExists, "group \(group) already exists in the vault at \(path); nothing was changed",
+                    path: groupPath(group).string)
+            }
+            let replica = try Self.makeReplica(
+                FleetGroupIdentity(group: group, groupID: file.groupID, settings: settings))
+            try replica.register(check: try Self.fleetCheck(file))
+            try installFleetGroup(group, file: file, settings: settings, classKeys: classKeys)
+        }
+    }
+
+    /// Joins fleet group `group` that another machine made: `keyFile` is what `exportFleetGroupKey`
+    /// wrote there; checked against the replica's registration, then the directory is made and filled
+    /// from the replica.
+    public func joinFleetGroup(_ group: GroupName, keyFile: [UInt8], settings: FleetSettings) throws(StoreError) {
+        guard formatVersion >= 2 else {
+            throw StoreError(
+                .unsupportedFormat, "fleet groups need a format-2 vault (`vault upgrade` converts the vault at \(path))"
+            )
+        }
+        let classKeys = try ownerClassKeys("join a group")
+        let given = try GroupKeyFile.decodeAsMember(keyFile, group: group, vaultID: [], path: "the key file")
+        guard given.isFleet else {
+            throw StoreError(.invalidName, "the key file is not a fleet group's key (exported for group \(group)?)")
+        }
+        let file = GroupKeyFile(groupID: given.groupID, isShared: false, secrets: given.secrets, isFleet: true)
+        try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in
+            try requireCurrentKeys()
+            if try groupDirectory(group, create: false) != nil {
+                throw StoreError(
+                    .vaultAlreadyExists, "group \(group) already exists in the vault at \(path); nothing was changed",
+                    path: groupPath(group).string)
+            }
+            let replica = try Self.makeReplica(
+                FleetGroupIdentity(group: group, groupID: file.groupID, settings: settings))
+            try replica.verifyRegistration(check: try Self.fleetCheck(file))
+            try installFleetGroup(group, file: file, settings: settings, classKeys: classKeys)
+        }
+        try withWriteLock(groups: [group]) { (_) throws(StoreError) in }
+    }
+
+    /// Fleet group `group`'s key as a file for other machines (its members' form: the keys in the
+    /// clear with their MAC, bound to the group's name only). Secret: whoever holds it reads the group.
+    public func exportFleetGroupKey(_ group: GroupName) throws(StoreError) -> SecureBytes {
+        _ = try ownerClassKeys("export a group's key")
+        guard let file = try loadGroupKeyFile(group), file.isFleet else {
+            throw StoreError(.invalidName, "group \(group) is not a fleet group", path: groupPath(group).string)
+        }
+        let portable = GroupKeyFile(groupID: file.groupID, isShared: true, secrets: file.secrets, isFleet: true)
+        let sealKey: SymmetricKey
+        do {
+            sealKey = try SymmetricKey.random()
+        } catch {
+            throw StoreError.crypto(error, "cannot export the key of group \(group)")
+        }
+        return try portable.encoded(group: group, vaultID: [], sealKey: sealKey)
+    }
+
+    private func installFleetGroup(
+        _ group: GroupName, file: GroupKeyFile, settings: FleetSettings, classKeys: ClassKeys
+    ) throws(StoreError) {
+        guard let directory = try groupDirectory(group, create: true) else {
+            throw StoreError(.io, "the group directory \(groupPath(group)) disappeared while it was being made")
+        }
+        try AtomicFile.replace(
+            FleetSettings.fileName, contents: .plain(Array(settings.encoded().utf8)), in: directory,
+            directoryPath: groupPath(group))
+        do {
+            let lock = try directory.openAt(
+                Self.lockFileName, [.readWrite, .create, .nonBlocking], permissions: .ownerReadWrite)
+            WriterMark.idle.write(to: lock)
+            try? lock.close()
+        } catch {
+            throw StoreError.system(error, .open, "create the lock file", path: groupPath(group) / Self.lockFileName)
+        }
+        try writeGroupKeyFile(file, group: group, in: directory, classKeys: classKeys)
+        state.withLock {
+            _ = $0.groupKeys.removeValue(forKey: group)
+            _ = $0.replicas.removeValue(forKey: group)
+        }
+    }
+
+    private static func randomFleetGroupID() throws(StoreError) -> [UInt8] {
+        do {
+            return try SecureRandom.bytes(count: GroupKeyFile.groupIDByteCount)
+        } catch {
+            throw StoreError.crypto(error, "cannot make a group id")
+        }
+    }
+
+    /// Runs a replica's write; a `conflict` is noted for `withWriteLock`, which then runs the whole
+    /// transaction again on a fresh cache.
+    func noticingConflicts(_ body: () throws(StoreError) -> Void) throws(StoreError) {
+        do {
+            try body()
+        } catch  where error.code == .conflict {
+            state.withLock { $0.replicaConflict = true }
+            throw error
+        }
+    }
+
+    // MARK: The cache, for the replica
+
+    /// The cached file of `item`, or nil.
+    func cachedItemFile(_ item: ItemLocation) throws(StoreError) -> [UInt8]? {
+        guard let directory = try groupDirectory(item.group, create: false) else { return nil }
+        return try SmallFile.readIfPresent(
+            item.id.fileName, in: directory, path: itemPath(item), limit: ItemFile.maximumFileByteCount)
+    }
+
+    /// Caches `contents` as `item`'s file once it opens as that item under the group's keys.
+    func cacheItemFile(_ contents: [UInt8], as item: ItemLocation) throws(StoreError) {
+        let path = itemPath(item)
+        let header = try ItemFile.header(of: contents, expected: itemFormatVersion, path: path)
+        let (key, keys) = try encryptionKey(header.protectionClass, for: item, generation: header.generation)
+        _ = try ItemFile.open(contents, header: header, key: key, binding: keys.binding, location: item, path: path)
+        let directory = try existingGroupDirectory(item.group)
+        try ItemWrite(contents: contents, name: item.id.fileName, record: nil, durable: true, reusingSpare: false)
+            .run(in: directory, directoryPath: groupPath(item.group))
+    }
+
+    /// Removes `item`'s cached file and its generation record.
+    func uncacheItemFile(_ item: ItemLocation) throws(StoreError) {
+        guard let directory = try groupDirectory(item.group, create: false) else { return }
+        _ = try AtomicFile.remove(
+            item.id.fileName, in: directory, directoryPath: groupPath(item.group),
+            alsoRemove: GenerationRecord.name(item.id))
+    }
+}
