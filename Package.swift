@@ -76,6 +76,7 @@ let package = Package(
             name: "VaultEtcdTests",
             dependencies: [
                 "VaultEtcd", "VaultFleet", "Vault", "VaultStore", "VaultCrypto", "VaultSystem", "VaultTestSupport",
+                "vault-security-peer",
             ]),
         .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"], exclude: ["Vectors", "Regressions"]),
         .testTarget(
@@ -107,7 +108,7 @@ let package = Package(
             path: "Sources/VaultBench"),
 
         // Apple's Security framework names over the vault, so that keychain code written for iOS builds on Linux.
-        .target(name: "Security", dependencies: ["Vault"]),
+        .target(name: "Security", dependencies: ["Vault", "VaultFleet"]),
         // Keychain code written exactly as on iOS (only Foundation and Security); CI runs it.
         .executableTarget(name: "SecurityExample", dependencies: ["Security"]),
         // Reads one item through `Security` as a service would (scripts/test-service-recipe).

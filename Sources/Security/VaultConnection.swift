@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Vault
+import VaultFleet
 
 /// Which vault the SecItem functions use, and as which client: resolved from the environment, one
 /// cached handle per process, re-resolved when the environment that chose it changes.
@@ -50,6 +51,8 @@ enum VaultConnection {
             let client = try Client.fromEnvironment(
                 environment, fallbackApplicationIdentifier: fallbackApplicationIdentifier())
             let directory = environment["VAULT_DIR"].flatMap { $0.isEmpty ? nil : $0 }
+            // Fleet groups (their items in etcd) work through SecItem as any other group.
+            VaultFleet.install()
             let vault: Vault
             do throws(VaultError) {
                 vault = try Vault.open(

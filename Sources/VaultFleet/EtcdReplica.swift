@@ -153,7 +153,18 @@ final class EtcdReplica: GroupReplica {
         seen.withLock { $0 = revisions }
     }
 
+    /// The largest item file a fleet group takes: etcd refuses requests over 1.5 MiB by default
+    /// (`--max-request-bytes`), and a put's JSON carries the file in base64 (4/3 of its size).
+    static let maximumItemFileByteCount = 1_048_576
+
     func write(_ id: ItemID, contents: [UInt8]) throws(StoreError) {
+        guard contents.count <= Self.maximumItemFileByteCount else {
+            throw StoreError(
+                .invalidName,
+                "fleet group \(identity.group): the item's file would be \(contents.count) bytes; a fleet group's "
+                    + "items are at most \(Self.maximumItemFileByteCount) bytes encrypted and padded (etcd refuses "
+                    + "larger requests), about 1 MB of secret; nothing was changed")
+        }
         let key = itemKey(id)
         let compare: EtcdCompare =
             seen.withLock({ $0[id.rawValue] }).map { .modRevision(key: key, equals: $0) }

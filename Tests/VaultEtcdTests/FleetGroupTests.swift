@@ -117,6 +117,59 @@ import VaultTestSupport
         }
     }
 
+    /// The `Security` module (a separate process, as a service written for Apple platforms) reads and
+    /// writes a fleet group like any other: SecItemCopyMatching of an item the other host put, and a
+    /// SecItemUpdate the other host then reads.
+    @Test func theSecurityModuleUsesAFleetGroup() throws {
+        try withTwoHosts { a, b, _ in
+            try a.set(Data("from a".utf8), for: try key("web"))
+            let peer = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+                .appendingPathComponent("vault-security-peer").path
+            func run(_ arguments: [String], input: String = "") throws -> (status: Int32, output: String) {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: peer)
+                process.arguments = arguments
+                process.environment = [
+                    "VAULT_DIR": b.path, "VAULT_APP_ID": "svc", "VAULT_ACCESS_GROUPS": group.rawValue,
+                    "PATH": "/usr/bin:/bin", "HOME": "/nonexistent",
+                ]
+                let inputPath = NSTemporaryDirectory() + "/fleet-peer-in-\(UUID().uuidString)"
+                let outputPath = inputPath + ".out"
+                try Data(input.utf8).write(to: URL(fileURLWithPath: inputPath))
+                FileManager.default.createFile(atPath: outputPath, contents: nil)
+                defer {
+                    try? FileManager.default.removeItem(atPath: inputPath)
+                    try? FileManager.default.removeItem(atPath: outputPath)
+                }
+                process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: inputPath))
+                process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
+                try process.run()
+                process.waitUntilExit()
+                let output = String(decoding: FileManager.default.contents(atPath: outputPath) ?? Data(), as: UTF8.self)
+                return (process.terminationStatus, output)
+            }
+            let got = try run(["get", "web", "app", group.rawValue])
+            #expect(got.status == 0 && got.output == "from a", "\(got)")
+            #expect(try run(["put", "web", "app", group.rawValue], input: "from b's SecItemUpdate").status == 0)
+            #expect(try a.data(for: try key("web")) == Data("from b's SecItemUpdate".utf8))
+        }
+    }
+
+    @Test func anItemTooLargeForEtcdIsRefusedClearly() throws {
+        try withTwoHosts { a, b, _ in
+            let error = #expect(throws: VaultError.self) {
+                try a.set(Data(repeating: 7, count: 1_100_000), for: try key("big"))
+            }
+            #expect(error?.status == .param, "\(String(describing: error))")
+            #expect(error?.message.contains("at most 1048576 bytes") == true, "\(String(describing: error))")
+            let stored = try b.data(for: try key("big"))
+            #expect(stored == nil)
+            // Below the limit is fine.
+            try a.set(Data(repeating: 7, count: 500_000), for: try key("big"))
+            #expect(try b.data(for: try key("big"))?.count == 500_000)
+        }
+    }
+
     /// With etcd out of reach (the second host's settings name an endpoint with no listener), reads
     /// are served from the cache, writes fail as not available and change nothing anywhere.
     @Test func withEtcdOutOfReachReadsComeFromTheCacheAndWritesChangeNothing() throws {
