@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "Vault", targets: ["Vault"]),
         .library(name: "VaultCLI", targets: ["VaultCLI"]),
         .executable(name: "vault", targets: ["vault"]),
+        .executable(name: "vault-fleet", targets: ["vault-fleet"]),
         // Apple's SecItem API (names, constants, statuses) over the vault.
         .library(name: "Security", targets: ["Security"]),
     ],
@@ -57,6 +58,10 @@ let package = Package(
                 .linkedLibrary("_FoundationCShims", .when(configuration: .release)),
                 .linkedLibrary("_FoundationCollections", .when(configuration: .release)),
             ]),
+        // The same tool with an etcd client, dynamically linked: `vault` hands fleet-group commands to it.
+        .executableTarget(
+            name: "vault-fleet", dependencies: ["VaultCLI", "VaultFleet", "VaultSystem"], path: "Sources/VaultFleetMain"
+        ),
         // A process for the multi-process tests to spawn.
         .executableTarget(
             name: "vault-test-helper", dependencies: ["Vault", "VaultCrypto", "VaultSystem"],
@@ -76,7 +81,7 @@ let package = Package(
             name: "VaultEtcdTests",
             dependencies: [
                 "VaultEtcd", "VaultFleet", "Vault", "VaultStore", "VaultCrypto", "VaultSystem", "VaultTestSupport",
-                "vault-security-peer",
+                "vault-security-peer", "vault", "vault-fleet",
             ]),
         .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"], exclude: ["Vectors", "Regressions"]),
         .testTarget(

@@ -23,6 +23,33 @@ extension Vault {
         try translatingStoreErrors { () throws(StoreError) in try engine.store.exportFleetGroupKey(group.name) }
     }
 
+    /// Writes fleet group `group`'s key to the new file `path` (0600, never over an existing file).
+    public func exportFleetGroupKey(_ group: AccessGroup, to path: String) throws(VaultError) {
+        do throws(StoreError) {
+            try engine.store.exportFleetGroupKey(group.name, to: path)
+        } catch  where error.code == .vaultAlreadyExists {
+            throw VaultError(.duplicateItem, error.message, cause: error)
+        } catch {
+            throw VaultError(error)
+        }
+    }
+
+    /// Joins fleet group `group` with the key file at `path` (see `joinFleetGroup(_:keyFile:settings:)`).
+    public func joinFleetGroup(_ group: AccessGroup, keyFileAt path: String, settings: FleetSettings)
+        throws(VaultError)
+    {
+        let bytes = try translatingStoreErrors { () throws(StoreError) in try VaultStore.readFleetKeyFile(path) }
+        try joinFleetGroup(group, keyFile: bytes, settings: settings)
+    }
+
+    /// Whether this process can use fleet groups (`VaultFleet.install()` ran).
+    public static var hasFleetSupport: Bool { VaultStore.hasFleetSupport }
+
+    /// Whether `group` of the vault at `path` is a fleet group (one `stat`, the vault not opened).
+    public static func isFleetGroup(vaultPath path: String, group: AccessGroup) -> Bool {
+        VaultStore.isFleetGroup(vaultPath: path, group: group.name)
+    }
+
     /// Joins fleet group `group` with the key file another machine exported, after checking it against
     /// etcd's registration; its items are then read from etcd.
     public func joinFleetGroup(_ group: AccessGroup, keyFile: [UInt8], settings: FleetSettings) throws(VaultError) {

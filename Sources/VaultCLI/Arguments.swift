@@ -216,6 +216,10 @@ public enum Command: Sendable, Hashable {
     /// `vault group rm`.
     case groupRemove(GroupRemoveCommand)
     case groupRotate(GroupRotateCommand)
+    /// `vault group export-key NAME FILE`.
+    case groupExportKey(GroupExportKeyCommand)
+    /// `vault group join NAME --etcd … --group-key FILE`.
+    case groupJoin(GroupJoinCommand)
     /// `vault check`.
     case check(CheckCommand)
     /// `vault completion bash`.

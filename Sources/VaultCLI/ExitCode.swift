@@ -21,6 +21,9 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     case io = 7
     /// There is no vault at the path.
     case noVault = 8
+    /// Not available now: a fleet group's etcd cannot be reached or has no quorum (nothing was changed),
+    /// or what the command needs is not there (the crypto library, `vault-fleet`).
+    case notAvailable = 9
 
     /// The exit status for a vault status.
     public init(_ status: VaultStatus) {
@@ -33,7 +36,8 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
         case .interactionNotAllowed: self = .locked
         case .decode: self = .integrity
         case .noSuchVault: self = .noVault
-        default: self = .io  // errSecIO, errSecAllocate, errSecNotAvailable, errSecUnimplemented
+        case .notAvailable: self = .notAvailable
+        default: self = .io  // errSecIO, errSecAllocate, errSecUnimplemented
         }
     }
 }

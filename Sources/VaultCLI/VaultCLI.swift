@@ -20,7 +20,7 @@ public enum VaultCLI {
         }
         return run(
             Array(arguments.dropFirst()), environment: environment, input: .standardInput, output: .standardOutput,
-            errors: .standardError)
+            errors: .standardError, programArguments: arguments)
     }
 
     /// Reports that argument `index` of the command line is not valid UTF-8 (a usage error): names are
@@ -34,7 +34,7 @@ public enum VaultCLI {
     /// Runs the tool with `arguments` (without the program name) on the given streams.
     static func run(
         _ arguments: [String], environment: [String: String], input: FileDescriptor, output: FileDescriptor,
-        errors: FileDescriptor
+        errors: FileDescriptor, programArguments: [String]? = nil
     ) -> Int32 {
         let invocation: Invocation
         do {
@@ -46,6 +46,11 @@ public enum VaultCLI {
         }
         var context = Context(
             global: invocation.global, environment: environment, input: input, output: output, errors: errors)
+        // Fleet groups need an etcd client, which this static executable has not: `vault-fleet` does the
+        // command, before anything is read or opened here.
+        if let programArguments, let status = FleetHandoff.handOff(invocation.command, programArguments, in: context) {
+            return status
+        }
         do {
             if let owner = try VaultOwner.actAsOwner(for: invocation.command, in: context) {
                 var global = invocation.global
@@ -85,6 +90,8 @@ public enum VaultCLI {
         case .groupList(let command): try command.run(in: context)
         case .groupRemove(let command): try command.run(in: context)
         case .groupRotate(let command): try command.run(in: context)
+        case .groupExportKey(let command): try command.run(in: context)
+        case .groupJoin(let command): try command.run(in: context)
         case .check(let command): try command.run(in: context)
         case .completion(let command): try command.run(in: context)
         case .passwd(let command): try command.run(in: context)

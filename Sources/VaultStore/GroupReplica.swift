@@ -4,7 +4,7 @@ import VaultSystem
 
 /// Where a fleet group's items live besides its directory, and how to reach it: what
 /// `groups/<group>/fleet.conf` holds (`name=value` lines: paths and names, never a secret).
-public struct FleetSettings: Sendable, Equatable {
+public struct FleetSettings: Sendable, Hashable {
     /// etcd client endpoints, `http(s)://HOST:PORT`.
     public var endpoints: [String]
     /// A CA certificate file to verify the members with.

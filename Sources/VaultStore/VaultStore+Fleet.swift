@@ -160,6 +160,40 @@ extension VaultStore {
         return try portable.encoded(group: group, vaultID: [], sealKey: sealKey)
     }
 
+    /// Writes `exportFleetGroupKey(group)` to the new file `path` (0600, created exclusively and
+    /// durably; an existing file is never written over).
+    public func exportFleetGroupKey(_ group: GroupName, to path: String) throws(StoreError) {
+        let bytes = try exportFleetGroupKey(group)
+        let file = FilePath(path)
+        let directory = try VaultDirectory.openOutside(file.parent, verb: "open the directory of the key file")
+        defer { try? directory.close() }
+        do {
+            try AtomicFile.createExclusively(
+                file.lastComponent, contents: .secret(bytes), in: directory, directoryPath: file.parent)
+        } catch  where error.errno == .fileExists {
+            throw StoreError(
+                .vaultAlreadyExists, "\(path) already exists; a key file is never written over", path: path)
+        }
+    }
+
+    /// The bytes of a key file that `exportFleetGroupKey(_:to:)` wrote, for `joinFleetGroup`.
+    public static func readFleetKeyFile(_ path: String) throws(StoreError) -> [UInt8] {
+        let file = FilePath(path)
+        let directory = try VaultDirectory.openOutside(file.parent, verb: "open the directory of the key file")
+        defer { try? directory.close() }
+        return try SmallFile.read(file.lastComponent, in: directory, path: file, limit: GroupKeyFile.maximumByteCount)
+    }
+
+    /// Whether group directory `group` of the vault at `vaultPath` is a fleet group's (it has
+    /// `fleet.conf`): one `stat`, before the vault is opened.
+    public static func isFleetGroup(vaultPath: String, group: GroupName) -> Bool {
+        let path = FilePath(vaultPath) / groupsDirectoryName / group.rawValue / FleetSettings.fileName
+        return (try? FileDescriptor.currentWorkingDirectory.statusAt(path.string)) != nil
+    }
+
+    /// Whether this process can use fleet groups (a replica maker is installed).
+    public static var hasFleetSupport: Bool { fleetReplicas.withLock { $0 != nil } }
+
     private func installFleetGroup(
         _ group: GroupName, file: GroupKeyFile, settings: FleetSettings, classKeys: ClassKeys
     ) throws(StoreError) {

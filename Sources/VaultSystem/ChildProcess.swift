@@ -12,6 +12,15 @@ public enum ChildProcess {
         public let peakResidentKilobytes: Int
     }
 
+    /// Replaces this process with `executable` (`execv`), `arguments` its whole argv (argv[0] first),
+    /// the environment and descriptors kept; returns only on failure, with the reason.
+    public static func replaceProcess(with executable: String, arguments: [String]) -> Errno {
+        let argv = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        execv(executable, argv)
+        return Errno(rawValue: errno)
+    }
+
     /// Starts `executable` with `arguments` (not including argv[0]) and `environment` ("NAME=value"
     /// entries; nil keeps this process's), waits for it, and returns its status and peak memory.
     public static func run(

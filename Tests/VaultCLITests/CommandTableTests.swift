@@ -25,7 +25,7 @@ import Testing
             for status in Self.table.exitStatuses {
                 #expect(lines.contains("  \(status.code.rawValue)  \(status.meaning)"), "\(status.code)")
             }
-            #expect(Self.table.exitStatuses.map(\.code.rawValue) == Array(0...8))
+            #expect(Self.table.exitStatuses.map(\.code.rawValue) == Array(0...9))
         }
     }
 
@@ -92,13 +92,14 @@ import Testing
         let scope = table.scopeOptions.map(\.name)
         #expect(Set(["vault", "app", "group", "key-file"]).isSubset(of: scope) && !scope.contains("passphrase-fd"))
         #expect(Set(table.commands.map(\.name)).count == table.commands.count)
-        #expect(table.command("group")?.subcommands.map(\.name) == ["create", "ls", "rm", "rotate"])
+        #expect(
+            table.command("group")?.subcommands.map(\.name) == ["create", "ls", "rm", "rotate", "export-key", "join"])
         #expect(table.command("group")?.options == [] && table.command("group")?.operands == [])
         #expect(table.command("group")?.subcommand("create")?.operands == [OperandSpec("NAME")])
         #expect(table.command("init")?.options.first { $0.name == "format" }?.valueKind == .choice(["1", "2"]))
         #expect(
             table.commandLines.map(\.words).filter { $0.hasPrefix("group") && $0 != "groups" } == [
-                "group", "group create", "group ls", "group rm", "group rotate",
+                "group", "group create", "group ls", "group rm", "group rotate", "group export-key", "group join",
             ])
     }
 

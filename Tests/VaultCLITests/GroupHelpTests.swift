@@ -30,17 +30,20 @@ extension GroupCommandTests {
             #expect(help.status == 0)
             #expect(
                 help.text.hasPrefix(
-                    "usage: vault group create NAME [--unix-group UNIXGROUP]\n       vault group ls [--json]\n"
+                    "usage: vault group create NAME [--unix-group UNIXGROUP | --etcd URL[,URL…] [etcd options]]\n"
+                        + "       vault group ls [--json]\n"
                         + "       vault group rm NAME [--force]\n"))
             for line in [
-                "  create  make an access group, private or shared with a Unix group",
-                "  ls      list the access groups, shared or private, with their items",
-                "  rm      remove an access group",
+                "  create      make an access group, private or shared with a Unix group",
+                "  ls          list the access groups, shared or private, with their items",
+                "  rm          remove an access group",
             ] {
                 #expect(help.text.contains("\n" + line + "\n"), "\(line)")
             }
             let create = try scratch.run(["help", "group", "create"], vaultOption: false)
-            #expect(create.text.hasPrefix("usage: vault group create NAME [--unix-group UNIXGROUP]\n"))
+            #expect(
+                create.text.hasPrefix(
+                    "usage: vault group create NAME [--unix-group UNIXGROUP | --etcd URL[,URL…] [etcd options]]\n"))
             #expect(create.text.contains("--unix-group UNIXGROUP"))
             #expect(try scratch.run(["group", "rm", "--help"], vaultOption: false).text.contains("--force"))
         }
@@ -49,7 +52,9 @@ extension GroupCommandTests {
     @Test func theManualPageOfGroupHasASectionPerSubcommand() throws {
         let page = ManualPages.command(try #require(ArgumentParser.commandTable.command("group")))
         #expect(
-            page.contains(".SH SUBCOMMANDS\n.SS create\n.nf\nvault group create NAME [\\-\\-unix\\-group UNIXGROUP]\n"))
+            page.contains(
+                ".SH SUBCOMMANDS\n.SS create\n.nf\nvault group create NAME [\\-\\-unix\\-group UNIXGROUP | \\-\\-etcd ")
+        )
         #expect(page.contains(".SS ls\n") && page.contains(".SS rm\n"))
         #expect(page.contains("\\fB\\-\\-unix\\-group\\fR \\fIUNIXGROUP\\fR") && page.contains("\\fB\\-\\-force\\fR"))
     }
@@ -61,7 +66,10 @@ extension GroupCommandTests {
         try withScratch { scratch in
             let completion = try CompletionScratch(shell, scratch: scratch)
             let group = try #require(ArgumentParser.commandTable.command("group"))
-            #expect(try completion.complete(["vault", "group", ""]) == ["create", "ls", "rm", "rotate"])
+            #expect(
+                try completion.complete(["vault", "group", ""]) == [
+                    "create", "export-key", "join", "ls", "rm", "rotate",
+                ])
             #expect(try completion.complete(["vault", "--vault", scratch.vault, "group", "r"]) == ["rm", "rotate"])
             let create = try #require(group.subcommand("create"))
             #expect(try completion.complete(["vault", "group", "create", "-"]) == CompletionTests.optionWords(create))

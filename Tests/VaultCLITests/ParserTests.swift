@@ -210,7 +210,7 @@ import VaultTestSupport
         #expect(ExitCode(.interactionNotAllowed).rawValue == 5)
         #expect(ExitCode(.decode).rawValue == 6)
         #expect(ExitCode(.io).rawValue == 7)
-        #expect(ExitCode(.notAvailable).rawValue == 7)
+        #expect(ExitCode(.notAvailable).rawValue == 9)
         #expect(ExitCode(.noSuchVault).rawValue == 8)
     }
 

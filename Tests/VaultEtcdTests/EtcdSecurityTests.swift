@@ -168,7 +168,7 @@ import VaultSystem
     @Test func writesGoOnWhenAMemberIsKilledAndFailCleanlyWithoutQuorum() throws {
         let pid = Int(ProcessInfo.processInfo.processIdentifier)
         let state = "/dev/shm/vault-etcd-faults-\(pid)"
-        let base = 36000 + pid % 200 * 20
+        let base = 41000 + pid % 200 * 20
         let status = try EtcdSecurityTests.cluster(["start", state], ["VAULT_ETCD_BASE_PORT": String(base)])
         defer { _ = try? EtcdSecurityTests.cluster(["stop", state]) }
         try #require(status == 0)
@@ -203,6 +203,19 @@ import VaultSystem
         // Two of three gone (one killed, one stopped): no quorum. A write fails within its time limit and
         // changes nothing; a serializable read still answers from the member left.
         try EtcdSecurityTests.cluster(["pause", "2", state])
+        // Members 1 and 2 must not answer now (a serializable read needs no leader): checked, and the
+        // signals sent again once if one still does, so that a slow machine cannot fake quorum loss.
+        func answers(_ endpoint: String) -> Bool {
+            guard var probe = try? EtcdClient.Configuration(endpoints: [endpoint]) else { return false }
+            probe.requestTimeoutMilliseconds = 300
+            return (try? EtcdClient(probe).range(prefix, serializable: true)) != nil
+        }
+        for _ in 0..<2 where answers(endpoints[0]) || answers(endpoints[1]) {
+            try EtcdSecurityTests.cluster(["kill", "1", state])
+            try EtcdSecurityTests.cluster(["pause", "2", state])
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        #expect(!answers(endpoints[0]) && !answers(endpoints[1]), "members 1 and 2 still answer")
         let started = Date()
         let noQuorum = #expect(throws: EtcdError.self) { try etcd.put(prefix + Array("no-quorum".utf8), [1]) }
         #expect(noQuorum?.code == .unavailable || noQuorum?.code == .outcomeUnknown, "\(String(describing: noQuorum))")

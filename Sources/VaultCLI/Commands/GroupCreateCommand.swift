@@ -8,10 +8,12 @@ public struct GroupCreateCommand: Sendable, Hashable {
     public var group: AccessGroup
     /// `--unix-group`: the Unix group to share it with, as given (a name or a numeric gid).
     public var unixGroup: String?
+    /// `--etcd …`: a fleet group, its items in this etcd cluster.
+    public var fleet: FleetSettings?
 
     static let info = CommandInfo(
         name: "create",
-        synopsis: "vault group create NAME [--unix-group UNIXGROUP]",
+        synopsis: "vault group create NAME [--unix-group UNIXGROUP | --etcd URL[,URL…] [etcd options]]",
         summary: "make an access group, private or shared with a Unix group",
         details: """
             Makes access group NAME in a format-2 vault: private to the vault's owner, or with
@@ -22,19 +24,30 @@ public struct GroupCreateCommand: Sendable, Hashable {
             group (root on another user's vault acts as that user). Members reach the group through the
             vault directory and groups/, which become 0711. Says on standard error what it made, and
             how members use it. An existing group is exit status 3; a format-1 vault is refused (its
-            groups share one key: `vault init --format 2` makes a new vault).
+            groups share one key: `vault init --format 2` makes a new vault). With --etcd, NAME is a fleet
+            group: its items live in that etcd cluster, encrypted here (etcd sees ciphertext and hashed
+            ids only), and every machine that joins it (`vault group export-key`, then `vault group join`
+            there) reads and writes the same items. A fleet group is private to the vault's owner;
+            …ThisDeviceOnly items cannot go into it. Fleet commands run in `vault-fleet`, the
+            dynamically linked companion of this static executable, which `vault` starts by itself.
             """,
         options: [
             .value(
                 "unix-group", "UNIXGROUP",
                 "share the group with the members of this Unix group (an /etc/group name or a numeric gid)")
-        ],
+        ] + FleetOptions.specs,
         operands: [OperandSpec("NAME")],
         make: { parsed throws(UsageError) in
-            .groupCreate(
+            let fleet = try FleetOptions.settings(parsed, command: "group create")
+            if fleet != nil, parsed.value("unix-group") != nil {
+                throw UsageError(
+                    "a fleet group (--etcd) is private to the vault's owner in this build: no --unix-group",
+                    command: "group create")
+            }
+            return .groupCreate(
                 GroupCreateCommand(
                     group: try GroupCommand.group(parsed, command: "group create"),
-                    unixGroup: parsed.value("unix-group")))
+                    unixGroup: parsed.value("unix-group"), fleet: fleet))
         })
 
     func run(in context: Context) throws(CLIError) {
@@ -48,6 +61,17 @@ public struct GroupCreateCommand: Sendable, Hashable {
             }
         }
         let vault = try context.openVault()
+        if let fleet {
+            do {
+                try vault.createFleetGroup(group, settings: fleet)
+            } catch {
+                throw GroupCommand.failure(error, command: "group create", vaultPath: vault.path)
+            }
+            context.writeError(
+                "vault: created fleet group \(group), its items in etcd at \(fleet.endpoints.joined(separator: ",")); "
+                    + "`vault group export-key \(group) FILE` gives other machines its key\n")
+            return
+        }
         if let shared, vault.formatVersion >= 2, !vault.isMember { try Self.checkMembership(shared, vault: vault) }
         do {
             try vault.createGroup(group, unixGroup: shared?.id)

@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+import VaultTestSupport
+
+/// Fleet groups through the `vault` CLI: the executable (without an etcd client) hands the fleet
+/// commands to `vault-fleet` beside it. Two vault directories stand for two hosts.
+@Suite(.serialized) struct FleetCommandTests {
+    static let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+
+    struct Outcome {
+        let status: Int32
+        let output: String
+        let errors: String
+    }
+
+    /// `vault arguments…` with `input` on standard input.
+    func vault(_ arguments: [String], input: String = "", environment: [String: String] = [:]) throws -> Outcome {
+        let process = Process()
+        process.executableURL = Self.binaries.appendingPathComponent("vault")
+        process.arguments = arguments
+        process.environment = ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"].merging(environment) { $1 }
+        let base = NSTemporaryDirectory() + "/fleet-cli-\(UUID().uuidString)"
+        try Data(input.utf8).write(to: URL(fileURLWithPath: base + ".in"))
+        for name in [".out", ".err"] { FileManager.default.createFile(atPath: base + name, contents: nil) }
+        defer { for name in [".in", ".out", ".err"] { try? FileManager.default.removeItem(atPath: base + name) } }
+        process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: base + ".in"))
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: base + ".out"))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: base + ".err"))
+        try process.run()
+        process.waitUntilExit()
+        func text(_ name: String) -> String {
+            String(decoding: FileManager.default.contents(atPath: base + name) ?? Data(), as: UTF8.self)
+        }
+        return Outcome(status: process.terminationStatus, output: text(".out"), errors: text(".err"))
+    }
+
+    @Test func aFleetGroupIsMadeExportedJoinedAndUsedFromTheCLI() throws {
+        let endpoints = try TestCluster.require().joined(separator: ",")
+        try withTemporaryVault("fleet-cli") { t in
+            let a = t.root + "/a"
+            let b = t.root + "/b"
+            let keyFile = t.root + "/fleet.key"
+            for path in [a, b] { #expect(try vault(["--vault", path, "init", "--format", "2"]).status == 0) }
+            let create = try vault(["--vault", a, "group", "create", "fleet", "--etcd", endpoints])
+            #expect(create.status == 0, "\(create.errors)")
+            #expect(create.errors.contains("created fleet group fleet"))
+            let export = try vault(["--vault", a, "group", "export-key", "fleet", keyFile])
+            #expect(export.status == 0, "\(export.errors)")
+            let mode = (try FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? NSNumber)?
+                .intValue
+            #expect(mode == 0o600)
+            #expect(
+                try vault(["--vault", a, "group", "export-key", "fleet", keyFile]).status == 3, "never over a file")
+            let join = try vault(["--vault", b, "group", "join", "fleet", "--etcd", endpoints, "--group-key", keyFile])
+            #expect(join.status == 0, "\(join.errors)")
+            #expect(
+                try vault(["--vault", a, "--group", "fleet", "put", "db", "app"], input: "fleet secret").status == 0)
+            let get = try vault(["--vault", b, "--group", "fleet", "get", "db", "app"])
+            #expect(get.status == 0 && get.output == "fleet secret", "\(get.errors)")
+            let listed = try vault(["--vault", b, "--group", "fleet", "ls"])
+            #expect(listed.status == 0 && listed.output.contains("db"), "\(listed.errors)")
+            #expect(try vault(["--vault", b, "--group", "fleet", "rm", "db", "app"]).status == 0)
+            #expect(try vault(["--vault", a, "--group", "fleet", "get", "db", "app"]).status == 1)
+            // A join with a key another group exported, or with no key, is refused.
+            #expect(try vault(["--vault", b, "group", "join", "other", "--etcd", endpoints]).status == 2)
+            // Without vault-fleet, a fleet command says what is missing: exit 9.
+            let missing = try vault(
+                ["--vault", b, "--group", "fleet", "get", "db", "app"],
+                environment: ["VAULT_FLEET_HELPER": t.root + "/no-such-vault-fleet"])
+            #expect(missing.status == 9 && missing.errors.contains("no-such-vault-fleet"), "\(missing.errors)")
+            // etcd out of reach: a put is exit 9 and changes nothing; a get answers from the cache.
+            #expect(try vault(["--vault", a, "--group", "fleet", "put", "db", "app"], input: "kept").status == 0)
+            #expect(try vault(["--vault", b, "--group", "fleet", "get", "db", "app"]).output == "kept")
+            try "endpoint=http://127.0.0.1:9\n".write(
+                toFile: b + "/groups/fleet/fleet.conf", atomically: true, encoding: .utf8)
+            let down = try vault(["--vault", b, "--group", "fleet", "put", "db", "app"], input: "lost?")
+            #expect(down.status == 9, "\(down.errors)")
+            #expect(try vault(["--vault", b, "--group", "fleet", "get", "db", "app"]).output == "kept")
+            #expect(try vault(["--vault", a, "--group", "fleet", "get", "db", "app"]).output == "kept")
+        }
+    }
+}
