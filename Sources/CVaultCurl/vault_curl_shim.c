@@ -95,6 +95,10 @@ int vcurl_post_json(void *handle, const char *url, const unsigned char *body, si
     if (options->ca_file) curl_easy_setopt(curl, CURLOPT_CAINFO, options->ca_file);
     if (options->certificate_file) curl_easy_setopt(curl, CURLOPT_SSLCERT, options->certificate_file);
     if (options->key_file) curl_easy_setopt(curl, CURLOPT_SSLKEY, options->key_file);
+    if (options->fresh_connection) {
+        curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
+        curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
+    }
 
     CURLcode code = curl_easy_perform(curl);
     response->curl_code = (int)code;

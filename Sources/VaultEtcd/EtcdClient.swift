@@ -50,6 +50,9 @@ public final class EtcdClient: Sendable {
         var transport: HTTPTransport?
         var preferred = 0
         var token: String?
+        /// The process that made `transport`: a forked child makes its own (it must never share the
+        /// parent's connection, where each could read the other's answers).
+        var processID: Int32 = 0
     }
 
     /// Where the cluster is and how to reach it.
@@ -121,6 +124,12 @@ public final class EtcdClient: Sendable {
             throw EtcdError(.invalidRequest, "cannot encode the request to \(path): \(error)")
         }
         return try state.withLock { (state) throws(EtcdError) -> [String: Any] in
+            let pid = getpid()
+            if state.processID != pid {
+                state.transport = nil
+                state.token = nil
+                state.processID = pid
+            }
             if state.transport == nil { state.transport = HTTPTransport() }
             guard let transport = state.transport else {
                 throw EtcdError(.unavailable, "libcurl cannot make a handle (out of memory?)")
@@ -140,7 +149,9 @@ public final class EtcdClient: Sendable {
                         continue
                     }
                 }
-                switch transport.post(endpoint + path, body: body, options: options(token: state.token)) {
+                var requestOptions = options(token: state.token)
+                requestOptions.freshConnection = !idempotent
+                switch transport.post(endpoint + path, body: body, options: requestOptions) {
                 case .failed(let failure):
                     guard idempotent || failure.neverSent else {
                         throw EtcdError(

@@ -10,7 +10,9 @@ struct TransportOptions: Sendable {
     var timeoutMilliseconds: Int
     var connectTimeoutMilliseconds: Int
     /// The largest response body accepted.
-    var maximumBodyByteCount = 8 << 20
+    var maximumBodyByteCount = 64 << 20
+    /// A new connection for this request, not kept afterwards (writes: see `vcurl_options`).
+    var freshConnection = false
 }
 
 /// The outcome of a POST: a response (status and body), or a transport failure with curl's code and
@@ -58,7 +60,8 @@ final class HTTPTransport {
                             ca_file: ca, certificate_file: certificate, key_file: key, authorization: authorization,
                             timeout_ms: options.timeoutMilliseconds,
                             connect_timeout_ms: options.connectTimeoutMilliseconds,
-                            maximum_body: options.maximumBodyByteCount)
+                            maximum_body: options.maximumBodyByteCount,
+                            fresh_connection: options.freshConnection ? 1 : 0)
                         return body.withUnsafeBufferPointer { bytes in
                             vcurl_post_json(handle, url, bytes.baseAddress, bytes.count, &cOptions, &response)
                         }
@@ -107,7 +110,7 @@ extension HTTPTransport {
                                 ca_file: ca, certificate_file: certificate, key_file: key, authorization: authorization,
                                 timeout_ms: options.timeoutMilliseconds,
                                 connect_timeout_ms: options.connectTimeoutMilliseconds,
-                                maximum_body: options.maximumBodyByteCount)
+                                maximum_body: options.maximumBodyByteCount, fresh_connection: 0)
                             return body.withUnsafeBufferPointer { bytes in
                                 vcurl_stream_json(
                                     handle, url, bytes.baseAddress, bytes.count, &cOptions,

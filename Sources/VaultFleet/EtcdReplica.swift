@@ -171,14 +171,26 @@ final class EtcdReplica: GroupReplica {
             ?? .createRevision(key: key, equals: 0)
         let result: EtcdTransactionResult
         do {
-            result = try client.transaction(compare: [compare], success: [.put(key: key, value: contents)])
+            result = try client.transaction(
+                compare: [compare], success: [.put(key: key, value: contents)],
+                failure: [.range(key: key, rangeEnd: nil)])
         } catch {
             throw storeError(error, "cannot write an item to etcd")
         }
         guard result.succeeded else {
+            // This write itself, applied by an attempt whose answer was lost (item files carry a random
+            // nonce: equal bytes are this write's), is a success at that revision.
+            if let current = result.ranges.first??.keyValues.first, current.value == contents {
+                seen.withLock { $0[id.rawValue] = current.modRevision }
+                return
+            }
             throw StoreError(.conflict, "fleet group \(identity.group): the item changed on another machine meanwhile")
         }
         seen.withLock { $0[id.rawValue] = result.revision }
+    }
+
+    func forget() {
+        seen.withLock { $0 = [:] }
     }
 
     func delete(_ id: ItemID) throws(StoreError) {

@@ -107,7 +107,7 @@ extension VaultStore {
     /// The ids of the items in `group`, sorted unless `sorted` is false; temp files and foreign names
     /// are skipped.
     public func itemIDs(in group: GroupName, sorted: Bool = true) throws(StoreError) -> [ItemID] {
-        try refreshReplicaIfStale(group)
+        _ = try refreshReplicaIfStale(group)
         guard let directory = try groupDirectory(group, create: false) else { return [] }
         do {
             let ids = try directory.entryNames().compactMap { ItemID(fileName: $0) }

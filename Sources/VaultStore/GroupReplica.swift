@@ -77,6 +77,8 @@ public protocol GroupReplica: AnyObject, Sendable {
     func write(_ id: ItemID, contents: [UInt8]) throws(StoreError)
     /// Removes item `id` from the replica, only if its copy is still the one the last refresh saw.
     func delete(_ id: ItemID) throws(StoreError)
+    /// Forgets what the last refresh saw (the cache may not match it), so that the next check refreshes.
+    func forget()
 }
 
 /// What a replica may do to its group's directory: read, store and remove item files (each checked
@@ -84,6 +86,16 @@ public protocol GroupReplica: AnyObject, Sendable {
 public struct ReplicaCache {
     let store: VaultStore
     let group: GroupName
+    /// How many files the replica stored or removed.
+    final class Changes {
+        var count = 0
+    }
+    let changes = Changes()
+
+    init(store: VaultStore, group: GroupName) {
+        self.store = store
+        self.group = group
+    }
 
     /// The ids of the items cached now.
     public func cachedIDs() throws(StoreError) -> [ItemID] {
@@ -99,11 +111,13 @@ public struct ReplicaCache {
     /// that item (a value moved from another key, group or vault fails here: `integrity`).
     public func store(_ contents: [UInt8], as id: ItemID) throws(StoreError) {
         try store.cacheItemFile(contents, as: ItemLocation(group: group, id: id))
+        changes.count += 1
     }
 
     /// Removes item `id` from the cache.
     public func remove(_ id: ItemID) throws(StoreError) {
         try store.uncacheItemFile(ItemLocation(group: group, id: id))
+        changes.count += 1
     }
 }
 

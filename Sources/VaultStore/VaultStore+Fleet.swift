@@ -56,26 +56,58 @@ extension VaultStore {
     }
 
     /// Refreshes fleet group `group`'s cache now (under its lock, which the caller holds).
-    func refreshReplica(_ group: GroupName) throws(StoreError) {
-        guard let replica = try replica(for: group) else { return }
-        try replica.refresh(ReplicaCache(store: self, group: group))
+    /// Returns whether the cache changed.
+    func refreshReplica(_ group: GroupName) throws(StoreError) -> Bool {
+        guard let replica = try replica(for: group) else { return false }
+        let cache = ReplicaCache(store: self, group: group)
+        try replica.refresh(cache)
         let now = ContinuousClock.now
         state.withLock { $0.replicaRefreshed[group] = now }
+        return cache.changes.count > 0
     }
 
     /// Before a read of `group` outside a transaction: a fleet group's cache is checked against the
     /// replica (its keys and revisions, one linearizable read) and refreshed under the group's lock
     /// when they differ. With the replica out of reach, the read is served from the cache.
-    func refreshReplicaIfStale(_ group: GroupName) throws(StoreError) {
-        guard formatVersion >= 2, state.withLock({ !$0.inTransaction }), let replica = try replica(for: group) else {
-            return
+    /// Returns whether this call refreshed the cache inside this thread's transaction and found it
+    /// changed: then what the transaction read of the group before may be stale (a write then reruns it).
+    @discardableResult
+    func refreshReplicaIfStale(_ group: GroupName) throws(StoreError) -> Bool {
+        guard formatVersion >= 2, let replica = try replica(for: group) else { return false }
+        let thread = ProcessIdentity.threadID
+        let inTransaction = state.withLock { (state) -> Bool? in
+            guard state.writerThread == thread else { return nil }
+            // This thread's own transaction: once, and only for a group whose lock it holds.
+            guard state.transactionGroups?.contains(group) ?? true, !state.refreshedInTransaction.contains(group)
+            else { return true }
+            state.refreshedInTransaction.insert(group)
+            return false
+        }
+        if let inTransaction {
+            return inTransaction ? false : try refreshReplica(group)
         }
         do throws(StoreError) {
-            if state.withLock({ $0.replicaRefreshed[group] }) != nil, try replica.isCurrent() { return }
-            try withWriteLock(groups: [group]) { (_) throws(StoreError) in }
+            if state.withLock({ $0.replicaRefreshed[group] }) != nil, try replica.isCurrent() { return false }
+            try withWriteLock(groups: [group]) { (_) throws(StoreError) in _ = try refreshReplicaIfStale(group) }
         } catch  where error.code == .unavailable {
             // Served from the cache as of the last refresh (`replicaRefreshed`).
         }
+        return false
+    }
+
+    /// Before a replica write: the group refreshed in this transaction (now, if nothing read it yet). A
+    /// refresh now that changed the cache means what the transaction decided on may be stale: a
+    /// `conflict`, which runs the transaction again.
+    func requireUnchangedReplica(_ group: GroupName) throws(StoreError) {
+        guard try refreshReplicaIfStale(group) else { return }
+        state.withLock { _ = $0.conflictedThreads.insert(ProcessIdentity.threadID) }
+        throw StoreError(.conflict, "fleet group \(group) changed on another machine during this transaction")
+    }
+
+    /// After a replica write whose local half failed: the next read refreshes the cache.
+    func forgetReplicaState(_ group: GroupName, _ replica: GroupReplica) {
+        replica.forget()
+        state.withLock { _ = $0.replicaRefreshed.removeValue(forKey: group) }
     }
 
     /// The check value of a fleet group's key that its registration holds: a keyed hash of the group
@@ -232,7 +264,7 @@ extension VaultStore {
         do {
             try body()
         } catch  where error.code == .conflict {
-            state.withLock { $0.replicaConflict = true }
+            state.withLock { _ = $0.conflictedThreads.insert(ProcessIdentity.threadID) }
             throw error
         }
     }

@@ -266,7 +266,11 @@ extension VaultStore {
         } catch  where error.errno == .fileExists {
             // Another first write made it at the same moment: theirs stands.
         }
-        state.withLock { _ = $0.groupKeys.removeValue(forKey: group) }
+        state.withLock {
+            _ = $0.groupKeys.removeValue(forKey: group)
+            _ = $0.replicas.removeValue(forKey: group)
+            _ = $0.replicaRefreshed.removeValue(forKey: group)
+        }
     }
 
     private func randomGroupID() throws(StoreError) -> [UInt8] {
@@ -384,6 +388,10 @@ extension VaultStore {
                 throw StoreError.system(error, .unlink, "remove", path: groupPath)
             }
             try AtomicFile.syncDirectory(groupsDirectory, path: groupsPath)
+            state.withLock {
+                _ = $0.replicas.removeValue(forKey: group)
+                _ = $0.replicaRefreshed.removeValue(forKey: group)
+            }
             return count
         }
     }

@@ -36,6 +36,7 @@ extension VaultStore {
     /// the result goes.
     public func readPlaintext(group: GroupName, id: ItemID) throws(StoreError) -> TransientBytes? {
         let item = ItemLocation(group: group, id: id)
+        _ = try refreshReplicaIfStale(group)
         guard let directory = try groupDirectory(group, create: false) else { return nil }
         return try readPlaintext(item, in: directory)
     }
@@ -44,6 +45,7 @@ extension VaultStore {
     /// one stat, no decryption).
     public func fingerprint(group: GroupName, id: ItemID) throws(StoreError) -> ItemFingerprint? {
         let item = ItemLocation(group: group, id: id)
+        _ = try refreshReplicaIfStale(group)
         guard let directory = try groupDirectory(group, create: false) else { return nil }
         let text = try GenerationRecord.readText(id, in: directory, itemPath: itemPath(item))
         let status: FileStatus
@@ -94,7 +96,7 @@ extension VaultStore {
     /// The generation record of `item` (read first), then its file, decrypted; nil when it does not exist.
     @usableFromInline
     func fetch(_ item: ItemLocation) throws(StoreError) -> FetchedItem? {
-        try refreshReplicaIfStale(item.group)
+        _ = try refreshReplicaIfStale(item.group)
         guard let directory = try groupDirectory(item.group, create: false) else { return nil }
         let path = itemPath(item)
         let found = try GenerationRecord.read(item.id, in: directory, itemPath: path)

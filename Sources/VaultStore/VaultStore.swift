@@ -76,9 +76,14 @@ public final class VaultStore: Sendable {
         /// refreshed, and whether a transaction of this store runs (its reads need no refresh).
         var replicas: [GroupName: GroupReplica?] = [:]
         var replicaRefreshed: [GroupName: ContinuousClock.Instant] = [:]
-        var inTransaction = false
-        /// The current transaction's replica write met a conflict: `withWriteLock` runs it again.
-        var replicaConflict = false
+        /// The thread that holds `writerMutex` (a transaction of this store), the groups it locked (nil:
+        /// all), and the fleet groups it refreshed (each once, on first touch).
+        var writerThread: UInt?
+        var transactionGroups: Set<GroupName>?
+        var refreshedInTransaction: Set<GroupName> = []
+        /// The threads whose transaction's replica write met a conflict: `withWriteLock` runs it again
+        /// (by thread: another thread's transaction may start before this one's caller looks).
+        var conflictedThreads: Set<UInt> = []
     }
     let state = Mutex(State())
     /// Serialises this process's writers; the OFD lock on `.lock` serialises processes.

@@ -44,30 +44,36 @@ extension VaultStore {
             do {
                 return try lockedOnce(finishingMoves: finishingMoves, groups: groups, creating: creating, body)
             } catch {
-                let conflicted = state.withLock { state in
-                    defer { state.replicaConflict = false }
-                    return state.replicaConflict
-                }
+                let thread = ProcessIdentity.threadID
+                let conflicted = state.withLock { $0.conflictedThreads.remove(thread) != nil }
                 guard conflicted, attempt < Self.conflictRetries else { throw error }
                 attempt += 1
+                // Two machines that keep beating each other back off, a random while, longer each time.
+                ProcessIdentity.sleep(microseconds: UInt32.random(in: 500...2_000) * UInt32(min(attempt, 8)))
             }
         }
     }
 
-    static let conflictRetries = 16
+    static let conflictRetries = 64
 
     private func lockedOnce<R, Failure: StoreErrorConvertible>(
         finishingMoves: Bool, groups: [GroupName]?, creating: [GroupName],
         _ body: (WriteTransaction) throws(Failure) -> R
     ) throws(Failure) -> R {
         try writerMutex.withLock { (_) throws(Failure) -> R in
+            state.withLock {
+                $0.writerThread = ProcessIdentity.threadID
+                $0.transactionGroups = nil
+                $0.refreshedInTransaction = []
+                _ = $0.conflictedThreads.remove(ProcessIdentity.threadID)
+            }
+            defer { state.withLock { $0.writerThread = nil } }
             let (locks, requested) = try Failure.converting { () throws(StoreError) in
                 try acquireLocks(groups, creating: creating)
             }
             defer {
                 let untrusted = state.withLock {
                     $0.holdsVaultLock = false
-                    $0.inTransaction = false
                     return $0.spareUntrusted
                 }
                 for lock in locks.reversed() {
@@ -103,13 +109,9 @@ extension VaultStore {
             if locks.contains(where: \.guardsVaultDirectory) { removeStaleTemporaryFilesInVaultDirectory() }
             let locked = requested.map { Set($0) }
             let transaction = WriteTransaction(store: self, reusesSpares: reusesSpares, lockedGroups: locked)
-            state.withLock { $0.inTransaction = true }
-            if formatVersion >= 2 {
-                // Fleet groups: the cache as the replica has it, before anything in it is read or changed.
-                try Failure.converting { () throws(StoreError) in
-                    for group in requested ?? [] { try refreshReplica(group) }
-                }
-            }
+            // Fleet groups are refreshed on first touch (`refreshReplicaIfStale`): a transaction that does not
+            // touch one (a rekey, a passphrase change, a local group's write) does not need its etcd.
+            state.withLock { $0.transactionGroups = groups == nil ? nil : locked }
             if finishingMoves {
                 try Failure.converting { () throws(StoreError) in
                     let pending = firstWriteGroups(groups == nil ? nil : locked, died: recovered)

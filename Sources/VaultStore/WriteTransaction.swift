@@ -33,7 +33,9 @@ public struct WriteTransaction {
             plaintext, version: store.itemFormatVersion, key: key, protectionClass: protectionClass,
             generation: groupKeys.currentGeneration, binding: groupKeys.binding, location: item)
         // A fleet group's replica first: a write another machine made since the refresh is a conflict.
-        if let replica = try store.replica(for: item.group) {
+        let replica = try store.replica(for: item.group)
+        if let replica {
+            try store.requireUnchangedReplica(item.group)
             try store.noticingConflicts { () throws(StoreError) in try replica.write(item.id, contents: contents) }
         }
         let durable = !store.state.withLock { $0.bulkLoading }
@@ -61,6 +63,7 @@ public struct WriteTransaction {
             .run(in: directory, directoryPath: store.groupPath(item.group))
         } catch {
             if spare { store.state.withLock { $0.spareUntrusted = true } }
+            if let replica { store.forgetReplicaState(item.group, replica) }
             throw error
         }
     }
@@ -77,6 +80,15 @@ public struct WriteTransaction {
     ) throws(StoreError) {
         try requireLocked(source.group)
         try requireLocked(destination.group)
+        // A move is two etcd transactions when a fleet group is on either side: not atomic across
+        // machines, so not done.
+        if store.isFleetGroup(source.group) || store.isFleetGroup(destination.group) {
+            throw StoreError(
+                .invalidName,
+                "moving an item into, out of or within a fleet group (\(source.group) to \(destination.group)) is not "
+                    + "supported yet: add the item under its new name or group, then remove the old one; nothing was "
+                    + "changed")
+        }
         try store.beginMove(MoveIntent(source: source, destination: destination))
         try write(plaintext, to: destination, protectionClass: protectionClass, version: version)
         if !keepingSource { _ = try delete(source) }
@@ -89,12 +101,19 @@ public struct WriteTransaction {
     public func delete(_ item: ItemLocation) throws(StoreError) -> Bool {
         try requireLocked(item.group)
         guard let directory = try store.groupDirectory(item.group, create: false) else { return false }
-        if let replica = try store.replica(for: item.group) {
+        let replica = try store.replica(for: item.group)
+        if let replica {
+            try store.requireUnchangedReplica(item.group)
             try store.noticingConflicts { () throws(StoreError) in try replica.delete(item.id) }
         }
-        return try AtomicFile.remove(
-            item.id.fileName, in: directory, directoryPath: store.groupPath(item.group),
-            alsoRemove: GenerationRecord.name(item.id))
+        do throws(StoreError) {
+            return try AtomicFile.remove(
+                item.id.fileName, in: directory, directoryPath: store.groupPath(item.group),
+                alsoRemove: GenerationRecord.name(item.id))
+        } catch {
+            if let replica { store.forgetReplicaState(item.group, replica) }
+            throw error
+        }
     }
 
     /// Reads `item` under the lock, as `VaultStore.readFile` does: no move is half done under the lock

@@ -63,6 +63,14 @@ public enum ProcessIdentity {
     /// The process id (`getpid`): a forked child has its own.
     public static var processID: Int32 { Glibc.getpid() }
 
+    /// Sleeps the calling thread for `microseconds`.
+    public static func sleep(microseconds: UInt32) {
+        _ = Glibc.usleep(microseconds)
+    }
+
+    /// The calling thread's identity (`pthread_self`), to tell threads apart while they run.
+    public static var threadID: UInt { UInt(Glibc.pthread_self()) }
+
     /// The command line as the kernel passed it, or the index of the first argument that is not valid
     /// UTF-8. (`CommandLine.arguments` repairs bad bytes to U+FFFD, so two different byte strings
     /// would become one name.)

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import Vault
 import VaultCrypto
@@ -44,7 +45,7 @@ import VaultTestSupport
             try a.set(Data("first".utf8), for: try key("db"))
             #expect(try b.data(for: try key("db")) == Data("first".utf8))
             try b.set(Data("second".utf8), for: try key("db"))
-            // The other host's long-lived handle sees it once its cache is older than a second.
+            // The other host's long-lived handle checks etcd before each read.
             let started = Date()
             var seen: Data?
             while Date().timeIntervalSince(started) < 3 {
@@ -57,7 +58,6 @@ import VaultTestSupport
                 "FIGURE fleet-propagation: an update seen by the other host's handle after \(Int(Date().timeIntervalSince(started) * 1000)) ms"
             )
             #expect(try b.remove(try key("db")))
-            Thread.sleep(forTimeInterval: 1.1)
             #expect(try a.data(for: try key("db")) == nil)
         }
     }
@@ -82,15 +82,21 @@ import VaultTestSupport
             let counter = try key("counter")
             try a.set(Data("0".utf8), for: counter)
             let rounds = 25
+            let failures = Mutex<[String]>([])
             let done = DispatchGroup()
             for vault in [a, b] {
                 for _ in 0..<2 {
                     done.enter()
                     Thread {
                         for _ in 0..<rounds {
-                            _ = try? vault.modify(counter) { old in
-                                Data(
-                                    String((Int(String(decoding: old ?? Data("0".utf8), as: UTF8.self)) ?? 0) + 1).utf8)
+                            do {
+                                _ = try vault.modify(counter) { old in
+                                    Data(
+                                        String((Int(String(decoding: old ?? Data("0".utf8), as: UTF8.self)) ?? 0) + 1)
+                                            .utf8)
+                                }
+                            } catch {
+                                failures.withLock { $0.append("\(error)") }
                             }
                         }
                         done.leave()
@@ -98,7 +104,7 @@ import VaultTestSupport
                 }
             }
             done.wait()
-            Thread.sleep(forTimeInterval: 1.1)
+            #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { Array($0.prefix(3)) })")
             let final = String(decoding: try a.data(for: counter) ?? Data(), as: UTF8.self)
             #expect(final == String(4 * rounds), "2 hosts × 2 threads × \(rounds) increments")
             #expect(String(decoding: try b.data(for: counter) ?? Data(), as: UTF8.self) == final)
@@ -208,7 +214,6 @@ import VaultTestSupport
                     .sorted { $0.modRevision > $1.modRevision }.prefix(2))
             try #require(mine.count >= 2)
             try etcd.put(mine[0].key, mine[1].value)
-            Thread.sleep(forTimeInterval: 1.1)
             let error = #expect(throws: VaultError.self) { _ = try b.allKeys() }
             #expect(error?.status == .decode, "\(String(describing: error))")
         }

@@ -13,6 +13,9 @@ typedef struct vcurl_options {
     long timeout_ms;
     long connect_timeout_ms;
     size_t maximum_body;
+    /// Non-zero: a new connection, not kept afterwards (a write that libcurl must never resend
+    /// silently on a reused connection that died).
+    int fresh_connection;
 } vcurl_options;
 
 /// The outcome of one request: the curl code (0: a response came), its message, the HTTP status, and
