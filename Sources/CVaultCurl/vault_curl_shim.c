@@ -57,39 +57,42 @@ void vcurl_handle_free(void *handle) {
     if (handle) curl_easy_cleanup(handle);
 }
 
-int vcurl_post_json(void *handle, const char *url, const unsigned char *body, size_t length,
-                    const vcurl_options *options, vcurl_response *response) {
-    memset(response, 0, sizeof(*response));
-    CURL *curl = handle;
+/// What one request holds until it is done: its headers, the Authorization line (wiped at the end)
+/// and curl's error text.
+typedef struct request {
+    struct curl_slist *headers;
+    char *authorization;
+    char errors[CURL_ERROR_SIZE];
+} request;
+
+/// The options every request has: the URL, http or https only, no redirect, never a proxy from the
+/// environment (etcd endpoints are addressed directly), the JSON body, time limits and TLS files.
+static void begin(CURL *curl, request *r, const char *url, const unsigned char *body, size_t length,
+                  const vcurl_options *options) {
     curl_easy_reset(curl);
-    buffer received = {.maximum = options->maximum_body};
-    struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
-    char *authorization = NULL;
+    memset(r, 0, sizeof(*r));
+    r->headers = curl_slist_append(NULL, "Content-Type: application/json");
     if (options->authorization) {
         size_t n = strlen(options->authorization) + sizeof("Authorization: ");
-        authorization = malloc(n);
-        if (authorization) {
-            strcpy(authorization, "Authorization: ");
-            strcat(authorization, options->authorization);
-            headers = curl_slist_append(headers, authorization);
+        r->authorization = malloc(n);
+        if (r->authorization) {
+            strcpy(r->authorization, "Authorization: ");
+            strcat(r->authorization, options->authorization);
+            r->headers = curl_slist_append(r->headers, r->authorization);
         }
     }
-    char errors[CURL_ERROR_SIZE] = {0};
     curl_easy_setopt(curl, CURLOPT_URL, url);
     curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-    // Never a proxy from the environment: etcd endpoints are addressed directly.
     curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
     curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(curl, CURLOPT_POST, 1L);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, (const char *)body);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)length);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, r->headers);
     curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, options->timeout_ms);
     curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, options->connect_timeout_ms);
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &received);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errors);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, r->errors);
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
     curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
     if (options->ca_file) curl_easy_setopt(curl, CURLOPT_CAINFO, options->ca_file);
@@ -99,27 +102,43 @@ int vcurl_post_json(void *handle, const char *url, const unsigned char *body, si
         curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
         curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
     }
+}
 
+/// Performs the request and fills `response`'s code, status and message; frees what `begin` made.
+static int finish(CURL *curl, request *r, vcurl_response *response) {
     CURLcode code = curl_easy_perform(curl);
     response->curl_code = (int)code;
-    if (code == CURLE_OK) {
-        curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response->status);
-    } else {
-        const char *message = errors[0] ? errors : curl_easy_strerror(code);
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response->status);
+    if (code != CURLE_OK) {
+        const char *message = r->errors[0] ? r->errors : curl_easy_strerror(code);
         strncpy(response->error, message, sizeof(response->error) - 1);
     }
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
+    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, NULL);
+    curl_slist_free_all(r->headers);
+    if (r->authorization) wipe_free((unsigned char *)r->authorization, strlen(r->authorization));
+    return response->curl_code;
+}
+
+int vcurl_post_json(void *handle, const char *url, const unsigned char *body, size_t length,
+                    const vcurl_options *options, vcurl_response *response) {
+    memset(response, 0, sizeof(*response));
+    CURL *curl = handle;
+    request r;
+    begin(curl, &r, url, body, length, options);
+    buffer received = {.maximum = options->maximum_body};
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &received);
+    finish(curl, &r, response);
     response->truncated = received.truncated;
     response->body = received.bytes;
     response->length = received.length;
-    // The caller frees the body with vcurl_response_free; its capacity is at least its length.
+    // The caller frees the body with vcurl_response_free, which wipes its length: the rest of the
+    // buffer is wiped now.
     if (received.capacity > received.length && received.bytes) {
         volatile unsigned char *p = received.bytes + received.length;
         for (size_t i = 0; i < received.capacity - received.length; i++) p[i] = 0;
     }
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, NULL);
-    curl_slist_free_all(headers);
-    if (authorization) wipe_free((unsigned char *)authorization, strlen(authorization));
     return response->curl_code;
 }
 
@@ -152,53 +171,13 @@ int vcurl_stream_json(void *handle, const char *url, const unsigned char *body, 
                       vcurl_response *response) {
     memset(response, 0, sizeof(*response));
     CURL *curl = handle;
-    curl_easy_reset(curl);
+    request r;
+    begin(curl, &r, url, body, length, options);
     stream s = {.callback = callback, .context = context};
-    struct curl_slist *headers = curl_slist_append(NULL, "Content-Type: application/json");
-    char *authorization = NULL;
-    if (options->authorization) {
-        size_t n = strlen(options->authorization) + sizeof("Authorization: ");
-        authorization = malloc(n);
-        if (authorization) {
-            strcpy(authorization, "Authorization: ");
-            strcat(authorization, options->authorization);
-            headers = curl_slist_append(headers, authorization);
-        }
-    }
-    char errors[CURL_ERROR_SIZE] = {0};
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, (const char *)body);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)length);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, options->timeout_ms);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, options->connect_timeout_ms);
     curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_stream_data);
     curl_easy_setopt(curl, CURLOPT_WRITEDATA, &s);
     curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_stream_progress);
     curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &s);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, errors);
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (options->ca_file) curl_easy_setopt(curl, CURLOPT_CAINFO, options->ca_file);
-    if (options->certificate_file) curl_easy_setopt(curl, CURLOPT_SSLCERT, options->certificate_file);
-    if (options->key_file) curl_easy_setopt(curl, CURLOPT_SSLKEY, options->key_file);
-
-    CURLcode code = curl_easy_perform(curl);
-    response->curl_code = (int)code;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response->status);
-    if (code != CURLE_OK) {
-        const char *message = errors[0] ? errors : curl_easy_strerror(code);
-        strncpy(response->error, message, sizeof(response->error) - 1);
-    }
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, NULL);
-    curl_slist_free_all(headers);
-    if (authorization) wipe_free((unsigned char *)authorization, strlen(authorization));
-    return response->curl_code;
+    return finish(curl, &r, response);
 }

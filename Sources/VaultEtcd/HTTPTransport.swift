@@ -52,21 +52,9 @@ final class HTTPTransport {
     func post(_ url: String, body: [UInt8], options: TransportOptions) -> TransportOutcome {
         var response = vcurl_response()
         defer { vcurl_response_free(&response) }
-        let code = withOptionalCString(options.caFile) { ca in
-            withOptionalCString(options.certificateFile) { certificate in
-                withOptionalCString(options.keyFile) { key in
-                    withOptionalCString(options.authorization) { authorization in
-                        var cOptions = vcurl_options(
-                            ca_file: ca, certificate_file: certificate, key_file: key, authorization: authorization,
-                            timeout_ms: options.timeoutMilliseconds,
-                            connect_timeout_ms: options.connectTimeoutMilliseconds,
-                            maximum_body: options.maximumBodyByteCount,
-                            fresh_connection: options.freshConnection ? 1 : 0)
-                        return body.withUnsafeBufferPointer { bytes in
-                            vcurl_post_json(handle, url, bytes.baseAddress, bytes.count, &cOptions, &response)
-                        }
-                    }
-                }
+        let code = withCOptions(options) { cOptions in
+            body.withUnsafeBufferPointer { bytes in
+                vcurl_post_json(handle, url, bytes.baseAddress, bytes.count, &cOptions, &response)
             }
         }
         guard code == 0 else {
@@ -102,26 +90,15 @@ extension HTTPTransport {
         let code = withoutActuallyEscaping(onData) { onData in
             let receiver = Receiver(onData)
             let context = Unmanaged.passUnretained(receiver).toOpaque()
-            return withOptionalCString(options.caFile) { ca in
-                withOptionalCString(options.certificateFile) { certificate in
-                    withOptionalCString(options.keyFile) { key in
-                        withOptionalCString(options.authorization) { authorization in
-                            var cOptions = vcurl_options(
-                                ca_file: ca, certificate_file: certificate, key_file: key, authorization: authorization,
-                                timeout_ms: options.timeoutMilliseconds,
-                                connect_timeout_ms: options.connectTimeoutMilliseconds,
-                                maximum_body: options.maximumBodyByteCount, fresh_connection: 0)
-                            return body.withUnsafeBufferPointer { bytes in
-                                vcurl_stream_json(
-                                    handle, url, bytes.baseAddress, bytes.count, &cOptions,
-                                    { context, bytes, count in
-                                        let receiver = Unmanaged<Receiver>.fromOpaque(context!).takeUnretainedValue()
-                                        let chunk = bytes.map { Array(UnsafeBufferPointer(start: $0, count: count)) }
-                                        return receiver.onData(chunk) ? 0 : 1
-                                    }, context, &response)
-                            }
-                        }
-                    }
+            return withCOptions(options) { cOptions in
+                body.withUnsafeBufferPointer { bytes in
+                    vcurl_stream_json(
+                        handle, url, bytes.baseAddress, bytes.count, &cOptions,
+                        { context, bytes, count in
+                            let receiver = Unmanaged<Receiver>.fromOpaque(context!).takeUnretainedValue()
+                            let chunk = bytes.map { Array(UnsafeBufferPointer(start: $0, count: count)) }
+                            return receiver.onData(chunk) ? 0 : 1
+                        }, context, &response)
                 }
             }
         }
@@ -132,6 +109,23 @@ extension HTTPTransport {
                 code: code,
                 message: withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) })
         return (Int(response.status), failure)
+    }
+}
+
+/// `options` as the shim's `vcurl_options`, its strings valid for the length of `body`.
+private func withCOptions<R>(_ options: TransportOptions, _ body: (inout vcurl_options) -> R) -> R {
+    withOptionalCString(options.caFile) { ca in
+        withOptionalCString(options.certificateFile) { certificate in
+            withOptionalCString(options.keyFile) { key in
+                withOptionalCString(options.authorization) { authorization in
+                    var cOptions = vcurl_options(
+                        ca_file: ca, certificate_file: certificate, key_file: key, authorization: authorization,
+                        timeout_ms: options.timeoutMilliseconds, connect_timeout_ms: options.connectTimeoutMilliseconds,
+                        maximum_body: options.maximumBodyByteCount, fresh_connection: options.freshConnection ? 1 : 0)
+                    return body(&cOptions)
+                }
+            }
+        }
     }
 }
 

@@ -144,6 +144,21 @@ extension VaultStore {
         _ = try? UnlockCache.remove(vaultID: vaultID, .whenUnlocked, path: location)
     }
 
+    /// A rekey of `master.key`'s `master.key.new` (and `always.key.new` for a passphrase), beside the
+    /// old files; nothing for a rekey to an external key file.
+    func writeNewKeyFiles(for destination: RekeyDestination, _ newMaster: SymmetricKey, _ newKeys: ClassKeys)
+        throws(StoreError)
+    {
+        guard case .masterKey(let newPassphrase, let limits) = destination else { return }
+        try MasterKeyFile.rewrite(
+            newMaster, passphrase: newPassphrase, limits: limits, in: directory, vaultPath: location,
+            name: MasterKeyFile.fileName + Rekey.newSuffix)
+        if newPassphrase != nil {
+            try AlwaysKeyFile.write(
+                newKeys, in: directory, vaultPath: location, name: AlwaysKeyFile.fileName + Rekey.newSuffix)
+        }
+    }
+
     /// The master key a rekey to `destination` switches to, and the external key file it is in (nil:
     /// `master.key`).
     func newMasterKey(for destination: RekeyDestination, current masterKey: SymmetricKey) throws(StoreError)
@@ -205,15 +220,7 @@ extension VaultStore {
             oldAlways: try ownerClassKeys("rekey it").always, newAlways: newKeys.always)
         try AtomicFile.replace(RekeyJournal.fileName, contents: .plain(journal), in: directory, directoryPath: location)
         // 1. The new key files and marker, beside the old ones.
-        if case .masterKey(let newPassphrase, let limits) = destination {
-            try MasterKeyFile.rewrite(
-                newMaster, passphrase: newPassphrase, limits: limits, in: directory, vaultPath: location,
-                name: MasterKeyFile.fileName + Rekey.newSuffix)
-            if newPassphrase != nil {
-                try AlwaysKeyFile.write(
-                    newKeys, in: directory, vaultPath: location, name: AlwaysKeyFile.fileName + Rekey.newSuffix)
-            }
-        }
+        try writeNewKeyFiles(for: destination, newMaster, newKeys)
         let marker = try VaultMarker(vaultID: vaultID, version: format, hasItemClassKeys: format >= 2).encoded(
             key: newKeys.always)
         try AtomicFile.replace(

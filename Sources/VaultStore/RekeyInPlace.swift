@@ -63,15 +63,7 @@ extension VaultStore {
             try AtomicFile.replace(
                 VaultMarker.fileName + Rekey.newSuffix, contents: .plain(marker), in: directory,
                 directoryPath: location, permissions: .ownerWriteAllRead)
-            if case .masterKey(let newPassphrase, let limits) = destination {
-                try MasterKeyFile.rewrite(
-                    newMaster, passphrase: newPassphrase, limits: limits, in: directory, vaultPath: location,
-                    name: MasterKeyFile.fileName + Rekey.newSuffix)
-                if newPassphrase != nil {
-                    try AlwaysKeyFile.write(
-                        newKeys, in: directory, vaultPath: location, name: AlwaysKeyFile.fileName + Rekey.newSuffix)
-                }
-            }
+            try writeNewKeyFiles(for: destination, newMaster, newKeys)
             try ItemClassKeyFile.write(
                 itemClassKeys, under: newKeys, vaultID: vaultID, in: directory, vaultPath: location,
                 name: ItemClassKeyFile.fileName + Rekey.newSuffix)

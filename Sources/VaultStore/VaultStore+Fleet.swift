@@ -123,25 +123,10 @@ extension VaultStore {
     /// Makes fleet group `group` (private to the owner): a new key, registered with the replica that
     /// `settings` names, then its directory with `fleet.conf`, `group.key` and `.lock`.
     public func createFleetGroup(_ group: GroupName, settings: FleetSettings) throws(StoreError) {
-        guard formatVersion >= 2 else {
-            throw StoreError(
-                .unsupportedFormat, "fleet groups need a format-2 vault (`vault upgrade` converts the vault at \(path))"
-            )
-        }
-        let classKeys = try ownerClassKeys("create a group")
         let file = GroupKeyFile(
             groupID: try Self.randomFleetGroupID(), isShared: false, secrets: try GroupSecrets.random(), isFleet: true)
-        try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in
-            try requireCurrentKeys()
-            if try groupDirectory(group, create: false) != nil {
-                throw StoreError(
-                    .vaultAlreadyExists, "group \(group) already exists in the vault at \(path); nothing was changed",
-                    path: groupPath(group).string)
-            }
-            let replica = try Self.makeReplica(
-                FleetGroupIdentity(group: group, groupID: file.groupID, settings: settings))
-            try replica.register(check: try Self.fleetCheck(file))
-            try installFleetGroup(group, file: file, settings: settings, classKeys: classKeys)
+        try addFleetGroup(group, file: file, settings: settings, what: "create a group") {
+            (replica, check) throws(StoreError) in try replica.register(check: check)
         }
     }
 
@@ -149,17 +134,30 @@ extension VaultStore {
     /// wrote there; checked against the replica's registration, then the directory is made and filled
     /// from the replica.
     public func joinFleetGroup(_ group: GroupName, keyFile: [UInt8], settings: FleetSettings) throws(StoreError) {
-        guard formatVersion >= 2 else {
-            throw StoreError(
-                .unsupportedFormat, "fleet groups need a format-2 vault (`vault upgrade` converts the vault at \(path))"
-            )
-        }
-        let classKeys = try ownerClassKeys("join a group")
         let given = try GroupKeyFile.decodeAsMember(keyFile, group: group, vaultID: [], path: "the key file")
         guard given.isFleet else {
             throw StoreError(.invalidName, "the key file is not a fleet group's key (exported for group \(group)?)")
         }
         let file = GroupKeyFile(groupID: given.groupID, isShared: false, secrets: given.secrets, isFleet: true)
+        try addFleetGroup(group, file: file, settings: settings, what: "join a group") {
+            (replica, check) throws(StoreError) in try replica.verifyRegistration(check: check)
+        }
+        try withWriteLock(groups: [group]) { (_) throws(StoreError) in _ = try refreshReplicaIfStale(group) }
+    }
+
+    /// The steps `createFleetGroup` and `joinFleetGroup` share, under the vault's lock: `group` must not
+    /// exist here; `agree` registers `file`'s check value with the replica or checks it against the
+    /// registration; then the directory is made.
+    private func addFleetGroup(
+        _ group: GroupName, file: GroupKeyFile, settings: FleetSettings, what: String,
+        agree: (GroupReplica, [UInt8]) throws(StoreError) -> Void
+    ) throws(StoreError) {
+        guard formatVersion >= 2 else {
+            throw StoreError(
+                .unsupportedFormat, "fleet groups need a format-2 vault (`vault upgrade` converts the vault at \(path))"
+            )
+        }
+        let classKeys = try ownerClassKeys(what)
         try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in
             try requireCurrentKeys()
             if try groupDirectory(group, create: false) != nil {
@@ -169,10 +167,9 @@ extension VaultStore {
             }
             let replica = try Self.makeReplica(
                 FleetGroupIdentity(group: group, groupID: file.groupID, settings: settings))
-            try replica.verifyRegistration(check: try Self.fleetCheck(file))
+            try agree(replica, try Self.fleetCheck(file))
             try installFleetGroup(group, file: file, settings: settings, classKeys: classKeys)
         }
-        try withWriteLock(groups: [group]) { (_) throws(StoreError) in }
     }
 
     /// Fleet group `group`'s key as a file for other machines (its members' form: the keys in the

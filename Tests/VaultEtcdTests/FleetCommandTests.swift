@@ -21,7 +21,7 @@ import VaultTestSupport
         process.environment = ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"].merging(environment) { $1 }
         let base = NSTemporaryDirectory() + "/fleet-cli-\(UUID().uuidString)"
         try Data(input.utf8).write(to: URL(fileURLWithPath: base + ".in"))
-        for name in [".out", ".err"] { FileManager.default.createFile(atPath: base + name, contents: nil) }
+        for name in [".out", ".err"] { _ = FileManager.default.createFile(atPath: base + name, contents: nil) }
         defer { for name in [".in", ".out", ".err"] { try? FileManager.default.removeItem(atPath: base + name) } }
         process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: base + ".in"))
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: base + ".out"))

@@ -142,7 +142,7 @@ import VaultTestSupport
                 let inputPath = NSTemporaryDirectory() + "/fleet-peer-in-\(UUID().uuidString)"
                 let outputPath = inputPath + ".out"
                 try Data(input.utf8).write(to: URL(fileURLWithPath: inputPath))
-                FileManager.default.createFile(atPath: outputPath, contents: nil)
+                _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
                 defer {
                     try? FileManager.default.removeItem(atPath: inputPath)
                     try? FileManager.default.removeItem(atPath: outputPath)
