@@ -58,9 +58,7 @@ final class HTTPTransport {
             }
         }
         guard code == 0 else {
-            let message = withUnsafeBytes(of: response.error) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let message = errorMessage(response)
             let truncated = response.truncated != 0
             return .failed(
                 TransportFailure(
@@ -107,9 +105,14 @@ extension HTTPTransport {
             ? nil
             : TransportFailure(
                 code: code,
-                message: withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) })
+                message: errorMessage(response))
         return (Int(response.status), failure)
     }
+}
+
+/// curl's message in `response` (a NUL-terminated C array).
+private func errorMessage(_ response: vcurl_response) -> String {
+    withUnsafeBytes(of: response.error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
 }
 
 /// `options` as the shim's `vcurl_options`, its strings valid for the length of `body`.

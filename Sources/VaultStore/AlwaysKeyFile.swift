@@ -30,13 +30,10 @@ struct AlwaysKeyFile {
     {
         KeyFile.protectProcess()
         let path = vaultPath / name
-        let contents: SecureBytes
-        do {
-            contents = try KeyFile.read(
+        guard
+            let contents = try KeyFile.readIfPresent(
                 name, in: directory, path: path, ownerMayBeRoot: false, sizes: [Int64(byteCount)])
-        } catch  where error.errno == .noSuchFileOrDirectory {
-            return nil
-        }
+        else { return nil }
         do {
             let always = try SymmetricKey(try contents.extracting(0..<SymmetricKey.byteCount))
             let tail = try contents.extracting(SymmetricKey.byteCount..<byteCount).unprotectedCopy()

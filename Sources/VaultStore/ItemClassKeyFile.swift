@@ -80,13 +80,10 @@ struct ItemClassKeyFile {
         name: String = fileName
     ) throws(StoreError) -> ClassKeys? {
         let path = vaultPath / name
-        let contents: SecureBytes
-        do {
-            contents = try KeyFile.read(
+        guard
+            let contents = try KeyFile.readIfPresent(
                 name, in: directory, path: path, ownerMayBeRoot: false, sizes: [Int64(byteCount)])
-        } catch  where error.errno == .noSuchFileOrDirectory {
-            return nil
-        }
+        else { return nil }
         let bytes = contents.unprotectedCopy()
         let header = header(vaultID: vaultID)
         guard Array(bytes[0..<headerByteCount]) == header else {

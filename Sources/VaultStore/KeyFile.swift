@@ -16,6 +16,17 @@ enum KeyFile {
         try? ProcessIdentity.disableDumps()
     }
 
+    /// `read`, or nil when there is no file `name`.
+    static func readIfPresent(
+        _ name: String, in directory: FileDescriptor, path: FilePath, ownerMayBeRoot: Bool, sizes: Set<Int64>
+    ) throws(StoreError) -> SecureBytes? {
+        do {
+            return try read(name, in: directory, path: path, ownerMayBeRoot: ownerMayBeRoot, sizes: sizes)
+        } catch  where error.errno == .noSuchFileOrDirectory {
+            return nil
+        }
+    }
+
     /// The contents of key file `name` in `directory` (named `path` in messages), after the checks.
     static func read(
         _ name: String, in directory: FileDescriptor, path: FilePath, ownerMayBeRoot: Bool,
