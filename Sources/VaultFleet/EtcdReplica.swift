@@ -128,11 +128,17 @@ final class EtcdReplica: GroupReplica {
         } catch {
             throw storeError(error, "cannot read its items' revisions from etcd")
         }
-        var revisions: [String: Int64] = [:]
-        for keyValue in found.keyValues {
-            revisions[String(decoding: keyValue.key.dropFirst(itemsPrefix.count), as: UTF8.self)] = keyValue.modRevision
+        let current = items(found).reduce(into: [String: Int64]()) { $0[$1.id.rawValue] = $1.keyValue.modRevision }
+        return seen.withLock { $0 == current }
+    }
+
+    /// The items of a range of `itemsPrefix`: each key that names an item id, with its id (the check and
+    /// the refresh count the same keys, so that a stray key does not make every check fail).
+    private func items(_ found: EtcdRangeResult) -> [(id: ItemID, keyValue: EtcdKeyValue)] {
+        found.keyValues.compactMap { keyValue in
+            (try? ItemID(String(decoding: keyValue.key.dropFirst(itemsPrefix.count), as: UTF8.self)))
+                .map { ($0, keyValue) }
         }
-        return seen.withLock { $0 == revisions }
     }
 
     func refresh(_ cache: ReplicaCache) throws(StoreError) {
@@ -143,10 +149,8 @@ final class EtcdReplica: GroupReplica {
             throw storeError(error, "cannot read its items from etcd")
         }
         var revisions: [String: Int64] = [:]
-        for keyValue in found.keyValues {
-            let name = String(decoding: keyValue.key.dropFirst(itemsPrefix.count), as: UTF8.self)
-            guard let id = try? ItemID(name) else { continue }
-            revisions[name] = keyValue.modRevision
+        for (id, keyValue) in items(found) {
+            revisions[id.rawValue] = keyValue.modRevision
             if try cache.contents(of: id) != keyValue.value { try cache.store(keyValue.value, as: id) }
         }
         for id in try cache.cachedIDs() where revisions[id.rawValue] == nil { try cache.remove(id) }
