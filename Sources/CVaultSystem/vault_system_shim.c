@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <termios.h>
 #include <spawn.h>
+#include <syslog.h>
 
 int vsys_ofd_lock(int fd, int type, int wait) {
     struct flock lock;
@@ -286,4 +287,9 @@ int vsys_become_user(unsigned int uid, unsigned int gid, const unsigned int *gro
 
 int vsys_spawn_close_from(void *actions, int from) {
     return posix_spawn_file_actions_addclosefrom_np((posix_spawn_file_actions_t *)actions, from);
+}
+
+void vsys_syslog_notice(const char *message) {
+    /* No openlog: a process that embeds the vault keeps its own ident and connection. */
+    syslog(LOG_USER | LOG_NOTICE, "%s", message);
 }

@@ -29,10 +29,12 @@ public final class EtcdWatch: Sendable {
     private let cancelled = Atomic(false)
     private let ended = Mutex<EtcdWatchEnd?>(nil)
 
-    /// Starts watching `prefix` on `client`'s cluster from `revision` (0: from now); `onEvents` gets
-    /// each batch and the revision after it, `onEnd` once, when the watch ends.
+    /// Starts watching `prefix` on `client`'s cluster from `revision` (0: from now); `onStart` runs
+    /// once etcd has made the watch, `onEvents` gets each batch and the revision after it, `onEnd` runs
+    /// once, when the watch ends.
     public init(
         client: EtcdClient, prefix: [UInt8], fromRevision revision: Int64,
+        onStart: @escaping @Sendable () -> Void = {},
         onEvents: @escaping @Sendable ([EtcdEvent], Int64) -> Void,
         onEnd: @escaping @Sendable (EtcdWatchEnd) -> Void
     ) {
@@ -44,7 +46,7 @@ public final class EtcdWatch: Sendable {
         ]
         let body = Array((try? JSONSerialization.data(withJSONObject: request)) ?? Data())
         let thread = Thread { [self] in
-            let end = run(client: client, body: body, onEvents: onEvents)
+            let end = run(client: client, body: body, onStart: onStart, onEvents: onEvents)
             ended.withLock { $0 = end }
             onEnd(end)
         }
@@ -60,9 +62,10 @@ public final class EtcdWatch: Sendable {
     /// How the watch ended, or nil while it runs.
     public var end: EtcdWatchEnd? { ended.withLock { $0 } }
 
-    private func run(client: EtcdClient, body: [UInt8], onEvents: @Sendable ([EtcdEvent], Int64) -> Void)
-        -> EtcdWatchEnd
-    {
+    private func run(
+        client: EtcdClient, body: [UInt8], onStart: @Sendable () -> Void,
+        onEvents: @Sendable ([EtcdEvent], Int64) -> Void
+    ) -> EtcdWatchEnd {
         guard let transport = HTTPTransport() else { return .failed("libcurl cannot make a handle") }
         let target: (endpoint: String, options: TransportOptions)
         do {
@@ -91,6 +94,8 @@ public final class EtcdWatch: Sendable {
                 case .end(let end):
                     verdict = end
                     return false
+                case .created:
+                    onStart()
                 case .other:
                     continue
                 }
@@ -105,6 +110,7 @@ public final class EtcdWatch: Sendable {
     private enum Message {
         case events([EtcdEvent], Int64)
         case end(EtcdWatchEnd)
+        case created
         case other
     }
 
@@ -123,6 +129,7 @@ public final class EtcdWatch: Sendable {
                 .failed("etcd cancelled the watch: \((result["cancel_reason"] as? String) ?? "no reason given")"))
         }
         guard let header = try? EtcdJSON.header(result) else { return .other }
+        if (result["created"] as? Bool) == true { return .created }
         var events: [EtcdEvent] = []
         for event in (result["events"] as? [[String: Any]]) ?? [] {
             guard let kv = event["kv"] as? [String: Any], let key = try? EtcdJSON.bytes(kv, "key") else { continue }

@@ -7,30 +7,57 @@ import VaultStore
 /// Fleet groups through etcd: installs the replica maker that `VaultStore` asks for a fleet group.
 public enum VaultFleet {
     /// Lets every vault this process opens use its fleet groups (`VaultStore.fleetReplicas`).
-    public static func install() {
+    /// `watching`: each group's replica keeps a watch on etcd, so that a read within a second of the
+    /// last check, with no change reported since, needs no request (a long-lived process); without it
+    /// every read checks etcd (a command that reads once).
+    public static func install(watching: Bool = true) {
         VaultStore.fleetReplicas.withLock { make in
-            make = { (identity) throws(StoreError) -> GroupReplica in try EtcdReplica(identity) }
+            make = { (identity) throws(StoreError) -> GroupReplica in try EtcdReplica(identity, watching: watching) }
         }
     }
 }
 
-/// A fleet group's items in etcd: `/vault/v2/<group id hex>/items/<item id>` holds each item's file,
-/// byte for byte as on disk; `/vault/v2/<group id hex>/meta` the registration (name and the key's
-/// check value, never the key). Every write is one transaction that compares the item's
-/// `mod_revision` with what the last refresh saw (`create_revision` 0 for a new item).
+/// A fleet group's items in etcd, under `/vault/v2/<group id hex>/`: `items/<item id>` holds each
+/// item's file, byte for byte as on disk; `manifest` the sealed `FleetManifest`; `meta` the
+/// registration (name and the key's check value, never the key). Every write is one transaction that
+/// compares the item's and the manifest's `mod_revision` with what the last refresh saw
+/// (`create_revision` 0 for a new item) and puts the item with the next manifest.
 final class EtcdReplica: GroupReplica {
     let identity: FleetGroupIdentity
     let client: EtcdClient
+    let rootPrefix: [UInt8]
     let itemsPrefix: [UInt8]
     let metaKey: [UInt8]
-    /// Each item's `mod_revision` as the last refresh (or this process's last write) saw it.
-    private let seen = Mutex<[String: Int64]>([:])
+    let manifestKey: [UInt8]
+    let watching: Bool
 
-    init(_ identity: FleetGroupIdentity) throws(StoreError) {
+    /// What the last refresh (or this process's last write) saw, and the watch that vouches for it.
+    private struct Seen {
+        /// Every key under the group's prefix with its `mod_revision`.
+        var revisions: [[UInt8]: Int64] = [:]
+        /// The manifest those revisions hold, and its `mod_revision`.
+        var manifest: FleetManifest?
+        var manifestRevision: Int64 = 0
+        /// The store revision at which `revisions` were last confirmed, and when (this process's clock).
+        var confirmedRevision: Int64 = 0
+        var confirmedAt: ContinuousClock.Instant?
+        /// The watch, the process that started it (a forked child has no watch thread), whether etcd
+        /// has made it, and the newest revision it reported a change at.
+        var watch: EtcdWatch?
+        var watchProcess: Int32 = 0
+        var watchLive = false
+        var newestChange: Int64 = 0
+    }
+    private let seen = Mutex(Seen())
+
+    init(_ identity: FleetGroupIdentity, watching: Bool) throws(StoreError) {
         self.identity = identity
+        self.watching = watching
         let root = "/vault/v2/" + identity.groupID.map { String(format: "%02x", $0) }.joined() + "/"
+        rootPrefix = Array(root.utf8)
         itemsPrefix = Array((root + "items/").utf8)
         metaKey = Array((root + "meta").utf8)
+        manifestKey = Array((root + "manifest").utf8)
         var configuration: EtcdClient.Configuration
         do {
             configuration = try EtcdClient.Configuration(endpoints: identity.settings.endpoints)
@@ -45,6 +72,10 @@ final class EtcdReplica: GroupReplica {
             configuration.password = try Self.readPassword(passwordFile, group: identity.group)
         }
         client = EtcdClient(configuration)
+    }
+
+    deinit {
+        seen.withLock { $0.watch?.cancel() }
     }
 
     /// The first line of `path`, in secure memory.
@@ -85,11 +116,12 @@ final class EtcdReplica: GroupReplica {
     }
 
     func register(check: [UInt8]) throws(StoreError) {
+        let empty = try identity.manifestKey.seal(FleetManifest(counter: 0, items: [:]))
         let result: EtcdTransactionResult
         do {
             result = try client.transaction(
-                compare: [.createRevision(key: metaKey, equals: 0)],
-                success: [.put(key: metaKey, value: meta(check: check))])
+                compare: [.createRevision(key: metaKey, equals: 0), .createRevision(key: manifestKey, equals: 0)],
+                success: [.put(key: metaKey, value: meta(check: check)), .put(key: manifestKey, value: empty)])
         } catch {
             throw storeError(error, "cannot register it in etcd")
         }
@@ -121,95 +153,330 @@ final class EtcdReplica: GroupReplica {
 
     private func itemKey(_ id: ItemID) -> [UInt8] { itemsPrefix + Array(id.rawValue.utf8) }
 
+    private var group: GroupName { identity.group }
+
+    /// The hint every refusal of the replica's state ends with.
+    private var resyncHint: String {
+        "; nothing was taken from etcd. If etcd was restored on purpose, `vault group resync \(group) "
+            + "--accept-rollback` makes its state the group's"
+    }
+
+    // MARK: Freshness
+
+    func isKnownCurrent() -> Bool {
+        guard watching else { return false }
+        let now = ContinuousClock.now
+        let process = getpid()
+        return seen.withLock { seen in
+            guard seen.watch != nil, seen.watchLive, seen.watchProcess == process,
+                seen.newestChange <= seen.confirmedRevision, let confirmedAt = seen.confirmedAt
+            else { return false }
+            return now - confirmedAt < .seconds(1)
+        }
+    }
+
     func isCurrent() throws(StoreError) -> Bool {
         let found: EtcdRangeResult
         do {
-            found = try client.range(prefix: itemsPrefix, keysOnly: true)
+            found = try client.range(prefix: rootPrefix, keysOnly: true)
         } catch {
             throw storeError(error, "cannot read its items' revisions from etcd")
         }
-        let current = items(found).reduce(into: [String: Int64]()) { $0[$1.id.rawValue] = $1.keyValue.modRevision }
-        return seen.withLock { $0 == current }
+        let current = Self.revisions(found)
+        let now = ContinuousClock.now
+        let same = seen.withLock { seen in
+            guard seen.revisions == current, seen.manifest != nil else { return false }
+            seen.confirmedRevision = max(seen.confirmedRevision, found.revision)
+            seen.confirmedAt = now
+            return true
+        }
+        if same { watchIfNeeded(from: found.revision + 1) }
+        return same
     }
 
-    /// The items of a range of `itemsPrefix`: each key that names an item id, with its id (the check and
-    /// the refresh count the same keys, so that a stray key does not make every check fail).
-    private func items(_ found: EtcdRangeResult) -> [(id: ItemID, keyValue: EtcdKeyValue)] {
-        found.keyValues.compactMap { keyValue in
-            (try? ItemID(String(decoding: keyValue.key.dropFirst(itemsPrefix.count), as: UTF8.self)))
-                .map { ($0, keyValue) }
+    private static func revisions(_ found: EtcdRangeResult) -> [[UInt8]: Int64] {
+        found.keyValues.reduce(into: [:]) { $0[$1.key] = $1.modRevision }
+    }
+
+    /// Starts a watch of the group's prefix from `revision` when none runs in this process.
+    private func watchIfNeeded(from revision: Int64) {
+        guard watching else { return }
+        let process = getpid()
+        seen.withLock { seen in
+            if seen.watch != nil, seen.watchProcess == process { return }
+            seen.watchProcess = process
+            seen.watchLive = false
+            seen.watch = EtcdWatch(
+                client: client, prefix: rootPrefix, fromRevision: revision,
+                onStart: { [weak self] in
+                    self?.seen.withLock { if $0.watchProcess == process { $0.watchLive = true } }
+                },
+                onEvents: { [weak self] (events, _) in
+                    let newest =
+                        events.map { (event) -> Int64 in
+                            switch event {
+                            case .put(let keyValue): return keyValue.modRevision
+                            case .delete(_, let modRevision): return modRevision
+                            }
+                        }.max() ?? 0
+                    self?.seen.withLock { $0.newestChange = max($0.newestChange, newest) }
+                },
+                onEnd: { [weak self] _ in
+                    // Ended (compacted, a member gone, cancelled): reads check etcd until the next check
+                    // starts another, from then on.
+                    self?.seen.withLock {
+                        if $0.watchProcess == process {
+                            $0.watch = nil
+                            $0.watchLive = false
+                        }
+                    }
+                })
         }
+    }
+
+    // MARK: Refresh
+
+    /// The manifest and the items of a range of the group's prefix (keys under `items/` that name no
+    /// item id are left out, as the check leaves out nothing: a stray key makes neither fail).
+    private func contents(_ found: EtcdRangeResult) -> (manifest: EtcdKeyValue?, items: [ItemID: EtcdKeyValue]) {
+        var manifest: EtcdKeyValue?
+        var items: [ItemID: EtcdKeyValue] = [:]
+        for keyValue in found.keyValues {
+            if keyValue.key == manifestKey {
+                manifest = keyValue
+            } else if keyValue.key.starts(with: itemsPrefix),
+                let id = try? ItemID(String(decoding: keyValue.key.dropFirst(itemsPrefix.count), as: UTF8.self))
+            {
+                items[id] = keyValue
+            }
+        }
+        return (manifest, items)
     }
 
     func refresh(_ cache: ReplicaCache) throws(StoreError) {
         let found: EtcdRangeResult
         do {
-            found = try client.range(prefix: itemsPrefix)
+            found = try client.range(prefix: rootPrefix)
         } catch {
             throw storeError(error, "cannot read its items from etcd")
         }
-        var revisions: [String: Int64] = [:]
-        for (id, keyValue) in items(found) {
-            revisions[id.rawValue] = keyValue.modRevision
-            if try cache.contents(of: id) != keyValue.value { try cache.store(keyValue.value, as: id) }
+        let (manifestValue, items) = contents(found)
+        guard let manifestValue else {
+            throw StoreError(
+                .integrity,
+                "fleet group \(group): etcd holds no manifest for it (deleted outside the vault, or etcd was restored "
+                    + "to before the group was made)" + resyncHint)
         }
-        for id in try cache.cachedIDs() where revisions[id.rawValue] == nil { try cache.remove(id) }
-        seen.withLock { $0 = revisions }
+        let manifest = try identity.manifestKey.open(manifestValue.value)
+        let mark = FleetMark(
+            counter: manifest.counter, digest: try identity.manifestKey.digest(of: manifestValue.value))
+        let previous = try cache.highWaterMark()
+        if let previous {
+            guard manifest.counter >= previous.counter else {
+                throw StoreError(
+                    .integrity,
+                    "fleet group \(group): etcd's copy is older than this machine has seen (its manifest is at "
+                        + "\(manifest.counter), this machine saw \(previous.counter)): etcd was restored from an older "
+                        + "snapshot, or a member went back" + resyncHint)
+            }
+            guard manifest.counter > previous.counter || mark.digest == previous.digest else {
+                throw StoreError(
+                    .integrity,
+                    "fleet group \(group): etcd's manifest \(manifest.counter) is not the one this machine saw under "
+                        + "that number (etcd was restored, then written to)" + resyncHint)
+            }
+        }
+        for (id, keyValue) in items {
+            guard let expected = manifest.items[id] else {
+                throw StoreError(
+                    .integrity,
+                    "fleet group \(group): item \(id) is in etcd but not in the group's manifest (brought back after "
+                        + "its deletion, or planted)" + resyncHint)
+            }
+            guard try identity.manifestKey.digest(of: keyValue.value) == expected else {
+                throw StoreError(
+                    .integrity,
+                    "fleet group \(group): item \(id) in etcd is not the version the group's manifest lists (an older "
+                        + "value of itself, or another item's)" + resyncHint)
+            }
+        }
+        for id in manifest.items.keys where items[id] == nil {
+            throw StoreError(
+                .integrity,
+                "fleet group \(group): item \(id), which the group's manifest lists, is missing from etcd (deleted "
+                    + "outside the vault)" + resyncHint)
+        }
+        // The mark first: a crash never leaves cached items newer than it.
+        if previous != mark { try cache.record(mark) }
+        for (id, keyValue) in items where try cache.contents(of: id) != keyValue.value {
+            try cache.store(keyValue.value, as: id)
+        }
+        for id in try cache.cachedIDs() where items[id] == nil { try cache.remove(id) }
+        let now = ContinuousClock.now
+        seen.withLock { seen in
+            seen.revisions = Self.revisions(found)
+            seen.manifest = manifest
+            seen.manifestRevision = manifestValue.modRevision
+            seen.confirmedRevision = found.revision
+            seen.confirmedAt = now
+        }
+        watchIfNeeded(from: found.revision + 1)
     }
 
-    /// The largest item file a fleet group takes: etcd refuses requests over 1.5 MiB by default
-    /// (`--max-request-bytes`), and a put's JSON carries the file in base64 (4/3 of its size).
-    static let maximumItemFileByteCount = 1_048_576
+    // MARK: Writes
 
-    func write(_ id: ItemID, contents: [UInt8]) throws(StoreError) {
+    /// The largest item file a fleet group takes: etcd refuses requests over 1.5 MiB by default
+    /// (`--max-request-bytes`), a write carries the group's manifest too (up to 240,000 bytes), and the
+    /// JSON carries both in base64 (4/3 of their size).
+    static let maximumItemFileByteCount = 786_432
+
+    func write(_ id: ItemID, contents: [UInt8], cache: ReplicaCache) throws(StoreError) {
         guard contents.count <= Self.maximumItemFileByteCount else {
             throw StoreError(
                 .invalidName,
-                "fleet group \(identity.group): the item's file would be \(contents.count) bytes; a fleet group's "
-                    + "items are at most \(Self.maximumItemFileByteCount) bytes encrypted and padded (etcd refuses "
-                    + "larger requests), about 1 MB of secret; nothing was changed")
+                "fleet group \(group): the item's file would be \(contents.count) bytes; a fleet group's items are "
+                    + "at most \(Self.maximumItemFileByteCount) bytes encrypted and padded (etcd refuses larger "
+                    + "requests), about 760 KB of secret; nothing was changed")
         }
         let key = itemKey(id)
-        let compare: EtcdCompare =
-            seen.withLock({ $0[id.rawValue] }).map { .modRevision(key: key, equals: $0) }
-            ?? .createRevision(key: key, equals: 0)
+        let digest = try identity.manifestKey.digest(of: contents)
+        try commit(
+            item: key,
+            compareItem: { $0.map { .modRevision(key: key, equals: $0) } ?? .createRevision(key: key, equals: 0) },
+            change: .put(key: key, value: contents), cache: cache,
+            manifest: { $0.items[id] = digest },
+            isOwn: { $0?.value == contents })
+    }
+
+    func delete(_ id: ItemID, cache: ReplicaCache) throws(StoreError) {
+        let key = itemKey(id)
+        guard seen.withLock({ $0.revisions[key] }) != nil else { return }
+        try commit(
+            item: key,
+            compareItem: { $0.map { .modRevision(key: key, equals: $0) } ?? .createRevision(key: key, equals: 0) },
+            change: .delete(key: key, rangeEnd: nil), cache: cache,
+            manifest: { _ = $0.items.removeValue(forKey: id) },
+            isOwn: { $0 == nil })
+    }
+
+    /// One write of the group: `change` to item key `item` with the next manifest (`manifest` applied
+    /// to the last one seen), compared on the item's and the manifest's revisions. A failed compare
+    /// whose item (`isOwn`) and manifest are this write's own (its answer was lost, and it was applied:
+    /// manifests carry a random nonce) is its success. The mark is raised before the cache changes.
+    private func commit(
+        item: [UInt8], compareItem: (Int64?) -> EtcdCompare, change: EtcdOperation, cache: ReplicaCache,
+        manifest update: (inout FleetManifest) -> Void, isOwn: (EtcdKeyValue?) -> Bool
+    ) throws(StoreError) {
+        let (last, manifestRevision, itemRevision) = seen.withLock {
+            ($0.manifest, $0.manifestRevision, $0.revisions[item])
+        }
+        guard var next = last else {
+            throw StoreError(.conflict, "fleet group \(group): not read from etcd since its last failure")
+        }
+        next.counter += 1
+        update(&next)
+        let sealed = try identity.manifestKey.seal(next)
         let result: EtcdTransactionResult
         do {
             result = try client.transaction(
-                compare: [compare], success: [.put(key: key, value: contents)],
-                failure: [.range(key: key, rangeEnd: nil)])
+                compare: [compareItem(itemRevision), .modRevision(key: manifestKey, equals: manifestRevision)],
+                success: [change, .put(key: manifestKey, value: sealed)],
+                failure: [.range(key: item, rangeEnd: nil), .range(key: manifestKey, rangeEnd: nil)])
         } catch {
             throw storeError(error, "cannot write an item to etcd")
         }
-        guard result.succeeded else {
-            // This write itself, applied by an attempt whose answer was lost (item files carry a random
-            // nonce: equal bytes are this write's), is a success at that revision.
-            if let current = result.ranges.first??.keyValues.first, current.value == contents {
-                seen.withLock { $0[id.rawValue] = current.modRevision }
-                return
+        var revision = result.revision
+        if !result.succeeded {
+            let current = result.ranges.count == 2 ? result.ranges[1]?.keyValues.first : nil
+            guard let current, current.value == sealed, isOwn(result.ranges[0]?.keyValues.first) else {
+                throw StoreError(.conflict, "fleet group \(group): it changed on another machine meanwhile")
             }
-            throw StoreError(.conflict, "fleet group \(identity.group): the item changed on another machine meanwhile")
+            revision = current.modRevision
         }
-        seen.withLock { $0[id.rawValue] = result.revision }
+        do throws(StoreError) {
+            try cache.record(FleetMark(counter: next.counter, digest: try identity.manifestKey.digest(of: sealed)))
+        } catch {
+            forget()
+            throw error
+        }
+        seen.withLock { seen in
+            if case .delete = change {
+                seen.revisions.removeValue(forKey: item)
+            } else {
+                seen.revisions[item] = revision
+            }
+            seen.revisions[manifestKey] = revision
+            seen.manifest = next
+            seen.manifestRevision = revision
+        }
     }
 
     func forget() {
-        seen.withLock { $0 = [:] }
+        seen.withLock { seen in
+            seen.revisions = [:]
+            seen.manifest = nil
+            seen.confirmedAt = nil
+        }
     }
 
-    func delete(_ id: ItemID) throws(StoreError) {
-        guard let revision = seen.withLock({ $0[id.rawValue] }) else { return }
-        let key = itemKey(id)
+    // MARK: Resynchronisation
+
+    func resync(_ cache: ReplicaCache, acceptingRollback: Bool) throws(StoreError) -> FleetResync {
+        forget()
+        let previous = try cache.highWaterMark()
+        guard acceptingRollback else {
+            try refresh(cache)
+            let now = seen.withLock { $0.manifest }
+            return FleetResync(
+                previousCounter: previous?.counter, replicaCounter: now?.counter, counter: now?.counter ?? 0,
+                itemCount: now?.items.count ?? 0, removedCount: 0)
+        }
+        let found: EtcdRangeResult
+        do {
+            found = try client.range(prefix: rootPrefix)
+        } catch {
+            throw storeError(error, "cannot read its items from etcd")
+        }
+        let (manifestValue, items) = contents(found)
+        let replicaManifest = manifestValue.flatMap { try? identity.manifestKey.open($0.value) }
+        var next = FleetManifest(
+            counter: max(previous?.counter ?? 0, replicaManifest?.counter ?? 0) + 1, items: [:])
+        var removals: [EtcdOperation] = []
+        for (id, keyValue) in items {
+            if cache.opens(keyValue.value, as: id) {
+                next.items[id] = try identity.manifestKey.digest(of: keyValue.value)
+            } else {
+                removals.append(.delete(key: keyValue.key, rangeEnd: nil))
+            }
+        }
+        // etcd allows 128 operations in a transaction (`--max-txn-ops`).
+        guard removals.count < 100 else {
+            throw StoreError(
+                .integrity,
+                "fleet group \(group): \(removals.count) items in etcd do not open under the group's key; remove "
+                    + "them with etcdctl (keys under \(String(decoding: itemsPrefix, as: UTF8.self))) first; nothing "
+                    + "was changed")
+        }
+        let sealed = try identity.manifestKey.seal(next)
         let result: EtcdTransactionResult
         do {
             result = try client.transaction(
-                compare: [.modRevision(key: key, equals: revision)], success: [.delete(key: key, rangeEnd: nil)])
+                compare: [
+                    manifestValue.map { .modRevision(key: manifestKey, equals: $0.modRevision) }
+                        ?? .createRevision(key: manifestKey, equals: 0)
+                ],
+                success: [.put(key: manifestKey, value: sealed)] + removals)
         } catch {
-            throw storeError(error, "cannot delete an item in etcd")
+            throw storeError(error, "cannot write the group's manifest to etcd")
         }
         guard result.succeeded else {
-            throw StoreError(.conflict, "fleet group \(identity.group): the item changed on another machine meanwhile")
+            throw StoreError(
+                .conflict, "fleet group \(group) changed in etcd during the resync; nothing was changed: run it again")
         }
-        seen.withLock { _ = $0.removeValue(forKey: id.rawValue) }
+        try cache.record(FleetMark(counter: next.counter, digest: try identity.manifestKey.digest(of: sealed)))
+        try refresh(cache)
+        return FleetResync(
+            previousCounter: previous?.counter, replicaCounter: replicaManifest?.counter, counter: next.counter,
+            itemCount: next.items.count, removedCount: removals.count)
     }
 }

@@ -13,7 +13,7 @@ struct VaultFleetMain {
         ProcessIdentity.disableCrashBacktraces()
         try? ProcessIdentity.disableCoreFiles()
         ProcessIdentity.ignoreFileSizeLimitSignal()
-        VaultFleet.install()
+        VaultFleet.install(watching: false)
         switch ProcessIdentity.commandLineArguments() {
         case .success(let arguments):
             exit(VaultCLI.run(arguments))

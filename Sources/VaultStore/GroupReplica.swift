@@ -59,26 +59,79 @@ public struct FleetSettings: Sendable, Hashable {
 }
 
 /// A fleet group's replica: the copy of its items that every machine shares (etcd), which the group
-/// directory caches byte for byte. Made by the factory that `VaultStore.fleetReplicas` holds (the
-/// `VaultFleet` module installs one; the store itself never links a network client).
+/// directory caches byte for byte, with the group's sealed manifest (`FleetManifest`). Made by the
+/// factory that `VaultStore.fleetReplicas` holds (the `VaultFleet` module installs one; the store
+/// itself never links a network client).
 public protocol GroupReplica: AnyObject, Sendable {
-    /// Registers a new fleet group (its id and a check value of its key, never the key); refuses an
-    /// id that is registered already.
+    /// Registers a new fleet group (its id, a check value of its key, never the key, and an empty
+    /// manifest); refuses an id that is registered already.
     func register(check: [UInt8]) throws(StoreError)
     /// Checks a joining machine's key against the registration.
     func verifyRegistration(check: [UInt8]) throws(StoreError)
+    /// Whether the replica is known, without asking it, to hold what the last refresh saw: a watch on
+    /// it is live, has reported no change since, and the last check (`isCurrent`) was within a second.
+    /// Always false for a replica that does not watch (a short-lived process asks every time).
+    func isKnownCurrent() -> Bool
     /// Whether the replica holds exactly what the last refresh saw (a read of its keys and revisions,
     /// no values); `unavailable` when it cannot be asked.
     func isCurrent() throws(StoreError) -> Bool
-    /// Brings `cache` up to date with the replica: every item the replica has, and none it lacks.
+    /// Brings `cache` up to date with the replica: every item the replica has, and none it lacks, once
+    /// the manifest opens, is no older than `cache`'s high-water mark, and lists exactly the items
+    /// there (`integrity` otherwise: a rollback, a deleted, replayed or replaced item).
     func refresh(_ cache: ReplicaCache) throws(StoreError)
-    /// Stores item `id`'s sealed file `contents` in the replica, only if the replica's copy is still the
-    /// one the last refresh saw (none: only if there is none); `conflict` otherwise.
-    func write(_ id: ItemID, contents: [UInt8]) throws(StoreError)
-    /// Removes item `id` from the replica, only if its copy is still the one the last refresh saw.
-    func delete(_ id: ItemID) throws(StoreError)
+    /// Stores item `id`'s sealed file `contents` in the replica with the next manifest, only if the
+    /// replica's copy is still the one the last refresh saw (none: only if there is none); `conflict`
+    /// otherwise. Raises `cache`'s high-water mark to the new manifest.
+    func write(_ id: ItemID, contents: [UInt8], cache: ReplicaCache) throws(StoreError)
+    /// Removes item `id` from the replica with the next manifest, only if its copy is still the one the
+    /// last refresh saw.
+    func delete(_ id: ItemID, cache: ReplicaCache) throws(StoreError)
+    /// Refreshes `cache` from a fresh read; with `acceptingRollback`, first makes what the replica
+    /// holds now the group's state (its items that open under the group's keys, a manifest above every
+    /// counter seen, items that do not open removed), for an operator who knows etcd was restored.
+    func resync(_ cache: ReplicaCache, acceptingRollback: Bool) throws(StoreError) -> FleetResync
     /// Forgets what the last refresh saw (the cache may not match it), so that the next check refreshes.
     func forget()
+}
+
+/// How this process last answered a read of a fleet group: from a cache that etcd confirmed, or,
+/// with etcd out of reach, from the cache as it was when last confirmed.
+public struct FleetCacheStatus: Sendable, Equatable {
+    /// Whether the answer came from the cache without etcd's confirmation (etcd out of reach).
+    public var isStale: Bool
+    /// When the cache was last known to match etcd, in nanoseconds since the epoch (a lower bound: in
+    /// a process that has not reached etcd, when this machine last took a change from it); nil when
+    /// it never was.
+    public var knownCurrentAt: Int64?
+
+    /// A status.
+    public init(isStale: Bool, knownCurrentAt: Int64?) {
+        self.isStale = isStale
+        self.knownCurrentAt = knownCurrentAt
+    }
+}
+
+/// What `GroupReplica.resync` found and did.
+public struct FleetResync: Sendable, Equatable {
+    /// The counter of the newest manifest this machine had seen, if any.
+    public var previousCounter: UInt64?
+    /// The counter of the replica's manifest before the resync (nil: it had none that opened).
+    public var replicaCounter: UInt64?
+    /// The counter of the manifest after it.
+    public var counter: UInt64
+    /// The items the group holds after it.
+    public var itemCount: Int
+    /// Items removed from the replica because they did not open under the group's keys.
+    public var removedCount: Int
+
+    /// A report with these figures.
+    public init(previousCounter: UInt64?, replicaCounter: UInt64?, counter: UInt64, itemCount: Int, removedCount: Int) {
+        self.previousCounter = previousCounter
+        self.replicaCounter = replicaCounter
+        self.counter = counter
+        self.itemCount = itemCount
+        self.removedCount = removedCount
+    }
 }
 
 /// What a replica may do to its group's directory: read, store and remove item files (each checked
@@ -119,14 +172,32 @@ public struct ReplicaCache {
         try store.uncacheItemFile(ItemLocation(group: group, id: id))
         changes.count += 1
     }
+
+    /// Whether `contents` opens under the group's keys as item `id` (nothing is stored).
+    public func opens(_ contents: [UInt8], as id: ItemID) -> Bool {
+        (try? store.checkItemFile(contents, as: ItemLocation(group: group, id: id))) != nil
+    }
+
+    /// The newest manifest this machine has seen of the group, or nil before its first.
+    public func highWaterMark() throws(StoreError) -> FleetMark? {
+        try store.fleetMark(group)
+    }
+
+    /// Durably records `mark` as the newest manifest seen (before any item of it is cached, so that a
+    /// crash never leaves items newer than the mark).
+    public func record(_ mark: FleetMark) throws(StoreError) {
+        try store.recordFleetMark(mark, group: group)
+    }
 }
 
-/// Who a fleet group is, for its replica: its name, id and the settings of `fleet.json`.
+/// Who a fleet group is, for its replica: its name, id, manifest key and the settings of `fleet.conf`.
 public struct FleetGroupIdentity: Sendable {
     /// The group's name.
     public let group: GroupName
     /// The group's 16-byte id, the same on every machine.
     public let groupID: [UInt8]
+    /// Seals and opens the group's manifest.
+    public let manifestKey: FleetManifestKey
     /// How to reach the replica.
     public let settings: FleetSettings
 }

@@ -1,3 +1,4 @@
+import FoundationEssentials
 import VaultCrypto
 import VaultSystem
 
@@ -31,7 +32,10 @@ extension VaultStore {
                 .integrity, "\(settingsPath) is there but group \(group)'s group.key is not a fleet group's",
                 path: settingsPath.string)
         }
-        let replica = try Self.makeReplica(FleetGroupIdentity(group: group, groupID: file.groupID, settings: settings))
+        let replica = try Self.makeReplica(
+            FleetGroupIdentity(
+                group: group, groupID: file.groupID, manifestKey: try FleetManifestKey(file: file, group: group),
+                settings: settings))
         state.withLock { $0.replicas[group] = .some(replica) }
         return replica
     }
@@ -49,8 +53,8 @@ extension VaultStore {
             throw StoreError(
                 .cryptoUnavailable,
                 "group \(identity.group) is a fleet group (its items are in etcd), and this program has no etcd "
-                    + "client: link VaultFleet and call VaultFleet.install() (the vault CLI cannot use fleet groups "
-                    + "yet)")
+                    + "client: link VaultFleet and call VaultFleet.install() (the static vault CLI hands fleet groups "
+                    + "to vault-fleet)")
         }
         return try make(identity)
     }
@@ -67,8 +71,11 @@ extension VaultStore {
     }
 
     /// Before a read of `group` outside a transaction: a fleet group's cache is checked against the
-    /// replica (its keys and revisions, one linearizable read) and refreshed under the group's lock
-    /// when they differ. With the replica out of reach, the read is served from the cache.
+    /// replica (its keys and revisions, one linearizable read; none while the replica's watch vouches
+    /// for it, `GroupReplica.isKnownCurrent`) and refreshed under the group's lock when they differ.
+    /// With the replica out of reach, the read is served from the cache (`fleetCacheStatus` says so),
+    /// unless reads must be fresh (`requireFreshFleetReads`: then every read asks etcd, and fails as
+    /// `unavailable` when it cannot).
     /// Returns whether this call refreshed the cache inside this thread's transaction and found it
     /// changed: then what the transaction read of the group before may be stale (a write then reruns it).
     @discardableResult
@@ -86,13 +93,47 @@ extension VaultStore {
         if let inTransaction {
             return inTransaction ? false : try refreshReplica(group)
         }
+        let (refreshedBefore, freshOnly) = state.withLock {
+            ($0.replicaRefreshed[group] != nil, $0.freshFleetReadsOnly)
+        }
+        if refreshedBefore, !freshOnly, replica.isKnownCurrent() { return false }
         do throws(StoreError) {
-            if state.withLock({ $0.replicaRefreshed[group] }) != nil, try replica.isCurrent() { return false }
-            try withWriteLock(groups: [group]) { (_) throws(StoreError) in _ = try refreshReplicaIfStale(group) }
+            var current = false
+            if refreshedBefore { current = try replica.isCurrent() }
+            if !current {
+                try withWriteLock(groups: [group]) { (_) throws(StoreError) in _ = try refreshReplicaIfStale(group) }
+            }
+            let now = FileTimestampClock.now()
+            state.withLock { $0.fleetCacheStatus[group] = FleetCacheStatus(isStale: false, knownCurrentAt: now) }
         } catch  where error.code == .unavailable {
-            // Served from the cache as of the last refresh (`replicaRefreshed`).
+            let known = state.withLock { $0.fleetCacheStatus[group] }
+            let since = known?.knownCurrentAt ?? fleetMarkTime(group)
+            state.withLock { $0.fleetCacheStatus[group] = FleetCacheStatus(isStale: true, knownCurrentAt: since) }
+            if freshOnly {
+                throw StoreError(
+                    .unavailable,
+                    "\(error.message); fresh reads only: not answered from this machine's cache (last known current "
+                        + "\(since.map(Self.describeTime) ?? "never"))", cause: error)
+            }
         }
         return false
+    }
+
+    /// How this process last answered a read of fleet group `group` (nil: not a fleet group, or not
+    /// read yet).
+    public func fleetCacheStatus(_ group: GroupName) -> FleetCacheStatus? {
+        state.withLock { $0.fleetCacheStatus[group] }
+    }
+
+    /// Makes every read of a fleet group confirmed by etcd (never vouched for by the watch alone), and
+    /// failed (`unavailable`) rather than answered from a cache that etcd could not confirm.
+    public func requireFreshFleetReads(_ required: Bool) {
+        state.withLock { $0.freshFleetReadsOnly = required }
+    }
+
+    /// A time in nanoseconds since the epoch, in ISO 8601 (UTC): `2026-12-01T21:05:03Z`.
+    public static func describeTime(_ nanoseconds: Int64) -> String {
+        Date(timeIntervalSince1970: Double(nanoseconds) / 1e9).ISO8601Format()
     }
 
     /// Before a replica write: the group refreshed in this transaction (now, if nothing read it yet). A
@@ -166,7 +207,9 @@ extension VaultStore {
                     path: groupPath(group).string)
             }
             let replica = try Self.makeReplica(
-                FleetGroupIdentity(group: group, groupID: file.groupID, settings: settings))
+                FleetGroupIdentity(
+                    group: group, groupID: file.groupID, manifestKey: try FleetManifestKey(file: file, group: group),
+                    settings: settings))
             try agree(replica, try Self.fleetCheck(file))
             try installFleetGroup(group, file: file, settings: settings, classKeys: classKeys)
         }
@@ -292,5 +335,76 @@ extension VaultStore {
         _ = try AtomicFile.remove(
             item.id.fileName, in: directory, directoryPath: groupPath(item.group),
             alsoRemove: GenerationRecord.name(item.id))
+    }
+}
+
+// MARK: The high-water mark, and resynchronisation
+
+extension VaultStore {
+    /// The newest manifest this machine has seen of fleet group `group` (`fleet.mark`), or nil.
+    func fleetMark(_ group: GroupName) throws(StoreError) -> FleetMark? {
+        guard let directory = try groupDirectory(group, create: false) else { return nil }
+        let path = groupPath(group) / FleetMark.fileName
+        guard let bytes = try SmallFile.readIfPresent(FleetMark.fileName, in: directory, path: path, limit: 4096)
+        else { return nil }
+        guard let mark = FleetMark.decode(bytes) else {
+            throw StoreError(
+                .integrity,
+                "\(path) is not a fleet group's high-water mark (damaged?); `vault group resync \(group) "
+                    + "--accept-rollback` writes it anew", path: path.string)
+        }
+        return mark
+    }
+
+    /// Durably records `mark` as fleet group `group`'s high-water mark.
+    func recordFleetMark(_ mark: FleetMark, group: GroupName) throws(StoreError) {
+        let directory = try existingGroupDirectory(group)
+        try AtomicFile.replace(
+            FleetMark.fileName, contents: .plain(mark.encoded()), in: directory, directoryPath: groupPath(group))
+    }
+
+    /// When this machine last took a change of fleet group `group` from its replica (the mark's
+    /// modification time, nanoseconds since the epoch), or nil.
+    func fleetMarkTime(_ group: GroupName) -> Int64? {
+        guard let directory = try? groupDirectory(group, create: false),
+            let status = try? directory.statusAt(FleetMark.fileName)
+        else { return nil }
+        return status.modificationNanoseconds
+    }
+
+    /// Checks that `contents` opens under the group's keys as `item`; `integrity` otherwise.
+    func checkItemFile(_ contents: [UInt8], as item: ItemLocation) throws(StoreError) {
+        let path = itemPath(item)
+        let header = try ItemFile.header(of: contents, expected: itemFormatVersion, path: path)
+        let (key, keys) = try encryptionKey(header.protectionClass, for: item, generation: header.generation)
+        _ = try ItemFile.open(contents, header: header, key: key, binding: keys.binding, location: item, path: path)
+    }
+
+    /// Reads fleet group `group` from its replica anew, under its lock. With `acceptingRollback`, what
+    /// etcd holds now becomes the group's state even when it is older than this machine has seen (an
+    /// operator who restored etcd on purpose): a new manifest above every counter seen, then the
+    /// refresh. Either way the outcome goes to the system log.
+    public func resyncFleetGroup(_ group: GroupName, acceptingRollback: Bool) throws(StoreError) -> FleetResync {
+        guard let replica = try replica(for: group) else {
+            throw StoreError(.invalidName, "group \(group) is not a fleet group", path: groupPath(group).string)
+        }
+        let report = try withWriteLock(groups: [group]) { (_) throws(StoreError) -> FleetResync in
+            let cache = ReplicaCache(store: self, group: group)
+            let report = try replica.resync(cache, acceptingRollback: acceptingRollback)
+            let now = ContinuousClock.now
+            state.withLock {
+                $0.replicaRefreshed[group] = now
+                $0.refreshedInTransaction.insert(group)
+            }
+            return report
+        }
+        let previous = report.previousCounter.map(String.init) ?? "none"
+        let found = report.replicaCounter.map(String.init) ?? "none that opened"
+        SystemLog.notice(
+            "vault: fleet group \(group) of the vault at \(path) resynchronised by uid \(ProcessIdentity.effectiveUserID)"
+                + (acceptingRollback ? ", rollback accepted" : "")
+                + ": this machine had seen manifest \(previous), etcd had \(found), now \(report.counter) "
+                + "(\(report.itemCount) items, \(report.removedCount) that did not open removed)")
+        return report
     }
 }

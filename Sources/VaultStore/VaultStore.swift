@@ -84,6 +84,10 @@ public final class VaultStore: Sendable {
         /// The threads whose transaction's replica write met a conflict: `withWriteLock` runs it again
         /// (by thread: another thread's transaction may start before this one's caller looks).
         var conflictedThreads: Set<UInt> = []
+        /// Fleet groups: how each one's last read was answered (`fleetCacheStatus`), and whether reads
+        /// refuse to answer from a cache that etcd could not confirm.
+        var fleetCacheStatus: [GroupName: FleetCacheStatus] = [:]
+        var freshFleetReadsOnly = false
     }
     let state = Mutex(State())
     /// Serialises this process's writers; the OFD lock on `.lock` serialises processes.

@@ -36,7 +36,9 @@ public struct WriteTransaction {
         let replica = try store.replica(for: item.group)
         if let replica {
             try store.requireUnchangedReplica(item.group)
-            try store.noticingConflicts { () throws(StoreError) in try replica.write(item.id, contents: contents) }
+            try store.noticingConflicts { () throws(StoreError) in
+                try replica.write(item.id, contents: contents, cache: ReplicaCache(store: store, group: item.group))
+            }
         }
         let durable = !store.state.withLock { $0.bulkLoading }
         // Generation 1 gets no record: no older copy of the item exists to roll back to, and an add then
@@ -104,7 +106,9 @@ public struct WriteTransaction {
         let replica = try store.replica(for: item.group)
         if let replica {
             try store.requireUnchangedReplica(item.group)
-            try store.noticingConflicts { () throws(StoreError) in try replica.delete(item.id) }
+            try store.noticingConflicts { () throws(StoreError) in
+                try replica.delete(item.id, cache: ReplicaCache(store: store, group: item.group))
+            }
         }
         do throws(StoreError) {
             return try AtomicFile.remove(

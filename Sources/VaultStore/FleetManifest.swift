@@ -1,0 +1,133 @@
+import VaultCrypto
+
+/// What a fleet group holds at one point of its history: a counter that every write raises by one,
+/// and each item's id with a digest of its file. It is stored in the replica next to the items,
+/// sealed under a key of the group's, and every write replaces it in the same replica transaction
+/// as the item. A machine that remembers the highest counter it saw (`FleetMark`) can tell when the
+/// replica went back (a restored snapshot, a member rolled back) and when an item was deleted,
+/// replaced with an older value of itself or brought back after its deletion.
+public struct FleetManifest: Sendable, Equatable {
+    /// Raised by one with every write and deletion in the group.
+    public var counter: UInt64
+    /// Each item's id and the 16-byte digest of its file (`FleetManifestKey.digest(of:)`).
+    public var items: [ItemID: [UInt8]]
+
+    /// A manifest of `items` at `counter`.
+    public init(counter: UInt64, items: [ItemID: [UInt8]]) {
+        self.counter = counter
+        self.items = items
+    }
+
+    /// The most items a fleet group holds: its manifest goes into every write's request with the
+    /// item (etcd refuses requests over 1.5 MiB by default; 48 bytes per item).
+    public static let maximumItemCount = 5_000
+
+    static let magic = Array("VFM1".utf8)
+    static let digestByteCount = 16
+
+    /// The manifest's bytes: magic, counter (8 bytes, big-endian), item count (4 bytes), then each
+    /// item's 32 hash bytes and 16 digest bytes, in id order.
+    func encoded() -> [UInt8] {
+        var bytes = Self.magic
+        bytes += (0..<8).reversed().map { UInt8(truncatingIfNeeded: counter >> (8 * UInt64($0))) }
+        bytes += (0..<4).reversed().map { UInt8(truncatingIfNeeded: UInt32(items.count) >> (8 * UInt32($0))) }
+        for id in items.keys.sorted() {
+            bytes += id.hashBytes
+            bytes += items[id] ?? []
+        }
+        return bytes
+    }
+
+    /// Parses `encoded()`'s bytes; nil when they are not a manifest.
+    static func decode(_ bytes: [UInt8]) -> FleetManifest? {
+        let header = magic.count + 12
+        guard bytes.count >= header, Array(bytes[..<magic.count]) == magic else { return nil }
+        let counter = bytes[magic.count..<magic.count + 8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        let count = Int(bytes[magic.count + 8..<header].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+        let entry = ItemID.hashByteCount + digestByteCount
+        guard bytes.count == header + count * entry else { return nil }
+        var items: [ItemID: [UInt8]] = [:]
+        for index in 0..<count {
+            let start = header + index * entry
+            guard let id = try? ItemID(hashBytes: Array(bytes[start..<start + ItemID.hashByteCount])) else {
+                return nil
+            }
+            items[id] = Array(bytes[start + ItemID.hashByteCount..<start + entry])
+        }
+        guard items.count == count else { return nil }
+        return FleetManifest(counter: counter, items: items)
+    }
+}
+
+/// The key a fleet group's manifest is sealed and its items digested with: derived from the group's
+/// index key for its id, so that every machine with the group key has it and etcd does not.
+public struct FleetManifestKey: Sendable {
+    static let sealDomain = KeyDerivation.Domain("vault.fman.v2")
+    static let digestDomain = KeyDerivation.Domain("vault.fdig.v2")
+
+    let key: SymmetricKey
+    let group: GroupName
+    let groupID: [UInt8]
+
+    init(file: GroupKeyFile, group: GroupName) throws(StoreError) {
+        do {
+            key = try KeyDerivation.subkey(of: file.secrets.indexKey, domain: Self.sealDomain, context: file.groupID)
+        } catch {
+            throw StoreError.crypto(error, "cannot derive the manifest key of fleet group \(group)")
+        }
+        self.group = group
+        groupID = file.groupID
+    }
+
+    private var associatedData: [UInt8] { Array("vault fleet manifest".utf8) + groupID }
+
+    /// `manifest` sealed: a random nonce, then its bytes encrypted and authenticated together with the
+    /// group's id (a manifest copied from another group fails to open).
+    public func seal(_ manifest: FleetManifest) throws(StoreError) -> [UInt8] {
+        guard manifest.items.count <= FleetManifest.maximumItemCount else {
+            throw StoreError(
+                .invalidName,
+                "fleet group \(group) would hold \(manifest.items.count) items; a fleet group holds at most "
+                    + "\(FleetManifest.maximumItemCount); nothing was changed")
+        }
+        do {
+            let nonce = try XChaCha20Poly1305.randomNonce()
+            return nonce
+                + (try XChaCha20Poly1305.seal(
+                    manifest.encoded(), key: key, nonce: nonce, associatedData: associatedData))
+        } catch {
+            throw StoreError.crypto(error, "cannot seal the manifest of fleet group \(group)")
+        }
+    }
+
+    /// Opens a sealed manifest; `integrity` when it does not open under this group's key or is no
+    /// manifest (replaced, or another group's).
+    public func open(_ sealed: [UInt8]) throws(StoreError) -> FleetManifest {
+        let nonceCount = XChaCha20Poly1305.nonceByteCount
+        let failure = StoreError(
+            .integrity,
+            "fleet group \(group): its manifest in etcd does not open under the group's key (replaced, or "
+                + "another group's); nothing was read from etcd")
+        guard sealed.count > nonceCount + XChaCha20Poly1305.tagByteCount else { throw failure }
+        let plain: TransientBytes
+        do {
+            plain = try XChaCha20Poly1305.open(
+                sealed, from: nonceCount, key: key, nonce: Array(sealed[..<nonceCount]),
+                associatedData: associatedData, as: TransientBytes.self)
+        } catch {
+            throw failure
+        }
+        guard let manifest = plain.withBytes({ FleetManifest.decode($0) }) else { throw failure }
+        return manifest
+    }
+
+    /// The digest of an item file that a manifest lists: a keyed hash, so that etcd cannot forge one.
+    public func digest(of contents: [UInt8]) throws(StoreError) -> [UInt8] {
+        do {
+            return try KeyDerivation.keyedHash(
+                contents, key: key, domain: Self.digestDomain, outputByteCount: FleetManifest.digestByteCount)
+        } catch {
+            throw StoreError.crypto(error, "cannot digest an item of fleet group \(group)")
+        }
+    }
+}

@@ -1,0 +1,36 @@
+/// The newest manifest of a fleet group that this machine has seen (its high-water mark), kept in the
+/// group's directory as `fleet.mark`: the manifest's counter and the digest of its sealed bytes. A
+/// replica whose manifest is older (a lower counter) or another at the same counter (its history
+/// forked) has gone back, and is refused until an operator accepts it (`resyncFleetGroup`). Kept
+/// per group id: a restored cluster may come back with another cluster id.
+public struct FleetMark: Sendable, Equatable {
+    /// The manifest's counter.
+    public var counter: UInt64
+    /// `FleetManifestKey.digest(of:)` of the sealed manifest.
+    public var digest: [UInt8]
+
+    /// A mark of the manifest with `counter` whose sealed bytes have `digest`.
+    public init(counter: UInt64, digest: [UInt8]) {
+        self.counter = counter
+        self.digest = digest
+    }
+
+    static let fileName = "fleet.mark"
+    static let header = "vault fleet mark v1"
+
+    /// The file's text: one line, `vault fleet mark v1 <counter> <digest hex>`.
+    func encoded() -> [UInt8] {
+        Array("\(Self.header) \(counter) \(Hex.encode(digest))\n".utf8)
+    }
+
+    /// Parses `encoded()`'s text; nil when it is not a mark.
+    static func decode(_ bytes: [UInt8]) -> FleetMark? {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard text.hasPrefix(header + " "), text.hasSuffix("\n") else { return nil }
+        let fields = text.dropFirst(header.count + 1).dropLast().split(separator: " ", omittingEmptySubsequences: false)
+        guard fields.count == 2, let counter = UInt64(fields[0]), let digest = Hex.decode(String(fields[1])),
+            digest.count == FleetManifest.digestByteCount
+        else { return nil }
+        return FleetMark(counter: counter, digest: digest)
+    }
+}
