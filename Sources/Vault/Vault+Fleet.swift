@@ -61,4 +61,29 @@ extension Vault {
             throw VaultError(error)
         }
     }
+
+    /// How this process last answered a read of fleet group `group`: `isStale` when etcd was out of
+    /// reach and the answer came from this machine's cache, as it was at `knownCurrentAt`. nil for a
+    /// group that is not a fleet group or was not read yet. Ask right after a read: another thread's
+    /// read of the group updates it too.
+    public func fleetCacheStatus(of group: AccessGroup) -> FleetCacheStatus? {
+        engine.store.fleetCacheStatus(group.name)
+    }
+
+    /// With `required`, every read of a fleet group asks etcd (a long-lived handle's watch no longer
+    /// vouches for its cache), and fails with `notAvailable` rather than answer from the cache when
+    /// etcd is out of reach: what `vault get --fresh` does.
+    public func requireFreshFleetReads(_ required: Bool) {
+        engine.store.requireFreshFleetReads(required)
+    }
+
+    /// Reads fleet group `group` from etcd anew. A group refused as rolled back (etcd restored to an
+    /// older state than this machine has seen, or an item deleted, replayed or replaced there) stays
+    /// refused unless `acceptingRollback`: then what etcd holds now becomes the group's state on every
+    /// machine (items that do not open under the group's key are removed from etcd). Logged to syslog.
+    public func resyncFleetGroup(_ group: AccessGroup, acceptingRollback: Bool) throws(VaultError) -> FleetResync {
+        try translatingStoreErrors { () throws(StoreError) in
+            try engine.store.resyncFleetGroup(group.name, acceptingRollback: acceptingRollback)
+        }
+    }
 }

@@ -220,6 +220,8 @@ public enum Command: Sendable, Hashable {
     case groupExportKey(GroupExportKeyCommand)
     /// `vault group join NAME --etcd … --group-key FILE`.
     case groupJoin(GroupJoinCommand)
+    /// `vault group resync NAME [--accept-rollback]`.
+    case groupResync(GroupResyncCommand)
     /// `vault check`.
     case check(CheckCommand)
     /// `vault completion bash`.

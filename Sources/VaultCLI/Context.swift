@@ -147,6 +147,20 @@ struct Context {
         global.group.flatMap { try? AccessGroup($0) }.map { [$0] } ?? vault.client.accessGroups
     }
 
+    /// Says on standard error which fleet groups this command answered from the cache of, etcd being
+    /// out of reach, and as of when.
+    func noteStaleFleetReads(_ vault: Vault) {
+        for group in searchedGroups(vault) {
+            guard let status = vault.fleetCacheStatus(of: group), status.isStale else { continue }
+            let since =
+                status.knownCurrentAt.map {
+                    "as it was at " + Date(timeIntervalSince1970: Double($0) / 1e9).ISO8601Format()
+                } ?? "never confirmed"
+            writeError(
+                "vault: etcd is out of reach: answered from this machine's cache of fleet group \(group), \(since)\n")
+        }
+    }
+
     /// Writes text to standard output.
     func write(_ text: String) throws(CLIError) {
         try write(bytes: Array(text.utf8))

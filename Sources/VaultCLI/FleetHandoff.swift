@@ -29,7 +29,7 @@ enum FleetHandoff {
     static func needsFleet(_ command: Command, in context: Context) -> Bool {
         switch command {
         case .groupCreate(let create): return create.fleet != nil
-        case .groupJoin, .groupExportKey: return true
+        case .groupJoin, .groupExportKey, .groupResync: return true
         case .put, .get, .remove, .list:
             guard let path = try? context.vaultPath() else { return false }
             let groups: [AccessGroup]

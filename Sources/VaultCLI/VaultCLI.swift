@@ -92,6 +92,7 @@ public enum VaultCLI {
         case .groupRotate(let command): try command.run(in: context)
         case .groupExportKey(let command): try command.run(in: context)
         case .groupJoin(let command): try command.run(in: context)
+        case .groupResync(let command): try command.run(in: context)
         case .check(let command): try command.run(in: context)
         case .completion(let command): try command.run(in: context)
         case .passwd(let command): try command.run(in: context)

@@ -132,7 +132,7 @@ extension VaultStore {
     }
 
     /// A time in nanoseconds since the epoch, in ISO 8601 (UTC): `2026-12-01T21:05:03Z`.
-    public static func describeTime(_ nanoseconds: Int64) -> String {
+    static func describeTime(_ nanoseconds: Int64) -> String {
         Date(timeIntervalSince1970: Double(nanoseconds) / 1e9).ISO8601Format()
     }
 
@@ -325,8 +325,13 @@ extension VaultStore {
         let (key, keys) = try encryptionKey(header.protectionClass, for: item, generation: header.generation)
         _ = try ItemFile.open(contents, header: header, key: key, binding: keys.binding, location: item, path: path)
         let directory = try existingGroupDirectory(item.group)
-        try ItemWrite(contents: contents, name: item.id.fileName, record: nil, durable: true, reusingSpare: false)
-            .run(in: directory, directoryPath: groupPath(item.group))
+        // The item's generation record goes with it: the replica's file may be of an older generation
+        // than this machine wrote (a rollback an operator accepted), and the manifest guards versions.
+        try ItemWrite(
+            contents: contents, name: item.id.fileName, record: (GenerationRecord.name(item.id), nil), durable: true,
+            reusingSpare: false
+        )
+        .run(in: directory, directoryPath: groupPath(item.group))
     }
 
     /// Removes `item`'s cached file and its generation record.

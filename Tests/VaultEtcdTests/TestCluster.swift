@@ -17,15 +17,18 @@ enum TestCluster {
         // posix_spawn and waitpid (not Foundation's Process, whose wait did not return here once the
         // members it started in the background outlived the script); the endpoints come back in a file.
         var environment = ProcessInfo.processInfo.environment
-        environment["VAULT_ETCD_BASE_PORT"] = String(24000 + Int(pid) % 400 * 20)
         environment["VAULT_ETCD_UNTIL_PID"] = String(pid)
-        let status: Int32
-        do {
-            status = try ChildProcess.run(
-                "/bin/bash", arguments: [script, "start", state], environment: environment.map { "\($0)=\($1)" }
-            ).exitStatus
-        } catch {
-            return .failure(ClusterError(message: "cannot run \(script): \(error)"))
+        // The script refuses (3) ports something listens on already: then the next ones are tried.
+        var status: Int32 = 3
+        for attempt in 0..<10 where status == 3 {
+            environment["VAULT_ETCD_BASE_PORT"] = String(24000 + (Int(pid) % 400 * 20 + attempt * 800) % 8000)
+            do {
+                status = try ChildProcess.run(
+                    "/bin/bash", arguments: [script, "start", state], environment: environment.map { "\($0)=\($1)" }
+                ).exitStatus
+            } catch {
+                return .failure(ClusterError(message: "cannot run \(script): \(error)"))
+            }
         }
         let data = FileManager.default.contents(atPath: state + "/endpoints") ?? Data()
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)

@@ -7,6 +7,8 @@ public struct GetCommand: Sendable, Hashable {
     public var name: ItemName
     /// `--json`: the attributes and the secret as one JSON object.
     public var json: Bool
+    /// `--fresh`: a fleet group's item only as etcd confirms it, never from the cache alone.
+    public var fresh: Bool = false
 
     static let info = CommandInfo(
         name: "get",
@@ -18,16 +20,28 @@ public struct GetCommand: Sendable, Hashable {
             secret as one JSON object: "secret" is the text when it is UTF-8, else base64, as
             "secretEncoding" ("utf8" or "base64") says. A missing item is exit status 1, so that
             `if vault get NAME >/dev/null` reads like grep. A missing ACCOUNT is the empty account.
+
+            In a fleet group, the item is read from etcd's copy when etcd answers. When it does not, the
+            answer comes from this machine's cache and standard error says so and since when; with
+            --fresh it does not come at all (exit status 9).
             """,
-        options: [.flag("json", "print the attributes and the secret as JSON")] + InternetOptions.specs,
+        options: [
+            .flag("json", "print the attributes and the secret as JSON"),
+            .flag("fresh", "in a fleet group, fail (exit status 9) rather than answer from the cache"),
+        ] + InternetOptions.specs,
         operands: ItemName.operands,
         make: { parsed throws(UsageError) in
-            .get(GetCommand(name: try InternetOptions.itemName(parsed, command: "get"), json: parsed.flag("json")))
+            .get(
+                GetCommand(
+                    name: try InternetOptions.itemName(parsed, command: "get"), json: parsed.flag("json"),
+                    fresh: parsed.flag("fresh")))
         })
 
     func run(in context: Context) throws(CLIError) {
         let group = try context.group()
         let vault = try context.openVault()
+        if fresh { vault.requireFreshFleetReads(true) }
+        defer { context.noteStaleFleetReads(vault) }
         let item: MatchedItem
         do {
             item = try context.attempt(vault, name.description) { () throws(VaultError) in

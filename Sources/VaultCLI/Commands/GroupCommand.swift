@@ -1,6 +1,6 @@
 import Vault
 
-/// `vault group create|ls|rm|rotate|export-key|join`: the access groups of a format-2 vault, each with its own key, private
+/// `vault group create|ls|rm|rotate|export-key|join|resync`: the access groups of a format-2 vault, each with its own key, private
 /// to the vault's owner or shared with a Unix group. The subcommands have a file each.
 enum GroupCommand {
     static let info = CommandInfo(
@@ -17,7 +17,7 @@ enum GroupCommand {
             """,
         subcommands: [
             GroupCreateCommand.info, GroupListCommand.info, GroupRemoveCommand.info, GroupRotateCommand.info,
-            GroupExportKeyCommand.info, GroupJoinCommand.info,
+            GroupExportKeyCommand.info, GroupJoinCommand.info, GroupResyncCommand.info,
         ])
 
     /// A failed group operation of `command` ("group create"). The store's message names the group,

@@ -61,6 +61,7 @@ public struct ListCommand: Sendable, Hashable {
             query.attributes.path = server.path
         }
         query.attributes.accessGroup = group
+        defer { context.noteStaleFleetReads(vault) }
         let found: SearchResult
         do {
             found = try vault.search(query, returning: [.attributes])

@@ -1,0 +1,259 @@
+import Foundation
+import Testing
+import Vault
+import VaultEtcd
+import VaultFleet
+import VaultSystem
+import VaultTestSupport
+
+/// A fleet group's manifest against an etcd that goes back: values replaced by older ones or by
+/// another item's, items deleted or brought back, the whole manifest replayed, and a cluster restored
+/// from an older `etcdctl snapshot`. Each is an integrity error on the machine that saw newer, until
+/// `resyncFleetGroup(acceptingRollback: true)`.
+@Suite(.serialized) struct FleetRollbackTests {
+    init() { VaultFleet.install() }
+
+    /// Two format-2 vaults standing for two hosts of a new fleet group with a name of its own (so that
+    /// its keys can be found in the shared cluster), on `endpoints`.
+    func withTwoHosts<R>(
+        on endpoints: [String], _ body: (_ a: Vault, _ b: Vault, _ group: AccessGroup, _ etcd: GroupKeys) throws -> R
+    ) throws -> R {
+        let group = try AccessGroup("rollback-\(UUID().uuidString.prefix(8).lowercased())")
+        let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
+        return try withTemporaryVault("fleet-rb-a") { a in
+            try withTemporaryVault("fleet-rb-b") { b in
+                let first = try Vault.create(at: a.path, client: client, format: 2)
+                let second = try Vault.create(at: b.path, client: client, format: 2)
+                // Every read asks etcd: what the tests change behind the vault's back is seen at once (a
+                // watch would report it a few milliseconds later).
+                first.requireFreshFleetReads(true)
+                second.requireFreshFleetReads(true)
+                try first.createFleetGroup(group, settings: FleetSettings(endpoints: endpoints))
+                let key = try first.exportFleetGroupKey(group)
+                try second.joinFleetGroup(
+                    group, keyFile: key.unprotectedCopy(), settings: FleetSettings(endpoints: endpoints))
+                return try body(first, second, group, try GroupKeys(group, endpoints: endpoints))
+            }
+        }
+    }
+
+    /// The group's keys in etcd, found by the name its registration holds.
+    struct GroupKeys {
+        let etcd: EtcdClient
+        let root: [UInt8]
+
+        init(_ group: AccessGroup, endpoints: [String]) throws {
+            etcd = EtcdClient(try EtcdClient.Configuration(endpoints: endpoints))
+            let all = try etcd.range(prefix: Array("/vault/v2/".utf8))
+            let meta = all.keyValues.first {
+                String(decoding: $0.key, as: UTF8.self).hasSuffix("/meta")
+                    && String(decoding: $0.value, as: UTF8.self).contains("name=\(group.rawValue)\n")
+            }
+            let key = try #require(meta?.key)
+            root = Array(key.dropLast("meta".utf8.count))
+        }
+
+        var manifest: [UInt8] { root + Array("manifest".utf8) }
+
+        /// Every item key and value of the group.
+        func items() throws -> [EtcdKeyValue] {
+            try etcd.range(prefix: root + Array("items/".utf8)).keyValues
+        }
+
+        /// The one item written last.
+        func newestItem() throws -> EtcdKeyValue {
+            try #require(try items().max { $0.modRevision < $1.modRevision })
+        }
+
+        func value(_ key: [UInt8]) throws -> [UInt8] {
+            try #require(try etcd.range(key).keyValues.first?.value)
+        }
+    }
+
+    func key(_ service: String, _ group: AccessGroup) throws -> ItemKey {
+        try ItemKey(service: service, account: "app", group: group)
+    }
+
+    /// `body` fails with an integrity error (`decode`) whose message contains `words`.
+    func expectIntegrityError(
+        _ words: String, _ body: () throws -> Void, sourceLocation: SourceLocation = #_sourceLocation
+    ) {
+        let error = #expect(throws: VaultError.self, sourceLocation: sourceLocation) { try body() }
+        #expect(error?.status == .decode, "\(String(describing: error))", sourceLocation: sourceLocation)
+        #expect(
+            error?.message.contains(words) == true, "\(String(describing: error?.message))",
+            sourceLocation: sourceLocation)
+        #expect(
+            error?.message.contains("--accept-rollback") == true, "names the way out", sourceLocation: sourceLocation)
+    }
+
+    @Test func anOlderValueOfAnItemPutBackInEtcdIsAnIntegrityError() throws {
+        try withTwoHosts(on: try TestCluster.require()) { a, b, group, keys in
+            let db = try key("db", group)
+            try a.set(Data("old password".utf8), for: db)
+            let old = try keys.newestItem()
+            try a.set(Data("new password".utf8), for: db)
+            #expect(try b.data(for: db) == Data("new password".utf8))
+            try keys.etcd.put(old.key, old.value)
+            expectIntegrityError("not the version the group's manifest lists") { _ = try b.data(for: db) }
+            expectIntegrityError("not the version the group's manifest lists") { _ = try a.data(for: db) }
+            // The cache still holds the newer value; nothing of etcd's older one was taken.
+            #expect(
+                try String(contentsOfFile: b.path + "/groups/\(group)/fleet.mark", encoding: .utf8)
+                    .hasPrefix("vault fleet mark v1 "))
+            let report = try b.resyncFleetGroup(group, acceptingRollback: true)
+            #expect(report.itemCount == 1 && report.removedCount == 0)
+            #expect(try b.data(for: db) == Data("old password".utf8), "accepted on purpose")
+            #expect(try a.data(for: db) == Data("old password".utf8), "the accepted state is the group's")
+        }
+    }
+
+    @Test func anotherItemsValueADeletionAndAReplayAfterDeletionAreIntegrityErrors() throws {
+        try withTwoHosts(on: try TestCluster.require()) { a, b, group, keys in
+            let first = try key("first", group)
+            let second = try key("second", group)
+            try a.set(Data("one".utf8), for: first)
+            let firstValue = try keys.newestItem()
+            try a.set(Data("two".utf8), for: second)
+            let secondValue = try keys.newestItem()
+            #expect(try b.data(for: second) == Data("two".utf8))
+
+            // Another item's value under this item's key.
+            try keys.etcd.put(firstValue.key, secondValue.value)
+            expectIntegrityError("not the version the group's manifest lists") { _ = try b.data(for: first) }
+            try keys.etcd.put(firstValue.key, firstValue.value)
+            #expect(try b.data(for: first) == Data("one".utf8), "the listed value back: readable again")
+
+            // An item deleted in etcd behind the vault's back.
+            _ = try keys.etcd.transaction(compare: [], success: [.delete(key: secondValue.key, rangeEnd: nil)])
+            expectIntegrityError("missing from etcd") { _ = try b.data(for: first) }
+            try keys.etcd.put(secondValue.key, secondValue.value)
+            #expect(try b.data(for: second) == Data("two".utf8))
+
+            // An item removed through the vault, then brought back in etcd.
+            #expect(try a.remove(second))
+            #expect(try b.allKeys().count == 1)
+            try keys.etcd.put(secondValue.key, secondValue.value)
+            expectIntegrityError("not in the group's manifest") { _ = try b.data(for: second) }
+            let report = try a.resyncFleetGroup(group, acceptingRollback: true)
+            #expect(report.itemCount == 2)
+            #expect(try b.data(for: second) == Data("two".utf8), "the operator accepted the replayed item")
+        }
+    }
+
+    @Test func aReplayedOlderManifestWithItsItemsIsARollback() throws {
+        try withTwoHosts(on: try TestCluster.require()) { a, b, group, keys in
+            let db = try key("db", group)
+            try a.set(Data("v1".utf8), for: db)
+            let oldItem = try keys.newestItem()
+            let oldManifest = try keys.value(keys.manifest)
+            try a.set(Data("v2".utf8), for: db)
+            #expect(try b.data(for: db) == Data("v2".utf8))
+            // A member that went back: the whole state of before, consistent in itself.
+            _ = try keys.etcd.transaction(
+                compare: [],
+                success: [.put(key: keys.manifest, value: oldManifest), .put(key: oldItem.key, value: oldItem.value)])
+            expectIntegrityError("older than this machine has seen") { _ = try b.data(for: db) }
+            expectIntegrityError("older than this machine has seen") {
+                try b.set(Data("v3".utf8), for: db)
+            }
+            #expect(try keys.value(oldItem.key) == oldItem.value, "the refused write changed nothing in etcd")
+            // Without the operator's word, a resync refuses it too.
+            expectIntegrityError("older than this machine has seen") {
+                _ = try b.resyncFleetGroup(group, acceptingRollback: false)
+            }
+        }
+    }
+
+    @Test func aClusterRestoredFromAnOlderSnapshotIsDetectedAndResyncAcceptsIt() throws {
+        try withMember { endpoint, state in
+            try withTwoHosts(on: [endpoint]) { a, b, group, _ in
+                let db = try key("db", group)
+                try a.set(Data("before the snapshot".utf8), for: db)
+                #expect(try b.data(for: db) == Data("before the snapshot".utf8))
+                try etcdctl(["--endpoints", endpoint, "snapshot", "save", state + "/older.db"])
+                try a.set(Data("after the snapshot".utf8), for: db)
+                #expect(try b.data(for: db) == Data("after the snapshot".utf8))
+
+                // The member stopped, its data replaced by the older snapshot, started again.
+                try Self.cluster(["kill", "1", state])
+                Thread.sleep(forTimeInterval: 0.2)
+                let settings = try String(contentsOfFile: state + "/settings", encoding: .utf8)
+                let base = try #require(
+                    settings.split(separator: "\n").first { $0.hasPrefix("VAULT_ETCD_BASE_PORT=") }
+                        .flatMap { Int($0.dropFirst("VAULT_ETCD_BASE_PORT=".count)) })
+                let peer = "http://127.0.0.1:\(base + 11)"
+                try FileManager.default.removeItem(atPath: state + "/m1.data")
+                try etcdctl([
+                    "snapshot", "restore", state + "/older.db", "--name", "m1", "--data-dir", state + "/m1.data",
+                    "--initial-cluster", "m1=\(peer)", "--initial-advertise-peer-urls", peer,
+                    "--initial-cluster-token", "vault-test",
+                ])
+                try Self.cluster(["restart", "1", state])
+                try waitForHealth(endpoint)
+
+                expectIntegrityError("older than this machine has seen") { _ = try b.data(for: db) }
+                expectIntegrityError("older than this machine has seen") { _ = try a.data(for: db) }
+                let report = try b.resyncFleetGroup(group, acceptingRollback: true)
+                #expect(report.previousCounter != nil && report.replicaCounter! < report.previousCounter!)
+                #expect(report.counter > report.previousCounter!)
+                #expect(try b.data(for: db) == Data("before the snapshot".utf8))
+                try b.set(Data("written after the resync".utf8), for: db)
+                #expect(try a.data(for: db) == Data("written after the resync".utf8))
+            }
+        }
+    }
+
+    // MARK: A one-member cluster of the test's own
+
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("scripts/etcd-cluster").path
+
+    @discardableResult
+    static func cluster(_ arguments: [String], _ environment: [String: String] = [:]) throws -> Int32 {
+        var all = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        all["VAULT_ETCD_UNTIL_PID"] = String(ProcessInfo.processInfo.processIdentifier)
+        return try ChildProcess.run(
+            "/bin/bash", arguments: [script] + arguments, environment: all.map { "\($0)=\($1)" }
+        )
+        .exitStatus
+    }
+
+    func withMember<R>(_ body: (_ endpoint: String, _ state: String) throws -> R) throws -> R {
+        let pid = Int(ProcessInfo.processInfo.processIdentifier)
+        let state = "/dev/shm/vault-etcd-rollback-\(pid)"
+        // Ports of its own: the script refuses (3) ports in use, and the next pair is tried.
+        var status: Int32 = 3
+        for attempt in 0..<10 where status == 3 {
+            let base = 28000 + (pid % 100 * 20 + attempt * 2000) % 8000
+            status = try Self.cluster(
+                ["start", state], ["VAULT_ETCD_MEMBERS": "1", "VAULT_ETCD_BASE_PORT": String(base)])
+        }
+        defer { _ = try? Self.cluster(["stop", state]) }
+        try #require(status == 0, "the member did not start: \(state)")
+        let endpoint = try String(contentsOfFile: state + "/endpoints", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        return try body(endpoint, state)
+    }
+
+    func etcdctl(_ arguments: [String]) throws {
+        let status = try ChildProcess.run(
+            "/usr/bin/etcdctl", arguments: arguments, environment: ["ETCDCTL_API=3", "PATH=/usr/bin:/bin"]
+        ).exitStatus
+        try #require(status == 0, "etcdctl \(arguments.joined(separator: " ")) failed: \(status)")
+    }
+
+    func waitForHealth(_ endpoint: String) throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            let status = try ChildProcess.run(
+                "/usr/bin/etcdctl",
+                arguments: ["--endpoints", endpoint, "--command-timeout", "1s", "endpoint", "health"],
+                environment: ["ETCDCTL_API=3", "PATH=/usr/bin:/bin"]
+            ).exitStatus
+            if status == 0 { return }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+        Issue.record("the restored member did not become healthy within 10 s")
+    }
+}
