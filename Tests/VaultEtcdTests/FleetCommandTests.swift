@@ -75,8 +75,23 @@ import VaultTestSupport
                 toFile: b + "/groups/fleet/fleet.conf", atomically: true, encoding: .utf8)
             let down = try vault(["--vault", b, "--group", "fleet", "put", "db", "app"], input: "lost?")
             #expect(down.status == 9, "\(down.errors)")
-            #expect(try vault(["--vault", b, "--group", "fleet", "get", "db", "app"]).output == "kept")
+            let cached = try vault(["--vault", b, "--group", "fleet", "get", "db", "app"])
+            #expect(cached.status == 0 && cached.output == "kept", "\(cached.errors)")
+            #expect(
+                cached.errors.contains("etcd is out of reach: answered from this machine's cache of fleet group fleet")
+                    && cached.errors.contains("as it was at 20"), "says so, and as of when: \(cached.errors)")
+            let fresh = try vault(["--vault", b, "--group", "fleet", "get", "--fresh", "db", "app"])
+            #expect(fresh.status == 9 && fresh.output.isEmpty, "--fresh never answers from the cache: \(fresh)")
+            #expect(fresh.errors.contains("fresh reads only"), "\(fresh.errors)")
             #expect(try vault(["--vault", a, "--group", "fleet", "get", "db", "app"]).output == "kept")
+            #expect(try vault(["--vault", a, "--group", "fleet", "get", "--fresh", "db", "app"]).status == 0)
+            // A resync reads the group anew; --accept-rollback is what an operator types after a restore.
+            let resync = try vault(["--vault", a, "group", "resync", "fleet"])
+            #expect(resync.status == 0 && resync.errors.contains("resynchronised fleet group fleet"), "\(resync)")
+            let accepted = try vault(["--vault", a, "group", "resync", "fleet", "--accept-rollback"])
+            #expect(accepted.status == 0 && accepted.errors.contains("rollback accepted"), "\(accepted)")
+            #expect(try vault(["--vault", a, "--group", "fleet", "get", "db", "app"]).output == "kept")
+            #expect(try vault(["--vault", b, "group", "resync", "fleet"]).status == 9, "etcd out of reach")
         }
     }
 }

@@ -166,17 +166,18 @@ import VaultTestSupport
     }
 
     @Test func aClusterRestoredFromAnOlderSnapshotIsDetectedAndResyncAcceptsIt() throws {
-        try withMember { endpoint, state in
+        try OwnCluster.with(members: 1, label: "rollback") { endpoints, state in
+            let endpoint = endpoints[0]
             try withTwoHosts(on: [endpoint]) { a, b, group, _ in
                 let db = try key("db", group)
                 try a.set(Data("before the snapshot".utf8), for: db)
                 #expect(try b.data(for: db) == Data("before the snapshot".utf8))
-                try etcdctl(["--endpoints", endpoint, "snapshot", "save", state + "/older.db"])
+                try OwnCluster.etcdctl(["--endpoints", endpoint, "snapshot", "save", state + "/older.db"])
                 try a.set(Data("after the snapshot".utf8), for: db)
                 #expect(try b.data(for: db) == Data("after the snapshot".utf8))
 
                 // The member stopped, its data replaced by the older snapshot, started again.
-                try Self.cluster(["kill", "1", state])
+                try OwnCluster.run(["kill", "1", state])
                 Thread.sleep(forTimeInterval: 0.2)
                 let settings = try String(contentsOfFile: state + "/settings", encoding: .utf8)
                 let base = try #require(
@@ -184,13 +185,13 @@ import VaultTestSupport
                         .flatMap { Int($0.dropFirst("VAULT_ETCD_BASE_PORT=".count)) })
                 let peer = "http://127.0.0.1:\(base + 11)"
                 try FileManager.default.removeItem(atPath: state + "/m1.data")
-                try etcdctl([
+                try OwnCluster.etcdctl([
                     "snapshot", "restore", state + "/older.db", "--name", "m1", "--data-dir", state + "/m1.data",
                     "--initial-cluster", "m1=\(peer)", "--initial-advertise-peer-urls", peer,
                     "--initial-cluster-token", "vault-test",
                 ])
-                try Self.cluster(["restart", "1", state])
-                try waitForHealth(endpoint)
+                try OwnCluster.run(["restart", "1", state])
+                try OwnCluster.waitForHealth(endpoint)
 
                 expectIntegrityError("older than this machine has seen") { _ = try b.data(for: db) }
                 expectIntegrityError("older than this machine has seen") { _ = try a.data(for: db) }
@@ -202,58 +203,5 @@ import VaultTestSupport
                 #expect(try a.data(for: db) == Data("written after the resync".utf8))
             }
         }
-    }
-
-    // MARK: A one-member cluster of the test's own
-
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("scripts/etcd-cluster").path
-
-    @discardableResult
-    static func cluster(_ arguments: [String], _ environment: [String: String] = [:]) throws -> Int32 {
-        var all = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        all["VAULT_ETCD_UNTIL_PID"] = String(ProcessInfo.processInfo.processIdentifier)
-        return try ChildProcess.run(
-            "/bin/bash", arguments: [script] + arguments, environment: all.map { "\($0)=\($1)" }
-        )
-        .exitStatus
-    }
-
-    func withMember<R>(_ body: (_ endpoint: String, _ state: String) throws -> R) throws -> R {
-        let pid = Int(ProcessInfo.processInfo.processIdentifier)
-        let state = "/dev/shm/vault-etcd-rollback-\(pid)"
-        // Ports of its own: the script refuses (3) ports in use, and the next pair is tried.
-        var status: Int32 = 3
-        for attempt in 0..<10 where status == 3 {
-            let base = 28000 + (pid % 100 * 20 + attempt * 2000) % 8000
-            status = try Self.cluster(
-                ["start", state], ["VAULT_ETCD_MEMBERS": "1", "VAULT_ETCD_BASE_PORT": String(base)])
-        }
-        defer { _ = try? Self.cluster(["stop", state]) }
-        try #require(status == 0, "the member did not start: \(state)")
-        let endpoint = try String(contentsOfFile: state + "/endpoints", encoding: .utf8)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        return try body(endpoint, state)
-    }
-
-    func etcdctl(_ arguments: [String]) throws {
-        let status = try ChildProcess.run(
-            "/usr/bin/etcdctl", arguments: arguments, environment: ["ETCDCTL_API=3", "PATH=/usr/bin:/bin"]
-        ).exitStatus
-        try #require(status == 0, "etcdctl \(arguments.joined(separator: " ")) failed: \(status)")
-    }
-
-    func waitForHealth(_ endpoint: String) throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline {
-            let status = try ChildProcess.run(
-                "/usr/bin/etcdctl",
-                arguments: ["--endpoints", endpoint, "--command-timeout", "1s", "endpoint", "health"],
-                environment: ["ETCDCTL_API=3", "PATH=/usr/bin:/bin"]
-            ).exitStatus
-            if status == 0 { return }
-            Thread.sleep(forTimeInterval: 0.1)
-        }
-        Issue.record("the restored member did not become healthy within 10 s")
     }
 }

@@ -1,0 +1,147 @@
+import Foundation
+import Testing
+import Vault
+import VaultEtcd
+import VaultFleet
+import VaultTestSupport
+
+/// Long-lived handles of a fleet group: their watch brings another host's writes, their cache status
+/// says when an answer came from the cache without etcd, fresh reads refuse that, and a watch that
+/// died while etcd compacted its history is replaced.
+@Suite(.serialized) struct FleetWatchTests {
+    init() { VaultFleet.install() }
+
+    /// Two hosts of a new fleet group: `a` on `endpointsA`, `b` on `endpointsB` (both of one cluster).
+    func withTwoHosts<R>(
+        a endpointsA: [String], b endpointsB: [String],
+        _ body: (_ a: Vault, _ b: Vault, _ group: AccessGroup) throws -> R
+    ) throws -> R {
+        let group = try AccessGroup("watch-\(UUID().uuidString.prefix(8).lowercased())")
+        let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
+        return try withTemporaryVault("fleet-w-a") { a in
+            try withTemporaryVault("fleet-w-b") { b in
+                let first = try Vault.create(at: a.path, client: client, format: 2)
+                let second = try Vault.create(at: b.path, client: client, format: 2)
+                try first.createFleetGroup(group, settings: FleetSettings(endpoints: endpointsA))
+                let key = try first.exportFleetGroupKey(group)
+                try second.joinFleetGroup(
+                    group, keyFile: key.unprotectedCopy(), settings: FleetSettings(endpoints: endpointsB))
+                return try body(first, second, group)
+            }
+        }
+    }
+
+    /// How long `read` took to return `expected` (nil: not within `limit`), polling every millisecond.
+    func timeUntil(_ expected: Data, limit: Duration = .seconds(3), _ read: () throws -> Data?) throws -> Duration? {
+        let start = ContinuousClock.now
+        while ContinuousClock.now - start < limit {
+            if try read() == expected { return ContinuousClock.now - start }
+            Thread.sleep(forTimeInterval: 0.001)
+        }
+        return nil
+    }
+
+    @Test func aLongLivedHandleSeesAnotherHostsUpdatesThroughItsWatch() throws {
+        let endpoints = try TestCluster.require()
+        try withTwoHosts(a: endpoints, b: endpoints) { a, b, group in
+            let db = try ItemKey(service: "db", account: "app", group: group)
+            try a.set(Data("0".utf8), for: db)
+            #expect(try b.data(for: db) == Data("0".utf8))
+            var times: [Duration] = []
+            for round in 1...30 {
+                let value = Data("value \(round)".utf8)
+                try a.set(value, for: db)
+                let seen = try timeUntil(value) { try b.data(for: db) }
+                #expect(seen != nil, "round \(round): the update never reached the other host's handle")
+                if let seen { times.append(seen) }
+                Thread.sleep(forTimeInterval: 0.02)
+            }
+            let sorted = times.sorted()
+            if !sorted.isEmpty {
+                print(
+                    "FIGURE fleet-watch-propagation: median \(sorted[sorted.count / 2]), max \(sorted.last!) over "
+                        + "\(sorted.count) updates")
+            }
+            #expect(b.fleetCacheStatus(of: group)?.isStale == false)
+        }
+    }
+
+    /// While its watch is live and its last check is under a second old, a handle answers without
+    /// asking etcd: with the member stopped (SIGSTOP: the watch's connection stays open) a read right
+    /// after a check is still answered as current; once the second has passed, the check times out
+    /// and the answer is marked as from the cache.
+    @Test func theWatchVouchesForTheCacheForOneSecondAfterACheck() throws {
+        try OwnCluster.with(members: 1, label: "vouch") { endpoints, state in
+            try withTwoHosts(a: endpoints, b: endpoints) { a, b, group in
+                let db = try ItemKey(service: "db", account: "app", group: group)
+                try a.set(Data("current".utf8), for: db)
+                #expect(try b.data(for: db) == Data("current".utf8))
+                // Until etcd has made b's watch, reads check etcd; then one more check.
+                Thread.sleep(forTimeInterval: 0.3)
+                #expect(try b.data(for: db) == Data("current".utf8))
+                try OwnCluster.run(["pause", "1", state])
+                defer { _ = try? OwnCluster.run(["resume", "1", state]) }
+                // A request to the stopped member would have timed out and marked the answer stale.
+                #expect(try b.data(for: db) == Data("current".utf8))
+                #expect(b.fleetCacheStatus(of: group)?.isStale == false, "vouched for by the watch, no request")
+                Thread.sleep(forTimeInterval: 1.1)
+                #expect(try b.data(for: db) == Data("current".utf8))
+                #expect(b.fleetCacheStatus(of: group)?.isStale == true, "a second later, the check could not be made")
+            }
+        }
+    }
+
+    @Test func theCacheStatusSaysWhenAnAnswerCameFromTheCacheAndFreshReadsRefuseIt() throws {
+        let endpoints = try TestCluster.require()
+        try withTwoHosts(a: endpoints, b: endpoints) { a, b, group in
+            let db = try ItemKey(service: "db", account: "app", group: group)
+            try a.set(Data("cached".utf8), for: db)
+            #expect(try b.data(for: db) == Data("cached".utf8))
+            let confirmed = try #require(b.fleetCacheStatus(of: group))
+            #expect(!confirmed.isStale && confirmed.knownCurrentAt != nil)
+            // b's settings pointed at a port with no listener, and b opened again.
+            try "endpoint=http://127.0.0.1:9\n".write(
+                toFile: b.path + "/groups/\(group)/fleet.conf", atomically: true, encoding: .utf8)
+            let reopened = try Vault.open(at: b.path, client: b.client)
+            #expect(reopened.fleetCacheStatus(of: group) == nil, "not read yet")
+            #expect(try reopened.data(for: db) == Data("cached".utf8))
+            let stale = try #require(reopened.fleetCacheStatus(of: group))
+            #expect(stale.isStale)
+            // As of when: this machine last took a change from etcd (the mark), not later than the check.
+            let since = try #require(stale.knownCurrentAt)
+            #expect(since <= confirmed.knownCurrentAt! + 1_000_000_000)
+            reopened.requireFreshFleetReads(true)
+            let error = #expect(throws: VaultError.self) { _ = try reopened.data(for: db) }
+            #expect(error?.status == .notAvailable, "\(String(describing: error))")
+            #expect(error?.message.contains("fresh reads only") == true, "\(String(describing: error))")
+        }
+    }
+
+    /// The member b's watch is connected to is killed; a writes through the others and etcd compacts
+    /// its history past what b saw; the member comes back. b then reads a's last write (its check
+    /// refreshes, and a new watch starts from the present).
+    @Test func aWatchThatDiedWhileEtcdCompactedIsReplaced() throws {
+        try OwnCluster.with(members: 3, label: "watch") { endpoints, state in
+            try withTwoHosts(a: Array(endpoints[1...]), b: [endpoints[0]]) { a, b, group in
+                let db = try ItemKey(service: "db", account: "app", group: group)
+                try a.set(Data("before".utf8), for: db)
+                #expect(try b.data(for: db) == Data("before".utf8))
+                try OwnCluster.run(["kill", "1", state])
+                for round in 1...5 { try a.set(Data("while b's member was down \(round)".utf8), for: db) }
+                #expect(try b.data(for: db) == Data("before".utf8), "served from the cache")
+                #expect(b.fleetCacheStatus(of: group)?.isStale == true)
+                let etcd = EtcdClient(try EtcdClient.Configuration(endpoints: Array(endpoints[1...])))
+                let revision = try etcd.range(Array("/".utf8)).revision
+                try etcd.compact(revision)
+                try OwnCluster.run(["restart", "1", state])
+                try OwnCluster.waitForHealth(endpoints[0])
+                let last = Data("while b's member was down 5".utf8)
+                #expect(try timeUntil(last, limit: .seconds(10)) { try b.data(for: db) } != nil)
+                #expect(b.fleetCacheStatus(of: group)?.isStale == false)
+                // The new watch brings the next write too.
+                try a.set(Data("after".utf8), for: db)
+                #expect(try timeUntil(Data("after".utf8)) { try b.data(for: db) } != nil)
+            }
+        }
+    }
+}
