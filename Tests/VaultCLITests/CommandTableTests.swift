@@ -93,13 +93,16 @@ import Testing
         #expect(Set(["vault", "app", "group", "key-file"]).isSubset(of: scope) && !scope.contains("passphrase-fd"))
         #expect(Set(table.commands.map(\.name)).count == table.commands.count)
         #expect(
-            table.command("group")?.subcommands.map(\.name) == ["create", "ls", "rm", "rotate", "export-key", "join"])
+            table.command("group")?.subcommands.map(\.name) == [
+                "create", "ls", "rm", "rotate", "export-key", "join", "resync",
+            ])
         #expect(table.command("group")?.options == [] && table.command("group")?.operands == [])
         #expect(table.command("group")?.subcommand("create")?.operands == [OperandSpec("NAME")])
         #expect(table.command("init")?.options.first { $0.name == "format" }?.valueKind == .choice(["1", "2"]))
         #expect(
             table.commandLines.map(\.words).filter { $0.hasPrefix("group") && $0 != "groups" } == [
                 "group", "group create", "group ls", "group rm", "group rotate", "group export-key", "group join",
+                "group resync",
             ])
     }
 

@@ -68,9 +68,12 @@ extension GroupCommandTests {
             let group = try #require(ArgumentParser.commandTable.command("group"))
             #expect(
                 try completion.complete(["vault", "group", ""]) == [
-                    "create", "export-key", "join", "ls", "rm", "rotate",
+                    "create", "export-key", "join", "ls", "resync", "rm", "rotate",
                 ])
-            #expect(try completion.complete(["vault", "--vault", scratch.vault, "group", "r"]) == ["rm", "rotate"])
+            #expect(
+                try completion.complete(["vault", "--vault", scratch.vault, "group", "r"]) == [
+                    "resync", "rm", "rotate",
+                ])
             let create = try #require(group.subcommand("create"))
             #expect(try completion.complete(["vault", "group", "create", "-"]) == CompletionTests.optionWords(create))
             #expect(try completion.complete(["vault", "group", "create", "--u"]) == ["--unix-group"])
