@@ -85,6 +85,33 @@ public final class EtcdClient: Sendable {
         try range(prefix, rangeEnd: EtcdJSON.prefixEnd(prefix), serializable: serializable, keysOnly: keysOnly)
     }
 
+    /// Every key that starts with `prefix`, read in pages of at most `pageSize` keys (so that no one
+    /// response grows with the range): the first page linearizable, the others at its revision, so
+    /// that together they are one consistent view. A revision compacted between pages fails as
+    /// `rejected`; the caller reads again.
+    public func range(prefix: [UInt8], pageSize: Int) throws(EtcdError) -> EtcdRangeResult {
+        let end = EtcdJSON.prefixEnd(prefix)
+        var start = prefix
+        var revision: Int64 = 0
+        var keyValues: [EtcdKeyValue] = []
+        var clusterID = ""
+        while true {
+            let answer = try call(
+                "/v3/kv/range", EtcdJSON.rangeRequest(start, rangeEnd: end, limit: pageSize, revision: revision),
+                idempotent: true)
+            let page = try EtcdJSON.rangeResult(answer, header: try EtcdJSON.header(answer))
+            if revision == 0 {
+                revision = page.revision
+                clusterID = page.clusterID
+            }
+            keyValues += page.keyValues
+            guard (answer["more"] as? Bool) == true, let last = page.keyValues.last else { break }
+            start = last.key + [0]
+        }
+        return EtcdRangeResult(
+            revision: revision, keyValues: keyValues, count: Int64(keyValues.count), clusterID: clusterID)
+    }
+
     /// Puts `value` under `key`; returns the revision after the put.
     @discardableResult
     public func put(_ key: [UInt8], _ value: [UInt8]) throws(EtcdError) -> Int64 {

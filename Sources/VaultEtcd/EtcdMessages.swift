@@ -75,13 +75,16 @@ enum EtcdJSON {
         return [0]  // every key
     }
 
-    static func rangeRequest(_ key: [UInt8], rangeEnd: [UInt8]?, serializable: Bool = false, keysOnly: Bool = false)
-        -> [String: Any]
-    {
+    static func rangeRequest(
+        _ key: [UInt8], rangeEnd: [UInt8]?, serializable: Bool = false, keysOnly: Bool = false, limit: Int = 0,
+        revision: Int64 = 0
+    ) -> [String: Any] {
         var request: [String: Any] = ["key": base64(key)]
         if let rangeEnd { request["range_end"] = base64(rangeEnd) }
         if serializable { request["serializable"] = true }
         if keysOnly { request["keys_only"] = true }
+        if limit > 0 { request["limit"] = String(limit) }
+        if revision > 0 { request["revision"] = String(revision) }
         return request
     }
 

@@ -256,7 +256,7 @@ final class EtcdReplica: GroupReplica {
     func refresh(_ cache: ReplicaCache) throws(StoreError) {
         let found: EtcdRangeResult
         do {
-            found = try client.range(prefix: rootPrefix)
+            found = try client.range(prefix: rootPrefix, pageSize: Self.pageSize)
         } catch {
             throw storeError(error, "cannot read its items from etcd")
         }
@@ -322,6 +322,9 @@ final class EtcdReplica: GroupReplica {
         }
         watchIfNeeded(from: found.revision + 1)
     }
+
+    /// Keys per page of a refresh: at most 64 item files of up to 768 KiB, about 48 MiB of response.
+    static let pageSize = 64
 
     // MARK: Writes
 
@@ -433,7 +436,7 @@ final class EtcdReplica: GroupReplica {
         }
         let found: EtcdRangeResult
         do {
-            found = try client.range(prefix: rootPrefix)
+            found = try client.range(prefix: rootPrefix, pageSize: Self.pageSize)
         } catch {
             throw storeError(error, "cannot read its items from etcd")
         }
