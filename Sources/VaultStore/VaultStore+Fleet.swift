@@ -93,10 +93,15 @@ extension VaultStore {
         if let inTransaction {
             return inTransaction ? false : try refreshReplica(group)
         }
-        let (refreshedBefore, freshOnly) = state.withLock {
-            ($0.replicaRefreshed[group] != nil, $0.freshFleetReadsOnly)
+        let (refreshedBefore, freshOnly, unreachableUntil) = state.withLock {
+            ($0.replicaRefreshed[group] != nil, $0.freshFleetReadsOnly, $0.replicaUnreachableUntil[group])
         }
         if refreshedBefore, !freshOnly, replica.isKnownCurrent() { return false }
+        if !freshOnly, let unreachableUntil, ContinuousClock.now < unreachableUntil {
+            // Out of reach a moment ago: answered from the cache (still marked stale) without waiting
+            // for the time limit again.
+            return false
+        }
         do throws(StoreError) {
             var current = false
             if refreshedBefore { current = try replica.isCurrent() }
@@ -104,11 +109,18 @@ extension VaultStore {
                 try withWriteLock(groups: [group]) { (_) throws(StoreError) in _ = try refreshReplicaIfStale(group) }
             }
             let now = FileTimestampClock.now()
-            state.withLock { $0.fleetCacheStatus[group] = FleetCacheStatus(isStale: false, knownCurrentAt: now) }
+            state.withLock {
+                $0.fleetCacheStatus[group] = FleetCacheStatus(isStale: false, knownCurrentAt: now)
+                _ = $0.replicaUnreachableUntil.removeValue(forKey: group)
+            }
         } catch  where error.code == .unavailable {
             let known = state.withLock { $0.fleetCacheStatus[group] }
             let since = known?.knownCurrentAt ?? fleetMarkTime(group)
-            state.withLock { $0.fleetCacheStatus[group] = FleetCacheStatus(isStale: true, knownCurrentAt: since) }
+            let retry = ContinuousClock.now + Self.unreachableRetryInterval
+            state.withLock {
+                $0.fleetCacheStatus[group] = FleetCacheStatus(isStale: true, knownCurrentAt: since)
+                $0.replicaUnreachableUntil[group] = retry
+            }
             if freshOnly {
                 throw StoreError(
                     .unavailable,
@@ -118,6 +130,10 @@ extension VaultStore {
         }
         return false
     }
+
+    /// How long reads of a fleet group whose replica was out of reach answer from the cache before they
+    /// try again (fresh-only reads always try).
+    static let unreachableRetryInterval = Duration.seconds(1)
 
     /// How this process last answered a read of fleet group `group` (nil: not a fleet group, or not
     /// read yet).

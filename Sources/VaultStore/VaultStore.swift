@@ -88,6 +88,9 @@ public final class VaultStore: Sendable {
         /// refuse to answer from a cache that etcd could not confirm.
         var fleetCacheStatus: [GroupName: FleetCacheStatus] = [:]
         var freshFleetReadsOnly = false
+        /// Fleet groups whose replica could not be reached, until when reads do not try again (a
+        /// member that accepts connections but does not answer costs each try the request time limit).
+        var replicaUnreachableUntil: [GroupName: ContinuousClock.Instant] = [:]
     }
     let state = Mutex(State())
     /// Serialises this process's writers; the OFD lock on `.lock` serialises processes.

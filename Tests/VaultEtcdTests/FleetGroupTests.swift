@@ -36,13 +36,13 @@ import VaultTestSupport
         }
     }
 
-    /// `read`'s first non-nil answer within 3 s (a long-lived handle sees another host's write once
-    /// its watch reports it, or its once-a-second check).
-    func eventually<T>(_ read: () throws -> T?) throws -> T? {
+    /// Whether `condition` holds within 3 s: a long-lived handle sees another host's write once its
+    /// watch reports it (milliseconds), or at its once-a-second check.
+    func eventually(_ condition: () throws -> Bool) throws -> Bool {
         let deadline = ContinuousClock.now + .seconds(3)
         while true {
-            if let value = try read() { return value }
-            if ContinuousClock.now > deadline { return nil }
+            if try condition() { return true }
+            if ContinuousClock.now > deadline { return false }
             Thread.sleep(forTimeInterval: 0.01)
         }
     }
@@ -54,7 +54,7 @@ import VaultTestSupport
     @Test func aPutOnOneHostIsReadOnTheOtherAndUpdatesAndRemovesFollow() throws {
         try withTwoHosts { a, b, _ in
             try a.set(Data("first".utf8), for: try key("db"))
-            #expect(try b.data(for: try key("db")) == Data("first".utf8))
+            #expect(try eventually { try b.data(for: try key("db")) == Data("first".utf8) })
             try b.set(Data("second".utf8), for: try key("db"))
             // The other host's long-lived handle checks etcd before each read.
             let started = Date()
@@ -69,7 +69,7 @@ import VaultTestSupport
                 "FIGURE fleet-propagation: an update seen by the other host's handle after \(Int(Date().timeIntervalSince(started) * 1000)) ms"
             )
             #expect(try b.remove(try key("db")))
-            #expect(try a.data(for: try key("db")) == nil)
+            #expect(try eventually { try a.data(for: try key("db")) == nil })
         }
     }
 
@@ -168,7 +168,9 @@ import VaultTestSupport
             let got = try run(["get", "web", "app", group.rawValue])
             #expect(got.status == 0 && got.output == "from a", "\(got)")
             #expect(try run(["put", "web", "app", group.rawValue], input: "from b's SecItemUpdate").status == 0)
-            #expect(try a.data(for: try key("web")) == Data("from b's SecItemUpdate".utf8))
+            #expect(
+                try eventually { try a.data(for: try key("web")) == Data("from b's SecItemUpdate".utf8) },
+                "a's long-lived handle sees it once its watch reports it")
         }
     }
 
@@ -184,7 +186,7 @@ import VaultTestSupport
             // Below the limit is fine. The other host's handle read the group within the last second, so
             // its watch may vouch for its cache until the put's event arrives.
             try a.set(Data(repeating: 7, count: 500_000), for: try key("big"))
-            #expect(try eventually { try b.data(for: try key("big")) }?.count == 500_000)
+            #expect(try eventually { try b.data(for: try key("big"))?.count == 500_000 })
         }
     }
 
@@ -193,7 +195,7 @@ import VaultTestSupport
     @Test func withEtcdOutOfReachReadsComeFromTheCacheAndWritesChangeNothing() throws {
         try withTwoHosts { a, b, _ in
             try a.set(Data("cached".utf8), for: try key("db"))
-            #expect(try b.data(for: try key("db")) == Data("cached".utf8))
+            #expect(try eventually { try b.data(for: try key("db")) == Data("cached".utf8) })
             // The settings file of b's group, pointed at a port with no listener, and b opened again.
             let vaultPath = b.path
             let settings = vaultPath + "/groups/fleet/fleet.conf"
