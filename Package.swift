@@ -17,9 +17,10 @@ let package = Package(
         .library(name: "Security", targets: ["Security"]),
     ],
     targets: [
-        // The C API: include/vault.h as a Clang module, and its Swift implementation.
+        // The C API: include/vault.h as a Clang module, and its Swift implementation. It links VaultFleet
+        // (and so libcurl): fleet groups work through it as any other group.
         .systemLibrary(name: "CVaultAPI", path: "Sources/CVaultAPI"),
-        .target(name: "VaultCAPI", dependencies: ["CVaultAPI", "Vault", "VaultCrypto"]),
+        .target(name: "VaultCAPI", dependencies: ["CVaultAPI", "Vault", "VaultCrypto", "VaultFleet"]),
         // The Swift side of the C/Swift/CLI cross test (scripts/test-c-api), and a process over the C API
         // for the shared-group tests.
         .executableTarget(
