@@ -109,8 +109,14 @@ let package = Package(
         // VaultArchive fuzzing (scripts/fuzz); its benchmark is part of vault-bench.
         .executableTarget(name: "FuzzArchiveDecode", dependencies: ["VaultArchive"]),
         .executableTarget(name: "FuzzArchiveRoundTrip", dependencies: ["VaultArchive"]),
+        // vault-bench measures the CLI (`vault`, and `vault-fleet` for fleet groups) next to it: building
+        // the bench builds them.
         .executableTarget(
-            name: "vault-bench", dependencies: ["Vault", "VaultArchive", "VaultCrypto", "VaultSystem"],
+            name: "vault-bench",
+            dependencies: [
+                "Vault", "VaultArchive", "VaultCrypto", "VaultSystem", "VaultEtcd", "VaultFleet", "vault",
+                "vault-fleet",
+            ],
             path: "Sources/VaultBench"),
 
         // Apple's Security framework names over the vault, so that keychain code written for iOS builds on Linux.
