@@ -28,6 +28,7 @@ struct FleetBench {
     let progress: Progress
 
     var readIterations: Int { quick ? 50 : 1000 }
+    var writeIterations: Int { quick ? 10 : 200 }
     var processIterations: Int { quick ? 5 : 100 }
     var propagationRounds: Int { quick ? 20 : 200 }
     var pausedSamples: Int { quick ? 0 : 3 }
@@ -71,6 +72,11 @@ struct FleetBench {
         let etcd = EtcdClient(try EtcdClient.Configuration(endpoints: cluster.endpoints))
         let item = try Self.latestItem(etcd)
 
+        // The floors of the puts write the item file's bytes under a key of the bench's own, so that the
+        // vault's item is left alone.
+        let floorKey = "/vault-bench/\(ProcessInfo.processInfo.processIdentifier)/put-floor"
+        defer { _ = try? etcd.transaction(compare: [], success: [.delete(key: Array(floorKey.utf8), rangeEnd: nil)]) }
+
         let recorder = Recorder(items: 1, progress: progress)
         progress.show("fleet: gets in-process…")
         try recorder.record(
@@ -87,6 +93,16 @@ struct FleetBench {
             _ = try b.data(for: fleetKey)
         }
 
+        progress.show("fleet: puts in-process…")
+        try recorder.record(
+            "fleet, long-lived handle: put (update)", iterations: writeIterations,
+            floor: "floor: etcd put of the item file's bytes (in-process)",
+            { try etcd.put(Array(floorKey.utf8), item.value) }
+        ) { i in
+            try a.set(Data(repeating: UInt8(truncatingIfNeeded: i), count: secret.count), for: fleetKey)
+        }
+        try a.set(secret, for: fleetKey)
+
         // The CLI rows: `vault` (static) execs `vault-fleet` for a fleet group.
         let cli = siblingExecutable("vault")
         if cli == nil || siblingExecutable("vault-fleet") == nil {
@@ -97,11 +113,9 @@ struct FleetBench {
         let secretFile = FilePath(directory).appending("secret").string
         try secret.write(to: URL(fileURLWithPath: secretFile))
         // etcdctl put reads its value from standard input when none is given as an argument: the item
-        // file's bytes as etcd holds them (the same size as every CLI put sends), under a key of the
-        // bench's own, so that the vault's item is left alone. Never argv: a value there is visible to
-        // every process of the machine (these are random bench bytes, but the floor does it as a secret
-        // would be done).
-        let floorKey = "/vault-bench/\(ProcessInfo.processInfo.processIdentifier)/put-floor"
+        // file's bytes as etcd holds them (the same size as every CLI put sends). Never argv: a value
+        // there is visible to every process of the machine (these are bench bytes, but the floor does it
+        // as a secret would be done).
         let valueFile = FilePath(directory).appending("etcd-value").string
         try Data(item.value).write(to: URL(fileURLWithPath: valueFile))
         let itemKeyText = String(decoding: item.key, as: UTF8.self)
@@ -134,7 +148,6 @@ struct FleetBench {
             ) { _ in
                 try checked(cli, put, input: secretFile)
             }
-            _ = try? etcd.transaction(compare: [], success: [.delete(key: Array(floorKey.utf8), rangeEnd: nil)])
         }
 
         progress.show("fleet: propagation…")
