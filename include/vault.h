@@ -170,7 +170,7 @@ int32_t vault_close(vault_t *vault);
  * empty secret). The bytes are copied; the caller keeps ownership of `secret`.
  *
  * Errors: VAULT_ERR_INVALID_HANDLE, VAULT_ERR_PARAM (also a secret_len over VAULT_MAX_SECRET_LENGTH, and
- * in a fleet group an item over its 1 MiB limit), VAULT_ERR_MISSING_ENTITLEMENT, VAULT_ERR_NOT_AVAILABLE
+ * in a fleet group an item over its 768 KiB limit), VAULT_ERR_MISSING_ENTITLEMENT, VAULT_ERR_NOT_AVAILABLE
  * (a fleet group's etcd is out of reach: nothing was changed), VAULT_ERR_IO.
  */
 int32_t vault_put(vault_t *vault, const char *group, const char *service, const char *account,

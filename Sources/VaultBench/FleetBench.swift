@@ -393,15 +393,19 @@ final class BenchCluster {
         let pid = ProcessInfo.processInfo.processIdentifier
         let state = "/dev/shm/vault-bench-etcd-\(pid)"
         var environment = ProcessInfo.processInfo.environment
-        // Ports of its own (the tests' clusters use 24000-31999 by process id): VAULT_ETCD_BASE_PORT wins.
-        if environment["VAULT_ETCD_BASE_PORT"] == nil {
-            environment["VAULT_ETCD_BASE_PORT"] = String(20000 + Int(pid) % 100 * 20)
-        }
         environment["VAULT_ETCD_UNTIL_PID"] = String(pid)
         let cluster = BenchCluster(endpoints: [], script: script, state: state)
-        let status = try ChildProcess.run(
-            "/bin/bash", arguments: [script, "start", state], environment: environment.map { "\($0)=\($1)" }
-        ).exitStatus
+        // Ports of its own (the tests' clusters use 24000-31999): VAULT_ETCD_BASE_PORT when given, else
+        // from 20000 by process id; the script refuses (3) ports something listens on, and then the next
+        // ones are tried.
+        let given = environment["VAULT_ETCD_BASE_PORT"].flatMap { Int($0) }
+        var status: Int32 = 3
+        for attempt in 0..<(given == nil ? 10 : 1) where status == 3 {
+            environment["VAULT_ETCD_BASE_PORT"] = String(given ?? 20000 + (Int(pid) % 100 + attempt * 10) % 200 * 20)
+            status = try ChildProcess.run(
+                "/bin/bash", arguments: [script, "start", state], environment: environment.map { "\($0)=\($1)" }
+            ).exitStatus
+        }
         let text = String(
             decoding: FileManager.default.contents(atPath: state + "/endpoints") ?? Data(), as: UTF8.self
         ).trimmingCharacters(in: .whitespacesAndNewlines)
