@@ -17,9 +17,10 @@ let package = Package(
         .library(name: "Security", targets: ["Security"]),
     ],
     targets: [
-        // The C API: include/vault.h as a Clang module, and its Swift implementation.
+        // The C API: include/vault.h as a Clang module, and its Swift implementation. It links VaultFleet
+        // (and so libcurl): fleet groups work through it as any other group.
         .systemLibrary(name: "CVaultAPI", path: "Sources/CVaultAPI"),
-        .target(name: "VaultCAPI", dependencies: ["CVaultAPI", "Vault", "VaultCrypto"]),
+        .target(name: "VaultCAPI", dependencies: ["CVaultAPI", "Vault", "VaultCrypto", "VaultFleet"]),
         // The Swift side of the C/Swift/CLI cross test (scripts/test-c-api), and a process over the C API
         // for the shared-group tests.
         .executableTarget(
@@ -108,8 +109,14 @@ let package = Package(
         // VaultArchive fuzzing (scripts/fuzz); its benchmark is part of vault-bench.
         .executableTarget(name: "FuzzArchiveDecode", dependencies: ["VaultArchive"]),
         .executableTarget(name: "FuzzArchiveRoundTrip", dependencies: ["VaultArchive"]),
+        // vault-bench measures the CLI (`vault`, and `vault-fleet` for fleet groups) next to it: building
+        // the bench builds them.
         .executableTarget(
-            name: "vault-bench", dependencies: ["Vault", "VaultArchive", "VaultCrypto", "VaultSystem"],
+            name: "vault-bench",
+            dependencies: [
+                "Vault", "VaultArchive", "VaultCrypto", "VaultSystem", "VaultEtcd", "VaultFleet", "vault",
+                "vault-fleet",
+            ],
             path: "Sources/VaultBench"),
 
         // Apple's Security framework names over the vault, so that keychain code written for iOS builds on Linux.

@@ -20,6 +20,10 @@
  *   - Every function is thread-safe. A vault_t may be used by many threads at once; a vault_iter_t too,
  *     though the order in which concurrent vault_iter_next calls see the items is then unspecified.
  *   - On failure, vault_last_error_message() names the item, group or path concerned (never a secret).
+ *   - Fleet groups (a group whose items are kept in etcd, made with `vault group create NAME --etcd` or
+ *     the Swift API) work through every function as any other group. A write to one while its etcd
+ *     cluster cannot be reached or has no quorum fails with VAULT_ERR_NOT_AVAILABLE and changes nothing,
+ *     here or in etcd; a read is then answered from this machine's copy (no function says so yet).
  */
 #ifndef VAULT_H
 #define VAULT_H
@@ -42,7 +46,7 @@ enum {
     VAULT_ERR_PERMISSION = -61,                  /* errSecWrPerm: access denied, or a vault file is unsafe */
     VAULT_ERR_ALLOCATE = -108,                   /* errSecAllocate: memory could not be allocated */
     VAULT_ERR_INTERNAL = -2070,                  /* errSecInternalComponent: an unexpected internal failure */
-    VAULT_ERR_NOT_AVAILABLE = -25291,            /* errSecNotAvailable: libsodium is not available */
+    VAULT_ERR_NOT_AVAILABLE = -25291,            /* errSecNotAvailable: etcd unreachable, or no libsodium */
     VAULT_ERR_NO_SUCH_VAULT = -25294,            /* errSecNoSuchKeychain: no vault at the path */
     VAULT_ERR_INVALID_HANDLE = -25295,           /* errSecInvalidKeychain: not a live vault_t/vault_iter_t */
     VAULT_ERR_DUPLICATE_VAULT = -25296,          /* errSecDuplicateKeychain: a vault exists at the path */
@@ -165,8 +169,9 @@ int32_t vault_close(vault_t *vault);
  * as one atomic operation under the vault's lock. `secret` may be NULL only when secret_len is 0 (an
  * empty secret). The bytes are copied; the caller keeps ownership of `secret`.
  *
- * Errors: VAULT_ERR_INVALID_HANDLE, VAULT_ERR_PARAM (also a secret_len over VAULT_MAX_SECRET_LENGTH),
- * VAULT_ERR_MISSING_ENTITLEMENT, VAULT_ERR_IO.
+ * Errors: VAULT_ERR_INVALID_HANDLE, VAULT_ERR_PARAM (also a secret_len over VAULT_MAX_SECRET_LENGTH, and
+ * in a fleet group an item over its 768 KiB limit), VAULT_ERR_MISSING_ENTITLEMENT, VAULT_ERR_NOT_AVAILABLE
+ * (a fleet group's etcd is out of reach: nothing was changed), VAULT_ERR_IO.
  */
 int32_t vault_put(vault_t *vault, const char *group, const char *service, const char *account,
                   const uint8_t *secret, uint64_t secret_len);
@@ -225,7 +230,7 @@ int32_t vault_free_secret(uint8_t *secret);
  * client.
  *
  * Errors: VAULT_ERR_INVALID_HANDLE, VAULT_ERR_PARAM, VAULT_ERR_NOT_FOUND, VAULT_ERR_MISSING_ENTITLEMENT,
- * VAULT_ERR_IO.
+ * VAULT_ERR_NOT_AVAILABLE (a fleet group's etcd is out of reach: nothing was removed), VAULT_ERR_IO.
  */
 int32_t vault_remove(vault_t *vault, const char *group, const char *service, const char *account);
 
@@ -275,7 +280,8 @@ int32_t vault_iter_free(vault_iter_t *iter);
  *   out_created  may be NULL; receives 1 when this call created the identifier, else 0.
  *
  * Errors: VAULT_ERR_INVALID_HANDLE, VAULT_ERR_PARAM, VAULT_ERR_MISSING_ENTITLEMENT, VAULT_ERR_DECODE
- * (the stored value is not a UUID), VAULT_ERR_IO.
+ * (the stored value is not a UUID), VAULT_ERR_NOT_AVAILABLE (the first group is a fleet group whose etcd
+ * is out of reach, and the identifier is to be created), VAULT_ERR_IO.
  */
 int32_t vault_device_id(vault_t *vault, const char *key, uint8_t *out_uuid, uint8_t *out_created);
 

@@ -135,6 +135,11 @@ final class Recorder {
         results.append(m)
         progress.show("\(name) at \(items) items: \(formatDuration(m.medianNanoseconds))")
     }
+
+    /// A row measured without a floor.
+    func add(_ timing: OperationTiming) {
+        results.append(timing)
+    }
 }
 
 /// The same system calls and libsodium calls as the vault, without the vault. The AEAD open goes into

@@ -1,12 +1,14 @@
 // `swift run -c release vault-bench [--items 1000,10000] [--quick] [--json] [--dir DIR]
-// [--format-two-only]`
+// [--format-two-only | --fleet]`
 //
 // Per-operation latency of the vault next to the physical floor of the same machine, measured in the
 // same run on the same directory: a durable write floor (create + write + fsync + rename + fsync of
 // the directory, same size as an item file), a read floor (open + read + close of the same file plus
 // one AEAD open of the same size), and a scan floor (that read for every file of a group). Format 2
 // (FormatTwoBench.swift) runs once, at the smallest --items: its groups as owner and member, and
-// writers in parallel groups (`vault-bench --writer PATH GROUP COUNT` is one writer process).
+// writers in parallel groups (`vault-bench --writer PATH GROUP COUNT` is one writer process). Fleet
+// groups (FleetBench.swift) run only with --fleet, which runs nothing else: they need etcd (a cluster
+// the bench starts, or VAULT_BENCH_ETCD), so neither a default nor a --quick run starts one.
 import Foundation
 import Vault
 import VaultArchive
@@ -24,6 +26,8 @@ struct Options {
     /// Only the format-2 rows (groups, members, parallel writers): for iterating on them without the
     /// minutes the archive, scale and process rows take.
     var formatTwoOnly = false
+    /// Only the fleet-group rows (FleetBench.swift), against etcd's own tools on one cluster.
+    var fleet = false
     var writer: (path: String, group: String, count: Int)?
 
     static func parse(_ arguments: [String]) -> Options {
@@ -47,6 +51,7 @@ struct Options {
             case "--archive-only": options.archiveOnly = true
             case "--profile-archive": options.profileArchive = true
             case "--format-two-only": options.formatTwoOnly = true
+            case "--fleet": options.fleet = true
             case "--writer":
                 let (path, group, count) = (value(), value(), value())
                 guard let count = Int(count), count >= 0 else {
@@ -57,7 +62,7 @@ struct Options {
             case "-h", "--help":
                 print(
                     "usage: vault-bench [--items N[,N...]] [--quick] [--json] [--dir DIR]"
-                        + " [--archive-only | --format-two-only]")
+                        + " [--archive-only | --format-two-only | --fleet]")
                 exit(0)
             default:
                 FileHandle.standardError.write(Data("vault-bench: unknown argument \(arguments[i])\n".utf8))
@@ -78,6 +83,8 @@ struct Report: Encodable {
     var archiveSizes: [String: Int] = [:]
     /// Throughput of one way of working against another (higher is faster), by what is compared.
     var throughputRatios: [String: Double] = [:]
+    /// The fleet goals of issue 17, each with the figure that answers it.
+    var goals: [String] = []
 }
 
 @main
@@ -108,6 +115,16 @@ struct VaultBench {
         }
         var report = Report(machine: machineDescription())
         let progress = Progress(enabled: !options.json && isatty(2) == 1)
+        if options.fleet {
+            let fleet = try FleetBench(
+                directory: FilePath(runDirectory).appending("fleet").string, quick: options.quick, progress: progress
+            ).run()
+            report.measurements = fleet.timings
+            report.goals = fleet.goals
+            progress.clear()
+            try output(report, json: options.json)
+            return
+        }
         if !options.formatTwoOnly {
             progress.show("archive coders…")
             let archive = archiveTimings(try compareArchives(iterations: options.quick ? 500 : 20_000))
@@ -138,7 +155,11 @@ struct VaultBench {
                 formatTwo.parallelThroughputRatio
         }
         progress.clear()
-        if options.json {
+        try output(report, json: options.json)
+    }
+
+    static func output(_ report: Report, json: Bool) throws {
+        if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
             print(String(decoding: try encoder.encode(report), as: UTF8.self))
@@ -190,6 +211,9 @@ struct VaultBench {
         }
         for (name, ratio) in report.throughputRatios.sorted(by: { $0.key < $1.key }) {
             print("throughput \(name): \(String(format: "%.2f", ratio))×")
+        }
+        for goal in report.goals {
+            print("goal: \(goal)")
         }
     }
 }

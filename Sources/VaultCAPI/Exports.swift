@@ -2,6 +2,7 @@ public import CVaultAPI
 import FoundationEssentials
 import Vault
 import VaultCrypto
+import VaultFleet
 
 // The implementations of include/vault.h. Each is `@c @implementation`: the compiler checks its
 // signature against the header's declaration, so the header stays the single source of truth. The
@@ -32,6 +33,10 @@ func vaultCall<R>(_ body: () throws(VaultError) -> R) throws(Failure) -> R {
         throw Failure(error)
     }
 }
+
+/// Installs the etcd client for fleet groups the first time it is read (a global `let` is initialised
+/// exactly once, under a lock): every vault the library opens then uses its fleet groups as any other.
+let fleetSupport: Void = VaultFleet.install()
 
 /// The most access groups `vault_open` accepts: a bound that turns a garbage count into an error
 /// instead of a read past the caller's array.
@@ -78,6 +83,7 @@ public func vault_open(
                 names.append(try Arguments.string(groups[index], "groups[\(index)]"))
             }
         }
+        _ = fleetSupport
         let vault = try vaultCall { () throws(VaultError) in
             let client = try Client(applicationIdentifier: appID, accessGroups: names)
             return try Vault.open(at: path, client: client, createIfMissing: flags & known != 0)

@@ -62,7 +62,8 @@ enum Status {
         case permission: return "errSecWrPerm: permission denied, or a vault file is unsafe to use"
         case allocate: return "errSecAllocate: memory could not be allocated"
         case `internal`: return "errSecInternalComponent: an internal component failed"
-        case notAvailable: return "errSecNotAvailable: the crypto library is not available"
+        case notAvailable:
+            return "errSecNotAvailable: not available now (a fleet group's etcd is out of reach, or the crypto library)"
         case noSuchVault: return "errSecNoSuchKeychain: the vault does not exist"
         case invalidHandle: return "errSecInvalidKeychain: the handle is not a live vault or iterator"
         case duplicateVault: return "errSecDuplicateKeychain: a vault already exists"

@@ -94,4 +94,36 @@ import VaultTestSupport
             #expect(try vault(["--vault", b, "group", "resync", "fleet"]).status == 9, "etcd out of reach")
         }
     }
+
+    /// The usage errors of `group join` name the command once (then the help hint), and `group
+    /// export-key` of a group that does not exist is "not found" (exit 1), as for the other group
+    /// commands; of a group that is not a fleet group, a usage error (exit 2). No etcd is needed.
+    @Test func joinUsageAndExportKeyOfAMissingGroup() throws {
+        try withTemporaryVault("fleet-cli-usage") { t in
+            let path = t.root + "/v"
+            #expect(try vault(["--vault", path, "init", "--format", "2"]).status == 0)
+            let noEtcd = try vault(["--vault", path, "group", "join", "fleet", "--group-key", t.root + "/k"])
+            #expect(noEtcd.status == 2)
+            #expect(
+                noEtcd.errors == "vault: group join: needs --etcd URL[,URL…] (see 'vault group join --help')\n",
+                "\(noEtcd.errors)")
+            let noKey = try vault(["--vault", path, "group", "join", "fleet", "--etcd", "http://127.0.0.1:9"])
+            #expect(noKey.status == 2)
+            #expect(
+                noKey.errors
+                    == "vault: group join: needs --group-key FILE (from `vault group export-key`) (see 'vault group "
+                    + "join --help')\n", "\(noKey.errors)")
+
+            let missing = try vault(["--vault", path, "group", "export-key", "nosuch", t.root + "/nosuch.key"])
+            #expect(missing.status == 1, "\(missing.errors)")
+            #expect(
+                missing.errors == "vault: group export-key: there is no group nosuch in the vault at \(path)\n",
+                "\(missing.errors)")
+            #expect(!FileManager.default.fileExists(atPath: t.root + "/nosuch.key"))
+            #expect(try vault(["--vault", path, "group", "create", "local"]).status == 0)
+            let local = try vault(["--vault", path, "group", "export-key", "local", t.root + "/local.key"])
+            #expect(local.status == 2 && local.errors.contains("not a fleet group"), "\(local.errors)")
+            #expect(!FileManager.default.fileExists(atPath: t.root + "/local.key"))
+        }
+    }
 }

@@ -26,11 +26,10 @@ public struct GroupJoinCommand: Sendable, Hashable {
         make: { parsed throws(UsageError) in
             let group = try GroupCommand.group(parsed, command: "group join")
             guard let settings = try FleetOptions.settings(parsed, command: "group join") else {
-                throw UsageError("group join needs --etcd URL[,URL…]", command: "group join")
+                throw UsageError("needs --etcd URL[,URL…]", command: "group join")
             }
             guard let keyFile = parsed.value("group-key"), !keyFile.isEmpty else {
-                throw UsageError(
-                    "group join needs --group-key FILE (from `vault group export-key`)", command: "group join")
+                throw UsageError("needs --group-key FILE (from `vault group export-key`)", command: "group join")
             }
             return .groupJoin(GroupJoinCommand(group: group, keyFile: keyFile, settings: settings))
         })

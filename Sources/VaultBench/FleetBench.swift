@@ -1,0 +1,452 @@
+import Foundation
+import Synchronization
+import Vault
+import VaultEtcd
+import VaultFleet
+import VaultSystem
+
+/// Fleet groups (`vault-bench --fleet`): one group in etcd shared by two vaults on this machine (A made
+/// it, B joined), measured in one run against etcd's own tools on the same cluster and the same bytes:
+///
+/// - get: a long-lived handle's (from the cache while its watch is live and the last check is under a
+///   second old, else after a check of etcd's revisions) next to an in-process etcd range of the item's
+///   key and to a local group's get; the CLI's (`vault`, which hands the command to
+///   `vault-fleet`) next to `etcdctl get` of the item's key, each a whole process;
+/// - put: the CLI's next to `etcdctl put` of a value of the item file's size, each a whole process;
+/// - propagation: a put on A until a long-lived handle on B, polling on a thread of its own, reads it;
+/// - etcd down: reads from the cache, a long-lived handle's and the CLI's, next to a local group's, with
+///   the members killed (a connection is refused at once) and, in a full run, paused (SIGSTOP: a request
+///   waits for its time limit on every endpoint; a long-lived handle right after the pause, and once a
+///   check is due).
+///
+/// The cluster is `VAULT_BENCH_ETCD` (endpoints, comma-separated), else three members this bench
+/// starts with `scripts/etcd-cluster` (data on tmpfs, ports of its own) and stops at the end, however
+/// the bench ends (a watchdog of the script stops it once this process is gone). With a given cluster,
+/// "etcd down" is B's settings pointed at an endpoint where nothing listens, and the paused rows are
+/// skipped.
+struct FleetBench {
+    let directory: String
+    let quick: Bool
+    let progress: Progress
+
+    var readIterations: Int { quick ? 50 : 1000 }
+    var writeIterations: Int { quick ? 10 : 200 }
+    var processIterations: Int { quick ? 5 : 100 }
+    var propagationRounds: Int { quick ? 20 : 200 }
+    var pausedSamples: Int { quick ? 0 : 3 }
+    let fleetGroup = try! AccessGroup("fleet")
+    let localGroup = try! AccessGroup("local")
+    let secret = Data(repeating: 0x5a, count: 32)
+
+    /// The rows, and one line per goal of issue 17 with the figure that answers it.
+    func run() throws -> (timings: [OperationTiming], goals: [String]) {
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        guard
+            let etcdctl = ["/usr/bin/etcdctl", "/usr/local/bin/etcdctl"].first(where: {
+                FileManager.default.isExecutableFile(atPath: $0)
+            })
+        else {
+            throw BenchError("--fleet needs etcdctl (Debian's etcd-client) for its floors")
+        }
+        progress.show("fleet: starting etcd…")
+        let cluster = try BenchCluster.startOrGiven()
+        defer { cluster.stop() }
+        VaultFleet.install()
+
+        let client = try Client(applicationIdentifier: "bench", accessGroups: ["fleet", "local"])
+        let pathA = FilePath(directory).appending("fleet-a").string
+        let pathB = FilePath(directory).appending("fleet-b").string
+        let a = try Vault.create(at: pathA, client: client, format: 2)
+        let b = try Vault.create(at: pathB, client: client, format: 2)
+        let settings = FleetSettings(endpoints: cluster.endpoints)
+        progress.show("fleet: making and joining the group…")
+        try a.createFleetGroup(fleetGroup, settings: settings)
+        try b.joinFleetGroup(
+            fleetGroup, keyFile: try a.exportFleetGroupKey(fleetGroup).unprotectedCopy(), settings: settings)
+        try b.createGroup(localGroup, unixGroup: nil)
+        let fleetKey = try ItemKey(service: "bench", account: "item", group: fleetGroup)
+        let localKey = try ItemKey(service: "bench", account: "item", group: localGroup)
+        try a.set(secret, for: fleetKey)
+        try b.set(secret, for: localKey)
+        guard try b.data(for: fleetKey) == secret else {
+            throw BenchError("fleet: \(pathB) does not read the item \(pathA) put in group fleet")
+        }
+        let etcd = EtcdClient(try EtcdClient.Configuration(endpoints: cluster.endpoints))
+        let item = try Self.latestItem(etcd)
+
+        // The floors of the puts write the item file's bytes under a key of the bench's own, so that the
+        // vault's item is left alone.
+        let floorKey = "/vault-bench/\(ProcessInfo.processInfo.processIdentifier)/put-floor"
+        defer { _ = try? etcd.transaction(compare: [], success: [.delete(key: Array(floorKey.utf8), rangeEnd: nil)]) }
+
+        let recorder = Recorder(items: 1, progress: progress)
+        progress.show("fleet: gets in-process…")
+        try recorder.record(
+            "fleet, long-lived handle: get (etcd up)", iterations: readIterations,
+            floor: "floor: etcd range of the item's key (in-process, linearizable)",
+            { _ = try etcd.range(item.key) }
+        ) { _ in
+            _ = try b.data(for: fleetKey)
+        }
+        try recorder.record(
+            "fleet, long-lived handle: get (etcd up), next to a local group", iterations: readIterations,
+            floor: Self.localGetName, { _ = try b.data(for: localKey) }
+        ) { _ in
+            _ = try b.data(for: fleetKey)
+        }
+
+        progress.show("fleet: puts in-process…")
+        try recorder.record(
+            "fleet, long-lived handle: put (update)", iterations: writeIterations,
+            floor: "floor: etcd put of the item file's bytes (in-process)",
+            { try etcd.put(Array(floorKey.utf8), item.value) }
+        ) { i in
+            try a.set(Data(repeating: UInt8(truncatingIfNeeded: i), count: secret.count), for: fleetKey)
+        }
+        try a.set(secret, for: fleetKey)
+
+        // The CLI rows: `vault` (static) execs `vault-fleet` for a fleet group.
+        let cli = siblingExecutable("vault")
+        if cli == nil || siblingExecutable("vault-fleet") == nil {
+            skip("no vault and vault-fleet next to vault-bench: the CLI rows are skipped")
+        }
+        let environment = ["PATH=/usr/bin:/bin", "HOME=/nonexistent"]
+        let endpointList = cluster.endpoints.joined(separator: ",")
+        let secretFile = FilePath(directory).appending("secret").string
+        try secret.write(to: URL(fileURLWithPath: secretFile))
+        // etcdctl put reads its value from standard input when none is given as an argument: the item
+        // file's bytes as etcd holds them (the same size as every CLI put sends). Never argv: a value
+        // there is visible to every process of the machine (these are bench bytes, but the floor does it
+        // as a secret would be done).
+        let valueFile = FilePath(directory).appending("etcd-value").string
+        try Data(item.value).write(to: URL(fileURLWithPath: valueFile))
+        let itemKeyText = String(decoding: item.key, as: UTF8.self)
+        func checked(_ executable: String, _ arguments: [String], input: String = "/dev/null") throws {
+            let result = try ChildProcess.run(
+                executable, arguments: arguments, environment: environment, standardInputPath: input)
+            guard result.exitStatus == 0 else {
+                throw BenchError("`\(([executable] + arguments).joined(separator: " "))` exited \(result.exitStatus)")
+            }
+        }
+        if let cli {
+            let get = ["--vault", pathB, "--group", "fleet", "get", "bench", "item"]
+            let put = ["--vault", pathA, "--group", "fleet", "put", "bench", "item"]
+            try checked(cli, get)
+            try checked(cli, put, input: secretFile)
+            try checked(etcdctl, ["--endpoints=\(endpointList)", "put", floorKey], input: valueFile)
+            progress.show("fleet: CLI get…")
+            try recorder.record(
+                "fleet, CLI: vault get (process, via vault-fleet)", iterations: processIterations,
+                floor: "floor: etcdctl get of the item's key (process)",
+                { try checked(etcdctl, ["--endpoints=\(endpointList)", "get", itemKeyText]) }
+            ) { _ in
+                try checked(cli, get)
+            }
+            progress.show("fleet: CLI put…")
+            try recorder.record(
+                "fleet, CLI: vault put (process, via vault-fleet)", iterations: processIterations,
+                floor: "floor: etcdctl put of the item file's bytes (process)",
+                { try checked(etcdctl, ["--endpoints=\(endpointList)", "put", floorKey], input: valueFile) }
+            ) { _ in
+                try checked(cli, put, input: secretFile)
+            }
+        }
+
+        progress.show("fleet: propagation…")
+        for row in try propagate(from: a, to: b, key: fleetKey) { recorder.add(row) }
+
+        // etcd down: killed (or, for a given cluster, B pointed at an endpoint with no listener).
+        var down = b
+        if cluster.isOwn {
+            if pausedSamples > 0 {
+                progress.show("fleet: reads with etcd paused…")
+                try cluster.members("pause")
+                defer { try? cluster.members("resume") }
+                // Right after the pause, the last check is under a second old and the watch has said
+                // nothing: the cache answers. Once a check is due, the read waits for the time limits.
+                recorder.add(
+                    OperationTiming(
+                        operation: "fleet, long-lived handle: get, etcd just paused (last check < 1 s ago)",
+                        items: 1, nanoseconds: try time(pausedSamples) { _ in _ = try b.data(for: fleetKey) }))
+                var due: [Double] = []
+                for _ in 0..<pausedSamples {
+                    Thread.sleep(forTimeInterval: 1.1)
+                    due += try time(1) { _ in _ = try b.data(for: fleetKey) }
+                }
+                recorder.add(
+                    OperationTiming(
+                        operation: "fleet, long-lived handle: get, etcd paused, check due (cache after time limits)",
+                        items: 1, nanoseconds: due))
+                if let cli {
+                    let get = ["--vault", pathB, "--group", "fleet", "get", "bench", "item"]
+                    recorder.add(
+                        OperationTiming(
+                            operation: "fleet, CLI: vault get, etcd paused (process, from the cache after time limits)",
+                            items: 1, nanoseconds: try time(pausedSamples) { _ in try checked(cli, get) }))
+                }
+            }
+            try cluster.members("kill")
+        } else {
+            try "endpoint=http://127.0.0.1:9\n".write(
+                toFile: FilePath(pathB).appending("groups/fleet/fleet.conf").string, atomically: true,
+                encoding: .utf8)
+            down = try Vault.open(at: pathB, client: client)
+        }
+        progress.show("fleet: reads with etcd down…")
+        guard try down.data(for: fleetKey) != nil else {
+            throw BenchError("fleet: with etcd down, \(pathB) has no cached item")
+        }
+        let cacheRow = "fleet, long-lived handle: get, etcd down (refused: from the cache)"
+        try recorder.record(
+            cacheRow, iterations: readIterations, floor: Self.localGetName, { _ = try down.data(for: localKey) }
+        ) {
+            _ in _ = try down.data(for: fleetKey)
+        }
+        if let cli {
+            try recorder.record(
+                "fleet, CLI: vault get, etcd down (refused: process, from the cache)", iterations: processIterations,
+                floor: "local group, CLI: vault get (process)",
+                { try checked(cli, ["--vault", pathB, "--group", "local", "get", "bench", "item"]) }
+            ) { _ in
+                try checked(cli, ["--vault", pathB, "--group", "fleet", "get", "bench", "item"])
+            }
+        }
+
+        return (recorder.results, Self.goals(recorder.results, cacheRow: cacheRow))
+    }
+
+    static let localGetName = "local group, long-lived handle: get"
+
+    /// The last item written in the cluster (the bench's own): its key and value.
+    static func latestItem(_ etcd: EtcdClient) throws -> EtcdKeyValue {
+        let all = try etcd.range(prefix: Array("/vault/v2/".utf8))
+        guard
+            let latest = all.keyValues.filter({ String(decoding: $0.key, as: UTF8.self).contains("/items/") })
+                .max(by: { $0.modRevision < $1.modRevision })
+        else { throw BenchError("fleet: no item under /vault/v2/ in etcd after a put") }
+        return latest
+    }
+
+    /// `propagationRounds` puts of new bytes on `a`, each until `b`'s long-lived handle, which polls on
+    /// a thread of its own (a read, then 0.5 ms), reads them: from the put's return, and from its start.
+    func propagate(from a: Vault, to b: Vault, key: ItemKey) throws -> [OperationTiming] {
+        let poller = Poller(vault: b, key: key)
+        let thread = Thread { poller.poll() }
+        thread.start()
+        defer { poller.finish() }
+        var afterReturn: [Double] = []
+        var afterStart: [Double] = []
+        var lost = 0
+        let clock = ContinuousClock()
+        for round in 0..<propagationRounds {
+            var value = Data(count: 32)
+            for index in value.indices { value[index] = UInt8.random(in: 0...255) }
+            value[0] = UInt8(truncatingIfNeeded: round)
+            poller.expect(value)
+            let start = clock.now
+            try a.set(value, for: key)
+            let returned = clock.now
+            guard let seen = poller.wait(timeout: 5) else {
+                lost += 1
+                afterReturn.append(5e9)
+                afterStart.append(5e9)
+                continue
+            }
+            afterReturn.append(max(0, nanoseconds(seen - returned)))
+            afterStart.append(nanoseconds(seen - start))
+        }
+        if lost > 0 {
+            skip("fleet: \(lost) of \(propagationRounds) puts were not seen on B within 5 s (counted as 5 s)")
+        }
+        if let failure = poller.failure { throw BenchError("fleet: B's poller failed: \(failure)") }
+        return [
+            OperationTiming(
+                operation: "fleet, propagation: A's put returned → B's long-lived handle reads it", items: 1,
+                nanoseconds: afterReturn),
+            OperationTiming(
+                operation: "fleet, propagation: A's put started → B's long-lived handle reads it", items: 1,
+                nanoseconds: afterStart),
+        ]
+    }
+
+    /// The goals of issue 17, each with its figure from `rows` (reported, never asserted).
+    static func goals(_ rows: [OperationTiming], cacheRow: String) -> [String] {
+        func row(_ prefix: String) -> OperationTiming? { rows.first { $0.operation.hasPrefix(prefix) } }
+        func verdict(_ met: Bool) -> String { met ? "met" : "not met" }
+        var lines: [String] = []
+        if let put = row("fleet, CLI: vault put"), let ratio = put.ratio {
+            lines.append(String(format: "put ≤ 1.5× etcdctl put: %.2f× (%@)", ratio, verdict(ratio <= 1.5)))
+        }
+        if let up = row("fleet, long-lived handle: get (etcd up), next"), let ratio = up.ratio {
+            lines.append(
+                String(
+                    format:
+                        "long-lived handle's get from the cache (watch live) within 2× of a local group's: %.2f× (%@)",
+                    ratio, verdict(ratio <= 2)))
+        }
+        if let cache = row(cacheRow), let ratio = cache.ratio {
+            lines.append(
+                String(
+                    format:
+                        "(with etcd killed, no watch: each read tries every endpoint, then the cache: %.2f× a local "
+                        + "group's get)", ratio))
+        }
+        if let propagation = row("fleet, propagation: A's put returned") {
+            lines.append(
+                "propagation median ≤ 50 ms: \(formatDuration(propagation.medianNanoseconds)) "
+                    + "(\(verdict(propagation.medianNanoseconds <= 50e6))); p99 ≤ 1 s: "
+                    + "\(formatDuration(propagation.p99Nanoseconds)) (\(verdict(propagation.p99Nanoseconds <= 1e9)))")
+        }
+        return lines
+    }
+
+    func skip(_ message: String) {
+        progress.show("")
+        FileHandle.standardError.write(Data("vault-bench: \(message)\n".utf8))
+    }
+}
+
+/// A duration in nanoseconds.
+func nanoseconds(_ duration: Duration) -> Double {
+    Double(duration.components.seconds) * 1e9 + Double(duration.components.attoseconds) / 1e9
+}
+
+/// B's long-lived handle reading one item in a loop on its own thread, until it reads the bytes it was
+/// told to expect: then it notes when, and signals.
+final class Poller: Sendable {
+    let vault: Vault
+    let key: ItemKey
+    private let expected = Mutex<Data?>(nil)
+    private let seenAt = Mutex<ContinuousClock.Instant?>(nil)
+    private let problem = Mutex<String?>(nil)
+    private let done = Atomic(false)
+    private let seen = DispatchSemaphore(value: 0)
+    private let stopped = DispatchSemaphore(value: 0)
+
+    init(vault: Vault, key: ItemKey) {
+        self.vault = vault
+        self.key = key
+    }
+
+    /// The first failure of a read, if any.
+    var failure: String? { problem.withLock { $0 } }
+
+    func expect(_ value: Data) {
+        seenAt.withLock { $0 = nil }
+        expected.withLock { $0 = value }
+    }
+
+    /// When the expected bytes were read, or nil after `timeout` seconds.
+    func wait(timeout: Double) -> ContinuousClock.Instant? {
+        guard seen.wait(timeout: .now() + timeout) == .success else {
+            expected.withLock { $0 = nil }
+            return nil
+        }
+        return seenAt.withLock { $0 }
+    }
+
+    func poll() {
+        defer { stopped.signal() }
+        while !done.load(ordering: .relaxed) {
+            if let target = expected.withLock({ $0 }) {
+                do {
+                    if try vault.data(for: key) == target {
+                        let now = ContinuousClock.now
+                        let claimed = expected.withLock { value in
+                            guard value == target else { return false }
+                            value = nil
+                            return true
+                        }
+                        if claimed {
+                            seenAt.withLock { $0 = now }
+                            seen.signal()
+                        }
+                    }
+                } catch {
+                    problem.withLock { $0 = $0 ?? "\(error)" }
+                }
+            }
+            usleep(500)
+        }
+    }
+
+    func finish() {
+        done.store(true, ordering: .relaxed)
+        stopped.wait()
+    }
+}
+
+/// The etcd cluster of the fleet rows: given (`VAULT_BENCH_ETCD`), or started here with
+/// `scripts/etcd-cluster` and stopped by `stop()` (and by the script's watchdog once this process is
+/// gone, whatever ended it).
+final class BenchCluster {
+    let endpoints: [String]
+    private let script: String?
+    private let state: String?
+
+    var isOwn: Bool { script != nil }
+
+    private init(endpoints: [String], script: String?, state: String?) {
+        self.endpoints = endpoints
+        self.script = script
+        self.state = state
+    }
+
+    static func startOrGiven() throws -> BenchCluster {
+        if let given = ProcessInfo.processInfo.environment["VAULT_BENCH_ETCD"], !given.isEmpty {
+            return BenchCluster(endpoints: given.split(separator: ",").map(String.init), script: nil, state: nil)
+        }
+        let candidates = [
+            FilePath(FileManager.default.currentDirectoryPath).appending("scripts/etcd-cluster").string,
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent().appendingPathComponent("scripts/etcd-cluster").path,
+        ]
+        guard let script = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw BenchError(
+                "--fleet needs scripts/etcd-cluster (run it from the package directory) or VAULT_BENCH_ETCD")
+        }
+        let pid = ProcessInfo.processInfo.processIdentifier
+        let state = "/dev/shm/vault-bench-etcd-\(pid)"
+        var environment = ProcessInfo.processInfo.environment
+        environment["VAULT_ETCD_UNTIL_PID"] = String(pid)
+        let cluster = BenchCluster(endpoints: [], script: script, state: state)
+        // Ports of its own (the tests' clusters use 24000-31999): VAULT_ETCD_BASE_PORT when given, else
+        // from 20000 by process id; the script refuses (3) ports something listens on, and then the next
+        // ones are tried.
+        let given = environment["VAULT_ETCD_BASE_PORT"].flatMap { Int($0) }
+        var status: Int32 = 3
+        for attempt in 0..<(given == nil ? 10 : 1) where status == 3 {
+            environment["VAULT_ETCD_BASE_PORT"] = String(given ?? 20000 + (Int(pid) % 100 + attempt * 10) % 200 * 20)
+            status = try ChildProcess.run(
+                "/bin/bash", arguments: [script, "start", state], environment: environment.map { "\($0)=\($1)" }
+            ).exitStatus
+        }
+        let text = String(
+            decoding: FileManager.default.contents(atPath: state + "/endpoints") ?? Data(), as: UTF8.self
+        ).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard status == 0, !text.isEmpty else {
+            cluster.stop()
+            throw BenchError(
+                "`\(script) start \(state)` exited \(status) (are etcd-server and etcd-client installed? are ports "
+                    + "\(environment["VAULT_ETCD_BASE_PORT"] ?? "") and on free?)")
+        }
+        return BenchCluster(endpoints: text.split(separator: ",").map(String.init), script: script, state: state)
+    }
+
+    /// `scripts/etcd-cluster ACTION N` for each member (pause, resume, kill).
+    func members(_ action: String) throws {
+        guard let script, let state else { return }
+        for member in 1...3 {
+            let status = try ChildProcess.run("/bin/bash", arguments: [script, action, String(member), state])
+                .exitStatus
+            guard status == 0 else { throw BenchError("`\(script) \(action) \(member) \(state)` exited \(status)") }
+        }
+    }
+
+    /// Stops the members (whatever state they are in) and removes their data; nothing for a given cluster.
+    func stop() {
+        guard let script, let state else { return }
+        _ = try? ChildProcess.run("/bin/bash", arguments: [script, "stop", state])
+        try? FileManager.default.removeItem(atPath: state)
+    }
+}

@@ -1,0 +1,117 @@
+import CVaultAPI
+import FoundationEssentials
+import Glibc
+import Testing
+import Vault
+import VaultTestSupport
+
+@testable import VaultCAPI
+
+/// Fleet groups through the C API: two vaults on this machine stand for two hosts sharing one group
+/// through the test cluster (the one `EtcdTestCluster` of the test process). The group is made and
+/// joined with the Swift API; its items are then written and read through the C functions.
+@Suite(.serialized) struct FleetCAPITests {
+    let group = try! AccessGroup("fleet")
+
+    func client() throws -> Client {
+        try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
+    }
+
+    /// `vault_open` of `path` as the client "svc" with the fleet group: the status and the handle.
+    func open(_ path: String) -> (status: Int32, handle: OpaquePointer?) {
+        var handle: OpaquePointer?
+        let name = strdup(group.rawValue)
+        defer { free(name) }
+        let groups: [UnsafePointer<CChar>?] = [UnsafePointer(name)]
+        let status = vault_open(path, "svc", groups, 1, 0, &handle)
+        return (status, handle)
+    }
+
+    func put(_ handle: OpaquePointer?, _ account: String, _ text: String) -> Int32 {
+        let bytes = Array(text.utf8)
+        return vault_put(handle, group.rawValue, "db", account, bytes, UInt64(bytes.count))
+    }
+
+    /// `vault_get` with size negotiation: the status and the secret as text.
+    func get(_ handle: OpaquePointer?, _ account: String) -> (status: Int32, text: String?) {
+        var length: UInt64 = 0
+        let asked = vault_get(handle, group.rawValue, "db", account, nil, 0, &length)
+        guard asked == Status.ok || asked == Status.bufferTooSmall else { return (asked, nil) }
+        var buffer = [UInt8](repeating: 0, count: Int(length))
+        let status = vault_get(handle, group.rawValue, "db", account, &buffer, UInt64(buffer.count), &length)
+        return (status, status == Status.ok ? String(decoding: buffer.prefix(Int(length)), as: UTF8.self) : nil)
+    }
+
+    var lastMessage: String { String(cString: vault_last_error_message()) }
+
+    @Test func theCFunctionsUseAFleetGroupAsAnyOtherAndAWriteWithoutEtcdIsNotAvailable() throws {
+        let endpoints = try EtcdTestCluster.require()
+        try withTemporaryVault("capi-fleet-a") { a in
+            try withTemporaryVault("capi-fleet-b") { b in
+                let first = try Vault.create(at: a.path, client: try client(), format: 2)
+                let second = try Vault.create(at: b.path, client: try client(), format: 2)
+                // The library's first vault_open installs the etcd client (nothing in this test does).
+                let (openedA, handleA) = open(a.path)
+                #expect(openedA == Status.ok, "\(lastMessage)")
+                defer { _ = vault_close(handleA) }
+                #expect(Vault.hasFleetSupport)
+                try first.createFleetGroup(group, settings: FleetSettings(endpoints: endpoints))
+                let key = try first.exportFleetGroupKey(group)
+                try second.joinFleetGroup(
+                    group, keyFile: key.unprotectedCopy(), settings: FleetSettings(endpoints: endpoints))
+                let (openedB, handleB) = open(b.path)
+                #expect(openedB == Status.ok, "\(lastMessage)")
+                defer { _ = vault_close(handleB) }
+
+                // A put through C on one host is read through C and Swift on the other.
+                #expect(put(handleA, "app", "from C on a") == Status.ok, "\(lastMessage)")
+                #expect(get(handleB, "app").text == "from C on a", "\(lastMessage)")
+                let item = try ItemKey(service: "db", account: "app", group: group)
+                #expect(try second.data(for: item) == Data("from C on a".utf8))
+                // An update through Swift on the other host is seen by the first host's open handle.
+                try second.set(Data("from Swift on b".utf8), for: item)
+                var secret: UnsafeMutablePointer<UInt8>?
+                var length: UInt64 = 0
+                #expect(vault_get_secret(handleA, group.rawValue, "db", "app", &secret, &length) == Status.ok)
+                if let secret {
+                    #expect(
+                        String(decoding: UnsafeBufferPointer(start: secret, count: Int(length)), as: UTF8.self)
+                            == "from Swift on b")
+                }
+                #expect(vault_free_secret(secret) == Status.ok)
+
+                // An add of an item the other host has is a duplicate, and changes nothing.
+                let other = Array("second add".utf8)
+                #expect(
+                    vault_add(handleB, group.rawValue, "db", "app", other, UInt64(other.count)) == Status.duplicate)
+                #expect(get(handleA, "app").text == "from Swift on b")
+                // The listing, and a removal seen on the other host.
+                var iterator: OpaquePointer?
+                #expect(vault_list(handleB, group.rawValue, &iterator) == Status.ok)
+                var listed = vault_item_t()
+                #expect(vault_iter_next(iterator, &listed) == Status.ok)
+                #expect(String(cString: listed.group) == "fleet" && String(cString: listed.account) == "app")
+                #expect(vault_iter_next(iterator, &listed) == Status.notFound)
+                #expect(vault_iter_free(iterator) == Status.ok)
+                #expect(vault_remove(handleA, group.rawValue, "db", "app") == Status.ok)
+                #expect(get(handleB, "app").status == Status.notFound)
+
+                // etcd out of reach for the second host (its settings name a port with no listener):
+                // a put is not available and changes nothing anywhere; a get answers from the cache.
+                #expect(put(handleA, "app", "kept") == Status.ok)
+                #expect(get(handleB, "app").text == "kept")
+                try "endpoint=http://127.0.0.1:9\n".write(
+                    toFile: b.path + "/groups/fleet/fleet.conf", atomically: true, encoding: .utf8)
+                let (reopened, offline) = open(b.path)
+                #expect(reopened == Status.ok, "\(lastMessage)")
+                defer { _ = vault_close(offline) }
+                #expect(put(offline, "app", "lost?") == Status.notAvailable)
+                #expect(lastMessage.contains("fleet group fleet"), "\(lastMessage)")
+                #expect(String(cString: vault_strerror(Status.notAvailable)).hasPrefix("errSecNotAvailable:"))
+                #expect(vault_remove(offline, group.rawValue, "db", "app") == Status.notAvailable)
+                #expect(get(offline, "app").text == "kept", "served from the cache")
+                #expect(get(handleA, "app").text == "kept", "nothing changed in etcd")
+            }
+        }
+    }
+}
