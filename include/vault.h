@@ -285,6 +285,36 @@ int32_t vault_iter_free(vault_iter_t *iter);
  */
 int32_t vault_device_id(vault_t *vault, const char *key, uint8_t *out_uuid, uint8_t *out_created);
 
+/* ---------------------------------------------------------------------------------------------- */
+/* Fleet groups (docs/FLEET.md): groups whose items every machine shares through etcd.             */
+/* ---------------------------------------------------------------------------------------------- */
+
+/**
+ * How this process last answered a read of fleet group `group`. A long-lived handle answers from its
+ * cache while its watch on etcd is live and its last check is under a second old; with etcd out of
+ * reach it answers from the cache as it was when last confirmed. Ask right after a read: another
+ * thread's read of the group updates the status too.
+ *
+ *   out_stale             required; receives 1 when the answer came from the cache without etcd's
+ *                         confirmation (etcd out of reach), else 0.
+ *   out_known_current_ms  may be NULL; receives when the cache was last known to match etcd, in
+ *                         milliseconds since the epoch (a lower bound), or 0 when it never was.
+ *
+ * Errors: VAULT_ERR_INVALID_HANDLE, VAULT_ERR_PARAM (group NULL or not a group name),
+ * VAULT_ERR_NOT_FOUND (not a fleet group of this vault, or not read by this process yet).
+ */
+int32_t vault_fleet_cache_status(const vault_t *vault, const char *group, uint8_t *out_stale,
+                                 int64_t *out_known_current_ms);
+
+/**
+ * With `required` non-zero, every read of a fleet group through `vault` asks etcd (the watch no longer
+ * vouches for the cache) and fails with VAULT_ERR_NOT_AVAILABLE rather than answer from the cache when
+ * etcd is out of reach; zero restores the default.
+ *
+ * Errors: VAULT_ERR_INVALID_HANDLE.
+ */
+int32_t vault_require_fresh_fleet_reads(vault_t *vault, int32_t required);
+
 #ifdef __cplusplus
 }
 #endif

@@ -23,7 +23,8 @@ public struct VaultStatus: RawRepresentable, Hashable, Sendable, CustomStringCon
     public static let allocate = VaultStatus(rawValue: -108)
     /// errSecAuthFailed (-25293): the passphrase is wrong.
     public static let authFailed = VaultStatus(rawValue: -25293)
-    /// errSecNotAvailable (-25291): the crypto library is not available.
+    /// errSecNotAvailable (-25291): something the operation needs is not available: the crypto library,
+    /// or a fleet group's etcd (out of reach or without quorum; nothing was changed).
     public static let notAvailable = VaultStatus(rawValue: -25291)
     /// errSecNoSuchKeychain (-25294): there is no vault at the path.
     public static let noSuchVault = VaultStatus(rawValue: -25294)

@@ -317,3 +317,35 @@ public func vault_device_id(
         out_created?.pointee = created ? 1 : 0
     }
 }
+
+// MARK: Fleet groups
+
+/// `vault_fleet_cache_status`: whether this process's last answer from fleet group `group` came from
+/// its cache without etcd, and when that cache was last known current.
+@c @implementation
+public func vault_fleet_cache_status(
+    _ vault: OpaquePointer?, _ group: UnsafePointer<CChar>?, _ out_stale: UnsafeMutablePointer<UInt8>?,
+    _ out_known_current_ms: UnsafeMutablePointer<Int64>?
+) -> Int32 {
+    reporting { () throws(Failure) in
+        let vault = try Registry.vaults.lookup(vault, name: "vault")
+        guard let group = try Arguments.group(group) else { throw Failure.param("group is NULL") }
+        let staleOutput = try Arguments.output(out_stale, "out_stale")
+        guard let status = vault.fleetCacheStatus(of: group) else {
+            throw Failure(
+                Status.notFound,
+                "group \(group) is not a fleet group of the vault at \(vault.path), or this process has not read it")
+        }
+        staleOutput.pointee = status.isStale ? 1 : 0
+        out_known_current_ms?.pointee = (status.knownCurrentAt ?? 0) / 1_000_000
+    }
+}
+
+/// `vault_require_fresh_fleet_reads`: every read of a fleet group confirmed by etcd, or not answered.
+@c @implementation
+public func vault_require_fresh_fleet_reads(_ vault: OpaquePointer?, _ required: Int32) -> Int32 {
+    reporting { () throws(Failure) in
+        let vault = try Registry.vaults.lookup(vault, name: "vault")
+        vault.requireFreshFleetReads(required != 0)
+    }
+}

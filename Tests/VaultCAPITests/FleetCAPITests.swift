@@ -62,6 +62,10 @@ import VaultTestSupport
                 let (openedB, handleB) = open(b.path)
                 #expect(openedB == Status.ok, "\(lastMessage)")
                 defer { _ = vault_close(handleB) }
+                // Each read asks etcd, so that another host's write is seen at once (a long-lived handle's
+                // watch would bring it a few milliseconds later).
+                #expect(vault_require_fresh_fleet_reads(handleA, 1) == Status.ok)
+                #expect(vault_require_fresh_fleet_reads(handleB, 1) == Status.ok)
 
                 // A put through C on one host is read through C and Swift on the other.
                 #expect(put(handleA, "app", "from C on a") == Status.ok, "\(lastMessage)")
@@ -110,6 +114,15 @@ import VaultTestSupport
                 #expect(String(cString: vault_strerror(Status.notAvailable)).hasPrefix("errSecNotAvailable:"))
                 #expect(vault_remove(offline, group.rawValue, "db", "app") == Status.notAvailable)
                 #expect(get(offline, "app").text == "kept", "served from the cache")
+                var stale: UInt8 = 9
+                var knownCurrent: Int64 = 0
+                #expect(vault_fleet_cache_status(offline, group.rawValue, &stale, &knownCurrent) == Status.ok)
+                #expect(stale == 1 && knownCurrent > 0, "the answer came from the cache, as of then")
+                #expect(vault_fleet_cache_status(handleA, group.rawValue, &stale, nil) == Status.ok)
+                #expect(stale == 0)
+                #expect(vault_fleet_cache_status(offline, "no-such-group", &stale, nil) == Status.notFound)
+                #expect(vault_require_fresh_fleet_reads(offline, 1) == Status.ok)
+                #expect(get(offline, "app").status == Status.notAvailable, "fresh reads only: not from the cache")
                 #expect(get(handleA, "app").text == "kept", "nothing changed in etcd")
             }
         }
