@@ -18,10 +18,16 @@ public struct FleetMark: Sendable, Equatable {
     static let fileName = "fleet.mark"
     static let header = "vault fleet mark v1"
 
-    /// The file's text: one line, `vault fleet mark v1 <counter> <digest hex>`.
+    /// The file's text: one line, `vault fleet mark v1 <counter, 20 digits> <digest hex>`, always
+    /// `byteCount` bytes, so that a new mark is written in place over the old one.
     func encoded() -> [UInt8] {
-        Array("\(Self.header) \(counter) \(Hex.encode(digest))\n".utf8)
+        let digits = String(counter)
+        let padded = String(repeating: "0", count: max(0, 20 - digits.count)) + digits
+        return Array("\(Self.header) \(padded) \(Hex.encode(digest))\n".utf8)
     }
+
+    /// The length of every mark file.
+    static let byteCount = header.utf8.count + 1 + 20 + 1 + 2 * FleetManifest.digestByteCount + 1
 
     /// Parses `encoded()`'s text; nil when it is not a mark.
     static func decode(_ bytes: [UInt8]) -> FleetMark? {

@@ -377,11 +377,30 @@ extension VaultStore {
         return mark
     }
 
-    /// Durably records `mark` as fleet group `group`'s high-water mark.
+    /// Durably records `mark` as fleet group `group`'s high-water mark: written in place over the last
+    /// one (the same length, one write of under a sector, then `fdatasync`: one flush per fleet write),
+    /// or, for a first mark or a file that is not the owner's regular file of that length, replaced.
     func recordFleetMark(_ mark: FleetMark, group: GroupName) throws(StoreError) {
         let directory = try existingGroupDirectory(group)
+        let path = groupPath(group) / FleetMark.fileName
+        let bytes = mark.encoded()
+        if let file = try? directory.openAt(FleetMark.fileName, [.writeOnly, .nonBlocking]) {
+            defer { try? file.close() }
+            if let status = try? file.status(), status.kind == .regular, status.linkCount == 1,
+                status.ownerID == ProcessIdentity.effectiveUserID, status.size == Int64(FleetMark.byteCount)
+            {
+                do throws(Errno) {
+                    try file.writeAll(bytes, at: 0)
+                    try file.syncData()
+                    return
+                } catch {
+                    throw StoreError.system(
+                        error, .write, "record the high-water mark of fleet group \(group)", path: path)
+                }
+            }
+        }
         try AtomicFile.replace(
-            FleetMark.fileName, contents: .plain(mark.encoded()), in: directory, directoryPath: groupPath(group))
+            FleetMark.fileName, contents: .plain(bytes), in: directory, directoryPath: groupPath(group))
     }
 
     /// When this machine last took a change of fleet group `group` from its replica (the mark's
