@@ -60,12 +60,9 @@ let package = Package(
                 .linkedLibrary("_FoundationCollections", .when(configuration: .release)),
             ]),
         // The same tool with an etcd client, dynamically linked: `vault` hands fleet-group commands to it.
-        // Release builds carry the Swift runtime and Foundation inside (`-static-stdlib`, as scripts/install
-        // builds it): loading them as shared libraries was most of its 17 ms start-up.
         .executableTarget(
-            name: "vault-fleet", dependencies: ["VaultCLI", "VaultFleet", "VaultSystem"],
-            path: "Sources/VaultFleetMain",
-            linkerSettings: [.unsafeFlags(["-static-stdlib"], .when(configuration: .release))]),
+            name: "vault-fleet", dependencies: ["VaultCLI", "VaultFleet", "VaultSystem"], path: "Sources/VaultFleetMain"
+        ),
         // A process for the multi-process tests to spawn.
         .executableTarget(
             name: "vault-test-helper", dependencies: ["Vault", "VaultCrypto", "VaultSystem"],
