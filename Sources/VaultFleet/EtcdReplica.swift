@@ -392,6 +392,8 @@ final class EtcdReplica: GroupReplica {
         if !result.succeeded {
             let current = result.ranges.count == 2 ? result.ranges[1]?.keyValues.first : nil
             guard let current, current.value == sealed, isOwn(result.ranges[0]?.keyValues.first) else {
+                // What this process saw is stale: the rerun refreshes.
+                forget()
                 throw StoreError(.conflict, "fleet group \(group): it changed on another machine meanwhile")
             }
             revision = current.modRevision
@@ -411,6 +413,11 @@ final class EtcdReplica: GroupReplica {
             seen.revisions[manifestKey] = revision
             seen.manifest = next
             seen.manifestRevision = revision
+            // The compare held: nothing changed the group between what this process saw and this write,
+            // so its state at `revision` is known (the watch's report of this write is no news).
+            if seen.confirmedRevision >= manifestRevision {
+                seen.confirmedRevision = max(seen.confirmedRevision, revision)
+            }
         }
     }
 

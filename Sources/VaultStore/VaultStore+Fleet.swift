@@ -91,7 +91,12 @@ extension VaultStore {
             return false
         }
         if let inTransaction {
-            return inTransaction ? false : try refreshReplica(group)
+            if inTransaction { return false }
+            // A watch that vouches for the cache stands for the refresh: every change to the group
+            // changes its manifest, so a write's compare on the manifest fails if the cache was stale
+            // after all (a conflict: the rerun refreshes).
+            if !state.withLock({ $0.freshFleetReadsOnly }), replica.isKnownCurrent() { return false }
+            return try refreshReplica(group)
         }
         let (refreshedBefore, freshOnly, unreachableUntil) = state.withLock {
             ($0.replicaRefreshed[group] != nil, $0.freshFleetReadsOnly, $0.replicaUnreachableUntil[group])
@@ -106,7 +111,11 @@ extension VaultStore {
             var current = false
             if refreshedBefore { current = try replica.isCurrent() }
             if !current {
-                try withWriteLock(groups: [group]) { (_) throws(StoreError) in _ = try refreshReplicaIfStale(group) }
+                // The check found the cache stale: refreshed under the lock, whatever the watch says.
+                try withWriteLock(groups: [group]) { (_) throws(StoreError) in
+                    state.withLock { _ = $0.refreshedInTransaction.insert(group) }
+                    _ = try refreshReplica(group)
+                }
             }
             let now = FileTimestampClock.now()
             state.withLock {

@@ -127,7 +127,20 @@ import VaultTestSupport
                 try a.set(Data("before".utf8), for: db)
                 #expect(try timeUntil(Data("before".utf8)) { try b.data(for: db) } != nil)
                 try OwnCluster.run(["kill", "1", state])
-                for round in 1...5 { try a.set(Data("while b's member was down \(round)".utf8), for: db) }
+                // The killed member may have led: until the others elect a leader, a write may fail as not
+                // available (its outcome unknown), and is made again.
+                for round in 1...5 {
+                    let value = Data("while b's member was down \(round)".utf8)
+                    let deadline = ContinuousClock.now + .seconds(10)
+                    while true {
+                        do {
+                            try a.set(value, for: db)
+                            break
+                        } catch let error as VaultError where error.status == .notAvailable {
+                            if ContinuousClock.now > deadline { throw error }
+                        }
+                    }
+                }
                 #expect(try b.data(for: db) == Data("before".utf8), "served from the cache")
                 #expect(b.fleetCacheStatus(of: group)?.isStale == true)
                 let etcd = EtcdClient(try EtcdClient.Configuration(endpoints: Array(endpoints[1...])))
