@@ -107,17 +107,23 @@ enum FleetTestSupport {
         }
 
         /// Records an issue for each of `strings` found in `etcdctl get --prefix /vault` (keys and
-        /// values, raw) or in any file of the members' data; returns how many bytes were searched.
+        /// values, raw) or in any file of the members' data (a string absent there covers every string it
+        /// begins: pass a distinctive prefix of many). The group registration's plaintext header is
+        /// searched as well and must be found in both, so that a search that cannot see is no pass.
+        /// Returns how many bytes were searched.
         @discardableResult
         func expectNoPlaintext(_ strings: [String], sourceLocation: SourceLocation = #_sourceLocation) throws -> Int {
             let dump = try etcdctl(["get", "--prefix", "/vault"])
             #expect(dump.status == 0, "etcdctl get --prefix /vault failed", sourceLocation: sourceLocation)
-            #expect(!dump.output.isEmpty, "etcdctl showed nothing under /vault", sourceLocation: sourceLocation)
             let files = dataFiles()
+            let logs = files.filter { $0.path.contains(".data/member/wal/") }
+            let control = Array("vault fleet group v1".utf8)
             #expect(
-                files.contains { $0.path.contains(".data/member/wal/") }, "no write-ahead log found under \(state)",
-                sourceLocation: sourceLocation)
-            var searched = dump.output.count
+                FleetTestSupport.contains(dump.output, control),
+                "etcdctl get --prefix /vault does not show the group's registration", sourceLocation: sourceLocation)
+            #expect(
+                logs.contains { FleetTestSupport.contains($0.bytes, control) },
+                "no write-ahead log under \(state) shows the group's registration", sourceLocation: sourceLocation)
             for string in strings {
                 let needle = Array(string.utf8)
                 #expect(
@@ -127,8 +133,7 @@ enum FleetTestSupport {
                     Issue.record("\(file.path) holds \(string)", sourceLocation: sourceLocation)
                 }
             }
-            searched += files.reduce(0) { $0 + $1.bytes.count }
-            return searched
+            return files.reduce(dump.output.count) { $0 + $1.bytes.count }
         }
     }
 
@@ -165,19 +170,26 @@ enum FleetTestSupport {
         return try body(Cluster(state: state, endpoints: endpoints, etcdctlEnvironment: etcdctlEnvironment))
     }
 
-    /// Whether `haystack` contains `needle`.
+    /// Whether `haystack` contains `needle` (memchr and memcmp: etcd's write-ahead logs are 64 MiB
+    /// each, mostly zeros).
     static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
-        guard !needle.isEmpty, haystack.count >= needle.count else { return needle.isEmpty }
-        let first = needle[0]
-        var index = 0
-        let last = haystack.count - needle.count
-        while index <= last {
-            if haystack[index] == first && haystack[index..<(index + needle.count)].elementsEqual(needle) {
-                return true
+        guard !needle.isEmpty else { return true }
+        return haystack.withUnsafeBufferPointer { hay in
+            needle.withUnsafeBufferPointer { pin in
+                guard let start = hay.baseAddress, let pattern = pin.baseAddress, hay.count >= pin.count else {
+                    return false
+                }
+                var offset = 0
+                let last = hay.count - pin.count
+                while offset <= last {
+                    guard let found = memchr(start + offset, Int32(pattern[0]), last - offset + 1) else { return false }
+                    let position = start.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                    if memcmp(start + position, pattern, pin.count) == 0 { return true }
+                    offset = position + 1
+                }
+                return false
             }
-            index += 1
         }
-        return false
     }
 
     /// How a process ended: its status, what it wrote, and whether the time limit ended it.
