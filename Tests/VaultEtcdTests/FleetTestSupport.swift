@@ -91,6 +91,23 @@ enum FleetTestSupport {
             return (status, Array(FileManager.default.contents(atPath: output) ?? Data()))
         }
 
+        /// The member (1-3) that is the leader now, by `etcdctl endpoint status`; nil when none says so.
+        func leader() throws -> Int? {
+            let status = try etcdctl(["endpoint", "status", "-w", "json"])
+            guard status.status == 0,
+                let entries = try? JSONSerialization.jsonObject(with: Data(status.output)) as? [[String: Any]]
+            else { return nil }
+            for entry in entries {
+                guard let endpoint = entry["Endpoint"] as? String, let body = entry["Status"] as? [String: Any],
+                    let header = body["header"] as? [String: Any], let member = header["member_id"] as? NSNumber,
+                    let leader = body["leader"] as? NSNumber, member == leader,
+                    let index = endpoints.firstIndex(of: endpoint)
+                else { continue }
+                return index + 1
+            }
+            return nil
+        }
+
         /// Every file under the cluster's state directory (each member's data directory, `mN.data`,
         /// with its write-ahead log and snapshots, and the logs), with its bytes.
         func dataFiles() -> [(path: String, bytes: [UInt8])] {
