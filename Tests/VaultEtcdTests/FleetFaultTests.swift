@@ -99,7 +99,8 @@ import VaultTestSupport
                 // Every acknowledged put is read back on the other host; a failed one is there whole or not
                 // at all.
                 for index in acknowledged {
-                    let read = try b.data(for: try ItemKey(service: service, account: account(index), group: group))
+                    let key = try ItemKey(service: service, account: account(index), group: group)
+                    let read = Self.eventually(b, key, reads: secrets[index]!)
                     #expect(read == Data(secrets[index]!.utf8), "acknowledged put \(index) on the other host")
                 }
                 for index in failures.keys {
@@ -120,6 +121,18 @@ import VaultTestSupport
         }
     }
 
+    /// What `vault` reads under `key` once it shows `expected`, or its last answer after 5 s: a
+    /// long-lived handle answers from its cache until its watch reports another host's write (or its
+    /// last check is a second old).
+    static func eventually(_ vault: Vault, _ key: ItemKey, reads expected: String) -> Data? {
+        var seen: Data?
+        _ = FleetTestSupport.eventually(within: 5) {
+            seen = try? vault.data(for: key)
+            return seen == Data(expected.utf8)
+        }
+        return seen
+    }
+
     /// The item files (`*.item`) of a group directory, with their bytes: the cache of etcd's copy.
     static func itemFiles(_ groupDirectory: String) -> [String: Data] {
         FleetTestSupport.snapshot(groupDirectory).filter { $0.key.hasSuffix(".item") }
@@ -136,7 +149,7 @@ import VaultTestSupport
                 let during = ["quorum-cli-during-\(UUID().uuidString)", "quorum-api-during-\(UUID().uuidString)"]
                 let after = ["quorum-api-after-\(UUID().uuidString)", "quorum-cli-after-\(UUID().uuidString)"]
                 try a.set(Data(before.utf8), for: item)
-                #expect(try b.data(for: item) == Data(before.utf8))
+                #expect(Self.eventually(b, item, reads: before) == Data(before.utf8))
                 let cliGet = ["--vault", bPath, "--group", group.rawValue, "get", service, account]
                 let warm = try FleetTestSupport.vault(cliGet)
                 #expect(warm.status == 0 && warm.output == before, "\(warm)")
@@ -174,9 +187,16 @@ import VaultTestSupport
 
                 let get = try FleetTestSupport.vault(cliGet)
                 #expect(get.status == 0 && get.output == before, "a CLI get without quorum: \(get)")
+                #expect(!get.errors.isEmpty, "a CLI get from the cache says so on stderr")
                 print("no-quorum CLI get: exit \(get.status), stderr: \(get.errors)")
                 #expect(try b.data(for: item) == Data(before.utf8), "a Swift API get from the cache")
+                #expect(
+                    b.fleetCacheStatus(of: group)?.isStale == true,
+                    "\(String(describing: b.fleetCacheStatus(of: group)))")
                 #expect(try a.data(for: item) == Data(before.utf8), "a Swift API get from the cache")
+                #expect(
+                    a.fleetCacheStatus(of: group)?.isStale == true,
+                    "\(String(describing: a.fleetCacheStatus(of: group)))")
 
                 // Nothing changed in etcd (a serializable read of the member left) nor in either cache.
                 let etcdDuring = try cluster.etcdctl(
@@ -209,11 +229,12 @@ import VaultTestSupport
                     }
                 }
                 #expect(wrote, "writes did not resume: \(String(describing: lastError))")
-                #expect(try b.data(for: item) == Data(after[0].utf8))
+                #expect(Self.eventually(b, item, reads: after[0]) == Data(after[0].utf8))
                 let cliPut = try FleetTestSupport.vault(
                     ["--vault", bPath, "--group", group.rawValue, "put", service, account], input: after[1])
                 #expect(cliPut.status == 0, "\(cliPut)")
-                #expect(try a.data(for: item) == Data(after[1].utf8))
+                #expect(Self.eventually(a, item, reads: after[1]) == Data(after[1].utf8))
+                #expect(a.fleetCacheStatus(of: group)?.isStale == false)
                 let cliGetAfter = try FleetTestSupport.vault(cliGet)
                 #expect(cliGetAfter.status == 0 && cliGetAfter.output == after[1], "\(cliGetAfter)")
 

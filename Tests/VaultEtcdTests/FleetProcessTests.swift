@@ -30,7 +30,7 @@ import VaultTestSupport
                     group, keyFile: key.unprotectedCopy(), settings: FleetSettings(endpoints: endpoints))
                 let counter = try ItemKey(service: "counter", account: "processes", group: group)
                 try first.set(Data("0".utf8), for: counter)
-                #expect(try second.data(for: counter) == Data("0".utf8))
+                #expect(FleetFaultTests.eventually(second, counter, reads: "0") == Data("0".utf8))
 
                 let outcomes = Mutex<[(host: Int, outcome: FleetTestSupport.Outcome)]>([])
                 let started = Date()
@@ -66,10 +66,12 @@ import VaultTestSupport
                             && outcome.output.hasPrefix("done acknowledged=\(rounds) failed=0 "),
                         "a process of host \(host): \(outcome)")
                 }
-                let final = String(decoding: try first.data(for: counter) ?? Data(), as: UTF8.self)
+                let expected = String(hosts * processes * rounds)
+                let final = String(
+                    decoding: FleetFaultTests.eventually(first, counter, reads: expected) ?? Data(), as: UTF8.self)
                 #expect(
                     final == String(hosts * processes * rounds), "\(hosts) hosts × \(processes) processes × \(rounds)")
-                #expect(String(decoding: try second.data(for: counter) ?? Data(), as: UTF8.self) == final)
+                #expect(FleetFaultTests.eventually(second, counter, reads: expected) == Data(expected.utf8))
                 print(
                     "FIGURE fleet-processes: \(hosts) hosts × \(processes) processes × \(rounds) increments in "
                         + "\(Int(elapsed * 1000)) ms, final \(final); per process: "
