@@ -82,7 +82,7 @@ let package = Package(
             name: "VaultEtcdTests",
             dependencies: [
                 "VaultEtcd", "VaultFleet", "Vault", "VaultStore", "VaultCrypto", "VaultSystem", "VaultTestSupport",
-                "vault-security-peer", "vault", "vault-fleet",
+                "vault-security-peer", "vault", "vault-fleet", "vault-fleet-peer",
             ]),
         .testTarget(name: "VaultArchiveTests", dependencies: ["VaultArchive"], exclude: ["Vectors", "Regressions"]),
         .testTarget(
@@ -125,6 +125,9 @@ let package = Package(
         .executableTarget(name: "SecurityExample", dependencies: ["Security"]),
         // Reads one item through `Security` as a service would (scripts/test-service-recipe).
         .executableTarget(name: "vault-security-peer", dependencies: ["Security"], path: "Sources/SecurityPeer"),
+        // One host's process in the fleet-group tests: increments an item through the Swift API.
+        .executableTarget(
+            name: "vault-fleet-peer", dependencies: ["Vault", "VaultFleet"], path: "Sources/VaultFleetPeer"),
         .testTarget(
             name: "SecurityTests",
             dependencies: [
