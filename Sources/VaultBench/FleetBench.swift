@@ -110,7 +110,13 @@ struct FleetBench {
         if cli == nil || siblingExecutable("vault-fleet") == nil {
             skip("no vault and vault-fleet next to vault-bench: the CLI rows are skipped")
         }
-        let environment = ["PATH=/usr/bin:/bin", "HOME=/nonexistent"]
+        // VAULT_FLEET_HELPER passes through: the rows can time the helper as scripts/install builds it
+        // (`-static-stdlib`), which starts in less time than the package's dynamically linked one.
+        var environment = ["PATH=/usr/bin:/bin", "HOME=/nonexistent"]
+        if let helper = ProcessInfo.processInfo.environment["VAULT_FLEET_HELPER"], !helper.isEmpty {
+            environment.append("VAULT_FLEET_HELPER=\(helper)")
+            print("vault-fleet: \(helper) (VAULT_FLEET_HELPER)")
+        }
         let endpointList = cluster.endpoints.joined(separator: ",")
         let secretFile = FilePath(directory).appending("secret").string
         try secret.write(to: URL(fileURLWithPath: secretFile))
