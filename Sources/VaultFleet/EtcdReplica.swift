@@ -236,6 +236,15 @@ final class EtcdReplica: GroupReplica {
 
     // MARK: Refresh
 
+    /// Everything under the group's prefix, in pages, as of one revision.
+    private func readGroup() throws(StoreError) -> EtcdRangeResult {
+        do {
+            return try client.range(prefix: rootPrefix, pageSize: Self.pageSize)
+        } catch {
+            throw storeError(error, "cannot read its items from etcd")
+        }
+    }
+
     /// The manifest and the items of a range of the group's prefix (keys under `items/` that name no
     /// item id are left out, as the check leaves out nothing: a stray key makes neither fail).
     private func contents(_ found: EtcdRangeResult) -> (manifest: EtcdKeyValue?, items: [ItemID: EtcdKeyValue]) {
@@ -254,12 +263,7 @@ final class EtcdReplica: GroupReplica {
     }
 
     func refresh(_ cache: ReplicaCache) throws(StoreError) {
-        let found: EtcdRangeResult
-        do {
-            found = try client.range(prefix: rootPrefix, pageSize: Self.pageSize)
-        } catch {
-            throw storeError(error, "cannot read its items from etcd")
-        }
+        let found = try readGroup()
         let (manifestValue, items) = contents(found)
         guard let manifestValue else {
             throw StoreError(
@@ -441,12 +445,7 @@ final class EtcdReplica: GroupReplica {
                 previousCounter: previous?.counter, replicaCounter: now?.counter, counter: now?.counter ?? 0,
                 itemCount: now?.items.count ?? 0, removedCount: 0)
         }
-        let found: EtcdRangeResult
-        do {
-            found = try client.range(prefix: rootPrefix, pageSize: Self.pageSize)
-        } catch {
-            throw storeError(error, "cannot read its items from etcd")
-        }
+        let found = try readGroup()
         let (manifestValue, items) = contents(found)
         let replicaManifest = manifestValue.flatMap { try? identity.manifestKey.open($0.value) }
         var next = FleetManifest(

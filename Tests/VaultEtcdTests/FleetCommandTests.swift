@@ -7,31 +7,13 @@ import VaultTestSupport
 @Suite(.serialized) struct FleetCommandTests {
     static let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
 
-    struct Outcome {
-        let status: Int32
-        let output: String
-        let errors: String
-    }
-
-    /// `vault arguments…` with `input` on standard input.
-    func vault(_ arguments: [String], input: String = "", environment: [String: String] = [:]) throws -> Outcome {
-        let process = Process()
-        process.executableURL = Self.binaries.appendingPathComponent("vault")
-        process.arguments = arguments
-        process.environment = ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"].merging(environment) { $1 }
-        let base = NSTemporaryDirectory() + "/fleet-cli-\(UUID().uuidString)"
-        try Data(input.utf8).write(to: URL(fileURLWithPath: base + ".in"))
-        for name in [".out", ".err"] { _ = FileManager.default.createFile(atPath: base + name, contents: nil) }
-        defer { for name in [".in", ".out", ".err"] { try? FileManager.default.removeItem(atPath: base + name) } }
-        process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: base + ".in"))
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: base + ".out"))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: base + ".err"))
-        try process.run()
-        process.waitUntilExit()
-        func text(_ name: String) -> String {
-            String(decoding: FileManager.default.contents(atPath: base + name) ?? Data(), as: UTF8.self)
-        }
-        return Outcome(status: process.terminationStatus, output: text(".out"), errors: text(".err"))
+    /// `vault arguments…` with `input` on standard input (killed after 60 s).
+    func vault(_ arguments: [String], input: String = "", environment: [String: String] = [:]) throws
+        -> FleetTestSupport.Outcome
+    {
+        try FleetTestSupport.run(
+            Self.binaries.appendingPathComponent("vault").path, arguments, input: input,
+            environment: ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"].merging(environment) { $1 }, seconds: 60)
     }
 
     @Test func aFleetGroupIsMadeExportedJoinedAndUsedFromTheCLI() throws {

@@ -14,25 +14,13 @@ import VaultTestSupport
 
     let group = try! AccessGroup("fleet")
 
-    func client() throws -> Client {
-        try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
-    }
-
     /// Two format-2 vaults on `cluster`, the first with a new fleet group and the second joined to it.
     func withTwoHosts<R>(
         _ cluster: FleetTestSupport.Cluster,
         _ body: (_ a: Vault, _ b: Vault, _ aPath: String, _ bPath: String) throws -> R
     ) throws -> R {
-        try withTemporaryVault("fleet-fault-a") { a in
-            try withTemporaryVault("fleet-fault-b") { b in
-                let settings = FleetSettings(endpoints: cluster.endpoints)
-                let first = try Vault.create(at: a.path, client: try client(), format: 2)
-                let second = try Vault.create(at: b.path, client: try client(), format: 2)
-                try first.createFleetGroup(group, settings: settings)
-                let key = try first.exportFleetGroupKey(group)
-                try second.joinFleetGroup(group, keyFile: key.unprotectedCopy(), settings: settings)
-                return try body(first, second, a.path, b.path)
-            }
+        try FleetTestSupport.withTwoHosts(group, a: cluster.endpoints, b: cluster.endpoints, label: "fleet-fault") {
+            a, b in try body(a, b, a.path, b.path)
         }
     }
 

@@ -19,20 +19,12 @@ import VaultTestSupport
         try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
     }
 
-    /// Two format-2 vaults, the first with a new fleet group and the second joined to it.
+    /// Two format-2 vaults, the first with a new fleet group and the second joined to it (each group's
+    /// name in etcd's eyes is its id: a fresh name per test run is not needed).
     func withTwoHosts<R>(_ body: (Vault, Vault, String) throws -> R) throws -> R {
         let endpoints = try TestCluster.require()
-        return try withTemporaryVault("fleet-a") { a in
-            try withTemporaryVault("fleet-b") { b in
-                let first = try Vault.create(at: a.path, client: try client(), format: 2)
-                let second = try Vault.create(at: b.path, client: try client(), format: 2)
-                // Each group its own name in etcd's eyes is its id: a fresh name per test run is not needed.
-                try first.createFleetGroup(group, settings: FleetSettings(endpoints: endpoints))
-                let key = try first.exportFleetGroupKey(group)
-                try second.joinFleetGroup(
-                    group, keyFile: key.unprotectedCopy(), settings: FleetSettings(endpoints: endpoints))
-                return try body(first, second, endpoints.joined(separator: ","))
-            }
+        return try FleetTestSupport.withTwoHosts(group, a: endpoints, b: endpoints, label: "fleet") { a, b in
+            try body(a, b, endpoints.joined(separator: ","))
         }
     }
 

@@ -13,27 +13,17 @@ import VaultTestSupport
 @Suite(.serialized) struct FleetRollbackTests {
     init() { VaultFleet.install() }
 
-    /// Two format-2 vaults standing for two hosts of a new fleet group with a name of its own (so that
-    /// its keys can be found in the shared cluster), on `endpoints`.
+    /// Two hosts of a new fleet group with a name of its own (so that its keys can be found in the
+    /// shared cluster) on `endpoints`, reading fresh: every read asks etcd, so that what a test changes
+    /// behind the vault's back is seen at once (a watch would report it a few milliseconds later).
     func withTwoHosts<R>(
         on endpoints: [String], _ body: (_ a: Vault, _ b: Vault, _ group: AccessGroup, _ etcd: GroupKeys) throws -> R
     ) throws -> R {
         let group = try AccessGroup("rollback-\(UUID().uuidString.prefix(8).lowercased())")
-        let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
-        return try withTemporaryVault("fleet-rb-a") { a in
-            try withTemporaryVault("fleet-rb-b") { b in
-                let first = try Vault.create(at: a.path, client: client, format: 2)
-                let second = try Vault.create(at: b.path, client: client, format: 2)
-                // Every read asks etcd: what the tests change behind the vault's back is seen at once (a
-                // watch would report it a few milliseconds later).
-                first.requireFreshFleetReads(true)
-                second.requireFreshFleetReads(true)
-                try first.createFleetGroup(group, settings: FleetSettings(endpoints: endpoints))
-                let key = try first.exportFleetGroupKey(group)
-                try second.joinFleetGroup(
-                    group, keyFile: key.unprotectedCopy(), settings: FleetSettings(endpoints: endpoints))
-                return try body(first, second, group, try GroupKeys(group, endpoints: endpoints))
-            }
+        return try FleetTestSupport.withTwoHosts(group, a: endpoints, b: endpoints, label: "fleet-rb") { a, b in
+            a.requireFreshFleetReads(true)
+            b.requireFreshFleetReads(true)
+            return try body(a, b, group, try GroupKeys(group, endpoints: endpoints))
         }
     }
 
@@ -166,18 +156,19 @@ import VaultTestSupport
     }
 
     @Test func aClusterRestoredFromAnOlderSnapshotIsDetectedAndResyncAcceptsIt() throws {
-        try OwnCluster.with(members: 1, label: "rollback") { endpoints, state in
-            let endpoint = endpoints[0]
+        try FleetTestSupport.withCluster("rollback", members: 1) { cluster in
+            let endpoint = cluster.endpoints[0]
+            let state = cluster.state
             try withTwoHosts(on: [endpoint]) { a, b, group, _ in
                 let db = try key("db", group)
                 try a.set(Data("before the snapshot".utf8), for: db)
                 #expect(try b.data(for: db) == Data("before the snapshot".utf8))
-                try OwnCluster.etcdctl(["--endpoints", endpoint, "snapshot", "save", state + "/older.db"])
+                #expect(try cluster.etcdctl(["snapshot", "save", state + "/older.db"]).status == 0)
                 try a.set(Data("after the snapshot".utf8), for: db)
                 #expect(try b.data(for: db) == Data("after the snapshot".utf8))
 
                 // The member stopped, its data replaced by the older snapshot, started again.
-                try OwnCluster.run(["kill", "1", state])
+                try cluster.kill(1)
                 Thread.sleep(forTimeInterval: 0.2)
                 let settings = try String(contentsOfFile: state + "/settings", encoding: .utf8)
                 let base = try #require(
@@ -185,13 +176,14 @@ import VaultTestSupport
                         .flatMap { Int($0.dropFirst("VAULT_ETCD_BASE_PORT=".count)) })
                 let peer = "http://127.0.0.1:\(base + 11)"
                 try FileManager.default.removeItem(atPath: state + "/m1.data")
-                try OwnCluster.etcdctl([
-                    "snapshot", "restore", state + "/older.db", "--name", "m1", "--data-dir", state + "/m1.data",
-                    "--initial-cluster", "m1=\(peer)", "--initial-advertise-peer-urls", peer,
-                    "--initial-cluster-token", "vault-test",
-                ])
-                try OwnCluster.run(["restart", "1", state])
-                try OwnCluster.waitForHealth(endpoint)
+                #expect(
+                    try cluster.etcdctl([
+                        "snapshot", "restore", state + "/older.db", "--name", "m1", "--data-dir", state + "/m1.data",
+                        "--initial-cluster", "m1=\(peer)", "--initial-advertise-peer-urls", peer,
+                        "--initial-cluster-token", "vault-test",
+                    ]).status == 0)
+                try cluster.restart(1)
+                try FleetTestSupport.waitForLeader(endpoint)
 
                 expectIntegrityError("older than this machine has seen") { _ = try b.data(for: db) }
                 expectIntegrityError("older than this machine has seen") { _ = try a.data(for: db) }

@@ -1,7 +1,10 @@
 import Foundation
 import Synchronization
 import Testing
+import Vault
+import VaultEtcd
 import VaultSystem
+import VaultTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -289,5 +292,34 @@ enum FleetTestSupport {
             usleep(100_000)
         }
         return false
+    }
+
+    /// Two format-2 vaults standing for two hosts of fleet group `group`: the first makes it on
+    /// `endpointsA`, the second joins it on `endpointsB` (the same cluster's).
+    static func withTwoHosts<R>(
+        _ group: AccessGroup, a endpointsA: [String], b endpointsB: [String], label: String,
+        _ body: (_ a: Vault, _ b: Vault) throws -> R
+    ) throws -> R {
+        let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
+        return try withTemporaryVault("\(label)-a") { a in
+            try withTemporaryVault("\(label)-b") { b in
+                let first = try Vault.create(at: a.path, client: client, format: 2)
+                let second = try Vault.create(at: b.path, client: client, format: 2)
+                try first.createFleetGroup(group, settings: FleetSettings(endpoints: endpointsA))
+                let key = try first.exportFleetGroupKey(group)
+                try second.joinFleetGroup(
+                    group, keyFile: key.unprotectedCopy(), settings: FleetSettings(endpoints: endpointsB))
+                return try body(first, second)
+            }
+        }
+    }
+
+    /// Waits up to 10 s for `endpoint` to answer a linearizable read (it has a leader).
+    static func waitForLeader(_ endpoint: String) throws {
+        var probe = try EtcdClient.Configuration(endpoints: [endpoint])
+        probe.requestTimeoutMilliseconds = 500
+        let client = EtcdClient(probe)
+        let answered = eventually(within: 10) { (try? client.range(Array("/".utf8))) != nil }
+        #expect(answered, "\(endpoint) did not answer a linearizable read within 10 s")
     }
 }

@@ -17,17 +17,8 @@ import VaultTestSupport
         _ body: (_ a: Vault, _ b: Vault, _ group: AccessGroup) throws -> R
     ) throws -> R {
         let group = try AccessGroup("watch-\(UUID().uuidString.prefix(8).lowercased())")
-        let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
-        return try withTemporaryVault("fleet-w-a") { a in
-            try withTemporaryVault("fleet-w-b") { b in
-                let first = try Vault.create(at: a.path, client: client, format: 2)
-                let second = try Vault.create(at: b.path, client: client, format: 2)
-                try first.createFleetGroup(group, settings: FleetSettings(endpoints: endpointsA))
-                let key = try first.exportFleetGroupKey(group)
-                try second.joinFleetGroup(
-                    group, keyFile: key.unprotectedCopy(), settings: FleetSettings(endpoints: endpointsB))
-                return try body(first, second, group)
-            }
+        return try FleetTestSupport.withTwoHosts(group, a: endpointsA, b: endpointsB, label: "fleet-w") { a, b in
+            try body(a, b, group)
         }
     }
 
@@ -71,7 +62,8 @@ import VaultTestSupport
     /// after a check is still answered as current; once the second has passed, the check times out
     /// and the answer is marked as from the cache.
     @Test func theWatchVouchesForTheCacheForOneSecondAfterACheck() throws {
-        try OwnCluster.with(members: 1, label: "vouch") { endpoints, state in
+        try FleetTestSupport.withCluster("vouch", members: 1) { cluster in
+            let endpoints = cluster.endpoints
             try withTwoHosts(a: endpoints, b: endpoints) { a, b, group in
                 let db = try ItemKey(service: "db", account: "app", group: group)
                 try a.set(Data("current".utf8), for: db)
@@ -79,8 +71,8 @@ import VaultTestSupport
                 // Until etcd has made b's watch, reads check etcd; then one more check.
                 Thread.sleep(forTimeInterval: 0.3)
                 #expect(try b.data(for: db) == Data("current".utf8))
-                try OwnCluster.run(["pause", "1", state])
-                defer { _ = try? OwnCluster.run(["resume", "1", state]) }
+                try cluster.pause(1)
+                defer { try? cluster.resume(1) }
                 // A request to the stopped member would have timed out and marked the answer stale.
                 #expect(try b.data(for: db) == Data("current".utf8))
                 #expect(b.fleetCacheStatus(of: group)?.isStale == false, "vouched for by the watch, no request")
@@ -121,12 +113,13 @@ import VaultTestSupport
     /// its history past what b saw; the member comes back. b then reads a's last write (its check
     /// refreshes, and a new watch starts from the present).
     @Test func aWatchThatDiedWhileEtcdCompactedIsReplaced() throws {
-        try OwnCluster.with(members: 3, label: "watch") { endpoints, state in
+        try FleetTestSupport.withCluster("watch", members: 3) { cluster in
+            let endpoints = cluster.endpoints
             try withTwoHosts(a: Array(endpoints[1...]), b: [endpoints[0]]) { a, b, group in
                 let db = try ItemKey(service: "db", account: "app", group: group)
                 try a.set(Data("before".utf8), for: db)
                 #expect(try timeUntil(Data("before".utf8)) { try b.data(for: db) } != nil)
-                try OwnCluster.run(["kill", "1", state])
+                try cluster.kill(1)
                 // The killed member may have led: until the others elect a leader, a write may fail as not
                 // available (its outcome unknown), and is made again.
                 for round in 1...5 {
@@ -146,8 +139,8 @@ import VaultTestSupport
                 let etcd = EtcdClient(try EtcdClient.Configuration(endpoints: Array(endpoints[1...])))
                 let revision = try etcd.range(Array("/".utf8)).revision
                 try etcd.compact(revision)
-                try OwnCluster.run(["restart", "1", state])
-                try OwnCluster.waitForHealth(endpoints[0])
+                try cluster.restart(1)
+                try FleetTestSupport.waitForLeader(endpoints[0])
                 let last = Data("while b's member was down 5".utf8)
                 #expect(try timeUntil(last, limit: .seconds(10)) { try b.data(for: db) } != nil)
                 #expect(b.fleetCacheStatus(of: group)?.isStale == false)
