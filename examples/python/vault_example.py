@@ -52,6 +52,8 @@ def load(path):
         "vault_iter_next": [p, ctypes.POINTER(VaultItem)],
         "vault_iter_free": [p],
         "vault_device_id": [p, s, ctypes.POINTER(ctypes.c_uint8), ctypes.POINTER(ctypes.c_uint8)],
+        "vault_fleet_cache_status": [p, s, ctypes.POINTER(ctypes.c_uint8), ctypes.POINTER(ctypes.c_int64)],
+        "vault_require_fresh_fleet_reads": [p, ctypes.c_int32],
     }
     for name, argtypes in signatures.items():
         function = getattr(lib, name)
