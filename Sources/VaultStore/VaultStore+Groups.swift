@@ -84,7 +84,7 @@ extension VaultStore {
         // `status(ofRegular:)` closes `fd` when it refuses it: close it here only after that.
         let status = try SmallFile.status(ofRegular: fd, path: path, inspecting: "open")
         defer { try? fd.close() }
-        state.withLock { $0.groupKeyInodes[group] = status.inode }
+        state.withLock { $0.groupKeyInodes[group] = GroupKeyFileIdentity(status) }
         guard status.ownerID == ownerID, status.linkCount == 1 else {
             throw StoreError(
                 .insecureFile,
@@ -105,12 +105,13 @@ extension VaultStore {
 
     /// Under `group`'s write lock: forgets the group's keys when its `group.key` is no longer the file
     /// they were read from (a rotation, in another process, replaced it), so that this writer seals
-    /// under the current key generation. One `fstatat`.
+    /// under the current key generation. One `fstatat`. The inode alone does not tell: a rotation
+    /// writes `group.key` twice, and the second file may get the first one's freed inode number.
     func refreshGroupKeysIfReplaced(_ group: GroupName) {
         guard let known = state.withLock({ $0.groupKeyInodes[group] }),
             let directory = try? groupDirectory(group, create: false)
         else { return }
-        let current = try? directory.statusAt(GroupKeyFile.fileName).inode
+        let current = (try? directory.statusAt(GroupKeyFile.fileName)).map(GroupKeyFileIdentity.init)
         if current != known {
             state.withLock { state in
                 state.groupKeys[group] = nil
@@ -394,5 +395,17 @@ extension VaultStore {
             }
             return count
         }
+    }
+}
+
+/// Which file a `group.key` read was: its inode and change time (an inode number is reused once freed,
+/// but the file that reuses it is changed later).
+struct GroupKeyFileIdentity: Hashable {
+    let inode: UInt64
+    let changeNanoseconds: Int64
+
+    init(_ status: FileStatus) {
+        inode = status.inode
+        changeNanoseconds = status.changeNanoseconds
     }
 }

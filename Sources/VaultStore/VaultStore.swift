@@ -52,9 +52,10 @@ public final class VaultStore: Sendable {
         var groupDirectories: [GroupName: FileDescriptor] = [:]
         /// The derived keys of each group seen.
         var groupKeys: [GroupName: GroupKeys] = [:]
-        /// Format v2: the inode of each group's `group.key` when its keys were read; a writer that finds
-        /// another one under the lock reads the keys again (a rotation replaced the file).
-        var groupKeyInodes: [GroupName: UInt64] = [:]
+        /// Format v2: which file each group's `group.key` was when its keys were read (inode and change
+        /// time); a writer that finds another one under the lock reads the keys again (a rotation
+        /// replaced the file).
+        var groupKeyInodes: [GroupName: GroupKeyFileIdentity] = [:]
         /// Format v2: each group's open `.lock` and the process that opened it (see `lock`).
         var groupLocks: [GroupName: (file: FileDescriptor, processID: Int32)] = [:]
         /// Format v2: the groups whose interrupted moves were finished since the store was opened.
