@@ -176,6 +176,8 @@ final class EtcdReplica: GroupReplica {
     }
 
     func isCurrent() throws(StoreError) -> Bool {
+        // The second counts from before the request: what the answer confirms is at least that old.
+        let now = ContinuousClock.now
         let found: EtcdRangeResult
         do {
             found = try client.range(prefix: rootPrefix, keysOnly: true)
@@ -183,7 +185,6 @@ final class EtcdReplica: GroupReplica {
             throw storeError(error, "cannot read its items' revisions from etcd")
         }
         let current = Self.revisions(found)
-        let now = ContinuousClock.now
         let same = seen.withLock { seen in
             guard seen.revisions == current, seen.manifest != nil else { return false }
             seen.confirmedRevision = max(seen.confirmedRevision, found.revision)
@@ -263,6 +264,7 @@ final class EtcdReplica: GroupReplica {
     }
 
     func refresh(_ cache: ReplicaCache) throws(StoreError) {
+        let started = ContinuousClock.now
         let found = try readGroup()
         let (manifestValue, items) = contents(found)
         guard let manifestValue else {
@@ -295,9 +297,9 @@ final class EtcdReplica: GroupReplica {
                 throw StoreError(
                     .integrity,
                     "fleet group \(group): item \(id) is in etcd but not in the group's manifest (brought back after "
-                        + "its deletion, or planted)" + resyncHint)
+                        + "its deletion, or planted; remove its key from etcd if so)" + resyncHint)
             }
-            guard try identity.manifestKey.digest(of: keyValue.value) == expected else {
+            guard try identity.manifestKey.digest(of: keyValue.value) == expected.digest else {
                 throw StoreError(
                     .integrity,
                     "fleet group \(group): item \(id) in etcd is not the version the group's manifest lists (an older "
@@ -310,13 +312,29 @@ final class EtcdReplica: GroupReplica {
                 "fleet group \(group): item \(id), which the group's manifest lists, is missing from etcd (deleted "
                     + "outside the vault)" + resyncHint)
         }
+        // A newer manifest may still descend from an older state than this machine saw (etcd restored, then
+        // written to by a machine that had not seen more): an item it lists as last written at or before the
+        // mark must be the one this machine has cached since.
+        if let previous, manifest.counter > previous.counter {
+            for (id, entry) in manifest.items where entry.version <= previous.counter {
+                let cached = try cache.contents(of: id)
+                guard let cached, try identity.manifestKey.digest(of: cached) == entry.digest else {
+                    throw StoreError(
+                        .integrity,
+                        "fleet group \(group): etcd's manifest \(manifest.counter) lists item \(id) as written at "
+                            + "\(entry.version), which this machine saw (up to \(previous.counter)) "
+                            + (cached == nil ? "without it" : "with another value")
+                            + ": etcd went back to an older state, and was written to since" + resyncHint)
+                }
+            }
+        }
         // The mark first: a crash never leaves cached items newer than it.
         if previous != mark { try cache.record(mark) }
         for (id, keyValue) in items where try cache.contents(of: id) != keyValue.value {
             try cache.store(keyValue.value, as: id)
         }
         for id in try cache.cachedIDs() where items[id] == nil { try cache.remove(id) }
-        let now = ContinuousClock.now
+        let now = started
         seen.withLock { seen in
             seen.revisions = Self.revisions(found)
             seen.manifest = manifest
@@ -327,8 +345,9 @@ final class EtcdReplica: GroupReplica {
         watchIfNeeded(from: found.revision + 1)
     }
 
-    /// Keys per page of a refresh: at most 64 item files of up to 768 KiB, about 48 MiB of response.
-    static let pageSize = 64
+    /// Keys per page of a refresh: at most 32 item files of up to 768 KiB, 32 MiB of response in base64,
+    /// under the transport's 64 MiB limit.
+    static let pageSize = 32
 
     // MARK: Writes
 
@@ -351,13 +370,25 @@ final class EtcdReplica: GroupReplica {
             item: key,
             compareItem: { $0.map { .modRevision(key: key, equals: $0) } ?? .createRevision(key: key, equals: 0) },
             change: .put(key: key, value: contents), cache: cache,
-            manifest: { $0.items[id] = digest },
+            manifest: { $0.items[id] = FleetManifest.Entry(digest: digest, version: $0.counter) },
             isOwn: { $0?.value == contents })
     }
 
     func delete(_ id: ItemID, cache: ReplicaCache) throws(StoreError) {
         let key = itemKey(id)
-        guard seen.withLock({ $0.revisions[key] }) != nil else { return }
+        if seen.withLock({ $0.revisions[key] }) == nil {
+            // Not in etcd as this process last saw it, which the watch may have vouched for before
+            // reporting another machine's add: ask etcd, and rerun on a fresh read if it is there.
+            let found: EtcdRangeResult
+            do {
+                found = try client.range(key)
+            } catch {
+                throw storeError(error, "cannot read an item from etcd")
+            }
+            guard !found.keyValues.isEmpty else { return }
+            forget()
+            throw StoreError(.conflict, "fleet group \(group): the item was added on another machine meanwhile")
+        }
         try commit(
             item: key,
             compareItem: { $0.map { .modRevision(key: key, equals: $0) } ?? .createRevision(key: key, equals: 0) },
@@ -437,7 +468,8 @@ final class EtcdReplica: GroupReplica {
 
     func resync(_ cache: ReplicaCache, acceptingRollback: Bool) throws(StoreError) -> FleetResync {
         forget()
-        let previous = try cache.highWaterMark()
+        // An operator's acceptance also gets past a mark that does not parse: it is written anew.
+        let previous = acceptingRollback ? ((try? cache.highWaterMark()) ?? nil) : try cache.highWaterMark()
         guard acceptingRollback else {
             try refresh(cache)
             let now = seen.withLock { $0.manifest }
@@ -452,8 +484,9 @@ final class EtcdReplica: GroupReplica {
             counter: max(previous?.counter ?? 0, replicaManifest?.counter ?? 0) + 1, items: [:])
         var removals: [EtcdOperation] = []
         for (id, keyValue) in items {
-            if cache.opens(keyValue.value, as: id) {
-                next.items[id] = try identity.manifestKey.digest(of: keyValue.value)
+            if try cache.opens(keyValue.value, as: id) {
+                next.items[id] = FleetManifest.Entry(
+                    digest: try identity.manifestKey.digest(of: keyValue.value), version: next.counter)
             } else {
                 removals.append(.delete(key: keyValue.key, rangeEnd: nil))
             }

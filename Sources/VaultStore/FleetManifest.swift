@@ -9,31 +9,48 @@ import VaultCrypto
 public struct FleetManifest: Sendable, Equatable {
     /// Raised by one with every write and deletion in the group.
     public var counter: UInt64
-    /// Each item's id and the 16-byte digest of its file (`FleetManifestKey.digest(of:)`).
-    public var items: [ItemID: [UInt8]]
+    /// Each item's id with the 16-byte digest of its file (`FleetManifestKey.digest(of:)`) and its
+    /// version: the counter of the manifest that its last write made.
+    public var items: [ItemID: Entry]
+
+    /// One item of a manifest.
+    public struct Entry: Sendable, Equatable {
+        /// `FleetManifestKey.digest(of:)` of the item's file.
+        public var digest: [UInt8]
+        /// The counter of the manifest its last write made.
+        public var version: UInt64
+
+        /// An entry.
+        public init(digest: [UInt8], version: UInt64) {
+            self.digest = digest
+            self.version = version
+        }
+    }
 
     /// A manifest of `items` at `counter`.
-    public init(counter: UInt64, items: [ItemID: [UInt8]]) {
+    public init(counter: UInt64, items: [ItemID: Entry]) {
         self.counter = counter
         self.items = items
     }
 
     /// The most items a fleet group holds: its manifest goes into every write's request with the
-    /// item (etcd refuses requests over 1.5 MiB by default; 48 bytes per item).
+    /// item (etcd refuses requests over 1.5 MiB by default; 56 bytes per item).
     public static let maximumItemCount = 5_000
 
-    static let magic = Array("VFM1".utf8)
+    static let magic = Array("VFM2".utf8)
     static let digestByteCount = 16
 
     /// The manifest's bytes: magic, counter (8 bytes, big-endian), item count (4 bytes), then each
-    /// item's 32 hash bytes and 16 digest bytes, in id order.
+    /// item's 32 hash bytes, 16 digest bytes and version (8 bytes, big-endian), in id order.
     func encoded() -> [UInt8] {
-        var bytes = Self.magic
-        bytes += (0..<8).reversed().map { UInt8(truncatingIfNeeded: counter >> (8 * UInt64($0))) }
+        func bigEndian(_ value: UInt64) -> [UInt8] {
+            (0..<8).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) }
+        }
+        var bytes = Self.magic + bigEndian(counter)
         bytes += (0..<4).reversed().map { UInt8(truncatingIfNeeded: UInt32(items.count) >> (8 * UInt32($0))) }
         for id in items.keys.sorted() {
-            bytes += id.hashBytes
-            bytes += items[id] ?? []
+            guard let entry = items[id] else { continue }
+            bytes += id.hashBytes + entry.digest + bigEndian(entry.version)
         }
         return bytes
     }
@@ -44,15 +61,19 @@ public struct FleetManifest: Sendable, Equatable {
         guard bytes.count >= header, Array(bytes[..<magic.count]) == magic else { return nil }
         let counter = bytes[magic.count..<magic.count + 8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
         let count = Int(bytes[magic.count + 8..<header].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
-        let entry = ItemID.hashByteCount + digestByteCount
+        let entry = ItemID.hashByteCount + digestByteCount + 8
         guard bytes.count == header + count * entry else { return nil }
-        var items: [ItemID: [UInt8]] = [:]
+        var items: [ItemID: Entry] = [:]
         for index in 0..<count {
             let start = header + index * entry
             guard let id = try? ItemID(hashBytes: Array(bytes[start..<start + ItemID.hashByteCount])) else {
                 return nil
             }
-            items[id] = Array(bytes[start + ItemID.hashByteCount..<start + entry])
+            let digestStart = start + ItemID.hashByteCount
+            let version = bytes[digestStart + digestByteCount..<start + entry].reduce(UInt64(0)) {
+                $0 << 8 | UInt64($1)
+            }
+            items[id] = Entry(digest: Array(bytes[digestStart..<digestStart + digestByteCount]), version: version)
         }
         guard items.count == count else { return nil }
         return FleetManifest(counter: counter, items: items)

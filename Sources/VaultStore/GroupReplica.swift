@@ -173,9 +173,16 @@ public struct ReplicaCache {
         changes.count += 1
     }
 
-    /// Whether `contents` opens under the group's keys as item `id` (nothing is stored).
-    public func opens(_ contents: [UInt8], as id: ItemID) -> Bool {
-        (try? store.checkItemFile(contents, as: ItemLocation(group: group, id: id))) != nil
+    /// Whether `contents` opens under the group's keys as item `id` (nothing is stored): false when it
+    /// fails its integrity check; any other failure (a locked class, I/O) is thrown, never taken as
+    /// "does not open".
+    public func opens(_ contents: [UInt8], as id: ItemID) throws(StoreError) -> Bool {
+        do {
+            try store.checkItemFile(contents, as: ItemLocation(group: group, id: id))
+            return true
+        } catch  where error.code == .integrity {
+            return false
+        }
     }
 
     /// The newest manifest this machine has seen of the group, or nil before its first.

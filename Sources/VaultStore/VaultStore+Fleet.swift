@@ -125,12 +125,13 @@ extension VaultStore {
         } catch  where error.code == .unavailable {
             let known = state.withLock { $0.fleetCacheStatus[group] }
             let since = known?.knownCurrentAt ?? fleetMarkTime(group)
-            let retry = ContinuousClock.now + Self.unreachableRetryInterval
-            state.withLock {
-                $0.fleetCacheStatus[group] = FleetCacheStatus(isStale: true, knownCurrentAt: since)
-                $0.replicaUnreachableUntil[group] = retry
-            }
-            if freshOnly {
+            if !freshOnly {
+                let retry = ContinuousClock.now + Self.unreachableRetryInterval
+                state.withLock {
+                    $0.fleetCacheStatus[group] = FleetCacheStatus(isStale: true, knownCurrentAt: since)
+                    $0.replicaUnreachableUntil[group] = retry
+                }
+            } else {
                 throw StoreError(
                     .unavailable,
                     "\(error.message); fresh reads only: not answered from this machine's cache (last known current "

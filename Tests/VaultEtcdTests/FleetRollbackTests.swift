@@ -155,6 +155,26 @@ import VaultTestSupport
         }
     }
 
+    /// The older state is written to by a host that never saw more (its mark is no higher), so that its
+    /// counter passes the mark of the host that saw newer: the per-item versions still tell.
+    @Test func anOlderStateWrittenPastTheMarkByAnotherHostIsARollback() throws {
+        try withTwoHosts(on: try TestCluster.require()) { a, b, group, keys in
+            let db = try key("db", group)
+            try a.set(Data("P1".utf8), for: db)
+            #expect(try b.data(for: db) == Data("P1".utf8))
+            let oldItem = try keys.newestItem()
+            let oldManifest = try keys.value(keys.manifest)
+            try a.set(Data("P2, the rotated password".utf8), for: db)
+            // etcd goes back to the state b saw last; b writes other items past a's mark.
+            _ = try keys.etcd.transaction(
+                compare: [],
+                success: [.put(key: keys.manifest, value: oldManifest), .put(key: oldItem.key, value: oldItem.value)])
+            for round in 1...3 { try b.set(Data("other \(round)".utf8), for: try key("other", group)) }
+            #expect(try b.data(for: db) == Data("P1".utf8), "b never saw more")
+            expectIntegrityError("went back to an older state") { _ = try a.data(for: db) }
+        }
+    }
+
     @Test func aClusterRestoredFromAnOlderSnapshotIsDetectedAndResyncAcceptsIt() throws {
         try FleetTestSupport.withCluster("rollback", members: 1) { cluster in
             let endpoint = cluster.endpoints[0]
