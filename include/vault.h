@@ -23,7 +23,8 @@
  *   - Fleet groups (a group whose items are kept in etcd, made with `vault group create NAME --etcd` or
  *     the Swift API) work through every function as any other group. A write to one while its etcd
  *     cluster cannot be reached or has no quorum fails with VAULT_ERR_NOT_AVAILABLE and changes nothing,
- *     here or in etcd; a read is then answered from this machine's copy (no function says so yet).
+ *     here or in etcd; a read is then answered from this machine's copy, which
+ *     vault_fleet_cache_status says.
  */
 #ifndef VAULT_H
 #define VAULT_H
