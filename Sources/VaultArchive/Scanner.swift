@@ -76,10 +76,12 @@ package struct CBORScanner {
     /// The coding path of the item being scanned: array indices, map keys, and `<key N>` while a key is read.
     private var path: [any CodingKey] {
         var path = pathPrefix
+        path.reserveCapacity(pathPrefix.count + stack.count)
         var arrayIndex = 0
         var mapIndex = 0
-        for frame in stack {
-            switch frame {
+        // An index loop, not `for frame in stack`: see `text(_:_:)`.
+        for frameIndex in 0..<stack.count {
+            switch stack[frameIndex] {
             case .array:
                 path.append(ArchiveCodingKey(index: arrays[arrayIndex].count))
                 arrayIndex += 1
@@ -199,15 +201,10 @@ package struct CBORScanner {
                         )
                     }
                     let end = position + Int(argument)
-                    let utf8 = input[position..<end]
-                    if utf8.allSatisfy({ $0 < 0x80 }) {
-                        // ASCII is valid UTF-8: nothing to repair, so the fast initializer is exact.
-                        value = .text(String(decoding: utf8, as: UTF8.self))
-                    } else if let text = String(validating: utf8, as: UTF8.self) {
-                        value = .text(text)
-                    } else {
+                    guard let text = Self.text(input, position..<end) else {
                         throw fail("invalid UTF-8 in a text string", at: start)
                     }
+                    value = .text(text)
                     position = end
                 case 4:
                     guard argument <= UInt64(remaining) else {
@@ -251,8 +248,10 @@ package struct CBORScanner {
             }
 
             // `value` is complete: hand it to the enclosing containers, closing those that are now full.
-            while let frame = stack.last {
-                switch frame {
+            // Indexing, not `stack.last`: the generic accessor costs an allocation per call in the debug
+            // builds the fuzzer runs.
+            while !stack.isEmpty {
+                switch stack[stack.count - 1] {
                 case .tag(let tag):
                     stack.removeLast()
                     value = .tagged(tag, value)
@@ -283,12 +282,11 @@ package struct CBORScanner {
                         stack[stack.count - 1] = .map(
                             count: count, key: value, previousKey: keyRange, keyStart: keyStart)
                         if !maps[top].isEmpty {
-                            let previous = input[previousKey]
-                            let current = input[keyRange]
-                            if previous.elementsEqual(current) {
+                            let order = Self.compareBytes(input, previousKey, keyRange)
+                            if order == 0 {
                                 throw fail("duplicate map key", at: keyStart)
                             }
-                            guard previous.lexicographicallyPrecedes(current) else {
+                            guard order < 0 else {
                                 throw fail("map keys are not in deterministic (bytewise) order", at: keyStart)
                             }
                         }
@@ -297,6 +295,40 @@ package struct CBORScanner {
                 }
             }
             return value
+        }
+    }
+
+    // The two helpers below work on the raw buffer rather than through `ArraySlice` and the generic
+    // `Sequence` algorithms: the result is the same, but unspecialized (debug) code pays for an allocation
+    // per byte there, which made the text and key checks most of a fuzzing run's time under AddressSanitizer.
+
+    /// The text in `range` of `input` if it is valid UTF-8, else nil.
+    private static func text(_ input: [UInt8], _ range: Range<Int>) -> String? {
+        input.withUnsafeBufferPointer { buffer in
+            let utf8 = UnsafeBufferPointer(rebasing: buffer[range])
+            var index = 0
+            while index < utf8.count && utf8[index] < 0x80 { index += 1 }
+            if index == utf8.count {
+                // ASCII is valid UTF-8: nothing to repair, so the fast initializer is exact.
+                return String(decoding: utf8, as: UTF8.self)
+            }
+            return String(validating: utf8, as: UTF8.self)
+        }
+    }
+
+    /// Compares the bytes of `input` in `a` and `b` as `lexicographicallyPrecedes` and `elementsEqual`
+    /// would: negative if `a` sorts first, zero if equal, positive if `b` sorts first.
+    private static func compareBytes(_ input: [UInt8], _ a: Range<Int>, _ b: Range<Int>) -> Int {
+        input.withUnsafeBufferPointer { buffer in
+            let common = Swift.min(a.count, b.count)
+            var offset = 0
+            while offset < common {
+                let x = buffer[a.lowerBound + offset]
+                let y = buffer[b.lowerBound + offset]
+                if x != y { return x < y ? -1 : 1 }
+                offset += 1
+            }
+            return a.count - b.count
         }
     }
 
