@@ -32,7 +32,7 @@ final class EtcdReplica: GroupReplica {
     let watching: Bool
 
     /// What the last refresh (or this process's last write) saw, and the watch that vouches for it.
-    private struct Seen {
+    struct Seen {
         /// Every key under the group's prefix with its `mod_revision`.
         var revisions: [[UInt8]: Int64] = [:]
         /// The manifest those revisions hold, and its `mod_revision`.
@@ -48,7 +48,7 @@ final class EtcdReplica: GroupReplica {
         var watchLive = false
         var newestChange: Int64 = 0
     }
-    private let seen = Mutex(Seen())
+    let seen = Mutex(Seen())
 
     init(_ identity: FleetGroupIdentity, watching: Bool) throws(StoreError) {
         self.identity = identity
@@ -95,7 +95,7 @@ final class EtcdReplica: GroupReplica {
         }
     }
 
-    private func storeError(_ error: EtcdError, _ what: String) -> StoreError {
+    func storeError(_ error: EtcdError, _ what: String) -> StoreError {
         switch error.code {
         case .unavailable, .outcomeUnknown:
             return StoreError(
@@ -153,7 +153,7 @@ final class EtcdReplica: GroupReplica {
 
     private func itemKey(_ id: ItemID) -> [UInt8] { itemsPrefix + Array(id.rawValue.utf8) }
 
-    private var group: GroupName { identity.group }
+    var group: GroupName { identity.group }
 
     /// The hint every refusal of the replica's state ends with.
     private var resyncHint: String {
@@ -161,84 +161,10 @@ final class EtcdReplica: GroupReplica {
             + "--accept-rollback` makes its state the group's"
     }
 
-    // MARK: Freshness
-
-    func isKnownCurrent() -> Bool {
-        guard watching else { return false }
-        let now = ContinuousClock.now
-        let process = getpid()
-        return seen.withLock { seen in
-            guard seen.watch != nil, seen.watchLive, seen.watchProcess == process,
-                seen.newestChange <= seen.confirmedRevision, let confirmedAt = seen.confirmedAt
-            else { return false }
-            return now - confirmedAt < .seconds(1)
-        }
-    }
-
-    func isCurrent() throws(StoreError) -> Bool {
-        // The second counts from before the request: what the answer confirms is at least that old.
-        let now = ContinuousClock.now
-        let found: EtcdRangeResult
-        do {
-            found = try client.range(prefix: rootPrefix, keysOnly: true)
-        } catch {
-            throw storeError(error, "cannot read its items' revisions from etcd")
-        }
-        let current = Self.revisions(found)
-        let same = seen.withLock { seen in
-            guard seen.revisions == current, seen.manifest != nil else { return false }
-            seen.confirmedRevision = max(seen.confirmedRevision, found.revision)
-            seen.confirmedAt = now
-            return true
-        }
-        if same { watchIfNeeded(from: found.revision + 1) }
-        return same
-    }
-
-    private static func revisions(_ found: EtcdRangeResult) -> [[UInt8]: Int64] {
-        found.keyValues.reduce(into: [:]) { $0[$1.key] = $1.modRevision }
-    }
-
-    /// Starts a watch of the group's prefix from `revision` when none runs in this process.
-    private func watchIfNeeded(from revision: Int64) {
-        guard watching else { return }
-        let process = getpid()
-        seen.withLock { seen in
-            if seen.watch != nil, seen.watchProcess == process { return }
-            seen.watchProcess = process
-            seen.watchLive = false
-            seen.watch = EtcdWatch(
-                client: client, prefix: rootPrefix, fromRevision: revision,
-                onStart: { [weak self] in
-                    self?.seen.withLock { if $0.watchProcess == process { $0.watchLive = true } }
-                },
-                onEvents: { [weak self] (events, _) in
-                    let newest =
-                        events.map { (event) -> Int64 in
-                            switch event {
-                            case .put(let keyValue): return keyValue.modRevision
-                            case .delete(_, let modRevision): return modRevision
-                            }
-                        }.max() ?? 0
-                    self?.seen.withLock { $0.newestChange = max($0.newestChange, newest) }
-                },
-                onEnd: { [weak self] _ in
-                    // Ended (compacted, a member gone, cancelled): reads check etcd until the next check
-                    // starts another, from then on.
-                    self?.seen.withLock {
-                        if $0.watchProcess == process {
-                            $0.watch = nil
-                            $0.watchLive = false
-                        }
-                    }
-                })
-        }
-    }
-
     // MARK: Refresh
 
     /// Everything under the group's prefix, in pages, as of one revision.
-    private func readGroup() throws(StoreError) -> EtcdRangeResult {
+    func readGroup() throws(StoreError) -> EtcdRangeResult {
         do {
             return try client.range(prefix: rootPrefix, pageSize: Self.pageSize)
         } catch {
@@ -248,7 +174,7 @@ final class EtcdReplica: GroupReplica {
 
     /// The manifest and the items of a range of the group's prefix (keys under `items/` that name no
     /// item id are left out, as the check leaves out nothing: a stray key makes neither fail).
-    private func contents(_ found: EtcdRangeResult) -> (manifest: EtcdKeyValue?, items: [ItemID: EtcdKeyValue]) {
+    func contents(_ found: EtcdRangeResult) -> (manifest: EtcdKeyValue?, items: [ItemID: EtcdKeyValue]) {
         var manifest: EtcdKeyValue?
         var items: [ItemID: EtcdKeyValue] = [:]
         for keyValue in found.keyValues {
@@ -368,7 +294,6 @@ final class EtcdReplica: GroupReplica {
         let digest = try identity.manifestKey.digest(of: contents)
         try commit(
             item: key,
-            compareItem: { $0.map { .modRevision(key: key, equals: $0) } ?? .createRevision(key: key, equals: 0) },
             change: .put(key: key, value: contents), cache: cache,
             manifest: { $0.items[id] = FleetManifest.Entry(digest: digest, version: $0.counter) },
             isOwn: { $0?.value == contents })
@@ -391,18 +316,18 @@ final class EtcdReplica: GroupReplica {
         }
         try commit(
             item: key,
-            compareItem: { $0.map { .modRevision(key: key, equals: $0) } ?? .createRevision(key: key, equals: 0) },
             change: .delete(key: key, rangeEnd: nil), cache: cache,
             manifest: { _ = $0.items.removeValue(forKey: id) },
             isOwn: { $0 == nil })
     }
 
     /// One write of the group: `change` to item key `item` with the next manifest (`manifest` applied
-    /// to the last one seen), compared on the item's and the manifest's revisions. A failed compare
+    /// to the last one seen), compared on the item's and the manifest's revisions (an item not seen:
+    /// on its absence, `create_revision` 0). A failed compare
     /// whose item (`isOwn`) and manifest are this write's own (its answer was lost, and it was applied:
     /// manifests carry a random nonce) is its success. The mark is raised before the cache changes.
     private func commit(
-        item: [UInt8], compareItem: (Int64?) -> EtcdCompare, change: EtcdOperation, cache: ReplicaCache,
+        item: [UInt8], change: EtcdOperation, cache: ReplicaCache,
         manifest update: (inout FleetManifest) -> Void, isOwn: (EtcdKeyValue?) -> Bool
     ) throws(StoreError) {
         let (last, manifestRevision, itemRevision) = seen.withLock {
@@ -417,7 +342,10 @@ final class EtcdReplica: GroupReplica {
         let result: EtcdTransactionResult
         do {
             result = try client.transaction(
-                compare: [compareItem(itemRevision), .modRevision(key: manifestKey, equals: manifestRevision)],
+                compare: [
+                    itemRevision.map { .modRevision(key: item, equals: $0) } ?? .createRevision(key: item, equals: 0),
+                    .modRevision(key: manifestKey, equals: manifestRevision),
+                ],
                 success: [change, .put(key: manifestKey, value: sealed)],
                 failure: [.range(key: item, rangeEnd: nil), .range(key: manifestKey, rangeEnd: nil)])
         } catch {
@@ -456,69 +384,14 @@ final class EtcdReplica: GroupReplica {
         }
     }
 
+    /// The manifest the last refresh (or this process's last write) saw.
+    var seenManifest: FleetManifest? { seen.withLock { $0.manifest } }
+
     func forget() {
         seen.withLock { seen in
             seen.revisions = [:]
             seen.manifest = nil
             seen.confirmedAt = nil
         }
-    }
-
-    // MARK: Resynchronisation
-
-    func resync(_ cache: ReplicaCache, acceptingRollback: Bool) throws(StoreError) -> FleetResync {
-        forget()
-        // An operator's acceptance also gets past a mark that does not parse: it is written anew.
-        let previous = acceptingRollback ? ((try? cache.highWaterMark()) ?? nil) : try cache.highWaterMark()
-        guard acceptingRollback else {
-            try refresh(cache)
-            let now = seen.withLock { $0.manifest }
-            return FleetResync(
-                previousCounter: previous?.counter, replicaCounter: now?.counter, counter: now?.counter ?? 0,
-                itemCount: now?.items.count ?? 0, removedCount: 0)
-        }
-        let found = try readGroup()
-        let (manifestValue, items) = contents(found)
-        let replicaManifest = manifestValue.flatMap { try? identity.manifestKey.open($0.value) }
-        var next = FleetManifest(
-            counter: max(previous?.counter ?? 0, replicaManifest?.counter ?? 0) + 1, items: [:])
-        var removals: [EtcdOperation] = []
-        for (id, keyValue) in items {
-            if try cache.opens(keyValue.value, as: id) {
-                next.items[id] = FleetManifest.Entry(
-                    digest: try identity.manifestKey.digest(of: keyValue.value), version: next.counter)
-            } else {
-                removals.append(.delete(key: keyValue.key, rangeEnd: nil))
-            }
-        }
-        // etcd allows 128 operations in a transaction (`--max-txn-ops`).
-        guard removals.count < 100 else {
-            throw StoreError(
-                .integrity,
-                "fleet group \(group): \(removals.count) items in etcd do not open under the group's key; remove "
-                    + "them with etcdctl (keys under \(String(decoding: itemsPrefix, as: UTF8.self))) first; nothing "
-                    + "was changed")
-        }
-        let sealed = try identity.manifestKey.seal(next)
-        let result: EtcdTransactionResult
-        do {
-            result = try client.transaction(
-                compare: [
-                    manifestValue.map { .modRevision(key: manifestKey, equals: $0.modRevision) }
-                        ?? .createRevision(key: manifestKey, equals: 0)
-                ],
-                success: [.put(key: manifestKey, value: sealed)] + removals)
-        } catch {
-            throw storeError(error, "cannot write the group's manifest to etcd")
-        }
-        guard result.succeeded else {
-            throw StoreError(
-                .conflict, "fleet group \(group) changed in etcd during the resync; nothing was changed: run it again")
-        }
-        try cache.record(FleetMark(counter: next.counter, digest: try identity.manifestKey.digest(of: sealed)))
-        try refresh(cache)
-        return FleetResync(
-            previousCounter: previous?.counter, replicaCounter: replicaManifest?.counter, counter: next.counter,
-            itemCount: next.items.count, removedCount: removals.count)
     }
 }

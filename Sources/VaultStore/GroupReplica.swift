@@ -207,6 +207,14 @@ public struct FleetGroupIdentity: Sendable {
     public let manifestKey: FleetManifestKey
     /// How to reach the replica.
     public let settings: FleetSettings
+
+    /// The identity of fleet group `group` whose key file is `file`.
+    init(group: GroupName, file: GroupKeyFile, settings: FleetSettings) throws(StoreError) {
+        self.group = group
+        groupID = file.groupID
+        manifestKey = try FleetManifestKey(file: file, group: group)
+        self.settings = settings
+    }
 }
 
 extension VaultStore {

@@ -1,0 +1,78 @@
+import Foundation
+import VaultEtcd
+import VaultStore
+
+/// Whether a fleet group's cache is current: the watch that vouches for it, and the check that asks etcd.
+extension EtcdReplica {
+    func isKnownCurrent() -> Bool {
+        guard watching else { return false }
+        let now = ContinuousClock.now
+        let process = getpid()
+        return seen.withLock { seen in
+            guard seen.watch != nil, seen.watchLive, seen.watchProcess == process,
+                seen.newestChange <= seen.confirmedRevision, let confirmedAt = seen.confirmedAt
+            else { return false }
+            return now - confirmedAt < .seconds(1)
+        }
+    }
+
+    func isCurrent() throws(StoreError) -> Bool {
+        // The second counts from before the request: what the answer confirms is at least that old.
+        let now = ContinuousClock.now
+        let found: EtcdRangeResult
+        do {
+            found = try client.range(prefix: rootPrefix, keysOnly: true)
+        } catch {
+            throw storeError(error, "cannot read its items' revisions from etcd")
+        }
+        let current = Self.revisions(found)
+        let same = seen.withLock { seen in
+            guard seen.revisions == current, seen.manifest != nil else { return false }
+            seen.confirmedRevision = max(seen.confirmedRevision, found.revision)
+            seen.confirmedAt = now
+            return true
+        }
+        if same { watchIfNeeded(from: found.revision + 1) }
+        return same
+    }
+
+    static func revisions(_ found: EtcdRangeResult) -> [[UInt8]: Int64] {
+        found.keyValues.reduce(into: [:]) { $0[$1.key] = $1.modRevision }
+    }
+
+    /// Starts a watch of the group's prefix from `revision` when none runs in this process.
+    func watchIfNeeded(from revision: Int64) {
+        guard watching else { return }
+        let process = getpid()
+        seen.withLock { seen in
+            if seen.watch != nil, seen.watchProcess == process { return }
+            seen.watchProcess = process
+            seen.watchLive = false
+            seen.watch = EtcdWatch(
+                client: client, prefix: rootPrefix, fromRevision: revision,
+                onStart: { [weak self] in
+                    self?.seen.withLock { if $0.watchProcess == process { $0.watchLive = true } }
+                },
+                onEvents: { [weak self] (events, _) in
+                    let newest =
+                        events.map { (event) -> Int64 in
+                            switch event {
+                            case .put(let keyValue): return keyValue.modRevision
+                            case .delete(_, let modRevision): return modRevision
+                            }
+                        }.max() ?? 0
+                    self?.seen.withLock { $0.newestChange = max($0.newestChange, newest) }
+                },
+                onEnd: { [weak self] _ in
+                    // Ended (compacted, a member gone, cancelled): reads check etcd until the next check
+                    // starts another, from then on.
+                    self?.seen.withLock {
+                        if $0.watchProcess == process {
+                            $0.watch = nil
+                            $0.watchLive = false
+                        }
+                    }
+                })
+        }
+    }
+}
