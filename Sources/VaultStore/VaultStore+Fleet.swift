@@ -37,6 +37,16 @@ extension VaultStore {
         return replica
     }
 
+    /// The refusal of `group` where a fleet group is needed: `groupNotFound` when the vault has no such
+    /// group, `invalidName` when it is a group of another kind.
+    func notAFleetGroup(_ group: GroupName) throws(StoreError) -> StoreError {
+        guard try groupDirectory(group, create: false) != nil else {
+            return StoreError(
+                .groupNotFound, "there is no group \(group) in the vault at \(path)", path: groupPath(group).string)
+        }
+        return StoreError(.invalidName, "group \(group) is not a fleet group", path: groupPath(group).string)
+    }
+
     /// Whether `group` is a fleet group (its directory has `fleet.conf`).
     public func isFleetGroup(_ group: GroupName) -> Bool {
         guard formatVersion >= 2 else { return false }
@@ -239,9 +249,7 @@ extension VaultStore {
     /// clear with their MAC, bound to the group's name only). Secret: whoever holds it reads the group.
     public func exportFleetGroupKey(_ group: GroupName) throws(StoreError) -> SecureBytes {
         _ = try ownerClassKeys("export a group's key")
-        guard let file = try loadGroupKeyFile(group), file.isFleet else {
-            throw StoreError(.invalidName, "group \(group) is not a fleet group", path: groupPath(group).string)
-        }
+        guard let file = try loadGroupKeyFile(group), file.isFleet else { throw try notAFleetGroup(group) }
         let portable = GroupKeyFile(groupID: file.groupID, isShared: true, secrets: file.secrets, isFleet: true)
         let sealKey: SymmetricKey
         do {

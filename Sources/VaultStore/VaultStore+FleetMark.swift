@@ -66,9 +66,7 @@ extension VaultStore {
     /// operator who restored etcd on purpose): a new manifest above every counter seen, then the
     /// refresh. Either way the outcome goes to the system log.
     public func resyncFleetGroup(_ group: GroupName, acceptingRollback: Bool) throws(StoreError) -> FleetResync {
-        guard let replica = try replica(for: group) else {
-            throw StoreError(.invalidName, "group \(group) is not a fleet group", path: groupPath(group).string)
-        }
+        guard let replica = try replica(for: group) else { throw try notAFleetGroup(group) }
         let report = try withWriteLock(groups: [group]) { (_) throws(StoreError) -> FleetResync in
             let cache = ReplicaCache(store: self, group: group)
             let report = try replica.resync(cache, acceptingRollback: acceptingRollback)

@@ -38,26 +38,10 @@ public struct GroupExportKeyCommand: Sendable, Hashable {
         let vault = try context.openVault()
         do {
             try vault.exportFleetGroupKey(group, to: path)
-        } catch  where error.status == .param && !Self.exists(group, in: vault) {
-            // The store refuses a missing group as it does a group that is not a fleet group (`param`);
-            // a missing group is "not found", as for the other group commands.
-            throw CLIError(
-                .notFound, "group export-key", "there is no group \(group) in the vault at \(vault.path)")
         } catch {
             throw GroupCommand.failure(error, command: "group export-key", vaultPath: vault.path)
         }
         context.writeError(
             "vault: wrote the key of fleet group \(group) to \(path) (0600; it opens every item of it)\n")
-    }
-
-    /// Whether `group` has a directory in `vault` (true when it cannot be told: only a missing one is
-    /// reported as missing).
-    static func exists(_ group: AccessGroup, in vault: Vault) -> Bool {
-        do {
-            _ = try FileDescriptor.currentWorkingDirectory.statusAt(vault.path(of: group))
-            return true
-        } catch {
-            return error != .noSuchFileOrDirectory
-        }
     }
 }
