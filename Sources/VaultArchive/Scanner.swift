@@ -304,32 +304,31 @@ package struct CBORScanner {
 
     /// The text in `range` of `input` if it is valid UTF-8, else nil.
     private static func text(_ input: [UInt8], _ range: Range<Int>) -> String? {
-        input.withUnsafeBufferPointer { buffer in
-            let utf8 = UnsafeBufferPointer(rebasing: buffer[range])
-            var index = 0
-            while index < utf8.count && utf8[index] < 0x80 { index += 1 }
-            if index == utf8.count {
-                // ASCII is valid UTF-8: nothing to repair, so the fast initializer is exact.
-                return String(decoding: utf8, as: UTF8.self)
-            }
-            return String(validating: utf8, as: UTF8.self)
+        // A span, not a generic algorithm on a slice: unspecialised (the fuzzers' debug build), those
+        // allocate per byte.
+        let bytes = input.span
+        var index = range.lowerBound
+        while index < range.upperBound && bytes[index] < 0x80 { index += 1 }
+        if index == range.upperBound {
+            // ASCII is valid UTF-8: nothing to repair, so the fast initializer is exact.
+            return String(decoding: input[range], as: UTF8.self)
         }
+        return String(validating: input[range], as: UTF8.self)
     }
 
     /// Compares the bytes of `input` in `a` and `b` as `lexicographicallyPrecedes` and `elementsEqual`
     /// would: negative if `a` sorts first, zero if equal, positive if `b` sorts first.
     private static func compareBytes(_ input: [UInt8], _ a: Range<Int>, _ b: Range<Int>) -> Int {
-        input.withUnsafeBufferPointer { buffer in
-            let common = Swift.min(a.count, b.count)
-            var offset = 0
-            while offset < common {
-                let x = buffer[a.lowerBound + offset]
-                let y = buffer[b.lowerBound + offset]
-                if x != y { return x < y ? -1 : 1 }
-                offset += 1
-            }
-            return a.count - b.count
+        let bytes = input.span
+        let common = Swift.min(a.count, b.count)
+        var offset = 0
+        while offset < common {
+            let x = bytes[a.lowerBound + offset]
+            let y = bytes[b.lowerBound + offset]
+            if x != y { return x < y ? -1 : 1 }
+            offset += 1
         }
+        return a.count - b.count
     }
 
     private mutating func scanSimpleOrFloat(_ info: UInt8, headAt start: Int) throws -> CBOR {
