@@ -36,7 +36,10 @@ func vaultCall<R>(_ body: () throws(VaultError) -> R) throws(Failure) -> R {
 
 /// Installs the etcd client for fleet groups the first time it is read (a global `let` is initialised
 /// exactly once, under a lock): every vault the library opens then uses its fleet groups as any other.
-let fleetSupport: Void = VaultFleet.install()
+// Without watches: a watch runs on a thread of the library's own, which may hold a lock (Foundation's
+// JSON, the client's) at a caller's fork(), and a child that needs it then crashes
+// (Tests/CAPI/test_fleet_fork.py found it). Every C read of a fleet group asks etcd instead.
+let fleetSupport: Void = VaultFleet.install(watching: false)
 
 /// The most access groups `vault_open` accepts: a bound that turns a garbage count into an error
 /// instead of a read past the caller's array.

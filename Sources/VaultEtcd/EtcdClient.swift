@@ -233,18 +233,28 @@ public final class EtcdClient: Sendable {
 
     /// Where a stream (a watch) connects: the endpoint that answered last, and the options with a
     /// token (taken first, when the client authenticates). A stream has no overall time limit.
+    ///
+    /// The watch's thread is the library's own: it holds the client's lock only to read what it needs
+    /// (no handle made, no request sent under it), so that a process that forks meanwhile hands its
+    /// child no lock held by a thread the child does not have. Only a client that must first take a
+    /// token does that under the lock, as every request does.
     func streamTarget() throws(EtcdError) -> (endpoint: String, options: TransportOptions) {
-        try state.withLock { (state) throws(EtcdError) in
-            if state.transport == nil { state.transport = HTTPTransport() }
-            guard let transport = state.transport else {
-                throw EtcdError(.unavailable, "libcurl cannot make a handle (out of memory?)")
+        let (endpoint, token) = state.withLock { (configuration.endpoints[$0.preferred], $0.token) }
+        var options: TransportOptions
+        if configuration.user != nil, token == nil {
+            options = try state.withLock { (state) throws(EtcdError) in
+                if state.transport == nil { state.transport = HTTPTransport() }
+                guard let transport = state.transport else {
+                    throw EtcdError(.unavailable, "libcurl cannot make a handle (out of memory?)")
+                }
+                if state.token == nil { state.token = try authenticate(transport, endpoint) }
+                return self.options(token: state.token)
             }
-            let endpoint = configuration.endpoints[state.preferred]
-            if configuration.user != nil, state.token == nil { state.token = try authenticate(transport, endpoint) }
-            var options = options(token: state.token)
-            options.timeoutMilliseconds = 0
-            return (endpoint, options)
+        } else {
+            options = self.options(token: token)
         }
+        options.timeoutMilliseconds = 0
+        return (endpoint, options)
     }
 
     private func options(token: String?) -> TransportOptions {
