@@ -6,11 +6,15 @@ import VaultStore
 /// `VaultFleet.install()` first.
 extension Vault {
     /// Makes fleet group `group` (format 2, the vault's owner): a new key, registered in the etcd
-    /// cluster `settings` names (its id and a check value, never the key). Refuses (`duplicateItem`) a
-    /// group that exists here or an id etcd has.
-    public func createFleetGroup(_ group: AccessGroup, settings: FleetSettings) throws(VaultError) {
+    /// cluster `settings` names (its id and a check value, never the key). Private to the owner, or
+    /// with `unixGroup` (a gid) shared on this machine with that Unix group's members, as
+    /// `createGroup(_:unixGroup:)` shares a group. Refuses (`duplicateItem`) a group that exists here or
+    /// an id etcd has.
+    public func createFleetGroup(_ group: AccessGroup, settings: FleetSettings, unixGroup: UInt32? = nil)
+        throws(VaultError)
+    {
         do throws(StoreError) {
-            try engine.store.createFleetGroup(group.name, settings: settings)
+            try engine.store.createFleetGroup(group.name, settings: settings, unixGroup: unixGroup)
         } catch  where error.code == .vaultAlreadyExists {
             throw VaultError(.duplicateItem, error.message, cause: error)
         } catch {
@@ -34,12 +38,13 @@ extension Vault {
         }
     }
 
-    /// Joins fleet group `group` with the key file at `path` (see `joinFleetGroup(_:keyFile:settings:)`).
-    public func joinFleetGroup(_ group: AccessGroup, keyFileAt path: String, settings: FleetSettings)
-        throws(VaultError)
-    {
+    /// Joins fleet group `group` with the key file at `path` (see
+    /// `joinFleetGroup(_:keyFile:settings:unixGroup:)`).
+    public func joinFleetGroup(
+        _ group: AccessGroup, keyFileAt path: String, settings: FleetSettings, unixGroup: UInt32? = nil
+    ) throws(VaultError) {
         let bytes = try translatingStoreErrors { () throws(StoreError) in try VaultStore.readFleetKeyFile(path) }
-        try joinFleetGroup(group, keyFile: bytes, settings: settings)
+        try joinFleetGroup(group, keyFile: bytes, settings: settings, unixGroup: unixGroup)
     }
 
     /// Whether this process can use fleet groups (`VaultFleet.install()` ran).
@@ -51,10 +56,13 @@ extension Vault {
     }
 
     /// Joins fleet group `group` with the key file another machine exported, after checking it against
-    /// etcd's registration; its items are then read from etcd.
-    public func joinFleetGroup(_ group: AccessGroup, keyFile: [UInt8], settings: FleetSettings) throws(VaultError) {
+    /// etcd's registration; its items are then read from etcd. Private to the owner here, or with
+    /// `unixGroup` shared with that Unix group's members on this machine.
+    public func joinFleetGroup(
+        _ group: AccessGroup, keyFile: [UInt8], settings: FleetSettings, unixGroup: UInt32? = nil
+    ) throws(VaultError) {
         do throws(StoreError) {
-            try engine.store.joinFleetGroup(group.name, keyFile: keyFile, settings: settings)
+            try engine.store.joinFleetGroup(group.name, keyFile: keyFile, settings: settings, unixGroup: unixGroup)
         } catch  where error.code == .vaultAlreadyExists {
             throw VaultError(.duplicateItem, error.message, cause: error)
         } catch {

@@ -16,10 +16,7 @@ extension VaultStore {
         if let known = state.withLock({ $0.replicas[group] }) { return known }
         guard let directory = try groupDirectory(group, create: false) else { return nil }
         let settingsPath = groupPath(group) / FleetSettings.fileName
-        guard
-            let bytes = try SmallFile.readIfPresent(
-                FleetSettings.fileName, in: directory, path: settingsPath, limit: 64 * 1024)
-        else {
+        guard let bytes = try readFleetSettingsFile(in: directory, path: settingsPath) else {
             state.withLock { $0.replicas[group] = .some(nil) }
             return nil
         }
@@ -35,6 +32,33 @@ extension VaultStore {
         let replica = try Self.makeReplica(try FleetGroupIdentity(group: group, file: file, settings: settings))
         state.withLock { $0.replicas[group] = .some(replica) }
         return replica
+    }
+
+    /// The bytes of a group's `fleet.conf`, nil when it has none. It counts only as a regular file of
+    /// the vault's owner with one link that no one else may write: in a shared group's directory a
+    /// member may put files, and a `fleet.conf` of theirs could send every user of the group, the owner
+    /// included, to an etcd of theirs with the contents of any file the victim can read as its
+    /// "password" (the settings name files).
+    private func readFleetSettingsFile(in directory: FileDescriptor, path: FilePath) throws(StoreError) -> [UInt8]? {
+        let fd: FileDescriptor
+        do {
+            fd = try directory.openAt(FleetSettings.fileName, [.readOnly, .nonBlocking])
+        } catch {
+            if error == .noSuchFileOrDirectory { return nil }
+            throw StoreError.system(error, .open, "open", path: path)
+        }
+        // `status(ofRegular:)` closes `fd` when it refuses it: close it here only after that.
+        let status = try SmallFile.status(ofRegular: fd, path: path, inspecting: "open")
+        defer { try? fd.close() }
+        guard status.ownerID == ownerID, status.linkCount == 1, status.permissions.rawValue & 0o022 == 0 else {
+            throw StoreError(
+                .insecureFile,
+                "\(path) belongs to uid \(status.ownerID), not to the vault's owner (uid \(ownerID)), has "
+                    + "\(status.linkCount) links or mode \(status.permissions): it is not the fleet group's settings (a "
+                    + "member may have put it there), and nothing was sent to the endpoints it names",
+                path: path.string)
+        }
+        return try SmallFile.read(fd, status: status, path: path, limit: 64 * 1024)
     }
 
     /// The refusal of `group` where a fleet group is needed: `groupNotFound` when the vault has no such
@@ -194,26 +218,34 @@ extension VaultStore {
         }
     }
 
-    /// Makes fleet group `group` (private to the owner): a new key, registered with the replica that
-    /// `settings` names, then its directory with `fleet.conf`, `group.key` and `.lock`.
-    public func createFleetGroup(_ group: GroupName, settings: FleetSettings) throws(StoreError) {
+    /// Makes fleet group `group`: a new key, registered with the replica that `settings` names, then
+    /// its directory with `fleet.conf`, `group.key` and `.lock`; private to the owner, or with
+    /// `unixGroup` (a gid) shared on this machine with that Unix group's members as `createGroup` shares
+    /// a group (the directory 2770, `group.key` and `fleet.conf` 0640, the cache's files 0660).
+    public func createFleetGroup(_ group: GroupName, settings: FleetSettings, unixGroup: UInt32? = nil)
+        throws(StoreError)
+    {
         let file = GroupKeyFile(
-            groupID: try Self.randomFleetGroupID(), isShared: false, secrets: try GroupSecrets.random(), isFleet: true)
-        try addFleetGroup(group, file: file, settings: settings, what: "create a group") {
+            groupID: try Self.randomFleetGroupID(), isShared: unixGroup != nil, secrets: try GroupSecrets.random(),
+            isFleet: true)
+        try addFleetGroup(group, file: file, settings: settings, unixGroup: unixGroup, what: "create a group") {
             (replica, check) throws(StoreError) in try replica.register(check: check)
         }
     }
 
     /// Joins fleet group `group` that another machine made: `keyFile` is what `exportFleetGroupKey`
-    /// wrote there; checked against the replica's registration, then the directory is made and filled
-    /// from the replica.
-    public func joinFleetGroup(_ group: GroupName, keyFile: [UInt8], settings: FleetSettings) throws(StoreError) {
+    /// wrote there; checked against the replica's registration, then the directory is made (private, or
+    /// shared with Unix group `unixGroup` as `createFleetGroup` makes it) and filled from the replica.
+    public func joinFleetGroup(
+        _ group: GroupName, keyFile: [UInt8], settings: FleetSettings, unixGroup: UInt32? = nil
+    ) throws(StoreError) {
         let given = try GroupKeyFile.decodeAsMember(keyFile, group: group, vaultID: [], path: "the key file")
         guard given.isFleet else {
             throw StoreError(.invalidName, "the key file is not a fleet group's key (exported for group \(group)?)")
         }
-        let file = GroupKeyFile(groupID: given.groupID, isShared: false, secrets: given.secrets, isFleet: true)
-        try addFleetGroup(group, file: file, settings: settings, what: "join a group") {
+        let file = GroupKeyFile(
+            groupID: given.groupID, isShared: unixGroup != nil, secrets: given.secrets, isFleet: true)
+        try addFleetGroup(group, file: file, settings: settings, unixGroup: unixGroup, what: "join a group") {
             (replica, check) throws(StoreError) in try replica.verifyRegistration(check: check)
         }
         try withWriteLock(groups: [group]) { (_) throws(StoreError) in _ = try refreshReplicaIfStale(group) }
@@ -223,7 +255,7 @@ extension VaultStore {
     /// exist here; `agree` registers `file`'s check value with the replica or checks it against the
     /// registration; then the directory is made.
     private func addFleetGroup(
-        _ group: GroupName, file: GroupKeyFile, settings: FleetSettings, what: String,
+        _ group: GroupName, file: GroupKeyFile, settings: FleetSettings, unixGroup: UInt32?, what: String,
         agree: (GroupReplica, [UInt8]) throws(StoreError) -> Void
     ) throws(StoreError) {
         guard formatVersion >= 2 else {
@@ -241,7 +273,7 @@ extension VaultStore {
             }
             let replica = try Self.makeReplica(try FleetGroupIdentity(group: group, file: file, settings: settings))
             try agree(replica, try Self.fleetCheck(file))
-            try installFleetGroup(group, file: file, settings: settings, classKeys: classKeys)
+            try installFleetGroup(group, file: file, settings: settings, unixGroup: unixGroup, classKeys: classKeys)
         }
     }
 
@@ -295,19 +327,25 @@ extension VaultStore {
     public static var hasFleetSupport: Bool { fleetReplicas.withLock { $0 != nil } }
 
     private func installFleetGroup(
-        _ group: GroupName, file: GroupKeyFile, settings: FleetSettings, classKeys: ClassKeys
+        _ group: GroupName, file: GroupKeyFile, settings: FleetSettings, unixGroup: UInt32?, classKeys: ClassKeys
     ) throws(StoreError) {
+        if let unixGroup { try makeSharedGroupDirectory(group, unixGroup: unixGroup) }
         guard let directory = try groupDirectory(group, create: true) else {
             throw StoreError(.io, "the group directory \(groupPath(group)) disappeared while it was being made")
         }
+        let shared = unixGroup != nil
+        // Members read the settings (they reach etcd themselves); only the owner writes them.
         try AtomicFile.replace(
             FleetSettings.fileName, contents: .plain(Array(settings.encoded().utf8)), in: directory,
-            directoryPath: groupPath(group))
+            directoryPath: groupPath(group), permissions: shared ? .ownerWriteGroupRead : .ownerReadWrite)
         do {
             let lock = try directory.openAt(
-                Self.lockFileName, [.readWrite, .create, .nonBlocking], permissions: .ownerReadWrite)
+                Self.lockFileName, [.readWrite, .create, .nonBlocking],
+                permissions: shared ? .ownerAndGroupReadWrite : .ownerReadWrite)
+            defer { try? lock.close() }
+            // The umask must not take the members' bits away: they lock it to write.
+            if shared { try lock.setPermissions(.ownerAndGroupReadWrite) }
             WriterMark.idle.write(to: lock)
-            try? lock.close()
         } catch {
             throw StoreError.system(error, .open, "create the lock file", path: groupPath(group) / Self.lockFileName)
         }
@@ -354,7 +392,7 @@ extension VaultStore {
         // than this machine wrote (a rollback an operator accepted), and the manifest guards versions.
         try ItemWrite(
             contents: contents, name: item.id.fileName, record: (GenerationRecord.name(item.id), nil), durable: true,
-            reusingSpare: false
+            reusingSpare: false, permissions: memberFilePermissions(item.group)
         )
         .run(in: directory, directoryPath: groupPath(item.group))
     }

@@ -20,15 +20,18 @@ extension VaultStore {
 
     /// Durably records `mark` as fleet group `group`'s high-water mark: written in place over the last
     /// one (the same length, one write of under a sector, then `fdatasync`: one flush per fleet write),
-    /// or, for a first mark or a file that is not the owner's regular file of that length, replaced.
+    /// or, for a first mark or a file that is not a regular file of that length with one link (of this
+    /// user, or in a shared group of any member: every member's writes move it), replaced.
     func recordFleetMark(_ mark: FleetMark, group: GroupName) throws(StoreError) {
         let directory = try existingGroupDirectory(group)
         let path = groupPath(group) / FleetMark.fileName
         let bytes = mark.encoded()
+        let permissions = memberFilePermissions(group)
         if let file = try? directory.openAt(FleetMark.fileName, [.writeOnly, .nonBlocking]) {
             defer { try? file.close() }
             if let status = try? file.status(), status.kind == .regular, status.linkCount == 1,
-                status.ownerID == ProcessIdentity.effectiveUserID, status.size == Int64(FleetMark.byteCount)
+                status.ownerID == ProcessIdentity.effectiveUserID || permissions == .ownerAndGroupReadWrite,
+                status.size == Int64(FleetMark.byteCount)
             {
                 do throws(Errno) {
                     try file.writeAll(bytes, at: 0)
@@ -41,7 +44,8 @@ extension VaultStore {
             }
         }
         try AtomicFile.replace(
-            FleetMark.fileName, contents: .plain(bytes), in: directory, directoryPath: groupPath(group))
+            FleetMark.fileName, contents: .plain(bytes), in: directory, directoryPath: groupPath(group),
+            permissions: permissions)
     }
 
     /// When this machine last took a change of fleet group `group` from its replica (the mark's

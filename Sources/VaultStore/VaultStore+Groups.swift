@@ -198,27 +198,7 @@ extension VaultStore {
     /// The steps of `createGroup`, and of the first write to a private group that does not exist yet.
     func makeGroup(_ group: GroupName, unixGroup: UInt32?, classKeys: ClassKeys) throws(StoreError) {
         let groupPath = groupPath(group)
-        if let unixGroup {
-            try makeTraversable(directory, path: location)
-            try makeTraversable(groupsDirectory, path: groupsPath)
-            do {
-                try groupsDirectory.makeDirectoryAt(group.rawValue, permissions: .ownerAll)
-            } catch {
-                guard error == .fileExists else {
-                    throw StoreError.system(error, .mkdir, "create the group directory", path: groupPath)
-                }
-            }
-            let made = try VaultDirectory.openGroupDirectory(
-                group.rawValue, in: groupsDirectory, path: groupPath, owner: ownerID)
-            defer { try? made.close() }
-            do {
-                try made.setOwner(group: unixGroup)
-                try made.setPermissions(.sharedDirectory)
-            } catch {
-                throw StoreError.system(error, .chmod, "make the shared group directory", path: groupPath)
-            }
-            try AtomicFile.syncDirectory(groupsDirectory, path: groupsPath)
-        }
+        if let unixGroup { try makeSharedGroupDirectory(group, unixGroup: unixGroup) }
         guard let directory = try groupDirectory(group, create: true) else {
             throw StoreError(
                 .io, "the group directory \(groupPath) disappeared while it was being made; try again",
@@ -272,6 +252,32 @@ extension VaultStore {
             _ = $0.replicas.removeValue(forKey: group)
             _ = $0.replicaRefreshed.removeValue(forKey: group)
         }
+    }
+
+    /// Makes `group`'s directory (or takes the one an interrupted creation left) shared with the
+    /// members of Unix group `unixGroup`: `<owner>:<unixGroup>` 2770, reached through a vault directory
+    /// and `groups/` made traversable (0711).
+    func makeSharedGroupDirectory(_ group: GroupName, unixGroup: UInt32) throws(StoreError) {
+        let groupPath = groupPath(group)
+        try makeTraversable(directory, path: location)
+        try makeTraversable(groupsDirectory, path: groupsPath)
+        do {
+            try groupsDirectory.makeDirectoryAt(group.rawValue, permissions: .ownerAll)
+        } catch {
+            guard error == .fileExists else {
+                throw StoreError.system(error, .mkdir, "create the group directory", path: groupPath)
+            }
+        }
+        let made = try VaultDirectory.openGroupDirectory(
+            group.rawValue, in: groupsDirectory, path: groupPath, owner: ownerID)
+        defer { try? made.close() }
+        do {
+            try made.setOwner(group: unixGroup)
+            try made.setPermissions(.sharedDirectory)
+        } catch {
+            throw StoreError.system(error, .chmod, "make the shared group directory", path: groupPath)
+        }
+        try AtomicFile.syncDirectory(groupsDirectory, path: groupsPath)
     }
 
     private func randomGroupID() throws(StoreError) -> [UInt8] {

@@ -30,7 +30,7 @@ extension GroupCommandTests {
             #expect(help.status == 0)
             #expect(
                 help.text.hasPrefix(
-                    "usage: vault group create NAME [--unix-group UNIXGROUP | --etcd URL[,URL…] [etcd options]]\n"
+                    "usage: vault group create NAME [--unix-group UNIXGROUP] [--etcd URL[,URL…] [etcd options]]\n"
                         + "       vault group ls [--json]\n"
                         + "       vault group rm NAME [--force]\n"))
             for line in [
@@ -43,7 +43,7 @@ extension GroupCommandTests {
             let create = try scratch.run(["help", "group", "create"], vaultOption: false)
             #expect(
                 create.text.hasPrefix(
-                    "usage: vault group create NAME [--unix-group UNIXGROUP | --etcd URL[,URL…] [etcd options]]\n"))
+                    "usage: vault group create NAME [--unix-group UNIXGROUP] [--etcd URL[,URL…] [etcd options]]\n"))
             #expect(create.text.contains("--unix-group UNIXGROUP"))
             #expect(try scratch.run(["group", "rm", "--help"], vaultOption: false).text.contains("--force"))
         }
@@ -53,7 +53,7 @@ extension GroupCommandTests {
         let page = ManualPages.command(try #require(ArgumentParser.commandTable.command("group")))
         #expect(
             page.contains(
-                ".SH SUBCOMMANDS\n.SS create\n.nf\nvault group create NAME [\\-\\-unix\\-group UNIXGROUP | \\-\\-etcd ")
+                ".SH SUBCOMMANDS\n.SS create\n.nf\nvault group create NAME [\\-\\-unix\\-group UNIXGROUP] [\\-\\-etcd ")
         )
         #expect(page.contains(".SS ls\n") && page.contains(".SS rm\n"))
         #expect(page.contains("\\fB\\-\\-unix\\-group\\fR \\fIUNIXGROUP\\fR") && page.contains("\\fB\\-\\-force\\fR"))

@@ -13,7 +13,7 @@ public struct GroupCreateCommand: Sendable, Hashable {
 
     static let info = CommandInfo(
         name: "create",
-        synopsis: "vault group create NAME [--unix-group UNIXGROUP | --etcd URL[,URL…] [etcd options]]",
+        synopsis: "vault group create NAME [--unix-group UNIXGROUP] [--etcd URL[,URL…] [etcd options]]",
         summary: "make an access group, private or shared with a Unix group",
         details: """
             Makes access group NAME in a format-2 vault: private to the vault's owner, or with
@@ -27,8 +27,9 @@ public struct GroupCreateCommand: Sendable, Hashable {
             groups share one key: `vault init --format 2` makes a new vault). With --etcd, NAME is a fleet
             group: its items live in that etcd cluster, encrypted here (etcd sees ciphertext and hashed
             ids only), and every machine that joins it (`vault group export-key`, then `vault group join`
-            there) reads and writes the same items. A fleet group is private to the vault's owner;
-            …ThisDeviceOnly items cannot go into it. Fleet commands run in `vault-fleet`, the
+            there) reads and writes the same items; with --unix-group as well it is shared on this
+            machine with UNIXGROUP's members as a local group would be (they need read access to the
+            files the etcd options name). …ThisDeviceOnly items cannot go into a fleet group. Fleet commands run in `vault-fleet`, the
             dynamically linked companion of this static executable, which `vault` starts by itself.
             """,
         options: [
@@ -39,11 +40,6 @@ public struct GroupCreateCommand: Sendable, Hashable {
         operands: [OperandSpec("NAME")],
         make: { parsed throws(UsageError) in
             let fleet = try FleetOptions.settings(parsed, command: "group create")
-            if fleet != nil, parsed.value("unix-group") != nil {
-                throw UsageError(
-                    "a fleet group (--etcd) is private to the vault's owner in this build: no --unix-group",
-                    command: "group create")
-            }
             return .groupCreate(
                 GroupCreateCommand(
                     group: try GroupCommand.group(parsed, command: "group create"),
@@ -52,41 +48,45 @@ public struct GroupCreateCommand: Sendable, Hashable {
 
     func run(in context: Context) throws(CLIError) {
         // Before the vault is opened: a name that does not resolve is a usage error and changes nothing.
-        var shared: (id: UInt32, name: String?)?
-        if let unixGroup {
-            do {
-                shared = try UserDatabase.resolveGroup(unixGroup)
-            } catch {
-                throw CLIError(.usage, "--unix-group", error.message)
-            }
-        }
+        let shared = try Self.resolve(unixGroup)
         let vault = try context.openVault()
-        if let fleet {
-            do {
-                try vault.createFleetGroup(group, settings: fleet)
-            } catch {
-                throw GroupCommand.failure(error, command: "group create", vaultPath: vault.path)
-            }
-            context.writeError(
-                "vault: created fleet group \(group), its items in etcd at \(fleet.endpoints.joined(separator: ",")); "
-                    + "`vault group export-key \(group) FILE` gives other machines its key\n")
-            return
-        }
         if let shared, vault.formatVersion >= 2, !vault.isMember { try Self.checkMembership(shared, vault: vault) }
         do {
-            try vault.createGroup(group, unixGroup: shared?.id)
+            if let fleet {
+                try vault.createFleetGroup(group, settings: fleet, unixGroup: shared?.id)
+            } else {
+                try vault.createGroup(group, unixGroup: shared?.id)
+            }
         } catch {
             throw GroupCommand.failure(error, command: "group create", vaultPath: vault.path)
         }
-        guard let shared else {
-            context.writeError("vault: created group \(group), private to the vault's owner\n")
-            return
+        let kind = fleet == nil ? "group" : "fleet group"
+        let made = shared.map { "\(kind) \(group), \(Self.sharing($0, vault: vault, group: group))" }
+        if let fleet {
+            context.writeError(
+                "vault: created \(made ?? "fleet group \(group)"), its items in etcd at "
+                    + "\(fleet.endpoints.joined(separator: ",")); `vault group export-key \(group) FILE` gives other "
+                    + "machines its key\n")
+        } else {
+            context.writeError("vault: created \(made ?? "group \(group), private to the vault's owner")\n")
         }
-        // The one line members need: a shared group is of no use until they are told how to reach it.
+    }
+
+    /// `--unix-group`'s value as a gid and its name, resolved before the vault is opened; a usage error
+    /// when it does not resolve.
+    static func resolve(_ unixGroup: String?) throws(CLIError) -> (id: UInt32, name: String?)? {
+        guard let unixGroup else { return nil }
+        do {
+            return try UserDatabase.resolveGroup(unixGroup)
+        } catch {
+            throw CLIError(.usage, "--unix-group", error.message)
+        }
+    }
+
+    /// The one phrase members need: a shared group is of no use until they are told how to reach it.
+    static func sharing(_ shared: (id: UInt32, name: String?), vault: Vault, group: AccessGroup) -> String {
         let unix = shared.name.map { "\($0) (gid \(shared.id))" } ?? "gid \(shared.id) (not in /etc/group)"
-        context.writeError(
-            "vault: created group \(group), shared with Unix group \(unix): members use it with --vault "
-                + "\(Self.absolute(vault.path)) --group \(group)\n")
+        return "shared with Unix group \(unix): members use it with --vault \(absolute(vault.path)) --group \(group)"
     }
 
     /// Refuses a shared group whose Unix group the process may not give its directory to, before

@@ -9,19 +9,28 @@ public struct GroupJoinCommand: Sendable, Hashable {
     public var keyFile: String
     /// Where the cluster is.
     public var settings: FleetSettings
+    /// `--unix-group`: the Unix group to share it with on this machine, as given (a name or a gid).
+    public var unixGroup: String?
 
     static let info = CommandInfo(
         name: "join",
-        synopsis: "vault group join NAME --etcd URL[,URL…] --group-key FILE [etcd options]",
+        synopsis: "vault group join NAME --etcd URL[,URL…] --group-key FILE [--unix-group UNIXGROUP] [etcd options]",
         summary: "use a fleet group that another machine made, with its exported key",
         details: """
             Joins fleet group NAME: checks the key in FILE (written by `vault group export-key` on a
             machine that has the group) against the group etcd holds under its id, then makes the group
             here and reads its items from etcd. From then on `--group NAME` works as on any group, with
             every write going to etcd. (--group-key, not --key-file: --key-file is the vault's own
-            master key file.) Run it as the vault's owner, in a format-2 vault.
+            master key file.) Run it as the vault's owner, in a format-2 vault. With --unix-group the
+            group is shared on this machine with the members of UNIXGROUP (an /etc/group name or a
+            numeric gid), as `vault group create --unix-group` shares one.
             """,
-        options: FleetOptions.specs + [.value("group-key", "FILE", "the key file that `vault group export-key` wrote")],
+        options: FleetOptions.specs + [
+            .value("group-key", "FILE", "the key file that `vault group export-key` wrote"),
+            .value(
+                "unix-group", "UNIXGROUP",
+                "share the group on this machine with the members of this Unix group (an /etc/group name or a gid)"),
+        ],
         operands: [OperandSpec("NAME")],
         make: { parsed throws(UsageError) in
             let group = try GroupCommand.group(parsed, command: "group join")
@@ -31,17 +40,22 @@ public struct GroupJoinCommand: Sendable, Hashable {
             guard let keyFile = parsed.value("group-key"), !keyFile.isEmpty else {
                 throw UsageError("needs --group-key FILE (from `vault group export-key`)", command: "group join")
             }
-            return .groupJoin(GroupJoinCommand(group: group, keyFile: keyFile, settings: settings))
+            return .groupJoin(
+                GroupJoinCommand(
+                    group: group, keyFile: keyFile, settings: settings, unixGroup: parsed.value("unix-group")))
         })
 
     func run(in context: Context) throws(CLIError) {
+        let shared = try GroupCreateCommand.resolve(unixGroup)
         let vault = try context.openVault()
+        if let shared, !vault.isMember { try GroupCreateCommand.checkMembership(shared, vault: vault) }
         do {
-            try vault.joinFleetGroup(group, keyFileAt: keyFile, settings: settings)
+            try vault.joinFleetGroup(group, keyFileAt: keyFile, settings: settings, unixGroup: shared?.id)
         } catch {
             throw GroupCommand.failure(error, command: "group join", vaultPath: vault.path)
         }
+        let sharing = shared.map { ", " + GroupCreateCommand.sharing($0, vault: vault, group: group) } ?? ""
         context.writeError(
-            "vault: joined fleet group \(group) (etcd at \(settings.endpoints.joined(separator: ",")))\n")
+            "vault: joined fleet group \(group) (etcd at \(settings.endpoints.joined(separator: ",")))\(sharing)\n")
     }
 }
