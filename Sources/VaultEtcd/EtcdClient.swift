@@ -58,6 +58,9 @@ public final class EtcdClient: Sendable {
     /// Where the cluster is and how to reach it.
     public let configuration: Configuration
     private let state = Mutex(State())
+    /// Called after each page that `range(prefix:pageSize:)` reads, with its number from 1 (tests
+    /// compact etcd there).
+    let afterPage = Mutex<(@Sendable (Int) -> Void)?>(nil)
 
     /// A client of the cluster `configuration` names; nothing is sent until the first request.
     public init(_ configuration: Configuration) {
@@ -87,14 +90,30 @@ public final class EtcdClient: Sendable {
 
     /// Every key that starts with `prefix`, read in pages of at most `pageSize` keys (so that no one
     /// response grows with the range): the first page linearizable, the others at its revision, so
-    /// that together they are one consistent view. A revision compacted between pages fails as
-    /// `rejected`; the caller reads again.
+    /// that together they are one consistent view. When etcd compacts past that revision between two
+    /// pages, the read starts again at a new revision (three times at most, then `rejected`).
     public func range(prefix: [UInt8], pageSize: Int) throws(EtcdError) -> EtcdRangeResult {
+        var attempt = 1
+        while true {
+            do {
+                return try pagedRange(prefix: prefix, pageSize: pageSize)
+            } catch  where error.grpcCode == Self.outOfRange && attempt < 3 {
+                attempt += 1
+            }
+        }
+    }
+
+    /// gRPC's OUT_OF_RANGE: what etcd answers a read at a revision it has compacted.
+    static let outOfRange = 11
+
+    /// One attempt of `range(prefix:pageSize:)`.
+    private func pagedRange(prefix: [UInt8], pageSize: Int) throws(EtcdError) -> EtcdRangeResult {
         let end = EtcdJSON.prefixEnd(prefix)
         var start = prefix
         var revision: Int64 = 0
         var keyValues: [EtcdKeyValue] = []
         var clusterID = ""
+        var pages = 0
         while true {
             let answer = try call(
                 "/v3/kv/range", EtcdJSON.rangeRequest(start, rangeEnd: end, limit: pageSize, revision: revision),
@@ -105,6 +124,8 @@ public final class EtcdClient: Sendable {
                 clusterID = page.clusterID
             }
             keyValues += page.keyValues
+            pages += 1
+            if let afterPage = afterPage.withLock({ $0 }) { afterPage(pages) }
             guard (answer["more"] as? Bool) == true, let last = page.keyValues.last else { break }
             start = last.key + [0]
         }

@@ -68,18 +68,28 @@ extension VaultStore {
     /// Reads fleet group `group` from its replica anew, under its lock. With `acceptingRollback`, what
     /// etcd holds now becomes the group's state even when it is older than this machine has seen (an
     /// operator who restored etcd on purpose): a new manifest above every counter seen, then the
-    /// refresh. Either way the outcome goes to the system log.
+    /// refresh. Either way the outcome, a refusal or failure included, goes to the system log.
     public func resyncFleetGroup(_ group: GroupName, acceptingRollback: Bool) throws(StoreError) -> FleetResync {
         guard let replica = try replica(for: group) else { throw try notAFleetGroup(group) }
-        let report = try withWriteLock(groups: [group]) { (_) throws(StoreError) -> FleetResync in
-            let cache = ReplicaCache(store: self, group: group)
-            let report = try replica.resync(cache, acceptingRollback: acceptingRollback)
-            let now = ContinuousClock.now
-            state.withLock {
-                $0.replicaRefreshed[group] = now
-                $0.refreshedInTransaction.insert(group)
+        let who = "fleet group \(group) of the vault at \(path), by uid \(ProcessIdentity.effectiveUserID)"
+        let report: FleetResync
+        do throws(StoreError) {
+            report = try withWriteLock(groups: [group]) { (_) throws(StoreError) -> FleetResync in
+                let cache = ReplicaCache(store: self, group: group)
+                let report = try replica.resync(cache, acceptingRollback: acceptingRollback)
+                let now = ContinuousClock.now
+                state.withLock {
+                    $0.replicaRefreshed[group] = now
+                    $0.refreshedInTransaction.insert(group)
+                }
+                return report
             }
-            return report
+        } catch {
+            // An operator's attempt to accept a rollback that did not happen is worth a line too.
+            SystemLog.notice(
+                "vault: resynchronisation of \(who)\(acceptingRollback ? ", accepting a rollback," : "") failed: "
+                    + error.message)
+            throw error
         }
         let previous = report.previousCounter.map(String.init) ?? "none"
         let found = report.replicaCounter.map(String.init) ?? "none that opened"

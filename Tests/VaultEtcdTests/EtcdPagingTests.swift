@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import VaultEtcd
@@ -18,5 +19,34 @@ import Testing
         }
         let empty = try etcd.range(prefix: prefix + Array("nothing/".utf8), pageSize: 3)
         #expect(empty.keyValues.isEmpty && empty.revision > 0)
+    }
+
+    /// etcd compacts past the first page's revision before the second page is read: the read starts
+    /// again at a new revision and returns the whole range as it is then (a cluster of the test's own,
+    /// so that no other test's watch sees the compaction).
+    @Test(.timeLimit(.minutes(1)))
+    func aCompactionBetweenPagesStartsTheReadAgain() throws {
+        try FleetTestSupport.withCluster("paging", members: 1) { cluster in
+            let etcd = EtcdClient(try EtcdClient.Configuration(endpoints: cluster.endpoints))
+            let prefix = Array("/paging/".utf8)
+            for n in 0..<6 { try etcd.put(prefix + Array("key-\(n)".utf8), Array("value-\(n)".utf8)) }
+            let pagesRead = Mutex<[Int]>([])
+            etcd.afterPage.withLock {
+                $0 = { page in
+                    let first = pagesRead.withLock { pages in
+                        pages.append(page)
+                        return pages.count == 1
+                    }
+                    guard first else { return }
+                    // After the first attempt's first page: a new key, then the history before it discarded.
+                    let added = try? etcd.put(prefix + Array("key-6".utf8), Array("value-6".utf8))
+                    if let added { try? etcd.compact(added) }
+                }
+            }
+            let paged = try etcd.range(prefix: prefix, pageSize: 2)
+            #expect(paged.keyValues.map { String(decoding: $0.value, as: UTF8.self) } == (0...6).map { "value-\($0)" })
+            // One page of the first attempt, then the four pages of the second.
+            #expect(pagesRead.withLock { $0 } == [1, 1, 2, 3, 4], "pages read: \(pagesRead.withLock { $0 })")
+        }
     }
 }
