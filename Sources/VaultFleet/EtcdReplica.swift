@@ -365,7 +365,7 @@ final class EtcdReplica: GroupReplica {
             try cache.record(FleetMark(counter: next.counter, digest: try identity.manifestKey.digest(of: sealed)))
         } catch {
             forget()
-            throw error
+            throw StoreError.afterReplicaCommit(error, group: group)
         }
         seen.withLock { seen in
             if case .delete = change {

@@ -110,3 +110,16 @@ extension StoreError: StoreErrorConvertible {
         self = error
     }
 }
+
+extension StoreError {
+    /// `error`, of a fleet group's cache or high-water mark, after etcd applied the change: said so,
+    /// since a caller that took the failure for "nothing changed" would be wrong on every machine. The
+    /// code stays `error`'s; the next read of the group takes the change from etcd.
+    public static func afterReplicaCommit(_ error: StoreError, group: GroupName) -> StoreError {
+        StoreError(
+            error.code,
+            "fleet group \(group): the change reached etcd (every machine reads it now), but this machine could not "
+                + "record it: \(error.message); its next read of the group takes it from etcd",
+            path: error.path, cause: error)
+    }
+}

@@ -65,8 +65,9 @@ public struct WriteTransaction {
             .run(in: directory, directoryPath: store.groupPath(item.group))
         } catch {
             if spare { store.state.withLock { $0.spareUntrusted = true } }
-            if let replica { store.forgetReplicaState(item.group, replica) }
-            throw error
+            guard let replica else { throw error }
+            store.forgetReplicaState(item.group, replica)
+            throw StoreError.afterReplicaCommit(error, group: item.group)
         }
     }
 
@@ -115,8 +116,9 @@ public struct WriteTransaction {
                 item.id.fileName, in: directory, directoryPath: store.groupPath(item.group),
                 alsoRemove: GenerationRecord.name(item.id))
         } catch {
-            if let replica { store.forgetReplicaState(item.group, replica) }
-            throw error
+            guard let replica else { throw error }
+            store.forgetReplicaState(item.group, replica)
+            throw StoreError.afterReplicaCommit(error, group: item.group)
         }
     }
 

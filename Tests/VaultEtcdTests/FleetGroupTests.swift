@@ -6,6 +6,7 @@ import VaultCrypto
 import VaultEtcd
 import VaultFleet
 import VaultStore
+import VaultSystem
 import VaultTestSupport
 
 /// Fleet groups through the Swift API: two vaults on this machine stand for two hosts, sharing one
@@ -62,6 +63,27 @@ import VaultTestSupport
             )
             #expect(try b.remove(try key("db")))
             #expect(try eventually { try a.data(for: try key("db")) == nil })
+        }
+    }
+
+    /// etcd applied the write, then this machine failed to record it (its high-water mark's flush
+    /// fails): the error says the change reached etcd, and both hosts read it.
+    @Test func aLocalFailureAfterEtcdAppliedTheWriteSaysSo() throws {
+        try withTwoHosts { a, b, _ in
+            try a.set(Data("first".utf8), for: try key("db"))
+            a.requireFreshFleetReads(true)
+            _ = try a.data(for: try key("db"))
+            // The next flush of this task is the mark's, right after etcd's answer (nothing changed since
+            // the read, so the write's refresh caches nothing).
+            let plan = FaultPlan(.fsync, occurrence: 1, effect: .fail(.ioError))
+            let failed = #expect(throws: VaultError.self) {
+                try FaultInjection.withPlan(plan) { try a.set(Data("second".utf8), for: try key("db")) }
+            }
+            #expect(plan.injectedCount == 1)
+            #expect(failed?.message.contains("the change reached etcd") == true, "\(failed?.message ?? "")")
+            #expect(failed?.message.contains("fleet group fleet") == true)
+            #expect(try a.data(for: try key("db")) == Data("second".utf8))
+            #expect(try eventually { try b.data(for: try key("db")) == Data("second".utf8) })
         }
     }
 
