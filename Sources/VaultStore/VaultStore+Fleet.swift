@@ -97,7 +97,12 @@ extension VaultStore {
         let cache = ReplicaCache(store: self, group: group)
         try replica.refresh(cache)
         let now = ContinuousClock.now
-        state.withLock { $0.replicaRefreshed[group] = now }
+        let confirmed = FileTimestampClock.now()
+        state.withLock {
+            $0.replicaRefreshed[group] = now
+            $0.fleetCacheStatus[group] = FleetCacheStatus(isStale: false, knownCurrentAt: confirmed)
+            _ = $0.replicaUnreachableUntil.removeValue(forKey: group)
+        }
         return cache.changes.count > 0
     }
 
@@ -126,13 +131,19 @@ extension VaultStore {
             // A watch that vouches for the cache stands for the refresh: every change to the group
             // changes its manifest, so a write's compare on the manifest fails if the cache was stale
             // after all (a conflict: the rerun refreshes).
-            if !state.withLock({ $0.freshFleetReadsOnly }), replica.isKnownCurrent() { return false }
+            if !state.withLock({ $0.freshFleetReadsOnly }), replica.isKnownCurrent() {
+                noteVouched(group)
+                return false
+            }
             return try refreshReplica(group)
         }
         let (refreshedBefore, freshOnly, unreachableUntil) = state.withLock {
             ($0.replicaRefreshed[group] != nil, $0.freshFleetReadsOnly, $0.replicaUnreachableUntil[group])
         }
-        if refreshedBefore, !freshOnly, replica.isKnownCurrent() { return false }
+        if refreshedBefore, !freshOnly, replica.isKnownCurrent() {
+            noteVouched(group)
+            return false
+        }
         if !freshOnly, let unreachableUntil, ContinuousClock.now < unreachableUntil {
             // Out of reach a moment ago: answered from the cache (still marked stale) without waiting
             // for the time limit again.
@@ -170,6 +181,14 @@ extension VaultStore {
             }
         }
         return false
+    }
+
+    /// A read or write on the watch's word: etcd is in reach after all, so a cache status that still
+    /// says stale (from before the watch came back) is corrected.
+    private func noteVouched(_ group: GroupName) {
+        guard state.withLock({ $0.fleetCacheStatus[group]?.isStale == true }) else { return }
+        let now = FileTimestampClock.now()
+        state.withLock { $0.fleetCacheStatus[group] = FleetCacheStatus(isStale: false, knownCurrentAt: now) }
     }
 
     /// How long reads of a fleet group whose replica was out of reach answer from the cache before they

@@ -79,6 +79,11 @@ import VaultTestSupport
                 Thread.sleep(forTimeInterval: 1.1)
                 #expect(try b.data(for: db) == Data("current".utf8))
                 #expect(b.fleetCacheStatus(of: group)?.isStale == true, "a second later, the check could not be made")
+                // The member back, a write's refresh reaches etcd: the status says so before any read.
+                try cluster.resume(1)
+                Thread.sleep(forTimeInterval: 1.1)
+                try b.set(Data("after".utf8), for: db)
+                #expect(b.fleetCacheStatus(of: group)?.isStale == false, "a write's refresh confirmed the cache")
             }
         }
     }
