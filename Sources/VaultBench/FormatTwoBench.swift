@@ -29,7 +29,7 @@ struct FormatTwoBench {
     let sharedGroup = try! AccessGroup("shared")
 
     /// The figures, and the throughput of the parallel writers over that of the single one.
-    func run() throws -> (timings: [OperationTiming], parallelThroughputRatio: Double) {
+    func run() throws -> (timings: [OperationTiming], ownGroups: Double, oneGroup: Double) {
         let vaultPath = FilePath(directory).appending("vault").string
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let member = geteuid() == 0 ? try MemberIdentity.unused() : nil
@@ -63,7 +63,7 @@ struct FormatTwoBench {
         let parallel = try ParallelWriters(
             directory: FilePath(directory).appending("parallel").string, quick: quick, progress: progress
         ).run()
-        return (recorder.results + parallel.timings, parallel.throughputRatio)
+        return (recorder.results + parallel.timings, parallel.ownGroups, parallel.oneGroup)
     }
 
     /// "get (data)" and "put (update, durable)" of one item of `group`, next to the read and
@@ -203,58 +203,83 @@ struct MemberIdentity {
     }
 }
 
-/// Four writer processes, each putting into its own group of one format-2 vault, against one process
-/// doing all their puts in one group; each writer is `vault-bench --writer PATH GROUP COUNT`.
+/// Eight writer processes putting into eight groups of one format-2 vault (one each), and into one
+/// group (their own items), against one process doing all their puts in one group; each writer is
+/// `vault-bench --writer PATH GROUP COUNT [FIRST]`.
 struct ParallelWriters {
     let directory: String
     let quick: Bool
     let progress: Progress
 
-    static let processes = 4
-    var perProcess: Int { quick ? 50 : 500 }
+    static let processes = 8
+    var perProcess: Int { quick ? 25 : 250 }
     var rounds: Int { quick ? 1 : 3 }
 
-    func run() throws -> (timings: [OperationTiming], throughputRatio: Double) {
+    /// The rows, and the throughput of the parallel writers over that of the single one: in their own
+    /// groups, and in one group.
+    func run() throws -> (timings: [OperationTiming], ownGroups: Double, oneGroup: Double) {
         let path = FilePath(directory).appending("vault").string
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         let owner = try Vault.create(at: path, client: try Client(applicationIdentifier: "bench"), format: 2)
         let groups = (0..<Self.processes).map { "writer-\($0)" }
-        for name in groups + ["one-writer"] { try owner.createGroup(try AccessGroup(name), unixGroup: nil) }
+        for name in groups + ["one-writer", "many-writers"] {
+            try owner.createGroup(try AccessGroup(name), unixGroup: nil)
+        }
         // The items are made before anything is timed: every timed put is an update.
-        _ = try spawn(groups.map { (path, $0, Self.keys) } + [(path, "one-writer", Self.keys)])
+        let together = (0..<Self.processes).map { (path, "many-writers", Self.keys, $0 * Self.keys) }
+        _ = try spawn(groups.map { (path, $0, Self.keys, 0) } + [(path, "one-writer", Self.keys, 0)] + together)
         var one: [Double] = []
-        var parallel: [Double] = []
+        var spread: [Double] = []
+        var shared: [Double] = []
         let total = Self.processes * perProcess
-        // Alternating, so that both see the same disk.
+        // Alternating, so that all three see the same disk.
         for round in 0..<rounds {
             progress.show("format 2: parallel writers, round \(round + 1) of \(rounds)…")
-            one.append(try spawn([(path, "one-writer", total)]) / Double(total))
-            parallel.append(try spawn(groups.map { (path, $0, perProcess) }) / Double(total))
+            one.append(try spawn([(path, "one-writer", total, 0)]) / Double(total))
+            spread.append(try spawn(groups.map { (path, $0, perProcess, 0) }) / Double(total))
+            shared.append(
+                try spawn((0..<Self.processes).map { (path, "many-writers", perProcess, $0 * Self.keys) })
+                    / Double(total))
         }
         let serial = OperationTiming(
             operation: "format 2: 1 writer process, \(total) puts in 1 group (per put)", items: Self.keys,
             nanoseconds: one)
-        var spread = OperationTiming(
-            operation: "format 2: \(Self.processes) writer processes × \(perProcess) puts, own groups (per put)",
-            items: Self.keys, nanoseconds: parallel)
-        spread.floor = serial.operation
-        spread.floorMedianNanoseconds = serial.medianNanoseconds
-        spread.ratio = spread.medianNanoseconds / serial.medianNanoseconds
-        return ([serial, spread], serial.medianNanoseconds / spread.medianNanoseconds)
+        let rows = [
+            serial,
+            Self.row(
+                "format 2: \(Self.processes) writer processes × \(perProcess) puts, own groups (per put)", spread,
+                against: serial),
+            Self.row(
+                "format 2: \(Self.processes) writer processes × \(perProcess) puts, one group (per put)", shared,
+                against: serial),
+        ]
+        return (
+            rows, serial.medianNanoseconds / rows[1].medianNanoseconds,
+            serial.medianNanoseconds / rows[2].medianNanoseconds
+        )
+    }
+
+    /// A row of per-put times `nanoseconds`, with `serial` as its floor.
+    static func row(_ operation: String, _ nanoseconds: [Double], against serial: OperationTiming) -> OperationTiming {
+        var timing = OperationTiming(operation: operation, items: keys, nanoseconds: nanoseconds)
+        timing.floor = serial.operation
+        timing.floorMedianNanoseconds = serial.medianNanoseconds
+        timing.ratio = timing.medianNanoseconds / serial.medianNanoseconds
+        return timing
     }
 
     /// The accounts each writer cycles through.
     static let keys = 10
 
-    /// Starts one writer per (vault, group, count) at once and returns the nanoseconds from the first
-    /// start to the last exit; a writer that fails is an error.
-    func spawn(_ writers: [(path: String, group: String, count: Int)]) throws -> Double {
+    /// Starts one writer per (vault, group, count, first account) at once and returns the nanoseconds
+    /// from the first start to the last exit; a writer that fails is an error.
+    func spawn(_ writers: [(path: String, group: String, count: Int, first: Int)]) throws -> Double {
         let clock = ContinuousClock()
         let start = clock.now
         let processes = try writers.map { writer in
             let process = Process()
             process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-            process.arguments = ["--writer", writer.path, writer.group, String(writer.count)]
+            process.arguments = ["--writer", writer.path, writer.group, String(writer.count), String(writer.first)]
             try process.run()
             return process
         }
@@ -267,11 +292,11 @@ struct ParallelWriters {
         return Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
     }
 
-    /// The hidden `--writer PATH GROUP COUNT`: COUNT puts (add or update) of 32 bytes in GROUP, cycling
-    /// through `keys` accounts of service "parallel".
-    static func write(path: String, group: String, count: Int) throws {
+    /// The hidden `--writer PATH GROUP COUNT [FIRST]`: COUNT puts (add or update) of 32 bytes in GROUP,
+    /// cycling through `keys` accounts of service "parallel" from account number FIRST on.
+    static func write(path: String, group: String, count: Int, first: Int) throws {
         let vault = try Vault.open(at: path, client: try Client(applicationIdentifier: "bench", accessGroups: [group]))
-        let keys = try (0..<Self.keys).map {
+        let keys = try (first..<first + Self.keys).map {
             try ItemKey(service: "parallel", account: "item-\($0)", group: try AccessGroup(group))
         }
         for i in 0..<count {

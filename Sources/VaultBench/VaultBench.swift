@@ -6,7 +6,7 @@
 // the directory, same size as an item file), a read floor (open + read + close of the same file plus
 // one AEAD open of the same size), and a scan floor (that read for every file of a group). Format 2
 // (FormatTwoBench.swift) runs once, at the smallest --items: its groups as owner and member, and
-// writers in parallel groups (`vault-bench --writer PATH GROUP COUNT` is one writer process). Fleet
+// writers in parallel groups (`vault-bench --writer PATH GROUP COUNT FIRST` is one writer process). Fleet
 // groups (FleetBench.swift) run only with --fleet, which runs nothing else: they need etcd (a cluster
 // the bench starts, or VAULT_BENCH_ETCD), so neither a default nor a --quick run starts one.
 import Foundation
@@ -28,7 +28,7 @@ struct Options {
     var formatTwoOnly = false
     /// Only the fleet-group rows (FleetBench.swift), against etcd's own tools on one cluster.
     var fleet = false
-    var writer: (path: String, group: String, count: Int)?
+    var writer: (path: String, group: String, count: Int, first: Int)?
 
     static func parse(_ arguments: [String]) -> Options {
         var options = Options()
@@ -53,12 +53,13 @@ struct Options {
             case "--format-two-only": options.formatTwoOnly = true
             case "--fleet": options.fleet = true
             case "--writer":
-                let (path, group, count) = (value(), value(), value())
-                guard let count = Int(count), count >= 0 else {
-                    FileHandle.standardError.write(Data("vault-bench: --writer COUNT is not a count: \(count)\n".utf8))
+                let (path, group, count, first) = (value(), value(), value(), value())
+                guard let count = Int(count), count >= 0, let first = Int(first), first >= 0 else {
+                    FileHandle.standardError.write(
+                        Data("vault-bench: --writer COUNT FIRST are not counts: \(count) \(first)\n".utf8))
                     exit(2)
                 }
-                options.writer = (path, group, count)
+                options.writer = (path, group, count, first)
             case "-h", "--help":
                 print(
                     "usage: vault-bench [--items N[,N...]] [--quick] [--json] [--dir DIR]"
@@ -96,7 +97,7 @@ struct VaultBench {
             return
         }
         if let writer = options.writer {
-            try ParallelWriters.write(path: writer.path, group: writer.group, count: writer.count)
+            try ParallelWriters.write(path: writer.path, group: writer.group, count: writer.count, first: writer.first)
             return
         }
         let base =
@@ -150,9 +151,10 @@ struct VaultBench {
                 quick: options.quick, progress: progress
             ).run()
             report.measurements += formatTwo.timings
-            report.throughputRatios[
-                "format 2, \(ParallelWriters.processes) writer processes in their own groups / 1 in one group"] =
-                formatTwo.parallelThroughputRatio
+            let writers = "format 2, \(ParallelWriters.processes) writer processes"
+            report.throughputRatios["\(writers) in their own groups / 1 in one group (target ≥ 3×)"] =
+                formatTwo.ownGroups
+            report.throughputRatios["\(writers) in one group / 1 in one group (target ≥ 1.5×)"] = formatTwo.oneGroup
         }
         progress.clear()
         try output(report, json: options.json)

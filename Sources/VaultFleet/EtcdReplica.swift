@@ -69,30 +69,14 @@ final class EtcdReplica: GroupReplica {
         configuration.keyFile = identity.settings.keyFile
         configuration.user = identity.settings.user
         if let passwordFile = identity.settings.passwordFile {
-            configuration.password = try Self.readPassword(passwordFile, group: identity.group)
+            configuration.password = try VaultStore.readFleetPasswordFile(
+                passwordFile, group: identity.group, vaultOwnerID: identity.vaultOwnerID)
         }
         client = EtcdClient(configuration)
     }
 
     deinit {
         seen.withLock { $0.watch?.cancel() }
-    }
-
-    /// The first line of `path`, in secure memory.
-    static func readPassword(_ path: String, group: GroupName) throws(StoreError) -> SecureBytes {
-        guard var bytes = FileManager.default.contents(atPath: path).map(Array.init) else {
-            throw StoreError(
-                .permissionDenied, "cannot read the etcd password file \(path) of fleet group \(group)", path: path)
-        }
-        defer { for index in bytes.indices { bytes[index] = 0 } }
-        var line = Array(bytes.prefix { $0 != 10 })
-        defer { for index in line.indices { line[index] = 0 } }
-        do {
-            return try SecureBytes(copying: line)
-        } catch {
-            throw StoreError(
-                .cryptoUnavailable, "cannot hold the etcd password of fleet group \(group): \(error)", cause: error)
-        }
     }
 
     func storeError(_ error: EtcdError, _ what: String) -> StoreError {

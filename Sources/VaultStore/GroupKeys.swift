@@ -26,6 +26,8 @@ struct GroupKeys: Sendable {
     let currentGeneration: UInt32
     /// Whether the group's key is kept for the members of a Unix group (format v2).
     let isShared: Bool
+    /// Whether the group is a fleet group (its `group.key` says so; its items live in etcd).
+    var isFleet = false
     private let encryption: [Slot: SymmetricKey]
 
     /// Format v1.
@@ -55,6 +57,7 @@ struct GroupKeys: Sendable {
         binding = file.groupID
         currentGeneration = file.secrets.currentGeneration
         isShared = file.isShared
+        isFleet = file.isFleet
         var keys: [Slot: SymmetricKey] = [:]
         do {
             for (generation, groupKey) in file.secrets.keys {

@@ -207,13 +207,16 @@ public struct FleetGroupIdentity: Sendable {
     public let manifestKey: FleetManifestKey
     /// How to reach the replica.
     public let settings: FleetSettings
+    /// The uid of the vault's owner, who wrote `settings`.
+    public let vaultOwnerID: UInt32
 
-    /// The identity of fleet group `group` whose key file is `file`.
-    init(group: GroupName, file: GroupKeyFile, settings: FleetSettings) throws(StoreError) {
+    /// The identity of fleet group `group` whose key file is `file`, in a vault of `vaultOwnerID`.
+    init(group: GroupName, file: GroupKeyFile, settings: FleetSettings, vaultOwnerID: UInt32) throws(StoreError) {
         self.group = group
         groupID = file.groupID
         manifestKey = try FleetManifestKey(file: file, group: group)
         self.settings = settings
+        self.vaultOwnerID = vaultOwnerID
     }
 }
 

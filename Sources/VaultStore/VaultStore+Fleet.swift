@@ -17,6 +17,16 @@ extension VaultStore {
         guard let directory = try groupDirectory(group, create: false) else { return nil }
         let settingsPath = groupPath(group) / FleetSettings.fileName
         guard let bytes = try readFleetSettingsFile(in: directory, path: settingsPath) else {
+            // A fleet group without its settings is not a local group: served as one, its writes would
+            // stay on this machine and its reads go unchecked (a member can remove the file).
+            if (try? keys(for: group))?.isFleet == true {
+                throw StoreError(
+                    .integrity,
+                    "\(settingsPath) is missing, but group \(group) is a fleet group (its group.key says so): its "
+                        + "items live in etcd, and nothing is read or written until the owner puts the settings back "
+                        + "(`vault group rm \(group) --force`, then `vault group join`, makes them anew)",
+                    path: settingsPath.string)
+            }
             state.withLock { $0.replicas[group] = .some(nil) }
             return nil
         }
@@ -29,7 +39,8 @@ extension VaultStore {
                 .integrity, "\(settingsPath) is there but group \(group)'s group.key is not a fleet group's",
                 path: settingsPath.string)
         }
-        let replica = try Self.makeReplica(try FleetGroupIdentity(group: group, file: file, settings: settings))
+        let replica = try Self.makeReplica(
+            try FleetGroupIdentity(group: group, file: file, settings: settings, vaultOwnerID: ownerID))
         state.withLock { $0.replicas[group] = .some(replica) }
         return replica
     }
@@ -50,12 +61,21 @@ extension VaultStore {
         // `status(ofRegular:)` closes `fd` when it refuses it: close it here only after that.
         let status = try SmallFile.status(ofRegular: fd, path: path, inspecting: "open")
         defer { try? fd.close() }
-        guard status.ownerID == ownerID, status.linkCount == 1, status.permissions.rawValue & 0o022 == 0 else {
+        let refusal: String? =
+            if status.ownerID != ownerID {
+                "belongs to uid \(status.ownerID), not to the vault's owner (uid \(ownerID))"
+            } else if status.linkCount != 1 {
+                "has \(status.linkCount) links"
+            } else if status.permissions.rawValue & 0o022 != 0 {
+                "can be written by others (mode \(status.permissions); the owner's fix: `chmod go-w \(path)`)"
+            } else {
+                nil
+            }
+        if let refusal {
             throw StoreError(
                 .insecureFile,
-                "\(path) belongs to uid \(status.ownerID), not to the vault's owner (uid \(ownerID)), has "
-                    + "\(status.linkCount) links or mode \(status.permissions): it is not the fleet group's settings (a "
-                    + "member may have put it there), and nothing was sent to the endpoints it names",
+                "\(path) \(refusal): it is not the fleet group's settings (a member may have put it there), and "
+                    + "nothing was sent to the endpoints it names",
                 path: path.string)
         }
         return try SmallFile.read(fd, status: status, path: path, limit: 64 * 1024)
@@ -283,6 +303,17 @@ extension VaultStore {
             )
         }
         let classKeys = try ownerClassKeys(what)
+        if let unixGroup {
+            // Before anything is registered or made: the kernel lets only root and the Unix group's
+            // members give a directory to it.
+            let uid = ProcessIdentity.effectiveUserID
+            guard uid == 0 || ProcessIdentity.groupIDs.contains(unixGroup) else {
+                throw StoreError(
+                    .permissionDenied,
+                    "uid \(uid) is not a member of the Unix group with gid \(unixGroup), and the kernel lets only root "
+                        + "and the group's members give a directory to it: nothing was changed")
+            }
+        }
         try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in
             try requireCurrentKeys()
             if try groupDirectory(group, create: false) != nil {
@@ -290,7 +321,8 @@ extension VaultStore {
                     .vaultAlreadyExists, "group \(group) already exists in the vault at \(path); nothing was changed",
                     path: groupPath(group).string)
             }
-            let replica = try Self.makeReplica(try FleetGroupIdentity(group: group, file: file, settings: settings))
+            let replica = try Self.makeReplica(
+                try FleetGroupIdentity(group: group, file: file, settings: settings, vaultOwnerID: ownerID))
             try agree(replica, try Self.fleetCheck(file))
             try installFleetGroup(group, file: file, settings: settings, unixGroup: unixGroup, classKeys: classKeys)
         }
@@ -327,6 +359,46 @@ extension VaultStore {
         }
     }
 
+    /// The first line of fleet group `group`'s etcd password file `path`, in secure memory: a regular
+    /// file (no symlink, FIFO or device) of at most 4 KiB. A process other than the vault's owner (a
+    /// member of a shared fleet group) reads it only when it is the owner's file: the owner wrote the
+    /// settings that name it, and a file of anyone else's (the member's own credentials, a file the
+    /// member may read through one of its groups) would go to the owner's endpoint as the password.
+    public static func readFleetPasswordFile(_ path: String, group: GroupName, vaultOwnerID: UInt32)
+        throws(StoreError) -> SecureBytes
+    {
+        let file = FilePath(path)
+        let directory = try VaultDirectory.openOutside(
+            file.parent, verb: "open the directory of the etcd password file of fleet group \(group)")
+        defer { try? directory.close() }
+        let fd: FileDescriptor
+        do {
+            fd = try directory.openAt(file.lastComponent, [.readOnly, .nonBlocking])
+        } catch {
+            throw StoreError.system(
+                error, .open, "open the etcd password file of fleet group \(group)", path: file)
+        }
+        let status = try SmallFile.status(ofRegular: fd, path: file, inspecting: "open")
+        defer { try? fd.close() }
+        if ProcessIdentity.effectiveUserID != vaultOwnerID, status.ownerID != vaultOwnerID {
+            throw StoreError(
+                .insecureFile,
+                "\(path), the etcd password file that fleet group \(group)'s settings name, belongs to uid "
+                    + "\(status.ownerID), not to the vault's owner (uid \(vaultOwnerID)): a member reads only the "
+                    + "owner's (e.g. owner:UNIXGROUP 0640), and nothing was sent",
+                path: path)
+        }
+        var bytes = try SmallFile.read(fd, status: status, path: file, limit: 4096)
+        defer { for index in bytes.indices { bytes[index] = 0 } }
+        var line = Array(bytes.prefix { $0 != 10 })
+        defer { for index in line.indices { line[index] = 0 } }
+        do {
+            return try SecureBytes(copying: line)
+        } catch {
+            throw StoreError.crypto(error, "cannot hold the etcd password of fleet group \(group)")
+        }
+    }
+
     /// The bytes of a key file that `exportFleetGroupKey(_:to:)` wrote, for `joinFleetGroup`.
     public static func readFleetKeyFile(_ path: String) throws(StoreError) -> [UInt8] {
         let file = FilePath(path)
@@ -345,7 +417,25 @@ extension VaultStore {
     /// Whether this process can use fleet groups (a replica maker is installed).
     public static var hasFleetSupport: Bool { fleetReplicas.withLock { $0 != nil } }
 
+    /// Makes the directory of new fleet group `group` with its settings, lock and key; on a failure,
+    /// removes what it made, so that the group can be made or joined again.
     private func installFleetGroup(
+        _ group: GroupName, file: GroupKeyFile, settings: FleetSettings, unixGroup: UInt32?, classKeys: ClassKeys
+    ) throws(StoreError) {
+        do throws(StoreError) {
+            try fillFleetGroup(group, file: file, settings: settings, unixGroup: unixGroup, classKeys: classKeys)
+        } catch {
+            state.withLock { state in
+                if let fd = state.groupDirectories.removeValue(forKey: group) { try? fd.close() }
+                state.groupKeys[group] = nil
+                state.replicas[group] = nil
+            }
+            try? VaultDirectory.removeTree(group.rawValue, in: groupsDirectory, path: groupsPath)
+            throw error
+        }
+    }
+
+    private func fillFleetGroup(
         _ group: GroupName, file: GroupKeyFile, settings: FleetSettings, unixGroup: UInt32?, classKeys: ClassKeys
     ) throws(StoreError) {
         if let unixGroup { try makeSharedGroupDirectory(group, unixGroup: unixGroup) }
@@ -357,17 +447,25 @@ extension VaultStore {
         try AtomicFile.replace(
             FleetSettings.fileName, contents: .plain(Array(settings.encoded().utf8)), in: directory,
             directoryPath: groupPath(group), permissions: shared ? .ownerWriteGroupRead : .ownerReadWrite)
+        let lockPath = groupPath(group) / Self.lockFileName
+        let lock: FileDescriptor
         do {
-            let lock = try directory.openAt(
-                Self.lockFileName, [.readWrite, .create, .nonBlocking],
+            // Made anew (the directory is new): anything already under the name was put there by a member
+            // of a shared group since, and is never written to nor given a mode.
+            lock = try directory.openAt(
+                Self.lockFileName, [.readWrite, .create, .exclusiveCreate, .nonBlocking],
                 permissions: shared ? .ownerAndGroupReadWrite : .ownerReadWrite)
-            defer { try? lock.close() }
+        } catch {
+            throw StoreError.system(error, .open, "create the lock file", path: lockPath)
+        }
+        defer { try? lock.close() }
+        do {
             // The umask must not take the members' bits away: they lock it to write.
             if shared { try lock.setPermissions(.ownerAndGroupReadWrite) }
-            WriterMark.idle.write(to: lock)
         } catch {
-            throw StoreError.system(error, .open, "create the lock file", path: groupPath(group) / Self.lockFileName)
+            throw StoreError.system(error, .chmod, "set the mode of the lock file", path: lockPath)
         }
+        WriterMark.idle.write(to: lock)
         try writeGroupKeyFile(file, group: group, in: directory, classKeys: classKeys)
         state.withLock {
             _ = $0.groupKeys.removeValue(forKey: group)

@@ -21,7 +21,8 @@ extension VaultStore {
     /// Durably records `mark` as fleet group `group`'s high-water mark: written in place over the last
     /// one (the same length, one write of under a sector, then `fdatasync`: one flush per fleet write),
     /// or, for a first mark or a file that is not a regular file of that length with one link (of this
-    /// user, or in a shared group of any member: every member's writes move it), replaced.
+    /// user; in a shared group of any member, 0660 and of the directory's Unix group, since every
+    /// member's writes move it: what a member could write anyway), replaced.
     func recordFleetMark(_ mark: FleetMark, group: GroupName) throws(StoreError) {
         let directory = try existingGroupDirectory(group)
         let path = groupPath(group) / FleetMark.fileName
@@ -30,8 +31,10 @@ extension VaultStore {
         if let file = try? directory.openAt(FleetMark.fileName, [.writeOnly, .nonBlocking]) {
             defer { try? file.close() }
             if let status = try? file.status(), status.kind == .regular, status.linkCount == 1,
-                status.ownerID == ProcessIdentity.effectiveUserID || permissions == .ownerAndGroupReadWrite,
-                status.size == Int64(FleetMark.byteCount)
+                status.size == Int64(FleetMark.byteCount),
+                status.ownerID == ProcessIdentity.effectiveUserID
+                    || (permissions == .ownerAndGroupReadWrite && status.permissions == permissions
+                        && status.groupID == (try? directory.status())?.groupID)
             {
                 do throws(Errno) {
                     try file.writeAll(bytes, at: 0)
@@ -70,10 +73,10 @@ extension VaultStore {
     /// operator who restored etcd on purpose): a new manifest above every counter seen, then the
     /// refresh. Either way the outcome, a refusal or failure included, goes to the system log.
     public func resyncFleetGroup(_ group: GroupName, acceptingRollback: Bool) throws(StoreError) -> FleetResync {
-        guard let replica = try replica(for: group) else { throw try notAFleetGroup(group) }
         let who = "fleet group \(group) of the vault at \(path), by uid \(ProcessIdentity.effectiveUserID)"
         let report: FleetResync
         do throws(StoreError) {
+            guard let replica = try replica(for: group) else { throw try notAFleetGroup(group) }
             report = try withWriteLock(groups: [group]) { (_) throws(StoreError) -> FleetResync in
                 let cache = ReplicaCache(store: self, group: group)
                 let report = try replica.resync(cache, acceptingRollback: acceptingRollback)

@@ -50,7 +50,9 @@ public struct GroupCreateCommand: Sendable, Hashable {
         // Before the vault is opened: a name that does not resolve is a usage error and changes nothing.
         let shared = try Self.resolve(unixGroup)
         let vault = try context.openVault()
-        if let shared, vault.formatVersion >= 2, !vault.isMember { try Self.checkMembership(shared, vault: vault) }
+        if let shared, vault.formatVersion >= 2, !vault.isMember {
+            try Self.checkMembership(shared, vault: vault, command: "group create")
+        }
         do {
             if let fleet {
                 try vault.createFleetGroup(group, settings: fleet, unixGroup: shared?.id)
@@ -92,13 +94,13 @@ public struct GroupCreateCommand: Sendable, Hashable {
     /// Refuses a shared group whose Unix group the process may not give its directory to, before
     /// anything is made: otherwise the store's chown fails (EPERM) after it made the directory and
     /// opened the vault directory to others.
-    static func checkMembership(_ shared: (id: UInt32, name: String?), vault: Vault) throws(CLIError) {
+    static func checkMembership(_ shared: (id: UInt32, name: String?), vault: Vault, command: String) throws(CLIError) {
         let uid = ProcessIdentity.effectiveUserID
         guard uid != 0, !ProcessIdentity.groupIDs.contains(shared.id) else { return }
         let owner = UserDatabase.user(id: uid)?.name
         let unix = shared.name ?? "gid \(shared.id)"
         throw CLIError(
-            .accessDenied, "group create",
+            .accessDenied, command,
             "the vault's owner \(owner ?? "uid \(uid)") is not a member of Unix group \(unix), and the kernel "
                 + "lets only root and the group's members give a directory to it: add the owner to the group "
                 + "(`usermod -aG \(shared.name ?? String(shared.id)) \(owner ?? "OWNER")`; the owner's own shells "

@@ -48,7 +48,9 @@ public struct GroupJoinCommand: Sendable, Hashable {
     func run(in context: Context) throws(CLIError) {
         let shared = try GroupCreateCommand.resolve(unixGroup)
         let vault = try context.openVault()
-        if let shared, !vault.isMember { try GroupCreateCommand.checkMembership(shared, vault: vault) }
+        if let shared, !vault.isMember {
+            try GroupCreateCommand.checkMembership(shared, vault: vault, command: "group join")
+        }
         do {
             try vault.joinFleetGroup(group, keyFileAt: keyFile, settings: settings, unixGroup: shared?.id)
         } catch {

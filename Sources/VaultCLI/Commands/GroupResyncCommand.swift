@@ -20,7 +20,9 @@ public struct GroupResyncCommand: Sendable, Hashable {
             --accept-rollback makes it the group's on every machine: a new manifest numbered above
             everything this machine saw, listing etcd's items that open under the group's key (others
             are removed from etcd). Other machines that saw newer states run it too. The outcome goes to
-            standard error and to the system log. Run it as the vault's owner.
+            standard error and to the system log. Run it as the vault's owner, or as a member of a
+            fleet group shared with a Unix group: a member holds the group's key, and its accepted
+            rollback is every machine's too.
             """,
         options: [.flag("accept-rollback", "make what etcd holds now the group's state, even if older")],
         operands: [OperandSpec("NAME")],
