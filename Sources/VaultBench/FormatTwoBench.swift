@@ -271,37 +271,59 @@ struct ParallelWriters {
     /// The accounts each writer cycles through.
     static let keys = 10
 
-    /// Starts one writer per (vault, group, count, first account) at once and returns the nanoseconds
-    /// from the first start to the last exit; a writer that fails is an error.
+    /// Starts one writer per (vault, group, count, first account); once every one has opened the vault
+    /// (said "ready"), tells them all to go, and returns the nanoseconds from the first writer's first
+    /// put to the last writer's last (as each measured them on the system's monotonic clock): the puts'
+    /// throughput, not the start-up of these processes (a dynamically linked Foundation program: about
+    /// 15 ms each here, which would be a third of eight writers' time). A writer that fails is an error.
     func spawn(_ writers: [(path: String, group: String, count: Int, first: Int)]) throws -> Double {
-        let clock = ContinuousClock()
-        let start = clock.now
-        let processes = try writers.map { writer in
+        let started = try writers.map { writer in
             let process = Process()
             process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
             process.arguments = ["--writer", writer.path, writer.group, String(writer.count), String(writer.first)]
+            let input = Pipe()
+            let output = Pipe()
+            process.standardInput = input
+            process.standardOutput = output
             try process.run()
-            return process
+            return (process, input, output)
         }
-        for process in processes { process.waitUntilExit() }
-        let elapsed = clock.now - start
-        for (process, writer) in zip(processes, writers) where process.terminationStatus != 0 {
-            throw BenchError(
-                "the writer of group \(writer.group) in \(writer.path) exited \(process.terminationStatus)")
+        for (_, _, output) in started {
+            guard String(decoding: output.fileHandleForReading.readData(ofLength: 6), as: UTF8.self) == "ready\n"
+            else { throw BenchError("a writer did not open the vault") }
         }
-        return Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
+        for (_, input, _) in started { try input.fileHandleForWriting.write(contentsOf: Data("go\n".utf8)) }
+        var spans: [(start: Int64, end: Int64)] = []
+        for ((process, _, output), writer) in zip(started, writers) {
+            let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            let fields = text.split(whereSeparator: \.isWhitespace).compactMap { Int64($0) }
+            guard process.terminationStatus == 0, fields.count == 2 else {
+                throw BenchError(
+                    "the writer of group \(writer.group) in \(writer.path) exited \(process.terminationStatus)")
+            }
+            spans.append((fields[0], fields[1]))
+        }
+        return Double(spans.map(\.end).max()! - spans.map(\.start).min()!)
     }
 
-    /// The hidden `--writer PATH GROUP COUNT [FIRST]`: COUNT puts (add or update) of 32 bytes in GROUP,
-    /// cycling through `keys` accounts of service "parallel" from account number FIRST on.
+    /// The hidden `--writer PATH GROUP COUNT FIRST`: opens the vault, says "ready", waits for a line
+    /// on standard input, then makes COUNT puts (add or update) of 32 bytes in GROUP, cycling through
+    /// `keys` accounts of service "parallel" from account number FIRST on, and prints the monotonic
+    /// clock's nanoseconds before the first and after the last.
     static func write(path: String, group: String, count: Int, first: Int) throws {
         let vault = try Vault.open(at: path, client: try Client(applicationIdentifier: "bench", accessGroups: [group]))
         let keys = try (first..<first + Self.keys).map {
             try ItemKey(service: "parallel", account: "item-\($0)", group: try AccessGroup(group))
         }
+        FileHandle.standardOutput.write(Data("ready\n".utf8))
+        _ = readLine()
+        let start = MonotonicClock.nanoseconds()
         for i in 0..<count {
             try vault.set(Data(repeating: UInt8(truncatingIfNeeded: i), count: 32), for: keys[i % keys.count])
         }
+        let end = MonotonicClock.nanoseconds()
+        FileHandle.standardOutput.write(Data("\(start) \(end)\n".utf8))
     }
 }
 
