@@ -91,7 +91,9 @@ struct FirstReadBench {
             ?? URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
             .appendingPathComponent("libVaultC.so").path
         guard FileManager.default.fileExists(atPath: library) else {
-            skip("no \(library) (swift build -c release --product VaultC); the C API row is left out")
+            skip(
+                "no \(library) (build the VaultC product in this configuration, or set VAULT_BENCH_LIBVAULT); the C API row is left out"
+            )
             return nil
         }
         let roots = [
