@@ -109,13 +109,13 @@ let package = Package(
         // VaultArchive fuzzing (scripts/fuzz); its benchmark is part of vault-bench.
         .executableTarget(name: "FuzzArchiveDecode", dependencies: ["VaultArchive"]),
         .executableTarget(name: "FuzzArchiveRoundTrip", dependencies: ["VaultArchive"]),
-        // vault-bench measures the CLI (`vault`, and `vault-fleet` for fleet groups) next to it: building
-        // the bench builds them.
+        // vault-bench measures the CLI (`vault`, and `vault-fleet` for fleet groups) and a first read
+        // through `Security` (`vault-security-peer`) next to it: building the bench builds them.
         .executableTarget(
             name: "vault-bench",
             dependencies: [
                 "Vault", "VaultArchive", "VaultCrypto", "VaultSystem", "VaultEtcd", "VaultFleet", "vault",
-                "vault-fleet",
+                "vault-fleet", "vault-security-peer",
             ],
             path: "Sources/VaultBench"),
 

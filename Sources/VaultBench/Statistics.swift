@@ -90,3 +90,17 @@ func interleaved(
     operation.ratio = operation.medianNanoseconds / floor.medianNanoseconds
     return (floor, operation)
 }
+
+/// Runs each of `bodies` once per round for `rounds` rounds, each round starting one body further on
+/// (so that no body always runs straight after the same other one), and returns the times of each body's
+/// runs in nanoseconds, in the order of `bodies`.
+func rotated(rounds: Int, _ bodies: [() throws -> Void]) throws -> [[Double]] {
+    var samples = [[Double]](repeating: [], count: bodies.count)
+    for round in 0..<rounds {
+        for step in 0..<bodies.count {
+            let index = (round + step) % bodies.count
+            samples[index] += try time(1) { _ in try bodies[index]() }
+        }
+    }
+    return samples
+}

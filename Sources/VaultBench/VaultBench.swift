@@ -1,12 +1,14 @@
 // `swift run -c release vault-bench [--items 1000,10000] [--quick] [--json] [--dir DIR]
-// [--format-two-only | --fleet]`
+// [--format-two-only | --first-read-only | --fleet]`
 //
 // Per-operation latency of the vault next to the physical floor of the same machine, measured in the
 // same run on the same directory: a durable write floor (create + write + fsync + rename + fsync of
 // the directory, same size as an item file), a read floor (open + read + close of the same file plus
 // one AEAD open of the same size), and a scan floor (that read for every file of a group). Format 2
 // (FormatTwoBench.swift) runs once, at the smallest --items: its groups as owner and member, and
-// writers in parallel groups (`vault-bench --writer PATH GROUP COUNT FIRST` is one writer process). Fleet
+// writers in parallel groups (`vault-bench --writer PATH GROUP COUNT FIRST` is one writer process). The
+// first reads (FirstReadBench.swift) are a fresh process's open and read of one item through the CLI,
+// `Security` and the C API, in the same rounds. Fleet
 // groups (FleetBench.swift) run only with --fleet, which runs nothing else: they need etcd (a cluster
 // the bench starts, or VAULT_BENCH_ETCD), so neither a default nor a --quick run starts one.
 import Foundation
@@ -26,6 +28,9 @@ struct Options {
     /// Only the format-2 rows (groups, members, parallel writers): for iterating on them without the
     /// minutes the archive, scale and process rows take.
     var formatTwoOnly = false
+    /// Only the first-read rows (FirstReadBench.swift): the CLI, `Security` and the C API as fresh
+    /// processes.
+    var firstReadOnly = false
     /// Only the fleet-group rows (FleetBench.swift), against etcd's own tools on one cluster.
     var fleet = false
     var writer: (path: String, group: String, count: Int, first: Int)?
@@ -52,6 +57,7 @@ struct Options {
             case "--profile-archive": options.profileArchive = true
             case "--format-two-only": options.formatTwoOnly = true
             case "--fleet": options.fleet = true
+            case "--first-read-only": options.firstReadOnly = true
             case "--writer":
                 let (path, group, count, first) = (value(), value(), value(), value())
                 guard let count = Int(count), count >= 0, let first = Int(first), first >= 0 else {
@@ -63,7 +69,7 @@ struct Options {
             case "-h", "--help":
                 print(
                     "usage: vault-bench [--items N[,N...]] [--quick] [--json] [--dir DIR]"
-                        + " [--archive-only | --format-two-only | --fleet]")
+                        + " [--archive-only | --format-two-only | --first-read-only | --fleet]")
                 exit(0)
             default:
                 FileHandle.standardError.write(Data("vault-bench: unknown argument \(arguments[i])\n".utf8))
@@ -126,6 +132,13 @@ struct VaultBench {
             try output(report, json: options.json)
             return
         }
+        if options.firstReadOnly {
+            report.measurements = try FirstReadBench(directory: runDirectory, quick: options.quick, progress: progress)
+                .run()
+            progress.clear()
+            try output(report, json: options.json)
+            return
+        }
         if !options.formatTwoOnly {
             progress.show("archive coders…")
             let archive = archiveTimings(try compareArchives(iterations: options.quick ? 500 : 20_000))
@@ -144,6 +157,9 @@ struct VaultBench {
                 report.measurements += try ProcessBench(
                     directory: runDirectory, quick: options.quick, progress: progress
                 ).run(memory: &report.memory)
+                report.measurements += try FirstReadBench(
+                    directory: runDirectory, quick: options.quick, progress: progress
+                ).run()
             }
             let scale = options.scales.min() ?? 1000
             let formatTwo = try FormatTwoBench(
