@@ -1,5 +1,17 @@
-// swift-tools-version: 6.0
+// swift-tools-version: 6.2
 import PackageDescription
+
+// Concrete generic types (a Dictionary or Set of the vault's own keys, a generic cache) get their type
+// metadata through accessor functions that are handed the conformances the compiler knows, instead of
+// through mangled names that the runtime decodes and whose requirements it checks by scanning every
+// conformance record of the executable (3,657 in the static CLI, about 225,000 instructions a scan):
+// such scans were 2.5 million of a `vault get`'s 4.4 million instructions (docs/PERFORMANCE.md,
+// "Start-up work of one get"). On the targets a `vault get` runs through. (Tools version 6.2: from
+// there on SwiftPM accepts a dependency whose targets have unsafe flags, so the libraries stay usable
+// as versioned dependencies.)
+let metadataAccessors: [SwiftSetting] = [
+    .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])
+]
 
 let package = Package(
     name: "vault",
@@ -33,26 +45,28 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
-        .target(name: "VaultCrypto", dependencies: ["CSodium"]),
+        .target(name: "VaultCrypto", dependencies: ["CSodium"], swiftSettings: metadataAccessors),
         // Linux calls that Swift's Glibc module does not import (OFD locks, prctl).
         .target(name: "CVaultSystem"),
-        .target(name: "VaultSystem", dependencies: ["CVaultSystem"]),
-        .target(name: "VaultArchive"),
+        .target(name: "VaultSystem", dependencies: ["CVaultSystem"], swiftSettings: metadataAccessors),
+        .target(name: "VaultArchive", swiftSettings: metadataAccessors),
         // etcd's JSON gateway over libcurl (Debian's libcurl4-openssl-dev), for fleet groups. Never linked
         // into the static CLI (libcurl has no complete static build): only into dynamically linked code.
         .target(name: "CVaultCurl", linkerSettings: [.linkedLibrary("curl")]),
         .target(name: "VaultEtcd", dependencies: ["CVaultCurl", "VaultCrypto"]),
         // Fleet groups: the store's GroupReplica over VaultEtcd (install it with VaultFleet.install()).
         .target(name: "VaultFleet", dependencies: ["VaultEtcd", "VaultStore", "VaultCrypto"]),
-        .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"]),
-        .target(name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto", "VaultSystem"]),
+        .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"], swiftSettings: metadataAccessors),
+        .target(
+            name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto", "VaultSystem"],
+            swiftSettings: metadataAccessors),
         // The command-line tool as a library (parser, one file per command), and a thin executable over
         // it. Release builds are a static executable (Swift runtime, FoundationEssentials, libsodium):
         // start-up is most of what a `vault get` costs (docs/PERFORMANCE.md). Debug builds stay
         // dynamic, for fast links of the tests.
-        .target(name: "VaultCLI", dependencies: ["Vault", "VaultArchive"]),
+        .target(name: "VaultCLI", dependencies: ["Vault", "VaultArchive"], swiftSettings: metadataAccessors),
         .executableTarget(
-            name: "vault", dependencies: ["VaultCLI", "VaultSystem"],
+            name: "vault", dependencies: ["VaultCLI", "VaultSystem"], swiftSettings: metadataAccessors,
             linkerSettings: [
                 .unsafeFlags(["-static-executable"], .when(configuration: .release)),
                 // The static FoundationEssentials does not autolink the two libraries it uses.
