@@ -39,6 +39,10 @@ int vsys_get_dumpable(void) {
     return prctl(PR_GET_DUMPABLE, 0UL, 0UL, 0UL, 0UL);
 }
 
+char **vsys_environment(void) {
+    return environ;
+}
+
 int vsys_syncfs(int fd) {
     return syncfs(fd);
 }

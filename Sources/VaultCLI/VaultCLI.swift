@@ -12,7 +12,7 @@ public enum VaultCLI {
     /// helper instead.
     public static func run(_ arguments: [String]) -> Int32 {
         let program = arguments.first.map { String($0.split(separator: "/").last ?? "") } ?? ""
-        let environment = ProcessInfo.processInfo.environment
+        let environment = ProcessIdentity.environmentVariables()
         if let helper = CredentialHelpers.named(program) {
             return CredentialHelpers.run(
                 helper, Array(arguments.dropFirst()), environment: environment, input: .standardInput,

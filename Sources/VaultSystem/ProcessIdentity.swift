@@ -86,6 +86,25 @@ public enum ProcessIdentity {
         return .success(arguments)
     }
 
+    /// The environment as a dictionary, as `ProcessInfo.processInfo.environment` gives it (an entry
+    /// without `=` is skipped, a later entry of a name wins, bytes that are not UTF-8 are repaired),
+    /// but split at the first `=` byte, as `getenv` reads a name, and without Foundation's work:
+    /// `ProcessInfo` compares each entry character by character and was a sixth of a `vault get`'s
+    /// instructions. Read it before threads start: nothing stops a `setenv` on another thread.
+    public static func environmentVariables() -> [String: String] {
+        var variables: [String: String] = [:]
+        guard var entry = vsys_environment() else { return variables }
+        while let pointer = entry.pointee {
+            let bytes = UnsafeRawBufferPointer(start: pointer, count: Glibc.strlen(pointer))
+            if let equals = bytes.firstIndex(of: UInt8(ascii: "=")) {
+                variables[String(decoding: bytes[..<equals], as: UTF8.self)] = String(
+                    decoding: bytes[(equals + 1)...], as: UTF8.self)
+            }
+            entry += 1
+        }
+        return variables
+    }
+
     /// A command-line argument that is not valid UTF-8.
     public struct InvalidArgument: Error, Sendable, Equatable {
         /// Its position in argv (0 is the program name).

@@ -15,6 +15,9 @@ VSYS_INTERNAL int vsys_set_dumpable(int value);
 /// prctl(PR_GET_DUMPABLE).
 VSYS_INTERNAL int vsys_get_dumpable(void);
 
+/// environ(7), which may be NULL (after clearenv): Swift imports the variable as never NULL.
+VSYS_INTERNAL char **vsys_environment(void);
+
 /* syslog(3) of one message as LOG_USER|LOG_NOTICE, under the process's own ident (syslog is variadic). */
 VSYS_INTERNAL void vsys_syslog_notice(const char *message);
 
