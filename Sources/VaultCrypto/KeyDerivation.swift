@@ -34,6 +34,85 @@ public enum KeyDerivation {
         return try message.withUnsafeBytes { (input) throws(CryptoError) in try derive(key, domain, input) }
     }
 
+    /// One subkey of `subkeys(_:)`: of `key` for `domain` and `context`, also depending on the secret
+    /// `mixing` when it is given (as `subkey(of:domain:context:mixing:)`).
+    public struct Derivation: Sendable {
+        let key: SymmetricKey
+        let domain: Domain
+        let context: [UInt8]
+        let mixing: SymmetricKey?
+
+        /// The subkey of `key` for `domain` and `context`, mixing in `other` when given.
+        public init(of key: SymmetricKey, domain: Domain, context: [UInt8], mixing other: SymmetricKey? = nil) {
+            self.key = key
+            self.domain = domain
+            self.context = context
+            self.mixing = other
+        }
+    }
+
+    /// The subkeys `derivations` ask for, in order: the same keys as one `subkey` call each, in one
+    /// secure allocation (the keys share it: it is wiped when the last of them goes). A mixed
+    /// derivation's message is built in one more secure allocation, for all of them.
+    public static func subkeys(_ derivations: [Derivation]) throws(CryptoError) -> [SymmetricKey] {
+        try Sodium.ensureInitialized()
+        guard !derivations.isEmpty else { return [] }
+        let messageBytes = derivations.reduce(0) { $0 + ($1.mixing.map { $0.bytes.count } ?? 0) + $1.context.count }
+        let mixed = derivations.contains { $0.mixing != nil }
+        let messages: SecureBytes?
+        do {
+            messages =
+                mixed
+                ? try SecureBytes(exactly: messageBytes) { (buffer) throws(Never) in
+                    var offset = 0
+                    for derivation in derivations {
+                        if let other = derivation.mixing {
+                            other.withUnsafeBytes {
+                                UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<offset + $0.count])
+                                    .copyMemory(from: $0)
+                            }
+                            offset += other.bytes.count
+                        }
+                        derivation.context.withUnsafeBytes {
+                            UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<offset + $0.count]).copyMemory(
+                                from: $0)
+                        }
+                        offset += derivation.context.count
+                    }
+                } : nil
+        } catch {
+            throw error.allocationError
+        }
+        let size = SymmetricKey.byteCount
+        let bytes: SecureBytes
+        do {
+            bytes = try SecureBytes(exactly: size * derivations.count) { (out) throws(CryptoError) in
+                var offset = 0
+                for (index, derivation) in derivations.enumerated() {
+                    let target = UnsafeMutableRawBufferPointer(rebasing: out[index * size..<(index + 1) * size])
+                    let length = (derivation.mixing.map { $0.bytes.count } ?? 0) + derivation.context.count
+                    if let messages {
+                        try messages.withUnsafeBytes { (all) throws(CryptoError) in
+                            let message = UnsafeRawBufferPointer(rebasing: all[offset..<offset + length])
+                            try hash(into: target, key: derivation.key, domain: derivation.domain, message: message)
+                        }
+                    } else {
+                        try derivation.context.withTypedBytes { (message) throws(CryptoError) in
+                            try hash(into: target, key: derivation.key, domain: derivation.domain, message: message)
+                        }
+                    }
+                    offset += length
+                }
+            }
+        } catch {
+            throw error.cryptoError
+        }
+        var keys: [SymmetricKey] = []
+        keys.reserveCapacity(derivations.count)
+        for part in bytes.split(into: size) { keys.append(try SymmetricKey(part)) }
+        return keys
+    }
+
     /// The one derivation: a 32-byte BLAKE2b of `message` under `key` for `domain`, in secure memory.
     private static func derive(_ key: SymmetricKey, _ domain: Domain, _ message: UnsafeRawBufferPointer)
         throws(CryptoError) -> SymmetricKey

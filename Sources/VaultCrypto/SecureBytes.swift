@@ -4,12 +4,19 @@ internal import CSodium
 /// pages, locked against swap (`mlock`), excluded from core dumps (`MADV_DONTDUMP`), read-only once
 /// filled, and wiped when the last reference goes. The bytes are reachable only inside a closure; the
 /// description is redacted; equality is constant-time.
+///
+/// Keys made together (`split(into:)`, `KeyDerivation.subkeys`) share one allocation: each is a view
+/// of its part, and the allocation, with every key in it, is wiped and freed when the last of them
+/// goes. Each allocation costs a dozen system calls (mmap, mprotect of two guard pages, madvise,
+/// mlock, and their undoing), more than a whole read of an item.
 public final class SecureBytes: @unchecked Sendable {
     // @unchecked: the memory is written only inside `init` and is read-only (mprotect) afterwards, so
     // sharing the reference between threads shares immutable bytes.
     private let pointer: UnsafeMutableRawPointer
     /// The number of bytes.
     public let count: Int
+    /// The buffer whose allocation these bytes are part of; nil when this object owns its allocation.
+    private let owner: SecureBytes?
 
     /// Allocates `count` bytes and lets `initializer` fill them (they start zeroed). Throws
     /// `CryptoError` when libsodium or the allocation fails; if `initializer` throws, the memory is
@@ -52,6 +59,21 @@ public final class SecureBytes: @unchecked Sendable {
         _ = sodium_mprotect_readonly(memory)
         self.pointer = memory
         self.count = count
+        self.owner = nil
+    }
+
+    /// A view of `count` bytes of `owner` from `offset`, keeping it alive.
+    private init(viewOf owner: SecureBytes, offset: Int, count: Int) {
+        self.pointer = owner.pointer + offset
+        self.count = count
+        self.owner = owner.owner ?? owner
+    }
+
+    /// These bytes as consecutive parts of `size` bytes each (the count must be a multiple of it),
+    /// sharing this allocation: for keys filled in one go, which then cost one secure allocation.
+    public func split(into size: Int) -> [SecureBytes] {
+        precondition(size > 0 && count % size == 0, "a secure buffer splits into parts of equal size")
+        return stride(from: 0, to: count, by: size).map { SecureBytes(viewOf: self, offset: $0, count: size) }
     }
 
     /// `count` zeroed bytes from `sodium_malloc` (one byte at least: `sodium_malloc(0)` returns a
@@ -163,8 +185,9 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     deinit {
-        // sodium_free makes the pages writable, checks the canary, wipes, unlocks and unmaps.
-        sodium_free(pointer)
+        // sodium_free makes the pages writable, checks the canary, wipes, unlocks and unmaps. A view's
+        // owner does that when the last view of it goes.
+        if owner == nil { sodium_free(pointer) }
     }
 
     /// Gives `body` read access to the bytes. Do not let the pointer escape.

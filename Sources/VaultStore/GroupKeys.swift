@@ -34,12 +34,19 @@ struct GroupKeys: Sendable {
     init(classKeys: ClassKeys, group: GroupName, vaultID: [UInt8]) throws(StoreError) {
         let context = Array(group.rawValue.utf8)
         do {
-            index = try KeyDerivation.subkey(of: classKeys.always, domain: Self.indexDomain, context: context)
+            // All of them in one secure allocation (`KeyDerivation.subkeys`): the index key, then the
+            // encryption key of each class this process has the key of.
+            let classes = ProtectionClass.allCases.filter { classKeys.key($0) != nil }
+            let derived = try KeyDerivation.subkeys(
+                [KeyDerivation.Derivation(of: classKeys.always, domain: Self.indexDomain, context: context)]
+                    + classes.map {
+                        KeyDerivation.Derivation(
+                            of: classKeys.key($0)!, domain: Self.encryptionDomain, context: context)
+                    })
+            index = derived[0]
             var keys: [Slot: SymmetricKey] = [:]
-            for protectionClass in ProtectionClass.allCases {
-                guard let classKey = classKeys.key(protectionClass) else { continue }
-                keys[Slot(protectionClass: protectionClass, generation: 0)] = try KeyDerivation.subkey(
-                    of: classKey, domain: Self.encryptionDomain, context: context)
+            for (protectionClass, key) in zip(classes, derived.dropFirst()) {
+                keys[Slot(protectionClass: protectionClass, generation: 0)] = key
             }
             encryption = keys
         } catch {
@@ -60,24 +67,29 @@ struct GroupKeys: Sendable {
         isFleet = file.isFleet
         var keys: [Slot: SymmetricKey] = [:]
         do {
+            // Every generation's keys in one secure allocation (`KeyDerivation.subkeys`).
+            var slots: [[Slot]] = []
+            var derivations: [KeyDerivation.Derivation] = []
             for (generation, groupKey) in file.secrets.keys {
                 // A fleet group's items open on every machine that joined it: its keys come from the group
                 // key alone (no machine's class keys), as a shared group's do.
                 if file.isShared || file.isFleet {
-                    let key = try KeyDerivation.subkey(
-                        of: groupKey, domain: Self.encryptionDomainV2, context: file.groupID)
-                    for protectionClass in ProtectionClass.allCases {
-                        keys[Slot(protectionClass: protectionClass, generation: generation)] = key
-                    }
+                    derivations.append(
+                        KeyDerivation.Derivation(of: groupKey, domain: Self.encryptionDomainV2, context: file.groupID))
+                    slots.append(ProtectionClass.allCases.map { Slot(protectionClass: $0, generation: generation) })
                     continue
                 }
                 for protectionClass in ProtectionClass.allCases {
                     guard let classKey = classKeys?.key(protectionClass) else { continue }
-                    keys[Slot(protectionClass: protectionClass, generation: generation)] = try KeyDerivation.subkey(
-                        of: classKey, domain: Self.encryptionDomainV2,
-                        context: file.groupID + [protectionClass.rawValue],
-                        mixing: groupKey)
+                    derivations.append(
+                        KeyDerivation.Derivation(
+                            of: classKey, domain: Self.encryptionDomainV2,
+                            context: file.groupID + [protectionClass.rawValue], mixing: groupKey))
+                    slots.append([Slot(protectionClass: protectionClass, generation: generation)])
                 }
+            }
+            for (key, slots) in zip(try KeyDerivation.subkeys(derivations), slots) {
+                for slot in slots { keys[slot] = key }
             }
         } catch {
             throw StoreError.crypto(error, "cannot derive the keys of group \(group)")

@@ -38,9 +38,19 @@ struct ClassKeys: Sendable {
 
     init(master: SymmetricKey) throws(StoreError) {
         self.master = master
-        always = try Self.derive(master, .always)
-        afterFirstUnlock = try Self.derive(master, .afterFirstUnlock)
-        whenUnlocked = try Self.derive(master, .whenUnlocked)
+        // The three in one secure allocation (`KeyDerivation.subkeys`), the same keys as `derive` gives.
+        let keys: [SymmetricKey]
+        do {
+            keys = try KeyDerivation.subkeys(
+                [ProtectionClass.always, .afterFirstUnlock, .whenUnlocked].map {
+                    KeyDerivation.Derivation(of: master, domain: ProtectionClass.domain, context: [$0.rawValue])
+                })
+        } catch {
+            throw StoreError.crypto(error, "cannot derive the class keys")
+        }
+        always = keys[0]
+        afterFirstUnlock = keys[1]
+        whenUnlocked = keys[2]
     }
 
     init(always: SymmetricKey, afterFirstUnlock: SymmetricKey?, whenUnlocked: SymmetricKey?) {
