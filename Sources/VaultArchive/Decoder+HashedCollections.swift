@@ -1,5 +1,12 @@
 import FoundationEssentials
 
+/// Whether `type` has the size of a `Dictionary` or a `Set` (one reference each, whatever the
+/// elements): a type of another size is neither, and needs no dynamic cast to say so.
+@inline(__always)
+func mayBeHashedCollection<T>(_ type: T.Type) -> Bool {
+    MemoryLayout<T>.size == MemoryLayout<[Int: Int]>.size || MemoryLayout<T>.size == MemoryLayout<Set<Int>>.size
+}
+
 /// Collections that Swift's own `init(from:)` fills by hashing: `Dictionary` and `Set`.
 ///
 /// Two items of the archive that are equal in the target type would merge silently, losing a value and

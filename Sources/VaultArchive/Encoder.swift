@@ -134,7 +134,8 @@ final class ArchiveEncoder: Encoder {
 
     /// Lets a non-leaf value encode itself into this (fresh) encoder and returns what it wrote.
     func encodeComposite<T: Encodable>(_ value: T) throws -> EncodeNode {
-        if let dictionary = value as? any IntKeyedEncodable {
+        // Only a Dictionary is one, so a type of another size is spared the cast (see `unbox`).
+        if mayBeHashedCollection(T.self), let dictionary = value as? any IntKeyedEncodable {
             return try dictionary.archiveNode(encoder: self)
         }
         try value.encode(to: self)
