@@ -8,6 +8,16 @@ import Testing
 @Suite struct CommandTableTests {
     static let table = ArgumentParser.commandTable
 
+    /// The parser finds a command by the name its entry gives, before the declaration is made: each
+    /// entry's name is its declaration's.
+    @Test func eachDeclarationIsListedUnderItsOwnName() {
+        for (name, info) in ArgumentParser.declarations {
+            #expect(info().name == name)
+            #expect(ArgumentParser.info(name)?.name == name)
+        }
+        #expect(Set(ArgumentParser.declarations.map(\.name)).count == ArgumentParser.declarations.count)
+    }
+
     @Test func theToolsHelpListsEveryCommandOptionAndExitStatusOfTheTable() throws {
         try withScratch { scratch in
             let help = try scratch.run(["--help"], vaultOption: false)
