@@ -36,9 +36,14 @@ public final class Vault: Sendable {
         }
         return Vault(
             store: try translatingStoreErrors { () throws(StoreError) in
+                // The client's groups are what it reads: their keys are made with the class keys.
                 createIfMissing
-                    ? try VaultStore.openOrCreate(at: path, keySource: keySource, versions: ItemRecordCodec.version)
-                    : try VaultStore.open(at: path, keySource: keySource, versions: ItemRecordCodec.version)
+                    ? try VaultStore.openOrCreate(
+                        at: path, keySource: keySource, versions: ItemRecordCodec.version,
+                        preparing: client.accessGroups.map(\.name))
+                    : try VaultStore.open(
+                        at: path, keySource: keySource, versions: ItemRecordCodec.version,
+                        preparing: client.accessGroups.map(\.name))
             },
             client: client)
     }

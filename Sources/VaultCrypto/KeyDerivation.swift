@@ -37,17 +37,32 @@ public enum KeyDerivation {
     /// One subkey of `subkeys(_:)`: of `key` for `domain` and `context`, also depending on the secret
     /// `mixing` when it is given (as `subkey(of:domain:context:mixing:)`).
     public struct Derivation: Sendable {
-        let key: SymmetricKey
+        enum Key: Sendable {
+            case key(SymmetricKey)
+            /// The key that derivation `index` of the same `subkeys` call makes.
+            case earlier(Int)
+        }
+
+        let key: Key
         let domain: Domain
         let context: [UInt8]
         let mixing: SymmetricKey?
 
         /// The subkey of `key` for `domain` and `context`, mixing in `other` when given.
         public init(of key: SymmetricKey, domain: Domain, context: [UInt8], mixing other: SymmetricKey? = nil) {
-            self.key = key
+            self.key = .key(key)
             self.domain = domain
             self.context = context
             self.mixing = other
+        }
+
+        /// The subkey for `domain` and `context` of the key that derivation `index` of the same
+        /// `subkeys` call makes (an earlier one): a chain of keys in one allocation.
+        public init(ofEarlier index: Int, domain: Domain, context: [UInt8]) {
+            self.key = .earlier(index)
+            self.domain = domain
+            self.context = context
+            self.mixing = nil
         }
     }
 
@@ -91,15 +106,26 @@ public enum KeyDerivation {
                 for (index, derivation) in derivations.enumerated() {
                     let target = UnsafeMutableRawBufferPointer(rebasing: out[index * size..<(index + 1) * size])
                     let length = (derivation.mixing.map { $0.bytes.count } ?? 0) + derivation.context.count
-                    if let messages {
-                        try messages.withUnsafeBytes { (all) throws(CryptoError) in
-                            let message = UnsafeRawBufferPointer(rebasing: all[offset..<offset + length])
-                            try hash(into: target, key: derivation.key, domain: derivation.domain, message: message)
+                    func derive(_ key: UnsafeRawBufferPointer) throws(CryptoError) {
+                        if let messages {
+                            try messages.withUnsafeBytes { (all) throws(CryptoError) in
+                                let message = UnsafeRawBufferPointer(rebasing: all[offset..<offset + length])
+                                try hash(into: target, key: key, domain: derivation.domain, message: message)
+                            }
+                        } else {
+                            try derivation.context.withTypedBytes { (message) throws(CryptoError) in
+                                try hash(into: target, key: key, domain: derivation.domain, message: message)
+                            }
                         }
-                    } else {
-                        try derivation.context.withTypedBytes { (message) throws(CryptoError) in
-                            try hash(into: target, key: derivation.key, domain: derivation.domain, message: message)
+                    }
+                    switch derivation.key {
+                    case .key(let key):
+                        try key.withUnsafeBytes { (bytes) throws(CryptoError) in try derive(bytes) }
+                    case .earlier(let earlier):
+                        guard earlier >= 0 && earlier < index else {
+                            throw CryptoError(.invalidArgument, "a derivation is keyed by one that comes before it")
                         }
+                        try derive(UnsafeRawBufferPointer(rebasing: out[earlier * size..<(earlier + 1) * size]))
                     }
                     offset += length
                 }
@@ -173,17 +199,26 @@ public enum KeyDerivation {
         domain: Domain,
         message input: UnsafeRawBufferPointer
     ) throws(CryptoError) {
+        try key.withUnsafeBytes { (keyBytes) throws(CryptoError) in
+            try hash(into: out, key: keyBytes, domain: domain, message: input)
+        }
+    }
+
+    private static func hash(
+        into out: UnsafeMutableRawBufferPointer,
+        key keyBytes: UnsafeRawBufferPointer,
+        domain: Domain,
+        message input: UnsafeRawBufferPointer
+    ) throws(CryptoError) {
         guard (16...64).contains(out.count) else {
             throw CryptoError(.invalidArgument, "BLAKE2b output must be 16 to 64 bytes")
         }
         let salt = [UInt8](repeating: 0, count: 16)
-        let status = key.withUnsafeBytes { keyBytes in
-            crypto_generichash_blake2b_salt_personal(
-                out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,
-                input.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(input.count),
-                keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), keyBytes.count,
-                salt, domain.personal)
-        }
+        let status = crypto_generichash_blake2b_salt_personal(
+            out.baseAddress!.assumingMemoryBound(to: UInt8.self), out.count,
+            input.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(input.count),
+            keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), keyBytes.count,
+            salt, domain.personal)
         guard status == 0 else { throw CryptoError(.invalidArgument, "BLAKE2b failed") }
     }
 }

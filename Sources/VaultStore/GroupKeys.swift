@@ -32,29 +32,43 @@ struct GroupKeys: Sendable {
 
     /// Format v1.
     init(classKeys: ClassKeys, group: GroupName, vaultID: [UInt8]) throws(StoreError) {
-        let context = Array(group.rawValue.utf8)
+        // All of them in one secure allocation (`KeyDerivation.subkeys`): the index key, then the
+        // encryption key of each class this process has the key of.
+        let classes = ProtectionClass.allCases.filter { classKeys.key($0) != nil }
+        let derived: [SymmetricKey]
         do {
-            // All of them in one secure allocation (`KeyDerivation.subkeys`): the index key, then the
-            // encryption key of each class this process has the key of.
-            let classes = ProtectionClass.allCases.filter { classKeys.key($0) != nil }
-            let derived = try KeyDerivation.subkeys(
-                [KeyDerivation.Derivation(of: classKeys.always, domain: Self.indexDomain, context: context)]
-                    + classes.map {
-                        KeyDerivation.Derivation(
-                            of: classKeys.key($0)!, domain: Self.encryptionDomain, context: context)
-                    })
-            index = derived[0]
-            var keys: [Slot: SymmetricKey] = [:]
-            for (protectionClass, key) in zip(classes, derived.dropFirst()) {
-                keys[Slot(protectionClass: protectionClass, generation: 0)] = key
-            }
-            encryption = keys
+            derived = try KeyDerivation.subkeys(
+                Self.formatOneDerivations(of: group, classes: classes) { protectionClass, domain, context in
+                    KeyDerivation.Derivation(of: classKeys.key(protectionClass)!, domain: domain, context: context)
+                })
         } catch {
             throw StoreError.crypto(error, "cannot derive the keys of group \(group)")
         }
+        self.init(formatOne: derived[...], classes: classes, vaultID: vaultID)
+    }
+
+    /// Format v1, from the keys that `formatOneDerivations` made (the index key, then the encryption
+    /// key of each of `classes`).
+    init(formatOne derived: ArraySlice<SymmetricKey>, classes: [ProtectionClass], vaultID: [UInt8]) {
+        index = derived[derived.startIndex]
+        var keys: [Slot: SymmetricKey] = [:]
+        for (protectionClass, key) in zip(classes, derived.dropFirst()) {
+            keys[Slot(protectionClass: protectionClass, generation: 0)] = key
+        }
+        encryption = keys
         binding = vaultID
         currentGeneration = 0
         isShared = false
+    }
+
+    /// Format v1: how `group`'s keys are derived, the index key (from the `always` class key) and then
+    /// the encryption key of each of `classes`; `keyed` makes a derivation under a class's key.
+    static func formatOneDerivations(
+        of group: GroupName, classes: [ProtectionClass],
+        keyed: (ProtectionClass, KeyDerivation.Domain, [UInt8]) -> KeyDerivation.Derivation
+    ) -> [KeyDerivation.Derivation] {
+        let context = Array(group.rawValue.utf8)
+        return [keyed(.always, indexDomain, context)] + classes.map { keyed($0, encryptionDomain, context) }
     }
 
     /// Format v2: from the group's key file; `classKeys` are the owner's item class keys

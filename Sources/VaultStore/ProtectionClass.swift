@@ -37,20 +37,46 @@ struct ClassKeys: Sendable {
     let master: SymmetricKey?
 
     init(master: SymmetricKey) throws(StoreError) {
-        self.master = master
-        // The three in one secure allocation (`KeyDerivation.subkeys`), the same keys as `derive` gives.
+        self = try Self.derive(master: master, preparing: []).classKeys
+    }
+
+    /// The class keys of `master` and, in the same secure allocation (`KeyDerivation.subkeys`: one
+    /// allocation costs a dozen system calls), the format-1 keys of `groups` (a client's groups, which
+    /// its first read needs), keyed by the class keys made just before them: the same keys as
+    /// `derive` and `GroupKeys(classKeys:group:vaultID:)` give.
+    static func derive(master: SymmetricKey, preparing groups: [GroupName]) throws(StoreError) -> (
+        classKeys: ClassKeys, groups: [(group: GroupName, keys: ArraySlice<SymmetricKey>)]
+    ) {
+        let classes = ProtectionClass.allCases
+        var derivations = classes.map {
+            KeyDerivation.Derivation(of: master, domain: ProtectionClass.domain, context: [$0.rawValue])
+        }
+        for group in groups {
+            derivations += GroupKeys.formatOneDerivations(of: group, classes: classes) {
+                protectionClass, domain, context in
+                KeyDerivation.Derivation(
+                    ofEarlier: classes.firstIndex(of: protectionClass)!, domain: domain, context: context)
+            }
+        }
         let keys: [SymmetricKey]
         do {
-            keys = try KeyDerivation.subkeys(
-                [ProtectionClass.always, .afterFirstUnlock, .whenUnlocked].map {
-                    KeyDerivation.Derivation(of: master, domain: ProtectionClass.domain, context: [$0.rawValue])
-                })
+            keys = try KeyDerivation.subkeys(derivations)
         } catch {
             throw StoreError.crypto(error, "cannot derive the class keys")
         }
-        always = keys[0]
-        afterFirstUnlock = keys[1]
-        whenUnlocked = keys[2]
+        let perGroup = 1 + classes.count
+        let prepared = groups.enumerated().map { index, group in
+            (group: group, keys: keys[(classes.count + index * perGroup)..<(classes.count + (index + 1) * perGroup)])
+        }
+        return (ClassKeys(master: master, always: keys[0], afterFirstUnlock: keys[1], whenUnlocked: keys[2]), prepared)
+    }
+
+    private init(master: SymmetricKey, always: SymmetricKey, afterFirstUnlock: SymmetricKey, whenUnlocked: SymmetricKey)
+    {
+        self.master = master
+        self.always = always
+        self.afterFirstUnlock = afterFirstUnlock
+        self.whenUnlocked = whenUnlocked
     }
 
     init(always: SymmetricKey, afterFirstUnlock: SymmetricKey?, whenUnlocked: SymmetricKey?) {

@@ -7,13 +7,16 @@ extension VaultStore {
     /// The class keys a process can have: all of them from a key file or a passphrase; in a passphrase
     /// vault opened without one, the `always` key from `always.key` and whatever `vault unlock` cached.
     /// The cache is tried before the passphrase is asked for, so that an unlocked vault asks nothing.
+    /// With the master key at hand, the format-1 keys of `groups` are derived with the class keys, in
+    /// the same secure allocation (`ClassKeys.derive`).
     static func loadClassKeys(
-        directory: FileDescriptor, path: FilePath, markerBytes: [UInt8], keySource: KeySource
-    ) throws(StoreError) -> ClassKeys {
+        directory: FileDescriptor, path: FilePath, markerBytes: [UInt8], keySource: KeySource,
+        preparing groups: [GroupName] = []
+    ) throws(StoreError) -> (classKeys: ClassKeys, groups: [(group: GroupName, keys: ArraySlice<SymmetricKey>)]) {
         let wrapped: [UInt8]
         let keyPath: FilePath
         switch try MasterKeyFile.read(in: directory, vaultPath: path, source: keySource) {
-        case .key(let master): return try ClassKeys(master: master)
+        case .key(let master): return try ClassKeys.derive(master: master, preparing: groups)
         case .wrapped(let bytes, let path): (wrapped, keyPath) = (bytes, path)
         }
         let alwaysFile = try AlwaysKeyFile.load(in: directory, vaultPath: path)
@@ -25,17 +28,22 @@ extension VaultStore {
             afterFirstUnlock = cached.afterFirstUnlock.flatMap { alwaysFile.verifies($0, .afterFirstUnlock) ? $0 : nil }
             whenUnlocked = cached.whenUnlocked.flatMap { alwaysFile.verifies($0, .whenUnlocked) ? $0 : nil }
             if let afterFirstUnlock, let whenUnlocked {
-                return ClassKeys(
-                    always: alwaysFile.always, afterFirstUnlock: afterFirstUnlock, whenUnlocked: whenUnlocked)
+                return (
+                    ClassKeys(
+                        always: alwaysFile.always, afterFirstUnlock: afterFirstUnlock, whenUnlocked: whenUnlocked),
+                    []
+                )
             }
         }
         do {
             let master = try MasterKeyFile.unwrap(wrapped, path: keyPath, vaultPath: path, source: keySource)
-            return try ClassKeys(master: master)
+            return try ClassKeys.derive(master: master, preparing: groups)
         } catch  where error.code == .locked {
             // No passphrase to be had: open locked. `Always` items stay readable; the others say locked.
             guard let alwaysFile else { throw error }
-            return ClassKeys(always: alwaysFile.always, afterFirstUnlock: afterFirstUnlock, whenUnlocked: whenUnlocked)
+            return (
+                ClassKeys(always: alwaysFile.always, afterFirstUnlock: afterFirstUnlock, whenUnlocked: whenUnlocked), []
+            )
         }
     }
 

@@ -30,10 +30,11 @@ extension VaultStore {
     /// creator holds the lock on `.lock` until its marker is written, and the others wait for it.
     /// With an external key file nothing is created (`vaultNotFound`): that takes an explicit `create`.
     public static func openOrCreate(
-        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil
+        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil,
+        preparing groups: [GroupName] = []
     ) throws(StoreError) -> VaultStore {
         do {
-            return try open(at: path, keySource: keySource, versions: versions)
+            return try open(at: path, keySource: keySource, versions: versions, preparing: groups)
         } catch  where error.code == .vaultNotFound {
             // With an external key, a mistyped path must not get a fresh vault under a production key.
             if let keyFile = keySource.keyFile {
@@ -50,9 +51,12 @@ extension VaultStore {
     }
 
     /// Opens the vault at `path`, checking the directory, the key file and the marker; every refusal
-    /// names the file and the fix.
+    /// names the file and the fix. The keys of `groups` (those a client will read first) are derived
+    /// at once in a format-1 vault, with the class keys and in their secure allocation; any other
+    /// group's when first used.
     public static func open(
-        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil
+        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil,
+        preparing groups: [GroupName] = []
     ) throws(StoreError) -> VaultStore {
         let location = FilePath(path)
         if keySource.keyFile == nil, keySource.loadedKey == nil, let owner = memberOpenOwner(location),
@@ -61,11 +65,11 @@ extension VaultStore {
             return member
         }
         do {
-            return try openAsOwner(location, keySource: keySource, versions: versions)
+            return try openAsOwner(location, keySource: keySource, versions: versions, preparing: groups)
         } catch  where error.code == .integrity && rekeyUnderWay(location) {
             // A rekey switched the key files between this open's reads of them (it began after the open
             // looked for its journal): once more, which waits for the rekey's lock and reads its result.
-            return try openAsOwner(location, keySource: keySource, versions: versions)
+            return try openAsOwner(location, keySource: keySource, versions: versions, preparing: groups)
         }
     }
 
@@ -75,9 +79,9 @@ extension VaultStore {
     }
 
     /// `open` as the vault's owner (or root): rekey recovery, the marker, the class keys.
-    private static func openAsOwner(_ location: FilePath, keySource: KeySource, versions: ItemVersionReader?)
-        throws(StoreError) -> VaultStore
-    {
+    private static func openAsOwner(
+        _ location: FilePath, keySource: KeySource, versions: ItemVersionReader?, preparing groups: [GroupName]
+    ) throws(StoreError) -> VaultStore {
         let path = location.string
         let directory = try VaultDirectory.open(location)
         do throws(StoreError) {
@@ -119,11 +123,15 @@ extension VaultStore {
                         + "\(VaultMarker.supportedVersions.lowerBound) to \(VaultMarker.supportedVersions.upperBound)",
                     path: markerPath.string)
             }
-            let classKeys = try loadClassKeys(
-                directory: directory, path: location, markerBytes: markerBytes, keySource: keySource)
+            // Format 1 derives a group's keys from the class keys alone, so they can be made with them.
+            let formatOne = markerBytes.count >= 5 && markerBytes[4] == 1
+            let (classKeys, prepared) = try loadClassKeys(
+                directory: directory, path: location, markerBytes: markerBytes, keySource: keySource,
+                preparing: formatOne ? groups : [])
             do {
                 return try assemble(
-                    location, directory: directory, markerBytes: markerBytes, classKeys: classKeys, versions: versions)
+                    location, directory: directory, markerBytes: markerBytes, classKeys: classKeys, versions: versions,
+                    preparedGroups: prepared)
             } catch  where error.code == .integrity && error.path == markerPath.string {
                 // This open finished a rekey to a new key file and was given another key file: say which.
                 guard let rekeyedTo, rekeyedTo != keySource.keyFile else { throw error }
@@ -289,9 +297,16 @@ extension VaultStore {
     /// directory. Takes ownership of `directory` only on success.
     private static func assemble(
         _ location: FilePath, directory: FileDescriptor, markerBytes: [UInt8], classKeys: ClassKeys,
-        versions: ItemVersionReader?
+        versions: ItemVersionReader?, preparedGroups: [(group: GroupName, keys: ArraySlice<SymmetricKey>)] = []
     ) throws(StoreError) -> VaultStore {
         let marker = try VaultMarker.decode(markerBytes, key: classKeys.always, path: location / VaultMarker.fileName)
+        var groupKeys: [GroupName: GroupKeys] = [:]
+        if marker.version == 1 {
+            for (group, keys) in preparedGroups {
+                groupKeys[group] = GroupKeys(
+                    formatOne: keys, classes: ProtectionClass.allCases, vaultID: marker.vaultID)
+            }
+        }
         var itemClassKeys: ClassKeys?
         if marker.hasItemClassKeys {
             itemClassKeys = try ItemClassKeyFile.load(
@@ -311,7 +326,7 @@ extension VaultStore {
             return VaultStore(
                 location: location, vaultID: marker.vaultID, directory: directory, groupsDirectory: groups,
                 lockFile: lockFile, classKeys: classKeys, itemClassKeys: itemClassKeys, versions: versions,
-                formatVersion: marker.version)
+                formatVersion: marker.version, groupKeys: groupKeys)
         } catch {
             try? lockFile.close()
             throw error

@@ -93,7 +93,7 @@ public final class VaultStore: Sendable {
         /// member that accepts connections but does not answer costs each try the request time limit).
         var replicaUnreachableUntil: [GroupName: ContinuousClock.Instant] = [:]
     }
-    let state = Mutex(State())
+    let state: Mutex<State>
     /// Serialises this process's writers; the OFD lock on `.lock` serialises processes.
     let writerMutex = Mutex(())
 
@@ -103,8 +103,11 @@ public final class VaultStore: Sendable {
     init(
         location: FilePath, vaultID: [UInt8], directory: FileDescriptor, groupsDirectory: FileDescriptor,
         lockFile: FileDescriptor?, classKeys: ClassKeys?, itemClassKeys: ClassKeys? = nil,
-        versions: ItemVersionReader?, formatVersion: UInt8
+        versions: ItemVersionReader?, formatVersion: UInt8, groupKeys: [GroupName: GroupKeys] = [:]
     ) {
+        var state = State()
+        state.groupKeys = groupKeys
+        self.state = Mutex(state)
         self.location = location
         self.ownerID = (try? directory.status().ownerID) ?? ProcessIdentity.effectiveUserID
         self.vaultID = vaultID

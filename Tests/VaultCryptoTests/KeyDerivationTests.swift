@@ -56,6 +56,45 @@ struct BLAKE2bVectorFile: Decodable {
         #expect(a != other)
     }
 
+    /// Keys made together in one allocation are the keys that one call each makes: plain, mixed, and
+    /// keyed by an earlier key of the same call; each is its own 32-byte view.
+    @Test func subkeysMadeTogetherAreTheKeysMadeOneByOne() throws {
+        let master = try SymmetricKey.random()
+        let other = try SymmetricKey.random()
+        let enc = KeyDerivation.Domain("vault.grp.enc.v1")
+        let idx = KeyDerivation.Domain("vault.grp.idx.v1")
+        let keys = try KeyDerivation.subkeys([
+            KeyDerivation.Derivation(of: master, domain: enc, context: [0]),
+            KeyDerivation.Derivation(of: master, domain: idx, context: [1, 2], mixing: other),
+            KeyDerivation.Derivation(ofEarlier: 0, domain: idx, context: Array("group".utf8)),
+            KeyDerivation.Derivation(ofEarlier: 2, domain: enc, context: []),
+        ])
+        let first = try KeyDerivation.subkey(of: master, domain: enc, context: [0])
+        let third = try KeyDerivation.subkey(of: first, domain: idx, context: Array("group".utf8))
+        #expect(keys.count == 4)
+        #expect(keys[0] == first)
+        #expect(keys[1] == (try KeyDerivation.subkey(of: master, domain: idx, context: [1, 2], mixing: other)))
+        #expect(keys[2] == third)
+        #expect(keys[3] == (try KeyDerivation.subkey(of: third, domain: enc, context: [])))
+        #expect(keys.allSatisfy { $0.bytes.count == SymmetricKey.byteCount })
+        #expect(try KeyDerivation.subkeys([]).isEmpty)
+        #expect(throws: CryptoError.self) {
+            _ = try KeyDerivation.subkeys([KeyDerivation.Derivation(ofEarlier: 0, domain: enc, context: [])])
+        }
+    }
+
+    /// Views of one allocation keep it alive: a part outlives the buffer it was split from.
+    @Test func aSplitPartOutlivesItsWhole() throws {
+        var parts: [SecureBytes] = []
+        do {
+            let whole = try SecureBytes(copying: (0..<64).map { UInt8($0) })
+            parts = whole.split(into: 32)
+        }
+        #expect(parts.count == 2)
+        #expect(parts[1].unprotectedCopy() == (32..<64).map { UInt8($0) })
+        #expect(parts[0].constantTimeEquals((0..<32).map { UInt8($0) }))
+    }
+
     @Test func badSizesAreErrors() throws {
         // An 8-byte key cannot be made into a key, so it never reaches BLAKE2b.
         #expect(throws: CryptoError.self) { _ = try SymmetricKey(try SecureBytes.random(count: 8)) }
