@@ -66,6 +66,52 @@ struct ProcessBench {
             _ = try ChildProcess.run(
                 cli, arguments: ["put", "bench", "account"], environment: environment, standardInputPath: secretFile)
         }
+        progress.show("CLI put against /bin/true and the durable-write floor…")
+        results += try putOverFloor(
+            cli, environment: environment, secretFile: secretFile, itemFileSize: itemFileSize(in: vaultPath))
         return results
+    }
+
+    /// A put's own cost beyond a process start, against the durable-write floor (the goal: a put at
+    /// most `/bin/true` + 1.3× the floor): `/bin/true`, the CLI put and one floor write (the same
+    /// size as the item file, in a directory beside the vault) interleaved, round by round. The
+    /// "− /bin/true" row is each put less the median `/bin/true`; its ratio is to the floor's median.
+    func putOverFloor(_ cli: String, environment: [String], secretFile: String, itemFileSize: Int) throws
+        -> [OperationTiming]
+    {
+        let floors = try Floors(directory: FilePath(directory).appending("cli-floor").string, fileSize: itemFileSize)
+        var trues: [Double] = []
+        var puts: [Double] = []
+        var writes: [Double] = []
+        for i in 0..<(quick ? 5 : 100) {
+            trues += try time(1) { _ in _ = try ChildProcess.run("/bin/true", arguments: [], environment: environment) }
+            puts += try time(1) { _ in
+                _ = try ChildProcess.run(
+                    cli, arguments: ["put", "bench", "account"], environment: environment,
+                    standardInputPath: secretFile)
+            }
+            writes += try time(1) { _ in try floors.durableWrite(i) }
+        }
+        let floor = OperationTiming(
+            operation: "floor: durable write (beside the CLI vault)", items: 1, nanoseconds: writes)
+        let start = OperationTiming(operation: "floor: /bin/true process (with the put)", items: 1, nanoseconds: trues)
+        var put = OperationTiming(
+            operation: "CLI vault put (process) − /bin/true", items: 1,
+            nanoseconds: puts.map { $0 - start.medianNanoseconds })
+        put.floor = floor.operation
+        put.floorMedianNanoseconds = floor.medianNanoseconds
+        put.ratio = put.medianNanoseconds / floor.medianNanoseconds
+        return [start, floor, put]
+    }
+
+    /// The size of the item file of the CLI's one item (the vault holds no other), for a floor write
+    /// of the same size.
+    func itemFileSize(in vaultPath: String) -> Int {
+        let group = FilePath(vaultPath).appending("groups").appending("bench").string
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: group)) ?? []
+        guard let name = names.first(where: { $0.hasSuffix(".item") }),
+            let size = try? FileManager.default.attributesOfItem(atPath: group + "/" + name)[.size] as? Int
+        else { return 200 }
+        return size
     }
 }

@@ -1,5 +1,5 @@
 // `swift run -c release vault-bench [--items 1000,10000] [--quick] [--json] [--dir DIR]
-// [--format-two-only | --first-read-only | --fleet]`
+// [--format-two-only | --first-read-only | --cli-only | --fleet]`
 //
 // Per-operation latency of the vault next to the physical floor of the same machine, measured in the
 // same run on the same directory: a durable write floor (create + write + fsync + rename + fsync of
@@ -31,6 +31,8 @@ struct Options {
     /// Only the first-read rows (FirstReadBench.swift): the CLI, `Security` and the C API as fresh
     /// processes.
     var firstReadOnly = false
+    /// Only the CLI's process rows (`ProcessBench`): `vault get` and `vault put` as whole processes.
+    var cliOnly = false
     /// Only the fleet-group rows (FleetBench.swift), against etcd's own tools on one cluster.
     var fleet = false
     var writer: (path: String, group: String, count: Int, first: Int)?
@@ -56,6 +58,7 @@ struct Options {
             case "--archive-only": options.archiveOnly = true
             case "--profile-archive": options.profileArchive = true
             case "--format-two-only": options.formatTwoOnly = true
+            case "--cli-only": options.cliOnly = true
             case "--fleet": options.fleet = true
             case "--first-read-only": options.firstReadOnly = true
             case "--writer":
@@ -69,7 +72,7 @@ struct Options {
             case "-h", "--help":
                 print(
                     "usage: vault-bench [--items N[,N...]] [--quick] [--json] [--dir DIR]"
-                        + " [--archive-only | --format-two-only | --first-read-only | --fleet]")
+                        + " [--archive-only | --format-two-only | --first-read-only | --cli-only | --fleet]")
                 exit(0)
             default:
                 FileHandle.standardError.write(Data("vault-bench: unknown argument \(arguments[i])\n".utf8))
@@ -135,6 +138,13 @@ struct VaultBench {
         if options.firstReadOnly {
             report.measurements = try FirstReadBench(directory: runDirectory, quick: options.quick, progress: progress)
                 .run()
+            progress.clear()
+            try output(report, json: options.json)
+            return
+        }
+        if options.cliOnly {
+            report.measurements = try ProcessBench(directory: runDirectory, quick: options.quick, progress: progress)
+                .run(memory: &report.memory)
             progress.clear()
             try output(report, json: options.json)
             return
