@@ -70,8 +70,46 @@ public enum KeyDerivation {
     /// secure allocation (the keys share it: it is wiped when the last of them goes). A mixed
     /// derivation's message is built in one more secure allocation, for all of them.
     public static func subkeys(_ derivations: [Derivation]) throws(CryptoError) -> [SymmetricKey] {
-        try Sodium.ensureInitialized()
-        guard !derivations.isEmpty else { return [] }
+        guard !derivations.isEmpty else {
+            try Sodium.ensureInitialized()
+            return []
+        }
+        do {
+            return try make(seeded: false, seed: { (_: inout MutableRawSpan) throws(Never) in }, derivations)
+        } catch {
+            switch error {
+            case .crypto(let error): throw error
+            case .seed(let never): switch never {}
+            }
+        }
+    }
+
+    /// A key that `fill` writes (a key file's bytes), then the subkeys `derivations` ask for, all in
+    /// one secure allocation: the key is first, and `Derivation(ofEarlier: 0, …)` is keyed by it
+    /// (`ofEarlier: i` by the key at `i`). `fill` must write all `SymmetricKey.byteCount` bytes.
+    public static func key<Failure: Error>(
+        filledBy fill: (inout MutableRawSpan) throws(Failure) -> Void, thenDeriving derivations: [Derivation]
+    ) throws(SeededKeyError<Failure>) -> [SymmetricKey] {
+        try make(seeded: true, seed: fill, derivations)
+    }
+
+    /// Why `key(filledBy:thenDeriving:)` failed: no memory or a derivation, or the fill.
+    public enum SeededKeyError<Failure: Error>: Error {
+        /// The allocation or a derivation failed.
+        case crypto(CryptoError)
+        /// The fill threw.
+        case seed(Failure)
+    }
+
+    /// The keys of `subkeys` and `key(filledBy:thenDeriving:)`: when `seeded`, `seed` writes the first.
+    private static func make<Failure: Error>(
+        seeded: Bool, seed: (inout MutableRawSpan) throws(Failure) -> Void, _ derivations: [Derivation]
+    ) throws(SeededKeyError<Failure>) -> [SymmetricKey] {
+        do {
+            try Sodium.ensureInitialized()
+        } catch {
+            throw .crypto(error)
+        }
         let messageBytes = derivations.reduce(0) { $0 + ($1.mixing.map { $0.bytes.count } ?? 0) + $1.context.count }
         let mixed = derivations.contains { $0.mixing != nil }
         let messages: SecureBytes?
@@ -96,14 +134,25 @@ public enum KeyDerivation {
                     }
                 } : nil
         } catch {
-            throw error.allocationError
+            throw .crypto(error.allocationError)
         }
         let size = SymmetricKey.byteCount
+        let first = seeded ? 1 : 0
         let bytes: SecureBytes
-        do {
-            bytes = try SecureBytes(exactly: size * derivations.count) { (out) throws(CryptoError) in
+        do throws(SecureFillError<SeededKeyError<Failure>>) {
+            bytes = try SecureBytes(exactly: size * (first + derivations.count)) {
+                (out) throws(SeededKeyError<Failure>) in
+                if seeded {
+                    var span = MutableRawSpan(_unsafeBytes: UnsafeMutableRawBufferPointer(rebasing: out[0..<size]))
+                    do throws(Failure) {
+                        try seed(&span)
+                    } catch {
+                        throw .seed(error)
+                    }
+                }
                 var offset = 0
-                for (index, derivation) in derivations.enumerated() {
+                for (position, derivation) in derivations.enumerated() {
+                    let index = first + position
                     let target = UnsafeMutableRawBufferPointer(rebasing: out[index * size..<(index + 1) * size])
                     let length = (derivation.mixing.map { $0.bytes.count } ?? 0) + derivation.context.count
                     func derive(_ key: UnsafeRawBufferPointer) throws(CryptoError) {
@@ -118,24 +167,37 @@ public enum KeyDerivation {
                             }
                         }
                     }
-                    switch derivation.key {
-                    case .key(let key):
-                        try key.withUnsafeBytes { (bytes) throws(CryptoError) in try derive(bytes) }
-                    case .earlier(let earlier):
-                        guard earlier >= 0 && earlier < index else {
-                            throw CryptoError(.invalidArgument, "a derivation is keyed by one that comes before it")
+                    do throws(CryptoError) {
+                        switch derivation.key {
+                        case .key(let key):
+                            try key.withUnsafeBytes { (bytes) throws(CryptoError) in try derive(bytes) }
+                        case .earlier(let earlier):
+                            guard earlier >= 0 && earlier < index else {
+                                throw CryptoError(.invalidArgument, "a derivation is keyed by one that comes before it")
+                            }
+                            try derive(UnsafeRawBufferPointer(rebasing: out[earlier * size..<(earlier + 1) * size]))
                         }
-                        try derive(UnsafeRawBufferPointer(rebasing: out[earlier * size..<(earlier + 1) * size]))
+                    } catch {
+                        throw .crypto(error)
                     }
                     offset += length
                 }
             }
         } catch {
-            throw error.cryptoError
+            switch error {
+            case .allocation(let error): throw .crypto(error)
+            case .filling(let error): throw error
+            }
         }
         var keys: [SymmetricKey] = []
-        keys.reserveCapacity(derivations.count)
-        for part in bytes.split(into: size) { keys.append(try SymmetricKey(part)) }
+        keys.reserveCapacity(first + derivations.count)
+        for part in bytes.split(into: size) {
+            do {
+                keys.append(try SymmetricKey(part))
+            } catch {
+                throw .crypto(error)
+            }
+        }
         return keys
     }
 

@@ -32,6 +32,38 @@ enum KeyFile {
         _ name: String, in directory: FileDescriptor, path: FilePath, ownerMayBeRoot: Bool,
         sizes: Set<Int64> = vaultKeySizes
     ) throws(StoreError) -> SecureBytes {
+        try withChecked(name, in: directory, path: path, ownerMayBeRoot: ownerMayBeRoot, sizes: sizes) {
+            (fd, count) throws(StoreError) in try readSecret(fd, count: count, path: path)
+        }
+    }
+
+    /// What `readKey` found: a plain key, first in one secure allocation with the keys derived after
+    /// it, or other contents (a wrapped key).
+    enum KeyContents {
+        case keys([SymmetricKey])
+        case other(SecureBytes)
+    }
+
+    /// `read`, with `derivations` (keyed by the file's key as `ofEarlier: 0`) made in the same secure
+    /// allocation when the file holds a key plainly (`SymmetricKey.byteCount` bytes): one allocation
+    /// for the master key and the keys made from it, not one each.
+    static func readKey(
+        _ name: String, in directory: FileDescriptor, path: FilePath, ownerMayBeRoot: Bool,
+        deriving derivations: [KeyDerivation.Derivation]
+    ) throws(StoreError) -> KeyContents {
+        try withChecked(name, in: directory, path: path, ownerMayBeRoot: ownerMayBeRoot, sizes: vaultKeySizes) {
+            (fd, count) throws(StoreError) in
+            guard count == SymmetricKey.byteCount else { return .other(try readSecret(fd, count: count, path: path)) }
+            return .keys(try readKey(fd, path: path, deriving: derivations))
+        }
+    }
+
+    /// Opens key file `name` after the checks by name and again once opened, and gives `body` the
+    /// descriptor and the size it checked; closed when `body` returns.
+    private static func withChecked<R>(
+        _ name: String, in directory: FileDescriptor, path: FilePath, ownerMayBeRoot: Bool, sizes: Set<Int64>,
+        _ body: (FileDescriptor, Int) throws(StoreError) -> R
+    ) throws(StoreError) -> R {
         let status: FileStatus
         do {
             status = try directory.statusAt(name)
@@ -57,17 +89,53 @@ enum KeyFile {
             throw StoreError(.insecureFile, "\(path) changed while it was being opened; try again", path: path.string)
         }
         try check(opened, path: path, ownerMayBeRoot: ownerMayBeRoot, sizes: sizes)
-        return try readSecret(fd, count: Int(opened.size), path: path)
+        return try body(fd, Int(opened.size))
+    }
+
+    /// Reads a `SymmetricKey.byteCount`-byte key from `fd` and derives `derivations` after it, in one
+    /// secure allocation (`KeyDerivation.key(filledBy:thenDeriving:)`).
+    private static func readKey(_ fd: FileDescriptor, path: FilePath, deriving derivations: [KeyDerivation.Derivation])
+        throws(StoreError) -> [SymmetricKey]
+    {
+        let count = SymmetricKey.byteCount
+        do throws(KeyDerivation.SeededKeyError<ReadFailure>) {
+            return try KeyDerivation.key(
+                filledBy: { (span) throws(ReadFailure) in
+                    let filled: Int
+                    do throws(Errno) {
+                        filled = try fd.read(filling: &span)
+                    } catch {
+                        throw .system(error)
+                    }
+                    if filled < count { throw .shrank }
+                }, thenDeriving: derivations)
+        } catch {
+            switch error {
+            case .crypto(let error):
+                throw StoreError.crypto(error, "cannot hold the master key and the keys made from it in secure memory")
+            case .seed(let failure): throw failure.storeError(path: path)
+            }
+        }
+    }
+
+    /// Why reading a key file into secure memory failed.
+    private enum ReadFailure: Error {
+        case system(Errno)
+        case shrank
+
+        func storeError(path: FilePath) -> StoreError {
+            switch self {
+            case .system(let error): return StoreError.system(error, .read, "read", path: path)
+            case .shrank:
+                return StoreError(.integrity, "\(path) shrank while it was being read; try again", path: path.string)
+            }
+        }
     }
 
     /// Reads exactly `count` bytes of `fd` into secure memory.
     private static func readSecret(_ fd: FileDescriptor, count: Int, path: FilePath) throws(StoreError) -> SecureBytes {
-        enum Failure: Error {
-            case system(Errno)
-            case shrank
-        }
-        do throws(SecureFillError<Failure>) {
-            return try SecureBytes(count: count) { (span) throws(Failure) in
+        do throws(SecureFillError<ReadFailure>) {
+            return try SecureBytes(count: count) { (span) throws(ReadFailure) in
                 let filled: Int
                 do throws(Errno) {
                     filled = try fd.read(filling: &span)
@@ -80,10 +148,7 @@ enum KeyFile {
             switch error {
             case .allocation(let error):
                 throw StoreError.crypto(error, "cannot hold the master key in secure memory")
-            case .filling(.system(let error)):
-                throw StoreError.system(error, .read, "read", path: path)
-            case .filling(.shrank):
-                throw StoreError(.integrity, "\(path) shrank while it was being read; try again", path: path.string)
+            case .filling(let failure): throw failure.storeError(path: path)
             }
         }
     }

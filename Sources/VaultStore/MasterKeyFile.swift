@@ -19,15 +19,26 @@ enum MasterKeyFile {
     static func read(in directory: FileDescriptor, vaultPath: FilePath, source: KeySource) throws(StoreError)
         -> Contents
     {
+        try read(in: directory, vaultPath: vaultPath, source: source, deriving: []).contents
+    }
+
+    /// `read`; when `master.key` holds the key plainly, the keys `derivations` ask for (keyed by it as
+    /// `ofEarlier: 0`) are made in its secure allocation and come after it. Otherwise (an external key
+    /// file, a wrapped key) none are made: the caller derives them.
+    static func read(
+        in directory: FileDescriptor, vaultPath: FilePath, source: KeySource,
+        deriving derivations: [KeyDerivation.Derivation]
+    ) throws(StoreError) -> (contents: Contents, derived: ArraySlice<SymmetricKey>) {
         KeyFile.protectProcess()
         if let keyFile = source.keyFile {
-            if let key = source.loadedKey { return .key(key) }
-            return .key(try ExternalKeyFile.load(keyFile))
+            if let key = source.loadedKey { return (.key(key), []) }
+            return (.key(try ExternalKeyFile.load(keyFile)), [])
         }
         let path = vaultPath / fileName
-        let contents: SecureBytes
+        let contents: KeyFile.KeyContents
         do {
-            contents = try KeyFile.read(fileName, in: directory, path: path, ownerMayBeRoot: false)
+            contents = try KeyFile.readKey(
+                fileName, in: directory, path: path, ownerMayBeRoot: false, deriving: derivations)
         } catch  where error.errno == .noSuchFileOrDirectory {
             // The vault is there; its key is not: that is "locked", never "no vault" or "not found".
             throw StoreError(
@@ -37,9 +48,11 @@ enum MasterKeyFile {
                     + "LoadCredential=\(KeySource.credentialName):…); otherwise restore master.key from a backup",
                 path: path.string, cause: error.cause)
         }
-        if contents.count == SymmetricKey.byteCount { return .key(try KeyFile.key(contents, path: path)) }
+        switch contents {
+        case .keys(let keys): return (.key(keys[0]), keys.dropFirst())
         // The wrapped form is not secret.
-        return .wrapped(contents.unprotectedCopy(), path: path)
+        case .other(let bytes): return (.wrapped(bytes.unprotectedCopy(), path: path), [])
+        }
     }
 
     /// Asks `source` for the passphrase and unwraps. No provider, or one that cannot ask (no

@@ -47,28 +47,65 @@ struct ClassKeys: Sendable {
     static func derive(master: SymmetricKey, preparing groups: [GroupName]) throws(StoreError) -> (
         classKeys: ClassKeys, groups: [(group: GroupName, keys: ArraySlice<SymmetricKey>)]
     ) {
-        let classes = ProtectionClass.allCases
-        var derivations = classes.map {
-            KeyDerivation.Derivation(of: master, domain: ProtectionClass.domain, context: [$0.rawValue])
-        }
-        for group in groups {
-            derivations += GroupKeys.formatOneDerivations(of: group, classes: classes) {
-                protectionClass, domain, context in
-                KeyDerivation.Derivation(
-                    ofEarlier: classes.firstIndex(of: protectionClass)!, domain: domain, context: context)
-            }
-        }
+        let derivations = Self.derivations(master: .key(master), preparing: groups)
         let keys: [SymmetricKey]
         do {
             keys = try KeyDerivation.subkeys(derivations)
         } catch {
             throw StoreError.crypto(error, "cannot derive the class keys")
         }
-        let perGroup = 1 + classes.count
-        let prepared = groups.enumerated().map { index, group in
-            (group: group, keys: keys[(classes.count + index * perGroup)..<(classes.count + (index + 1) * perGroup)])
+        return assemble(master: master, derived: keys[...], preparing: groups)
+    }
+
+    /// Where a class key's derivation finds the master key: a key of its own, or the first key of
+    /// the allocation the class keys are made in (a master key read into it, `MasterKeyFile.read`).
+    enum MasterKeyPlace {
+        case key(SymmetricKey)
+        case firstInAllocation
+    }
+
+    /// The derivations of the three class keys from `master`, then of the format-1 keys of `groups`
+    /// (each the index key and one encryption key per class), keyed by those class keys.
+    static func derivations(master: MasterKeyPlace, preparing groups: [GroupName]) -> [KeyDerivation.Derivation] {
+        let classes = ProtectionClass.allCases
+        let first: Int
+        var derivations: [KeyDerivation.Derivation]
+        switch master {
+        case .key(let key):
+            first = 0
+            derivations = classes.map {
+                KeyDerivation.Derivation(of: key, domain: ProtectionClass.domain, context: [$0.rawValue])
+            }
+        case .firstInAllocation:
+            first = 1
+            derivations = classes.map {
+                KeyDerivation.Derivation(ofEarlier: 0, domain: ProtectionClass.domain, context: [$0.rawValue])
+            }
         }
-        return (ClassKeys(master: master, always: keys[0], afterFirstUnlock: keys[1], whenUnlocked: keys[2]), prepared)
+        for group in groups {
+            derivations += GroupKeys.formatOneDerivations(of: group, classes: classes) {
+                protectionClass, domain, context in
+                KeyDerivation.Derivation(
+                    ofEarlier: first + classes.firstIndex(of: protectionClass)!, domain: domain, context: context)
+            }
+        }
+        return derivations
+    }
+
+    /// The class keys and the prepared groups' keys from what `derivations(master:preparing:)` made.
+    static func assemble(master: SymmetricKey, derived keys: ArraySlice<SymmetricKey>, preparing groups: [GroupName])
+        -> (classKeys: ClassKeys, groups: [(group: GroupName, keys: ArraySlice<SymmetricKey>)])
+    {
+        let classes = ProtectionClass.allCases.count
+        let start = keys.startIndex
+        let perGroup = 1 + classes
+        let prepared = groups.enumerated().map { index, group in
+            let from = start + classes + index * perGroup
+            return (group: group, keys: keys[from..<(from + perGroup)])
+        }
+        let classKeys = ClassKeys(
+            master: master, always: keys[start], afterFirstUnlock: keys[start + 1], whenUnlocked: keys[start + 2])
+        return (classKeys, prepared)
     }
 
     private init(master: SymmetricKey, always: SymmetricKey, afterFirstUnlock: SymmetricKey, whenUnlocked: SymmetricKey)

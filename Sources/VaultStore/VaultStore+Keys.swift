@@ -15,7 +15,13 @@ extension VaultStore {
     ) throws(StoreError) -> (classKeys: ClassKeys, groups: [(group: GroupName, keys: ArraySlice<SymmetricKey>)]) {
         let wrapped: [UInt8]
         let keyPath: FilePath
-        switch try MasterKeyFile.read(in: directory, vaultPath: path, source: keySource) {
+        // A plain master.key is read into the allocation the class keys (and the groups') are made in.
+        let read = try MasterKeyFile.read(
+            in: directory, vaultPath: path, source: keySource,
+            deriving: ClassKeys.derivations(master: .firstInAllocation, preparing: groups))
+        switch read.contents {
+        case .key(let master) where !read.derived.isEmpty:
+            return ClassKeys.assemble(master: master, derived: read.derived, preparing: groups)
         case .key(let master): return try ClassKeys.derive(master: master, preparing: groups)
         case .wrapped(let bytes, let path): (wrapped, keyPath) = (bytes, path)
         }
