@@ -1,24 +1,72 @@
 import Synchronization
 
 /// A thread-safe dictionary that a vault handle keeps to avoid repeating work (decoding, hashing,
-/// decrypting). Bounded: it is emptied when it reaches `capacity`, so a handle over a huge vault cannot
-/// grow without limit; a miss only costs the work again. Never holds secrets.
+/// decrypting), bounded in bytes: the entries it holds never add up to more than `byteCapacity` as
+/// `cost` counts them, so a handle over a huge vault uses the same memory as one over a small vault.
+/// A miss only costs the work again. Never holds secrets.
+///
+/// When an entry does not fit, it is not admitted (nothing is evicted for it): a scan over more items
+/// than fit keeps hitting the part that fits on every pass, where evicting the oldest entries would
+/// have evicted each one just before the next pass asked for it. So that entries nobody asks for any
+/// more (deleted items, old versions) do not hold the room for ever, the cache is emptied once it has
+/// refused as many entries as it holds.
 final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    private let entries = Mutex<[Key: Value]>([:])
-    let capacity: Int
-
-    init(capacity: Int = 200_000) {
-        self.capacity = capacity
+    private struct Entries {
+        var values: [Key: (value: Value, cost: Int)] = [:]
+        var bytes = 0
+        var refused = 0
     }
 
+    private let entries = Mutex(Entries())
+    /// The most bytes the entries may take, as `cost` counts them.
+    let byteCapacity: Int
+    private let heapCost: @Sendable (Key, Value) -> Int
+
+    /// What one entry is counted as: its key and value inline, twice (a dictionary's storage is between
+    /// 3/8 and 3/4 full), plus the heap bytes `heapCost` gives for them (strings, arrays, boxes).
+    static func cost(heap: Int) -> Int {
+        2 * (MemoryLayout<Key>.stride + MemoryLayout<(value: Value, cost: Int)>.stride) + heap
+    }
+
+    /// A cache of at most `byteCapacity` bytes whose entries own `heapCost(key, value)` bytes beyond
+    /// their inline size.
+    init(byteCapacity: Int, heapCost: @escaping @Sendable (Key, Value) -> Int) {
+        self.byteCapacity = byteCapacity
+        self.heapCost = heapCost
+    }
+
+    /// The number of entries.
+    var count: Int { entries.withLock { $0.values.count } }
+
+    /// The bytes the entries take, as `cost` counts them.
+    var byteCount: Int { entries.withLock { $0.bytes } }
+
     subscript(key: Key) -> Value? {
-        entries.withLock { $0[key] }
+        entries.withLock { $0.values[key]?.value }
     }
 
     func insert(_ value: Value, for key: Key) {
+        let cost = Self.cost(heap: heapCost(key, value))
         entries.withLock { entries in
-            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            entries[key] = value
+            let replaced = entries.values[key]?.cost ?? 0
+            guard entries.bytes - replaced + cost <= byteCapacity else {
+                entries.refused += 1
+                if entries.refused > entries.values.count {
+                    entries = Entries()
+                    if cost <= byteCapacity {
+                        entries.values[key] = (value, cost)
+                        entries.bytes = cost
+                    }
+                }
+                return
+            }
+            entries.values[key] = (value, cost)
+            entries.bytes += cost - replaced
         }
+    }
+
+    /// Empties the cache.
+    func removeAll() {
+        entries.withLock { $0 = Entries() }
     }
 }

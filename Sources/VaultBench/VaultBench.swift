@@ -35,6 +35,8 @@ struct Options {
     /// Texts that the names of the measured rows must contain one of (nil: every row).
     var rows: [String]?
     var memoryReads: (path: String, items: Int, count: Int)?
+    /// A hidden profiling mode (ProfileModes.swift): its name, a vault path, and counts.
+    var profile: (mode: String, path: String, counts: [Int])?
 
     /// Whether the row named `name` is to be measured.
     func selects(_ name: String) -> Bool {
@@ -63,6 +65,12 @@ struct Options {
             case "--profile-archive": options.profileArchive = true
             case "--format-two-only": options.formatTwoOnly = true
             case "--fleet": options.fleet = true
+            case "--fill", "--profile-gets", "--profile-query":
+                let mode = arguments[i]
+                let path = value()
+                let counts = (0..<(mode == "--profile-query" ? 1 : mode == "--fill" ? 1 : 2)).map { _ in value() }
+                    .compactMap { Int($0) }
+                options.profile = (mode, path, counts)
             case "--rows": options.rows = value().split(separator: ",").map(String.init)
             case "--memory-reads":
                 let (path, items, count) = (value(), value(), value())
@@ -118,6 +126,14 @@ struct VaultBench {
         let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
         if let path = options.holdVault {
             try MemoryBench.queryAll(path: path)
+            return
+        }
+        if let profile = options.profile, let first = profile.counts.first {
+            switch profile.mode {
+            case "--fill": try ProfileModes.fill(path: profile.path, items: first)
+            case "--profile-gets": try ProfileModes.gets(path: profile.path, items: first, count: profile.counts.last!)
+            default: try ProfileModes.queries(path: profile.path, count: first)
+            }
             return
         }
         if let reads = options.memoryReads {
