@@ -119,11 +119,11 @@ struct ItemEngine: Sendable {
         try store.read(ItemLocation(group: group.name, id: id), decoding: decode)
     }
 
-    func decode(_ bytes: [UInt8], path: String) throws(VaultError) -> ItemRecord {
+    func decode(_ bytes: [UInt8], path: () -> String) throws(VaultError) -> ItemRecord {
         do {
             return try ItemRecordCodec.decode(bytes, cache: metadataCache)
         } catch {
-            throw VaultError(.decode, "\(path) decrypted but is not a valid item record: \(error)", cause: error)
+            throw VaultError(.decode, "\(path()) decrypted but is not a valid item record: \(error)", cause: error)
         }
     }
 

@@ -8,6 +8,7 @@ import Vault
 ///     vault-bench --fill DIR 100000
 ///     valgrind --tool=callgrind vault-bench --profile-gets DIR 100000 2000
 ///     valgrind --tool=callgrind vault-bench --profile-query DIR 3
+///     valgrind --tool=callgrind vault-bench --profile-floor DIR 2000
 enum ProfileModes {
     /// Creates the bench's vault at `path`: `items` generic passwords of service `bench`, accounts
     /// `item-0` …, as `ScaleBench` fills it.
@@ -37,5 +38,12 @@ enum ProfileModes {
         for _ in 0..<count {
             _ = try vault.copyMatching(.genericPassword(service: "bench", limit: .all), returning: .attributes)
         }
+    }
+
+    /// `count` runs of the read floor ("read + AEAD open") on a file of 227 bytes (the size of the
+    /// bench's item files), made in `directory`.
+    static func floor(directory: String, count: Int) throws {
+        let floors = try Floors(directory: directory, fileSize: 227)
+        for _ in 0..<count { try floors.readAndOpen() }
     }
 }

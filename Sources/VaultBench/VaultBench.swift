@@ -65,10 +65,10 @@ struct Options {
             case "--profile-archive": options.profileArchive = true
             case "--format-two-only": options.formatTwoOnly = true
             case "--fleet": options.fleet = true
-            case "--fill", "--profile-gets", "--profile-query":
+            case "--fill", "--profile-gets", "--profile-query", "--profile-floor":
                 let mode = arguments[i]
                 let path = value()
-                let counts = (0..<(mode == "--profile-query" ? 1 : mode == "--fill" ? 1 : 2)).map { _ in value() }
+                let counts = (0..<(mode == "--profile-gets" ? 2 : 1)).map { _ in value() }
                     .compactMap { Int($0) }
                 options.profile = (mode, path, counts)
             case "--rows": options.rows = value().split(separator: ",").map(String.init)
@@ -132,6 +132,7 @@ struct VaultBench {
             switch profile.mode {
             case "--fill": try ProfileModes.fill(path: profile.path, items: first)
             case "--profile-gets": try ProfileModes.gets(path: profile.path, items: first, count: profile.counts.last!)
+            case "--profile-floor": try ProfileModes.floor(directory: profile.path, count: first)
             default: try ProfileModes.queries(path: profile.path, count: first)
             }
             return
@@ -184,7 +185,7 @@ struct VaultBench {
             report.measurements += try bench.run()
             for row in try bench.memory() {
                 report.memory[row.name] = row.kibibytes
-                report.memoryTargets[row.name] = row.targetKiB
+                if let target = row.targetKiB { report.memoryTargets[row.name] = target }
             }
         }
         if !options.archiveOnly && options.rows == nil {
