@@ -8,8 +8,10 @@ import Synchronization
 /// When an entry does not fit, it is not admitted (nothing is evicted for it): a scan over more items
 /// than fit keeps hitting the part that fits on every pass, where evicting the oldest entries would
 /// have evicted each one just before the next pass asked for it. So that entries nobody asks for any
-/// more (deleted items, old versions) do not hold the room for ever, the cache is emptied once it has
-/// refused as many entries as it holds.
+/// more (deleted items, old versions) do not hold the room for ever, a cache made with
+/// `emptiesWhenRefusing` is emptied once it has refused as many entries as it holds; one without it
+/// is kept clean by its owner (`removeAll(where:)`). A new value for a held key that does not fit
+/// drops the old one.
 final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Entries {
         var values: [Key: (value: Value, cost: Int)] = [:]
@@ -21,6 +23,7 @@ final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// The most bytes the entries may take, as `cost` counts them.
     let byteCapacity: Int
     private let heapCost: @Sendable (Key, Value) -> Int
+    private let emptiesWhenRefusing: Bool
 
     /// What one entry is counted as: its key and value inline, twice (a dictionary's storage is between
     /// 3/8 and 3/4 full), plus the heap bytes `heapCost` gives for them (strings, arrays, boxes).
@@ -30,8 +33,9 @@ final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
     /// A cache of at most `byteCapacity` bytes whose entries own `heapCost(key, value)` bytes beyond
     /// their inline size.
-    init(byteCapacity: Int, heapCost: @escaping @Sendable (Key, Value) -> Int) {
+    init(byteCapacity: Int, emptiesWhenRefusing: Bool = true, heapCost: @escaping @Sendable (Key, Value) -> Int) {
         self.byteCapacity = byteCapacity
+        self.emptiesWhenRefusing = emptiesWhenRefusing
         self.heapCost = heapCost
     }
 
@@ -50,8 +54,9 @@ final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         entries.withLock { entries in
             let replaced = entries.values[key]?.cost ?? 0
             guard entries.bytes - replaced + cost <= byteCapacity else {
+                if let old = entries.values.removeValue(forKey: key) { entries.bytes -= old.cost }
                 entries.refused += 1
-                if entries.refused > entries.values.count {
+                if emptiesWhenRefusing, entries.refused > entries.values.count {
                     entries = Entries()
                     if cost <= byteCapacity {
                         entries.values[key] = (value, cost)
@@ -62,6 +67,16 @@ final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
             }
             entries.values[key] = (value, cost)
             entries.bytes += cost - replaced
+        }
+    }
+
+    /// Removes the entries whose keys `shouldBeRemoved` accepts.
+    func removeAll(where shouldBeRemoved: (Key) -> Bool) {
+        entries.withLock { entries in
+            for (key, entry) in entries.values where shouldBeRemoved(key) {
+                entries.values.removeValue(forKey: key)
+                entries.bytes -= entry.cost
+            }
         }
     }
 

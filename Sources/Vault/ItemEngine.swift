@@ -38,20 +38,23 @@ struct ItemEngine: Sendable {
     /// Item ids by group and primary key (a keyed hash each, fixed for a handle's keys).
     let itemIDCache: BoundedCache<PrimaryKeyInGroup, ItemID>
 
-    /// The byte bounds of a handle's caches (docs/PERFORMANCE.md, "Memory"): 4 MiB of decoded
-    /// metadata (some 6,000 items of a few short attributes), 1 MiB of item ids (some 4,000), and
-    /// 40 MiB of scanned attributes (some 100,000 such items: a full query of a vault that size is
-    /// answered from the cache and peaks under 128 MiB with its results).
+    /// The byte bounds of a handle's caches (docs/PERFORMANCE.md, "What made reads fast"): 2 MiB of
+    /// decoded metadata (some 3,000 items of a few short attributes), 512 KiB of item ids (some
+    /// 2,000), and 96 MiB of scanned attributes (some 110,000 such items, so that a query of every
+    /// item of a 100,000-item vault is answered from the cache).
     struct CacheBounds: Sendable {
         var metadataBytes = 2 << 20
         var itemIDBytes = 512 << 10
-        var attributeBytes = 32 << 20
+        var attributeBytes = 96 << 20
     }
 
     init(store: VaultStore, cacheBounds: CacheBounds = CacheBounds()) {
         self.store = store
         metadataCache = ItemRecordCodec.metadataCache(byteCapacity: cacheBounds.metadataBytes)
-        attributeCache = BoundedCache(byteCapacity: cacheBounds.attributeBytes) { key, entry in
+        // Kept clean by the scans (`forgetUnlisted`), not emptied when full: a query of more items
+        // than fit keeps its hits on every pass.
+        attributeCache = BoundedCache(byteCapacity: cacheBounds.attributeBytes, emptiesWhenRefusing: false) {
+            key, entry in
             HeapBytes.of(key.id.rawValue) + HeapBytes.of(entry.fingerprint.recordText) + entry.record.heapByteEstimate
         }
         itemIDCache = BoundedCache(byteCapacity: cacheBounds.itemIDBytes) { key, id in
@@ -326,8 +329,16 @@ struct ItemEngine: Sendable {
             items.append(item)
         }
         indexByPersistentID = [:]
+        if cached { forgetUnlisted(in: group, listed: ids) }
         items.sort { ($0.record.created, $0.id) < ($1.record.created, $1.id) }
         return ScanResult(items: items, damaged: damaged, locked: locked)
+    }
+
+    /// Drops the cached attributes of `group`'s items that are not in `listed` (a full listing of the
+    /// group): items deleted or moved away, whose entries would otherwise hold the cache's room.
+    func forgetUnlisted(in group: AccessGroup, listed: [ItemID]) {
+        let ids = Set(listed)
+        attributeCache.removeAll { $0.group == group && !ids.contains($0.id) }
     }
 
     // MARK: Writing (call under the write lock)

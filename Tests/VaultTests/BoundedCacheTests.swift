@@ -63,6 +63,50 @@ import VaultTestSupport
         #expect(full.byteCount == BoundedCache<Int, Int>.cost(heap: 0))
     }
 
+    @Test func aNewValueThatDoesNotFitDropsTheOldOne() {
+        let full = BoundedCache<Int, Int>(byteCapacity: 2 * BoundedCache<Int, Int>.cost(heap: 100)) { _, value in value
+        }
+        full.insert(100, for: 1)
+        full.insert(100, for: 2)
+        full.insert(5000, for: 1)
+        #expect(full[1] == nil)
+        #expect(full[2] == 100)
+        #expect(full.byteCount == BoundedCache<Int, Int>.cost(heap: 100))
+    }
+
+    @Test func aCacheKeptCleanByItsOwnerIsNeverEmptiedWhenFull() {
+        let capacity = 4 * BoundedCache<Int, Int>.cost(heap: 0)
+        let kept = BoundedCache<Int, Int>(byteCapacity: capacity, emptiesWhenRefusing: false) { _, _ in 0 }
+        for i in 0..<4 { kept.insert(i, for: i) }
+        for i in 4..<100 { kept.insert(i, for: i) }
+        #expect(kept.count == 4)
+        for i in 0..<4 { #expect(kept[i] == i) }
+        kept.removeAll { $0 % 2 == 0 }
+        #expect(kept.count == 2)
+        #expect(kept.byteCount == 2 * BoundedCache<Int, Int>.cost(heap: 0))
+        kept.insert(50, for: 50)
+        #expect(kept[50] == 50)
+    }
+
+    /// A scan drops the cached attributes of items that are gone, so they do not keep the room.
+    @Test func aScanForgetsItemsThatAreGone() throws {
+        try withTemporaryVault { t in
+            let writer = try t.open()
+            let reader = try t.open()
+            for i in 0..<10 {
+                try writer.add(.genericPassword, attributes: genp("svc", "a\(i)"), data: Data("v\(i)"))
+            }
+            let all = Query.genericPassword(service: "svc", limit: .all)
+            // More than a tick of the change-time clock: only settled files are cached.
+            Thread.sleep(forTimeInterval: 0.05)
+            #expect(try reader.copyMatching(all).count == 10)
+            #expect(reader.engine.attributeCache.count == 10)
+            for i in 0..<4 { try writer.delete(.genericPassword(service: "svc", account: "a\(i)")) }
+            #expect(try reader.copyMatching(all).count == 6)
+            #expect(reader.engine.attributeCache.count == 6)
+        }
+    }
+
     @Test func recordCostsCountTheirHeap() {
         let short = ItemRecord(
             itemClass: .genericPassword, attributes: ItemAttributes(service: "s", account: "a"), data: Data(),
