@@ -1,24 +1,87 @@
 import Synchronization
 
 /// A thread-safe dictionary that a vault handle keeps to avoid repeating work (decoding, hashing,
-/// decrypting). Bounded: it is emptied when it reaches `capacity`, so a handle over a huge vault cannot
-/// grow without limit; a miss only costs the work again. Never holds secrets.
+/// decrypting), bounded in bytes: the entries it holds never add up to more than `byteCapacity` as
+/// `cost` counts them, so a handle over a huge vault uses the same memory as one over a small vault.
+/// A miss only costs the work again. Never holds secrets.
+///
+/// When an entry does not fit, it is not admitted (nothing is evicted for it): a scan over more items
+/// than fit keeps hitting the part that fits on every pass, where evicting the oldest entries would
+/// have evicted each one just before the next pass asked for it. So that entries nobody asks for any
+/// more (deleted items, old versions) do not hold the room for ever, a cache made with
+/// `emptiesWhenRefusing` is emptied once it has refused as many entries as it holds; one without it
+/// is kept clean by its owner (`removeAll(where:)`). A new value for a held key that does not fit
+/// drops the old one.
 final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
-    private let entries = Mutex<[Key: Value]>([:])
-    let capacity: Int
-
-    init(capacity: Int = 200_000) {
-        self.capacity = capacity
+    private struct Entries {
+        var values: [Key: (value: Value, cost: Int)] = [:]
+        var bytes = 0
+        var refused = 0
     }
 
+    private let entries = Mutex(Entries())
+    /// The most bytes the entries may take, as `cost` counts them.
+    let byteCapacity: Int
+    private let heapCost: @Sendable (Key, Value) -> Int
+    private let emptiesWhenRefusing: Bool
+
+    /// What one entry is counted as: its key and value inline, twice (a dictionary's storage is between
+    /// 3/8 and 3/4 full), plus the heap bytes `heapCost` gives for them (strings, arrays, boxes).
+    static func cost(heap: Int) -> Int {
+        2 * (MemoryLayout<Key>.stride + MemoryLayout<(value: Value, cost: Int)>.stride) + heap
+    }
+
+    /// A cache of at most `byteCapacity` bytes whose entries own `heapCost(key, value)` bytes beyond
+    /// their inline size.
+    init(byteCapacity: Int, emptiesWhenRefusing: Bool = true, heapCost: @escaping @Sendable (Key, Value) -> Int) {
+        self.byteCapacity = byteCapacity
+        self.emptiesWhenRefusing = emptiesWhenRefusing
+        self.heapCost = heapCost
+    }
+
+    /// The number of entries.
+    var count: Int { entries.withLock { $0.values.count } }
+
+    /// The bytes the entries take, as `cost` counts them.
+    var byteCount: Int { entries.withLock { $0.bytes } }
+
     subscript(key: Key) -> Value? {
-        entries.withLock { $0[key] }
+        entries.withLock { $0.values[key]?.value }
     }
 
     func insert(_ value: Value, for key: Key) {
+        let cost = Self.cost(heap: heapCost(key, value))
         entries.withLock { entries in
-            if entries.count >= capacity { entries.removeAll(keepingCapacity: true) }
-            entries[key] = value
+            let replaced = entries.values[key]?.cost ?? 0
+            guard entries.bytes - replaced + cost <= byteCapacity else {
+                if let old = entries.values.removeValue(forKey: key) { entries.bytes -= old.cost }
+                entries.refused += 1
+                if emptiesWhenRefusing, entries.refused > entries.values.count {
+                    entries = Entries()
+                    if cost <= byteCapacity {
+                        entries.values[key] = (value, cost)
+                        entries.bytes = cost
+                    }
+                }
+                return
+            }
+            entries.values[key] = (value, cost)
+            entries.bytes += cost - replaced
         }
+    }
+
+    /// Removes the entries whose keys `shouldBeRemoved` accepts.
+    func removeAll(where shouldBeRemoved: (Key) -> Bool) {
+        entries.withLock { entries in
+            for (key, entry) in entries.values where shouldBeRemoved(key) {
+                entries.values.removeValue(forKey: key)
+                entries.bytes -= entry.cost
+            }
+        }
+    }
+
+    /// Empties the cache.
+    func removeAll() {
+        entries.withLock { $0 = Entries() }
     }
 }

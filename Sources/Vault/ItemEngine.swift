@@ -29,14 +29,44 @@ struct LocatedItem: Sendable {
 struct ItemEngine: Sendable {
     let store: VaultStore
     /// Decoded metadata of the items this handle has read (see `ItemRecordCodec.decode`).
-    let metadataCache = BoundedCache<ItemRecordCodec.MetadataBytes, ItemRecordCodec.Metadata>()
+    let metadataCache: BoundedCache<ItemRecordCodec.MetadataBytes, ItemRecord>
     /// The attributes (never the secret) of the items this handle has scanned, each with the
     /// fingerprint of the file it came from: a query that returns no secrets re-reads only the files
     /// whose fingerprint changed (a readlink and a stat instead of a read and a decryption). Files
     /// changed in the current clock tick are not cached (`ItemFingerprint.isSettled`).
-    let attributeCache = BoundedCache<ItemKey, (fingerprint: ItemFingerprint, record: ItemRecord)>()
+    let attributeCache: BoundedCache<ItemKey, CachedAttributes>
     /// Item ids by group and primary key (a keyed hash each, fixed for a handle's keys).
-    let itemIDCache = BoundedCache<PrimaryKeyInGroup, ItemID>()
+    let itemIDCache: BoundedCache<PrimaryKeyInGroup, ItemID>
+
+    /// The byte bounds of a handle's caches (docs/PERFORMANCE.md, "What made reads fast"): 2 MiB of
+    /// decoded metadata (some 3,000 items of a few short attributes), 512 KiB of item ids (some
+    /// 2,000), and 96 MiB of scanned attributes (some 110,000 such items, so that a query of every
+    /// item of a 100,000-item vault is answered from the cache).
+    struct CacheBounds: Sendable {
+        var metadataBytes = 2 << 20
+        var itemIDBytes = 512 << 10
+        var attributeBytes = 96 << 20
+    }
+
+    init(store: VaultStore, cacheBounds: CacheBounds = CacheBounds()) {
+        self.store = store
+        metadataCache = ItemRecordCodec.metadataCache(byteCapacity: cacheBounds.metadataBytes)
+        // Kept clean by the scans (`forgetUnlisted`), not emptied when full: a query of more items
+        // than fit keeps its hits on every pass.
+        attributeCache = BoundedCache(byteCapacity: cacheBounds.attributeBytes, emptiesWhenRefusing: false) {
+            key, entry in
+            HeapBytes.of(key.id.rawValue) + HeapBytes.of(entry.fingerprint.recordText) + entry.record.heapByteEstimate
+        }
+        itemIDCache = BoundedCache(byteCapacity: cacheBounds.itemIDBytes) { key, id in
+            HeapBytes.of(key.primaryKey) + HeapBytes.of(key.group.rawValue) + HeapBytes.of(id.rawValue)
+        }
+    }
+
+    /// An attribute cache entry: the record without its secret, and the fingerprint of its file.
+    struct CachedAttributes: Sendable {
+        let fingerprint: ItemFingerprint
+        let record: ItemRecord
+    }
 
     struct ItemKey: Hashable, Sendable {
         let group: AccessGroup
@@ -46,6 +76,11 @@ struct ItemEngine: Sendable {
     struct PrimaryKeyInGroup: Hashable, Sendable {
         let group: AccessGroup
         let primaryKey: [UInt8]
+
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(group)
+            FoldedHash.combine(primaryKey, into: &hasher)
+        }
     }
 
     // MARK: Records
@@ -87,11 +122,11 @@ struct ItemEngine: Sendable {
         try store.read(ItemLocation(group: group.name, id: id), decoding: decode)
     }
 
-    func decode(_ bytes: [UInt8], path: String) throws(VaultError) -> ItemRecord {
+    func decode(_ bytes: [UInt8], path: () -> String) throws(VaultError) -> ItemRecord {
         do {
             return try ItemRecordCodec.decode(bytes, cache: metadataCache)
         } catch {
-            throw VaultError(.decode, "\(path) decrypted but is not a valid item record: \(error)", cause: error)
+            throw VaultError(.decode, "\(path()) decrypted but is not a valid item record: \(error)", cause: error)
         }
     }
 
@@ -192,7 +227,7 @@ struct ItemEngine: Sendable {
         for group in groups {
             let scanned = try scan(group, cached: !needsData) { record in query.matches(record, group: group) }
             if let locked = scanned.locked, !lockedFilesCannotMatch { throw locked }
-            found += scanned.items
+            if found.isEmpty { found = scanned.items } else { found += scanned.items }
             damaged += scanned.damaged
         }
         return (found, damaged)
@@ -242,7 +277,12 @@ struct ItemEngine: Sendable {
     {
         let ids = try translatingStoreErrors { () throws(StoreError) in try store.itemIDs(in: group.name, sorted: false)
         }
-        var byPersistentID: [Data: LocatedItem] = [:]
+        // The items in an array, and by persistent id only their index: a scan of 100,000 items
+        // holds each once (a dictionary of whole items was the peak of a full query's memory).
+        var items: [LocatedItem] = []
+        items.reserveCapacity(ids.count)
+        var indexByPersistentID: [Data: Int] = [:]
+        indexByPersistentID.reserveCapacity(ids.count)
         var damaged: [DamagedFile] = []
         var locked: VaultError?
         let now = FileTimestampClock.now()
@@ -262,12 +302,11 @@ struct ItemEngine: Sendable {
                         record = hit.record
                     } else {
                         guard let loaded = try load(group, id) else { continue }
+                        // The caller wants no secret: none is kept, in the cache or in what is found.
+                        record = loaded.with(data: Data())
                         if fingerprint.isSettled(now: now) {
-                            var withoutSecret = loaded
-                            withoutSecret.data = Data()
-                            attributeCache.insert((fingerprint, withoutSecret), for: key)
+                            attributeCache.insert(CachedAttributes(fingerprint: fingerprint, record: record), for: key)
                         }
-                        record = loaded
                     }
                 } else {
                     guard let loaded = try load(group, id) else { continue }  // removed meanwhile
@@ -282,15 +321,24 @@ struct ItemEngine: Sendable {
             }
             guard include(record) else { continue }
             let item = LocatedItem(group: group, id: id, record: record)
-            if let other = byPersistentID[record.persistentID], other.record.generation >= record.generation {
+            if let index = indexByPersistentID[record.persistentID] {
+                if items[index].record.generation < record.generation { items[index] = item }
                 continue
             }
-            byPersistentID[record.persistentID] = item
+            indexByPersistentID[record.persistentID] = items.count
+            items.append(item)
         }
-        let items = byPersistentID.values.sorted {
-            ($0.record.created, $0.id) < ($1.record.created, $1.id)
-        }
+        indexByPersistentID = [:]
+        if cached { forgetUnlisted(in: group, listed: ids) }
+        items.sort { ($0.record.created, $0.id) < ($1.record.created, $1.id) }
         return ScanResult(items: items, damaged: damaged, locked: locked)
+    }
+
+    /// Drops the cached attributes of `group`'s items that are not in `listed` (a full listing of the
+    /// group): items deleted or moved away, whose entries would otherwise hold the cache's room.
+    func forgetUnlisted(in group: AccessGroup, listed: [ItemID]) {
+        let ids = Set(listed)
+        attributeCache.removeAll { $0.group == group && !ids.contains($0.id) }
     }
 
     // MARK: Writing (call under the write lock)

@@ -2,17 +2,52 @@ import FoundationEssentials
 import VaultArchive
 import VaultStore
 
-/// What one item file holds, as a VaultArchive: the class, the attributes (without group and dates,
+/// What one item file holds (`ItemRecordCodec`): the class, the attributes (without group and dates,
 /// which are the file's place and the fields below), the secret, the dates, a persistent id that stays
 /// with the item across updates, and a generation counter (+1 on every update).
-struct ItemRecord: Codable, Sendable, VersionedRecord {
+struct ItemRecord: Sendable, VersionedRecord {
     var itemClass: ItemClass
-    var attributes: ItemAttributes
+    /// The attributes behind one immutable reference: records are copied into caches, scans and
+    /// results by the hundred thousand, and `ItemAttributes` is 280 bytes inline; a copy of a record
+    /// shares them (a change makes a new box).
+    private var box: AttributesBox
     var data: Data
     var created: Date
     var modified: Date
     var persistentID: Data
     var generation: UInt64
+
+    var attributes: ItemAttributes {
+        get { box.value }
+        set { box = AttributesBox(newValue) }
+    }
+
+    init(
+        itemClass: ItemClass, attributes: ItemAttributes, data: Data, created: Date, modified: Date,
+        persistentID: Data, generation: UInt64
+    ) {
+        self.itemClass = itemClass
+        self.box = AttributesBox(attributes)
+        self.data = data
+        self.created = created
+        self.modified = modified
+        self.persistentID = persistentID
+        self.generation = generation
+    }
+
+    /// The same record with `data` as its secret, sharing the attributes.
+    func with(data: Data) -> ItemRecord {
+        var record = self
+        record.data = data
+        return record
+    }
+
+    /// The bytes this record owns beyond its inline size, for the caches' byte bounds
+    /// (`BoundedCache`): the attribute box (counted whole even when shared) and the byte fields.
+    var heapByteEstimate: Int {
+        HeapBytes.object(MemoryLayout<ItemAttributes>.stride) + attributes.heapByteEstimate
+            + HeapBytes.of(data) + HeapBytes.of(persistentID)
+    }
 
     /// The current time as the archive will give it back: a date that went through the archive once
     /// comes back equal from every later read, so the dates an add or update returns are exactly the
@@ -86,4 +121,41 @@ struct ItemRecord: Codable, Sendable, VersionedRecord {
 
     /// The persistent id and generation, for the store's rollback check.
     var version: ItemVersion { ItemVersion(persistentID: [UInt8](persistentID), generation: generation) }
+}
+
+/// Coded as the synthesised conformance coded the stored fields before the attributes went into a box
+/// (backups hold records): the same keys, in the same order.
+extension ItemRecord: Codable {
+    enum CodingKeys: String, CodingKey {
+        case itemClass, attributes, data, created, modified, persistentID, generation
+    }
+
+    init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            itemClass: try c.decode(ItemClass.self, forKey: .itemClass),
+            attributes: try c.decode(ItemAttributes.self, forKey: .attributes),
+            data: try c.decode(Data.self, forKey: .data), created: try c.decode(Date.self, forKey: .created),
+            modified: try c.decode(Date.self, forKey: .modified),
+            persistentID: try c.decode(Data.self, forKey: .persistentID),
+            generation: try c.decode(UInt64.self, forKey: .generation))
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(itemClass, forKey: .itemClass)
+        try c.encode(attributes, forKey: .attributes)
+        try c.encode(data, forKey: .data)
+        try c.encode(created, forKey: .created)
+        try c.encode(modified, forKey: .modified)
+        try c.encode(persistentID, forKey: .persistentID)
+        try c.encode(generation, forKey: .generation)
+    }
+}
+
+/// A record's attributes, shared by its copies.
+final class AttributesBox: Sendable {
+    let value: ItemAttributes
+
+    init(_ value: ItemAttributes) { self.value = value }
 }

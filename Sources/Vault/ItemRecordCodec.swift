@@ -37,14 +37,19 @@ enum ItemRecordCodec {
     /// The version in a plaintext, for the store's recovery of interrupted moves (no cache: rare);
     /// nil for a plaintext that does not decode.
     @Sendable static func version(of bytes: [UInt8]) -> ItemVersion? {
-        (try? decode(bytes, cache: BoundedCache()))?.version
+        (try? decode(bytes, cache: nil))?.version
+    }
+
+    /// A cache of decoded metadata of at most `byteCapacity` bytes.
+    static func metadataCache(byteCapacity: Int) -> BoundedCache<MetadataBytes, ItemRecord> {
+        BoundedCache(byteCapacity: byteCapacity) { key, record in HeapBytes.of(key.bytes) + record.heapByteEstimate }
     }
 
     /// Decodes a plaintext; the metadata comes from `cache` when its bytes were seen before. The cache
     /// is keyed by the exact metadata bytes as they came out of an authenticated decryption, so an
     /// entry is reused only while a file holds byte-for-byte the same metadata: never stale, whoever
-    /// wrote the file, and never holding a secret.
-    static func decode(_ bytes: [UInt8], cache: BoundedCache<MetadataBytes, Metadata>) throws -> ItemRecord {
+    /// wrote the file, and never holding a secret (its records have empty data).
+    static func decode(_ bytes: [UInt8], cache: BoundedCache<MetadataBytes, ItemRecord>?) throws -> ItemRecord {
         guard bytes.count >= 4 else {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "record of \(bytes.count) bytes"))
         }
@@ -53,43 +58,27 @@ enum ItemRecordCodec {
             throw DecodingError.dataCorrupted(
                 .init(codingPath: [], debugDescription: "metadata of \(length) bytes in a record of \(bytes.count)"))
         }
-        let metadataBytes = MetadataBytes(Array(bytes[4..<(4 + length)]))
-        let metadata: Metadata
-        if let cached = cache[metadataBytes] {
-            metadata = cached
-        } else {
-            metadata = try VaultArchive.decode(Metadata.self, from: metadataBytes.bytes, options: metadataOptions)
-            cache.insert(metadata, for: metadataBytes)
-        }
-        return ItemRecord(
-            itemClass: metadata.itemClass, attributes: metadata.attributes, data: Data(bytes[(4 + length)...]),
-            created: metadata.created, modified: metadata.modified, persistentID: metadata.persistentID,
-            generation: metadata.generation)
+        // A slice of the plaintext to look up with; a key that goes into the cache is a copy of its
+        // own, so the cache never keeps the plaintext (which holds the secret) alive.
+        let lookup = MetadataBytes(bytes[4..<(4 + length)])
+        let secret = Data(bytes[(4 + length)...])
+        if let cached = cache?[lookup] { return cached.with(data: secret) }
+        let metadata = try VaultArchive.decode(Metadata.self, from: Array(lookup.bytes), options: metadataOptions)
+        let record = ItemRecord(
+            itemClass: metadata.itemClass, attributes: metadata.attributes, data: Data(), created: metadata.created,
+            modified: metadata.modified, persistentID: metadata.persistentID, generation: metadata.generation)
+        cache?.insert(record, for: MetadataBytes(ArraySlice(Array(lookup.bytes))))
+        return record.with(data: secret)
     }
 
-    /// The exact metadata bytes of a plaintext, as the key of the metadata cache. Hashed eight bytes
-    /// per call into the hasher: `[UInt8]`'s own hashing makes one call per byte, which was about a
-    /// tenth of a get's time (`perf` of `vault-bench`).
+    /// The exact metadata bytes of a plaintext, as the key of the metadata cache (`FoldedHash`).
     struct MetadataBytes: Hashable, Sendable {
-        let bytes: [UInt8]
+        let bytes: ArraySlice<UInt8>
 
-        init(_ bytes: [UInt8]) { self.bytes = bytes }
+        init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
 
-        static func == (lhs: MetadataBytes, rhs: MetadataBytes) -> Bool { lhs.bytes == rhs.bytes }
+        static func == (lhs: MetadataBytes, rhs: MetadataBytes) -> Bool { lhs.bytes.elementsEqual(rhs.bytes) }
 
-        func hash(into hasher: inout Hasher) {
-            hasher.combine(bytes.count)
-            var word: UInt64 = 0
-            var shift: UInt64 = 0
-            for byte in bytes {
-                word |= UInt64(byte) << shift
-                shift += 8
-                if shift == 64 {
-                    hasher.combine(word)
-                    (word, shift) = (0, 0)
-                }
-            }
-            if shift > 0 { hasher.combine(word) }
-        }
+        func hash(into hasher: inout Hasher) { FoldedHash.combine(bytes, into: &hasher) }
     }
 }

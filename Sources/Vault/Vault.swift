@@ -17,9 +17,14 @@ public final class Vault: Sendable {
 
     let engine: ItemEngine
 
-    init(store: VaultStore, client: Client) {
-        self.engine = ItemEngine(store: store)
+    init(store: VaultStore, client: Client, cacheBounds: ItemEngine.CacheBounds = ItemEngine.CacheBounds()) {
+        self.engine = ItemEngine(store: store, cacheBounds: cacheBounds)
         self.client = client
+    }
+
+    /// This vault as a new handle with caches of `cacheBounds` (tests of the bounds).
+    func withCacheBounds(_ cacheBounds: ItemEngine.CacheBounds) -> Vault {
+        Vault(store: engine.store, client: client, cacheBounds: cacheBounds)
     }
 
     /// Opens the vault at `path` (default: `VaultLocation.defaultPath()`), creating it when it does
@@ -137,7 +142,22 @@ public final class Vault: Sendable {
         let groups = try searchGroups(query)
         let found = try engine.find(query, in: groups, needsData: returning.contains(.data))
         guard !found.isEmpty else { throw notFound(query) }
-        return found.prefix(query.limit.maximum).map { $0.matched(returning: returning) }
+        return Self.matched(found, limit: query.limit.maximum, returning: returning)
+    }
+
+    /// The first `limit` of `found` as results. Each item found is let go as its result is made:
+    /// for a query of every item of a large vault, the items found and their results are the peak of
+    /// its memory, and holding both whole doubled it.
+    static func matched(_ found: consuming [LocatedItem], limit: Int, returning: ReturnOptions) -> [MatchedItem] {
+        var remaining = found
+        if remaining.count > limit { remaining.removeLast(remaining.count - limit) }
+        remaining.reverse()
+        var results: [MatchedItem] = []
+        results.reserveCapacity(remaining.count)
+        while let item = remaining.popLast() {
+            results.append(item.matched(returning: returning))
+        }
+        return results
     }
 
     /// Finds items as `copyMatching` does, and also says which item files it could not read: a file
@@ -152,7 +172,7 @@ public final class Vault: Sendable {
             query, in: groups, underWriteLock: false, needsData: returning.contains(.data), settingDamageAside: true)
         let problems = found.damaged.map { ItemProblem(path: $0.path, group: $0.group, id: $0.id, error: $0.error) }
         return SearchResult(
-            items: found.items.prefix(query.limit.maximum).map { $0.matched(returning: returning) },
+            items: Self.matched(found.items, limit: query.limit.maximum, returning: returning),
             problems: problems.sorted { $0.path < $1.path })
     }
 

@@ -11,9 +11,15 @@ struct ScaleBench {
     let progress: Progress
     let vault: Vault
     let secret = Data(repeating: 0x5a, count: 32)
+    /// Whether a row is to be measured (`--rows`).
+    let selected: (String) -> Bool
 
-    init(directory: String, items: Int, quick: Bool, progress: Progress) throws {
+    init(
+        directory: String, items: Int, quick: Bool, progress: Progress,
+        selected: @escaping (String) -> Bool = { _ in true }
+    ) throws {
         self.directory = directory
+        self.selected = selected
         self.items = items
         self.quick = quick
         self.progress = progress
@@ -46,7 +52,7 @@ struct ScaleBench {
         // The bulk fill's writeback and journal commits can still be running: let a few durable writes
         // settle the disk before anything is timed.
         for i in 0..<(quick ? 2 : 30) { try floors.durableWrite(i) }
-        let recorder = Recorder(items: items, progress: progress)
+        let recorder = Recorder(items: items, progress: progress, selected: selected)
 
         let write = Floors.writeName
         let read = Floors.readName
@@ -89,6 +95,7 @@ struct ScaleBench {
             _ = try vault.copyMatching(query, returning: .attributes)
         }
         var results = recorder.results
+        guard selected("open vault (cold, in-process)") else { return results }
         results.append(
             OperationTiming(
                 operation: "open vault (cold, in-process)", items: items,
@@ -100,15 +107,11 @@ struct ScaleBench {
         return results
     }
 
-    /// Peak RSS of a separate process that opens this vault and queries every item.
-    func memory() throws -> [String: Int] {
-        guard items >= 10_000 || quick else { return [:] }
-        let output = try Shell.capture(
-            CommandLine.arguments[0], ["--hold-vault", FilePath(directory).appending("vault").string])
-        return [
-            "process holding an open vault of \(items) items": Int(
-                output.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
-        ]
+    /// Peak RSS of separate processes that open this vault and read from it (`MemoryBench`).
+    func memory() throws -> [MemoryBench.Row] {
+        guard items >= 10_000 || quick else { return [] }
+        return try MemoryBench.rows(
+            vaultPath: FilePath(directory).appending("vault").string, items: items, selected: selected)
     }
 }
 
@@ -116,11 +119,13 @@ struct ScaleBench {
 final class Recorder {
     let items: Int
     let progress: Progress
+    let selected: (String) -> Bool
     private(set) var results: [OperationTiming] = []
 
-    init(items: Int, progress: Progress) {
+    init(items: Int, progress: Progress, selected: @escaping (String) -> Bool = { _ in true }) {
         self.items = items
         self.progress = progress
+        self.selected = selected
     }
 
     /// Measures `body` interleaved with `floorBody` (one floor run, one operation run, and so on), so
@@ -130,6 +135,7 @@ final class Recorder {
         _ name: String, iterations: Int, floor floorName: String, _ floorBody: () throws -> Void,
         _ body: (Int) throws -> Void
     ) throws {
+        guard selected(name) else { return }
         let (floor, m) = try interleaved(name, floor: floorName, items: items, iterations: iterations, floorBody, body)
         if !results.contains(where: { $0.operation == floorName }) { results.append(floor) }
         results.append(m)

@@ -1,5 +1,5 @@
 // `swift run -c release vault-bench [--items 1000,10000] [--quick] [--json] [--dir DIR]
-// [--format-two-only | --first-read-only | --cli-only | --fleet]`
+// [--rows TEXT[,TEXT...]] [--format-two-only | --first-read-only | --cli-only | --fleet]`
 //
 // Per-operation latency of the vault next to the physical floor of the same machine, measured in the
 // same run on the same directory: a durable write floor (create + write + fsync + rename + fsync of
@@ -11,6 +11,9 @@
 // `Security` and the C API, in the same rounds. Fleet
 // groups (FleetBench.swift) run only with --fleet, which runs nothing else: they need etcd (a cluster
 // the bench starts, or VAULT_BENCH_ETCD), so neither a default nor a --quick run starts one.
+// `--rows` measures only the per-size rows (and peak RSS rows) whose names contain one of its texts,
+// with their floors, and none of the archive, CLI or format-2 rows: for iterating on a few rows at
+// 100,000 items. Peak RSS rows come from fresh processes of this binary (MemoryBench.swift).
 import Foundation
 import Vault
 import VaultArchive
@@ -36,6 +39,16 @@ struct Options {
     /// Only the fleet-group rows (FleetBench.swift), against etcd's own tools on one cluster.
     var fleet = false
     var writer: (path: String, group: String, count: Int, first: Int)?
+    /// Texts that the names of the measured rows must contain one of (nil: every row).
+    var rows: [String]?
+    var memoryReads: (path: String, items: Int, count: Int)?
+    /// A hidden profiling mode (ProfileModes.swift): its name, a vault path, and counts.
+    var profile: (mode: String, path: String, counts: [Int])?
+
+    /// Whether the row named `name` is to be measured.
+    func selects(_ name: String) -> Bool {
+        rows.map { $0.contains { name.contains($0) } } ?? true
+    }
 
     static func parse(_ arguments: [String]) -> Options {
         var options = Options()
@@ -61,6 +74,21 @@ struct Options {
             case "--cli-only": options.cliOnly = true
             case "--fleet": options.fleet = true
             case "--first-read-only": options.firstReadOnly = true
+            case "--fill", "--profile-gets", "--profile-query", "--profile-floor":
+                let mode = arguments[i]
+                let path = value()
+                let counts = (0..<(mode == "--profile-gets" ? 2 : 1)).map { _ in value() }
+                    .compactMap { Int($0) }
+                options.profile = (mode, path, counts)
+            case "--rows": options.rows = value().split(separator: ",").map(String.init)
+            case "--memory-reads":
+                let (path, items, count) = (value(), value(), value())
+                guard let items = Int(items), let count = Int(count), items > 0, count >= 0 else {
+                    FileHandle.standardError.write(
+                        Data("vault-bench: --memory-reads ITEMS COUNT are not counts\n".utf8))
+                    exit(2)
+                }
+                options.memoryReads = (path, items, count)
             case "--writer":
                 let (path, group, count, first) = (value(), value(), value(), value())
                 guard let count = Int(count), count >= 0, let first = Int(first), first >= 0 else {
@@ -71,7 +99,7 @@ struct Options {
                 options.writer = (path, group, count, first)
             case "-h", "--help":
                 print(
-                    "usage: vault-bench [--items N[,N...]] [--quick] [--json] [--dir DIR]"
+                    "usage: vault-bench [--items N[,N...]] [--quick] [--json] [--dir DIR] [--rows TEXT[,TEXT...]]"
                         + " [--archive-only | --format-two-only | --first-read-only | --cli-only | --fleet]")
                 exit(0)
             default:
@@ -87,8 +115,13 @@ struct Options {
 
 struct Report: Encodable {
     var machine: String
+    /// /proc/loadavg when the run started and when it ended: other work on the machine skews timings.
+    var loadAtStart = VaultBench.loadAverage()
+    var loadAtEnd = ""
     var measurements: [OperationTiming] = []
     var memory: [String: Int] = [:]
+    /// The targets of some of `memory`'s rows, in KiB (issue 19).
+    var memoryTargets: [String: Int] = [:]
     /// Encoded sizes of the archive comparison's payloads, in bytes.
     var archiveSizes: [String: Int] = [:]
     /// Throughput of one way of working against another (higher is faster), by what is compared.
@@ -102,7 +135,20 @@ struct VaultBench {
     static func main() throws {
         let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
         if let path = options.holdVault {
-            try holdVault(path)
+            try MemoryBench.queryAll(path: path)
+            return
+        }
+        if let profile = options.profile, let first = profile.counts.first {
+            switch profile.mode {
+            case "--fill": try ProfileModes.fill(path: profile.path, items: first)
+            case "--profile-gets": try ProfileModes.gets(path: profile.path, items: first, count: profile.counts.last!)
+            case "--profile-floor": try ProfileModes.floor(directory: profile.path, count: first)
+            default: try ProfileModes.queries(path: profile.path, count: first)
+            }
+            return
+        }
+        if let reads = options.memoryReads {
+            try MemoryBench.readRandom(path: reads.path, items: reads.items, count: reads.count)
             return
         }
         if let writer = options.writer {
@@ -132,6 +178,7 @@ struct VaultBench {
             report.measurements = fleet.timings
             report.goals = fleet.goals
             progress.clear()
+            report.loadAtEnd = loadAverage()
             try output(report, json: options.json)
             return
         }
@@ -149,7 +196,7 @@ struct VaultBench {
             try output(report, json: options.json)
             return
         }
-        if !options.formatTwoOnly {
+        if !options.formatTwoOnly && options.rows == nil {
             progress.show("archive coders…")
             let archive = archiveTimings(try compareArchives(iterations: options.quick ? 500 : 20_000))
             report.measurements += archive.timings
@@ -158,11 +205,14 @@ struct VaultBench {
         for scale in options.archiveOnly || options.formatTwoOnly ? [] : options.scales {
             let bench = try ScaleBench(
                 directory: FilePath(runDirectory).appending("items-\(scale)").string, items: scale,
-                quick: options.quick, progress: progress)
+                quick: options.quick, progress: progress, selected: options.selects)
             report.measurements += try bench.run()
-            report.memory.merge(try bench.memory(), uniquingKeysWith: { $1 })
+            for row in try bench.memory() {
+                report.memory[row.name] = row.kibibytes
+                if let target = row.targetKiB { report.memoryTargets[row.name] = target }
+            }
         }
-        if !options.archiveOnly {
+        if !options.archiveOnly && options.rows == nil {
             if !options.formatTwoOnly {
                 report.measurements += try ProcessBench(
                     directory: runDirectory, quick: options.quick, progress: progress
@@ -183,7 +233,14 @@ struct VaultBench {
             report.throughputRatios["\(writers) in one group / 1 in one group (target ≥ 1.5×)"] = formatTwo.oneGroup
         }
         progress.clear()
+        report.loadAtEnd = loadAverage()
         try output(report, json: options.json)
+    }
+
+    /// The first three fields of /proc/loadavg (1, 5 and 15 minutes).
+    static func loadAverage() -> String {
+        let text = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? ""
+        return text.split(separator: " ").prefix(3).joined(separator: " ")
     }
 
     static func output(_ report: Report, json: Bool) throws {
@@ -196,15 +253,6 @@ struct VaultBench {
         }
     }
 
-    /// Opens a vault, runs one query over all of it, and prints this process's peak RSS in KiB.
-    static func holdVault(_ path: String) throws {
-        let vault = try Vault.open(at: path, client: try Client(applicationIdentifier: "bench"))
-        _ = try vault.copyMatching(.genericPassword(service: "bench", limit: .all))
-        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
-        let line = status.split(separator: "\n").first { $0.hasPrefix("VmHWM:") } ?? ""
-        print(line.split(separator: " ").dropFirst().first ?? "0")
-    }
-
     static func machineDescription() -> String {
         let cpu = (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.split(separator: "\n")
             .first { $0.hasPrefix("model name") }?.split(separator: ":").last?.trimmingCharacters(in: .whitespaces)
@@ -213,6 +261,7 @@ struct VaultBench {
 
     static func printTable(_ report: Report) {
         print("machine: \(report.machine)")
+        print("load average at start: \(report.loadAtStart); at end: \(report.loadAtEnd)")
         let width = max(50, (report.measurements.map(\.operation.count).max() ?? 0) + 2)
         print(
             "operation".padding(toLength: width, withPad: " ", startingAt: 0) + "items".leftPad(8)
@@ -235,7 +284,10 @@ struct VaultBench {
             print("encoded size \(name): \(bytes) B")
         }
         for (name, kilobytes) in report.memory.sorted(by: { $0.key < $1.key }) {
-            print("peak RSS \(name): \(String(format: "%.1f", Double(kilobytes) / 1024)) MiB")
+            let target = report.memoryTargets[name].map { String(format: " (target < %.0f MiB)", Double($0) / 1024) }
+            print(
+                "\(name.hasPrefix("peak RSS") ? "" : "peak RSS ")\(name): \(String(format: "%.1f", Double(kilobytes) / 1024)) MiB\(target ?? "")"
+            )
         }
         for (name, ratio) in report.throughputRatios.sorted(by: { $0.key < $1.key }) {
             print("throughput \(name): \(String(format: "%.2f", ratio))×")

@@ -38,15 +38,19 @@ enum ItemFile {
         return version == 1 ? head : head + GroupKeyFile.bigEndian(generation)
     }
 
-    static func associatedData(header: [UInt8], binding: [UInt8], group: GroupName, id: ItemID) -> [UInt8] {
-        let groupBytes = Array(group.rawValue.utf8)
-        var ad = header
-        ad.reserveCapacity(header.count + binding.count + 2 + groupBytes.count + 64)
+    static func associatedData(
+        header: some Collection<UInt8>, binding: [UInt8], group: GroupName, id: ItemID
+    ) -> [UInt8] {
+        // Appended in place into one buffer: this runs on every read.
+        let groupCount = group.rawValue.utf8.count
+        var ad: [UInt8] = []
+        ad.reserveCapacity(header.count + binding.count + 2 + groupCount + id.rawValue.utf8.count)
+        ad += header
         ad += binding
-        ad.append(UInt8(groupBytes.count >> 8))
-        ad.append(UInt8(groupBytes.count & 0xff))
-        ad += groupBytes
-        ad += Array(id.rawValue.utf8)
+        ad.append(UInt8(groupCount >> 8))
+        ad.append(UInt8(groupCount & 0xff))
+        ad += group.rawValue.utf8
+        ad += id.rawValue.utf8
         return ad
     }
 
@@ -90,31 +94,37 @@ enum ItemFile {
 
     /// The header of `contents`, after the checks that need no key, for a vault that writes item
     /// format `expected`; every failure is `integrity` (or `unsupportedFormat`) and names the file.
-    static func header(of contents: [UInt8], expected: UInt8, path: FilePath) throws(StoreError) -> Header {
-        guard contents.count >= 8, Array(contents[0..<4]) == magic else {
-            throw StoreError(.integrity, "\(path) is not an item file (bad magic); it is damaged", path: path.string)
+    static func header(of contents: [UInt8], expected: UInt8, path makePath: @autoclosure () -> FilePath)
+        throws(StoreError) -> Header
+    {
+        guard contents.count >= 8, contents[0..<4].elementsEqual(magic) else {
+            throw StoreError(
+                .integrity, "\(makePath()) is not an item file (bad magic); it is damaged", path: makePath().string)
         }
         guard contents[4] == expected else {
             if contents[4] == 1 || contents[4] == 2 {
                 throw StoreError(
                     .integrity,
-                    "\(path) has item format version \(contents[4]), but this vault's items are version \(expected): "
-                        + "it was copied from another vault", path: path.string)
+                    "\(makePath()) has item format version \(contents[4]), but this vault's items are version \(expected): "
+                        + "it was copied from another vault", path: makePath().string)
             }
             throw StoreError(
                 .unsupportedFormat,
-                "\(path) has item format version \(contents[4]); this build reads versions 1 and 2", path: path.string)
+                "\(makePath()) has item format version \(contents[4]); this build reads versions 1 and 2",
+                path: makePath().string)
         }
         guard contents[5] == algorithmXChaCha20Poly1305, let protectionClass = ProtectionClass(rawValue: contents[6]),
             contents[7] == 0
         else {
             throw StoreError(
-                .integrity, "\(path) has an unknown algorithm, class or flags; it is damaged", path: path.string)
+                .integrity, "\(makePath()) has an unknown algorithm, class or flags; it is damaged",
+                path: makePath().string)
         }
         let headerCount = headerByteCount(version: expected)
         guard contents.count >= headerCount + XChaCha20Poly1305.nonceByteCount + XChaCha20Poly1305.tagByteCount else {
             throw StoreError(
-                .integrity, "\(path) is truncated (\(contents.count) bytes); it is damaged", path: path.string)
+                .integrity, "\(makePath()) is truncated (\(contents.count) bytes); it is damaged",
+                path: makePath().string)
         }
         let generation = expected == 1 ? 0 : GroupKeyFile.readBigEndian(contents, at: 8)
         return Header(version: expected, protectionClass: protectionClass, generation: generation)
@@ -125,12 +135,12 @@ enum ItemFile {
     /// secure memory would cost more than the read. Every failure is `integrity` and names the file.
     static func open(
         _ contents: [UInt8], header: Header, key: SymmetricKey, binding: [UInt8], location: ItemLocation,
-        path: FilePath
+        path makePath: @autoclosure () -> FilePath
     ) throws(StoreError) -> TransientBytes {
         let nonceEnd = header.byteCount + XChaCha20Poly1305.nonceByteCount
         let nonce = Array(contents[header.byteCount..<nonceEnd])
         let ad = associatedData(
-            header: Array(contents[0..<header.byteCount]), binding: binding, group: location.group, id: location.id)
+            header: contents[0..<header.byteCount], binding: binding, group: location.group, id: location.id)
         let plaintext: TransientBytes
         do {
             plaintext = try XChaCha20Poly1305.open(
@@ -138,14 +148,14 @@ enum ItemFile {
         } catch  where error.code == .authenticationFailed {
             throw StoreError(
                 .integrity,
-                "\(path) failed authentication: it was tampered with, damaged, moved from another item, group "
+                "\(makePath()) failed authentication: it was tampered with, damaged, moved from another item, group "
                     + "or vault, or written under another key",
-                path: path.string, cause: error)
+                path: makePath().string, cause: error)
         } catch {
-            throw StoreError.crypto(error, "cannot decrypt \(path)")
+            throw StoreError.crypto(error, "cannot decrypt \(makePath())")
         }
         guard header.version == 1 || plaintext.removePadding() else {
-            throw StoreError(.integrity, "\(path) has no valid padding; it is damaged", path: path.string)
+            throw StoreError(.integrity, "\(makePath()) has no valid padding; it is damaged", path: makePath().string)
         }
         return plaintext
     }

@@ -6,7 +6,8 @@ import VaultSystem
 /// can set), so an unchanged fingerprint means unchanged contents, once the file is settled
 /// (`isSettled`).
 public struct ItemFingerprint: Sendable, Hashable {
-    let recordText: String?
+    /// The generation record's text as read (nil: there was none).
+    public let recordText: String?
     let device: UInt64
     let inode: UInt64
     let size: Int64

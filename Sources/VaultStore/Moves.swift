@@ -39,7 +39,7 @@ extension VaultStore {
     @usableFromInline
     func isMovedAway<Record: VersionedRecord, Failure: StoreErrorConvertible>(
         _ item: ItemLocation, _ version: ItemVersion,
-        decoding decode: (_ plaintext: [UInt8], _ path: String) throws(Failure) -> Record
+        decoding decode: (_ plaintext: [UInt8], _ path: () -> String) throws(Failure) -> Record
     ) throws(Failure) -> Bool {
         let note = try Failure.converting { () throws(StoreError) in try readMoveIntent(of: item) }
         guard let note, let destination = MoveIntent.destination(note),
@@ -72,9 +72,9 @@ extension VaultStore {
         throws(StoreError)
     {
         guard let versions else { return }
-        let decode = { (plaintext: [UInt8], path: String) throws(StoreError) -> DecodedVersion in
+        let decode = { (plaintext: [UInt8], path: () -> String) throws(StoreError) -> DecodedVersion in
             guard let version = versions(plaintext) else {
-                throw StoreError(.integrity, "\(path) does not decode", path: path)
+                throw StoreError(.integrity, "\(path()) does not decode", path: path())
             }
             return DecodedVersion(version: version)
         }

@@ -8,14 +8,14 @@ import VaultSystem
 /// group's spare and been written over.
 extension VaultStore {
     /// Item `item` as its current value: read, authenticated, decoded by `decode` (which gets the
-    /// plaintext and the file's path, for messages) and checked against its generation record: nil
+    /// plaintext and the file's path for messages, built only when asked for: a tenth of a get) and checked against its generation record: nil
     /// when there is no such item, or when the file is the old half of a move under way (a writer
     /// crashed, or is still running, between writing the new file and removing this one). An item file
     /// replaced with an older copy of itself is an `integrity` error naming it. Failures of the store
     /// come as `Failure(storeError)`, those of `decode` as they are.
     @inlinable
     public func read<Record: VersionedRecord, Failure: StoreErrorConvertible>(
-        _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: String) throws(Failure) -> Record
+        _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: () -> String) throws(Failure) -> Record
     ) throws(Failure) -> Record? {
         guard let found = try readVerified(item, decoding: decode) else { return nil }
         guard found.moving else { return found.record }
@@ -26,7 +26,7 @@ extension VaultStore {
     /// under way: for scans, which see both halves and keep the later one, and for checks of every file.
     @inlinable
     public func readFile<Record: VersionedRecord, Failure: StoreErrorConvertible>(
-        _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: String) throws(Failure) -> Record
+        _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: () -> String) throws(Failure) -> Record
     ) throws(Failure) -> Record? {
         try readVerified(item, decoding: decode)?.record
     }
@@ -65,7 +65,7 @@ extension VaultStore {
     /// caller's decoding: the store's own steps are `fetch` and `verify`.
     @inlinable
     func readVerified<Record: VersionedRecord, Failure: StoreErrorConvertible>(
-        _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: String) throws(Failure) -> Record
+        _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: () -> String) throws(Failure) -> Record
     ) throws(Failure) -> (record: Record, moving: Bool)? {
         let fetched: FetchedItem?
         do {
@@ -74,7 +74,9 @@ extension VaultStore {
             throw Failure(error)
         }
         guard let fetched else { return nil }
-        let record = try fetched.plaintext.withBytes { (bytes) throws(Failure) in try decode(bytes, fetched.path) }
+        let record = try fetched.plaintext.withBytes { (bytes) throws(Failure) in
+            try decode(bytes, { self.path(of: fetched.item) })
+        }
         do {
             try verify(fetched, version: record.version)
         } catch {
@@ -86,8 +88,7 @@ extension VaultStore {
     /// An item as read, before the caller decodes it: its generation record, then its plaintext.
     @usableFromInline
     struct FetchedItem {
-        let item: ItemLocation
-        @usableFromInline let path: String
+        @usableFromInline let item: ItemLocation
         @usableFromInline let plaintext: TransientBytes
         let recorded: GenerationRecord.Recorded?
         @usableFromInline let moving: Bool
@@ -98,11 +99,9 @@ extension VaultStore {
     func fetch(_ item: ItemLocation) throws(StoreError) -> FetchedItem? {
         _ = try refreshReplicaIfStale(item.group)
         guard let directory = try groupDirectory(item.group, create: false) else { return nil }
-        let path = itemPath(item)
-        let found = try GenerationRecord.read(item.id, in: directory, itemPath: path)
-        guard let plaintext = try readPlaintext(item, in: directory, path: path) else { return nil }
-        return FetchedItem(
-            item: item, path: path.string, plaintext: plaintext, recorded: found.recorded, moving: found.moving)
+        let found = try GenerationRecord.read(item.id, in: directory, itemPath: itemPath(item))
+        guard let plaintext = try readPlaintext(item, in: directory) else { return nil }
+        return FetchedItem(item: item, plaintext: plaintext, recorded: found.recorded, moving: found.moving)
     }
 
     /// The rollback check of a fetched item whose decoded version is `version`.
@@ -135,13 +134,10 @@ extension VaultStore {
     /// Reads of one item before a failure is reported while its bytes keep changing under the reader.
     static let readAttempts = 8
 
-    /// Reads and decrypts item `item` of the open `directory` (whose path, for messages, is `path`:
-    /// a caller that has it already saves building it again, a tenth of a get); nil when it does not
-    /// exist. A file that fails any check is an `integrity` error naming it, never garbage.
-    func readPlaintext(_ item: ItemLocation, in directory: FileDescriptor, path: FilePath? = nil) throws(StoreError)
-        -> TransientBytes?
-    {
-        let path = path ?? itemPath(item)
+    /// Reads and decrypts item `item` of the open `directory`; nil when it does not exist. A file that
+    /// fails any check is an `integrity` error naming it, never garbage. Its path is built only for
+    /// a message (it was a tenth of a get).
+    func readPlaintext(_ item: ItemLocation, in directory: FileDescriptor) throws(StoreError) -> TransientBytes? {
         let fileName = item.id.fileName
         var failed: (contents: [UInt8], error: StoreError)?
         for attempt in 1...Self.readAttempts {
@@ -150,19 +146,19 @@ extension VaultStore {
             do {
                 if attempt == 1 {
                     contents = try SmallFile.read(
-                        fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
+                        fileName, in: directory, path: itemPath(item), limit: ItemFile.maximumFileByteCount)
                 } else {
                     (contents, unchanged) = try SmallFile.readConfirmed(
-                        fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
+                        fileName, in: directory, path: itemPath(item), limit: ItemFile.maximumFileByteCount)
                 }
             } catch  where error.errno == .noSuchFileOrDirectory {
                 return nil
             }
             do throws(StoreError) {
-                let header = try ItemFile.header(of: contents, expected: itemFormatVersion, path: path)
+                let header = try ItemFile.header(of: contents, expected: itemFormatVersion, path: itemPath(item))
                 let (key, keys) = try encryptionKey(header.protectionClass, for: item, generation: header.generation)
                 return try ItemFile.open(
-                    contents, header: header, key: key, binding: keys.binding, location: item, path: path)
+                    contents, header: header, key: key, binding: keys.binding, location: item, path: itemPath(item))
             } catch {
                 // A reader takes no lock, so the file it opened may have become the group's spare and be
                 // written over (`SpareFile`): what it read can be another item's file, zeros, or torn.

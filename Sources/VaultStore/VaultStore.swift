@@ -21,6 +21,8 @@ public final class VaultStore: Sendable {
 
     /// The vault directory as given, for the paths in messages.
     let location: FilePath
+    /// `<location>/groups/`, the start of every item's path (built once: a get builds one path).
+    let groupsPathPrefix: String
     /// The uid that owns the vault directory: the vault's owner, whose files alone `group.key` and
     /// `.lock` may be (format v2).
     let ownerID: UInt32
@@ -109,6 +111,7 @@ public final class VaultStore: Sendable {
         state.groupKeys = groupKeys
         self.state = Mutex(state)
         self.location = location
+        self.groupsPathPrefix = location.string + "/" + Self.groupsDirectoryName + "/"
         self.ownerID = (try? directory.status().ownerID) ?? ProcessIdentity.effectiveUserID
         self.vaultID = vaultID
         self.formatVersion = formatVersion
@@ -137,12 +140,8 @@ public final class VaultStore: Sendable {
     /// Built in one buffer: every read builds it (for its messages and its decoder), and the joins of
     /// `/` allocated a string each.
     func itemPath(_ item: ItemLocation) -> FilePath {
-        var path = location.string
-        path.reserveCapacity(
-            path.utf8.count + item.group.rawValue.utf8.count + 3 + 70 + Self.groupsDirectoryName.utf8.count)
-        path += "/"
-        path += Self.groupsDirectoryName
-        path += "/"
+        var path = groupsPathPrefix
+        path.reserveCapacity(path.utf8.count + item.group.rawValue.utf8.count + 2 + 70)
         path += item.group.rawValue
         path += "/"
         path += item.id.rawValue

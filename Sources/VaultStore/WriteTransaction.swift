@@ -125,7 +125,7 @@ public struct WriteTransaction {
     /// Reads `item` under the lock, as `VaultStore.readFile` does: no move is half done under the lock
     /// (those of writers that died were finished when it was taken).
     public func read<Record: VersionedRecord, Failure: StoreErrorConvertible>(
-        _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: String) throws(Failure) -> Record
+        _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: () -> String) throws(Failure) -> Record
     ) throws(Failure) -> Record? {
         try store.readFile(item, decoding: decode)
     }
