@@ -75,7 +75,7 @@ public enum KeyDerivation {
             return []
         }
         do {
-            return try make(seeded: false, seed: { (_: inout MutableRawSpan) throws(Never) in }, derivations)
+            return try make(seeded: false, seed: { (_: inout MutableRawSpan) throws(Never) in 0 }, derivations)
         } catch {
             switch error {
             case .crypto(let error): throw error
@@ -86,9 +86,10 @@ public enum KeyDerivation {
 
     /// A key that `fill` writes (a key file's bytes), then the subkeys `derivations` ask for, all in
     /// one secure allocation: the key is first, and `Derivation(ofEarlier: 0, …)` is keyed by it
-    /// (`ofEarlier: i` by the key at `i`). `fill` must write all `SymmetricKey.byteCount` bytes.
+    /// (`ofEarlier: i` by the key at `i`). `fill` returns how many bytes it wrote: anything but all
+    /// `SymmetricKey.byteCount` is `invalidArgument`, and no key is made of a partly written one.
     public static func key<Failure: Error>(
-        filledBy fill: (inout MutableRawSpan) throws(Failure) -> Void, thenDeriving derivations: [Derivation]
+        filledBy fill: (inout MutableRawSpan) throws(Failure) -> Int, thenDeriving derivations: [Derivation]
     ) throws(SeededKeyError<Failure>) -> [SymmetricKey] {
         try make(seeded: true, seed: fill, derivations)
     }
@@ -103,7 +104,7 @@ public enum KeyDerivation {
 
     /// The keys of `subkeys` and `key(filledBy:thenDeriving:)`: when `seeded`, `seed` writes the first.
     private static func make<Failure: Error>(
-        seeded: Bool, seed: (inout MutableRawSpan) throws(Failure) -> Void, _ derivations: [Derivation]
+        seeded: Bool, seed: (inout MutableRawSpan) throws(Failure) -> Int, _ derivations: [Derivation]
     ) throws(SeededKeyError<Failure>) -> [SymmetricKey] {
         do {
             try Sodium.ensureInitialized()
@@ -144,10 +145,15 @@ public enum KeyDerivation {
                 (out) throws(SeededKeyError<Failure>) in
                 if seeded {
                     var span = MutableRawSpan(_unsafeBytes: UnsafeMutableRawBufferPointer(rebasing: out[0..<size]))
+                    let written: Int
                     do throws(Failure) {
-                        try seed(&span)
+                        written = try seed(&span)
                     } catch {
                         throw .seed(error)
+                    }
+                    guard written == size else {
+                        throw .crypto(
+                            CryptoError(.invalidArgument, "a key was filled with \(written) of its \(size) bytes"))
                     }
                 }
                 var offset = 0

@@ -7,8 +7,10 @@ internal import CSodium
 ///
 /// Keys made together (`split(into:)`, `KeyDerivation.subkeys`) share one allocation: each is a view
 /// of its part, and the allocation, with every key in it, is wiped and freed when the last of them
-/// goes. Each allocation costs a dozen system calls (mmap, mprotect of two guard pages, madvise,
-/// mlock, and their undoing), more than a whole read of an item.
+/// goes: dropping one of them wipes nothing, and the guard pages fence the allocation, not each key
+/// from its neighbours. So only keys that live as long as each other are made together. Each
+/// allocation costs a dozen system calls (mmap, mprotect of two guard pages, madvise, mlock, and their
+/// undoing), more than a whole read of an item.
 public final class SecureBytes: @unchecked Sendable {
     // @unchecked: the memory is written only inside `init` and is read-only (mprotect) afterwards, so
     // sharing the reference between threads shares immutable bytes.

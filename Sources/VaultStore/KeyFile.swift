@@ -100,7 +100,7 @@ enum KeyFile {
         let count = SymmetricKey.byteCount
         do throws(KeyDerivation.SeededKeyError<ReadFailure>) {
             return try KeyDerivation.key(
-                filledBy: { (span) throws(ReadFailure) in
+                filledBy: { (span) throws(ReadFailure) -> Int in
                     let filled: Int
                     do throws(Errno) {
                         filled = try fd.read(filling: &span)
@@ -108,6 +108,7 @@ enum KeyFile {
                         throw .system(error)
                     }
                     if filled < count { throw .shrank }
+                    return filled
                 }, thenDeriving: derivations)
         } catch {
             switch error {
