@@ -100,16 +100,8 @@ enum KeyFile {
         let count = SymmetricKey.byteCount
         do throws(KeyDerivation.SeededKeyError<ReadFailure>) {
             return try KeyDerivation.key(
-                filledBy: { (span) throws(ReadFailure) -> Int in
-                    let filled: Int
-                    do throws(Errno) {
-                        filled = try fd.read(filling: &span)
-                    } catch {
-                        throw .system(error)
-                    }
-                    if filled < count { throw .shrank }
-                    return filled
-                }, thenDeriving: derivations)
+                filledBy: { (span) throws(ReadFailure) -> Int in try fill(&span, from: fd, count: count) },
+                thenDeriving: derivations)
         } catch {
             switch error {
             case .crypto(let error):
@@ -117,6 +109,20 @@ enum KeyFile {
             case .seed(let failure): throw failure.storeError(path: path)
             }
         }
+    }
+
+    /// Fills `span` from `fd`; `shrank` when the file ends before `count` bytes. Returns the count.
+    private static func fill(_ span: inout MutableRawSpan, from fd: FileDescriptor, count: Int) throws(ReadFailure)
+        -> Int
+    {
+        let filled: Int
+        do throws(Errno) {
+            filled = try fd.read(filling: &span)
+        } catch {
+            throw .system(error)
+        }
+        if filled < count { throw .shrank }
+        return filled
     }
 
     /// Why reading a key file into secure memory failed.
@@ -137,13 +143,7 @@ enum KeyFile {
     private static func readSecret(_ fd: FileDescriptor, count: Int, path: FilePath) throws(StoreError) -> SecureBytes {
         do throws(SecureFillError<ReadFailure>) {
             return try SecureBytes(count: count) { (span) throws(ReadFailure) in
-                let filled: Int
-                do throws(Errno) {
-                    filled = try fd.read(filling: &span)
-                } catch {
-                    throw .system(error)
-                }
-                if filled < count { throw .shrank }
+                _ = try fill(&span, from: fd, count: count)
             }
         } catch {
             switch error {

@@ -22,15 +22,21 @@ enum FleetTestSupport {
     /// BASE+11…13), away from the ranges the other etcd tests derive from their pid.
     static let nextBase = Mutex(0)
 
+    /// 127.0.0.1:`port` (0: any port) as a socket address.
+    static func loopback(port: Int) -> sockaddr_in {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return address
+    }
+
     /// Whether nothing listens on, or holds, 127.0.0.1:`port`.
     static func portIsFree(_ port: Int) -> Bool {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { return false }
         defer { close(socket) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var address = loopback(port: port)
         return withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
                 bind(socket, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
