@@ -75,14 +75,12 @@ extension VaultStore {
     private func readGroupKeyFile(_ group: GroupName, in directory: FileDescriptor) throws(StoreError) -> [UInt8]? {
         let path = groupPath(group) / GroupKeyFile.fileName
         let fd: FileDescriptor
+        let status: FileStatus
         do {
-            fd = try directory.openAt(GroupKeyFile.fileName, [.readOnly, .nonBlocking])
-        } catch {
-            if error == .noSuchFileOrDirectory { return nil }
-            throw StoreError.system(error, .open, "open", path: path)
+            (fd, status) = try SmallFile.openRegular(GroupKeyFile.fileName, in: directory, path: path)
+        } catch  where error.errno == .noSuchFileOrDirectory {
+            return nil
         }
-        // `status(ofRegular:)` closes `fd` when it refuses it: close it here only after that.
-        let status = try SmallFile.status(ofRegular: fd, path: path, inspecting: "open")
         defer { try? fd.close() }
         state.withLock { $0.groupKeyInodes[group] = GroupKeyFileIdentity(status) }
         guard status.ownerID == ownerID, status.linkCount == 1 else {
@@ -305,40 +303,7 @@ extension VaultStore {
     }
 }
 
-/// What a caller can learn of one group of a format-2 vault.
-public struct GroupSummary: Sendable, Equatable {
-    /// The group's name.
-    public let name: GroupName
-    /// Whether its key is kept for the members of a Unix group; nil when the caller cannot tell.
-    public let isShared: Bool?
-    /// The Unix group of a shared group's directory.
-    public let unixGroupID: UInt32?
-    /// The number of items, when the caller may list the directory.
-    public let itemCount: Int?
-    /// Whether this process can read and write the group.
-    public let usable: Bool
-}
-
 extension VaultStore {
-    /// What this process can learn of `group`; nil when the vault has no such group.
-    public func summary(of group: GroupName) -> GroupSummary? {
-        let status: FileStatus
-        do {
-            status = try groupsDirectory.statusAt(group.rawValue)
-        } catch {
-            // Absent only when the kernel says so: a `groups/` this process may not search is no answer.
-            if error == .noSuchFileOrDirectory { return nil }
-            return GroupSummary(name: group, isShared: nil, unixGroupID: nil, itemCount: nil, usable: false)
-        }
-        guard status.kind == .directory else { return nil }
-        let shared = status.permissions.rawValue == FilePermissions.sharedDirectory.rawValue
-        let keys = try? keys(for: group)
-        let count = try? itemIDs(in: group, sorted: false).count
-        return GroupSummary(
-            name: group, isShared: keys.map(\.isShared) ?? (shared ? true : nil),
-            unixGroupID: shared ? status.groupID : nil, itemCount: count, usable: keys.map { !$0.isAbsent } ?? false)
-    }
-
     /// Removes group `group` and its items (format 2, the owner only), under the vault's lock and the
     /// group's; refuses a group that still holds items unless `force`. Returns the number of items
     /// removed.

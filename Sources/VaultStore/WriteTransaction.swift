@@ -66,8 +66,7 @@ public struct WriteTransaction {
         } catch {
             if spare { store.state.withLock { $0.spareUntrusted = true } }
             guard let replica else { throw error }
-            store.forgetReplicaState(item.group, replica)
-            throw StoreError.afterReplicaCommit(error, group: item.group)
+            throw store.localHalfFailed(error, group: item.group, replica)
         }
     }
 
@@ -117,8 +116,7 @@ public struct WriteTransaction {
                 alsoRemove: GenerationRecord.name(item.id))
         } catch {
             guard let replica else { throw error }
-            store.forgetReplicaState(item.group, replica)
-            throw StoreError.afterReplicaCommit(error, group: item.group)
+            throw store.localHalfFailed(error, group: item.group, replica)
         }
     }
 

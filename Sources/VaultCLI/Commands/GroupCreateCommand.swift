@@ -29,8 +29,9 @@ public struct GroupCreateCommand: Sendable, Hashable {
             ids only), and every machine that joins it (`vault group export-key`, then `vault group join`
             there) reads and writes the same items; with --unix-group as well it is shared on this
             machine with UNIXGROUP's members as a local group would be (they need read access to the
-            files the etcd options name). …ThisDeviceOnly items cannot go into a fleet group. Fleet commands run in `vault-fleet`, the
-            dynamically linked companion of this static executable, which `vault` starts by itself.
+            files the etcd options name). …ThisDeviceOnly items cannot go into a fleet group. Fleet
+            commands run in `vault-fleet`, the dynamically linked companion of this static executable,
+            which `vault` starts by itself.
             """,
         options: [
             .value(

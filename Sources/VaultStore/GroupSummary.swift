@@ -1,0 +1,36 @@
+import VaultSystem
+
+/// What a caller can learn of one group of a format-2 vault.
+public struct GroupSummary: Sendable, Equatable {
+    /// The group's name.
+    public let name: GroupName
+    /// Whether its key is kept for the members of a Unix group; nil when the caller cannot tell.
+    public let isShared: Bool?
+    /// The Unix group of a shared group's directory.
+    public let unixGroupID: UInt32?
+    /// The number of items, when the caller may list the directory.
+    public let itemCount: Int?
+    /// Whether this process can read and write the group.
+    public let usable: Bool
+}
+
+extension VaultStore {
+    /// What this process can learn of `group`; nil when the vault has no such group.
+    public func summary(of group: GroupName) -> GroupSummary? {
+        let status: FileStatus
+        do {
+            status = try groupsDirectory.statusAt(group.rawValue)
+        } catch {
+            // Absent only when the kernel says so: a `groups/` this process may not search is no answer.
+            if error == .noSuchFileOrDirectory { return nil }
+            return GroupSummary(name: group, isShared: nil, unixGroupID: nil, itemCount: nil, usable: false)
+        }
+        guard status.kind == .directory else { return nil }
+        let shared = status.permissions.rawValue == FilePermissions.sharedDirectory.rawValue
+        let keys = try? keys(for: group)
+        let count = try? itemIDs(in: group, sorted: false).count
+        return GroupSummary(
+            name: group, isShared: keys.map(\.isShared) ?? (shared ? true : nil),
+            unixGroupID: shared ? status.groupID : nil, itemCount: count, usable: keys.map { !$0.isAbsent } ?? false)
+    }
+}
