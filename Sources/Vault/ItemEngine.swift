@@ -16,10 +16,12 @@ struct LocatedItem: Sendable {
         PersistentReference(group: group, persistentID: record.persistentID, itemID: id)
     }
 
+    /// The result for a query returning `options`. A result that returns no secret keeps none.
     func matched(returning options: ReturnOptions) -> MatchedItem {
-        MatchedItem(
-            itemClass: record.itemClass, attributes: record.returnedAttributes(group: group),
-            data: options.contains(.data) ? record.data : nil, persistentReference: persistentReference)
+        guard options.contains(.data) || record.data.isEmpty else {
+            return MatchedItem(LocatedItem(group: group, id: id, record: record.with(data: Data())), returning: options)
+        }
+        return MatchedItem(self, returning: options)
     }
 }
 
@@ -40,12 +42,12 @@ struct ItemEngine: Sendable {
 
     /// The byte bounds of a handle's caches (docs/PERFORMANCE.md, "What made reads fast"): 2 MiB of
     /// decoded metadata (some 3,000 items of a few short attributes), 512 KiB of item ids (some
-    /// 2,000), and 96 MiB of scanned attributes (some 110,000 such items, so that a query of every
-    /// item of a 100,000-item vault is answered from the cache).
+    /// 2,000), and 64 MiB of scanned attributes (some 135,000 such items at about 500 bytes each, so
+    /// that a query of every item of a 100,000-item vault is answered from the cache).
     struct CacheBounds: Sendable {
         var metadataBytes = 2 << 20
         var itemIDBytes = 512 << 10
-        var attributeBytes = 96 << 20
+        var attributeBytes = 64 << 20
     }
 
     init(store: VaultStore, cacheBounds: CacheBounds = CacheBounds()) {
@@ -55,17 +57,30 @@ struct ItemEngine: Sendable {
         // than fit keeps its hits on every pass.
         attributeCache = BoundedCache(byteCapacity: cacheBounds.attributeBytes, emptiesWhenRefusing: false) {
             key, entry in
-            HeapBytes.of(key.id.rawValue) + HeapBytes.of(entry.fingerprint.recordText) + entry.record.heapByteEstimate
+            HeapBytes.of(key.id.rawValue) + entry.heapByteEstimate
         }
         itemIDCache = BoundedCache(byteCapacity: cacheBounds.itemIDBytes) { key, id in
             HeapBytes.of(key.primaryKey) + HeapBytes.of(key.group.rawValue) + HeapBytes.of(id.rawValue)
         }
     }
 
-    /// An attribute cache entry: the record without its secret, and the fingerprint of its file.
-    struct CachedAttributes: Sendable {
+    /// An attribute cache entry: the record without its secret, and the fingerprint of its file. An
+    /// object, so that the cache's dictionary holds one reference per bucket: a dictionary of 100,000
+    /// entries has 262,144 buckets, and 128 bytes inline in each was 34 MB.
+    final class CachedAttributes: Sendable {
         let fingerprint: ItemFingerprint
         let record: ItemRecord
+
+        init(fingerprint: ItemFingerprint, record: ItemRecord) {
+            self.fingerprint = fingerprint
+            self.record = record
+        }
+
+        /// The entry's object and what it owns beyond it.
+        var heapByteEstimate: Int {
+            HeapBytes.object(MemoryLayout<ItemFingerprint>.stride + MemoryLayout<ItemRecord>.stride)
+                + HeapBytes.of(fingerprint.recordText) + record.heapByteEstimate
+        }
     }
 
     struct ItemKey: Hashable, Sendable {

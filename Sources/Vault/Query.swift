@@ -116,14 +116,25 @@ public struct ReturnOptions: OptionSet, Sendable, Hashable {
 
 /// One item found by a query.
 public struct MatchedItem: Sendable {
+    /// The item as found. Its record shares the attributes with the handle's caches: a query of every
+    /// item of a large vault holds each item's attributes once, not once more per result
+    /// (docs/PERFORMANCE.md, "Memory").
+    let item: LocatedItem
+    let returnsData: Bool
+
+    init(_ item: LocatedItem, returning options: ReturnOptions) {
+        self.item = item
+        returnsData = options.contains(.data)
+    }
+
     /// The item's class.
-    public let itemClass: ItemClass
+    public var itemClass: ItemClass { item.record.itemClass }
     /// Its attributes, with group, synchronizable flag and dates filled in.
-    public let attributes: ItemAttributes
+    public var attributes: ItemAttributes { item.record.returnedAttributes(group: item.group) }
     /// The secret, when `ReturnOptions.data` was asked for.
-    public let data: Data?
+    public var data: Data? { returnsData ? item.record.data : nil }
     /// The item's persistent reference.
-    public let persistentReference: PersistentReference
+    public var persistentReference: PersistentReference { item.persistentReference }
 }
 
 /// What an update changes: every non-nil attribute (moving the item to another group if
