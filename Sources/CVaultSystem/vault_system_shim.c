@@ -20,13 +20,13 @@
 #include <spawn.h>
 #include <syslog.h>
 
-int vsys_ofd_lock(int fd, int type, int wait) {
+int vsys_ofd_lock(int fd, int type, int wait, long long offset) {
     struct flock lock;
     memset(&lock, 0, sizeof lock);
     lock.l_type = type == 0 ? F_UNLCK : (type == 1 ? F_RDLCK : F_WRLCK);
     lock.l_whence = SEEK_SET;
-    lock.l_start = 0;
-    lock.l_len = 0; /* the whole file */
+    lock.l_start = (off_t)offset;
+    lock.l_len = 1;
     lock.l_pid = 0; /* required for OFD locks */
     return fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &lock);
 }

@@ -9,25 +9,27 @@ extension FileDescriptor {
         case exclusive = 2
     }
 
-    /// Takes an OFD lock on the whole file (`F_OFD_SETLKW`), waiting for it. OFD locks belong to the
-    /// open file description: two opens in one process exclude each other, and the kernel drops the
-    /// lock when the last descriptor of it closes, including when the process dies.
-    public func lock(_ kind: LockKind) throws(Errno) {
-        _ = try retryingOnInterrupt(.lock) { vsys_ofd_lock(rawValue, kind.rawValue, 1) }
+    /// Takes an OFD lock on byte `byte` of the file (`F_OFD_SETLKW`), waiting for it. OFD locks belong
+    /// to the open file description: two opens in one process exclude each other (two threads using one
+    /// descriptor do not), and the kernel drops the lock when the last descriptor of it closes,
+    /// including when the process dies. Locks on different bytes are independent: the vault's write
+    /// lock is byte 0 of a `.lock` file, and group commit locks others (`GroupCommit`).
+    public func lock(_ kind: LockKind, byte: Int64 = 0) throws(Errno) {
+        _ = try retryingOnInterrupt(.lock) { vsys_ofd_lock(rawValue, kind.rawValue, 1, byte) }
     }
 
-    /// Tries to take an OFD lock without waiting; returns false when another holder has it.
-    public func tryLock(_ kind: LockKind) throws(Errno) -> Bool {
+    /// Tries to take an OFD lock on byte `byte` without waiting; returns false when another holder has it.
+    public func tryLock(_ kind: LockKind, byte: Int64 = 0) throws(Errno) -> Bool {
         do {
-            _ = try retryingOnInterrupt(.lock) { vsys_ofd_lock(rawValue, kind.rawValue, 0) }
+            _ = try retryingOnInterrupt(.lock) { vsys_ofd_lock(rawValue, kind.rawValue, 0, byte) }
             return true
         } catch  where error == .wouldBlock || error == .permissionDenied {
             return false
         }
     }
 
-    /// Releases an OFD lock held through this descriptor.
-    public func unlock() throws(Errno) {
-        _ = try retryingOnInterrupt(.lock) { vsys_ofd_lock(rawValue, 0, 0) }
+    /// Releases the OFD lock on byte `byte` held through this descriptor (locks on other bytes stay).
+    public func unlock(byte: Int64 = 0) throws(Errno) {
+        _ = try retryingOnInterrupt(.lock) { vsys_ofd_lock(rawValue, 0, 0, byte) }
     }
 }

@@ -182,6 +182,30 @@ import VaultTestSupport
         }
     }
 
+    /// Each byte is a lock of its own: the write lock (byte 0) and group commit's locks (other bytes)
+    /// neither exclude nor release each other.
+    @Test func locksOnDifferentBytesAreIndependent() throws {
+        try withTemporaryDirectory("system") { dir in
+            let fd = try dir.open()
+            defer { try? fd.close() }
+            let first = try fd.openAt(".lock", [.readWrite, .create])
+            let second = try fd.openAt(".lock", [.readWrite, .create])
+            defer {
+                try? first.close()
+                try? second.close()
+            }
+            try first.lock(.exclusive)
+            try first.lock(.exclusive, byte: 17)
+            #expect(try second.tryLock(.exclusive, byte: 1) == true)
+            #expect(try second.tryLock(.exclusive, byte: 17) == false)
+            try first.unlock()
+            #expect(try second.tryLock(.exclusive) == true)
+            #expect(try second.tryLock(.exclusive, byte: 17) == false)
+            try first.unlock(byte: 17)
+            #expect(try second.tryLock(.shared, byte: 17) == true)
+        }
+    }
+
     @Test func closingTheDescriptorReleasesTheLock() throws {
         try withTemporaryDirectory("system") { dir in
             let fd = try dir.open()

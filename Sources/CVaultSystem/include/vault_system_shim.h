@@ -4,10 +4,10 @@
 /* Internal to the package: hidden so that libvault.so exports only the C API of include/vault.h. */
 #define VSYS_INTERNAL __attribute__((visibility("hidden")))
 
-/// Open-file-description lock on the whole file: F_OFD_SETLK(W) is a GNU extension that Swift's Glibc
-/// module does not import, and fcntl is variadic. Returns 0 or -1 with errno set.
+/// Open-file-description lock on one byte of the file, at `offset`: F_OFD_SETLK(W) is a GNU extension
+/// that Swift's Glibc module does not import, and fcntl is variadic. Returns 0 or -1 with errno set.
 /// type: 0 = unlock, 1 = shared (read), 2 = exclusive (write). wait: non-zero blocks (F_OFD_SETLKW).
-VSYS_INTERNAL int vsys_ofd_lock(int fd, int type, int wait);
+VSYS_INTERNAL int vsys_ofd_lock(int fd, int type, int wait, long long offset);
 
 /// prctl(PR_SET_DUMPABLE, value): 0 stops core dumps and ptrace attach by the same user.
 VSYS_INTERNAL int vsys_set_dumpable(int value);
