@@ -57,6 +57,10 @@ int vsys_exchange_at(int directory, const char *first, const char *second) {
     return renameat2(directory, first, directory, second, RENAME_EXCHANGE);
 }
 
+int vsys_rename_noreplace_at(int directory, const char *source, const char *destination) {
+    return renameat2(directory, source, directory, destination, RENAME_NOREPLACE);
+}
+
 /* Echo control. The saved settings live in statics because a signal handler can reach nothing else;
  * tcsetattr, sigaction and raise are async-signal-safe. */
 static struct termios vsys_saved_termios;

@@ -70,8 +70,11 @@ enum AtomicFile {
     }
 
     /// Creates `name` with `contents` only if no file of that name exists; fails with a `StoreError`
-    /// whose cause is `EEXIST` otherwise. The complete file appears at once (a hard link of the temp
-    /// file), never a partial one.
+    /// whose cause is `EEXIST` otherwise. The complete file appears at once, never a partial one: the
+    /// temp file renamed only if the name is free (`RENAME_NOREPLACE`), or on a file system that cannot,
+    /// hard-linked and then unlinked. (A link shows the file with two links for a moment, and readers
+    /// refuse key files with more than one: a concurrent first write of a group read its new `group.key`
+    /// so and failed.)
     static func createExclusively(
         _ name: String, contents: FileContents, in directory: FileDescriptor, directoryPath: FilePath,
         permissions: FilePermissions = .ownerReadWrite
@@ -79,9 +82,15 @@ enum AtomicFile {
         let temporary = try writeTemporary(contents, in: directory, directoryPath: directoryPath, permissions)
         defer { try? directory.unlinkAt(temporary) }
         do {
-            try directory.linkAt(temporary, to: name)
+            try directory.renameIfAbsentAt(temporary, to: name)
+        } catch  where error == .invalidArgument || error == .notSupported {
+            do {
+                try directory.linkAt(temporary, to: name)
+            } catch {
+                throw StoreError.system(error, .link, "create", path: directoryPath / name)
+            }
         } catch {
-            throw StoreError.system(error, .link, "create", path: directoryPath / name)
+            throw StoreError.system(error, .rename, "create", path: directoryPath / name)
         }
         try syncDirectory(directory, path: directoryPath)
     }

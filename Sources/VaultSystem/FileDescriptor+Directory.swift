@@ -29,6 +29,16 @@ extension FileDescriptor {
         }
     }
 
+    /// Renames `source` to `destination` in this directory only if no `destination` exists
+    /// (`renameat2` with `RENAME_NOREPLACE`): an atomic create-if-absent of a complete file that, unlike a
+    /// hard link, never shows the file with two links. `EEXIST` when `destination` exists; a file
+    /// system that cannot fails with `EINVAL` or `ENOTSUP`.
+    public func renameIfAbsentAt(_ source: String, to destination: String) throws(Errno) {
+        _ = try retryingOnInterrupt(.rename) {
+            source.withCString { s in destination.withCString { d in vsys_rename_noreplace_at(rawValue, s, d) } }
+        }
+    }
+
     /// Makes a hard link `destination` to `source`, both relative to this directory; fails with
     /// `EEXIST` when `destination` exists, which makes it an atomic create-if-absent of a complete file.
     public func linkAt(_ source: String, to destination: String) throws(Errno) {

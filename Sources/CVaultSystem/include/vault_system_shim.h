@@ -32,6 +32,11 @@ VSYS_INTERNAL int vsys_o_path(void);
 /// or ENOTSUP on a file system that cannot exchange).
 VSYS_INTERNAL int vsys_exchange_at(int directory, const char *first, const char *second);
 
+/// renameat2(RENAME_NOREPLACE) within one directory: renames `source` to `destination` only if no
+/// `destination` exists (EEXIST otherwise), atomically. Returns 0 or -1 with errno set (EINVAL or
+/// ENOTSUP on a file system that cannot).
+VSYS_INTERNAL int vsys_rename_noreplace_at(int directory, const char *source, const char *destination);
+
 /// posix_spawn_file_actions_addclosefrom_np(actions, from): the child closes every descriptor from
 /// `from` up (a GNU extension, glibc 2.34). `actions` is a posix_spawn_file_actions_t *.
 VSYS_INTERNAL int vsys_spawn_close_from(void *actions, int from);
