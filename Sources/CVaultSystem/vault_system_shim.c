@@ -31,6 +31,23 @@ int vsys_ofd_lock(int fd, int type, int wait, long long offset) {
     return fcntl(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, &lock);
 }
 
+static int vsys_cached_process_id;
+static pthread_once_t vsys_process_id_once = PTHREAD_ONCE_INIT;
+
+static void vsys_refresh_process_id(void) {
+    __atomic_store_n(&vsys_cached_process_id, (int)getpid(), __ATOMIC_RELAXED);
+}
+
+static void vsys_start_process_id(void) {
+    vsys_refresh_process_id();
+    (void)pthread_atfork(NULL, NULL, vsys_refresh_process_id);
+}
+
+int vsys_process_id(void) {
+    (void)pthread_once(&vsys_process_id_once, vsys_start_process_id);
+    return __atomic_load_n(&vsys_cached_process_id, __ATOMIC_RELAXED);
+}
+
 int vsys_set_dumpable(int value) {
     return prctl(PR_SET_DUMPABLE, (unsigned long)value, 0UL, 0UL, 0UL);
 }

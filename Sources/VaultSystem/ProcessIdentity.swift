@@ -61,7 +61,7 @@ public enum ProcessIdentity {
     }
 
     /// The process id (`getpid`): a forked child has its own.
-    public static var processID: Int32 { Glibc.getpid() }
+    public static var processID: Int32 { vsys_process_id() }
 
     /// Sleeps the calling thread for `microseconds`.
     public static func sleep(microseconds: UInt32) {

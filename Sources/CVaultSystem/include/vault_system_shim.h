@@ -9,6 +9,11 @@
 /// type: 0 = unlock, 1 = shared (read), 2 = exclusive (write). wait: non-zero blocks (F_OFD_SETLKW).
 VSYS_INTERNAL int vsys_ofd_lock(int fd, int type, int wait, long long offset);
 
+/// getpid(), kept after the first call and refreshed in the child of every fork() (pthread_atfork):
+/// the store asks on every write whether a fork made its lock descriptors the parent's, and glibc
+/// makes getpid a system call each time.
+VSYS_INTERNAL int vsys_process_id(void);
+
 /// prctl(PR_SET_DUMPABLE, value): 0 stops core dumps and ptrace attach by the same user.
 VSYS_INTERNAL int vsys_set_dumpable(int value);
 
