@@ -36,7 +36,7 @@ struct ItemEngine: Sendable {
     /// fingerprint of the file it came from: a query that returns no secrets re-reads only the files
     /// whose fingerprint changed (a readlink and a stat instead of a read and a decryption). Files
     /// changed in the current clock tick are not cached (`ItemFingerprint.isSettled`).
-    let attributeCache: BoundedCache<ItemKey, CachedAttributes>
+    let attributeCache: BoundedCache<Key, CachedAttributes>
     /// Item ids by group and primary key (a keyed hash each, fixed for a handle's keys).
     let itemIDCache: BoundedCache<PrimaryKeyInGroup, ItemID>
 
@@ -81,11 +81,6 @@ struct ItemEngine: Sendable {
             HeapBytes.object(MemoryLayout<ItemFingerprint>.stride + MemoryLayout<ItemRecord>.stride)
                 + HeapBytes.of(fingerprint.recordText) + record.heapByteEstimate
         }
-    }
-
-    struct ItemKey: Hashable, Sendable {
-        let group: AccessGroup
-        let id: ItemID
     }
 
     struct PrimaryKeyInGroup: Hashable, Sendable {
@@ -305,7 +300,7 @@ struct ItemEngine: Sendable {
             let record: ItemRecord
             do {
                 if cached {
-                    let key = ItemKey(group: group, id: id)
+                    let key = Key(group: group, id: id)
                     // The fingerprint is taken before the read: a file replaced in between is only a
                     // miss next time, never a stale hit.
                     guard
@@ -356,7 +351,8 @@ struct ItemEngine: Sendable {
         attributeCache.removeAll { $0.group == group && !ids.contains($0.id) }
     }
 
-    struct Key: Hashable {
+    /// An item of a group: the key of the attribute cache, and of an update's plan.
+    struct Key: Hashable, Sendable {
         let group: AccessGroup
         let id: ItemID
     }

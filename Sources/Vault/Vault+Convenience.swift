@@ -9,7 +9,7 @@ extension Vault {
     public func set(_ data: Data, for key: ItemKey, accessibility: Accessibility = .afterFirstUnlock)
         throws(VaultError)
     {
-        try upsert(key, accessibility: accessibility) { _ in data }
+        try upsert(key, accessibility: accessibility, preparing: data) { _ in data }
     }
 
     /// Stores `string` as UTF-8 under `key` (see `set(_:for:accessibility:)`).
@@ -113,16 +113,51 @@ extension Vault {
         try upsert(key, accessibility: accessibility, transform)
     }
 
+    /// The read-transform-write of `modify` and `set`. `preparing`: the new secret whatever the current
+    /// one is (a `set`), which lets the write be made ready before the lock (group commit,
+    /// `ItemEngine.prepareSet`): then the lock is held only to check that the item is still the one
+    /// read and to publish the write, and the directory fsync is shared with other writers after it.
     @discardableResult
-    func upsert(_ key: ItemKey, accessibility: Accessibility, _ transform: (Data?) throws -> Data?) throws(VaultError)
-        -> Data?
-    {
+    func upsert(
+        _ key: ItemKey, accessibility: Accessibility, preparing newData: Data? = nil,
+        _ transform: (Data?) throws -> Data?
+    ) throws(VaultError) -> Data? {
         let query = key.query
         let groups = try searchGroups(query)
         let target = try client.targetGroup(for: key.group)
-        return try withWriteLock(groups: groups, creating: [target]) { tx throws(VaultError) in
+        // Prepared only when other writers are about: for a lone writer, the write under the lock costs
+        // less (no read before the lock, no slot, no shared flush to arrange).
+        let prepared = newData.flatMap { data in
+            groups == [target] && engine.store.othersWriteToo(target.name)
+                ? engine.prepareSet(data, for: key, accessibility: accessibility, in: target) : nil
+        }
+        let result: Data?
+        do {
+            result = try upsertLocked(
+                key, query: query, groups: groups, target: target, accessibility: accessibility, prepared: prepared,
+                transform)
+        } catch {
+            if let prepared { try? engine.store.finish(prepared.write) }
+            throw error
+        }
+        if let prepared {
+            try translatingStoreErrors { () throws(StoreError) in try engine.store.finish(prepared.write) }
+        }
+        return result
+    }
+
+    private func upsertLocked(
+        _ key: ItemKey, query: Query, groups: [AccessGroup], target: AccessGroup, accessibility: Accessibility,
+        prepared: ItemEngine.PreparedSet?, _ transform: (Data?) throws -> Data?
+    ) throws(VaultError) -> Data? {
+        try withWriteLock(groups: groups, creating: [target]) { tx throws(VaultError) in
             let found = try engine.find(query, in: groups, underWriteLock: true)
             let current = found.first
+            if let prepared, prepared.wasMade(from: current),
+                try translatingStoreErrors({ () throws(StoreError) in try tx.commit(prepared.write) })
+            {
+                return prepared.data
+            }
             let newValue: Data?
             do {
                 newValue = try transform(current?.record.data)

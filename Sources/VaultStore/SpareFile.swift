@@ -46,7 +46,12 @@ struct SpareFile {
     /// directory, a hard link to another file, a file someone else made, one with other permissions)
     /// is removed, never written through: after the exchange its owner and mode would be the item's.
     static func open(in directory: FileDescriptor, shared: Bool) -> SpareFile? {
-        let name = name(shared: shared)
+        open(name(shared: shared), in: directory, shared: shared)
+    }
+
+    /// The spare `name` opened for writing (a group-commit slot's, `GroupCommit`), checked and made
+    /// as `open(in:shared:)` does.
+    static func open(_ name: String, in directory: FileDescriptor, shared: Bool) -> SpareFile? {
         do {
             let file = try directory.openAt(name, [.writeOnly, .nonBlocking])
             if let status = try? file.status(), isUsable(status, in: directory, shared: shared) {
@@ -131,6 +136,13 @@ struct SpareFile {
     func exchange(with itemName: String, in directory: FileDescriptor, directoryPath: FilePath)
         throws(StoreError)
     {
+        try Self.exchange(name, with: itemName, in: directory, directoryPath: directoryPath)
+    }
+
+    /// `exchange` of the spare named `name`.
+    static func exchange(_ name: String, with itemName: String, in directory: FileDescriptor, directoryPath: FilePath)
+        throws(StoreError)
+    {
         do {
             try directory.exchangeAt(name, with: itemName)
             return
@@ -153,12 +165,17 @@ struct SpareFile {
     /// group the replaced file may be another member's, which is no spare of this writer's: it is
     /// removed (unlinked by name in the group's directory, never followed) rather than written.
     func scrub(in directory: FileDescriptor, shared: Bool) {
+        Self.scrub(name, in: directory, shared: shared)
+    }
+
+    /// `scrub` of the spare named `name`.
+    static func scrub(_ name: String, in directory: FileDescriptor, shared: Bool) {
         guard let spare = try? directory.openAt(name, [.writeOnly, .nonBlocking]) else { return }
         defer { try? spare.close() }
         guard let status = try? spare.status(), status.size <= Int64(ItemFile.maximumFileByteCount) else { return }
         let ours =
             shared
-            ? Self.isUsable(status, in: directory, shared: true) : status.kind == .regular && status.linkCount == 1
+            ? isUsable(status, in: directory, shared: true) : status.kind == .regular && status.linkCount == 1
         guard ours else {
             if shared { try? directory.unlinkAt(name) }
             return

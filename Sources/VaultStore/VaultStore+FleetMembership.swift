@@ -178,7 +178,7 @@ extension VaultStore {
             try fillFleetGroup(group, file: file, settings: settings, unixGroup: unixGroup, classKeys: classKeys)
         } catch {
             state.withLock { state in
-                if let fd = state.groupDirectories.removeValue(forKey: group) { try? fd.close() }
+                if let fd = state.groupDirectories.removeValue(forKey: group) { state.retiredDescriptors.append(fd) }
                 state.groupKeys[group] = nil
                 state.replicas[group] = nil
             }

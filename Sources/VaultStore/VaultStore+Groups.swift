@@ -350,8 +350,8 @@ extension VaultStore {
                 }
             }
             state.withLock { state in
-                if let fd = state.groupDirectories.removeValue(forKey: group) { try? fd.close() }
-                if let lock = state.groupLocks.removeValue(forKey: group) { try? lock.file.close() }
+                if let fd = state.groupDirectories.removeValue(forKey: group) { state.retiredDescriptors.append(fd) }
+                if let lock = state.groupLocks.removeValue(forKey: group) { state.retiredDescriptors.append(lock.file) }
                 state.groupKeys[group] = nil
             }
             do throws(Errno) {

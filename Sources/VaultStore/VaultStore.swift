@@ -60,6 +60,18 @@ public final class VaultStore: Sendable {
         var groupKeyInodes: [GroupName: GroupKeyFileIdentity] = [:]
         /// Format v2: each group's open `.lock` and the process that opened it (see `lock`).
         var groupLocks: [GroupName: (file: FileDescriptor, processID: Int32)] = [:]
+        /// Descriptors of removed groups, closed only with the store: a prepared write of another thread
+        /// (`PreparedItemWrite`) may still hold one, and a closed number can be reused by any open.
+        var retiredDescriptors: [FileDescriptor] = []
+        /// Format v2, group commit (`GroupCommit`): the slots this process holds in each group, and each
+        /// group's in-process flush leader (threads sharing one `.lock` descriptor do not exclude each
+        /// other by its locks).
+        var claimedSlots: [GroupName: Set<Int>] = [:]
+        /// The group's exchange counter after this store's last write there, and for how many more of
+        /// its writes it prepares them since it last saw another writer's (`othersWriteToo`).
+        var lastExchange: [GroupName: UInt64] = [:]
+        var sharedWrites: [GroupName: Int] = [:]
+        var flushLeaders: [GroupName: GroupCommit.FlushLeader] = [:]
         /// Format v2: the groups whose interrupted moves were finished since the store was opened.
         var movesRecoveredGroups: Set<GroupName> = []
         /// The groups whose stale temp files were removed (`Housekeeping`).
@@ -124,7 +136,9 @@ public final class VaultStore: Sendable {
     }
 
     deinit {
-        let fds = state.withLock { Array($0.groupDirectories.values) + $0.groupLocks.values.map(\.file) }
+        let fds = state.withLock {
+            Array($0.groupDirectories.values) + $0.groupLocks.values.map(\.file) + $0.retiredDescriptors
+        }
         for fd in fds { try? fd.close() }
         try? lock.withLock { $0.file }?.close()
         try? groupsDirectory.close()

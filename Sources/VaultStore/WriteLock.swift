@@ -271,7 +271,7 @@ extension VaultStore {
     }
 
     /// This process's own open of `group`'s `.lock` (format v2), reopened after a fork as the vault's.
-    private func currentGroupLockFile(_ group: GroupName) throws(StoreError) -> FileDescriptor {
+    func currentGroupLockFile(_ group: GroupName) throws(StoreError) -> FileDescriptor {
         let pid = ProcessIdentity.processID
         if let file = state.withLock({ state in
             state.groupLocks[group].flatMap { $0.processID == pid ? $0.file : nil }

@@ -68,6 +68,12 @@ public struct WriteTransaction {
             guard let replica else { throw error }
             throw store.localHalfFailed(error, group: item.group, replica)
         }
+        // Counted as group commit's exchanges are, so that each writer of the group sees the others'
+        // writes (`othersWroteSinceLastWrite`); flushed already, it needs no ticket's flush.
+        if durable, replica == nil, store.formatVersion >= 2, let lockFile = try? store.currentGroupLockFile(item.group)
+        {
+            _ = store.takeCommitTicket(item.group, lockFile: lockFile)
+        }
     }
 
     /// Moves an item to `destination` (another primary key or group) with the new contents `plaintext`,

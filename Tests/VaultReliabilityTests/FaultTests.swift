@@ -4,6 +4,7 @@ import VaultSystem
 import VaultTestSupport
 
 @testable import Vault
+@testable import VaultStore
 
 #if canImport(Glibc)
     import Glibc
@@ -110,15 +111,28 @@ struct FaultCase: CustomStringConvertible, Sendable {
         return counts
     }
 
-    @Test(arguments: FaultedOperation.allCases)
-    func everyCallOfAnOperationFailsCleanly(operation: FaultedOperation) throws {
+    /// In format 2, puts and updates go through group commit (`PreparedItemWrite`): a failure while the
+    /// write is prepared makes it fall back to the write under the lock; one of the shared directory
+    /// fsync comes after the commit point.
+    @Test(arguments: FaultedOperation.allCases, [1, 2])
+    func everyCallOfAnOperationFailsCleanly(operation: FaultedOperation, format: Int) throws {
         try withTemporaryDirectory("faults") { dir in
             let path = dir.path + "/vault"
-            let setup = try Vault.create(at: path, client: try testClient())
+            let setup = try Vault.create(at: path, client: try testClient(), format: format)
             try FaultedOperation.baseline(setup)
+            // In format 2 each handle writes as one that has seen other writers in the group, so that its
+            // sets are prepared before the lock (group commit).
+            func open() throws -> Vault {
+                let vault = try Vault.open(at: path, client: try testClient())
+                if format == 2 {
+                    let group = try GroupName(testApp)
+                    vault.engine.store.state.withLock { $0.sharedWrites[group] = VaultStore.sharedWriteMemory }
+                }
+                return vault
+            }
             // Count the calls of one operation on a fresh handle (as a fresh process would make them).
             let counting = FaultPlan.counting()
-            let probe = try Vault.open(at: path, client: try testClient())
+            let probe = try open()
             try FaultInjection.withPlan(counting) { try operation.run(probe) }
             let all = cases(for: Self.counts(counting))
             // The generation record must not cost an fsync: a put or update is still two (the file, then
@@ -132,7 +146,7 @@ struct FaultCase: CustomStringConvertible, Sendable {
             var problems: [String] = []
             for c in all {
                 try FaultedOperation.baseline(setup)
-                let vault = try Vault.open(at: path, client: try testClient())
+                let vault = try open()
                 let plan = FaultPlan(c.operation, occurrence: c.occurrence, effect: c.effect, persistent: c.persistent)
                 var failure: VaultError?
                 do {
@@ -179,7 +193,7 @@ struct FaultCase: CustomStringConvertible, Sendable {
             #expect(failedOld > 0)
             let afterCommit = Set(failedNew).sorted()
             figure(
-                "faults-\(operation)",
+                format == 1 ? "faults-\(operation)" : "faults-\(operation)-format-2",
                 "\(all.count) injections into \(Self.counts(counting).values.reduce(0, +)) calls: \(failedOld) failed with the "
                     + "old state, \(failedNew.count) failed after the commit point with the new state (\(afterCommit.joined(separator: ", "))), "
                     + "\(succeeded) tolerated (\(tolerated.sorted().joined(separator: ", "))); \(problems.count) problems"

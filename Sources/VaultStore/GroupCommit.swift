@@ -1,0 +1,206 @@
+import Synchronization
+import VaultSystem
+
+/// Group commit in a format-2 group (docs/FORMAT.md, "Group commit"): writers of one group write and
+/// flush their item file before they take the write lock (`PreparedItemWrite`), each into a spare of
+/// its own; under the lock they only check that the item is still the one they read, exchange the
+/// names and write the record; after it they share the directory fsync, one writer flushing for every
+/// exchange made before its fsync started. So the two flushes of a write no longer run one writer at
+/// a time: the data flushes of all writers overlap, and one directory flush serves several writes.
+///
+/// The group's `.lock` holds, besides the write lock and its mark (byte 0, `WriterMark`):
+/// - byte 1: the flush lock, held by the one writer that fsyncs the directory for the others;
+/// - bytes 16..<32: slot k's lock, held by the writer whose spare `.slot.<k>` and record
+///   `.slot.<k>.gen` are in use;
+/// - bytes 32..<48: slot k's mark: 1 from the claim until its holder's exchange is durable and the
+///   spare zeroed, so that a claimer that finds 1 (its holder died) removes the slot's files instead of
+///   writing over a file that may still be an item's on disk; 0 otherwise;
+/// - bytes 48..<72: the exchange counter, this boot's id and a big-endian u64, +1 by each exchange
+///   under the write lock (the writer's ticket);
+/// - bytes 72..<96: the flush counter, likewise: the highest ticket that a finished directory fsync
+///   covered, written under the flush lock.
+///
+/// The counters are never synced, so a power cut can leave any older value of either: both carry the
+/// boot they were written in, and one of another boot counts as 0. Only format 2 has them: a format-1
+/// vault has one lock for every group directory, so a ticket would not say which directory to sync.
+enum GroupCommit {
+    static let flushLockByte: Int64 = 1
+    static let slotCount = 16
+    static let slotLockBase: Int64 = 16
+    static let slotMarkBase: Int64 = 32
+    static let exchangeCounterOffset: Int64 = 48
+    static let flushCounterOffset: Int64 = 72
+    static let counterByteCount = 24
+
+    /// Slot marks.
+    static let idle: UInt8 = 0
+    static let active: UInt8 = 1
+
+    /// Slot `slot`'s spare: an item's next file while it is prepared, the item's previous file after the
+    /// exchange, zeros once that is durable.
+    static func spareName(_ slot: Int) -> String { ".slot.\(slot)" }
+
+    /// Slot `slot`'s generation record, made with the prepared file and renamed onto the item's record
+    /// by the exchange's transaction.
+    static func recordName(_ slot: Int) -> String { ".slot.\(slot).gen" }
+
+    /// The in-process half of the flush lock: threads of one process share the `.lock` descriptor, and
+    /// OFD locks taken through one descriptor do not exclude each other.
+    final class FlushLeader: Sendable {
+        let mutex = Mutex(())
+    }
+
+    /// The counter at `offset` of `lockFile`: its value when written in this boot, else 0.
+    static func readCounter(_ lockFile: FileDescriptor, at offset: Int64) -> UInt64 {
+        guard let boot = BootIdentifier.current,
+            let bytes = try? lockFile.read(count: counterByteCount, at: offset),
+            bytes.count == counterByteCount, bytes[0..<16].elementsEqual(boot)
+        else { return 0 }
+        return bytes[16...].reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    /// Sets the counter at `offset` of `lockFile` to `value`, stamped with this boot; false when it
+    /// could not be written.
+    @discardableResult
+    static func writeCounter(_ value: UInt64, to lockFile: FileDescriptor, at offset: Int64) -> Bool {
+        guard let boot = BootIdentifier.current else { return false }
+        var bytes = boot
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8((value >> UInt64(shift)) & 0xff)) }
+        return (try? lockFile.writeAll(bytes, at: offset)) != nil
+    }
+
+    /// Slot `slot`'s mark (a missing byte, in a `.lock` that never held one, is idle); nil when it
+    /// cannot be read.
+    static func mark(of slot: Int, in lockFile: FileDescriptor) -> UInt8? {
+        guard let bytes = try? lockFile.read(count: 1, at: slotMarkBase + Int64(slot)) else { return nil }
+        return bytes.first ?? idle
+    }
+
+    @discardableResult
+    static func setMark(_ mark: UInt8, of slot: Int, in lockFile: FileDescriptor) -> Bool {
+        (try? lockFile.write([mark], at: slotMarkBase + Int64(slot))) == 1
+    }
+}
+
+extension VaultStore {
+    /// Whether other writers (of any process, or other handles) write to `group` as well: another
+    /// writer's write came between two of this store's within its last `sharedWriteMemory` writes
+    /// there, as the group's exchange counter told under the lock. Writers that share a group gain by
+    /// preparing their writes (`prepareWrite`); a lone writer writes under the lock at less cost (no read
+    /// before it, no slot, no shared flush). False in format 1, and until this store has written to the
+    /// group twice.
+    public func othersWriteToo(_ group: GroupName) -> Bool {
+        formatVersion >= 2 && state.withLock { $0.sharedWrites[group, default: 0] > 0 }
+    }
+
+    /// How many of its own writes a store keeps preparing after it last saw another writer's.
+    static let sharedWriteMemory = 16
+
+    /// Claims a free slot of `group` for a prepared write (its lock byte, and this process's record
+    /// of it), starting at one that depends on the process so that writers spread; cleans up after a
+    /// holder that died; sets the mark. Nil when every slot is taken or the lock file fails.
+    func claimCommitSlot(_ group: GroupName, lockFile: FileDescriptor, directory: FileDescriptor) -> Int? {
+        let first = Int(UInt32(bitPattern: ProcessIdentity.processID) % UInt32(GroupCommit.slotCount))
+        for step in 0..<GroupCommit.slotCount {
+            let slot = (first + step) % GroupCommit.slotCount
+            guard state.withLock({ $0.claimedSlots[group, default: []].insert(slot).inserted }) else { continue }
+            guard (try? lockFile.tryLock(.exclusive, byte: GroupCommit.slotLockBase + Int64(slot))) == true else {
+                state.withLock { _ = $0.claimedSlots[group]?.remove(slot) }
+                continue
+            }
+            // A mark that is not clearly idle: the last holder died between its claim and its release,
+            // so the spare may be an item's file whose exchange is not durable. Its files go first.
+            var ready = GroupCommit.mark(of: slot, in: lockFile) == GroupCommit.idle
+            if !ready {
+                ready = [GroupCommit.spareName(slot), GroupCommit.recordName(slot)].allSatisfy { (name: String) in
+                    do throws(Errno) {
+                        try directory.unlinkAt(name)
+                        return true
+                    } catch {
+                        return error == .noSuchFileOrDirectory
+                    }
+                }
+            }
+            if ready, GroupCommit.setMark(GroupCommit.active, of: slot, in: lockFile) { return slot }
+            releaseCommitSlot(slot, of: group, lockFile: lockFile, idle: false)
+            return nil
+        }
+        return nil
+    }
+
+    /// Lets slot `slot` go; `idle`: its spare is surely no item's file on disk (else the mark stays,
+    /// and the next holder removes the slot's files).
+    func releaseCommitSlot(_ slot: Int, of group: GroupName, lockFile: FileDescriptor, idle: Bool) {
+        if idle { GroupCommit.setMark(GroupCommit.idle, of: slot, in: lockFile) }
+        try? lockFile.unlock(byte: GroupCommit.slotLockBase + Int64(slot))
+        state.withLock { _ = $0.claimedSlots[group]?.remove(slot) }
+    }
+
+    /// Takes the next ticket of `group`'s exchange counter; under the group's write lock. Nil when the
+    /// counter cannot be kept (no boot id, the lock file fails): the writer then flushes alone.
+    func takeCommitTicket(_ group: GroupName, lockFile: FileDescriptor) -> UInt64? {
+        let ticket = GroupCommit.readCounter(lockFile, at: GroupCommit.exchangeCounterOffset) &+ 1
+        let written = GroupCommit.writeCounter(ticket, to: lockFile, at: GroupCommit.exchangeCounterOffset)
+        state.withLock { state in
+            if written, let last = state.lastExchange[group], last != ticket - 1 {
+                state.sharedWrites[group] = Self.sharedWriteMemory
+            } else if let remaining = state.sharedWrites[group] {
+                state.sharedWrites[group] = remaining > 1 ? remaining - 1 : nil
+            }
+            state.lastExchange[group] = written ? ticket : nil
+        }
+        return written ? ticket : nil
+    }
+
+    /// Makes the exchanges of `group` up to `ticket` durable: returns at once when a directory fsync
+    /// that started after them has finished; otherwise this writer takes the flush lock, and unless the
+    /// writer before it covered the ticket meanwhile, fsyncs the directory for every exchange made so
+    /// far. Without a ticket, fsyncs alone.
+    func flushCommitted(
+        _ group: GroupName, ticket: UInt64?, lockFile: FileDescriptor, directory: FileDescriptor
+    ) throws(StoreError) {
+        let path = groupPath(group)
+        guard let ticket else { return try AtomicFile.syncDirectory(directory, path: path) }
+        try flushLeader(group).mutex.withLock { (_) throws(StoreError) in
+            let waited: Bool
+            do {
+                if try lockFile.tryLock(.exclusive, byte: GroupCommit.flushLockByte) {
+                    waited = false
+                } else {
+                    try lockFile.lock(.exclusive, byte: GroupCommit.flushLockByte)
+                    waited = true
+                }
+            } catch {
+                // No flush lock to share: this writer's own fsync covers its exchange.
+                return try AtomicFile.syncDirectory(directory, path: path)
+            }
+            defer { try? lockFile.unlock(byte: GroupCommit.flushLockByte) }
+            if GroupCommit.readCounter(lockFile, at: GroupCommit.flushCounterOffset) >= ticket { return }
+            // Having waited, others have exchanged meanwhile: the fsync covers them too. (Read under the
+            // write lock, whose holders write it; through the store's mutex first, since this process's
+            // transactions lock through the same descriptor.)
+            var covered = ticket
+            if waited {
+                covered = max(
+                    ticket,
+                    writerMutex.withLock { _ in
+                        guard (try? lockFile.lock(.exclusive)) != nil else { return ticket }
+                        defer { try? lockFile.unlock() }
+                        return GroupCommit.readCounter(lockFile, at: GroupCommit.exchangeCounterOffset)
+                    })
+            }
+            try AtomicFile.syncDirectory(directory, path: path)
+            GroupCommit.writeCounter(covered, to: lockFile, at: GroupCommit.flushCounterOffset)
+        }
+    }
+
+    /// `group`'s flush leader (made on first use).
+    private func flushLeader(_ group: GroupName) -> GroupCommit.FlushLeader {
+        state.withLock { state in
+            if let leader = state.flushLeaders[group] { return leader }
+            let leader = GroupCommit.FlushLeader()
+            state.flushLeaders[group] = leader
+            return leader
+        }
+    }
+}

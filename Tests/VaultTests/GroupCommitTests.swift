@@ -1,0 +1,231 @@
+import Foundation
+import Synchronization
+import Testing
+import VaultSystem
+import VaultTestSupport
+
+@testable import Vault
+@testable import VaultStore
+
+/// Group commit (`PreparedItemWrite`, `GroupCommit`): a `set` in a format-2 group writes and flushes
+/// the item's next file before the write lock, publishes it under the lock only if the item is still the
+/// one it read, and shares the directory fsync with other writers afterwards.
+@Suite struct GroupCommitTests {
+    static let app = "com.example.app"
+
+    func formatTwo(_ t: TemporaryVault) throws -> Vault {
+        try Vault.create(at: t.path, client: try Client(applicationIdentifier: Self.app), format: 2)
+    }
+
+    func key(_ account: String) throws -> ItemKey { try ItemKey(service: "gc", account: account) }
+
+    /// The group directory's file names starting with `.slot.`.
+    func slotFiles(_ t: TemporaryVault) throws -> [String] {
+        try t.entries("groups/\(Self.app)").filter { $0.hasPrefix(".slot.") }
+    }
+
+    /// A counter of the group's `.lock` (`GroupCommit`): nil when absent or of another boot.
+    func counter(_ t: TemporaryVault, at offset: Int) throws -> UInt64? {
+        let bytes = try t.bytes("groups/\(Self.app)/.lock")
+        guard bytes.count >= offset + 24, bytes[offset..<offset + 16].elementsEqual(BootIdentifier.current ?? [])
+        else { return nil }
+        return bytes[(offset + 16)..<(offset + 24)].reduce(0) { $0 << 8 | UInt64($1) }
+    }
+
+    func generation(_ vault: Vault, _ account: String) throws -> UInt64? {
+        let group = try AccessGroup(Self.app)
+        let id = try vault.engine.itemID(group, ItemRecord.primaryKey(.genericPassword, genp("gc", account)))
+        return try vault.engine.load(group, id)?.generation
+    }
+
+    /// Makes `vault` and `other` see each other's writes in the group (each of them wrote between two
+    /// of the other's), so that their sets go through group commit.
+    func share(_ vault: Vault, _ other: Vault) throws {
+        for round in 0..<2 {
+            try vault.set(Data("v\(round)"), for: try key("shared-v"))
+            try other.set(Data("o\(round)"), for: try key("shared-o"))
+        }
+        #expect(vault.engine.store.othersWriteToo(try GroupName(Self.app)))
+        #expect(other.engine.store.othersWriteToo(try GroupName(Self.app)))
+    }
+
+    /// A writer alone in its group writes under the lock, as before group commit: no slot, no read
+    /// before the lock; its writes are counted all the same.
+    @Test func aLoneWriterWritesUnderTheLock() throws {
+        try withTemporaryVault("group-commit") { t in
+            let vault = try formatTwo(t)
+            for value in ["one", "two", "three"] { try vault.set(Data(value), for: try key("a")) }
+            #expect(try vault.string(for: try key("a")) == "three")
+            #expect(try slotFiles(t).isEmpty)
+            #expect(try counter(t, at: 48) == 3)
+            #expect(!vault.engine.store.othersWriteToo(try GroupName(Self.app)))
+        }
+    }
+
+    @Test func aSetAmongOtherWritersGoesThroughASlotAndLeavesItZeroed() throws {
+        try withTemporaryVault("group-commit") { t in
+            let vault = try formatTwo(t)
+            let other = try t.open(app: Self.app)
+            try share(vault, other)
+            #expect(try slotFiles(t).isEmpty)
+            try vault.set(Data("one"), for: try key("a"))
+            try vault.set(Data("two"), for: try key("a"))
+            #expect(try vault.string(for: try key("a")) == "two")
+            #expect(try generation(vault, "a") == 2)
+            // The slot's spare holds the replaced file, zeroed; its record went onto the item's.
+            let files = try slotFiles(t)
+            #expect(files.count == 1 && !files[0].hasSuffix(".gen"), "\(files)")
+            #expect(try t.bytes("groups/\(Self.app)/\(files[0])").allSatisfy { $0 == 0 })
+            #expect(try t.entries("groups/\(Self.app)").contains { $0.hasPrefix(".gen.") })
+            // Every write took a ticket (four under the lock, two prepared), and the last directory fsync
+            // covered them all.
+            #expect(try counter(t, at: 48) == 6)
+            #expect(try counter(t, at: 72) == 6)
+            // A fresh handle reads the value and its generation.
+            let fresh = try t.open(app: Self.app)
+            #expect(try fresh.string(for: try key("a")) == "two")
+            #expect(try generation(fresh, "a") == 2)
+        }
+    }
+
+    @Test func formatOneHasNoSlots() throws {
+        try withTemporaryVault("group-commit") { t in
+            let vault = try t.open(app: Self.app)
+            try vault.set(Data("one"), for: try key("a"))
+            try vault.set(Data("two"), for: try key("a"))
+            #expect(try slotFiles(t).isEmpty)
+            #expect(try vault.string(for: try key("a")) == "two")
+        }
+    }
+
+    /// Another writer updates the item after it was read and before the lock: the prepared write is
+    /// not published (it would have been the same generation as the other's, over it); the set is made
+    /// again under the lock, one generation later, and the slot is left clean.
+    @Test func aWriteMadeStaleBeforeTheLockIsWrittenAgainUnderIt() throws {
+        try withTemporaryVault("group-commit") { t in
+            let vault = try formatTwo(t)
+            let other = try t.open(app: Self.app)
+            try share(vault, other)
+            try vault.set(Data("first"), for: try key("a"))
+            let group = try AccessGroup(Self.app)
+            let prepared = try #require(
+                vault.engine.prepareSet(Data("mine"), for: try key("a"), accessibility: .afterFirstUnlock, in: group))
+            try other.set(Data("theirs"), for: try key("a"))
+            let query = try key("a").query
+            let published = try vault.withWriteLock(groups: [group]) { tx throws(VaultError) -> Bool in
+                let current = try vault.engine.find(query, in: [group], underWriteLock: true).first
+                guard prepared.wasMade(from: current) else { return false }
+                return try translatingStoreErrors { () throws(StoreError) in try tx.commit(prepared.write) }
+            }
+            #expect(!published)
+            try vault.engine.store.finish(prepared.write)
+            #expect(try vault.string(for: try key("a")) == "theirs")
+            #expect(try slotFiles(t).allSatisfy { !$0.hasSuffix(".gen") })
+            for name in try slotFiles(t) { #expect(try t.bytes("groups/\(Self.app)/\(name)").allSatisfy { $0 == 0 }) }
+
+            // The same race through `set` itself: the other writer's set runs just before this one's write
+            // lock (its first lock call after the slot's); this one's is made again over it (generation 4
+            // over the other's 3), not published at the other's generation.
+            let race = FaultPlan(
+                .lock, occurrence: 2,
+                effect: .interleave({ try? other.set(Data("racing"), for: try! ItemKey(service: "gc", account: "a")) }))
+            try FaultInjection.withPlan(race) { try vault.set(Data("last"), for: try key("a")) }
+            #expect(try vault.string(for: try key("a")) == "last")
+            #expect(try generation(vault, "a") == 4)
+        }
+    }
+
+    /// A writer whose exchange is made but not yet flushed when another writer's flush starts is
+    /// covered by that flush: it makes no directory fsync of its own.
+    @Test func aLaterWritersFlushCoversAnEarlierExchange() throws {
+        try withTemporaryVault("group-commit") { t in
+            let vault = try formatTwo(t)
+            let other = try t.open(app: Self.app)
+            try share(vault, other)
+            try vault.set(Data("a0"), for: try key("a"))
+            try other.set(Data("b0"), for: try key("b"))
+            // This writer's lock calls: the slot (1), the write lock and its release (2, 3), then the
+            // flush lock (4). Just before it, the other writer makes a whole set, whose flush comes
+            // after this writer's exchange.
+            let plan = FaultPlan(
+                .lock, occurrence: 4,
+                effect: .interleave({ try? other.set(Data("b1"), for: try! ItemKey(service: "gc", account: "b")) }))
+            try FaultInjection.withPlan(plan) { try vault.set(Data("a1"), for: try key("a")) }
+            #expect(plan.count(of: .lock) >= 4)
+            // Three flushes, not four: two data flushes, and the other writer's directory fsync.
+            #expect(plan.count(of: .fsync) == 3)
+            #expect(try vault.string(for: try key("a")) == "a1")
+            #expect(try vault.string(for: try key("b")) == "b1")
+            #expect(try counter(t, at: 72) == (try counter(t, at: 48)))
+        }
+    }
+
+    /// A slot whose holder died (its lock let go, its mark left at 1) is cleaned before it is used
+    /// again: its spare may be an item's file whose exchange never became durable, so it is removed,
+    /// not written over.
+    @Test func aSlotWhoseHolderDiedIsRemovedBeforeUse() throws {
+        try withTemporaryVault("group-commit") { t in
+            let vault = try formatTwo(t)
+            try share(vault, try t.open(app: Self.app))
+            try vault.set(Data("one"), for: try key("a"))
+            let group = try AccessGroup(Self.app)
+            let prepared = try #require(
+                vault.engine.prepareSet(Data("two"), for: try key("a"), accessibility: .afterFirstUnlock, in: group))
+            // As a death leaves it: the slot's lock gone, its mark still 1, its spare and record there.
+            prepared.write.stage = .finished
+            vault.engine.store.releaseCommitSlot(
+                prepared.write.slot, of: group.name, lockFile: prepared.write.lockFile, idle: false)
+            #expect(try slotFiles(t).contains(GroupCommit.recordName(prepared.write.slot)))
+            // The next set of this process claims the same slot (its first choice): both files are unlinked
+            // first, and only then a new spare made. A set through a clean slot unlinks nothing.
+            let cleaning = try systemCalls { try vault.set(Data("three"), for: try key("a")) }
+            #expect(cleaning.calls[.unlink] == 2)
+            let clean = try systemCalls { try vault.set(Data("four"), for: try key("a")) }
+            #expect(clean.calls[.unlink, default: 0] == 0)
+            #expect(try vault.string(for: try key("a")) == "four")
+            #expect(try slotFiles(t).allSatisfy { !$0.hasSuffix(".gen") })
+        }
+    }
+
+    /// Eight handles (as eight processes would) set their own items of one group at once: every item
+    /// ends at its last value, every slot's spare is zeroed, no prepared record is left.
+    @Test func concurrentSettersOfOneGroupLoseNothing() throws {
+        try withTemporaryVault("group-commit") { t in
+            _ = try formatTwo(t)
+            let writers = 8
+            let rounds = 25
+            let handles = try (0..<writers).map { _ in try t.open(app: Self.app) }
+            let failures = Mutex<[String]>([])
+            // A thread each (not a pool of two on this machine's two cores): all eight write at once.
+            let done = DispatchGroup()
+            for w in 0..<writers {
+                done.enter()
+                let handle = handles[w]
+                Thread.detachNewThread {
+                    defer { done.leave() }
+                    do {
+                        for round in 0..<rounds {
+                            try handle.set(Data("w\(w)-\(round)"), for: try ItemKey(service: "gc", account: "w\(w)"))
+                        }
+                    } catch {
+                        failures.withLock { $0.append("writer \(w): \(error)") }
+                    }
+                }
+            }
+            done.wait()
+            #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+            let reader = try t.open(app: Self.app)
+            for w in 0..<writers {
+                #expect(try reader.string(for: try key("w\(w)")) == "w\(w)-\(rounds - 1)")
+                #expect(try generation(reader, "w\(w)") == UInt64(rounds))
+            }
+            // Writers that saw each other's writes went through slots.
+            #expect(!(try slotFiles(t).isEmpty))
+            for name in try slotFiles(t) {
+                #expect(!name.hasSuffix(".gen"))
+                #expect(try t.bytes("groups/\(Self.app)/\(name)").allSatisfy { $0 == 0 })
+            }
+            #expect(try counter(t, at: 48) == UInt64(writers * rounds))
+        }
+    }
+}
