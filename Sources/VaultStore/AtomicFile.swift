@@ -83,7 +83,9 @@ enum AtomicFile {
         defer { try? directory.unlinkAt(temporary) }
         do {
             try directory.renameIfAbsentAt(temporary, to: name)
-        } catch  where error == .invalidArgument || error == .notSupported {
+        } catch  where [.invalidArgument, .notSupported, .notImplemented, .notPermitted].contains(error) {
+            // A file system that cannot, a kernel without renameat2, or a seccomp filter that refuses it:
+            // the link reports what is really wrong, if anything.
             do {
                 try directory.linkAt(temporary, to: name)
             } catch {

@@ -15,22 +15,21 @@ import VaultSystem
 /// - bytes 32..<48: slot k's mark: 1 from the claim until its holder's exchange is durable and the
 ///   spare zeroed, so that a claimer that finds 1 (its holder died) removes the slot's files instead of
 ///   writing over a file that may still be an item's on disk; 0 otherwise;
-/// - bytes 48..<72: the exchange counter, this boot's id and a big-endian u64, +1 by each exchange
-///   under the write lock (the writer's ticket);
-/// - bytes 72..<96: the flush counter, likewise: the highest ticket that a finished directory fsync
+/// - bytes 48..<96: the exchange counter (`CommitCounter`): the last ticket, taken by each exchange
+///   under the write lock;
+/// - bytes 96..<144: the flush counter, likewise: the last ticket that a finished directory fsync
 ///   covered, written under the flush lock.
 ///
-/// The counters are never synced, so a power cut can leave any older value of either: both carry the
-/// boot they were written in, and one of another boot counts as 0. Only format 2 has them: a format-1
-/// vault has one lock for every group directory, so a ticket would not say which directory to sync.
+/// The counters are never synced and carry the boot they were written in: see `CommitCounter`. Only
+/// format 2 has them: a format-1 vault has one lock for every group directory, so a ticket would not
+/// say which directory to sync.
 enum GroupCommit {
     static let flushLockByte: Int64 = 1
     static let slotCount = 16
     static let slotLockBase: Int64 = 16
     static let slotMarkBase: Int64 = 32
     static let exchangeCounterOffset: Int64 = 48
-    static let flushCounterOffset: Int64 = 72
-    static let counterByteCount = 24
+    static let flushCounterOffset: Int64 = 96
 
     /// Slot marks.
     static let idle: UInt8 = 0
@@ -48,25 +47,6 @@ enum GroupCommit {
     /// OFD locks taken through one descriptor do not exclude each other.
     final class FlushLeader: Sendable {
         let mutex = Mutex(())
-    }
-
-    /// The counter at `offset` of `lockFile`: its value when written in this boot, else 0.
-    static func readCounter(_ lockFile: FileDescriptor, at offset: Int64) -> UInt64 {
-        guard let boot = BootIdentifier.current,
-            let bytes = try? lockFile.read(count: counterByteCount, at: offset),
-            bytes.count == counterByteCount, bytes[0..<16].elementsEqual(boot)
-        else { return 0 }
-        return bytes[16...].reduce(0) { $0 << 8 | UInt64($1) }
-    }
-
-    /// Sets the counter at `offset` of `lockFile` to `value`, stamped with this boot; false when it
-    /// could not be written.
-    @discardableResult
-    static func writeCounter(_ value: UInt64, to lockFile: FileDescriptor, at offset: Int64) -> Bool {
-        guard let boot = BootIdentifier.current else { return false }
-        var bytes = boot
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8((value >> UInt64(shift)) & 0xff)) }
-        return (try? lockFile.writeAll(bytes, at: offset)) != nil
     }
 
     /// Slot `slot`'s mark (a missing byte, in a `.lock` that never held one, is idle); nil when it
@@ -100,6 +80,11 @@ extension VaultStore {
     /// of it), starting at one that depends on the process so that writers spread; cleans up after a
     /// holder that died; sets the mark. Nil when every slot is taken or the lock file fails.
     func claimCommitSlot(_ group: GroupName, lockFile: FileDescriptor, directory: FileDescriptor) -> Int? {
+        // Slots exclude each other only through one `.lock`: not one that was removed (and made again by
+        // the owner) while this store kept it open.
+        guard let held = try? lockFile.status(), let named = try? directory.statusAt(VaultStore.lockFileName),
+            held.device == named.device, held.inode == named.inode
+        else { return nil }
         let first = Int(UInt32(bitPattern: ProcessIdentity.processID) % UInt32(GroupCommit.slotCount))
         for step in 0..<GroupCommit.slotCount {
             let slot = (first + step) % GroupCommit.slotCount
@@ -136,61 +121,70 @@ extension VaultStore {
         state.withLock { _ = $0.claimedSlots[group]?.remove(slot) }
     }
 
-    /// Takes the next ticket of `group`'s exchange counter; under the group's write lock. Nil when the
-    /// counter cannot be kept (no boot id, the lock file fails): the writer then flushes alone.
-    func takeCommitTicket(_ group: GroupName, lockFile: FileDescriptor) -> UInt64? {
-        let ticket = GroupCommit.readCounter(lockFile, at: GroupCommit.exchangeCounterOffset) &+ 1
-        let written = GroupCommit.writeCounter(ticket, to: lockFile, at: GroupCommit.exchangeCounterOffset)
+    /// Takes the next ticket of `group`'s exchange counter; under the group's write lock. A counter of
+    /// another boot, torn or damaged starts a new epoch. Nil when the counter cannot be kept (it cannot
+    /// be read or written, no boot id): the writer then flushes alone.
+    func takeCommitTicket(_ group: GroupName, lockFile: FileDescriptor) -> CommitTicket? {
+        var ticket: CommitTicket?
+        switch CommitCounter.read(lockFile, at: GroupCommit.exchangeCounterOffset) {
+        case .unreadable: ticket = nil
+        case .none: ticket = CommitCounter.firstTicket()
+        case .ticket(let last): ticket = CommitTicket(epoch: last.epoch, sequence: last.sequence + 1)
+        }
+        if let next = ticket, !CommitCounter.write(next, to: lockFile, at: GroupCommit.exchangeCounterOffset) {
+            ticket = nil
+        }
         state.withLock { state in
-            if written, let last = state.lastExchange[group], last != ticket - 1 {
+            let last = state.lastExchange[group]
+            if let ticket, let last, ticket != CommitTicket(epoch: last.epoch, sequence: last.sequence &+ 1) {
                 state.sharedWrites[group] = Self.sharedWriteMemory
             } else if let remaining = state.sharedWrites[group] {
                 state.sharedWrites[group] = remaining > 1 ? remaining - 1 : nil
             }
-            state.lastExchange[group] = written ? ticket : nil
+            state.lastExchange[group] = ticket
         }
-        return written ? ticket : nil
+        return ticket
     }
 
-    /// Makes the exchanges of `group` up to `ticket` durable: returns at once when a directory fsync
-    /// that started after them has finished; otherwise this writer takes the flush lock, and unless the
-    /// writer before it covered the ticket meanwhile, fsyncs the directory for every exchange made so
-    /// far. Without a ticket, fsyncs alone.
+    /// Makes the exchanges of `group` up to `ticket` durable: done when the flush counter shows that a
+    /// directory fsync that started after the exchange has finished; otherwise this writer takes the
+    /// flush lock (after this process's other flushers of the group) and, unless the writer before it
+    /// covered the ticket meanwhile, fsyncs the directory for every exchange made so far. Without a
+    /// ticket, fsyncs alone.
     func flushCommitted(
-        _ group: GroupName, ticket: UInt64?, lockFile: FileDescriptor, directory: FileDescriptor
+        _ group: GroupName, ticket: CommitTicket?, lockFile: FileDescriptor, directory: FileDescriptor
     ) throws(StoreError) {
         let path = groupPath(group)
         guard let ticket else { return try AtomicFile.syncDirectory(directory, path: path) }
+        // Covered already by a flush that has finished: nothing to wait for.
+        if case .ticket(let flushed) = CommitCounter.read(lockFile, at: GroupCommit.flushCounterOffset),
+            flushed.covers(ticket)
+        {
+            return
+        }
         try flushLeader(group).mutex.withLock { (_) throws(StoreError) in
-            let waited: Bool
             do {
-                if try lockFile.tryLock(.exclusive, byte: GroupCommit.flushLockByte) {
-                    waited = false
-                } else {
-                    try lockFile.lock(.exclusive, byte: GroupCommit.flushLockByte)
-                    waited = true
-                }
+                try lockFile.lock(.exclusive, byte: GroupCommit.flushLockByte)
             } catch {
                 // No flush lock to share: this writer's own fsync covers its exchange.
                 return try AtomicFile.syncDirectory(directory, path: path)
             }
             defer { try? lockFile.unlock(byte: GroupCommit.flushLockByte) }
-            if GroupCommit.readCounter(lockFile, at: GroupCommit.flushCounterOffset) >= ticket { return }
-            // Having waited, others have exchanged meanwhile: the fsync covers them too. (Read under the
-            // write lock, whose holders write it; through the store's mutex first, since this process's
-            // transactions lock through the same descriptor.)
+            if case .ticket(let flushed) = CommitCounter.read(lockFile, at: GroupCommit.flushCounterOffset),
+                flushed.covers(ticket)
+            {
+                return
+            }
+            // The exchanges made so far are covered too. Read without the write lock: a record in the
+            // file was written after its exchange, and a torn one does not pass its check.
             var covered = ticket
-            if waited {
-                covered = max(
-                    ticket,
-                    writerMutex.withLock { _ in
-                        guard (try? lockFile.lock(.exclusive)) != nil else { return ticket }
-                        defer { try? lockFile.unlock() }
-                        return GroupCommit.readCounter(lockFile, at: GroupCommit.exchangeCounterOffset)
-                    })
+            if case .ticket(let exchanged) = CommitCounter.read(lockFile, at: GroupCommit.exchangeCounterOffset),
+                exchanged.covers(ticket)
+            {
+                covered = exchanged
             }
             try AtomicFile.syncDirectory(directory, path: path)
-            GroupCommit.writeCounter(covered, to: lockFile, at: GroupCommit.flushCounterOffset)
+            CommitCounter.write(covered, to: lockFile, at: GroupCommit.flushCounterOffset)
         }
     }
 

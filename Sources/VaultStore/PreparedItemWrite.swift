@@ -25,7 +25,7 @@ public final class PreparedItemWrite {
         case prepared
         /// Published: `ticket` is its place in the group's exchange counter (nil: it flushes alone);
         /// `recordFailure`, the record's error, reported once the write is flushed.
-        case exchanged(ticket: UInt64?, recordFailure: StoreError?)
+        case exchanged(ticket: CommitTicket?, recordFailure: StoreError?)
         case finished
     }
 

@@ -354,10 +354,20 @@ extension VaultStore {
                 if let lock = state.groupLocks.removeValue(forKey: group) { state.retiredDescriptors.append(lock.file) }
                 state.groupKeys[group] = nil
             }
-            do throws(Errno) {
-                try groupsDirectory.removeDirectoryAt(group.rawValue)
-            } catch {
-                throw StoreError.system(error, .unlink, "remove", path: groupPath)
+            // A writer preparing a set (group commit) makes its slot's files without the lock, so one may
+            // appear after the listing: list and unlink again. Once the directory is gone, nothing can.
+            var attempts = 0
+            while true {
+                do throws(Errno) {
+                    try groupsDirectory.removeDirectoryAt(group.rawValue)
+                    break
+                } catch {
+                    attempts += 1
+                    guard error == .directoryNotEmpty, attempts < 8 else {
+                        throw StoreError.system(error, .unlink, "remove", path: groupPath)
+                    }
+                    for name in (try? directory.entryNames()) ?? [] { try? directory.unlinkAt(name) }
+                }
             }
             try AtomicFile.syncDirectory(groupsDirectory, path: groupsPath)
             state.withLock {

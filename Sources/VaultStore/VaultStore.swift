@@ -63,14 +63,14 @@ public final class VaultStore: Sendable {
         /// Descriptors of removed groups, closed only with the store: a prepared write of another thread
         /// (`PreparedItemWrite`) may still hold one, and a closed number can be reused by any open.
         var retiredDescriptors: [FileDescriptor] = []
-        /// Format v2, group commit (`GroupCommit`): the slots this process holds in each group, and each
-        /// group's in-process flush leader (threads sharing one `.lock` descriptor do not exclude each
-        /// other by its locks).
+        /// Format v2, group commit (`GroupCommit`): the slots this process holds in each group (threads
+        /// sharing one `.lock` descriptor do not exclude each other by its locks).
         var claimedSlots: [GroupName: Set<Int>] = [:]
-        /// The group's exchange counter after this store's last write there, and for how many more of
-        /// its writes it prepares them since it last saw another writer's (`othersWriteToo`).
-        var lastExchange: [GroupName: UInt64] = [:]
+        /// The ticket of this store's last write to each group, and for how many more of its writes
+        /// there it prepares them since it last saw another writer's (`othersWriteToo`).
+        var lastExchange: [GroupName: CommitTicket] = [:]
         var sharedWrites: [GroupName: Int] = [:]
+        /// Each group's in-process half of the flush lock.
         var flushLeaders: [GroupName: GroupCommit.FlushLeader] = [:]
         /// Format v2: the groups whose interrupted moves were finished since the store was opened.
         var movesRecoveredGroups: Set<GroupName> = []

@@ -281,6 +281,12 @@ extension VaultStore {
         let reopened = try openGroupLockFile(group)
         let inherited = state.withLock { state in
             defer { state.groupLocks[group] = (reopened, pid) }
+            // Group commit's state is the parent's: its slots (held through the parent's descriptor),
+            // and a flush mutex that may have been copied locked.
+            state.claimedSlots[group] = nil
+            state.flushLeaders[group] = nil
+            state.lastExchange[group] = nil
+            state.sharedWrites[group] = nil
             return state.groupLocks[group]?.file
         }
         try? inherited?.close()

@@ -69,7 +69,7 @@ public struct WriteTransaction {
             throw store.localHalfFailed(error, group: item.group, replica)
         }
         // Counted as group commit's exchanges are, so that each writer of the group sees the others'
-        // writes (`othersWroteSinceLastWrite`); flushed already, it needs no ticket's flush.
+        // writes (`othersWriteToo`); flushed already, it needs no ticket's flush.
         if durable, replica == nil, store.formatVersion >= 2, let lockFile = try? store.currentGroupLockFile(item.group)
         {
             _ = store.takeCommitTicket(item.group, lockFile: lockFile)

@@ -8,7 +8,9 @@ import VaultSystem
 /// spares may be written in place (`SpareFile`), so anything but a clearly read `idle`
 /// counts as the worst case.
 enum WriterMark: UInt8 {
-    /// The last writer let go normally: every exchange it made is durable.
+    /// The last writer let go normally: every exchange it made through `.spare` is durable. (Group
+    /// commit's exchanges, through slot spares, may not be yet when their writer lets go: their
+    /// slots' marks say so, `GroupCommit`.)
     case idle = 0
     /// A writer holds the lock, or died holding it: temp files may be left anywhere, and a spare may
     /// be an item's file on disk (an exchange without its directory fsync).

@@ -24,12 +24,20 @@ import VaultTestSupport
         try t.entries("groups/\(Self.app)").filter { $0.hasPrefix(".slot.") }
     }
 
-    /// A counter of the group's `.lock` (`GroupCommit`): nil when absent or of another boot.
-    func counter(_ t: TemporaryVault, at offset: Int) throws -> UInt64? {
-        let bytes = try t.bytes("groups/\(Self.app)/.lock")
-        guard bytes.count >= offset + 24, bytes[offset..<offset + 16].elementsEqual(BootIdentifier.current ?? [])
-        else { return nil }
-        return bytes[(offset + 16)..<(offset + 24)].reduce(0) { $0 << 8 | UInt64($1) }
+    /// The ticket at `offset` of the group's `.lock` (`CommitCounter`); nil when there is none.
+    func ticket(_ t: TemporaryVault, at offset: Int64) throws -> CommitTicket? {
+        let file = try FileDescriptor.currentWorkingDirectory.openAt(
+            t.file("groups/\(Self.app)/.lock"), [.readOnly])
+        defer { try? file.close() }
+        guard case .ticket(let ticket) = CommitCounter.read(file, at: offset) else { return nil }
+        return ticket
+    }
+
+    /// The sequence numbers of the exchange and flush counters, when both are of one run.
+    func counters(_ t: TemporaryVault) throws -> (exchanged: UInt64?, flushed: UInt64?) {
+        let exchanged = try ticket(t, at: GroupCommit.exchangeCounterOffset)
+        let flushed = try ticket(t, at: GroupCommit.flushCounterOffset)
+        return (exchanged?.sequence, flushed?.epoch == exchanged?.epoch ? flushed?.sequence : nil)
     }
 
     func generation(_ vault: Vault, _ account: String) throws -> UInt64? {
@@ -57,7 +65,7 @@ import VaultTestSupport
             for value in ["one", "two", "three"] { try vault.set(Data(value), for: try key("a")) }
             #expect(try vault.string(for: try key("a")) == "three")
             #expect(try slotFiles(t).isEmpty)
-            #expect(try counter(t, at: 48) == 3)
+            #expect(try counters(t).exchanged == 3)
             #expect(!vault.engine.store.othersWriteToo(try GroupName(Self.app)))
         }
     }
@@ -79,8 +87,8 @@ import VaultTestSupport
             #expect(try t.entries("groups/\(Self.app)").contains { $0.hasPrefix(".gen.") })
             // Every write took a ticket (four under the lock, two prepared), and the last directory fsync
             // covered them all.
-            #expect(try counter(t, at: 48) == 6)
-            #expect(try counter(t, at: 72) == 6)
+            #expect(try counters(t).exchanged == 6)
+            #expect(try counters(t).flushed == 6)
             // A fresh handle reads the value and its generation.
             let fresh = try t.open(app: Self.app)
             #expect(try fresh.string(for: try key("a")) == "two")
@@ -156,7 +164,8 @@ import VaultTestSupport
             #expect(plan.count(of: .fsync) == 3)
             #expect(try vault.string(for: try key("a")) == "a1")
             #expect(try vault.string(for: try key("b")) == "b1")
-            #expect(try counter(t, at: 72) == (try counter(t, at: 48)))
+            let (exchanged, flushed) = try counters(t)
+            #expect(exchanged != nil && flushed == exchanged)
         }
     }
 
@@ -184,6 +193,68 @@ import VaultTestSupport
             #expect(clean.calls[.unlink, default: 0] == 0)
             #expect(try vault.string(for: try key("a")) == "four")
             #expect(try slotFiles(t).allSatisfy { !$0.hasSuffix(".gen") })
+        }
+    }
+
+    /// The counters are never synced and are read by writers that may not hold the lock: an exchange
+    /// counter that is torn, of another boot or at its last number starts a new epoch, and a flush
+    /// counter of an old epoch covers none of its tickets, however high it is (a power cut can leave a
+    /// newer flush counter than exchange counter on disk). The set still makes its directory fsync.
+    @Test(arguments: ["torn", "another boot", "last number"])
+    func aFlushCounterOfAnotherRunCoversNothing(exchangeCounter: String) throws {
+        try withTemporaryVault("group-commit") { t in
+            let vault = try formatTwo(t)
+            try share(vault, try t.open(app: Self.app))
+            let lock = "groups/\(Self.app)/.lock"
+            let store = vault.engine.store
+            let lockFile = try store.currentGroupLockFile(try GroupName(Self.app))
+            // A flush counter far ahead, in the epoch the exchange counter had.
+            guard case .ticket(let exchanged) = CommitCounter.read(lockFile, at: GroupCommit.exchangeCounterOffset)
+            else {
+                Issue.record("no exchange counter")
+                return
+            }
+            CommitCounter.write(
+                CommitTicket(epoch: exchanged.epoch, sequence: 1_000), to: lockFile, at: GroupCommit.flushCounterOffset)
+            var bytes = try t.bytes(lock)
+            switch exchangeCounter {
+            case "torn": bytes[50] ^= 0xff
+            case "another boot": bytes[48] ^= 0xff
+            default:
+                CommitCounter.write(
+                    CommitTicket(epoch: exchanged.epoch, sequence: .max), to: lockFile,
+                    at: GroupCommit.exchangeCounterOffset)
+                bytes = try t.bytes(lock)
+            }
+            try t.write(bytes, to: lock)
+            #expect(CommitCounter.read(lockFile, at: GroupCommit.exchangeCounterOffset) == .none)
+            let (_, calls) = try systemCalls { try vault.set(Data("new"), for: try key("a")) }
+            #expect(calls[.fsync] == 2, "the data flush and the directory fsync")
+            #expect(try vault.string(for: try key("a")) == "new")
+            guard case .ticket(let restarted) = CommitCounter.read(lockFile, at: GroupCommit.exchangeCounterOffset)
+            else {
+                Issue.record("the exchange counter did not start again")
+                return
+            }
+            #expect(restarted.epoch != exchanged.epoch && restarted.sequence == 1)
+        }
+    }
+
+    /// A slot's files made by a writer preparing a set while the group is removed (after the remover
+    /// listed the directory) do not leave the removal half done.
+    @Test func aGroupIsRemovedWhileAWriterPreparesInIt() throws {
+        try withTemporaryVault("group-commit") { t in
+            let vault = try formatTwo(t)
+            try vault.set(Data("one"), for: try key("a"))
+            let slot = t.file("groups/\(Self.app)/.slot.9")
+            let planting = FaultPlan(
+                .unlink, occurrence: 1,
+                effect: .interleave({ FileManager.default.createFile(atPath: slot, contents: nil) }))
+            let removed = try FaultInjection.withPlan(planting) {
+                try vault.removeGroup(try AccessGroup(Self.app), force: true)
+            }
+            #expect(removed == 1)
+            #expect(!FileManager.default.fileExists(atPath: t.file("groups/\(Self.app)")))
         }
     }
 
@@ -225,7 +296,7 @@ import VaultTestSupport
                 #expect(!name.hasSuffix(".gen"))
                 #expect(try t.bytes("groups/\(Self.app)/\(name)").allSatisfy { $0 == 0 })
             }
-            #expect(try counter(t, at: 48) == UInt64(writers * rounds))
+            #expect(try counters(t).exchanged == UInt64(writers * rounds))
         }
     }
 }
