@@ -116,7 +116,8 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
             _ = try Vault.create(at: path, client: try testClient(), format: format)
             let iterations = format == 1 ? Sizes.crashIterations : max(Sizes.crashIterations / 2, 10)
             try crashRounds(
-                path: path, app: testApp, iterations: iterations, figureName: format == 1 ? "crash" : "crash-format-2"
+                path: path, app: testApp, iterations: iterations, figureName: format == 1 ? "crash" : "crash-format-2",
+                groupCommit: format == 2
             ) { index, writer, iteration in
                 try Helper(["crash-writer", path, testApp, writer, String(iteration * 1_000_000 + index * 100_000)])
             }
@@ -137,7 +138,7 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
                 try withExecutableForOtherUsers(helperPath) { helper in
                     try crashRounds(
                         path: path, app: "db", iterations: max(Sizes.crashIterations / 4, 10),
-                        figureName: "crash-shared"
+                        figureName: "crash-shared", groupCommit: true
                     ) { index, writer, iteration in
                         try Helper(
                             ["crash-writer", path, "db", writer, String(iteration * 1_000_000 + index * 100_000)],
@@ -153,7 +154,7 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
     /// the journal of acknowledged operations, as `killedWritersLoseNoAcknowledgedWrite` describes;
     /// reads go through client `app`.
     func crashRounds(
-        path: String, app: String, iterations: Int, figureName: String,
+        path: String, app: String, iterations: Int, figureName: String, groupCommit: Bool = false,
         start: (_ index: Int, _ writer: String, _ iteration: Int) throws -> Helper
     ) throws {
         let writers = (0..<4).map { "w\($0)" }
@@ -212,9 +213,14 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
             undecryptable += decrypted.failures
         }
         let seconds = (monotonicMilliseconds() - started) / 1000
+        // Group commit's slot spares (format 2): that the writers' sets went through it.
+        let slots =
+            (try? FileManager.default.contentsOfDirectory(atPath: path + "/groups/" + app))?
+            .filter { $0.hasPrefix(".slot.") && !$0.hasSuffix(".gen") }.count ?? 0
         figure(
             figureName,
             "\(iterations) SIGKILL iterations of 4 writers, \(acknowledgedTotal) acknowledged operations, "
+                + (slots > 0 ? "\(slots) group-commit slots used, " : "")
                 + "\(lost.count) lost, \(undecryptable.count) undecryptable files, "
                 + "\(temporaryAfterCleanup.count) temp files after a writer ran again "
                 + "(\(temporaryBeforeCleanup) seen right after kills), \(inFlightApplied)/\(inFlightTotal) "
@@ -225,6 +231,7 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
         #expect(temporaryAfterCleanup.isEmpty, "\(temporaryAfterCleanup.prefix(5))")
         #expect(disagreements.isEmpty, "\(disagreements.prefix(5))")
         #expect(acknowledgedTotal > iterations)
+        if groupCommit { #expect(slots > 0, "no set went through group commit") }
     }
 
     /// 4 processes incrementing one shared counter (`Vault.modify`) are SIGKILLed at random points: the
