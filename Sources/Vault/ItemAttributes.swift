@@ -94,7 +94,7 @@ public struct ItemAttributes: Sendable, Hashable, Codable {
         func same(_ filter: String?, _ value: String?) -> Bool {
             guard let filter else { return true }
             guard let value else { return false }
-            return filter.utf8.elementsEqual(value.utf8)
+            return filter.utf8.span.hasSameBytes(as: value.utf8.span)
         }
         return same(service, item.service ?? "") && same(account, item.account ?? "") && same(label, item.label)
             && same(itemDescription, item.itemDescription) && same(comment, item.comment)

@@ -89,7 +89,7 @@ struct ItemEngine: Sendable {
 
         func hash(into hasher: inout Hasher) {
             hasher.combine(group)
-            FoldedHash.combine(primaryKey, into: &hasher)
+            FoldedHash.combine(primaryKey.span, into: &hasher)
         }
     }
 

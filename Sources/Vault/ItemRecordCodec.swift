@@ -77,8 +77,10 @@ enum ItemRecordCodec {
 
         init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
 
-        static func == (lhs: MetadataBytes, rhs: MetadataBytes) -> Bool { lhs.bytes.elementsEqual(rhs.bytes) }
+        static func == (lhs: MetadataBytes, rhs: MetadataBytes) -> Bool {
+            lhs.bytes.span.hasSameBytes(as: rhs.bytes.span)
+        }
 
-        func hash(into hasher: inout Hasher) { FoldedHash.combine(bytes, into: &hasher) }
+        func hash(into hasher: inout Hasher) { FoldedHash.combine(bytes.span, into: &hasher) }
     }
 }
