@@ -161,9 +161,8 @@ import VaultTestSupport
 }
 
 @Suite struct FileLockTests {
-    /// OFD locks belong to the open file description: two opens of one file in one process exclude
-    /// each other, unlike classic POSIX record locks.
-    @Test func twoOpensInOneProcessExcludeEachOther() throws {
+    /// Runs `body` with two opens of one `.lock` in a temp directory, closed afterwards.
+    func withTwoOpens(_ body: (FileDescriptor, FileDescriptor) throws -> Void) throws {
         try withTemporaryDirectory("system") { dir in
             let fd = try dir.open()
             defer { try? fd.close() }
@@ -173,6 +172,14 @@ import VaultTestSupport
                 try? first.close()
                 try? second.close()
             }
+            try body(first, second)
+        }
+    }
+
+    /// OFD locks belong to the open file description: two opens of one file in one process exclude
+    /// each other, unlike classic POSIX record locks.
+    @Test func twoOpensInOneProcessExcludeEachOther() throws {
+        try withTwoOpens { first, second in
             try first.lock(.exclusive)
             #expect(try second.tryLock(.exclusive) == false)
             #expect(try second.tryLock(.shared) == false)
@@ -185,15 +192,7 @@ import VaultTestSupport
     /// Each byte is a lock of its own: the write lock (byte 0) and group commit's locks (other bytes)
     /// neither exclude nor release each other.
     @Test func locksOnDifferentBytesAreIndependent() throws {
-        try withTemporaryDirectory("system") { dir in
-            let fd = try dir.open()
-            defer { try? fd.close() }
-            let first = try fd.openAt(".lock", [.readWrite, .create])
-            let second = try fd.openAt(".lock", [.readWrite, .create])
-            defer {
-                try? first.close()
-                try? second.close()
-            }
+        try withTwoOpens { first, second in
             try first.lock(.exclusive)
             try first.lock(.exclusive, byte: 17)
             #expect(try second.tryLock(.exclusive, byte: 1) == true)
