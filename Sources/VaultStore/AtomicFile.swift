@@ -85,7 +85,7 @@ enum AtomicFile {
             try directory.renameIfAbsentAt(temporary, to: name)
         } catch  where [.invalidArgument, .notSupported, .notImplemented, .notPermitted].contains(error) {
             // A file system that cannot, a kernel without renameat2, or a seccomp filter that refuses it:
-            // the link reports what is really wrong, if anything.
+            // the link reports what is really wrong, if anything (and there the two-link moment stays).
             do {
                 try directory.linkAt(temporary, to: name)
             } catch {

@@ -28,8 +28,8 @@ enum CommitCounter {
     enum Reading: Equatable {
         /// A ticket written in this boot.
         case ticket(CommitTicket)
-        /// Nothing usable: never written, torn, damaged, of another boot, or past its last number.
-        case none
+        /// Nothing usable: never written, torn, damaged, of another boot, or at its last number.
+        case absent
         /// The read itself failed: nothing is known.
         case unreadable
     }
@@ -43,9 +43,9 @@ enum CommitCounter {
         }
         guard let boot = BootIdentifier.current, bytes.count == byteCount, bytes[0..<16].elementsEqual(boot),
             bigEndian(bytes[40..<48]) == check(bytes[0..<40])
-        else { return .none }
+        else { return .absent }
         let sequence = bigEndian(bytes[32..<40])
-        guard sequence < .max else { return .none }
+        guard sequence < .max else { return .absent }
         return .ticket(CommitTicket(epoch: Array(bytes[16..<32]), sequence: sequence))
     }
 

@@ -43,7 +43,7 @@ enum GroupCommit {
     /// by the exchange's transaction.
     static func recordName(_ slot: Int) -> String { ".slot.\(slot).gen" }
 
-    /// The in-process half of the flush lock: threads of one process share the `.lock` descriptor, and
+    /// The in-process half of the flush lock: threads of one store share its `.lock` descriptor, and
     /// OFD locks taken through one descriptor do not exclude each other.
     final class FlushLeader: Sendable {
         let mutex = Mutex(())
@@ -70,7 +70,7 @@ extension VaultStore {
     /// before it, no slot, no shared flush). False in format 1, and until this store has written to the
     /// group twice.
     public func othersWriteToo(_ group: GroupName) -> Bool {
-        formatVersion >= 2 && state.withLock { $0.sharedWrites[group, default: 0] > 0 }
+        formatVersion >= 2 && state.withLock { $0.preparedWritesLeft[group, default: 0] > 0 }
     }
 
     /// How many of its own writes a store keeps preparing after it last saw another writer's.
@@ -128,20 +128,20 @@ extension VaultStore {
         var ticket: CommitTicket?
         switch CommitCounter.read(lockFile, at: GroupCommit.exchangeCounterOffset) {
         case .unreadable: ticket = nil
-        case .none: ticket = CommitCounter.firstTicket()
+        case .absent: ticket = CommitCounter.firstTicket()
         case .ticket(let last): ticket = CommitTicket(epoch: last.epoch, sequence: last.sequence + 1)
         }
         if let next = ticket, !CommitCounter.write(next, to: lockFile, at: GroupCommit.exchangeCounterOffset) {
             ticket = nil
         }
         state.withLock { state in
-            let last = state.lastExchange[group]
+            let last = state.lastTicket[group]
             if let ticket, let last, ticket != CommitTicket(epoch: last.epoch, sequence: last.sequence &+ 1) {
-                state.sharedWrites[group] = Self.sharedWriteMemory
-            } else if let remaining = state.sharedWrites[group] {
-                state.sharedWrites[group] = remaining > 1 ? remaining - 1 : nil
+                state.preparedWritesLeft[group] = Self.sharedWriteMemory
+            } else if let remaining = state.preparedWritesLeft[group] {
+                state.preparedWritesLeft[group] = remaining > 1 ? remaining - 1 : nil
             }
-            state.lastExchange[group] = ticket
+            state.lastTicket[group] = ticket
         }
         return ticket
     }

@@ -49,12 +49,6 @@ public final class PreparedItemWrite {
         try? store.finish(self)
     }
 
-    /// Whether a transaction published it (`WriteTransaction.commit`).
-    public var isCommitted: Bool {
-        if case .prepared = stage { return false }
-        return true
-    }
-
     var spareName: String { GroupCommit.spareName(slot) }
     var recordName: String { GroupCommit.recordName(slot) }
 }

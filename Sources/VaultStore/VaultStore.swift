@@ -66,10 +66,10 @@ public final class VaultStore: Sendable {
         /// Format v2, group commit (`GroupCommit`): the slots this process holds in each group (threads
         /// sharing one `.lock` descriptor do not exclude each other by its locks).
         var claimedSlots: [GroupName: Set<Int>] = [:]
-        /// The ticket of this store's last write to each group, and for how many more of its writes
-        /// there it prepares them since it last saw another writer's (`othersWriteToo`).
-        var lastExchange: [GroupName: CommitTicket] = [:]
-        var sharedWrites: [GroupName: Int] = [:]
+        /// The ticket of this store's last write to each group (prepared or under the lock), and how
+        /// many more of its writes there it prepares since it last saw another writer's (`othersWriteToo`).
+        var lastTicket: [GroupName: CommitTicket] = [:]
+        var preparedWritesLeft: [GroupName: Int] = [:]
         /// Each group's in-process half of the flush lock.
         var flushLeaders: [GroupName: GroupCommit.FlushLeader] = [:]
         /// Format v2: the groups whose interrupted moves were finished since the store was opened.

@@ -279,17 +279,20 @@ extension VaultStore {
             return file
         }
         let reopened = try openGroupLockFile(group)
-        let inherited = state.withLock { state in
+        // Another thread (group commit prepares outside the writer mutex) may have opened it meanwhile:
+        // then that one stays, since its locks may be held already.
+        let (current, inherited) = state.withLock { state -> (FileDescriptor, FileDescriptor?) in
+            if let existing = state.groupLocks[group], existing.processID == pid { return (existing.file, reopened) }
             defer { state.groupLocks[group] = (reopened, pid) }
             // Group commit's state is the parent's: its slots (held through the parent's descriptor),
             // and a flush mutex that may have been copied locked.
             state.claimedSlots[group] = nil
             state.flushLeaders[group] = nil
-            state.lastExchange[group] = nil
-            state.sharedWrites[group] = nil
-            return state.groupLocks[group]?.file
+            state.lastTicket[group] = nil
+            state.preparedWritesLeft[group] = nil
+            return (reopened, state.groupLocks[group]?.file)
         }
         try? inherited?.close()
-        return reopened
+        return current
     }
 }

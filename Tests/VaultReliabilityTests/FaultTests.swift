@@ -126,7 +126,7 @@ struct FaultCase: CustomStringConvertible, Sendable {
                 let vault = try Vault.open(at: path, client: try testClient())
                 if format == 2 {
                     let group = try GroupName(testApp)
-                    vault.engine.store.state.withLock { $0.sharedWrites[group] = VaultStore.sharedWriteMemory }
+                    vault.engine.store.state.withLock { $0.preparedWritesLeft[group] = VaultStore.sharedWriteMemory }
                 }
                 return vault
             }
