@@ -1,5 +1,4 @@
 import FoundationEssentials
-import VaultCrypto
 import VaultStore
 
 /// `Vault.set` with group commit (`PreparedItemWrite`): the item is read and its next file written and
@@ -39,20 +38,15 @@ extension ItemEngine {
         if let current = found.first {
             record = current.record
             record.data = data
-            record.modified = max(now, record.modified)
-            record.generation &+= 1
+            record.advance(modifiedAt: now)
             id = current.id
         } else {
-            var attributes = ItemAttributes(service: key.service, account: key.account)
-            attributes.accessible = accessibility
+            let attributes = key.attributes(accessibility: accessibility)
             guard store.isAvailable(attributes.accessible.protectionClass, in: group.name),
-                let persistentID = try? SecureRandom.bytes(count: 16)
+                let added = try? ItemRecord.added(.genericPassword, attributes: attributes, data: data, at: now),
+                let itemID = try? itemID(group, added.primaryKey)
             else { return nil }
-            record = ItemRecord(
-                itemClass: .genericPassword, attributes: attributes, data: data, created: now, modified: now,
-                persistentID: Data(persistentID), generation: 1)
-            guard let itemID = try? itemID(group, record.primaryKey) else { return nil }
-            id = itemID
+            (record, id) = (added, itemID)
         }
         let location = ItemLocation(group: group.name, id: id)
         let prepared = try? encoded(record, group: group) { bytes in

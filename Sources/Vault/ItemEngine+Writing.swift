@@ -1,5 +1,4 @@
 import FoundationEssentials
-import VaultCrypto
 import VaultStore
 
 /// `ItemEngine`'s writes: adds, updates and deletes of located items. Call them under the write lock,
@@ -31,16 +30,7 @@ extension ItemEngine {
         } catch {
             throw error
         }
-        let now = ItemRecord.now()
-        let persistentID: Data
-        do {
-            persistentID = Data(try SecureRandom.bytes(count: 16))
-        } catch {
-            throw VaultError(.notAvailable, "cannot make a persistent id: \(error.message)", cause: error)
-        }
-        let record = ItemRecord(
-            itemClass: itemClass, attributes: stored, data: data, created: now, modified: now,
-            persistentID: persistentID, generation: 1)
+        let record = try ItemRecord.added(itemClass, attributes: stored, data: data, at: ItemRecord.now())
         try save(record, group: group, id: id, in: tx)
         return LocatedItem(group: group, id: id, record: record)
     }
@@ -59,8 +49,7 @@ extension ItemEngine {
             changed.accessGroup = nil
             record.attributes = record.attributes.applying(changed)
             if let data = changes.data { record.data = data }
-            record.modified = max(now, record.modified)
-            record.generation &+= 1
+            record.advance(modifiedAt: now)
             let group = changes.attributes.accessGroup ?? match.group
             let id = try itemID(group, record.primaryKey)
             planned.append((match, LocatedItem(group: group, id: id, record: record)))

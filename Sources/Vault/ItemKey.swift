@@ -29,4 +29,11 @@ public struct ItemKey: Hashable, Sendable, CustomStringConvertible {
     var query: Query {
         .genericPassword(service: service, account: account, group: group)
     }
+
+    /// The attributes of a new item of this key (`set`, `modify`): service, account, `accessibility`.
+    func attributes(accessibility: Accessibility) -> ItemAttributes {
+        var attributes = ItemAttributes(service: service, account: account)
+        attributes.accessible = accessibility
+        return attributes
+    }
 }

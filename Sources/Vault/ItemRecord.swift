@@ -1,5 +1,6 @@
 import FoundationEssentials
 import VaultArchive
+import VaultCrypto
 import VaultStore
 
 /// What one item file holds (`ItemRecordCodec`): the class, the attributes (without group and dates,
@@ -33,6 +34,27 @@ struct ItemRecord: Sendable, VersionedRecord {
         self.modified = modified
         self.persistentID = persistentID
         self.generation = generation
+    }
+
+    /// A new item's record at `now`, generation 1, with a new persistent id (16 random bytes).
+    static func added(_ itemClass: ItemClass, attributes: ItemAttributes, data: Data, at now: Date) throws(VaultError)
+        -> ItemRecord
+    {
+        let persistentID: Data
+        do {
+            persistentID = Data(try SecureRandom.bytes(count: 16))
+        } catch {
+            throw VaultError(.notAvailable, "cannot make a persistent id: \(error.message)", cause: error)
+        }
+        return ItemRecord(
+            itemClass: itemClass, attributes: attributes, data: data, created: now, modified: now,
+            persistentID: persistentID, generation: 1)
+    }
+
+    /// Makes this the record's next generation, modified at `now` (never before its last change).
+    mutating func advance(modifiedAt now: Date) {
+        modified = max(now, modified)
+        generation &+= 1
     }
 
     /// The same record with `data` as its secret, sharing the attributes.

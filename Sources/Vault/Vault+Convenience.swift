@@ -176,9 +176,9 @@ extension Vault {
                 _ = try engine.update([item], with: ItemChanges(data: data), client: client, in: tx)
                 return data
             case (nil, let data?):
-                var attributes = ItemAttributes(service: key.service, account: key.account)
-                attributes.accessible = accessibility
-                _ = try engine.add(.genericPassword, attributes: attributes, data: data, group: target, in: tx)
+                _ = try engine.add(
+                    .genericPassword, attributes: key.attributes(accessibility: accessibility), data: data,
+                    group: target, in: tx)
                 return data
             }
         }

@@ -10,6 +10,9 @@ struct CommitTicket: Equatable, Sendable {
 
     /// Whether a flush that covered `self` covers `other` too: the same run, no later in it.
     func covers(_ other: CommitTicket) -> Bool { epoch == other.epoch && sequence >= other.sequence }
+
+    /// The next exchange's ticket in the same run.
+    var successor: CommitTicket { CommitTicket(epoch: epoch, sequence: sequence &+ 1) }
 }
 
 /// One of group commit's two counters in a group's `.lock` (`GroupCommit`): the boot it was written
@@ -54,8 +57,8 @@ enum CommitCounter {
     static func write(_ ticket: CommitTicket, to lockFile: FileDescriptor, at offset: Int64) -> Bool {
         guard let boot = BootIdentifier.current, ticket.epoch.count == 16 else { return false }
         var bytes = boot + ticket.epoch
-        appendBigEndian(ticket.sequence, to: &bytes)
-        appendBigEndian(check(bytes[...]), to: &bytes)
+        bytes.appendBigEndian(ticket.sequence)
+        bytes.appendBigEndian(check(bytes[...]))
         return (try? lockFile.writeAll(bytes, at: offset)) != nil
     }
 
@@ -73,9 +76,5 @@ enum CommitCounter {
 
     private static func bigEndian(_ bytes: ArraySlice<UInt8>) -> UInt64 {
         bytes.reduce(0) { $0 << 8 | UInt64($1) }
-    }
-
-    private static func appendBigEndian(_ value: UInt64, to bytes: inout [UInt8]) {
-        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8((value >> UInt64(shift)) & 0xff)) }
     }
 }

@@ -53,9 +53,7 @@ enum GenerationRecord {
         message += Array(location.id.rawValue.utf8)
         message.append(UInt8(version.persistentID.count))
         message += version.persistentID
-        for shift in stride(from: 56, through: 0, by: -8) {
-            message.append(UInt8((version.generation >> shift) & 0xff))
-        }
+        message.appendBigEndian(version.generation)
         do {
             return try KeyDerivation.keyedHash(message, key: key, domain: domain, outputByteCount: tagByteCount)
         } catch {
@@ -64,7 +62,8 @@ enum GenerationRecord {
     }
 
     static func text(generation: UInt64, tag: [UInt8]) -> String {
-        let bytes = stride(from: 56, through: 0, by: -8).map { UInt8((generation >> UInt64($0)) & 0xff) }
+        var bytes: [UInt8] = []
+        bytes.appendBigEndian(generation)
         return "1:" + Hex.encode(bytes) + ":" + Hex.encode(tag)
     }
 

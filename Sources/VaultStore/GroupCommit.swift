@@ -95,17 +95,11 @@ extension VaultStore {
             }
             // A mark that is not clearly idle: the last holder died between its claim and its release,
             // so the spare may be an item's file whose exchange is not durable. Its files go first.
-            var ready = GroupCommit.mark(of: slot, in: lockFile) == GroupCommit.idle
-            if !ready {
-                ready = [GroupCommit.spareName(slot), GroupCommit.recordName(slot)].allSatisfy { (name: String) in
-                    do throws(Errno) {
-                        try directory.unlinkAt(name)
-                        return true
-                    } catch {
-                        return error == .noSuchFileOrDirectory
-                    }
+            let ready =
+                GroupCommit.mark(of: slot, in: lockFile) == GroupCommit.idle
+                || [GroupCommit.spareName(slot), GroupCommit.recordName(slot)].allSatisfy {
+                    (try? AtomicFile.removeIfPresent($0, in: directory, directoryPath: groupPath(group))) != nil
                 }
-            }
             if ready, GroupCommit.setMark(GroupCommit.active, of: slot, in: lockFile) { return slot }
             releaseCommitSlot(slot, of: group, lockFile: lockFile, idle: false)
             return nil
@@ -129,14 +123,14 @@ extension VaultStore {
         switch CommitCounter.read(lockFile, at: GroupCommit.exchangeCounterOffset) {
         case .unreadable: ticket = nil
         case .absent: ticket = CommitCounter.firstTicket()
-        case .ticket(let last): ticket = CommitTicket(epoch: last.epoch, sequence: last.sequence + 1)
+        case .ticket(let last): ticket = last.successor
         }
         if let next = ticket, !CommitCounter.write(next, to: lockFile, at: GroupCommit.exchangeCounterOffset) {
             ticket = nil
         }
         state.withLock { state in
             let last = state.lastTicket[group]
-            if let ticket, let last, ticket != CommitTicket(epoch: last.epoch, sequence: last.sequence &+ 1) {
+            if let ticket, let last, ticket != last.successor {
                 state.preparedWritesLeft[group] = Self.sharedWriteMemory
             } else if let remaining = state.preparedWritesLeft[group] {
                 state.preparedWritesLeft[group] = remaining > 1 ? remaining - 1 : nil
@@ -156,12 +150,14 @@ extension VaultStore {
     ) throws(StoreError) {
         let path = groupPath(group)
         guard let ticket else { return try AtomicFile.syncDirectory(directory, path: path) }
-        // Covered already by a flush that has finished: nothing to wait for.
-        if case .ticket(let flushed) = CommitCounter.read(lockFile, at: GroupCommit.flushCounterOffset),
-            flushed.covers(ticket)
-        {
-            return
+        func flushed() -> Bool {
+            guard case .ticket(let flushed) = CommitCounter.read(lockFile, at: GroupCommit.flushCounterOffset) else {
+                return false
+            }
+            return flushed.covers(ticket)
         }
+        // Covered already by a flush that has finished: nothing to wait for.
+        if flushed() { return }
         try flushLeader(group).mutex.withLock { (_) throws(StoreError) in
             do {
                 try lockFile.lock(.exclusive, byte: GroupCommit.flushLockByte)
@@ -170,11 +166,7 @@ extension VaultStore {
                 return try AtomicFile.syncDirectory(directory, path: path)
             }
             defer { try? lockFile.unlock(byte: GroupCommit.flushLockByte) }
-            if case .ticket(let flushed) = CommitCounter.read(lockFile, at: GroupCommit.flushCounterOffset),
-                flushed.covers(ticket)
-            {
-                return
-            }
+            if flushed() { return }
             // The exchanges made so far are covered too. Read without the write lock: a record in the
             // file was written after its exchange, and a torn one does not pass its check.
             var covered = ticket

@@ -65,29 +65,20 @@ extension VaultStore {
     ) -> PreparedItemWrite? {
         guard formatVersion >= 2, BootIdentifier.current != nil, !state.withLock({ $0.bulkLoading }),
             let directory = try? groupDirectory(item.group, create: false),
-            let (key, keys) = try? encryptionKey(protectionClass, for: item), !keys.isAbsent, !keys.isFleet,
-            let lockFile = try? currentGroupLockFile(item.group),
-            let contents = try? ItemFile.seal(
-                plaintext, version: itemFormatVersion, key: key, protectionClass: protectionClass,
-                generation: keys.currentGeneration, binding: keys.binding, location: item)
+            let sealed = try? seal(plaintext, as: item, protectionClass: protectionClass, version: version),
+            !sealed.keys.isAbsent, !sealed.keys.isFleet,
+            let lockFile = try? currentGroupLockFile(item.group)
         else { return nil }
-        var recordText: String?
-        if version.generation > 1 {
-            guard
-                let tag = try? GenerationRecord.tag(
-                    key: keys.index, binding: keys.binding, location: item, version: version)
-            else { return nil }
-            recordText = GenerationRecord.text(generation: version.generation, tag: tag)
-        }
         guard let slot = claimCommitSlot(item.group, lockFile: lockFile, directory: directory) else { return nil }
         let prepared = PreparedItemWrite(
-            item: item, store: self, slot: slot, directory: directory, lockFile: lockFile, keys: keys,
-            hasRecord: recordText != nil)
-        guard let spare = SpareFile.open(prepared.spareName, in: directory, shared: keys.isShared),
-            (try? spare.write(contents, for: item.id.fileName, in: directory, directoryPath: groupPath(item.group)))
+            item: item, store: self, slot: slot, directory: directory, lockFile: lockFile, keys: sealed.keys,
+            hasRecord: sealed.recordText != nil)
+        guard let spare = SpareFile.open(prepared.spareName, in: directory, shared: sealed.keys.isShared),
+            (try? spare.write(
+                sealed.contents, for: item.id.fileName, in: directory, directoryPath: groupPath(item.group)))
                 != nil
         else { return nil }  // `deinit` lets the slot go
-        if let recordText {
+        if let recordText = sealed.recordText {
             do {
                 try directory.makeSymbolicLinkAt(prepared.recordName, target: recordText)
             } catch {
@@ -123,12 +114,9 @@ extension VaultStore {
             } catch {
                 // The exchange may not be durable, so the spare may still be the item's file on disk: it
                 // must not be written in place. Removing it is safe either way (journal order).
-                var removed = true
-                do {
-                    try prepared.directory.unlinkAt(prepared.spareName)
-                } catch {
-                    removed = error == .noSuchFileOrDirectory
-                }
+                let removed =
+                    (try? AtomicFile.removeIfPresent(
+                        prepared.spareName, in: prepared.directory, directoryPath: groupPath(group))) != nil
                 releaseCommitSlot(prepared.slot, of: group, lockFile: prepared.lockFile, idle: removed)
                 throw error
             }

@@ -27,40 +27,30 @@ public struct WriteTransaction {
     ) throws(StoreError) {
         try requireLocked(item.group)
         let directory = try store.existingGroupDirectory(item.group)
-        let (key, groupKeys) = try store.encryptionKey(protectionClass, for: item)
+        let sealed = try store.seal(plaintext, as: item, protectionClass: protectionClass, version: version)
         store.removeStaleTemporaryFiles(group: item.group, directory: directory)
-        let contents = try ItemFile.seal(
-            plaintext, version: store.itemFormatVersion, key: key, protectionClass: protectionClass,
-            generation: groupKeys.currentGeneration, binding: groupKeys.binding, location: item)
         // A fleet group's replica first: a write another machine made since the refresh is a conflict.
         let replica = try store.replica(for: item.group)
         if let replica {
             try store.requireUnchangedReplica(item.group)
             try store.noticingConflicts { () throws(StoreError) in
-                try replica.write(item.id, contents: contents, cache: ReplicaCache(store: store, group: item.group))
+                try replica.write(
+                    item.id, contents: sealed.contents, cache: ReplicaCache(store: store, group: item.group))
             }
         }
         let durable = !store.state.withLock { $0.bulkLoading }
         // Generation 1 gets no record: no older copy of the item exists to roll back to, and an add then
         // allocates no second inode. A record left there (by a delete whose unlink of it failed, or the
         // `moving` mark of an unfinished move) is removed instead, in the same directory fsync.
-        var record: (name: String, text: String?)?
-        if let version {
-            var text: String?
-            if version.generation > 1 {
-                let tag = try GenerationRecord.tag(
-                    key: groupKeys.index, binding: groupKeys.binding, location: item, version: version)
-                text = GenerationRecord.text(generation: version.generation, tag: tag)
-            }
-            record = (GenerationRecord.name(item.id), text)
-        }
+        let record = version.map { _ in (name: GenerationRecord.name(item.id), text: sealed.recordText) }
         // After a failed write through a spare, none is used until the next writer has removed them.
         // In a shared group each writing user has a spare of its own (`SpareFile`).
         let spare = durable && reusesSpares && !store.state.withLock { $0.spareUntrusted }
         do {
             try ItemWrite(
-                contents: contents, name: item.id.fileName, record: record, durable: durable, reusingSpare: spare,
-                permissions: groupKeys.isShared ? .ownerAndGroupReadWrite : .ownerReadWrite
+                contents: sealed.contents, name: item.id.fileName, record: record, durable: durable,
+                reusingSpare: spare,
+                permissions: sealed.keys.isShared ? .ownerAndGroupReadWrite : .ownerReadWrite
             )
             .run(in: directory, directoryPath: store.groupPath(item.group))
         } catch {
