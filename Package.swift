@@ -13,6 +13,14 @@ let metadataAccessors: [SwiftSetting] = [
     .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])
 ]
 
+// The code of the static CLI. Release builds give each function a section of its own, so that the linker
+// can lay out the functions that `vault get`, `put` and the other commands run next to each other, in the
+// order of Sources/vault/startup.order (written by scripts/startup-order): the kernel maps an
+// executable's code 64 KiB at a fault, and a get's code spread over the 13 MB text faulted in 106 times
+// (docs/PERFORMANCE.md, "The CLI's code, laid out").
+let cliCode = metadataAccessors + [.unsafeFlags(["-Xfrontend", "-function-sections"], .when(configuration: .release))]
+let startupOrder = Context.packageDirectory + "/Sources/vault/startup.order"
+
 let package = Package(
     name: "vault",
     products: [
@@ -45,30 +53,35 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
-        .target(name: "VaultCrypto", dependencies: ["CSodium"], swiftSettings: metadataAccessors),
+        .target(name: "VaultCrypto", dependencies: ["CSodium"], swiftSettings: cliCode),
         // Linux calls that Swift's Glibc module does not import (OFD locks, prctl).
         .target(name: "CVaultSystem"),
-        .target(name: "VaultSystem", dependencies: ["CVaultSystem"], swiftSettings: metadataAccessors),
-        .target(name: "VaultArchive", swiftSettings: metadataAccessors),
+        .target(name: "VaultSystem", dependencies: ["CVaultSystem"], swiftSettings: cliCode),
+        .target(name: "VaultArchive", swiftSettings: cliCode),
         // etcd's JSON gateway over libcurl (Debian's libcurl4-openssl-dev), for fleet groups. Never linked
         // into the static CLI (libcurl has no complete static build): only into dynamically linked code.
         .target(name: "CVaultCurl", linkerSettings: [.linkedLibrary("curl")]),
         .target(name: "VaultEtcd", dependencies: ["CVaultCurl", "VaultCrypto"]),
         // Fleet groups: the store's GroupReplica over VaultEtcd (install it with VaultFleet.install()).
         .target(name: "VaultFleet", dependencies: ["VaultEtcd", "VaultStore", "VaultCrypto"]),
-        .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"], swiftSettings: metadataAccessors),
+        .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"], swiftSettings: cliCode),
         .target(
             name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto", "VaultSystem"],
-            swiftSettings: metadataAccessors),
+            swiftSettings: cliCode),
         // The command-line tool as a library (parser, one file per command), and a thin executable over
         // it. Release builds are a static executable (Swift runtime, FoundationEssentials, libsodium):
         // start-up is most of what a `vault get` costs (docs/PERFORMANCE.md). Debug builds stay
         // dynamic, for fast links of the tests.
-        .target(name: "VaultCLI", dependencies: ["Vault", "VaultArchive"], swiftSettings: metadataAccessors),
+        .target(name: "VaultCLI", dependencies: ["Vault", "VaultArchive"], swiftSettings: cliCode),
         .executableTarget(
-            name: "vault", dependencies: ["VaultCLI", "VaultSystem"], swiftSettings: metadataAccessors,
+            name: "vault", dependencies: ["VaultCLI", "VaultSystem"], exclude: ["startup.order"],
+            swiftSettings: cliCode,
             linkerSettings: [
-                .unsafeFlags(["-static-executable"], .when(configuration: .release)),
+                .unsafeFlags(
+                    [
+                        "-static-executable", "-use-ld=lld", "-Xlinker", "--symbol-ordering-file=\(startupOrder)",
+                        "-Xlinker", "--no-warn-symbol-ordering",
+                    ], .when(configuration: .release)),
                 // The static FoundationEssentials does not autolink the two libraries it uses.
                 .linkedLibrary("_FoundationCShims", .when(configuration: .release)),
                 .linkedLibrary("_FoundationCollections", .when(configuration: .release)),
