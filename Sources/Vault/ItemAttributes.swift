@@ -82,8 +82,9 @@ public struct ItemAttributes: Sendable, Hashable, Codable {
     }
 
     /// `matches` against a stored item's attributes and dates, without building its returned
-    /// attributes (this runs for every item of a scan).
-    func matches(_ item: ItemAttributes, created: Date?, modified: Date?) -> Bool {
+    /// attributes (this runs for every item of a scan and every get): `item` is an `ItemAttributes`
+    /// or a record's own box of them (`ItemRecord.attributesMatch`).
+    func matches(_ item: some StoredAttributes, created: Date?, modified: Date?) -> Bool {
         func same<T: Equatable>(_ filter: T?, _ value: T?) -> Bool {
             guard let filter else { return true }
             return filter == value
@@ -145,3 +146,26 @@ public struct ItemAttributes: Sendable, Hashable, Codable {
     /// given): `ItemAttribute.blobKeys`.
     public static var blobKeys: Set<String> { ItemAttribute.blobKeys }
 }
+
+/// The attributes of a stored item, as `ItemAttributes.matches` reads them.
+protocol StoredAttributes {
+    var service: String? { get }
+    var account: String? { get }
+    var label: String? { get }
+    var itemDescription: String? { get }
+    var comment: String? { get }
+    var generic: Data? { get }
+    var creator: UInt32? { get }
+    var type: UInt32? { get }
+    var isInvisible: Bool? { get }
+    var isNegative: Bool? { get }
+    var accessible: Accessibility? { get }
+    var server: String? { get }
+    var securityDomain: String? { get }
+    var `protocol`: String? { get }
+    var authenticationType: String? { get }
+    var port: Int? { get }
+    var path: String? { get }
+}
+
+extension ItemAttributes: StoredAttributes {}

@@ -23,6 +23,15 @@ struct ItemRecord: Sendable, VersionedRecord {
         set { box = AttributesBox(newValue) }
     }
 
+    /// The synchronizable flag, read without building `attributes`.
+    var synchronizable: Bool? { box.synchronizable }
+
+    /// Whether the attribute filters of `filter` match this record (`ItemAttributes.matches`), read
+    /// from its box without building `attributes`: a get and every item of a scan ask it.
+    func attributesMatch(_ filter: ItemAttributes) -> Bool {
+        filter.matches(box, created: created, modified: modified)
+    }
+
     init(
         itemClass: ItemClass, attributes: ItemAttributes, data: Data, created: Date, modified: Date,
         persistentID: Data, generation: UInt64
@@ -105,6 +114,11 @@ struct ItemRecord: Sendable, VersionedRecord {
     /// 0 or false when missing), each length-prefixed so that no two keys share bytes. The access group
     /// is not in it: it selects the directory and the id key.
     static func primaryKey(_ itemClass: ItemClass, _ a: ItemAttributes) -> [UInt8] {
+        primaryKey(itemClass, a, synchronizable: a.synchronizable ?? false)
+    }
+
+    /// `primaryKey` with the synchronizable flag given apart from `a`'s (a query holds it apart).
+    static func primaryKey(_ itemClass: ItemClass, _ a: ItemAttributes, synchronizable: Bool) -> [UInt8] {
         // Appended in place into one buffer: every get computes this, and a temporary array per field
         // was a measurable part of it.
         var bytes: [UInt8] = []
@@ -131,7 +145,7 @@ struct ItemRecord: Sendable, VersionedRecord {
             field(String(a.port ?? 0))
             field(a.path ?? "")
         }
-        field((a.synchronizable ?? false) ? "1" : "0")
+        field(synchronizable ? "1" : "0")
         return bytes
     }
 
@@ -178,11 +192,11 @@ extension ItemRecord: Codable {
 /// accessibility (what `Vault.set` and `vault put` store): those are kept in a few fields instead of a
 /// whole `ItemAttributes` (280 bytes inline, nearly all of it empty optionals), so that a cache of
 /// 100,000 scanned items holds 64 bytes of attributes each rather than 300.
-final class AttributesBox: Sendable {
-    private let service: String?
-    private let account: String?
-    private let accessible: Accessibility?
-    private let synchronizable: Bool?
+final class AttributesBox: Sendable, StoredAttributes {
+    let service: String?
+    let account: String?
+    let accessible: Accessibility?
+    let synchronizable: Bool?
     /// Every attribute, when any other than those four is set.
     private let full: FullAttributes?
 
@@ -208,6 +222,22 @@ final class AttributesBox: Sendable {
         value.synchronizable = synchronizable
         return value
     }
+
+    // The other attributes, for `StoredAttributes`: set only in a full box.
+    var label: String? { full?.value.label }
+    var itemDescription: String? { full?.value.itemDescription }
+    var comment: String? { full?.value.comment }
+    var generic: Data? { full?.value.generic }
+    var creator: UInt32? { full?.value.creator }
+    var type: UInt32? { full?.value.type }
+    var isInvisible: Bool? { full?.value.isInvisible }
+    var isNegative: Bool? { full?.value.isNegative }
+    var server: String? { full?.value.server }
+    var securityDomain: String? { full?.value.securityDomain }
+    var `protocol`: String? { full?.value.`protocol` }
+    var authenticationType: String? { full?.value.authenticationType }
+    var port: Int? { full?.value.port }
+    var path: String? { full?.value.path }
 
     /// The box and what it owns, for the caches' byte bounds (`BoundedCache`).
     var heapByteEstimate: Int {

@@ -45,19 +45,17 @@ public struct Query: Sendable, Hashable {
     /// item can be found by one file read per group instead of a scan.
     var fullPrimaryKey: [UInt8]? {
         guard let itemClass, persistentReference == nil, synchronizable != .any else { return nil }
-        var key = attributes
-        key.synchronizable = synchronizable == .yes
         // Every primary-key attribute of the class but the synchronizable flag, which the query holds.
         let named = ItemAttribute.primaryKey(of: itemClass).allSatisfy { attribute in
             attribute == .synchronizable || attributes.hasValue(attribute)
         }
-        return named ? ItemRecord.primaryKey(itemClass, key) : nil
+        return named ? ItemRecord.primaryKey(itemClass, attributes, synchronizable: synchronizable == .yes) : nil
     }
 
     /// Whether a stored record matches everything but the group.
     func matches(_ record: ItemRecord, group: AccessGroup) -> Bool {
         if let itemClass, record.itemClass != itemClass { return false }
-        let synchronized = record.attributes.synchronizable ?? false
+        let synchronized = record.synchronizable ?? false
         switch synchronizable {
         case .yes: if !synchronized { return false }
         case .no: if synchronized { return false }
@@ -65,7 +63,7 @@ public struct Query: Sendable, Hashable {
         }
         if let persistentReference, persistentReference.persistentID != record.persistentID { return false }
         // The group and the synchronizable flag were matched above; `matches` ignores them.
-        return attributes.matches(record.attributes, created: record.created, modified: record.modified)
+        return record.attributesMatch(attributes)
     }
 }
 

@@ -249,7 +249,7 @@ import VaultTestSupport
             let slot = t.file("groups/\(Self.app)/.slot.9")
             let planting = FaultPlan(
                 .unlink, occurrence: 1,
-                effect: .interleave({ FileManager.default.createFile(atPath: slot, contents: nil) }))
+                effect: .interleave({ _ = FileManager.default.createFile(atPath: slot, contents: nil) }))
             let removed = try FaultInjection.withPlan(planting) {
                 try vault.removeGroup(try AccessGroup(Self.app), force: true)
             }
