@@ -1,4 +1,5 @@
 import FoundationEssentials
+import VaultCrypto
 
 /// The attributes of an item, named as Apple's `kSecAttr*` keys. In an add they describe the new item
 /// (a missing service or account is ""); in a query each non-nil attribute must match exactly; in an

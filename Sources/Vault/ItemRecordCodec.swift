@@ -1,5 +1,6 @@
 import FoundationEssentials
 import VaultArchive
+import VaultCrypto
 import VaultStore
 
 /// The plaintext of an item file: `u32be length | metadata | secret`, where the metadata is a

@@ -420,7 +420,7 @@ import VaultTestSupport
 
     @Test func aVaultPathThroughAFileIsAnIOError() throws {
         try withScratch { scratch in
-            FileManager.default.createFile(atPath: scratch.root + "/file", contents: Data("x"))
+            _ = FileManager.default.createFile(atPath: scratch.root + "/file", contents: Data("x"))
             let initResult = try runVault(
                 ["--vault", scratch.root + "/file/vault", "init"], input: Data(), environment: scratch.environment,
                 scratch: scratch.root)

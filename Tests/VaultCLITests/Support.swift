@@ -81,8 +81,8 @@ func runVault(
     let outPath = scratch + "/stdout-\(id)"
     let errPath = scratch + "/stderr-\(id)"
     try input.write(to: URL(fileURLWithPath: inPath))
-    FileManager.default.createFile(atPath: outPath, contents: nil)
-    FileManager.default.createFile(atPath: errPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
     defer {
         for path in [inPath, outPath, errPath] { try? FileManager.default.removeItem(atPath: path) }
     }
