@@ -88,13 +88,18 @@ extension VaultStore {
             let rekeyedTo = try finishInterruptedRekey(directory: directory, path: location, keySource: keySource)
             let markerPath = location / VaultMarker.fileName
             var found = try readMarker(in: directory, path: markerPath)
+            var itemsWithoutMarker = false
             if found == nil {
                 // An init may be running: it holds the lock until its marker is written.
                 try waitForInit(directory: directory, path: location)
+                // Items are looked for before the marker: a marker is written before any item, so items
+                // seen before a look that finds none mean the marker is lost. Seen after it, they may be
+                // those of a vault that another process finished, and wrote to, between the two looks.
+                itemsWithoutMarker = holdsItems(directory)
                 found = try readMarker(in: directory, path: markerPath)
             }
             guard let markerBytes = found else {
-                if holdsItems(directory) {
+                if itemsWithoutMarker {
                     throw StoreError(
                         .integrity,
                         "\(markerPath) is missing but the vault at \(path) holds items; restore it from a backup "

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VaultStore
+import VaultSystem
 import VaultTestSupport
 
 @testable import Vault
@@ -77,6 +78,37 @@ struct ForkAndFirstUseTests {
                 at: path, client: try testClient(), createIfMissing: true, keySource: KeySource())
             try vault.set(Data("x".utf8), for: try ItemKey(service: "s", account: "a"))
             #expect(FileManager.default.fileExists(atPath: path + "/VAULT"))
+        }
+    }
+
+    /// An open that finds no marker looks for items before it looks for the marker again: a vault that
+    /// another process finishes, and writes to, between those looks is opened, not taken for one whose
+    /// marker was lost ("is missing but the vault holds items", which a CI run of `concurrentFirstUse`
+    /// met once in 160 openers).
+    @Test("An open that meets an init finished between its looks opens the vault")
+    func openMeetingAnInitFinishedBetweenItsLooks() throws {
+        try withTemporaryDirectory("init-race") { directory in
+            let path = directory.path + "/vault"
+            _ = try Vault.create(at: path, client: try testClient(), keySource: KeySource())
+            // An init that has not written its marker yet.
+            try FileManager.default.removeItem(atPath: path + "/VAULT")
+            let key = try ItemKey(service: "s", account: "a")
+            // The other process runs when this open lists the group directories, looking for items.
+            let otherProcess = FaultPlan(
+                .readDirectory, occurrence: 1,
+                effect: .interleave({
+                    do {
+                        let finisher = try Vault.open(
+                            at: path, client: try testClient(), createIfMissing: true, keySource: KeySource())
+                        try finisher.set(Data("x".utf8), for: key)
+                    } catch {
+                        Issue.record(error, "the other process's init and write")
+                    }
+                }))
+            let vault = try FaultInjection.withPlan(otherProcess) {
+                try Vault.open(at: path, client: try testClient(), keySource: KeySource())
+            }
+            #expect(try vault.data(for: key) == Data("x".utf8))
         }
     }
 }
