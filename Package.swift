@@ -17,9 +17,16 @@ let metadataAccessors: [SwiftSetting] = [
 // can lay out the functions that `vault get`, `put` and the other commands run next to each other, in the
 // order of Sources/vault/startup.order (written by scripts/startup-order): the kernel maps an
 // executable's code 64 KiB at a fault, and a get's code spread over the 13 MB text faulted in 106 times
-// (docs/PERFORMANCE.md, "The CLI's code, laid out").
-let cliCode = metadataAccessors + [.unsafeFlags(["-Xfrontend", "-function-sections"], .when(configuration: .release))]
-let startupOrder = Context.packageDirectory + "/Sources/vault/startup.order"
+// (docs/PERFORMANCE.md, "The CLI's code, laid out"). The compiler keeps an object whose module's IR is
+// unchanged, and its IR hash does not cover -function-sections: without -disable-incremental-llvm-codegen
+// a build directory made before the flag would keep objects without it.
+let cliSwiftSettings =
+    metadataAccessors + [
+        .unsafeFlags(
+            ["-Xfrontend", "-function-sections", "-Xfrontend", "-disable-incremental-llvm-codegen"],
+            .when(configuration: .release))
+    ]
+let startupOrderPath = Context.packageDirectory + "/Sources/vault/startup.order"
 
 let package = Package(
     name: "vault",
@@ -53,33 +60,33 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
-        .target(name: "VaultCrypto", dependencies: ["CSodium"], swiftSettings: cliCode),
+        .target(name: "VaultCrypto", dependencies: ["CSodium"], swiftSettings: cliSwiftSettings),
         // Linux calls that Swift's Glibc module does not import (OFD locks, prctl).
         .target(name: "CVaultSystem"),
-        .target(name: "VaultSystem", dependencies: ["CVaultSystem"], swiftSettings: cliCode),
-        .target(name: "VaultArchive", swiftSettings: cliCode),
+        .target(name: "VaultSystem", dependencies: ["CVaultSystem"], swiftSettings: cliSwiftSettings),
+        .target(name: "VaultArchive", swiftSettings: cliSwiftSettings),
         // etcd's JSON gateway over libcurl (Debian's libcurl4-openssl-dev), for fleet groups. Never linked
         // into the static CLI (libcurl has no complete static build): only into dynamically linked code.
         .target(name: "CVaultCurl", linkerSettings: [.linkedLibrary("curl")]),
         .target(name: "VaultEtcd", dependencies: ["CVaultCurl", "VaultCrypto"]),
         // Fleet groups: the store's GroupReplica over VaultEtcd (install it with VaultFleet.install()).
         .target(name: "VaultFleet", dependencies: ["VaultEtcd", "VaultStore", "VaultCrypto"]),
-        .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"], swiftSettings: cliCode),
+        .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"], swiftSettings: cliSwiftSettings),
         .target(
             name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto", "VaultSystem"],
-            swiftSettings: cliCode),
+            swiftSettings: cliSwiftSettings),
         // The command-line tool as a library (parser, one file per command), and a thin executable over
         // it. Release builds are a static executable (Swift runtime, FoundationEssentials, libsodium):
         // start-up is most of what a `vault get` costs (docs/PERFORMANCE.md). Debug builds stay
         // dynamic, for fast links of the tests.
-        .target(name: "VaultCLI", dependencies: ["Vault", "VaultArchive"], swiftSettings: cliCode),
+        .target(name: "VaultCLI", dependencies: ["Vault", "VaultArchive"], swiftSettings: cliSwiftSettings),
         .executableTarget(
             name: "vault", dependencies: ["VaultCLI", "VaultSystem"], exclude: ["startup.order"],
-            swiftSettings: cliCode,
+            swiftSettings: cliSwiftSettings,
             linkerSettings: [
                 .unsafeFlags(
                     [
-                        "-static-executable", "-use-ld=lld", "-Xlinker", "--symbol-ordering-file=\(startupOrder)",
+                        "-static-executable", "-use-ld=lld", "-Xlinker", "--symbol-ordering-file=\(startupOrderPath)",
                         "-Xlinker", "--no-warn-symbol-ordering",
                     ], .when(configuration: .release)),
                 // The static FoundationEssentials does not autolink the two libraries it uses.

@@ -6,9 +6,9 @@
 /// `FoldedHash` folds eight bytes at a time into one word that goes to the hasher: `[UInt8]`'s own
 /// hashing makes one hasher call per byte. For keys whose equality compares every byte: a collision
 /// (which only someone who writes items could arrange) costs time, never a wrong answer.
-public enum FoldedHash {
+package enum FoldedHash {
     /// Feeds `bytes` to `hasher` as one word that depends on every byte and on the length.
-    public static func combine(_ bytes: Span<UInt8>, into hasher: inout Hasher) {
+    package static func combine(_ bytes: Span<UInt8>, into hasher: inout Hasher) {
         var folded = UInt64(truncatingIfNeeded: bytes.count)
         bytes.withUnsafeBytes { raw in
             var offset = 0
@@ -33,7 +33,7 @@ public enum FoldedHash {
 
 extension Span where Element == UInt8 {
     /// Whether both hold the same bytes (stops at the first difference).
-    public func hasSameBytes(as other: Span<UInt8>) -> Bool {
+    package func hasSameBytes(as other: Span<UInt8>) -> Bool {
         guard count == other.count else { return false }
         return withUnsafeBytes { a in
             other.withUnsafeBytes { b in

@@ -24,15 +24,24 @@ import Testing
         labelled.generic = Data([1, 2, 3])
         labelled.creator = 7
         labelled.isInvisible = true
+        labelled.synchronizable = true
         var internet = ItemAttributes()
         internet.account = "acct"
         internet.server = "example.org"
         internet.port = 443
         internet.path = "/p"
         internet.`protocol` = "htps"
+        internet.securityDomain = "realm"
+        internet.authenticationType = "dflt"
+        internet.itemDescription = "D"
+        internet.type = 9
+        internet.isNegative = false
+        var synchronizedCompact = ItemAttributes(service: "svc", account: nil)
+        synchronizedCompact.synchronizable = true
         return [
             record(.genericPassword, compact), record(.genericPassword, ItemAttributes()),
             record(.genericPassword, labelled), record(.internetPassword, internet),
+            record(.genericPassword, synchronizedCompact),
         ]
     }()
 
@@ -63,6 +72,30 @@ import Testing
         var otherModified = ItemAttributes()
         otherModified.modificationDate = Date(timeIntervalSince1970: 1)
         filters += [generic, creator, invisible, accessible, emptyServer, server, noPort, created, otherModified]
+        // Each internet attribute, with the stored value and with another.
+        for (value, other) in [("htps", "ftp "), ("realm", "other"), ("dflt", "ntlm"), ("/p", "/q"), ("D", "E")] {
+            for text in [value, other] {
+                var filter = ItemAttributes()
+                switch value {
+                case "htps": filter.`protocol` = text
+                case "realm": filter.securityDomain = text
+                case "dflt": filter.authenticationType = text
+                case "/p": filter.path = text
+                default: filter.itemDescription = text
+                }
+                filters.append(filter)
+            }
+        }
+        for type in [UInt32(9), 10] {
+            var filter = ItemAttributes()
+            filter.type = type
+            filters.append(filter)
+        }
+        for negative in [false, true] {
+            var filter = ItemAttributes()
+            filter.isNegative = negative
+            filters.append(filter)
+        }
         return filters
     }()
 
@@ -85,5 +118,11 @@ import Testing
         // A missing text attribute of the primary key is "" (Apple's rule), so "" matches it.
         #expect(compact.attributesMatch(emptyServer))
         #expect(Self.records[2].attributesMatch(ItemAttributes(service: nil, account: nil, label: "L")))
+        var realm = ItemAttributes()
+        realm.securityDomain = "realm"
+        #expect(Self.records[3].attributesMatch(realm))
+        #expect(!compact.attributesMatch(realm))
+        #expect(Self.records[2].synchronizable == true)
+        #expect(Self.records[4].synchronizable == true)
     }
 }
