@@ -104,19 +104,21 @@ extension VaultStore {
         return FetchedItem(item: item, plaintext: plaintext, recorded: found.recorded, moving: found.moving)
     }
 
-    /// The rollback check of a fetched item whose decoded version is `version`.
+    /// The rollback check of a fetched item whose decoded version is `version` (made only when the item
+    /// has a generation record: most have none, and a version copies the persistent id).
     @usableFromInline
-    func verify(_ fetched: FetchedItem, version: ItemVersion) throws(StoreError) {
-        try checkNotRolledBack(fetched.recorded, fetched.item, version: version)
+    func verify(_ fetched: FetchedItem, version: @autoclosure () -> ItemVersion) throws(StoreError) {
+        guard let recorded = fetched.recorded else { return }
+        try checkNotRolledBack(recorded, fetched.item, version: version())
     }
 
     /// Throws an `integrity` error naming the file when `recorded` (read before the item) is an
     /// authentic record of this item at a newer generation than `version`: the item file was replaced
     /// with an older copy of itself.
-    func checkNotRolledBack(_ recorded: GenerationRecord.Recorded?, _ item: ItemLocation, version: ItemVersion)
+    func checkNotRolledBack(_ recorded: GenerationRecord.Recorded, _ item: ItemLocation, version: ItemVersion)
         throws(StoreError)
     {
-        guard let recorded, recorded.generation > version.generation else { return }
+        guard recorded.generation > version.generation else { return }
         let claimed = ItemVersion(persistentID: version.persistentID, generation: recorded.generation)
         let keys = try keys(for: item.group)
         let expected = try GenerationRecord.tag(
