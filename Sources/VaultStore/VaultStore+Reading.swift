@@ -105,7 +105,7 @@ extension VaultStore {
     }
 
     /// The rollback check of a fetched item whose decoded version is `version` (made only when the item
-    /// has a generation record: most have none, and a version copies the persistent id).
+    /// has a generation record, which one never updated has not: a version copies the persistent id).
     @usableFromInline
     func verify(_ fetched: FetchedItem, version: @autoclosure () -> ItemVersion) throws(StoreError) {
         guard let recorded = fetched.recorded else { return }
