@@ -124,11 +124,7 @@ struct ItemRecord: Sendable, VersionedRecord {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(96)
         func field(_ text: String) {
-            let n = UInt32(text.utf8.count)
-            bytes.append(UInt8(n >> 24))
-            bytes.append(UInt8((n >> 16) & 0xff))
-            bytes.append(UInt8((n >> 8) & 0xff))
-            bytes.append(UInt8(n & 0xff))
+            bytes.appendBigEndian(UInt32(text.utf8.count))
             bytes.append(contentsOf: text.utf8)
         }
         field(itemClass.rawValue)

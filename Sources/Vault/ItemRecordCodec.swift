@@ -26,10 +26,9 @@ enum ItemRecordCodec {
                 itemClass: record.itemClass, attributes: record.attributes, created: record.created,
                 modified: record.modified, persistentID: record.persistentID, generation: record.generation),
             options: metadataOptions)
-        let n = UInt32(metadata.count)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(4 + metadata.count + record.data.count)
-        bytes += [UInt8(n >> 24), UInt8((n >> 16) & 0xff), UInt8((n >> 8) & 0xff), UInt8(n & 0xff)]
+        bytes.appendBigEndian(UInt32(metadata.count))
         bytes += metadata
         bytes += record.data
         return bytes
@@ -54,7 +53,7 @@ enum ItemRecordCodec {
         guard bytes.count >= 4 else {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "record of \(bytes.count) bytes"))
         }
-        let length = Int(bytes[0]) << 24 | Int(bytes[1]) << 16 | Int(bytes[2]) << 8 | Int(bytes[3])
+        let length = Int(UInt32(bigEndianBytes: bytes[0..<4]))
         guard length <= bytes.count - 4 else {
             throw DecodingError.dataCorrupted(
                 .init(codingPath: [], debugDescription: "metadata of \(length) bytes in a record of \(bytes.count)"))

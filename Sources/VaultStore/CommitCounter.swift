@@ -45,9 +45,9 @@ enum CommitCounter {
             return .unreadable
         }
         guard let boot = BootIdentifier.current, bytes.count == byteCount, bytes[0..<16].elementsEqual(boot),
-            bigEndian(bytes[40..<48]) == check(bytes[0..<40])
+            UInt64(bigEndianBytes: bytes[40..<48]) == check(bytes[0..<40])
         else { return .absent }
-        let sequence = bigEndian(bytes[32..<40])
+        let sequence = UInt64(bigEndianBytes: bytes[32..<40])
         guard sequence < .max else { return .absent }
         return .ticket(CommitTicket(epoch: Array(bytes[16..<32]), sequence: sequence))
     }
@@ -72,9 +72,5 @@ enum CommitCounter {
     /// member who can write `.lock` can write any item of the group).
     static func check(_ bytes: ArraySlice<UInt8>) -> UInt64 {
         bytes.reduce(0xcbf2_9ce4_8422_2325) { ($0 ^ UInt64($1)) &* 0x100_0000_01b3 }
-    }
-
-    private static func bigEndian(_ bytes: ArraySlice<UInt8>) -> UInt64 {
-        bytes.reduce(0) { $0 << 8 | UInt64($1) }
     }
 }

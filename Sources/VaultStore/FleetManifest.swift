@@ -43,14 +43,13 @@ public struct FleetManifest: Sendable, Equatable {
     /// The manifest's bytes: magic, counter (8 bytes, big-endian), item count (4 bytes), then each
     /// item's 32 hash bytes, 16 digest bytes and version (8 bytes, big-endian), in id order.
     func encoded() -> [UInt8] {
-        func bigEndian(_ value: UInt64) -> [UInt8] {
-            (0..<8).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) }
-        }
-        var bytes = Self.magic + bigEndian(counter)
-        bytes += (0..<4).reversed().map { UInt8(truncatingIfNeeded: UInt32(items.count) >> (8 * UInt32($0))) }
+        var bytes = Self.magic
+        bytes.appendBigEndian(counter)
+        bytes.appendBigEndian(UInt32(truncatingIfNeeded: items.count))
         for id in items.keys.sorted() {
             guard let entry = items[id] else { continue }
-            bytes += id.hashBytes + entry.digest + bigEndian(entry.version)
+            bytes += id.hashBytes + entry.digest
+            bytes.appendBigEndian(entry.version)
         }
         return bytes
     }
@@ -59,8 +58,8 @@ public struct FleetManifest: Sendable, Equatable {
     static func decode(_ bytes: [UInt8]) -> FleetManifest? {
         let header = magic.count + 12
         guard bytes.count >= header, Array(bytes[..<magic.count]) == magic else { return nil }
-        let counter = bytes[magic.count..<magic.count + 8].reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-        let count = Int(bytes[magic.count + 8..<header].reduce(UInt32(0)) { $0 << 8 | UInt32($1) })
+        let counter = UInt64(bigEndianBytes: bytes[magic.count..<magic.count + 8])
+        let count = Int(UInt32(bigEndianBytes: bytes[magic.count + 8..<header]))
         let entry = ItemID.hashByteCount + digestByteCount + 8
         guard bytes.count == header + count * entry else { return nil }
         var items: [ItemID: Entry] = [:]
@@ -70,9 +69,7 @@ public struct FleetManifest: Sendable, Equatable {
                 return nil
             }
             let digestStart = start + ItemID.hashByteCount
-            let version = bytes[digestStart + digestByteCount..<start + entry].reduce(UInt64(0)) {
-                $0 << 8 | UInt64($1)
-            }
+            let version = UInt64(bigEndianBytes: bytes[digestStart + digestByteCount..<start + entry])
             items[id] = Entry(digest: Array(bytes[digestStart..<digestStart + digestByteCount]), version: version)
         }
         guard items.count == count else { return nil }

@@ -83,8 +83,8 @@ struct GroupKeyFile: Sendable {
     func header() -> [UInt8] {
         let flags: UInt8 = (isShared ? 1 : 0) | (isFleet ? 2 : 0)
         var header = Self.magic + [Self.version, flags, 0, UInt8(secrets.keys.count)] + groupID
-        header += Self.bigEndian(secrets.currentGeneration)
-        for (generation, _) in secrets.keys { header += Self.bigEndian(generation) }
+        header.appendBigEndian(secrets.currentGeneration)
+        for (generation, _) in secrets.keys { header.appendBigEndian(generation) }
         return header
     }
 
@@ -138,8 +138,8 @@ struct GroupKeyFile: Sendable {
         guard bytes[5] & ~3 == 0, bytes[6] == 0, (1...2).contains(count), bytes.count >= 28 + 4 * count else {
             throw damaged
         }
-        let generations = (0..<count).map { readBigEndian(bytes, at: 28 + 4 * $0) }
-        let current = readBigEndian(bytes, at: 24)
+        let generations = (0..<count).map { UInt32(bigEndianBytes: bytes[(28 + 4 * $0)..<(32 + 4 * $0)]) }
+        let current = UInt32(bigEndianBytes: bytes[24..<28])
         guard generations.contains(current), zip(generations, generations.dropFirst()).allSatisfy({ $0 < $1 }) else {
             throw damaged
         }
@@ -244,13 +244,5 @@ struct GroupKeyFile: Sendable {
 
     private static func macKey(_ indexKey: SymmetricKey, groupID: [UInt8]) throws(CryptoError) -> SymmetricKey {
         try KeyDerivation.subkey(of: indexKey, domain: macKeyDomain, context: groupID)
-    }
-
-    static func bigEndian(_ value: UInt32) -> [UInt8] {
-        [UInt8(value >> 24), UInt8((value >> 16) & 0xff), UInt8((value >> 8) & 0xff), UInt8(value & 0xff)]
-    }
-
-    static func readBigEndian(_ bytes: [UInt8], at offset: Int) -> UInt32 {
-        (0..<4).reduce(UInt32(0)) { ($0 << 8) | UInt32(bytes[offset + $1]) }
     }
 }

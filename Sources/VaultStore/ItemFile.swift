@@ -34,8 +34,9 @@ enum ItemFile {
     static func version(forVault formatVersion: UInt8) -> UInt8 { formatVersion == 1 ? 1 : 2 }
 
     static func header(version: UInt8, _ protectionClass: ProtectionClass, generation: UInt32) -> [UInt8] {
-        let head = magic + [version, algorithmXChaCha20Poly1305, protectionClass.rawValue, 0]
-        return version == 1 ? head : head + GroupKeyFile.bigEndian(generation)
+        var head = magic + [version, algorithmXChaCha20Poly1305, protectionClass.rawValue, 0]
+        if version != 1 { head.appendBigEndian(generation) }
+        return head
     }
 
     static func associatedData(
@@ -126,7 +127,7 @@ enum ItemFile {
                 .integrity, "\(makePath()) is truncated (\(contents.count) bytes); it is damaged",
                 path: makePath().string)
         }
-        let generation = expected == 1 ? 0 : GroupKeyFile.readBigEndian(contents, at: 8)
+        let generation = expected == 1 ? 0 : UInt32(bigEndianBytes: contents[8..<12])
         return Header(version: expected, protectionClass: protectionClass, generation: generation)
     }
 

@@ -69,8 +69,8 @@ struct PassphraseEnvelope {
             switch sealing {
             case .passphrase(let passphrase, let limits):
                 header += [1, Self.argon2id, 1, 0]
-                header += Self.bigEndian(limits.operations, bytes: 4)
-                header += Self.bigEndian(limits.memoryBytes, bytes: 8)
+                header.appendBigEndian(UInt32(truncatingIfNeeded: limits.operations))
+                header.appendBigEndian(limits.memoryBytes)
                 key = try PassphraseKeyDerivation.deriveKey(passphrase: passphrase, salt: salt, limits: limits)
             case .raw(let raw):
                 header += [1, Self.rawKey, 1, 0] + [UInt8](repeating: 0, count: 12)
@@ -127,7 +127,8 @@ struct PassphraseEnvelope {
     }
 
     static func limits(_ bytes: [UInt8]) -> PassphraseKeyDerivation.Limits {
-        PassphraseKeyDerivation.Limits(operations: integer(bytes[8..<12]), memoryBytes: integer(bytes[12..<20]))
+        PassphraseKeyDerivation.Limits(
+            operations: UInt64(bigEndianBytes: bytes[8..<12]), memoryBytes: UInt64(bigEndianBytes: bytes[12..<20]))
     }
 
     /// Checks everything but the passphrase or key: magic, size, checksum (damage is reported as
@@ -199,13 +200,5 @@ struct PassphraseEnvelope {
     static func checksum(_ body: [UInt8]) throws(CryptoError) -> [UInt8] {
         try KeyDerivation.keyedHash(
             body, key: try SymmetricKey.zero(), domain: checksumDomain, outputByteCount: checksumByteCount)
-    }
-
-    private static func bigEndian(_ value: UInt64, bytes: Int) -> [UInt8] {
-        (0..<bytes).reversed().map { UInt8(truncatingIfNeeded: value >> (8 * UInt64($0))) }
-    }
-
-    private static func integer(_ bytes: ArraySlice<UInt8>) -> UInt64 {
-        bytes.reduce(0) { $0 << 8 | UInt64($1) }
     }
 }

@@ -40,7 +40,9 @@ struct RekeyJournal {
         let flags: UInt8 = inPlace ? 1 : 0
         guard let newKeyFile else { return Self.magic + [1, flags, 0, 0] + vaultID }
         let path = Array(newKeyFile.utf8)
-        return Self.magic + [2, flags, 0, 0] + vaultID + [UInt8(path.count >> 8), UInt8(path.count & 0xff)] + path
+        var header = Self.magic + [2, flags, 0, 0] + vaultID
+        header.appendBigEndian(UInt16(path.count))
+        return header + path
     }
 
     /// Whether `bytes` (a journal of a version this build reads) is a format-2 rekey's, in place.
@@ -76,7 +78,7 @@ struct RekeyJournal {
         case 1: return fixedHeaderByteCount
         case 2:
             guard bytes.count >= fixedHeaderByteCount + 2 else { return nil }
-            let count = Int(bytes[fixedHeaderByteCount]) << 8 | Int(bytes[fixedHeaderByteCount + 1])
+            let count = Int(UInt16(bigEndianBytes: bytes[fixedHeaderByteCount..<fixedHeaderByteCount + 2]))
             guard count > 0, count <= maximumPathByteCount else { return nil }
             return fixedHeaderByteCount + 2 + count
         default: return nil

@@ -40,9 +40,9 @@ import VaultTestSupport
             #expect(try store.get(group: group, id: ids[0]) == Array("value 0".utf8), "the rotating store's own read")
             let keyFile = try vault.bytes("groups/\(group)/group.key")
             #expect(keyFile[7] == 1, "the old key is still in group.key")
-            #expect(GroupKeyFile.readBigEndian(keyFile, at: 24) == 2)
+            #expect(UInt32(bigEndianBytes: keyFile[24..<28]) == 2)
             for id in ids {
-                #expect(GroupKeyFile.readBigEndian(try vault.bytes("groups/\(group)/\(id.fileName)"), at: 8) == 2)
+                #expect(UInt32(bigEndianBytes: try vault.bytes("groups/\(group)/\(id.fileName)")[8..<12]) == 2)
             }
             // The old key file's keys do not open what is there now.
             let old = try GroupKeyFile.decodeAsOwner(
@@ -50,7 +50,7 @@ import VaultTestSupport
             #expect(old.secrets.key(generation: 2) == nil)
             // A second rotation moves on to generation 3.
             #expect(try store.rotateGroup(group) == ids.count)
-            #expect(GroupKeyFile.readBigEndian(try vault.bytes("groups/\(group)/group.key"), at: 24) == 3)
+            #expect(UInt32(bigEndianBytes: try vault.bytes("groups/\(group)/group.key")[24..<28]) == 3)
             try expectAllRead(vault.path, ids)
         }
     }
@@ -123,7 +123,7 @@ import VaultTestSupport
             let (writer, ids) = try filled(vault, items: 2)
             try VaultStore.open(at: vault.path).rotateGroup(group)
             try writer.put(Array("value 0".utf8), group: group, id: ids[0])
-            #expect(GroupKeyFile.readBigEndian(try vault.bytes("groups/\(group)/\(ids[0].fileName)"), at: 8) == 2)
+            #expect(UInt32(bigEndianBytes: try vault.bytes("groups/\(group)/\(ids[0].fileName)")[8..<12]) == 2)
             try expectAllRead(vault.path, ids)
             #expect(try VaultStore.open(at: vault.path).rotateGroup(group) == ids.count)
             try expectAllRead(vault.path, ids)
