@@ -281,7 +281,7 @@ extension VaultStore {
         let reopened = try openGroupLockFile(group)
         // Another thread (group commit prepares outside the writer mutex) may have opened it meanwhile:
         // then that one stays, since its locks may be held already.
-        let (current, inherited) = state.withLock { state -> (FileDescriptor, FileDescriptor?) in
+        let (current, unused) = state.withLock { state -> (FileDescriptor, FileDescriptor?) in
             if let existing = state.groupLocks[group], existing.processID == pid { return (existing.file, reopened) }
             defer { state.groupLocks[group] = (reopened, pid) }
             // Group commit's state is the parent's: its slots (held through the parent's descriptor),
@@ -292,7 +292,8 @@ extension VaultStore {
             state.preparedWritesLeft[group] = nil
             return (reopened, state.groupLocks[group]?.file)
         }
-        try? inherited?.close()
+        // The parent's copy (its locks stay the parent's, as above), or this thread's open that lost.
+        try? unused?.close()
         return current
     }
 }

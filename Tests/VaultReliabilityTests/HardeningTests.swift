@@ -64,13 +64,20 @@ struct ForkAndFirstUseTests {
         }
     }
 
+    /// The path of a vault in `directory` as an init leaves it before its marker: master.key and the
+    /// groups written, no `VAULT`, no item.
+    func initStoppedBeforeItsMarker(in directory: String) throws -> String {
+        let path = directory + "/vault"
+        _ = try Vault.create(at: path, client: try testClient(), keySource: KeySource())
+        try FileManager.default.removeItem(atPath: path + "/VAULT")
+        return path
+    }
+
     /// An init whose creator died (it holds no lock any more) is still finished by the next opener.
     @Test("An init interrupted after master.key is finished by the next create-if-missing open")
     func interruptedInitIsFinished() throws {
         try withTemporaryDirectory("init") { directory in
-            let path = directory.path + "/vault"
-            _ = try Vault.create(at: path, client: try testClient(), keySource: KeySource())
-            try FileManager.default.removeItem(atPath: path + "/VAULT")
+            let path = try initStoppedBeforeItsMarker(in: directory.path)
             #expect(throws: VaultError.self) {
                 try Vault.open(at: path, client: try testClient(), keySource: KeySource())
             }
@@ -88,10 +95,7 @@ struct ForkAndFirstUseTests {
     @Test("An open that meets an init finished between its looks opens the vault")
     func openMeetingAnInitFinishedBetweenItsLooks() throws {
         try withTemporaryDirectory("init-race") { directory in
-            let path = directory.path + "/vault"
-            _ = try Vault.create(at: path, client: try testClient(), keySource: KeySource())
-            // An init that has not written its marker yet.
-            try FileManager.default.removeItem(atPath: path + "/VAULT")
+            let path = try initStoppedBeforeItsMarker(in: directory.path)
             let key = try ItemKey(service: "s", account: "a")
             // The other process runs when this open lists the group directories, looking for items.
             let otherProcess = FaultPlan(
