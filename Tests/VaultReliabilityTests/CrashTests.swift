@@ -213,10 +213,7 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
             undecryptable += decrypted.failures
         }
         let seconds = (monotonicMilliseconds() - started) / 1000
-        // Group commit's slot spares (format 2): that the writers' sets went through it.
-        let slots =
-            (try? FileManager.default.contentsOfDirectory(atPath: path + "/groups/" + app))?
-            .filter { $0.hasPrefix(".slot.") && !$0.hasSuffix(".gen") }.count ?? 0
+        let slots = groupCommitSlotsUsed(in: path, group: app)
         figure(
             figureName,
             "\(iterations) SIGKILL iterations of 4 writers, \(acknowledgedTotal) acknowledged operations, "

@@ -143,10 +143,7 @@ import VaultTestSupport
             #expect(lost.isEmpty, "\(lost.prefix(3))")
             #expect(undecryptable.isEmpty, "\(undecryptable.prefix(3))")
             #expect(acknowledged > rounds)
-            // Group commit's slot spares (format 2): that the writers' sets went through it.
-            let slots =
-                (try? FileManager.default.contentsOfDirectory(atPath: path + "/groups/" + testApp))?
-                .filter { $0.hasPrefix(".slot.") && !$0.hasSuffix(".gen") }.count ?? 0
+            let slots = groupCommitSlotsUsed(in: path, group: testApp)
             if format == 2 { #expect(slots > 0, "no set went through group commit") }
             figure(
                 format == 1 ? "power-loss-\(kind)" : "power-loss-\(kind)-format-2",

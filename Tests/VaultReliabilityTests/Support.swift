@@ -91,6 +91,13 @@ func temporaryFiles(in vaultPath: String) -> [String] {
     return found
 }
 
+/// How many of group commit's slot spares (`.slot.<k>`, format 2) are in `group` of the vault at
+/// `vaultPath`: that its writers' sets went through group commit.
+func groupCommitSlotsUsed(in vaultPath: String, group: String) -> Int {
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: vaultPath + "/groups/" + group)) ?? []
+    return names.filter { $0.hasPrefix(".slot.") && !$0.hasSuffix(".gen") }.count
+}
+
 /// Decrypts every item file of the vault through the store; returns the number of files and the
 /// failures.
 func decryptEveryItem(_ vaultPath: String) throws -> (files: Int, failures: [String]) {
