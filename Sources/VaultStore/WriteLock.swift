@@ -106,7 +106,9 @@ extension VaultStore {
                     state.withLock { $0.spareUntrusted = true }
                 }
             }
-            if locks.contains(where: \.guardsVaultDirectory) { removeStaleTemporaryFilesInVaultDirectory() }
+            // Closures, not key paths: a key path through `Set<GroupName>` is made at run time, and its first
+            // use scans every protocol conformance in the binary (a quarter of a CLI put's instructions).
+            if locks.contains(where: { $0.guardsVaultDirectory }) { removeStaleTemporaryFilesInVaultDirectory() }
             let locked = requested.map { Set($0) }
             let transaction = WriteTransaction(store: self, reusesSpares: reusesSpares, lockedGroups: locked)
             // Fleet groups are refreshed on first touch (`refreshReplicaIfStale`): a transaction that does not
@@ -129,7 +131,7 @@ extension VaultStore {
     struct HeldLock {
         let file: FileDescriptor
         let groups: Set<GroupName>?
-        var guardsVaultDirectory: Bool { groups.map(\.isEmpty) ?? true }
+        var guardsVaultDirectory: Bool { groups.map { $0.isEmpty } ?? true }
     }
 
     /// Takes the locks a transaction over `requested` and `creating` needs, in order (making the groups
