@@ -25,5 +25,6 @@
 @_exported import enum VaultSystem.ProcessIdentity
 @_exported import struct VaultSystem.SystemCallError
 @_exported import enum VaultSystem.SystemOperation
+@_exported import enum VaultSystem.UTCTimestamp
 @_exported import struct VaultSystem.UnixGroupError
 @_exported import enum VaultSystem.UserDatabase

@@ -154,7 +154,7 @@ struct Context {
             guard let status = vault.fleetCacheStatus(of: group), status.isStale else { continue }
             let since =
                 status.knownCurrentAt.map {
-                    "as it was at " + Date(timeIntervalSince1970: Double($0) / 1e9).ISO8601Format()
+                    "as it was at " + UTCTimestamp.iso8601(nanosecondsSince1970: $0)
                 } ?? "never confirmed"
             writeError(
                 "vault: etcd is out of reach: answered from this machine's cache of fleet group \(group), \(since)\n")

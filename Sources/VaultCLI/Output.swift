@@ -43,7 +43,17 @@ enum Output {
 
     /// Rows as tab-separated lines.
     static func tabSeparated(_ rows: [[String]]) -> String {
-        rows.map { $0.map(escape).joined(separator: "\t") + "\n" }.joined()
+        // Appended, not `joined`: the standard library's `joined` is not specialized, and its first call
+        // looks its types up at run time (an eighth of a `vault ls`).
+        var text = ""
+        for row in rows {
+            for (column, cell) in row.enumerated() {
+                if column > 0 { text += "\t" }
+                text += escape(cell)
+            }
+            text += "\n"
+        }
+        return text
     }
 
     /// Rows under a header, in columns padded to their widest cell.
@@ -53,17 +63,18 @@ enum Output {
         for row in all {
             for (column, cell) in row.enumerated() { widths[column] = max(widths[column], cell.count) }
         }
-        return all.map { row in
-            var line = ""
+        var text = ""
+        for row in all {
             for (column, cell) in row.enumerated() {
                 if column == row.count - 1 {
-                    line += cell
+                    text += cell
                 } else {
-                    line += cell + String(repeating: " ", count: widths[column] - cell.count + 2)
+                    text += cell + String(repeating: " ", count: widths[column] - cell.count + 2)
                 }
             }
-            return line + "\n"
-        }.joined()
+            text += "\n"
+        }
+        return text
     }
 
     /// A count with its noun, singular for one: "1 item", "2 items".
@@ -74,7 +85,8 @@ enum Output {
     /// A date as ISO 8601 in UTC, e.g. "2026-11-30T05:47:51Z".
     static func date(_ date: Date?) -> String {
         guard let date else { return "" }
-        return date.formatted(Date.ISO8601FormatStyle())
+        return UTCTimestamp.iso8601(secondsSince1970: date.timeIntervalSince1970)
+            ?? date.formatted(Date.ISO8601FormatStyle())
     }
 
     /// `value` as one line of JSON with sorted keys.

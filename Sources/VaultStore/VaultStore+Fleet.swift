@@ -224,7 +224,7 @@ extension VaultStore {
 
     /// A time in nanoseconds since the epoch, in ISO 8601 (UTC): `2026-12-01T21:05:03Z`.
     static func describeTime(_ nanoseconds: Int64) -> String {
-        Date(timeIntervalSince1970: Double(nanoseconds) / 1e9).ISO8601Format()
+        UTCTimestamp.iso8601(nanosecondsSince1970: nanoseconds)
     }
 
     /// Before a replica write: the group refreshed in this transaction (now, if nothing read it yet). A
