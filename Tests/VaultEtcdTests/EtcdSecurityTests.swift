@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 import VaultCrypto
 import VaultSystem
@@ -12,7 +11,19 @@ import VaultSystem
 @Suite(.serialized) struct EtcdSecurityTests {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("scripts/etcd-cluster").path
-    static let nextPort = Mutex(0)
+
+    /// Starts a cluster in `state` on ports that are free now (`FleetTestSupport.freeBase`), up to three
+    /// times: a port can be taken between the check and etcd's bind (the kernel hands out this range to
+    /// outgoing connections too), and a loaded machine can keep a member from answering in time.
+    static func startCluster(_ state: String, _ environment: [String: String] = [:]) throws -> Int32 {
+        var status: Int32 = -1
+        for _ in 0..<3 where status != 0 {
+            var environment = environment
+            environment["VAULT_ETCD_BASE_PORT"] = String(try FleetTestSupport.freeBase())
+            status = try cluster(["start", state], environment)
+        }
+        return status
+    }
 
     /// Runs scripts/etcd-cluster with `arguments` and `environment`; its exit status.
     @discardableResult
@@ -30,17 +41,11 @@ import VaultSystem
         _ label: String, _ environment: [String: String], _ body: (_ endpoint: String, _ state: String) throws -> R
     ) throws -> R {
         let pid = Int(ProcessInfo.processInfo.processIdentifier)
-        let offset = Self.nextPort.withLock { value in
-            defer { value += 1 }
-            return value
-        }
-        let base = 32000 + pid % 200 * 40 + offset * 20 % 40
         let state = "/dev/shm/vault-etcd-\(label)-\(pid)"
         var environment = environment
         environment["VAULT_ETCD_MEMBERS"] = "1"
-        environment["VAULT_ETCD_BASE_PORT"] = String(base)
-        let status = try Self.cluster(["start", state], environment)
         defer { _ = try? Self.cluster(["stop", state]) }
+        let status = try Self.startCluster(state, environment)
         try #require(status == 0, "the \(label) member did not start: \(state)")
         let endpoint = try String(contentsOfFile: state + "/endpoints", encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)
@@ -168,10 +173,9 @@ import VaultSystem
     @Test func writesGoOnWhenAMemberIsKilledAndFailCleanlyWithoutQuorum() throws {
         let pid = Int(ProcessInfo.processInfo.processIdentifier)
         let state = "/dev/shm/vault-etcd-faults-\(pid)"
-        let base = 41000 + pid % 200 * 20
-        let status = try EtcdSecurityTests.cluster(["start", state], ["VAULT_ETCD_BASE_PORT": String(base)])
         defer { _ = try? EtcdSecurityTests.cluster(["stop", state]) }
-        try #require(status == 0)
+        let status = try EtcdSecurityTests.startCluster(state)
+        try #require(status == 0, "the cluster did not start: \(state)")
         let endpoints = try String(contentsOfFile: state + "/endpoints", encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").map(String.init)
         var configuration = try EtcdClient.Configuration(endpoints: endpoints)
