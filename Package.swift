@@ -65,9 +65,11 @@ let package = Package(
         .target(name: "CVaultSystem"),
         .target(name: "VaultSystem", dependencies: ["CVaultSystem"], swiftSettings: cliSwiftSettings),
         .target(name: "VaultArchive", swiftSettings: cliSwiftSettings),
-        // etcd's JSON gateway over libcurl (Debian's libcurl4-openssl-dev), for fleet groups. Never linked
-        // into the static CLI (libcurl has no complete static build): only into dynamically linked code.
-        .target(name: "CVaultCurl", linkerSettings: [.linkedLibrary("curl")]),
+        // etcd's JSON gateway over libcurl, for fleet groups: built against Debian's libcurl4-openssl-dev,
+        // not linked; libcurl.so.4 is loaded (dlopen) when a fleet group first needs it, so that a process
+        // that uses none does not load it and its 30 libraries (vault_curl_shim.c). Never in the static CLI
+        // (libcurl has no complete static build, and a static executable cannot dlopen it soundly).
+        .target(name: "CVaultCurl"),
         .target(name: "VaultEtcd", dependencies: ["CVaultCurl", "VaultCrypto"]),
         // Fleet groups: the store's GroupReplica over VaultEtcd (install it with VaultFleet.install()).
         .target(name: "VaultFleet", dependencies: ["VaultEtcd", "VaultStore", "VaultCrypto"]),

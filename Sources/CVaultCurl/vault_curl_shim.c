@@ -1,15 +1,74 @@
 // libcurl's curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call: this file
 // makes one POST with fixed options. Bodies may hold tokens or passwords: buffers are wiped before
 // they are freed.
+//
+// libcurl is loaded with dlopen when the first handle is made, not linked: linked, it and the libraries
+// it needs (TLS, Kerberos, LDAP, ...: about 30) are loaded and initialised by every process that links
+// the vault's library, which cost a C service's first read 7 ms whether it used a fleet group or not.
 #include "vault_curl_shim.h"
 
 #include <curl/curl.h>
+#include <dlfcn.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static pthread_once_t global_once = PTHREAD_ONCE_INIT;
-static void global_init(void) { curl_global_init(CURL_GLOBAL_DEFAULT); }
+/// The libcurl functions this file calls, from libcurl.so.4 (the ABI of libcurl 7.16 and later).
+static struct {
+    CURLcode (*global_init)(long flags);
+    CURL *(*easy_init)(void);
+    void (*easy_cleanup)(CURL *curl);
+    void (*easy_reset)(CURL *curl);
+    CURLcode (*easy_setopt)(CURL *curl, CURLoption option, ...);
+    CURLcode (*easy_perform)(CURL *curl);
+    CURLcode (*easy_getinfo)(CURL *curl, CURLINFO info, ...);
+    const char *(*easy_strerror)(CURLcode code);
+    struct curl_slist *(*slist_append)(struct curl_slist *list, const char *text);
+    void (*slist_free_all)(struct curl_slist *list);
+} api;
+
+static pthread_once_t load_once = PTHREAD_ONCE_INIT;
+static int loaded;
+static char load_error[512];
+
+static int bind_function(void *library, const char *name, void **function) {
+    *function = dlsym(library, name);
+    if (*function == NULL) snprintf(load_error, sizeof(load_error), "libcurl.so.4 has no %s", name);
+    return *function != NULL;
+}
+
+static void load(void) {
+    void *library = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
+    if (library == NULL) {
+        const char *reason = dlerror();
+        snprintf(load_error, sizeof(load_error), "%s (fleet groups need libcurl: Debian's libcurl4)",
+                 reason ? reason : "libcurl.so.4 cannot be loaded");
+        return;
+    }
+    int bound = bind_function(library, "curl_global_init", (void **)&api.global_init) &&
+                bind_function(library, "curl_easy_init", (void **)&api.easy_init) &&
+                bind_function(library, "curl_easy_cleanup", (void **)&api.easy_cleanup) &&
+                bind_function(library, "curl_easy_reset", (void **)&api.easy_reset) &&
+                bind_function(library, "curl_easy_setopt", (void **)&api.easy_setopt) &&
+                bind_function(library, "curl_easy_perform", (void **)&api.easy_perform) &&
+                bind_function(library, "curl_easy_getinfo", (void **)&api.easy_getinfo) &&
+                bind_function(library, "curl_easy_strerror", (void **)&api.easy_strerror) &&
+                bind_function(library, "curl_slist_append", (void **)&api.slist_append) &&
+                bind_function(library, "curl_slist_free_all", (void **)&api.slist_free_all);
+    if (!bound) return;  // the library stays loaded: nothing else may use a half-bound table
+    CURLcode code = api.global_init(CURL_GLOBAL_DEFAULT);
+    if (code != CURLE_OK) {
+        snprintf(load_error, sizeof(load_error), "curl_global_init: %s", api.easy_strerror(code));
+        return;
+    }
+    loaded = 1;
+}
+
+const char *vcurl_load_error(void) {
+    pthread_once(&load_once, load);
+    return loaded ? NULL : load_error;
+}
 
 typedef struct buffer {
     unsigned char *bytes;
@@ -49,12 +108,12 @@ static size_t on_data(char *data, size_t size, size_t count, void *context) {
 }
 
 void *vcurl_handle_new(void) {
-    pthread_once(&global_once, global_init);
-    return curl_easy_init();
+    pthread_once(&load_once, load);
+    return loaded ? api.easy_init() : NULL;
 }
 
 void vcurl_handle_free(void *handle) {
-    if (handle) curl_easy_cleanup(handle);
+    if (handle) api.easy_cleanup(handle);
 }
 
 /// What one request holds until it is done: its headers, the Authorization line (wiped at the end)
@@ -69,53 +128,53 @@ typedef struct request {
 /// environment (etcd endpoints are addressed directly), the JSON body, time limits and TLS files.
 static void begin(CURL *curl, request *r, const char *url, const unsigned char *body, size_t length,
                   const vcurl_options *options) {
-    curl_easy_reset(curl);
+    api.easy_reset(curl);
     memset(r, 0, sizeof(*r));
-    r->headers = curl_slist_append(NULL, "Content-Type: application/json");
+    r->headers = api.slist_append(NULL, "Content-Type: application/json");
     if (options->authorization) {
         size_t n = strlen(options->authorization) + sizeof("Authorization: ");
         r->authorization = malloc(n);
         if (r->authorization) {
             strcpy(r->authorization, "Authorization: ");
             strcat(r->authorization, options->authorization);
-            r->headers = curl_slist_append(r->headers, r->authorization);
+            r->headers = api.slist_append(r->headers, r->authorization);
         }
     }
-    curl_easy_setopt(curl, CURLOPT_URL, url);
-    curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
-    curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
-    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, (const char *)body);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)length);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, r->headers);
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS, options->timeout_ms);
-    curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, options->connect_timeout_ms);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, r->errors);
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
-    curl_easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
-    if (options->ca_file) curl_easy_setopt(curl, CURLOPT_CAINFO, options->ca_file);
-    if (options->certificate_file) curl_easy_setopt(curl, CURLOPT_SSLCERT, options->certificate_file);
-    if (options->key_file) curl_easy_setopt(curl, CURLOPT_SSLKEY, options->key_file);
+    api.easy_setopt(curl, CURLOPT_URL, url);
+    api.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    api.easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
+    api.easy_setopt(curl, CURLOPT_NOPROXY, "*");
+    api.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    api.easy_setopt(curl, CURLOPT_POST, 1L);
+    api.easy_setopt(curl, CURLOPT_POSTFIELDS, (const char *)body);
+    api.easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)length);
+    api.easy_setopt(curl, CURLOPT_HTTPHEADER, r->headers);
+    api.easy_setopt(curl, CURLOPT_TIMEOUT_MS, options->timeout_ms);
+    api.easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, options->connect_timeout_ms);
+    api.easy_setopt(curl, CURLOPT_ERRORBUFFER, r->errors);
+    api.easy_setopt(curl, CURLOPT_SSL_VERIFYPEER, 1L);
+    api.easy_setopt(curl, CURLOPT_SSL_VERIFYHOST, 2L);
+    if (options->ca_file) api.easy_setopt(curl, CURLOPT_CAINFO, options->ca_file);
+    if (options->certificate_file) api.easy_setopt(curl, CURLOPT_SSLCERT, options->certificate_file);
+    if (options->key_file) api.easy_setopt(curl, CURLOPT_SSLKEY, options->key_file);
     if (options->fresh_connection) {
-        curl_easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
-        curl_easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
+        api.easy_setopt(curl, CURLOPT_FRESH_CONNECT, 1L);
+        api.easy_setopt(curl, CURLOPT_FORBID_REUSE, 1L);
     }
 }
 
 /// Performs the request and fills `response`'s code, status and message; frees what `begin` made.
 static int finish(CURL *curl, request *r, vcurl_response *response) {
-    CURLcode code = curl_easy_perform(curl);
+    CURLcode code = api.easy_perform(curl);
     response->curl_code = (int)code;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response->status);
+    api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response->status);
     if (code != CURLE_OK) {
-        const char *message = r->errors[0] ? r->errors : curl_easy_strerror(code);
+        const char *message = r->errors[0] ? r->errors : api.easy_strerror(code);
         strncpy(response->error, message, sizeof(response->error) - 1);
     }
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
-    curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, NULL);
-    curl_slist_free_all(r->headers);
+    api.easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
+    api.easy_setopt(curl, CURLOPT_ERRORBUFFER, NULL);
+    api.slist_free_all(r->headers);
     if (r->authorization) wipe_free((unsigned char *)r->authorization, strlen(r->authorization));
     return response->curl_code;
 }
@@ -127,8 +186,8 @@ int vcurl_post_json(void *handle, const char *url, const unsigned char *body, si
     request r;
     begin(curl, &r, url, body, length, options);
     buffer received = {.maximum = options->maximum_body};
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &received);
+    api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_data);
+    api.easy_setopt(curl, CURLOPT_WRITEDATA, &received);
     finish(curl, &r, response);
     response->truncated = received.truncated;
     response->body = received.bytes;
@@ -174,10 +233,10 @@ int vcurl_stream_json(void *handle, const char *url, const unsigned char *body, 
     request r;
     begin(curl, &r, url, body, length, options);
     stream s = {.callback = callback, .context = context};
-    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_stream_data);
-    curl_easy_setopt(curl, CURLOPT_WRITEDATA, &s);
-    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_stream_progress);
-    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &s);
+    api.easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_stream_data);
+    api.easy_setopt(curl, CURLOPT_WRITEDATA, &s);
+    api.easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    api.easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, on_stream_progress);
+    api.easy_setopt(curl, CURLOPT_XFERINFODATA, &s);
     return finish(curl, &r, response);
 }

@@ -180,7 +180,7 @@ public final class EtcdClient: Sendable {
             }
             if state.transport == nil { state.transport = HTTPTransport() }
             guard let transport = state.transport else {
-                throw EtcdError(.unavailable, "libcurl cannot make a handle (out of memory?)")
+                throw EtcdError(.unavailable, HTTPTransport.unavailableReason)
             }
             var failures: [String] = []
             var reauthenticated = false
@@ -266,7 +266,7 @@ public final class EtcdClient: Sendable {
             options = try state.withLock { (state) throws(EtcdError) in
                 if state.transport == nil { state.transport = HTTPTransport() }
                 guard let transport = state.transport else {
-                    throw EtcdError(.unavailable, "libcurl cannot make a handle (out of memory?)")
+                    throw EtcdError(.unavailable, HTTPTransport.unavailableReason)
                 }
                 if state.token == nil { state.token = try authenticate(transport, endpoint) }
                 return self.options(token: state.token)

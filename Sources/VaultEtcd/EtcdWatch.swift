@@ -66,7 +66,7 @@ public final class EtcdWatch: Sendable {
         client: EtcdClient, body: [UInt8], onStart: @Sendable () -> Void,
         onEvents: @Sendable ([EtcdEvent], Int64) -> Void
     ) -> EtcdWatchEnd {
-        guard let transport = HTTPTransport() else { return .failed("libcurl cannot make a handle") }
+        guard let transport = HTTPTransport() else { return .failed(HTTPTransport.unavailableReason) }
         let target: (endpoint: String, options: TransportOptions)
         do {
             target = try client.streamTarget()

@@ -46,6 +46,13 @@ final class HTTPTransport {
         self.handle = handle
     }
 
+    /// Why `init` gave no transport: libcurl.so.4 could not be loaded (the loader's words), or curl
+    /// could not make a handle.
+    static var unavailableReason: String {
+        guard let reason = vcurl_load_error() else { return "libcurl cannot make a handle (out of memory?)" }
+        return "libcurl cannot be loaded: " + String(cString: reason)
+    }
+
     deinit { vcurl_handle_free(handle) }
 
     /// POSTs `body` (JSON) to `url`: http or https only, never through a proxy, no redirects.

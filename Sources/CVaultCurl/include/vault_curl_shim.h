@@ -29,8 +29,12 @@ typedef struct vcurl_response {
     int truncated;
 } vcurl_response;
 
-/// A reusable easy handle (connections are kept alive between requests); NULL when curl cannot make one.
+/// A reusable easy handle (connections are kept alive between requests); NULL when libcurl could not be
+/// loaded (vcurl_load_error says why) or cannot make one. The first call loads libcurl.so.4.
 void *vcurl_handle_new(void);
+/// Why libcurl.so.4 could not be loaded (the loader's words), or NULL once it is. Loads it if no call
+/// did yet.
+const char *vcurl_load_error(void);
 void vcurl_handle_free(void *handle);
 
 /// POSTs `length` bytes of JSON to `url` (http or https only; no proxy, no redirects) and fills
