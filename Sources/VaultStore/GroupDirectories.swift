@@ -60,27 +60,28 @@ extension VaultStore {
                         .groupNotFound, "there is no group \(group) in the vault at \(path)",
                         path: groupPath(group).string)
                 }
-                // A directory that holds items but no key file lost its key (a member may delete it from
-                // a shared directory): a new key would leave every item there unreadable.
-                if let existing = try groupDirectory(group, create: false), !(try itemIDs(in: group)).isEmpty {
-                    _ = existing
-                    let keyPath = groupPath(group) / GroupKeyFile.fileName
-                    throw StoreError(
-                        .integrity,
-                        "\(keyPath) is missing but group \(group) holds items: restore it from a backup (its keys are "
-                            + "nowhere else); nothing was written",
-                        path: keyPath.string)
-                }
-                // A shared directory that lost its key (a member removed it before any item was written)
-                // stays shared: its members keep their group.
-                let status = try? groupsDirectory.statusAt(group.rawValue)
-                let unixGroup =
-                    status.map { $0.permissions.rawValue == FilePermissions.sharedDirectory.rawValue } == true
-                    ? status?.groupID : nil
                 try withGroupCreationLock { () throws(StoreError) in
-                    // Made by another process while this one waited for the lock: theirs stands.
+                    // Made by another process since this one looked (it may have written items already):
+                    // theirs stands.
                     state.withLock { _ = $0.groupKeys.removeValue(forKey: group) }
                     guard try keys(for: group).isAbsent else { return }
+                    // Groups are made under this lock and a key is written before any item, so a
+                    // directory that holds items but no key file now lost its key (a member may delete it
+                    // from a shared directory): a new key would leave every item there unreadable.
+                    if try groupDirectory(group, create: false) != nil, !(try itemIDs(in: group)).isEmpty {
+                        let keyPath = groupPath(group) / GroupKeyFile.fileName
+                        throw StoreError(
+                            .integrity,
+                            "\(keyPath) is missing but group \(group) holds items: restore it from a backup (its keys "
+                                + "are nowhere else); nothing was written",
+                            path: keyPath.string)
+                    }
+                    // A shared directory that lost its key (a member removed it before any item was written)
+                    // stays shared: its members keep their group.
+                    let status = try? groupsDirectory.statusAt(group.rawValue)
+                    let unixGroup =
+                        status.map { $0.permissions.rawValue == FilePermissions.sharedDirectory.rawValue } == true
+                        ? status?.groupID : nil
                     try makeGroup(group, unixGroup: unixGroup, classKeys: classKeys)
                 }
             }

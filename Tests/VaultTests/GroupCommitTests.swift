@@ -258,6 +258,46 @@ import VaultTestSupport
         }
     }
 
+    /// Two handles make their group at once (as two processes' first writes would): the one that found
+    /// no key file, while the other made the group and wrote into it, writes into that group instead of
+    /// calling its key lost. The other writer runs just before each of this one's first opens in turn,
+    /// on a thread of its own; when it needs a lock that this one holds, it finishes afterwards.
+    @Test func aGroupMadeByAnotherWriterMeanwhileIsNoLostKey() throws {
+        for position in 1...10 {
+            try withTemporaryVault("group-race") { t in
+                _ = try formatTwo(t)
+                let other = try t.open(app: Self.app)
+                let this = try t.open(app: Self.app)
+                let failures = Mutex<[String]>([])
+                let otherDone = DispatchGroup()
+                let plan = FaultPlan(
+                    .open, occurrence: position,
+                    effect: .interleave({
+                        otherDone.enter()
+                        Thread.detachNewThread {
+                            defer { otherDone.leave() }
+                            do {
+                                try other.set(Data("other".utf8), for: try ItemKey(service: "gc", account: "other"))
+                            } catch {
+                                failures.withLock { $0.append("the other writer, before open \(position): \(error)") }
+                            }
+                        }
+                        _ = otherDone.wait(timeout: .now() + 0.5)
+                    }))
+                do {
+                    try FaultInjection.withPlan(plan) { try this.set(Data("this".utf8), for: try key("this")) }
+                } catch {
+                    failures.withLock { $0.append("this writer, the other before open \(position): \(error)") }
+                }
+                otherDone.wait()
+                #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+                let reader = try t.open(app: Self.app)
+                #expect(try reader.string(for: try key("this")) == "this", "the other before open \(position)")
+                #expect(try reader.string(for: try key("other")) == "other", "the other before open \(position)")
+            }
+        }
+    }
+
     /// Eight handles (as eight processes would) set their own items of one group at once: every item
     /// ends at its last value, every slot's spare is zeroed, no prepared record is left.
     @Test func concurrentSettersOfOneGroupLoseNothing() throws {
