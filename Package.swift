@@ -70,9 +70,9 @@ let package = Package(
         // that uses none does not load it and its 30 libraries (vault_curl_shim.c). Never in the static CLI
         // (libcurl has no complete static build, and a static executable cannot dlopen it soundly).
         .target(name: "CVaultCurl"),
-        .target(name: "VaultEtcd", dependencies: ["CVaultCurl", "VaultCrypto"]),
+        .target(name: "VaultEtcd", dependencies: ["CVaultCurl", "VaultCrypto", "VaultSystem"]),
         // Fleet groups: the store's GroupReplica over VaultEtcd (install it with VaultFleet.install()).
-        .target(name: "VaultFleet", dependencies: ["VaultEtcd", "VaultStore", "VaultCrypto"]),
+        .target(name: "VaultFleet", dependencies: ["VaultEtcd", "VaultStore", "VaultCrypto", "VaultSystem"]),
         .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"], swiftSettings: cliSwiftSettings),
         .target(
             name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto", "VaultSystem"],

@@ -48,6 +48,8 @@ int vsys_process_id(void) {
     return __atomic_load_n(&vsys_cached_process_id, __ATOMIC_RELAXED);
 }
 
+int vsys_name_this_thread(const char *name) { return prctl(PR_SET_NAME, name, 0, 0, 0); }
+
 int vsys_set_dumpable(int value) {
     return prctl(PR_SET_DUMPABLE, (unsigned long)value, 0UL, 0UL, 0UL);
 }

@@ -1,6 +1,7 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 import VaultCrypto
+import VaultSystem
 
 /// A client of an etcd 3.4 cluster through its JSON gateway (`POST /v3/kv/range`, `/v3/kv/txn`, …),
 /// over libcurl (which, unlike Foundation's URLSession on Linux, can present a client certificate).
@@ -126,7 +127,7 @@ public final class EtcdClient: Sendable {
             keyValues += page.keyValues
             pages += 1
             if let afterPage = afterPage.withLock({ $0 }) { afterPage(pages) }
-            guard (answer["more"] as? Bool) == true, let last = page.keyValues.last else { break }
+            guard answer["more"]?.bool == true, let last = page.keyValues.last else { break }
             start = last.key + [0]
         }
         return EtcdRangeResult(
@@ -143,9 +144,9 @@ public final class EtcdClient: Sendable {
     public func transaction(compare: [EtcdCompare], success: [EtcdOperation], failure: [EtcdOperation] = [])
         throws(EtcdError) -> EtcdTransactionResult
     {
-        let request: [String: Any] = [
-            "compare": compare.map(EtcdJSON.compare), "success": success.map(EtcdJSON.operation),
-            "failure": failure.map(EtcdJSON.operation),
+        let request: JSONValue = [
+            "compare": .array(compare.map(EtcdJSON.compare)), "success": .array(success.map(EtcdJSON.operation)),
+            "failure": .array(failure.map(EtcdJSON.operation)),
         ]
         let writes = (success + failure).contains {
             if case .range = $0 { return false }
@@ -157,22 +158,22 @@ public final class EtcdClient: Sendable {
     /// Discards the history before `revision` (`/v3/kv/compaction`): watches from an older revision end
     /// as compacted. For operators and tests; a vault never compacts.
     public func compact(_ revision: Int64) throws(EtcdError) {
-        _ = try call("/v3/kv/compaction", ["revision": String(revision)], idempotent: true)
+        _ = try call("/v3/kv/compaction", ["revision": .string(String(revision))], idempotent: true)
     }
 
     // MARK: Requests
 
     /// POSTs `request` to `path` on the endpoints in turn (see the type's comment) and returns the
     /// decoded answer.
-    func call(_ path: String, _ request: [String: Any], idempotent: Bool) throws(EtcdError) -> [String: Any] {
+    func call(_ path: String, _ request: JSONValue, idempotent: Bool) throws(EtcdError) -> JSONValue {
         let body: [UInt8]
         do {
-            body = Array(try JSONSerialization.data(withJSONObject: request))
+            body = try request.serialized()
         } catch {
             throw EtcdError(.invalidRequest, "cannot encode the request to \(path): \(error)")
         }
-        return try state.withLock { (state) throws(EtcdError) -> [String: Any] in
-            let pid = getpid()
+        return try state.withLock { (state) throws(EtcdError) -> JSONValue in
+            let pid = ProcessIdentity.processID
             if state.processID != pid {
                 state.transport = nil
                 state.token = nil
@@ -214,8 +215,8 @@ public final class EtcdClient: Sendable {
                         state.preferred = index
                         return object
                     }
-                    let message = (object["message"] as? String) ?? (object["error"] as? String) ?? "HTTP \(status)"
-                    let grpcCode = (object["code"] as? NSNumber)?.intValue
+                    let message = object["message"]?.string ?? object["error"]?.string ?? "HTTP \(status)"
+                    let grpcCode = object["code"]?.integer
                     if grpcCode == 16 || message.contains("invalid auth token"), configuration.user != nil,
                         !reauthenticated
                     {
@@ -286,8 +287,8 @@ public final class EtcdClient: Sendable {
             connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds)
     }
 
-    private func decode(_ answer: [UInt8], from endpoint: String) throws(EtcdError) -> [String: Any] {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(answer)) as? [String: Any] else {
+    private func decode(_ answer: [UInt8], from endpoint: String) throws(EtcdError) -> JSONValue {
+        guard let object = JSONValue.parse(answer), object.isObject else {
             throw EtcdError(
                 .malformedResponse,
                 "\(endpoint) did not answer with etcd's JSON (\(answer.count) bytes): is it etcd 3.4?")
@@ -303,7 +304,7 @@ public final class EtcdClient: Sendable {
         // The password is in this buffer only as long as the request; it is overwritten afterwards.
         var body = password.withTransientCopy { (bytes) -> [UInt8] in
             let text = String(decoding: bytes, as: UTF8.self)
-            return Array((try? JSONSerialization.data(withJSONObject: ["name": user, "password": text])) ?? Data())
+            return (try? JSONValue.object(["name": .string(user), "password": .string(text)]).serialized()) ?? []
         }
         defer { for index in body.indices { body[index] = 0 } }
         switch transport.post(endpoint + "/v3/auth/authenticate", body: body, options: options(token: nil)) {
@@ -311,13 +312,13 @@ public final class EtcdClient: Sendable {
             throw EtcdError(.unavailable, failure.message)
         case .response(let status, let answer):
             let object = try decode(answer, from: endpoint)
-            if status == 200, let token = object["token"] as? String { return token }
-            let message = (object["message"] as? String) ?? "HTTP \(status)"
+            if status == 200, let token = object["token"]?.string { return token }
+            let message = object["message"]?.string ?? "HTTP \(status)"
             if message.contains("no leader") { throw EtcdError(.unavailable, message) }
             throw EtcdError(
                 .authentication,
                 "etcd at \(endpoint) refused user \(user): \(message) (check --etcd-user and the password file)",
-                grpcCode: (object["code"] as? NSNumber)?.intValue)
+                grpcCode: object["code"]?.integer)
         }
     }
 }

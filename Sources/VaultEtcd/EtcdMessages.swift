@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A key and its value as etcd holds them, with the revisions a compare-and-swap needs.
 public struct EtcdKeyValue: Sendable, Equatable {
@@ -78,68 +78,79 @@ enum EtcdJSON {
     static func rangeRequest(
         _ key: [UInt8], rangeEnd: [UInt8]?, serializable: Bool = false, keysOnly: Bool = false, limit: Int = 0,
         revision: Int64 = 0
-    ) -> [String: Any] {
-        var request: [String: Any] = ["key": base64(key)]
-        if let rangeEnd { request["range_end"] = base64(rangeEnd) }
+    ) -> JSONValue {
+        var request: [String: JSONValue] = ["key": .string(base64(key))]
+        if let rangeEnd { request["range_end"] = .string(base64(rangeEnd)) }
         if serializable { request["serializable"] = true }
         if keysOnly { request["keys_only"] = true }
-        if limit > 0 { request["limit"] = String(limit) }
-        if revision > 0 { request["revision"] = String(revision) }
-        return request
+        if limit > 0 { request["limit"] = .string(String(limit)) }
+        if revision > 0 { request["revision"] = .string(String(revision)) }
+        return .object(request)
     }
 
-    static func compare(_ compare: EtcdCompare) -> [String: Any] {
+    static func compare(_ compare: EtcdCompare) -> JSONValue {
         switch compare {
         case .modRevision(let key, let revision):
-            return ["key": base64(key), "target": "MOD", "result": "EQUAL", "mod_revision": String(revision)]
+            return [
+                "key": .string(base64(key)), "target": "MOD", "result": "EQUAL",
+                "mod_revision": .string(String(revision)),
+            ]
         case .createRevision(let key, let revision):
-            return ["key": base64(key), "target": "CREATE", "result": "EQUAL", "create_revision": String(revision)]
+            return [
+                "key": .string(base64(key)), "target": "CREATE", "result": "EQUAL",
+                "create_revision": .string(String(revision)),
+            ]
         case .value(let key, let value):
-            return ["key": base64(key), "target": "VALUE", "result": "EQUAL", "value": base64(value)]
+            return ["key": .string(base64(key)), "target": "VALUE", "result": "EQUAL", "value": .string(base64(value))]
         }
     }
 
-    static func operation(_ operation: EtcdOperation) -> [String: Any] {
+    static func operation(_ operation: EtcdOperation) -> JSONValue {
         switch operation {
         case .put(let key, let value):
-            return ["request_put": ["key": base64(key), "value": base64(value)]]
+            return ["request_put": ["key": .string(base64(key)), "value": .string(base64(value))]]
         case .delete(let key, let rangeEnd):
-            var request: [String: Any] = ["key": base64(key)]
-            if let rangeEnd { request["range_end"] = base64(rangeEnd) }
-            return ["request_delete_range": request]
+            var request: [String: JSONValue] = ["key": .string(base64(key))]
+            if let rangeEnd { request["range_end"] = .string(base64(rangeEnd)) }
+            return ["request_delete_range": .object(request)]
         case .range(let key, let rangeEnd):
             return ["request_range": rangeRequest(key, rangeEnd: rangeEnd)]
         }
     }
 
     /// An int64 field, which the gateway sends as a string (and leaves out when 0).
-    static func integer(_ object: [String: Any], _ name: String) throws(EtcdError) -> Int64 {
+    static func integer(_ object: JSONValue, _ name: String) throws(EtcdError) -> Int64 {
         guard let field = object[name] else { return 0 }
-        if let text = field as? String, let value = Int64(text) { return value }
-        if let number = field as? NSNumber { return number.int64Value }
-        throw EtcdError(.malformedResponse, "etcd sent \(name) as \(type(of: field)), not an integer")
+        switch field {
+        case .string(let text):
+            if let value = Int64(text) { return value }
+        case .number(let number):
+            if let value = Int64(exactly: number) { return value }
+        default: break
+        }
+        throw EtcdError(.malformedResponse, "etcd sent \(name) as \(field.kind), not an integer")
     }
 
-    static func bytes(_ object: [String: Any], _ name: String) throws(EtcdError) -> [UInt8] {
+    static func bytes(_ object: JSONValue, _ name: String) throws(EtcdError) -> [UInt8] {
         guard let field = object[name] else { return [] }
-        guard let text = field as? String, let data = Data(base64Encoded: text) else {
+        guard let text = field.string, let data = Data(base64Encoded: text) else {
             throw EtcdError(.malformedResponse, "etcd sent \(name) that is not base64")
         }
         return Array(data)
     }
 
-    static func header(_ object: [String: Any]) throws(EtcdError) -> (revision: Int64, clusterID: String) {
-        guard let header = object["header"] as? [String: Any] else {
+    static func header(_ object: JSONValue) throws(EtcdError) -> (revision: Int64, clusterID: String) {
+        guard let header = object["header"], header.isObject else {
             throw EtcdError(.malformedResponse, "etcd's answer has no header")
         }
-        return (try integer(header, "revision"), (header["cluster_id"] as? String) ?? "")
+        return (try integer(header, "revision"), header["cluster_id"]?.string ?? "")
     }
 
-    static func rangeResult(_ object: [String: Any], header: (revision: Int64, clusterID: String)) throws(EtcdError)
+    static func rangeResult(_ object: JSONValue, header: (revision: Int64, clusterID: String)) throws(EtcdError)
         -> EtcdRangeResult
     {
         var keyValues: [EtcdKeyValue] = []
-        for entry in (object["kvs"] as? [[String: Any]]) ?? [] {
+        for entry in object["kvs"]?.array ?? [] {
             keyValues.append(
                 EtcdKeyValue(
                     key: try bytes(entry, "key"), value: try bytes(entry, "value"),
@@ -151,17 +162,17 @@ enum EtcdJSON {
             clusterID: header.clusterID)
     }
 
-    static func transactionResult(_ object: [String: Any]) throws(EtcdError) -> EtcdTransactionResult {
+    static func transactionResult(_ object: JSONValue) throws(EtcdError) -> EtcdTransactionResult {
         let header = try header(object)
         var ranges: [EtcdRangeResult?] = []
-        for response in (object["responses"] as? [[String: Any]]) ?? [] {
-            if let range = response["response_range"] as? [String: Any] {
+        for response in object["responses"]?.array ?? [] {
+            if let range = response["response_range"], range.isObject {
                 ranges.append(try rangeResult(range, header: header))
             } else {
                 ranges.append(nil)
             }
         }
         return EtcdTransactionResult(
-            succeeded: (object["succeeded"] as? Bool) ?? false, revision: header.revision, ranges: ranges)
+            succeeded: object["succeeded"]?.bool ?? false, revision: header.revision, ranges: ranges)
     }
 }

@@ -1,5 +1,6 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
+import VaultSystem
 
 /// A change a watch reports.
 public enum EtcdEvent: Sendable, Equatable {
@@ -38,20 +39,25 @@ public final class EtcdWatch: Sendable {
         onEvents: @escaping @Sendable ([EtcdEvent], Int64) -> Void,
         onEnd: @escaping @Sendable (EtcdWatchEnd) -> Void
     ) {
-        let request: [String: Any] = [
+        let request: JSONValue = [
             "create_request": [
-                "key": EtcdJSON.base64(prefix), "range_end": EtcdJSON.base64(EtcdJSON.prefixEnd(prefix)),
-                "start_revision": String(revision),
+                "key": .string(EtcdJSON.base64(prefix)),
+                "range_end": .string(EtcdJSON.base64(EtcdJSON.prefixEnd(prefix))),
+                "start_revision": .string(String(revision)),
             ]
         ]
-        let body = Array((try? JSONSerialization.data(withJSONObject: request)) ?? Data())
-        let thread = Thread { [self] in
-            let end = run(client: client, body: body, onStart: onStart, onEvents: onEvents)
+        let body = (try? request.serialized()) ?? []
+        do {
+            try DetachedThread.start(named: "vault etcd watch") { [self] in
+                let end = run(client: client, body: body, onStart: onStart, onEvents: onEvents)
+                ended.withLock { $0 = end }
+                onEnd(end)
+            }
+        } catch {
+            let end = EtcdWatchEnd.failed("cannot start the watch's thread: \(error)")
             ended.withLock { $0 = end }
             onEnd(end)
         }
-        thread.name = "vault etcd watch"
-        thread.start()
     }
 
     /// Ends the watch (within about a second); `onEnd` then gets `.cancelled`.
@@ -115,25 +121,24 @@ public final class EtcdWatch: Sendable {
     }
 
     private static func decode(_ line: [UInt8]) -> Message {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any] else {
+        guard let object = JSONValue.parse(line), object.isObject else {
             return .end(.failed("etcd's watch sent something that is not JSON (\(line.count) bytes)"))
         }
-        if let error = object["error"] as? [String: Any] {
-            return .end(.failed("etcd ended the watch: \((error["message"] as? String) ?? "an error")"))
+        if let error = object["error"], error.isObject {
+            return .end(.failed("etcd ended the watch: \(error["message"]?.string ?? "an error")"))
         }
-        guard let result = object["result"] as? [String: Any] else { return .other }
+        guard let result = object["result"], result.isObject else { return .other }
         let compacted = (try? EtcdJSON.integer(result, "compact_revision")) ?? 0
         if compacted > 0 { return .end(.compacted(compactRevision: compacted)) }
-        if (result["canceled"] as? Bool) == true {
-            return .end(
-                .failed("etcd cancelled the watch: \((result["cancel_reason"] as? String) ?? "no reason given")"))
+        if result["canceled"]?.bool == true {
+            return .end(.failed("etcd cancelled the watch: \(result["cancel_reason"]?.string ?? "no reason given")"))
         }
         guard let header = try? EtcdJSON.header(result) else { return .other }
-        if (result["created"] as? Bool) == true { return .created }
+        if result["created"]?.bool == true { return .created }
         var events: [EtcdEvent] = []
-        for event in (result["events"] as? [[String: Any]]) ?? [] {
-            guard let kv = event["kv"] as? [String: Any], let key = try? EtcdJSON.bytes(kv, "key") else { continue }
-            if (event["type"] as? String) == "DELETE" {
+        for event in result["events"]?.array ?? [] {
+            guard let kv = event["kv"], kv.isObject, let key = try? EtcdJSON.bytes(kv, "key") else { continue }
+            if event["type"]?.string == "DELETE" {
                 events.append(.delete(key: key, modRevision: (try? EtcdJSON.integer(kv, "mod_revision")) ?? 0))
             } else if let value = try? EtcdJSON.bytes(kv, "value") {
                 events.append(

@@ -1,13 +1,14 @@
-import Foundation
+import FoundationEssentials
 import VaultEtcd
 import VaultStore
+import VaultSystem
 
 /// Whether a fleet group's cache is current: the watch that vouches for it, and the check that asks etcd.
 extension EtcdReplica {
     func isKnownCurrent() -> Bool {
         guard watching else { return false }
         let now = ContinuousClock.now
-        let process = getpid()
+        let process = ProcessIdentity.processID
         return seen.withLock { seen in
             guard seen.watch != nil, seen.watchLive, seen.watchProcess == process,
                 seen.newestChange <= seen.confirmedRevision, let confirmedAt = seen.confirmedAt
@@ -43,7 +44,7 @@ extension EtcdReplica {
     /// Starts a watch of the group's prefix from `revision` when none runs in this process.
     func watchIfNeeded(from revision: Int64) {
         guard watching else { return }
-        let process = getpid()
+        let process = ProcessIdentity.processID
         seen.withLock { seen in
             if seen.watch != nil, seen.watchProcess == process { return }
             seen.watchProcess = process

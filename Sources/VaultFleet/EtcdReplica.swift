@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 import VaultCrypto
 import VaultEtcd
@@ -53,7 +53,7 @@ final class EtcdReplica: GroupReplica {
     init(_ identity: FleetGroupIdentity, watching: Bool) throws(StoreError) {
         self.identity = identity
         self.watching = watching
-        let root = "/vault/v2/" + identity.groupID.map { String(format: "%02x", $0) }.joined() + "/"
+        let root = "/vault/v2/" + Hex.encode(identity.groupID) + "/"
         rootPrefix = Array(root.utf8)
         itemsPrefix = Array((root + "items/").utf8)
         metaKey = Array((root + "meta").utf8)
@@ -95,7 +95,7 @@ final class EtcdReplica: GroupReplica {
 
     private func meta(check: [UInt8]) -> [UInt8] {
         Array(
-            "vault fleet group v1\nname=\(identity.group)\ncheck=\(check.map { String(format: "%02x", $0) }.joined())\n"
+            "vault fleet group v1\nname=\(identity.group)\ncheck=\(Hex.encode(check))\n"
                 .utf8)
     }
 

@@ -14,6 +14,9 @@ VSYS_INTERNAL int vsys_ofd_lock(int fd, int type, int wait, long long offset);
 /// makes getpid a system call each time.
 VSYS_INTERNAL int vsys_process_id(void);
 
+/// Names the calling thread (`PR_SET_NAME`: at most 15 bytes are kept), as ps and /proc show it.
+VSYS_INTERNAL int vsys_name_this_thread(const char *name);
+
 /// prctl(PR_SET_DUMPABLE, value): 0 stops core dumps and ptrace attach by the same user.
 VSYS_INTERNAL int vsys_set_dumpable(int value);
 
