@@ -18,8 +18,8 @@ enum FleetTestSupport {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("scripts/etcd-cluster").path
 
-    /// The next candidate base port: clusters of these tests use 45300 + 20 k (clients BASE+1…3, peers
-    /// BASE+11…13), away from the ranges the other etcd tests derive from their pid.
+    /// The next candidate base port: the clusters that tests start for themselves use 45300 + 20 k
+    /// (clients BASE+1…3, peers BASE+11…13).
     static let nextBase = Mutex(0)
 
     /// 127.0.0.1:`port` (0: any port) as a socket address.
@@ -31,11 +31,17 @@ enum FleetTestSupport {
         return address
     }
 
-    /// Whether nothing listens on, or holds, 127.0.0.1:`port`.
+    /// Whether nothing listens on, or holds, 127.0.0.1:`port`. With SO_REUSEADDR, as etcd binds: a
+    /// connection of an earlier cluster that waits out its TIME_WAIT on the port does not count (it
+    /// would not stop etcd, and stopped clusters leave many).
     static func portIsFree(_ port: Int) -> Bool {
         let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard socket >= 0 else { return false }
         defer { close(socket) }
+        var reuse: Int32 = 1
+        guard setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &reuse, socklen_t(MemoryLayout<Int32>.size)) == 0 else {
+            return false
+        }
         var address = loopback(port: port)
         return withUnsafePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
