@@ -181,7 +181,7 @@ public final class EtcdClient: Sendable {
             }
             if state.transport == nil { state.transport = HTTPTransport() }
             guard let transport = state.transport else {
-                throw EtcdError(.unavailable, HTTPTransport.unavailableReason)
+                throw EtcdError(.noTransport, HTTPTransport.unavailableReason)
             }
             var failures: [String] = []
             var reauthenticated = false
@@ -267,7 +267,7 @@ public final class EtcdClient: Sendable {
             options = try state.withLock { (state) throws(EtcdError) in
                 if state.transport == nil { state.transport = HTTPTransport() }
                 guard let transport = state.transport else {
-                    throw EtcdError(.unavailable, HTTPTransport.unavailableReason)
+                    throw EtcdError(.noTransport, HTTPTransport.unavailableReason)
                 }
                 if state.token == nil { state.token = try authenticate(transport, endpoint) }
                 return self.options(token: state.token)

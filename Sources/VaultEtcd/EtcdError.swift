@@ -15,6 +15,9 @@ public struct EtcdError: Error, Sendable, CustomStringConvertible {
         case malformedResponse
         /// A bad argument or configuration, found before anything was sent.
         case invalidRequest
+        /// This process cannot send requests at all (libcurl cannot be loaded): no endpoint was tried,
+        /// so nothing says etcd is out of reach, and a cache must not stand in for it.
+        case noTransport
     }
 
     /// What kind of failure.

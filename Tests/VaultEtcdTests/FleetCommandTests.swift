@@ -80,6 +80,37 @@ import VaultTestSupport
     /// The usage errors of `group join` name the command once (then the help hint), and `group
     /// export-key` of a group that does not exist is "not found" (exit 1), as for the other group
     /// commands; of a group that is not a fleet group, a usage error (exit 2). No etcd is needed.
+    /// A machine whose libcurl cannot be loaded (here a libcurl.so.4 without its functions, found first
+    /// through LD_LIBRARY_PATH) cannot reach etcd at all: a read of a fleet group fails naming libcurl,
+    /// instead of answering from the cache as if etcd were down.
+    @Test func withoutAUsableLibcurlAFleetReadFailsNamingIt() throws {
+        let endpoints = try TestCluster.require().joined(separator: ",")
+        try withTemporaryVault("fleet-no-curl") { t in
+            let path = t.root + "/a"
+            #expect(try vault(["--vault", path, "init", "--format", "2"]).status == 0)
+            let create = try vault(["--vault", path, "group", "create", "fleet", "--etcd", endpoints])
+            #expect(create.status == 0, "\(create.errors)")
+            #expect(
+                try vault(["--vault", path, "--group", "fleet", "put", "db", "app"], input: "fleet secret").status == 0)
+            let fake = t.root + "/lib"
+            try FileManager.default.createDirectory(atPath: fake, withIntermediateDirectories: true)
+            try Data("int vault_test_nothing(void) { return 0; }\n".utf8).write(to: URL(fileURLWithPath: fake + "/x.c"))
+            let compiled = try FleetTestSupport.run(
+                "/usr/bin/cc", ["-shared", "-fPIC", "-o", fake + "/libcurl.so.4", fake + "/x.c"],
+                environment: ["PATH": "/usr/bin:/bin"], seconds: 60)
+            try #require(compiled.status == 0, "\(compiled)")
+            let get = try vault(
+                ["--vault", path, "--group", "fleet", "get", "db", "app"], environment: ["LD_LIBRARY_PATH": fake])
+            #expect(get.status != 0, "\(get)")
+            #expect(get.output.isEmpty, "\(get)")
+            #expect(get.errors.contains("libcurl.so.4 has no curl_global_init"), "\(get)")
+            #expect(!get.errors.contains("out of reach"), "\(get)")
+            // With the real libcurl the same read works.
+            let real = try vault(["--vault", path, "--group", "fleet", "get", "db", "app"])
+            #expect(real.status == 0 && real.output == "fleet secret", "\(real)")
+        }
+    }
+
     @Test func joinUsageAndExportKeyOfAMissingGroup() throws {
         try withTemporaryVault("fleet-cli-usage") { t in
             let path = t.root + "/v"
