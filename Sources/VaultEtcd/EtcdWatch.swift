@@ -1,3 +1,4 @@
+import Dispatch
 import FoundationEssentials
 import Synchronization
 import VaultSystem
@@ -32,7 +33,7 @@ public final class EtcdWatch: Sendable {
 
     /// Starts watching `prefix` on `client`'s cluster from `revision` (0: from now); `onStart` runs
     /// once etcd has made the watch, `onEvents` gets each batch and the revision after it, `onEnd` runs
-    /// once, when the watch ends.
+    /// once, when the watch ends (on another thread, never from within this initializer).
     public init(
         client: EtcdClient, prefix: [UInt8], fromRevision revision: Int64,
         onStart: @escaping @Sendable () -> Void = {},
@@ -48,15 +49,16 @@ public final class EtcdWatch: Sendable {
         ]
         let body = (try? request.serialized()) ?? []
         do {
-            try DetachedThread.start(named: "vault etcd watch") { [self] in
+            try DetachedThread.start(named: "etcd watch") { [self] in
                 let end = run(client: client, body: body, onStart: onStart, onEvents: onEvents)
                 ended.withLock { $0 = end }
                 onEnd(end)
             }
         } catch {
+            // Not from here: the caller may hold the lock that its `onEnd` takes.
             let end = EtcdWatchEnd.failed("cannot start the watch's thread: \(error)")
             ended.withLock { $0 = end }
-            onEnd(end)
+            DispatchQueue.global().async { onEnd(end) }
         }
     }
 
