@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/// The libcurl functions this file calls, from libcurl.so.4 (the ABI of libcurl 7.16 and later).
+/// The libcurl functions this file calls, from libcurl.so.4. A request also needs libcurl 7.85 or later
+/// (CURLOPT_PROTOCOLS_STR): an older one refuses the option, and then the request is not sent.
 static struct {
     CURLcode (*global_init)(long flags);
     CURL *(*easy_init)(void);
@@ -122,6 +123,8 @@ typedef struct request {
     struct curl_slist *headers;
     char *authorization;
     char errors[CURL_ERROR_SIZE];
+    /// Why the request must not be sent (an option that limits it was refused), or CURLE_OK.
+    CURLcode refused;
 } request;
 
 /// The options every request has: the URL, http or https only, no redirect, never a proxy from the
@@ -141,7 +144,7 @@ static void begin(CURL *curl, request *r, const char *url, const unsigned char *
         }
     }
     api.easy_setopt(curl, CURLOPT_URL, url);
-    api.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+    r->refused = api.easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
     api.easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);
     api.easy_setopt(curl, CURLOPT_NOPROXY, "*");
     api.easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
@@ -165,12 +168,20 @@ static void begin(CURL *curl, request *r, const char *url, const unsigned char *
 
 /// Performs the request and fills `response`'s code, status and message; frees what `begin` made.
 static int finish(CURL *curl, request *r, vcurl_response *response) {
-    CURLcode code = api.easy_perform(curl);
-    response->curl_code = (int)code;
-    api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response->status);
-    if (code != CURLE_OK) {
-        const char *message = r->errors[0] ? r->errors : api.easy_strerror(code);
-        strncpy(response->error, message, sizeof(response->error) - 1);
+    if (r->refused != CURLE_OK) {
+        response->curl_code = (int)r->refused;
+        strncpy(response->error,
+                "this libcurl cannot limit requests to http and https (libcurl 7.85 or later is "
+                "needed); nothing was sent",
+                sizeof(response->error) - 1);
+    } else {
+        CURLcode code = api.easy_perform(curl);
+        response->curl_code = (int)code;
+        api.easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response->status);
+        if (code != CURLE_OK) {
+            const char *message = r->errors[0] ? r->errors : api.easy_strerror(code);
+            strncpy(response->error, message, sizeof(response->error) - 1);
+        }
     }
     api.easy_setopt(curl, CURLOPT_HTTPHEADER, NULL);
     api.easy_setopt(curl, CURLOPT_ERRORBUFFER, NULL);

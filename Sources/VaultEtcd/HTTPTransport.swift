@@ -30,9 +30,10 @@ struct TransportFailure: Sendable {
     /// Whether the request cannot have reached the server (no connection was made, or TLS refused it
     /// before a byte of the request went out): safe to send again, also for a write.
     var neverSent: Bool { Self.beforeTheRequest.contains(code) }
-    /// CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_SSL_CONNECT_ERROR, CURLE_SSL_CERTPROBLEM,
+    /// CURLE_NOT_BUILT_IN, CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_CONNECT, CURLE_SSL_CONNECT_ERROR,
+    /// CURLE_UNKNOWN_OPTION (an option the shim needs, refused: the request is not sent), CURLE_SSL_CERTPROBLEM,
     /// CURLE_SSL_CIPHER, CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_ISSUER_ERROR.
-    static let beforeTheRequest: Set<Int32> = [6, 7, 35, 58, 59, 60, 77, 83]
+    static let beforeTheRequest: Set<Int32> = [4, 6, 7, 35, 48, 58, 59, 60, 77, 83]
     var timedOut: Bool { code == 28 }  // CURLE_OPERATION_TIMEDOUT
 }
 
