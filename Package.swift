@@ -45,7 +45,8 @@ let package = Package(
     ],
     targets: [
         // The C API: include/vault.h as a Clang module, and its Swift implementation. It links VaultFleet
-        // (and so libcurl): fleet groups work through it as any other group.
+        // (which loads libcurl when a fleet group first needs it): fleet groups work through it as any other
+        // group.
         .systemLibrary(name: "CVaultAPI", path: "Sources/CVaultAPI"),
         .target(name: "VaultCAPI", dependencies: ["CVaultAPI", "Vault", "VaultCrypto", "VaultFleet"]),
         // The Swift side of the C/Swift/CLI cross test (scripts/test-c-api), and a process over the C API
