@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Vault
 import VaultEtcd
 import VaultFleet
@@ -236,7 +235,7 @@ struct FleetBench {
     /// `propagationRounds` puts of new bytes on `a`, each until `b`'s long-lived handle, which polls on
     /// a thread of its own (a read, then 0.5 ms), reads them: from the put's return, and from its start.
     func propagate(from a: Vault, to b: Vault, key: ItemKey) throws -> [OperationTiming] {
-        let poller = Poller(vault: b, key: key)
+        let poller = PropagationPoller(vault: b, key: key)
         let thread = Thread { poller.poll() }
         thread.start()
         defer { poller.finish() }
@@ -315,144 +314,4 @@ struct FleetBench {
 /// A duration in nanoseconds.
 func nanoseconds(_ duration: Duration) -> Double {
     Double(duration.components.seconds) * 1e9 + Double(duration.components.attoseconds) / 1e9
-}
-
-/// B's long-lived handle reading one item in a loop on its own thread, until it reads the bytes it was
-/// told to expect: then it notes when, and signals.
-final class Poller: Sendable {
-    let vault: Vault
-    let key: ItemKey
-    private let expected = Mutex<Data?>(nil)
-    private let seenAt = Mutex<ContinuousClock.Instant?>(nil)
-    private let problem = Mutex<String?>(nil)
-    private let done = Atomic(false)
-    private let seen = DispatchSemaphore(value: 0)
-    private let stopped = DispatchSemaphore(value: 0)
-
-    init(vault: Vault, key: ItemKey) {
-        self.vault = vault
-        self.key = key
-    }
-
-    /// The first failure of a read, if any.
-    var failure: String? { problem.withLock { $0 } }
-
-    func expect(_ value: Data) {
-        seenAt.withLock { $0 = nil }
-        expected.withLock { $0 = value }
-    }
-
-    /// When the expected bytes were read, or nil after `timeout` seconds.
-    func wait(timeout: Double) -> ContinuousClock.Instant? {
-        guard seen.wait(timeout: .now() + timeout) == .success else {
-            expected.withLock { $0 = nil }
-            return nil
-        }
-        return seenAt.withLock { $0 }
-    }
-
-    func poll() {
-        defer { stopped.signal() }
-        while !done.load(ordering: .relaxed) {
-            if let target = expected.withLock({ $0 }) {
-                do {
-                    if try vault.data(for: key) == target {
-                        let now = ContinuousClock.now
-                        let claimed = expected.withLock { value in
-                            guard value == target else { return false }
-                            value = nil
-                            return true
-                        }
-                        if claimed {
-                            seenAt.withLock { $0 = now }
-                            seen.signal()
-                        }
-                    }
-                } catch {
-                    problem.withLock { $0 = $0 ?? "\(error)" }
-                }
-            }
-            usleep(500)
-        }
-    }
-
-    func finish() {
-        done.store(true, ordering: .relaxed)
-        stopped.wait()
-    }
-}
-
-/// The etcd cluster of the fleet rows: given (`VAULT_BENCH_ETCD`), or started here with
-/// `scripts/etcd-cluster` and stopped by `stop()` (and by the script's watchdog once this process is
-/// gone, whatever ended it).
-final class BenchCluster {
-    let endpoints: [String]
-    private let script: String?
-    private let state: String?
-
-    var isOwn: Bool { script != nil }
-
-    private init(endpoints: [String], script: String?, state: String?) {
-        self.endpoints = endpoints
-        self.script = script
-        self.state = state
-    }
-
-    static func startOrGiven() throws -> BenchCluster {
-        if let given = ProcessInfo.processInfo.environment["VAULT_BENCH_ETCD"], !given.isEmpty {
-            return BenchCluster(endpoints: given.split(separator: ",").map(String.init), script: nil, state: nil)
-        }
-        let candidates = [
-            FilePath(FileManager.default.currentDirectoryPath).appending("scripts/etcd-cluster").string,
-            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                .deletingLastPathComponent().appendingPathComponent("scripts/etcd-cluster").path,
-        ]
-        guard let script = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw BenchError(
-                "--fleet needs scripts/etcd-cluster (run it from the package directory) or VAULT_BENCH_ETCD")
-        }
-        let pid = ProcessInfo.processInfo.processIdentifier
-        let state = "/dev/shm/vault-bench-etcd-\(pid)"
-        var environment = ProcessInfo.processInfo.environment
-        environment["VAULT_ETCD_UNTIL_PID"] = String(pid)
-        let cluster = BenchCluster(endpoints: [], script: script, state: state)
-        // Ports of its own (the tests' clusters use 24000-31999): VAULT_ETCD_BASE_PORT when given, else
-        // from 20000 by process id; the script refuses (3) ports something listens on, and then the next
-        // ones are tried.
-        let given = environment["VAULT_ETCD_BASE_PORT"].flatMap { Int($0) }
-        var status: Int32 = 3
-        for attempt in 0..<(given == nil ? 10 : 1) where status == 3 {
-            environment["VAULT_ETCD_BASE_PORT"] = String(given ?? 20000 + (Int(pid) % 100 + attempt * 10) % 200 * 20)
-            status = try ChildProcess.run(
-                "/bin/bash", arguments: [script, "start", state], environment: environment.map { "\($0)=\($1)" }
-            ).exitStatus
-        }
-        let text = String(
-            decoding: FileManager.default.contents(atPath: state + "/endpoints") ?? Data(), as: UTF8.self
-        ).trimmingCharacters(in: .whitespacesAndNewlines)
-        guard status == 0, !text.isEmpty else {
-            cluster.stop()
-            throw BenchError(
-                "`\(script) start \(state)` exited \(status) (are etcd-server and etcd-client installed? are ports "
-                    + "\(environment["VAULT_ETCD_BASE_PORT"] ?? "") and on free?)")
-        }
-        return BenchCluster(endpoints: text.split(separator: ",").map(String.init), script: script, state: state)
-    }
-
-    /// `scripts/etcd-cluster ACTION N` for each member (pause, resume, kill).
-    func members(_ action: String) throws {
-        guard let script, let state else { return }
-        for member in 1...3 {
-            let status = try ChildProcess.run("/bin/bash", arguments: [script, action, String(member), state])
-                .exitStatus
-            guard status == 0 else { throw BenchError("`\(script) \(action) \(member) \(state)` exited \(status)") }
-        }
-    }
-
-    /// Stops the members (whatever state they are in) and removes their data; nothing for a given cluster.
-    func stop() {
-        guard let script, let state else { return }
-        _ = try? ChildProcess.run("/bin/bash", arguments: [script, "stop", state])
-        try? FileManager.default.removeItem(atPath: state)
-    }
 }
