@@ -68,14 +68,8 @@ extension VaultStore {
                     // Groups are made under this lock and a key is written before any item, so a
                     // directory that holds items but no key file now lost its key (a member may delete it
                     // from a shared directory): a new key would leave every item there unreadable.
-                    if try groupDirectory(group, create: false) != nil, !(try itemIDs(in: group)).isEmpty {
-                        let keyPath = groupPath(group) / GroupKeyFile.fileName
-                        throw StoreError(
-                            .integrity,
-                            "\(keyPath) is missing but group \(group) holds items: restore it from a backup (its keys "
-                                + "are nowhere else); nothing was written",
-                            path: keyPath.string)
-                    }
+                    try refuseItemsWithoutKey(
+                        group, "restore it from a backup (its keys are nowhere else); nothing was written")
                     // A shared directory that lost its key (a member removed it before any item was written)
                     // stays shared: its members keep their group.
                     let status = try? groupsDirectory.statusAt(group.rawValue)
@@ -103,6 +97,15 @@ extension VaultStore {
             throw StoreError.system(error, .readDirectory, "list", path: groupsPath)
         }
         return names.compactMap { try? GroupName($0) }.sorted()
+    }
+
+    /// Throws `integrity` when `group`, whose key file is missing, holds items: its key is lost, and
+    /// `consequence` says what the caller will not do about it.
+    func refuseItemsWithoutKey(_ group: GroupName, _ consequence: String) throws(StoreError) {
+        guard !(try itemIDs(in: group, sorted: false)).isEmpty else { return }
+        let keyPath = groupPath(group) / GroupKeyFile.fileName
+        throw StoreError(
+            .integrity, "\(keyPath) is missing but group \(group) holds items: " + consequence, path: keyPath.string)
     }
 
     /// The ids of the items in `group`, sorted unless `sorted` is false; temp files and foreign names

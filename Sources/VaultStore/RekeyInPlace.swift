@@ -37,14 +37,10 @@ extension VaultStore {
                     try AtomicFile.syncDirectory(directory, path: groupPath(group))
                 }
                 guard let file = try loadGroupKeyFile(group) else {
-                    guard try itemIDs(in: group, sorted: false).isEmpty else {
-                        let keyPath = groupPath(group) / GroupKeyFile.fileName
-                        throw StoreError(
-                            .integrity,
-                            "\(keyPath) is missing but group \(group) holds items: vault will not rekey a vault with a "
-                                + "group it cannot open (nothing was changed); restore the file from a backup",
-                            path: keyPath.string)
-                    }
+                    try refuseItemsWithoutKey(
+                        group,
+                        "vault will not rekey a vault with a group it cannot open (nothing was changed); restore the "
+                            + "file from a backup")
                     continue
                 }
                 groupFiles.append((group, file, directory))
