@@ -9,33 +9,6 @@ import VaultSystem
 /// certificate, which etcd asks for), and etcd's user authentication, whose tokens die when a member
 /// restarts.
 @Suite(.serialized) struct EtcdSecurityTests {
-    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("scripts/etcd-cluster").path
-
-    /// Starts a cluster in `state` on ports that are free now (`FleetTestSupport.freeBase`), up to three
-    /// times: a port can be taken between the check and etcd's bind (the kernel hands out this range to
-    /// outgoing connections too), and a loaded machine can keep a member from answering in time.
-    static func startCluster(_ state: String, _ environment: [String: String] = [:]) throws -> Int32 {
-        var status: Int32 = -1
-        for _ in 0..<3 where status != 0 {
-            var environment = environment
-            environment["VAULT_ETCD_BASE_PORT"] = String(try FleetTestSupport.freeBase())
-            status = try cluster(["start", state], environment)
-        }
-        return status
-    }
-
-    /// Runs scripts/etcd-cluster with `arguments` and `environment`; its exit status.
-    @discardableResult
-    static func cluster(_ arguments: [String], _ environment: [String: String] = [:]) throws -> Int32 {
-        var all = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        all["VAULT_ETCD_UNTIL_PID"] = String(ProcessInfo.processInfo.processIdentifier)
-        return try ChildProcess.run(
-            "/bin/bash", arguments: [script] + arguments, environment: all.map { "\($0)=\($1)" }
-        )
-        .exitStatus
-    }
-
     /// A one-member cluster started with `environment` (scheme, flags) for `body`, stopped afterwards.
     func withMember<R>(
         _ label: String, _ environment: [String: String], _ body: (_ endpoint: String, _ state: String) throws -> R
@@ -44,8 +17,8 @@ import VaultSystem
         let state = "/dev/shm/vault-etcd-\(label)-\(pid)"
         var environment = environment
         environment["VAULT_ETCD_MEMBERS"] = "1"
-        defer { _ = try? Self.cluster(["stop", state]) }
-        let status = try Self.startCluster(state, environment)
+        defer { _ = try? FleetTestSupport.clusterScript(["stop", state]) }
+        let status = try FleetTestSupport.startCluster(state, environment)
         try #require(status == 0, "the \(label) member did not start: \(state)")
         let endpoint = try String(contentsOfFile: state + "/endpoints", encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines)
@@ -156,8 +129,8 @@ import VaultSystem
             let denied = #expect(throws: EtcdError.self) { try app.put(Array("/elsewhere".utf8), [3]) }
             #expect(denied?.code == .authentication || denied?.code == .rejected, "\(String(describing: denied))")
             // A restart kills every simple token: the next request authenticates again by itself.
-            try Self.cluster(["kill", "1", state])
-            try Self.cluster(["restart", "1", state])
+            try FleetTestSupport.clusterScript(["kill", "1", state])
+            try FleetTestSupport.clusterScript(["restart", "1", state])
             var answered = false
             for _ in 0..<50 where !answered {
                 if (try? app.put(key, [4])) != nil { answered = true } else { Thread.sleep(forTimeInterval: 0.1) }
@@ -173,8 +146,8 @@ import VaultSystem
     @Test func writesGoOnWhenAMemberIsKilledAndFailCleanlyWithoutQuorum() throws {
         let pid = Int(ProcessInfo.processInfo.processIdentifier)
         let state = "/dev/shm/vault-etcd-faults-\(pid)"
-        defer { _ = try? EtcdSecurityTests.cluster(["stop", state]) }
-        let status = try EtcdSecurityTests.startCluster(state)
+        defer { _ = try? FleetTestSupport.clusterScript(["stop", state]) }
+        let status = try FleetTestSupport.startCluster(state)
         try #require(status == 0, "the cluster did not start: \(state)")
         let endpoints = try String(contentsOfFile: state + "/endpoints", encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").map(String.init)
@@ -186,7 +159,7 @@ import VaultSystem
         var acknowledged: [Int] = []
         var failedWrites = 0
         for index in 0..<200 {
-            if index == 100 { try EtcdSecurityTests.cluster(["kill", "1", state]) }
+            if index == 100 { try FleetTestSupport.clusterScript(["kill", "1", state]) }
             do {
                 try etcd.put(prefix + Array(String(format: "%04d", index).utf8), [UInt8(index % 256)])
                 acknowledged.append(index)
@@ -206,7 +179,7 @@ import VaultSystem
         print("FIGURE etcd-kill: 200 puts, member 1 killed at 100: \(acknowledged.count) acknowledged, all found")
         // Two of three gone (one killed, one stopped): no quorum. A write fails within its time limit and
         // changes nothing; a serializable read still answers from the member left.
-        try EtcdSecurityTests.cluster(["pause", "2", state])
+        try FleetTestSupport.clusterScript(["pause", "2", state])
         // Members 1 and 2 must not answer now (a serializable read needs no leader): checked, and the
         // signals sent again once if one still does, so that a slow machine cannot fake quorum loss.
         func answers(_ endpoint: String) -> Bool {
@@ -215,8 +188,8 @@ import VaultSystem
             return (try? EtcdClient(probe).range(prefix, serializable: true)) != nil
         }
         for _ in 0..<2 where answers(endpoints[0]) || answers(endpoints[1]) {
-            try EtcdSecurityTests.cluster(["kill", "1", state])
-            try EtcdSecurityTests.cluster(["pause", "2", state])
+            try FleetTestSupport.clusterScript(["kill", "1", state])
+            try FleetTestSupport.clusterScript(["pause", "2", state])
             Thread.sleep(forTimeInterval: 0.2)
         }
         #expect(!answers(endpoints[0]) && !answers(endpoints[1]), "members 1 and 2 still answer")
@@ -226,8 +199,8 @@ import VaultSystem
         print("FIGURE etcd-no-quorum: the write failed after \(Int(Date().timeIntervalSince(started) * 1000)) ms")
         #expect(try etcd.range(prefix: prefix, serializable: true).count == stored.count)
         // Both back: writes resume, and the write that failed is not there.
-        try EtcdSecurityTests.cluster(["resume", "2", state])
-        try EtcdSecurityTests.cluster(["restart", "1", state])
+        try FleetTestSupport.clusterScript(["resume", "2", state])
+        try FleetTestSupport.clusterScript(["restart", "1", state])
         var resumed = false
         for _ in 0..<100 where !resumed {
             if (try? etcd.put(prefix + Array("after".utf8), [2])) != nil {

@@ -180,6 +180,19 @@ enum FleetTestSupport {
         .exitStatus
     }
 
+    /// Starts a cluster in `state` with `environment` on ports that are free now (`freeBase`), up to
+    /// three times: a port can be taken between the check and etcd's bind, and a loaded machine can keep
+    /// a member from answering in time. The script's last exit status.
+    static func startCluster(_ state: String, _ environment: [String: String] = [:]) throws -> Int32 {
+        var status: Int32 = -1
+        for _ in 0..<3 where status != 0 {
+            var settings = environment
+            settings["VAULT_ETCD_BASE_PORT"] = String(try freeBase())
+            status = try clusterScript(["start", state], settings)
+        }
+        return status
+    }
+
     /// A cluster of `members` members (with `environment`: scheme, flags, etcdctl's TLS files) for
     /// `body`, stopped afterwards whatever happens.
     static func withCluster<R>(
@@ -188,13 +201,9 @@ enum FleetTestSupport {
         let pid = ProcessInfo.processInfo.processIdentifier
         let state = "/dev/shm/vault-fleet-\(label)-\(pid)-\(UUID().uuidString.prefix(8))"
         defer { _ = try? clusterScript(["stop", state]) }
-        var started: Int32 = -1
-        for _ in 0..<3 where started != 0 {
-            var settings = environment
-            settings["VAULT_ETCD_MEMBERS"] = String(members)
-            settings["VAULT_ETCD_BASE_PORT"] = String(try freeBase())
-            started = try clusterScript(["start", state], settings)
-        }
+        var settings = environment
+        settings["VAULT_ETCD_MEMBERS"] = String(members)
+        let started = try startCluster(state, settings)
         try #require(started == 0, "the \(label) cluster did not start (state in \(state))")
         let endpoints = try String(contentsOfFile: state + "/endpoints", encoding: .utf8)
             .trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").map(String.init)
