@@ -138,8 +138,11 @@ public enum ItemAttribute: String, CaseIterable, Sendable, Hashable {
     private static let genericPrimaryKey = genericPassword.filter { $0.isPrimaryKey(of: .genericPassword) }
     private static let internetPrimaryKey = internetPassword.filter { $0.isPrimaryKey(of: .internetPassword) }
 
+    /// The blob attributes (text or bytes, kept as given), in schema order.
+    static let blobAttributes = allCases.filter { $0.valueType == .blob }
+
     /// The raw keys of the blob attributes (text or bytes, kept as given).
-    public static let blobKeys: Set<String> = Set(allCases.filter { $0.valueType == .blob }.map(\.key))
+    public static let blobKeys: Set<String> = Set(blobAttributes.map(\.key))
 }
 
 extension ItemAttributes {

@@ -133,7 +133,9 @@ public struct ItemAttributes: Sendable, Hashable, Codable {
         if let v = changes.port { result.port = v }
         if let v = changes.path { result.path = v }
         // Each blob attribute that changes takes the type it was given in this time.
-        let changedBlobKeys = Self.blobKeys.filter { key in ItemAttribute(rawValue: key).map(changes.hasValue) ?? false
+        var changedBlobKeys: Set<String> = []
+        for attribute in ItemAttribute.blobAttributes where changes.hasValue(attribute) {
+            changedBlobKeys.insert(attribute.key)
         }
         if !changedBlobKeys.isEmpty {
             var typed = (result.dataTypedKeys ?? []).subtracting(changedBlobKeys)

@@ -147,7 +147,7 @@ struct ItemEngine: Sendable {
         try requireAllowedInGroup(record, group)
         var bytes: [UInt8]
         do {
-            bytes = try ItemRecordCodec.encode(record)
+            bytes = try ItemRecordCodec.encode(record, cache: metadataCache)
         } catch {
             let reason = (error as? EncodingError)?.redactedDescription ?? "\(error)"
             throw VaultError(

@@ -20,7 +20,11 @@ enum ItemRecordCodec {
 
     static let metadataOptions = VaultArchive.Options(maxSize: 1 << 20)
 
-    static func encode(_ record: ItemRecord) throws -> [UInt8] {
+    /// The plaintext of `record`. With `cache`, the record's metadata goes into it under the bytes
+    /// written, so that the next read of the item (a writer's next update of it, above all) decodes
+    /// nothing: the archive reads back exactly what it wrote (dates are refused unless they round-trip),
+    /// so the entry is what a decode of those bytes would give.
+    static func encode(_ record: ItemRecord, cache: BoundedCache<MetadataBytes, ItemRecord>? = nil) throws -> [UInt8] {
         let metadata = try VaultArchive.encode(
             Metadata(
                 itemClass: record.itemClass, attributes: record.attributes, created: record.created,
@@ -31,6 +35,7 @@ enum ItemRecordCodec {
         bytes.appendBigEndian(UInt32(metadata.count))
         bytes += metadata
         bytes += record.data
+        cache?.insert(record.with(data: Data()), for: MetadataBytes(ArraySlice(metadata)))
         return bytes
     }
 
