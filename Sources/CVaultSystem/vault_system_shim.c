@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "vault_system_shim.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,6 +65,17 @@ char **vsys_environment(void) {
 
 int vsys_syncfs(int fd) {
     return syncfs(fd);
+}
+
+long vsys_read_directory(int fd, void *buffer, unsigned long size) {
+    return (long)getdents64(fd, buffer, size);
+}
+
+const char *vsys_directory_entry_name(const void *buffer, unsigned long length, unsigned long *offset) {
+    if (*offset >= length) return NULL;
+    const struct dirent64 *entry = (const struct dirent64 *)((const char *)buffer + *offset);
+    *offset += entry->d_reclen;
+    return entry->d_name;
 }
 
 int vsys_o_path(void) { return O_PATH; }

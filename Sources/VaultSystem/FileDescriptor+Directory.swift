@@ -107,31 +107,26 @@ extension FileDescriptor {
 
     /// The names in this directory (without "." and ".."), in no particular order.
     public func entryNames() throws(Errno) -> [String] {
-        // fdopendir takes ownership of its descriptor, so it gets one of its own. A new open of "."
-        // rather than a dup: a dup shares the directory offset with every other copy (other threads,
-        // and a forked child's inherited descriptor), and two listings through one offset skip entries.
+        // A descriptor of its own, from a new open of "." rather than a dup: a dup shares the
+        // directory offset with every other copy (other threads, and a forked child's inherited
+        // descriptor), and two listings through one offset skip entries.
         let opened = try retryingOnInterrupt(.readDirectory) {
             Glibc.openat(rawValue, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         }
         let own = try FileDescriptor.aboveStandardStreams(opened)
-        guard let dir = Glibc.fdopendir(own.rawValue) else {
-            let error = Errno.current
-            try? own.close()
-            throw error
-        }
-        defer { Glibc.closedir(dir) }
-        Glibc.rewinddir(dir)
+        defer { try? own.close() }
+        let size = 32 * 1024
+        let buffer = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: 8)
+        defer { buffer.deallocate() }
         var names: [String] = []
         while true {
-            errno = 0
-            guard let entry = Glibc.readdir(dir) else {
-                if errno != 0 { throw Errno.current }
-                return names
+            let filled = try retryingOnInterrupt(nil) { vsys_read_directory(own.rawValue, buffer, UInt(size)) }
+            if filled == 0 { return names }
+            var offset: UInt = 0
+            while let entry = vsys_directory_entry_name(buffer, UInt(filled), &offset) {
+                let name = String(cString: entry)
+                if name != "." && name != ".." { names.append(name) }
             }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
         }
     }
 }

@@ -154,6 +154,26 @@ import VaultTestSupport
         }
     }
 
+    /// More names than one read of the directory returns (32 KiB of records), the longest name a file
+    /// system takes, and names that are not ASCII; listing twice through one descriptor gives both.
+    @Test func entryNamesListsLargeDirectoriesWhole() throws {
+        try withTemporaryDirectory("system") { dir in
+            let fd = try dir.open()
+            defer { try? fd.close() }
+            var expected: Set<String> = [String(repeating: "n", count: 255), "é-名前", "sub"]
+            for i in 0..<3000 { expected.insert("item-\(i)-" + String(repeating: "x", count: i % 40)) }
+            for name in expected where name != "sub" { try fd.openAt(name, [.writeOnly, .create]).close() }
+            try fd.makeDirectoryAt("sub")
+            let first = try fd.entryNames()
+            #expect(first.count == expected.count)
+            #expect(Set(first) == expected)
+            #expect(Set(try fd.entryNames()) == expected)
+            let empty = try fd.openDirectoryAt("sub")
+            defer { try? empty.close() }
+            #expect(try empty.entryNames().isEmpty)
+        }
+    }
+
     @Test func errnoDescribesItself() {
         #expect(Errno.noSpace.description == "No space left on device")
         #expect(Errno.ioError.description.contains("Input/output"))

@@ -52,6 +52,15 @@ VSYS_INTERNAL int vsys_spawn_close_from(void *actions, int from);
 /// syncfs(fd): a GNU extension that Swift's Glibc module does not import.
 VSYS_INTERNAL int vsys_syncfs(int fd);
 
+/// getdents64(fd, buffer, size): the next entries of the open directory `fd` as `struct dirent64`
+/// records, without the DIR stream (whose fdopendir adds an fstat, two fcntls and a seek to every
+/// listing). Returns the bytes filled, 0 at the end, or -1 with errno set.
+VSYS_INTERNAL long vsys_read_directory(int fd, void *buffer, unsigned long size);
+
+/// The name of the record at `*offset` in the first `length` bytes that vsys_read_directory filled, and
+/// `*offset` moved past it; NULL once every record was read.
+VSYS_INTERNAL const char *vsys_directory_entry_name(const void *buffer, unsigned long length, unsigned long *offset);
+
 /// Turns off echo on the terminal `fd` (discarding type-ahead, as getpass does) and remembers the
 /// previous settings. Until vsys_echo_restore, SIGINT, SIGTERM, SIGHUP and SIGQUIT first restore the
 /// settings and then take their previous action, so an interrupted prompt never leaves the terminal
