@@ -4,10 +4,11 @@ import VaultSystem
 /// writer holds the lock, so under the lock any temp file is a leftover), spares that may still be an
 /// item's file on disk, and a bulk load's deferred flush.
 extension VaultStore {
-    /// Removes `group`'s temp files once per group per open store (and again after a death).
-    func removeStaleTemporaryFiles(group: GroupName, directory: FileDescriptor) {
+    /// Removes `group`'s temp files once per group per open store (and again after a death); `listed`
+    /// is the group's listing when the caller has just made one under the lock.
+    func removeStaleTemporaryFiles(group: GroupName, directory: FileDescriptor, listed: [String]? = nil) {
         if state.withLock({ $0.cleanedGroups.contains(group) }) { return }
-        let names = (try? directory.entryNames()) ?? []
+        let names = listed ?? (try? directory.entryNames()) ?? []
         for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) {
             try? directory.unlinkAt(name)
         }

@@ -107,6 +107,8 @@ extension VaultStore {
         } catch {
             throw StoreError.system(error, .readDirectory, "list", path: groupPath(group))
         }
+        // The same listing serves the group's first cleanup: this runs under its lock.
+        removeStaleTemporaryFiles(group: group, directory: directory, listed: names)
         var result: [(name: String, contents: [UInt8])] = []
         for name in names.sorted() where name.hasPrefix(MoveIntent.prefix) {
             let path = groupPath(group) / name
