@@ -6,6 +6,9 @@ internal import Glibc
 public enum DetachedThread {
     /// Starts a thread named `name` (at most 15 bytes are kept) that runs `body`.
     public static func start(named name: String, _ body: @escaping @Sendable () -> Void) throws(Errno) {
+        #if DEBUG
+            if let injected = FaultInjection.fault(for: .startThread) { throw injected }
+        #endif
         final class Work {
             let name: String
             let body: @Sendable () -> Void

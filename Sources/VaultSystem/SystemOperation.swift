@@ -32,4 +32,6 @@ public enum SystemOperation: String, Sendable, CaseIterable, Hashable {
     case keyring
     /// fchmod(2) and fchown(2).
     case chmod
+    /// pthread_create(3).
+    case startThread
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import VaultSystem
 
 @testable import VaultEtcd
 
@@ -107,5 +108,29 @@ import Testing
             return
         }
         #expect(message.contains("127.0.0.1:9"))
+    }
+
+    /// A watch whose thread cannot be made (a thread limit) ends failed, saying why, and reports it from
+    /// another thread: the caller may hold the lock its `onEnd` takes.
+    @Test func aWatchWhoseThreadCannotStartEndsFromAnotherThread() throws {
+        let etcd = EtcdClient(try EtcdClient.Configuration(endpoints: ["http://127.0.0.1:9"]))
+        let collected = Collected()
+        let caller = pthread_self()
+        let endedOnCaller = Mutex<Bool?>(nil)
+        let watch = FaultInjection.withPlan(FaultPlan(.startThread, occurrence: 1, effect: .fail(.wouldBlock))) {
+            EtcdWatch(
+                client: etcd, prefix: TestCluster.prefix("no-thread"), fromRevision: 0, onEvents: { _, _ in },
+                onEnd: { end in
+                    endedOnCaller.withLock { $0 = pthread_equal(pthread_self(), caller) != 0 }
+                    collected.end.withLock { $0 = end }
+                })
+        }
+        #expect(collected.waitFor { $0.end.withLock { $0 } != nil }, "the watch did not end")
+        #expect(endedOnCaller.withLock { $0 } == false)
+        guard case .failed(let message) = watch.end else {
+            Issue.record("ended with \(String(describing: watch.end))")
+            return
+        }
+        #expect(message.contains("cannot start the watch's thread"))
     }
 }
