@@ -74,6 +74,7 @@ long vsys_read_directory(int fd, void *buffer, unsigned long size) {
 const char *vsys_directory_entry_name(const void *buffer, unsigned long length, unsigned long *offset) {
     if (*offset >= length) return NULL;
     const struct dirent64 *entry = (const struct dirent64 *)((const char *)buffer + *offset);
+    if (entry->d_reclen == 0) return NULL;
     *offset += entry->d_reclen;
     return entry->d_name;
 }

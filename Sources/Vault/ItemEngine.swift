@@ -30,7 +30,7 @@ struct LocatedItem: Sendable {
 /// write rules (duplicates, moves, generations). Every mutation runs under the store's write lock.
 struct ItemEngine: Sendable {
     let store: VaultStore
-    /// Decoded metadata of the items this handle has read (see `ItemRecordCodec.decode`).
+    /// Decoded metadata of the items this handle has read or written (see `ItemRecordCodec.decode`).
     let metadataCache: BoundedCache<ItemRecordCodec.MetadataBytes, ItemRecord>
     /// The attributes (never the secret) of the items this handle has scanned, each with the
     /// fingerprint of the file it came from: a query that returns no secrets re-reads only the files

@@ -22,8 +22,7 @@ enum ItemRecordCodec {
 
     /// The plaintext of `record`. With `cache`, the record's metadata goes into it under the bytes
     /// written, so that the next read of the item (a writer's next update of it, above all) decodes
-    /// nothing: the archive reads back exactly what it wrote (dates are refused unless they round-trip),
-    /// so the entry is what a decode of those bytes would give.
+    /// nothing, when a decode of those bytes would give back exactly the record (`cacheable`).
     static func encode(_ record: ItemRecord, cache: BoundedCache<MetadataBytes, ItemRecord>? = nil) throws -> [UInt8] {
         let metadata = try VaultArchive.encode(
             Metadata(
@@ -35,8 +34,31 @@ enum ItemRecordCodec {
         bytes.appendBigEndian(UInt32(metadata.count))
         bytes += metadata
         bytes += record.data
-        cache?.insert(record.with(data: Data()), for: MetadataBytes(ArraySlice(metadata)))
+        if let cache, let entry = cacheable(record) {
+            // A key of its own size: the encoder's buffer has room to spare, which the cache's byte
+            // count would not see.
+            cache.insert(entry, for: MetadataBytes(ArraySlice(Array(metadata[...]))))
+        }
         return bytes
+    }
+
+    /// `record` without its secret as a decode of its metadata gives it, or nil when that may differ:
+    /// a date off by an ulp in the archive's seconds since 1970 (one made by `Date()` can be, see
+    /// docs/ARCHIVE.md; the vault's own are made to round-trip by `ItemRecord.now`). A bytes attribute
+    /// is copied into storage of its own, as a decode makes it: a caller's slice would index from
+    /// elsewhere and keep its whole buffer alive, unseen by the cache's byte count.
+    static func cacheable(_ record: ItemRecord) -> ItemRecord? {
+        func readsBack(_ date: Date?) -> Bool {
+            guard let date else { return true }
+            return Date(timeIntervalSince1970: date.timeIntervalSince1970) == date
+        }
+        let attributes = record.attributes
+        guard readsBack(record.created), readsBack(record.modified), readsBack(attributes.creationDate),
+            readsBack(attributes.modificationDate)
+        else { return nil }
+        var entry = record.with(data: Data())
+        if let generic = attributes.generic { entry.attributes.generic = Data(Array(generic)) }
+        return entry
     }
 
     /// The version in a plaintext, for the store's recovery of interrupted moves (no cache: rare);
@@ -51,9 +73,10 @@ enum ItemRecordCodec {
     }
 
     /// Decodes a plaintext; the metadata comes from `cache` when its bytes were seen before. The cache
-    /// is keyed by the exact metadata bytes as they came out of an authenticated decryption, so an
-    /// entry is reused only while a file holds byte-for-byte the same metadata: never stale, whoever
-    /// wrote the file, and never holding a secret (its records have empty data).
+    /// is keyed by the exact metadata bytes (as they came out of an authenticated decryption, or as
+    /// this handle encoded them), so an entry is reused only while a file holds byte-for-byte the same
+    /// metadata: never stale, whoever wrote the file, and never holding a secret (its records have
+    /// empty data).
     static func decode(_ bytes: [UInt8], cache: BoundedCache<MetadataBytes, ItemRecord>?) throws -> ItemRecord {
         guard bytes.count >= 4 else {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "record of \(bytes.count) bytes"))

@@ -120,7 +120,14 @@ extension FileDescriptor {
         defer { buffer.deallocate() }
         var names: [String] = []
         while true {
-            let filled = try retryingOnInterrupt(nil) { vsys_read_directory(own.rawValue, buffer, UInt(size)) }
+            let filled: Int
+            do {
+                filled = try retryingOnInterrupt(nil) { vsys_read_directory(own.rawValue, buffer, UInt(size)) }
+            } catch {
+                // A directory removed while open has no entries (readdir reads ENOENT as the end too).
+                if error == .noSuchFileOrDirectory { return names }
+                throw error
+            }
             if filled == 0 { return names }
             var offset: UInt = 0
             while let entry = vsys_directory_entry_name(buffer, UInt(filled), &offset) {

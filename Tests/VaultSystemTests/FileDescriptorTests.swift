@@ -174,6 +174,19 @@ import VaultTestSupport
         }
     }
 
+    /// A directory removed while a descriptor of it is open lists as empty, as readdir has it.
+    @Test func aRemovedDirectoryListsAsEmpty() throws {
+        try withTemporaryDirectory("system") { dir in
+            let fd = try dir.open()
+            defer { try? fd.close() }
+            try fd.makeDirectoryAt("gone")
+            let gone = try fd.openDirectoryAt("gone")
+            defer { try? gone.close() }
+            try fd.removeDirectoryAt("gone")
+            #expect(try gone.entryNames().isEmpty)
+        }
+    }
+
     @Test func errnoDescribesItself() {
         #expect(Errno.noSpace.description == "No space left on device")
         #expect(Errno.ioError.description.contains("Input/output"))

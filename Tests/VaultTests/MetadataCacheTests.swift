@@ -9,24 +9,47 @@ import VaultTestSupport
 /// writes, so a writer's next read of an item decodes nothing; an entry must be exactly what a decode of
 /// its bytes gives.
 @Suite struct MetadataCacheTests {
-    /// A record with every attribute set, dates with fractions of a second.
-    func fullRecord() throws -> ItemRecord {
-        var attributes = ItemAttributes(service: "svc", account: "acct", label: "label", comment: "comment")
-        attributes.itemDescription = "description"
-        attributes.generic = Data([0, 1, 2, 255])
-        attributes.genericIsText = false
-        attributes.creator = 0x6162_6364
-        attributes.type = 0x7778_797A
-        attributes.isInvisible = true
-        attributes.isNegative = false
-        attributes.accessible = .afterFirstUnlock
-        attributes.synchronizable = false
-        attributes.dataTypedKeys = ["acct", "labl"]
-        return ItemRecord(
-            itemClass: .genericPassword, attributes: attributes, data: Data("the secret".utf8),
-            created: Date(timeIntervalSince1970: 1_700_000_000.25),
-            modified: Date(timeIntervalSince1970: 1_700_000_123.5), persistentID: Data((0..<16).map { UInt8($0) }),
-            generation: 7)
+    /// Records with every attribute of their class set: non-ASCII and decomposed text, a group, the
+    /// dates in the attributes too, and dates that the archive's seconds since 1970 hold exactly.
+    func records() throws -> [ItemRecord] {
+        var generic = ItemAttributes(service: "svc", account: "acct", label: "label", comment: "comment")
+        generic.itemDescription = "description"
+        generic.generic = Data([0, 1, 2, 255])
+        generic.genericIsText = false
+        generic.creator = 0x6162_6364
+        generic.type = 0x7778_797A
+        generic.isInvisible = true
+        generic.isNegative = false
+        generic.accessible = .afterFirstUnlock
+        generic.synchronizable = false
+        generic.dataTypedKeys = ["acct", "labl", "desc"]
+        var internet = ItemAttributes()
+        internet.account = "e\u{301}l\u{e8}ve"
+        internet.server = "h\u{f6}st.example"
+        internet.securityDomain = "realm"
+        internet.`protocol` = "htps"
+        internet.authenticationType = "dflt"
+        internet.port = 8443
+        internet.path = "/p/\u{540d}"
+        internet.label = "label"
+        internet.accessGroup = try AccessGroup("com.example.shared")
+        internet.synchronizable = true
+        internet.creationDate = Date(timeIntervalSince1970: 1_600_000_000)
+        internet.modificationDate = Date(timeIntervalSince1970: 1_600_000_001.5)
+        return [
+            ItemRecord(
+                itemClass: .genericPassword, attributes: generic, data: Data("the secret".utf8),
+                created: Date(timeIntervalSince1970: 1_700_000_000.25),
+                modified: Date(timeIntervalSince1970: 1_700_000_123.5), persistentID: Data((0..<16).map { UInt8($0) }),
+                generation: 7),
+            ItemRecord(
+                itemClass: .internetPassword, attributes: internet, data: Data([9]), created: ItemRecord.now(),
+                modified: ItemRecord.now(), persistentID: Data(repeating: 1, count: 16), generation: 1),
+            ItemRecord(
+                itemClass: .genericPassword, attributes: ItemAttributes(), data: Data(),
+                created: Date(timeIntervalSince1970: 0), modified: Date(timeIntervalSince1970: 1), persistentID: Data(),
+                generation: 1),
+        ]
     }
 
     func expectSameMetadata(_ a: ItemRecord, _ b: ItemRecord) {
@@ -38,25 +61,53 @@ import VaultTestSupport
         #expect(a.generation == b.generation)
     }
 
+    func cached(_ bytes: [UInt8], in cache: BoundedCache<ItemRecordCodec.MetadataBytes, ItemRecord>) -> ItemRecord? {
+        let length = Int(UInt32(bigEndianBytes: bytes[0..<4]))
+        return cache[ItemRecordCodec.MetadataBytes(bytes[4..<(4 + length)])]
+    }
+
     @Test func anEncodedRecordIsCachedAsItsBytesDecode() throws {
         let cache = ItemRecordCodec.metadataCache(byteCapacity: 1 << 20)
-        for record in [
-            try fullRecord(),
-            ItemRecord(
-                itemClass: .internetPassword, attributes: ItemAttributes(), data: Data(),
-                created: Date(timeIntervalSince1970: 0),
-                modified: Date(timeIntervalSince1970: 1), persistentID: Data(), generation: 1),
-        ] {
+        let records = try records()
+        for record in records {
             let bytes = try ItemRecordCodec.encode(record, cache: cache)
             let decoded = try ItemRecordCodec.decode(bytes, cache: nil)
-            let length = Int(UInt32(bigEndianBytes: bytes[0..<4]))
-            let cached = try #require(cache[ItemRecordCodec.MetadataBytes(bytes[4..<(4 + length)])])
-            expectSameMetadata(cached, decoded)
-            expectSameMetadata(cached, record)
-            #expect(cached.data.isEmpty)  // the cache never holds a secret
+            let entry = try #require(cached(bytes, in: cache))
+            expectSameMetadata(entry, decoded)
+            expectSameMetadata(entry, record)
+            #expect(entry.data.isEmpty)  // the cache never holds a secret
             #expect(try ItemRecordCodec.decode(bytes, cache: cache).data == record.data)
         }
-        #expect(cache.count == 2)
+        #expect(cache.count == records.count)
+    }
+
+    /// A date that the archive's seconds since 1970 round (one made by `Date()` can be) would read back
+    /// from the cache as it was given, and from the file one ulp off: such a record is not cached.
+    @Test func aRecordWhoseDatesDoNotReadBackIsNotCached() throws {
+        let cache = ItemRecordCodec.metadataCache(byteCapacity: 1 << 20)
+        let unstable = Date(timeIntervalSinceReferenceDate: 0.1)
+        #expect(Date(timeIntervalSince1970: unstable.timeIntervalSince1970) != unstable)
+        var record = try records()[0]
+        record.modified = unstable
+        let bytes = try ItemRecordCodec.encode(record, cache: cache)
+        #expect(cached(bytes, in: cache) == nil)
+        #expect(try ItemRecordCodec.decode(bytes, cache: nil).modified != unstable)
+        var dated = try records()[1]
+        dated.attributes.creationDate = unstable
+        #expect(cached(try ItemRecordCodec.encode(dated, cache: cache), in: cache) == nil)
+        #expect(cache.count == 0)
+    }
+
+    /// A caller's bytes attribute may be a slice of a larger buffer: the cached record holds its own
+    /// copy, indexed from 0 as a decoded one is.
+    @Test func aSlicedBytesAttributeIsCachedAsItsOwnCopy() throws {
+        let cache = ItemRecordCodec.metadataCache(byteCapacity: 1 << 20)
+        var record = try records()[0]
+        let buffer = Data((0..<200).map { UInt8($0) })
+        record.attributes.generic = buffer[100..<104]
+        let entry = try #require(cached(try ItemRecordCodec.encode(record, cache: cache), in: cache))
+        #expect(entry.attributes.generic == Data([100, 101, 102, 103]))
+        #expect(entry.attributes.generic?.startIndex == 0)
     }
 
     @Test func aWriteFillsTheCacheAndTheNextReadUsesIt() throws {
