@@ -35,9 +35,8 @@ enum ItemRecordCodec {
         bytes += metadata
         bytes += record.data
         if let cache, let entry = cacheable(record) {
-            // A key of its own size: the encoder's buffer has room to spare, which the cache's byte
-            // count would not see.
-            cache.insert(entry, for: MetadataBytes(ArraySlice(Array(metadata[...]))))
+            // The encoder's buffer has room to spare, which the cache's byte count would not see.
+            cache.insert(entry, for: MetadataBytes(copying: metadata[...]))
         }
         return bytes
     }
@@ -86,16 +85,17 @@ enum ItemRecordCodec {
             throw DecodingError.dataCorrupted(
                 .init(codingPath: [], debugDescription: "metadata of \(length) bytes in a record of \(bytes.count)"))
         }
-        // A slice of the plaintext to look up with; a key that goes into the cache is a copy of its
+        // A slice of the plaintext to look up with; the key that goes into the cache is a copy of its
         // own, so the cache never keeps the plaintext (which holds the secret) alive.
         let lookup = MetadataBytes(bytes[4..<(4 + length)])
         let secret = Data(bytes[(4 + length)...])
         if let cached = cache?[lookup] { return cached.with(data: secret) }
-        let metadata = try VaultArchive.decode(Metadata.self, from: Array(lookup.bytes), options: metadataOptions)
+        let key = MetadataBytes(copying: lookup.bytes)
+        let metadata = try VaultArchive.decode(Metadata.self, from: Array(key.bytes), options: metadataOptions)
         let record = ItemRecord(
             itemClass: metadata.itemClass, attributes: metadata.attributes, data: Data(), created: metadata.created,
             modified: metadata.modified, persistentID: metadata.persistentID, generation: metadata.generation)
-        cache?.insert(record, for: MetadataBytes(ArraySlice(Array(lookup.bytes))))
+        cache?.insert(record, for: key)
         return record.with(data: secret)
     }
 
@@ -104,6 +104,11 @@ enum ItemRecordCodec {
         let bytes: ArraySlice<UInt8>
 
         init(_ bytes: ArraySlice<UInt8>) { self.bytes = bytes }
+
+        /// A key in storage of its own, sized to `bytes`: what goes into the cache, which then keeps no
+        /// larger buffer alive (a plaintext with its secret, an encoder's spare room) and counts what it
+        /// holds.
+        init(copying bytes: ArraySlice<UInt8>) { self.bytes = ArraySlice(Array(bytes)) }
 
         static func == (lhs: MetadataBytes, rhs: MetadataBytes) -> Bool {
             lhs.bytes.span.hasSameBytes(as: rhs.bytes.span)
