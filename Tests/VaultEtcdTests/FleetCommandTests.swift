@@ -77,9 +77,6 @@ import VaultTestSupport
         }
     }
 
-    /// The usage errors of `group join` name the command once (then the help hint), and `group
-    /// export-key` of a group that does not exist is "not found" (exit 1), as for the other group
-    /// commands; of a group that is not a fleet group, a usage error (exit 2). No etcd is needed.
     /// A machine whose libcurl cannot be loaded (here a libcurl.so.4 without its functions, found first
     /// through LD_LIBRARY_PATH) cannot reach etcd at all: a read of a fleet group fails naming libcurl,
     /// instead of answering from the cache as if etcd were down.
@@ -111,6 +108,9 @@ import VaultTestSupport
         }
     }
 
+    /// The usage errors of `group join` name the command once (then the help hint), and `group
+    /// export-key` of a group that does not exist is "not found" (exit 1), as for the other group
+    /// commands; of a group that is not a fleet group, a usage error (exit 2). No etcd is needed.
     @Test func joinUsageAndExportKeyOfAMissingGroup() throws {
         try withTemporaryVault("fleet-cli-usage") { t in
             let path = t.root + "/v"
