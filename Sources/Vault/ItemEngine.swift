@@ -57,10 +57,10 @@ struct ItemEngine: Sendable {
         // than fit keeps its hits on every pass.
         attributeCache = BoundedCache(byteCapacity: cacheBounds.attributeBytes, emptiesWhenRefusing: false) {
             key, entry in
-            HeapBytes.of(key.id.rawValue) + entry.heapByteEstimate
+            HeapBytes.of(key.id.fileName) + entry.heapByteEstimate
         }
         itemIDCache = BoundedCache(byteCapacity: cacheBounds.itemIDBytes) { key, id in
-            HeapBytes.of(key.primaryKey) + HeapBytes.of(key.group.rawValue) + HeapBytes.of(id.rawValue)
+            HeapBytes.of(key.primaryKey) + HeapBytes.of(key.group.rawValue) + HeapBytes.of(id.fileName)
         }
     }
 

@@ -38,7 +38,7 @@ enum GenerationRecord {
         static let none = Found(recorded: nil, moving: false)
     }
 
-    static func name(_ id: ItemID) -> String { prefix + id.rawValue }
+    static func name(_ id: ItemID) -> String { id.name(prefixedBy: prefix) }
 
     /// The tag of `location` at `version`, under the group's index key, bound to what the group's
     /// items are bound to (`GroupKeys.binding`: the vault id in format v1, the group id in v2).
@@ -50,7 +50,7 @@ enum GenerationRecord {
         message.append(UInt8(groupBytes.count >> 8))
         message.append(UInt8(groupBytes.count & 0xff))
         message += groupBytes
-        message += Array(location.id.rawValue.utf8)
+        location.id.appendHexDigits(to: &message)
         message.append(UInt8(version.persistentID.count))
         message += version.persistentID
         message.appendBigEndian(version.generation)
@@ -96,7 +96,12 @@ enum GenerationRecord {
 
     /// Missing, not a link (EINVAL), or too long: no record.
     static func isAbsent(_ error: Errno) -> Bool {
-        [.noSuchFileOrDirectory, .invalidArgument, .nameTooLong].contains(error)
+        // A switch, not `[…].contains`: an item never updated has no record, so this runs on its every read,
+        // and the array literal was an allocation each time.
+        switch error {
+        case .noSuchFileOrDirectory, .invalidArgument, .nameTooLong: true
+        default: false
+        }
     }
 
     /// The record of item `id` in `directory`, parsed from a stack buffer (this runs on every read).
@@ -104,7 +109,7 @@ enum GenerationRecord {
         throws(StoreError) -> Found
     {
         do {
-            return try directory.withSymbolicLinkAt(name(id)) { bytes in
+            return try directory.withSymbolicLinkAt(entryName(id)) { bytes in
                 guard let bytes else { return Found.none }
                 return Found(recorded: parse(bytes), moving: isMoving(bytes))
             }
@@ -114,12 +119,20 @@ enum GenerationRecord {
         }
     }
 
+    /// `name(id)` built on the stack, for the reads (every get, and every item of a query by fingerprint).
+    static func entryName(_ id: ItemID) -> EntryName {
+        var name = EntryName()
+        name.append(prefix)
+        name.append(id.fileName, droppingLast: ItemID.fileSuffix.utf8.count)
+        return name
+    }
+
     /// The record's text as it is (for fingerprints), or nil when there is none.
     static func readText(_ id: ItemID, in directory: FileDescriptor, itemPath: @autoclosure () -> FilePath)
         throws(StoreError) -> String?
     {
         do {
-            return try directory.readSymbolicLinkAt(name(id))
+            return try directory.readSymbolicLinkAt(entryName(id))
         } catch {
             if isAbsent(error) { return nil }
             throw StoreError.system(error, .readLink, "read the generation record of", path: itemPath())

@@ -45,13 +45,13 @@ enum ItemFile {
         // Appended in place into one buffer: this runs on every read.
         let groupCount = group.rawValue.utf8.count
         var ad: [UInt8] = []
-        ad.reserveCapacity(header.count + binding.count + 2 + groupCount + id.rawValue.utf8.count)
+        ad.reserveCapacity(header.count + binding.count + 2 + groupCount + id.fileName.utf8.count)
         ad += header
         ad += binding
         ad.append(UInt8(groupCount >> 8))
         ad.append(UInt8(groupCount & 0xff))
         ad += group.rawValue.utf8
-        ad += id.rawValue.utf8
+        id.appendHexDigits(to: &ad)
         return ad
     }
 

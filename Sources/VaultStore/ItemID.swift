@@ -1,8 +1,24 @@
 /// An item's file name stem: 64 lowercase hex digits of a keyed BLAKE2b hash of the item's canonical
 /// primary key, so that a directory listing reveals no service or account.
 public struct ItemID: Hashable, Sendable, Comparable, CustomStringConvertible {
+    /// The item's file name, `<id>.item`. Held rather than the bare hex digits: every read opens the
+    /// file by this name, and appending the suffix was an allocation a read.
+    public let fileName: String
+
     /// The 64 hex digits.
-    public let rawValue: String
+    public var rawValue: String { String(hexDigits) }
+
+    private var hexDigits: Substring { Substring(fileName.utf8.dropLast(Self.fileSuffix.utf8.count)) }
+
+    /// `prefix` and the hex digits.
+    func name(prefixedBy prefix: String) -> String { prefix + rawValue }
+
+    /// Appends the hex digits' bytes to `bytes`: the whole file name, then cut, since a string's bytes
+    /// are copied at once and those of a part of it one by one (a read binds its file to its id).
+    func appendHexDigits(to bytes: inout [UInt8]) {
+        bytes += fileName.utf8
+        bytes.removeLast(Self.fileSuffix.utf8.count)
+    }
 
     /// The number of hash bytes behind an id.
     public static let hashByteCount = 32
@@ -11,17 +27,14 @@ public struct ItemID: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     /// Validates an id read back from a file name or handed in by a caller.
     public init(_ rawValue: String) throws(StoreError) {
-        let bytes = Array(rawValue.utf8)
-        guard bytes.count == 2 * Self.hashByteCount,
-            bytes.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) })
-        else {
+        guard Self.areHexDigits(rawValue.utf8) else {
             throw StoreError(.invalidName, "\"\(rawValue.debugDescriptionEscaped)\" is not an item id (64 hex digits)")
         }
-        self.rawValue = rawValue
+        fileName = rawValue + Self.fileSuffix
     }
 
     init(hash: [UInt8]) {
-        rawValue = Hex.encode(hash)
+        fileName = Hex.encode(hash) + Self.fileSuffix
     }
 
     /// The id of the 32 hash bytes `hashBytes` (e.g. from a persistent reference).
@@ -33,21 +46,24 @@ public struct ItemID: Hashable, Sendable, Comparable, CustomStringConvertible {
     }
 
     /// The 32 hash bytes behind the id.
-    public var hashBytes: [UInt8] { Hex.decode(rawValue) ?? [] }
-
-    /// The item's file name, `<id>.item`.
-    public var fileName: String { rawValue + Self.fileSuffix }
+    public var hashBytes: [UInt8] { Hex.decode(hexDigits) ?? [] }
 
     /// The id of a file name `<id>.item`, or nil for any other name (temp files, foreign files).
     public init?(fileName: String) {
-        guard fileName.hasSuffix(Self.fileSuffix) else { return nil }
-        guard let id = try? ItemID(String(fileName.dropLast(Self.fileSuffix.count))) else { return nil }
-        self = id
+        guard fileName.hasSuffix(Self.fileSuffix), Self.areHexDigits(fileName.utf8.dropLast(Self.fileSuffix.utf8.count))
+        else { return nil }
+        self.fileName = fileName
+    }
+
+    /// Whether `digits` are 64 lowercase hex digits.
+    static func areHexDigits(_ digits: some Collection<UInt8>) -> Bool {
+        digits.count == 2 * hashByteCount
+            && digits.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
     }
 
     /// The hex digits.
     public var description: String { rawValue }
 
-    /// Orders by the hex digits.
-    public static func < (lhs: ItemID, rhs: ItemID) -> Bool { lhs.rawValue < rhs.rawValue }
+    /// Orders by the hex digits (every file name has the same suffix after them).
+    public static func < (lhs: ItemID, rhs: ItemID) -> Bool { lhs.fileName < rhs.fileName }
 }

@@ -13,7 +13,7 @@ struct MoveIntent: Equatable {
     /// Where it goes.
     let destination: ItemLocation
 
-    static func noteName(_ id: ItemID) -> String { prefix + id.rawValue }
+    static func noteName(_ id: ItemID) -> String { id.name(prefixedBy: prefix) }
 
     /// The id of the item that note `name` is about, or nil for any other name.
     static func itemID(fromNoteName name: String) -> ItemID? {

@@ -158,8 +158,7 @@ public final class VaultStore: Sendable {
         path.reserveCapacity(path.utf8.count + item.group.rawValue.utf8.count + 2 + 70)
         path += item.group.rawValue
         path += "/"
-        path += item.id.rawValue
-        path += ItemID.fileSuffix
+        path += item.id.fileName
         return FilePath(path)
     }
 

@@ -65,16 +65,39 @@ extension FileDescriptor {
         }
     }
 
+    /// `readSymbolicLinkAt` of a name assembled in place.
+    public func readSymbolicLinkAt(_ name: EntryName, into buffer: UnsafeMutableRawBufferPointer)
+        throws(Errno) -> Int
+    {
+        try name.withCString { (name) throws(Errno) in
+            try retryingOnInterrupt(.readLink) { Glibc.readlinkat(rawValue, name, buffer.baseAddress!, buffer.count) }
+        }
+    }
+
     /// Reads the target of the symbolic link `name` into a buffer on the stack (`symbolicLinkCapacity`
     /// bytes) and hands `body` the target's bytes, or nil when it fills the buffer (it may have been
     /// cut): for a look-up on every read, with no allocation. Never follows the link; not a link is
     /// `EINVAL`.
     @inlinable
     public func withSymbolicLinkAt<R>(_ name: String, _ body: (Span<UInt8>?) -> R) throws(Errno) -> R {
+        try Self.withSymbolicLinkTarget({ (raw) throws(Errno) in try readSymbolicLinkAt(name, into: raw) }, body)
+    }
+
+    /// `withSymbolicLinkAt` of a name assembled in place.
+    @inlinable
+    public func withSymbolicLinkAt<R>(_ name: EntryName, _ body: (Span<UInt8>?) -> R) throws(Errno) -> R {
+        try Self.withSymbolicLinkTarget({ (raw) throws(Errno) in try readSymbolicLinkAt(name, into: raw) }, body)
+    }
+
+    /// The target that `read` puts into a buffer on the stack, as `withSymbolicLinkAt` hands it on.
+    @inlinable
+    static func withSymbolicLinkTarget<R>(
+        _ read: (UnsafeMutableRawBufferPointer) throws(Errno) -> Int, _ body: (Span<UInt8>?) -> R
+    ) throws(Errno) -> R {
         var buffer = InlineArray<128, UInt8>(repeating: 0)
         var target = buffer.mutableSpan
         let result: Result<Int, Errno> = target.withUnsafeMutableBytes { raw in
-            Result { () throws(Errno) in try readSymbolicLinkAt(name, into: raw) }
+            Result { () throws(Errno) in try read(raw) }
         }
         let count = try result.get()
         return count < buffer.count ? body(buffer.span.extracting(0..<count)) : body(nil)
@@ -83,14 +106,18 @@ extension FileDescriptor {
     /// The target text of the symbolic link `name` relative to this directory (`readlinkat`, which
     /// never follows it); at most 255 bytes are read, more is `ENAMETOOLONG`. Not a link is `EINVAL`.
     public func readSymbolicLinkAt(_ name: String) throws(Errno) -> String {
+        try Self.symbolicLinkText { (raw) throws(Errno) in try readSymbolicLinkAt(name, into: raw) }
+    }
+
+    /// `readSymbolicLinkAt` of a name assembled in place.
+    public func readSymbolicLinkAt(_ name: EntryName) throws(Errno) -> String {
+        try Self.symbolicLinkText { (raw) throws(Errno) in try readSymbolicLinkAt(name, into: raw) }
+    }
+
+    /// The target that `read` puts into a buffer of 256 bytes, as text.
+    static func symbolicLinkText(_ read: (UnsafeMutableRawBufferPointer) throws(Errno) -> Int) throws(Errno) -> String {
         var buffer = [UInt8](repeating: 0, count: 256)
-        let count = try buffer.withUnsafeMutableBytes { raw in
-            Result { () throws(Errno) in
-                try retryingOnInterrupt(.readLink) {
-                    name.withCString { Glibc.readlinkat(rawValue, $0, raw.baseAddress!, raw.count) }
-                }
-            }
-        }.get()
+        let count = try buffer.withUnsafeMutableBytes { raw in Result { () throws(Errno) in try read(raw) } }.get()
         guard count < buffer.count else { throw Errno.nameTooLong }
         return String(decoding: buffer[0..<count], as: UTF8.self)
     }

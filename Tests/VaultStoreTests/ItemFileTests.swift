@@ -206,6 +206,39 @@ import VaultTestSupport
         #expect(throws: StoreError.self) { _ = try ItemID("../../etc/passwd") }
     }
 
+    /// An id holds its file name; its hex digits, its records' names and its order come from it.
+    @Test func itemIDsNameTheirFileAndRecords() throws {
+        let hex = String(repeating: "0123456789abcdef", count: 4)
+        let id = try ItemID(hex)
+        #expect(id.fileName == hex + ".item")
+        #expect(id.rawValue == hex)
+        #expect(id.description == hex)
+        #expect(id.hashBytes == Hex.decode(hex))
+        #expect(ItemID(hash: id.hashBytes) == id)
+        #expect(GenerationRecord.name(id) == ".gen." + hex)
+        #expect(MoveIntent.noteName(id) == ".move." + hex)
+        var bytes: [UInt8] = [1]
+        id.appendHexDigits(to: &bytes)
+        #expect(bytes == [1] + Array(hex.utf8))
+        #expect(ItemID(fileName: hex + ".item") == id)
+
+        let upper = String(repeating: "0123456789ABCDEF", count: 4)
+        for name in [
+            hex, hex + ".itemx", hex + ".tmp", String(hex.dropLast()) + ".item", hex + "0.item", upper + ".item",
+            String(hex.dropLast()) + "é.item", hex + ".item\u{301}", ".gen." + hex, "",
+        ] {
+            #expect(ItemID(fileName: name) == nil, "\(name)")
+        }
+        for text in [upper, hex + "0", String(hex.dropLast()), hex + ".item"] {
+            #expect(throws: StoreError.self) { _ = try ItemID(text) }
+        }
+
+        let ids = try (0..<40).map { i in
+            try ItemID(String(repeating: String(i % 16, radix: 16), count: 63) + "\(i % 7)")
+        }
+        #expect(ids.sorted().map(\.rawValue) == ids.map(\.rawValue).sorted())
+    }
+
     @Test func masterKeyPagesAreLockedInAnOpenStore() throws {
         try withTemporaryVault("store") { vault in
             let store = try VaultStore.create(at: vault.path)

@@ -1,0 +1,50 @@
+internal import Glibc
+
+/// A directory entry's name of at most `capacity` bytes, assembled in place: for a name that a read
+/// builds every time (an item's generation record), which as a `String` was an allocation and a copy
+/// each time. A text with a NUL byte, or more than fits, makes a name that every call refuses
+/// (`EINVAL`, `ENAMETOOLONG`) rather than one the kernel would cut.
+public struct EntryName: Sendable {
+    /// The most bytes a name holds.
+    public static let capacity = 127
+
+    /// The bytes, then zeros: the byte after the last is the C string's terminator.
+    @usableFromInline var bytes = InlineArray<128, UInt8>(repeating: 0)
+    @usableFromInline var count = 0
+    @usableFromInline var refusal: Errno?
+
+    /// An empty name.
+    @inlinable public init() {}
+
+    /// Appends the bytes of `text` but its last `dropped`.
+    @inlinable
+    public mutating func append(_ text: String, droppingLast dropped: Int = 0) {
+        let source = text.utf8.span
+        let added = max(source.count - dropped, 0)
+        guard refusal == nil, added <= Self.capacity - count else {
+            refusal = refusal ?? .nameTooLong
+            return
+        }
+        let start = count
+        var target = bytes.mutableSpan
+        target.withUnsafeMutableBufferPointer { target in
+            source.withUnsafeBufferPointer { source in
+                _ = UnsafeMutableBufferPointer(rebasing: target[start..<(start + added)])
+                    .initialize(fromContentsOf: source[0..<added])
+            }
+        }
+        count += added
+    }
+
+    /// Hands `body` the name as a C string; throws the refusal of a name that cannot be one.
+    func withCString<R>(_ body: (UnsafePointer<CChar>) throws(Errno) -> R) throws(Errno) -> R {
+        if let refusal { throw refusal }
+        return try bytes.span.withUnsafeBufferPointer { (buffer) throws(Errno) in
+            try buffer.withMemoryRebound(to: CChar.self) { (text) throws(Errno) in
+                // A NUL inside would make the kernel see a shorter name.
+                guard strlen(text.baseAddress!) == count else { throw .invalidArgument }
+                return try body(text.baseAddress!)
+            }
+        }
+    }
+}
