@@ -24,7 +24,7 @@ public enum XChaCha20Poly1305 {
         associatedData: [UInt8]
     ) throws(CryptoError) -> [UInt8] {
         try Sodium.ensureInitialized()
-        try checkNonce(nonce)
+        try checkNonce(byteCount: nonce.count)
         var output = [UInt8](repeating: 0, count: plaintext.count + tagByteCount)
         var outputLength: UInt64 = 0
         let status = key.withUnsafeBytes { keyBytes in
@@ -72,9 +72,40 @@ public enum XChaCha20Poly1305 {
         _ ciphertext: UnsafeRawBufferPointer, key: SymmetricKey, nonce: [UInt8], associatedData: [UInt8],
         as storage: Plaintext.Type = SecureBytes.self
     ) throws(CryptoError) -> Plaintext {
+        try nonce.withTypedBytes { (nonce) throws(CryptoError) in
+            try open(ciphertext, key: key, nonce: nonce, associatedData: associatedData, as: storage)
+        }
+    }
+
+    @usableFromInline
+    static func open<Plaintext: PlaintextStorage>(
+        _ ciphertext: UnsafeRawBufferPointer, key: SymmetricKey, nonce: UnsafeRawBufferPointer,
+        associatedData: [UInt8], as storage: Plaintext.Type
+    ) throws(CryptoError) -> Plaintext {
         let count = try plaintextCount(ciphertext.count, nonce: nonce)
         return try Plaintext.filled(count: count) { (out) throws(CryptoError) in
             try decrypt(ciphertext, into: out, key: key, nonce: nonce, associatedData: associatedData)
+        }
+    }
+
+    /// `open(_:key:nonce:associatedData:as:)` of a sealed box as `bytes` hold it: the nonce at
+    /// `nonceStart`, the ciphertext from `start` to the end. The nonce is not copied out (a read
+    /// opens one such box on every look-up).
+    @inlinable
+    public static func open<Plaintext: PlaintextStorage>(
+        _ bytes: [UInt8], nonceAt nonceStart: Int, from start: Int, key: SymmetricKey, associatedData: [UInt8],
+        as storage: Plaintext.Type = SecureBytes.self
+    ) throws(CryptoError) -> Plaintext {
+        guard nonceStart >= 0, nonceStart <= bytes.count - nonceByteCount, start >= 0, start <= bytes.count else {
+            throw CryptoError(
+                .invalidArgument,
+                "a nonce at \(nonceStart) and a ciphertext from \(start) do not fit in \(bytes.count) bytes")
+        }
+        return try bytes.withTypedBytes { (raw) throws(CryptoError) in
+            try open(
+                UnsafeRawBufferPointer(rebasing: raw[start...]), key: key,
+                nonce: UnsafeRawBufferPointer(rebasing: raw[nonceStart..<(nonceStart + nonceByteCount)]),
+                associatedData: associatedData, as: storage)
         }
     }
 
@@ -95,7 +126,7 @@ public enum XChaCha20Poly1305 {
     @usableFromInline
     static func decrypt(
         _ ciphertext: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, key: SymmetricKey,
-        nonce: [UInt8], associatedData: [UInt8]
+        nonce: UnsafeRawBufferPointer, associatedData: [UInt8]
     ) throws(CryptoError) {
         var outputLength: UInt64 = 0
         let status = key.withUnsafeBytes { keyBytes in
@@ -104,7 +135,8 @@ public enum XChaCha20Poly1305 {
                     out.baseAddress?.assumingMemoryBound(to: UInt8.self), &outputLength, nil,
                     ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(ciphertext.count),
                     ad.baseAddress, UInt64(ad.count),
-                    nonce, keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                    nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                    keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
             }
         }
         guard status == 0 else { throw CryptoError(.authenticationFailed, "authentication failed") }
@@ -115,9 +147,9 @@ public enum XChaCha20Poly1305 {
 
     /// The size of the plaintext inside `ciphertext`, after the checks that need no key.
     @usableFromInline
-    static func plaintextCount(_ ciphertextCount: Int, nonce: [UInt8]) throws(CryptoError) -> Int {
+    static func plaintextCount(_ ciphertextCount: Int, nonce: UnsafeRawBufferPointer) throws(CryptoError) -> Int {
         try Sodium.ensureInitialized()
-        try checkNonce(nonce)
+        try checkNonce(byteCount: nonce.count)
         guard ciphertextCount >= tagByteCount else {
             throw CryptoError(
                 .authenticationFailed,
@@ -127,10 +159,10 @@ public enum XChaCha20Poly1305 {
         return ciphertextCount - tagByteCount
     }
 
-    private static func checkNonce(_ nonce: [UInt8]) throws(CryptoError) {
-        guard nonce.count == nonceByteCount else {
+    private static func checkNonce(byteCount: Int) throws(CryptoError) {
+        guard byteCount == nonceByteCount else {
             throw CryptoError(
-                .invalidArgument, "nonce is \(nonce.count) bytes; XChaCha20-Poly1305 needs \(nonceByteCount)")
+                .invalidArgument, "nonce is \(byteCount) bytes; XChaCha20-Poly1305 needs \(nonceByteCount)")
         }
     }
 }

@@ -139,13 +139,13 @@ enum ItemFile {
         path makePath: @autoclosure () -> FilePath
     ) throws(StoreError) -> TransientBytes {
         let nonceEnd = header.byteCount + XChaCha20Poly1305.nonceByteCount
-        let nonce = Array(contents[header.byteCount..<nonceEnd])
         let ad = associatedData(
             header: contents[0..<header.byteCount], binding: binding, group: location.group, id: location.id)
         let plaintext: TransientBytes
         do {
             plaintext = try XChaCha20Poly1305.open(
-                contents, from: nonceEnd, key: key, nonce: nonce, associatedData: ad, as: TransientBytes.self)
+                contents, nonceAt: header.byteCount, from: nonceEnd, key: key, associatedData: ad,
+                as: TransientBytes.self)
         } catch  where error.code == .authenticationFailed {
             throw StoreError(
                 .integrity,

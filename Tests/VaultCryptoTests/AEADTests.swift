@@ -84,6 +84,37 @@ struct AEADVector: Decodable {
         }
     }
 
+    /// A sealed box opened where it lies (nonce, then ciphertext, in one buffer) opens as with the nonce
+    /// copied out; a nonce outside the buffer is an error, and a changed nonce fails authentication.
+    @Test func aBoxOpensWithItsNonceInPlace() throws {
+        let k = try SymmetricKey.random()
+        let nonce = try XChaCha20Poly1305.randomNonce()
+        let ad: [UInt8] = Array("group/item".utf8)
+        let message: [UInt8] = Array("the secret".utf8)
+        let sealed = try message.withUnsafeBytes {
+            try XChaCha20Poly1305.seal($0, key: k, nonce: nonce, associatedData: ad)
+        }
+        let header: [UInt8] = [9, 9, 9]
+        let box = header + nonce + sealed
+        let opened = try XChaCha20Poly1305.open(
+            box, nonceAt: header.count, from: header.count + nonce.count, key: k, associatedData: ad)
+        #expect(opened.withUnsafeBytes { Array($0) } == message)
+
+        for (nonceStart, start) in [(-1, 27), (box.count - 23, box.count), (3, box.count + 1), (3, -1)] {
+            let error = #expect(throws: CryptoError.self) {
+                _ = try XChaCha20Poly1305.open(box, nonceAt: nonceStart, from: start, key: k, associatedData: ad)
+            }
+            #expect(error?.code == .invalidArgument, "nonce at \(nonceStart), ciphertext from \(start)")
+        }
+        var changed = box
+        changed[header.count + 5] ^= 1
+        let error = #expect(throws: CryptoError.self) {
+            _ = try XChaCha20Poly1305.open(
+                changed, nonceAt: header.count, from: header.count + nonce.count, key: k, associatedData: ad)
+        }
+        #expect(error?.code == .authenticationFailed)
+    }
+
     @Test func noncesAreFreshAndTheRightSize() throws {
         var seen = Set<[UInt8]>()
         for _ in 0..<10_000 {
