@@ -1,4 +1,6 @@
-/// Byte strings hashed and compared eight bytes at a time, for cache keys and attribute filters (not
+internal import Glibc
+
+/// Byte strings hashed eight bytes at a time and compared by `memcmp`, for cache keys and attribute filters (not
 /// constant-time: `ConstantTime` compares secrets). A get hashes and compares its primary key and its
 /// metadata bytes, and the byte-at-a-time loops these replace took about a tenth of its instructions
 /// (callgrind of `vault-bench --profile-gets`).
@@ -35,22 +37,9 @@ extension Span where Element == UInt8 {
     /// Whether both hold the same bytes (stops at the first difference).
     package func hasSameBytes(as other: Span<UInt8>) -> Bool {
         guard count == other.count else { return false }
+        guard count > 0 else { return true }
         return withUnsafeBytes { a in
-            other.withUnsafeBytes { b in
-                var offset = 0
-                while offset + 8 <= a.count {
-                    guard
-                        a.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                            == b.loadUnaligned(fromByteOffset: offset, as: UInt64.self)
-                    else { return false }
-                    offset += 8
-                }
-                while offset < a.count {
-                    guard a[offset] == b[offset] else { return false }
-                    offset += 1
-                }
-                return true
-            }
+            other.withUnsafeBytes { b in memcmp(a.baseAddress!, b.baseAddress!, a.count) == 0 }
         }
     }
 }

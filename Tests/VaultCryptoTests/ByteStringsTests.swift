@@ -2,8 +2,8 @@ import Testing
 
 @testable import VaultCrypto
 
-/// `FoldedHash` and `hasSameBytes` read eight bytes at a time: at every length and at every position
-/// of a difference they give what the byte-at-a-time definitions give.
+/// `FoldedHash` reads eight bytes at a time and `hasSameBytes` compares with `memcmp`: at every length
+/// and at every position of a difference they give what the byte-at-a-time definitions give.
 @Suite struct ByteStringsTests {
     /// The definition: the bytes folded into little-endian words, a byte at a time.
     static func referenceFold(_ bytes: [UInt8]) -> UInt64 {
