@@ -46,7 +46,11 @@ final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     var byteCount: Int { entries.withLock { $0.bytes } }
 
     subscript(key: Key) -> Value? {
-        entries.withLock { $0.values[key]?.value }
+        entries.withLock { entries in
+            // Bound by a pattern: `?.value` copied the whole entry and then destroyed it (a get hits this).
+            guard case .some((let value, _)) = entries.values[key] else { return nil }
+            return value
+        }
     }
 
     func insert(_ value: Value, for key: Key) {

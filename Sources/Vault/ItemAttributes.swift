@@ -86,16 +86,18 @@ public struct ItemAttributes: Sendable, Hashable, Codable {
     /// attributes (this runs for every item of a scan and every get): `item` is an `ItemAttributes`
     /// or a record's own box of them (`ItemRecord.attributesMatch`).
     func matches(_ item: some StoredAttributes, created: Date?, modified: Date?) -> Bool {
-        func same<T: Equatable>(_ filter: T?, _ value: T?) -> Bool {
+        // The stored value is an autoclosure, read only for an attribute the filter names: reading
+        // every attribute (a retain and release of each text) was a measurable part of a get.
+        func same<T: Equatable>(_ filter: T?, _ value: @autoclosure () -> T?) -> Bool {
             guard let filter else { return true }
-            return filter == value
+            return filter == value()
         }
         // Text compares as bytes, as Apple's keychain compares attribute values (and as item ids hash
         // them): Swift's `==` on String is canonical equivalence, which would make "é" and "e\u{301}"
         // match each other while they name different items.
-        func same(_ filter: String?, _ value: String?) -> Bool {
+        func same(_ filter: String?, _ value: @autoclosure () -> String?) -> Bool {
             guard let filter else { return true }
-            guard let value else { return false }
+            guard let value = value() else { return false }
             return filter.utf8.span.hasSameBytes(as: value.utf8.span)
         }
         return same(service, item.service ?? "") && same(account, item.account ?? "") && same(label, item.label)

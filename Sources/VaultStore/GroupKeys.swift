@@ -9,7 +9,10 @@ import VaultCrypto
 /// locked vault. Format v2: from the group's own secrets (`GroupKeyFile`); a private group's
 /// encryption keys also need the class key (so it still locks), a shared group's do not (every
 /// class behaves as `always`).
-struct GroupKeys: Sendable {
+///
+/// A class, not a struct: every read looks a group's keys up and hands them on, and a struct's copy
+/// retained and released each of its keys and arrays.
+final class GroupKeys: Sendable {
     static let encryptionDomain = KeyDerivation.Domain("vault.grp.enc.v1")
     static let indexDomain = KeyDerivation.Domain("vault.grp.idx.v1")
     static let encryptionDomainV2 = KeyDerivation.Domain("vault.grp.enc.v2")
@@ -27,11 +30,11 @@ struct GroupKeys: Sendable {
     /// Whether the group's key is kept for the members of a Unix group (format v2).
     let isShared: Bool
     /// Whether the group is a fleet group (its `group.key` says so; its items live in etcd).
-    var isFleet = false
+    let isFleet: Bool
     private let encryption: [Slot: SymmetricKey]
 
     /// Format v1.
-    init(classKeys: ClassKeys, group: GroupName, vaultID: [UInt8]) throws(StoreError) {
+    convenience init(classKeys: ClassKeys, group: GroupName, vaultID: [UInt8]) throws(StoreError) {
         // All of them in one secure allocation (`KeyDerivation.subkeys`): the index key, then the
         // encryption key of each class this process has the key of.
         let classes = ProtectionClass.allCases.filter { classKeys.key($0) != nil }
@@ -59,6 +62,7 @@ struct GroupKeys: Sendable {
         binding = vaultID
         currentGeneration = 0
         isShared = false
+        isFleet = false
     }
 
     /// Format v1: how `group`'s keys are derived, the index key (from the `always` class key) and then
@@ -118,6 +122,7 @@ struct GroupKeys: Sendable {
         binding = []
         currentGeneration = 0
         isShared = false
+        isFleet = false
         encryption = [:]
     }
 
