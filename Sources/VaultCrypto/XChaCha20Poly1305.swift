@@ -90,7 +90,8 @@ public enum XChaCha20Poly1305 {
 
     /// `open(_:key:nonce:associatedData:as:)` of a sealed box as `bytes` hold it: the nonce at
     /// `nonceStart`, the ciphertext from `start` to the end. The nonce is not copied out (a read
-    /// opens one such box on every look-up).
+    /// opens one such box on every look-up). Ranges that overlap are no layout a sealer writes: such a
+    /// box fails authentication.
     @inlinable
     public static func open<Plaintext: PlaintextStorage>(
         _ bytes: [UInt8], nonceAt nonceStart: Int, from start: Int, key: SymmetricKey, associatedData: [UInt8],

@@ -124,6 +124,9 @@ enum GenerationRecord {
         var name = EntryName()
         name.append(prefix)
         name.append(id.fileName, droppingLast: ItemID.fileSuffix.utf8.count)
+        // `.gen.` and 64 hex digits always make a name. A refused one would read as no record (EINVAL and
+        // ENAMETOOLONG are what `isAbsent` takes for one), and so skip the rollback check: never let it.
+        precondition(!name.isRefused, "the generation record name of \(id) is not a directory entry name")
         return name
     }
 

@@ -1,5 +1,6 @@
 /// An item's file name stem: 64 lowercase hex digits of a keyed BLAKE2b hash of the item's canonical
-/// primary key, so that a directory listing reveals no service or account.
+/// primary key, so that a directory listing reveals no service or account. Held as the whole file name,
+/// `<stem>.item`.
 public struct ItemID: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The item's file name, `<id>.item`. Held rather than the bare hex digits: every read opens the
     /// file by this name, and appending the suffix was an allocation a read.
@@ -10,8 +11,13 @@ public struct ItemID: Hashable, Sendable, Comparable, CustomStringConvertible {
 
     private var hexDigits: Substring { Substring(fileName.utf8.dropLast(Self.fileSuffix.utf8.count)) }
 
-    /// `prefix` and the hex digits.
-    func name(prefixedBy prefix: String) -> String { prefix + rawValue }
+    /// `prefix` and the hex digits, in one allocation.
+    func name(prefixedBy prefix: String) -> String {
+        var name = prefix
+        name.reserveCapacity(prefix.utf8.count + 2 * Self.hashByteCount)
+        name += hexDigits
+        return name
+    }
 
     /// Appends the hex digits' bytes to `bytes`: the whole file name, then cut, since a string's bytes
     /// are copied at once and those of a part of it one by one (a read binds its file to its id).

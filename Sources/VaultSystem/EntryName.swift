@@ -2,10 +2,10 @@ internal import Glibc
 
 /// A directory entry's name of at most `capacity` bytes, assembled in place: for a name that a read
 /// builds every time (an item's generation record), which as a `String` was an allocation and a copy
-/// each time. A text with a NUL byte, or more than fits, makes a name that every call refuses
-/// (`EINVAL`, `ENAMETOOLONG`) rather than one the kernel would cut.
+/// each time. A text with a NUL byte or a `/`, or more than fits, makes a name that every call refuses
+/// (`EINVAL`, `ENAMETOOLONG`) rather than one the kernel would cut short or walk as a path.
 public struct EntryName: Sendable {
-    /// The most bytes a name holds.
+    /// The most bytes a name holds: one less than `bytes` has, so that a zero always follows the name.
     public static let capacity = 127
 
     /// The bytes, then zeros: the byte after the last is the C string's terminator.
@@ -16,11 +16,14 @@ public struct EntryName: Sendable {
     /// An empty name.
     @inlinable public init() {}
 
-    /// Appends the bytes of `text` but its last `dropped`.
+    /// Whether calls refuse this name (a NUL or `/` inside is found only when it is used).
+    public var isRefused: Bool { refusal != nil || !isEntryName }
+
+    /// Appends the bytes of `text` but its last `dropped` (none when `dropped` is negative).
     @inlinable
     public mutating func append(_ text: String, droppingLast dropped: Int = 0) {
         let source = text.utf8.span
-        let added = max(source.count - dropped, 0)
+        let added = source.count - min(max(dropped, 0), source.count)
         guard refusal == nil, added <= Self.capacity - count else {
             refusal = refusal ?? .nameTooLong
             return
@@ -36,15 +39,22 @@ public struct EntryName: Sendable {
         count += added
     }
 
+    /// Whether the bytes hold neither a NUL (the kernel would see a shorter name) nor a `/` (it would
+    /// walk a path).
+    var isEntryName: Bool {
+        bytes.span.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { text in
+                strlen(text.baseAddress!) == count && strchr(text.baseAddress!, 0x2f) == nil
+            }
+        }
+    }
+
     /// Hands `body` the name as a C string; throws the refusal of a name that cannot be one.
     func withCString<R>(_ body: (UnsafePointer<CChar>) throws(Errno) -> R) throws(Errno) -> R {
         if let refusal { throw refusal }
+        guard isEntryName else { throw .invalidArgument }
         return try bytes.span.withUnsafeBufferPointer { (buffer) throws(Errno) in
-            try buffer.withMemoryRebound(to: CChar.self) { (text) throws(Errno) in
-                // A NUL inside would make the kernel see a shorter name.
-                guard strlen(text.baseAddress!) == count else { throw .invalidArgument }
-                return try body(text.baseAddress!)
-            }
+            try buffer.withMemoryRebound(to: CChar.self) { (text) throws(Errno) in try body(text.baseAddress!) }
         }
     }
 }

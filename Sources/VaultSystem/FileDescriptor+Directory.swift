@@ -74,10 +74,9 @@ extension FileDescriptor {
         }
     }
 
-    /// Reads the target of the symbolic link `name` into a buffer on the stack (`symbolicLinkCapacity`
-    /// bytes) and hands `body` the target's bytes, or nil when it fills the buffer (it may have been
-    /// cut): for a look-up on every read, with no allocation. Never follows the link; not a link is
-    /// `EINVAL`.
+    /// Reads the target of the symbolic link `name` into a buffer on the stack (128 bytes) and hands
+    /// `body` the target's bytes, or nil when it fills the buffer (it may have been cut): for a look-up
+    /// on every read, with no allocation. Never follows the link; not a link is `EINVAL`.
     @inlinable
     public func withSymbolicLinkAt<R>(_ name: String, _ body: (Span<UInt8>?) -> R) throws(Errno) -> R {
         try Self.withSymbolicLinkTarget({ (raw) throws(Errno) in try readSymbolicLinkAt(name, into: raw) }, body)

@@ -221,11 +221,18 @@ import VaultTestSupport
         id.appendHexDigits(to: &bytes)
         #expect(bytes == [1] + Array(hex.utf8))
         #expect(ItemID(fileName: hex + ".item") == id)
+        try withTemporaryDirectory("store") { dir in
+            let fd = try dir.open()
+            defer { try? fd.close() }
+            try fd.makeSymbolicLinkAt(".gen." + hex, target: "record")
+            #expect(try fd.readSymbolicLinkAt(GenerationRecord.entryName(id)) == "record")
+        }
 
         let upper = String(repeating: "0123456789ABCDEF", count: 4)
         for name in [
             hex, hex + ".itemx", hex + ".tmp", String(hex.dropLast()) + ".item", hex + "0.item", upper + ".item",
-            String(hex.dropLast()) + "é.item", hex + ".item\u{301}", ".gen." + hex, "",
+            String(hex.dropLast()) + "é.item", hex + ".item\u{301}", ".gen." + hex, "", hex + "abcde", hex + ".ITEM",
+            hex + ".itex",
         ] {
             #expect(ItemID(fileName: name) == nil, "\(name)")
         }

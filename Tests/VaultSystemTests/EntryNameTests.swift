@@ -24,7 +24,9 @@ import VaultTestSupport
             name.append(".gen.")
             name.append("abc.item", droppingLast: 5)
             #expect(try Self.target(name, in: fd) == "1:0000000000000002:tag")
+            #expect(try fd.readSymbolicLinkAt(name) == "1:0000000000000002:tag")
             #expect(try fd.readSymbolicLinkAt(".gen.abc") == "1:0000000000000002:tag")
+            #expect(!name.isRefused)
 
             var missing = EntryName()
             missing.append(".gen.abd")
@@ -40,11 +42,26 @@ import VaultTestSupport
             try fd.makeSymbolicLinkAt("ab", target: "wrong")
             var name = EntryName()
             name.append("ab\0cd")
+            #expect(name.isRefused)
             #expect(throws: Errno.invalidArgument) { _ = try Self.target(name, in: fd) }
+            #expect(throws: Errno.invalidArgument) { _ = try fd.readSymbolicLinkAt(name) }
             var trailing = EntryName()
             trailing.append("ab")
             trailing.append("\0")
             #expect(throws: Errno.invalidArgument) { _ = try Self.target(trailing, in: fd) }
+        }
+    }
+
+    @Test func aSlashInsideIsRefusedNotWalked() throws {
+        try withTemporaryDirectory("system") { dir in
+            let fd = try dir.open()
+            defer { try? fd.close() }
+            try FileManager.default.createDirectory(atPath: dir.path + "/sub", withIntermediateDirectories: false)
+            try FileManager.default.createSymbolicLink(atPath: dir.path + "/sub/link", withDestinationPath: "wrong")
+            var name = EntryName()
+            name.append("sub/link")
+            #expect(name.isRefused)
+            #expect(throws: Errno.invalidArgument) { _ = try Self.target(name, in: fd) }
         }
     }
 
@@ -62,17 +79,23 @@ import VaultTestSupport
             var tooLong = EntryName()
             tooLong.append(longest)
             tooLong.append("a")
+            #expect(tooLong.isRefused)
             #expect(throws: Errno.nameTooLong) { _ = try Self.target(tooLong, in: fd) }
+            #expect(throws: Errno.nameTooLong) { _ = try fd.readSymbolicLinkAt(tooLong) }
             // Refused for good: a later part that would fit does not make it a name.
             var refused = EntryName()
             refused.append(longest + "a")
             refused.append("")
             #expect(throws: Errno.nameTooLong) { _ = try Self.target(refused, in: fd) }
-            // Dropping more than a text has adds nothing.
+            // Dropping more than a text has adds nothing; dropping a negative count drops nothing.
             var empty = EntryName()
             empty.append("abc", droppingLast: 5)
             empty.append(longest)
             #expect(try Self.target(empty, in: fd) == "longest")
+            var whole = EntryName()
+            whole.append(String(longest.dropLast(3)), droppingLast: -4)
+            whole.append("aaa")
+            #expect(try Self.target(whole, in: fd) == "longest")
         }
     }
 }
