@@ -3,7 +3,8 @@ internal import Glibc
 /// A directory entry's name of at most `capacity` bytes, assembled in place: for a name that a read
 /// builds every time (an item's generation record), which as a `String` was an allocation and a copy
 /// each time. A text with a NUL byte or a `/`, or more than fits, makes a name that every call refuses
-/// (`EINVAL`, `ENAMETOOLONG`) rather than one the kernel would cut short or walk as a path.
+/// (`EINVAL`, `ENAMETOOLONG`) rather than one the kernel would cut short or walk as a path; a refused
+/// name stays refused.
 public struct EntryName: Sendable {
     /// The most bytes a name holds: one less than `bytes` has, so that a zero always follows the name.
     public static let capacity = 127
@@ -16,8 +17,8 @@ public struct EntryName: Sendable {
     /// An empty name.
     @inlinable public init() {}
 
-    /// Whether calls refuse this name (a NUL or `/` inside is found only when it is used).
-    public var isRefused: Bool { refusal != nil || !isEntryName }
+    /// Whether calls refuse this name.
+    public var isRefused: Bool { refusal != nil }
 
     /// Appends the bytes of `text` but its last `dropped` (none when `dropped` is negative).
     @inlinable
@@ -37,22 +38,25 @@ public struct EntryName: Sendable {
             }
         }
         count += added
+        refuseUnlessEntryName(from: start)
     }
 
-    /// Whether the bytes hold neither a NUL (the kernel would see a shorter name) nor a `/` (it would
-    /// walk a path).
-    var isEntryName: Bool {
-        bytes.span.withUnsafeBufferPointer { buffer in
-            buffer.withMemoryRebound(to: CChar.self) { text in
-                strlen(text.baseAddress!) == count && strchr(text.baseAddress!, 0x2f) == nil
-            }
+    /// Refuses the name (`EINVAL`) when the bytes from `start` on hold a NUL (the kernel would see a
+    /// shorter name) or a `/` (it would walk a path).
+    @usableFromInline
+    mutating func refuseUnlessEntryName(from start: Int) {
+        let end = count
+        let clean = bytes.span.withUnsafeBytes { raw in
+            let added = UnsafeRawBufferPointer(rebasing: raw[start..<end])
+            guard let base = added.baseAddress else { return true }
+            return memchr(base, 0, added.count) == nil && memchr(base, 0x2f, added.count) == nil
         }
+        if !clean { refusal = .invalidArgument }
     }
 
     /// Hands `body` the name as a C string; throws the refusal of a name that cannot be one.
     func withCString<R>(_ body: (UnsafePointer<CChar>) throws(Errno) -> R) throws(Errno) -> R {
         if let refusal { throw refusal }
-        guard isEntryName else { throw .invalidArgument }
         return try bytes.span.withUnsafeBufferPointer { (buffer) throws(Errno) in
             try buffer.withMemoryRebound(to: CChar.self) { (text) throws(Errno) in try body(text.baseAddress!) }
         }
