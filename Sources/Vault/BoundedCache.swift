@@ -12,11 +12,40 @@ import Synchronization
 /// `emptiesWhenRefusing` is emptied once it has refused as many entries as it holds; one without it
 /// is kept clean by its owner (`removeAll(where:)`). A new value for a held key that does not fit
 /// drops the old one.
+///
+/// What a handle writes goes in as a provisional entry (`insert(_:for:provisional:)`): it is admitted
+/// only into room, never counts as a refusal, and every provisional entry goes when an entry does not
+/// fit. So a handle that wrote more items than fit (a bulk load) holds its last writes for their next
+/// update, and its reads of other items are admitted at once: were written entries ordinary ones, the
+/// cache would refuse its next reads as many times as it held entries, each a miss that does the work
+/// again (a get decoded its metadata, twice its time, for its first 3,000 reads after a fill).
 final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct Entries {
-        var values: [Key: (value: Value, cost: Int)] = [:]
+        var values: [Key: (value: Value, cost: Int, provisional: Bool)] = [:]
         var bytes = 0
         var refused = 0
+        /// The bytes of the provisional entries.
+        var provisionalBytes = 0
+
+        mutating func remove(_ key: Key) {
+            guard let old = values.removeValue(forKey: key) else { return }
+            bytes -= old.cost
+            if old.provisional { provisionalBytes -= old.cost }
+        }
+
+        mutating func store(_ value: Value, cost: Int, provisional: Bool, for key: Key) {
+            remove(key)
+            values[key] = (value, cost, provisional)
+            bytes += cost
+            if provisional { provisionalBytes += cost }
+        }
+
+        mutating func removeProvisional() {
+            guard provisionalBytes > 0 else { return }
+            values = values.filter { !$0.value.provisional }
+            bytes -= provisionalBytes
+            provisionalBytes = 0
+        }
     }
 
     private let entries = Mutex(Entries())
@@ -48,39 +77,36 @@ final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     subscript(key: Key) -> Value? {
         entries.withLock { entries in
             // Bound by a pattern: `?.value` copied the whole entry and then destroyed it (a get hits this).
-            guard case .some((let value, _)) = entries.values[key] else { return nil }
+            guard case .some((let value, _, _)) = entries.values[key] else { return nil }
             return value
         }
     }
 
-    func insert(_ value: Value, for key: Key) {
+    /// Admits `value` under `key` if it fits (see the type's rules); `provisional` for what this handle
+    /// wrote rather than read.
+    func insert(_ value: Value, for key: Key, provisional: Bool = false) {
         let cost = Self.cost(heap: heapCost(key, value))
         entries.withLock { entries in
-            let replaced = entries.values[key]?.cost ?? 0
-            guard entries.bytes - replaced + cost <= byteCapacity else {
-                if let old = entries.values.removeValue(forKey: key) { entries.bytes -= old.cost }
+            func fits() -> Bool { entries.bytes - (entries.values[key]?.cost ?? 0) + cost <= byteCapacity }
+            if !fits() { entries.removeProvisional() }
+            guard fits() else {
+                entries.remove(key)
+                if provisional { return }
                 entries.refused += 1
                 if emptiesWhenRefusing, entries.refused > entries.values.count {
                     entries = Entries()
-                    if cost <= byteCapacity {
-                        entries.values[key] = (value, cost)
-                        entries.bytes = cost
-                    }
+                    if cost <= byteCapacity { entries.store(value, cost: cost, provisional: false, for: key) }
                 }
                 return
             }
-            entries.values[key] = (value, cost)
-            entries.bytes += cost - replaced
+            entries.store(value, cost: cost, provisional: provisional, for: key)
         }
     }
 
     /// Removes the entries whose keys `shouldBeRemoved` accepts.
     func removeAll(where shouldBeRemoved: (Key) -> Bool) {
         entries.withLock { entries in
-            for (key, entry) in entries.values where shouldBeRemoved(key) {
-                entries.values.removeValue(forKey: key)
-                entries.bytes -= entry.cost
-            }
+            for key in entries.values.keys where shouldBeRemoved(key) { entries.remove(key) }
         }
     }
 

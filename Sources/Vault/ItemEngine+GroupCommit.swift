@@ -44,7 +44,7 @@ extension ItemEngine {
             let attributes = key.attributes(accessibility: accessibility)
             guard store.isAvailable(attributes.accessible.protectionClass, in: group.name),
                 let added = try? ItemRecord.added(.genericPassword, attributes: attributes, data: data, at: now),
-                let itemID = try? itemID(group, added.primaryKey)
+                let itemID = try? itemID(group, added.primaryKey, writing: true)
             else { return nil }
             (record, id) = (added, itemID)
         }

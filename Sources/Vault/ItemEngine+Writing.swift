@@ -12,7 +12,7 @@ extension ItemEngine {
         stored.accessGroup = nil
         stored.creationDate = nil
         stored.modificationDate = nil
-        let id = try itemID(group, ItemRecord.primaryKey(itemClass, stored))
+        let id = try itemID(group, ItemRecord.primaryKey(itemClass, stored), writing: true)
         let protectionClass = stored.accessible.protectionClass
         guard store.isAvailable(protectionClass, in: group.name) else {
             throw VaultError(
@@ -51,7 +51,7 @@ extension ItemEngine {
             if let data = changes.data { record.data = data }
             record.advance(modifiedAt: now)
             let group = changes.attributes.accessGroup ?? match.group
-            let id = try itemID(group, record.primaryKey)
+            let id = try itemID(group, record.primaryKey, writing: true)
             planned.append((match, LocatedItem(group: group, id: id, record: record)))
         }
         let oldKeys = Set(planned.map { Key(group: $0.old.group, id: $0.old.id) })

@@ -104,13 +104,15 @@ struct ItemEngine: Sendable {
         }
     }
 
-    func itemID(_ group: AccessGroup, _ primaryKey: [UInt8]) throws(VaultError) -> ItemID {
+    /// The id of the item with `primaryKey` in `group`, from the cache when it holds it; `writing` for
+    /// an id that a write computes (a provisional entry, see `BoundedCache`).
+    func itemID(_ group: AccessGroup, _ primaryKey: [UInt8], writing: Bool = false) throws(VaultError) -> ItemID {
         let key = PrimaryKeyInGroup(group: group, primaryKey: primaryKey)
         if let id = itemIDCache[key] { return id }
         let id = try translatingStoreErrors { () throws(StoreError) in
             try store.itemID(group: group.name, primaryKey: primaryKey)
         }
-        itemIDCache.insert(id, for: key)
+        itemIDCache.insert(id, for: key, provisional: writing)
         return id
     }
 

@@ -22,7 +22,8 @@ enum ItemRecordCodec {
 
     /// The plaintext of `record`. With `cache`, the record's metadata goes into it under the bytes
     /// written, so that the next read of the item (a writer's next update of it, above all) decodes
-    /// nothing, when a decode of those bytes would give back exactly the record (`cacheable`).
+    /// nothing, when a decode of those bytes would give back exactly the record (`cacheable`); as a
+    /// provisional entry, which never keeps a read's entry out (`BoundedCache`).
     static func encode(_ record: ItemRecord, cache: BoundedCache<MetadataBytes, ItemRecord>? = nil) throws -> [UInt8] {
         let metadata = try VaultArchive.encode(
             Metadata(
@@ -36,7 +37,7 @@ enum ItemRecordCodec {
         bytes += record.data
         if let cache, let entry = cacheable(record) {
             // The encoder's buffer has room to spare, which the cache's byte count would not see.
-            cache.insert(entry, for: MetadataBytes(copying: metadata[...]))
+            cache.insert(entry, for: MetadataBytes(copying: metadata[...]), provisional: true)
         }
         return bytes
     }

@@ -63,6 +63,52 @@ import VaultTestSupport
         #expect(full.byteCount == BoundedCache<Int, Int>.cost(heap: 0))
     }
 
+    /// What a handle writes goes in provisionally: only into room, never a refusal, and out as soon as
+    /// another entry needs the room, so that a handle's reads after many writes are admitted at once.
+    @Test func provisionalEntriesGiveWayToOthers() {
+        let cost = BoundedCache<Int, Int>.cost(heap: 0)
+        let full = cache(entries: 4, heap: 0)
+        for i in 0..<4 { full.insert(i, for: i, provisional: true) }
+        #expect(full.count == 4)
+        // More writes than fit: the provisional entries make room for the newest.
+        full.insert(4, for: 4, provisional: true)
+        #expect(full.count == 1)
+        #expect(full[4] == 4)
+        for i in 5..<8 { full.insert(i, for: i, provisional: true) }
+        #expect(full.count == 4)
+        // An ordinary entry that does not fit takes the room of every provisional one, at once.
+        full.insert(100, for: 100)
+        #expect(full.count == 1)
+        #expect(full[100] == 100)
+        #expect(full.byteCount == cost)
+        // Provisional entries never displace ordinary ones, and are no refusals: after twenty of them
+        // the next ordinary refusal is the first, which does not empty the cache.
+        for i in 101..<104 { full.insert(i, for: i) }
+        for i in 0..<20 { full.insert(i, for: 200 + i, provisional: true) }
+        full.insert(300, for: 300)
+        #expect(full.count == 4)
+        for i in 100..<104 { #expect(full[i] == i) }
+        #expect(full.byteCount == 4 * cost)
+
+        // Removing a provisional entry by its key counts its bytes out.
+        let kept = cache(entries: 4, heap: 0)
+        kept.insert(1, for: 1, provisional: true)
+        kept.insert(2, for: 2)
+        kept.removeAll { $0 == 1 }
+        #expect(kept.byteCount == cost)
+        for i in 3..<7 { kept.insert(i, for: i) }
+        #expect(kept.count == 4)
+        #expect(kept.byteCount == 4 * cost)
+        // An ordinary value for a provisional key makes it ordinary.
+        let promoted = cache(entries: 2, heap: 0)
+        promoted.insert(1, for: 1, provisional: true)
+        promoted.insert(10, for: 1)
+        promoted.insert(2, for: 2)
+        promoted.insert(3, for: 3)
+        #expect(promoted[1] == 10)
+        #expect(promoted[2] == 2)
+    }
+
     @Test func aNewValueThatDoesNotFitDropsTheOldOne() {
         let full = BoundedCache<Int, Int>(byteCapacity: 2 * BoundedCache<Int, Int>.cost(heap: 100)) { _, value in value
         }

@@ -110,6 +110,30 @@ import VaultTestSupport
         #expect(entry.attributes.generic?.startIndex == 0)
     }
 
+    /// A handle that wrote more items than its metadata cache holds caches its next read of any other
+    /// item at once: what it wrote gives way (`BoundedCache`'s provisional entries). With the writes as
+    /// ordinary entries the full cache would refuse that read, and decode it again, until it had refused
+    /// as many as it holds.
+    @Test func aHandleThatWroteMoreThanFitsCachesItsNextRead() throws {
+        try withTemporaryVault { t in
+            let probe = try t.open()
+            try probe.add(.genericPassword, attributes: genp("svc", "probe"), data: Data("p"))
+            let entry = probe.engine.metadataCache.byteCount
+            let bounds = ItemEngine.CacheBounds(
+                metadataBytes: 4 * entry, itemIDBytes: 512 << 10, attributeBytes: 64 << 20)
+            let vault = try t.open().withCacheBounds(bounds)
+            for i in 0..<12 {
+                try vault.add(.genericPassword, attributes: genp("svc", "a\(i)"), data: Data("v\(i)"))
+            }
+            #expect(vault.engine.metadataCache.count == 4)
+            let early = Query.genericPassword(service: "svc", account: "a1")
+            for _ in 0..<2 {
+                #expect(try vault.copyMatching(early, returning: .data).first?.data == Data("v1"))
+                #expect(vault.engine.metadataCache.count == 1)
+            }
+        }
+    }
+
     @Test func aWriteFillsTheCacheAndTheNextReadUsesIt() throws {
         try withTemporaryVault { t in
             let vault = try t.open()
