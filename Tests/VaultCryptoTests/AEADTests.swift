@@ -36,7 +36,10 @@ struct AEADVector: Decodable {
         }
     }
 
-    @Test func roundTripAndEveryTamperingFails() throws {
+    /// A message sealed under a fresh key and nonce, with its associated data.
+    func sealedMessage() throws -> (
+        key: SymmetricKey, nonce: [UInt8], ad: [UInt8], message: [UInt8], sealed: [UInt8]
+    ) {
         let k = try SymmetricKey.random()
         let nonce = try XChaCha20Poly1305.randomNonce()
         let ad: [UInt8] = Array("group/item".utf8)
@@ -44,6 +47,11 @@ struct AEADVector: Decodable {
         let sealed = try message.withUnsafeBytes {
             try XChaCha20Poly1305.seal($0, key: k, nonce: nonce, associatedData: ad)
         }
+        return (k, nonce, ad, message, sealed)
+    }
+
+    @Test func roundTripAndEveryTamperingFails() throws {
+        let (k, nonce, ad, message, sealed) = try sealedMessage()
         #expect(sealed.count == message.count + XChaCha20Poly1305.tagByteCount)
 
         func open(_ c: [UInt8], key: SymmetricKey, nonce: [UInt8], ad: [UInt8]) throws -> SecureBytes {
@@ -87,13 +95,7 @@ struct AEADVector: Decodable {
     /// A sealed box opened where it lies (nonce, then ciphertext, in one buffer) opens as with the nonce
     /// copied out; a nonce outside the buffer is an error, and a changed nonce fails authentication.
     @Test func aBoxOpensWithItsNonceInPlace() throws {
-        let k = try SymmetricKey.random()
-        let nonce = try XChaCha20Poly1305.randomNonce()
-        let ad: [UInt8] = Array("group/item".utf8)
-        let message: [UInt8] = Array("the secret".utf8)
-        let sealed = try message.withUnsafeBytes {
-            try XChaCha20Poly1305.seal($0, key: k, nonce: nonce, associatedData: ad)
-        }
+        let (k, nonce, ad, message, sealed) = try sealedMessage()
         let header: [UInt8] = [9, 9, 9]
         let box = header + nonce + sealed
         let opened = try XChaCha20Poly1305.open(
