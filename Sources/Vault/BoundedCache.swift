@@ -5,7 +5,7 @@ import Synchronization
 /// `cost` counts them, so a handle over a huge vault uses the same memory as one over a small vault.
 /// A miss only costs the work again. Never holds secrets.
 ///
-/// When an entry does not fit, it is not admitted (nothing is evicted for it): a scan over more items
+/// When an entry does not fit, it is not admitted (nothing read is evicted for it): a scan over more items
 /// than fit keeps hitting the part that fits on every pass, where evicting the oldest entries would
 /// have evicted each one just before the next pass asked for it. So that entries nobody asks for any
 /// more (deleted items, old versions) do not hold the room for ever, a cache made with
@@ -13,15 +13,16 @@ import Synchronization
 /// is kept clean by its owner (`removeAll(where:)`). A new value for a held key that does not fit
 /// drops the old one.
 ///
-/// What a handle writes goes in as a provisional entry (`insert(_:for:provisional:)`): it is admitted
-/// only into room, never counts as a refusal, and every provisional entry goes when an entry does not
-/// fit. So a handle that wrote more items than fit (a bulk load) holds its last writes for their next
-/// update, and its reads of other items are admitted at once: were written entries ordinary ones, the
-/// cache would refuse its next reads as many times as it held entries, each a miss that does the work
-/// again (a get decoded its metadata, twice its time, for its first 3,000 reads after a fill).
+/// What the handle writes goes in as a provisional entry (`insert(_:for:provisional:)`): admitted only
+/// into room, never a refusal, and all dropped when that lets another entry fit. A handle that wrote
+/// more than fits (a bulk load) then admits its next reads at once instead of refusing them
+/// (docs/PERFORMANCE.md, "the sixth session").
 final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+    /// An entry as the dictionary holds it.
+    private typealias Slot = (value: Value, cost: Int, provisional: Bool)
+
     private struct Entries {
-        var values: [Key: (value: Value, cost: Int, provisional: Bool)] = [:]
+        var values: [Key: Slot] = [:]
         var bytes = 0
         var refused = 0
         /// The bytes of the provisional entries.
@@ -42,7 +43,11 @@ final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
 
         mutating func removeProvisional() {
             guard provisionalBytes > 0 else { return }
-            values = values.filter { !$0.value.provisional }
+            if provisionalBytes == bytes {
+                values.removeAll(keepingCapacity: true)
+            } else {
+                values = values.filter { !$0.value.provisional }
+            }
             bytes -= provisionalBytes
             provisionalBytes = 0
         }
@@ -57,7 +62,7 @@ final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     /// What one entry is counted as: its key and value inline, twice (a dictionary's storage is between
     /// 3/8 and 3/4 full), plus the heap bytes `heapCost` gives for them (strings, arrays, boxes).
     static func cost(heap: Int) -> Int {
-        2 * (MemoryLayout<Key>.stride + MemoryLayout<(value: Value, cost: Int)>.stride) + heap
+        2 * (MemoryLayout<Key>.stride + MemoryLayout<Slot>.stride) + heap
     }
 
     /// A cache of at most `byteCapacity` bytes whose entries own `heapCost(key, value)` bytes beyond
@@ -87,8 +92,16 @@ final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     func insert(_ value: Value, for key: Key, provisional: Bool = false) {
         let cost = Self.cost(heap: heapCost(key, value))
         entries.withLock { entries in
+            let held = entries.values[key]
+            // A write does not make what a read put there provisional (a key gives one value).
+            let provisional = provisional && held?.provisional != false
             func fits() -> Bool { entries.bytes - (entries.values[key]?.cost ?? 0) + cost <= byteCapacity }
-            if !fits() { entries.removeProvisional() }
+            // Provisional entries go only when that lets this one in: dropping them for an entry that is
+            // refused anyway would rebuild the dictionary for nothing.
+            let heldOrdinary = held.map { $0.provisional ? 0 : $0.cost } ?? 0
+            if !fits(), entries.bytes - entries.provisionalBytes - heldOrdinary + cost <= byteCapacity {
+                entries.removeProvisional()
+            }
             guard fits() else {
                 entries.remove(key)
                 if provisional { return }

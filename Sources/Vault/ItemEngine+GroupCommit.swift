@@ -30,7 +30,7 @@ extension ItemEngine {
         -> PreparedSet?
     {
         guard store.formatVersion >= 2, !store.isFleetGroup(group.name),
-            let found = try? find(key.query, in: [group]), found.count <= 1
+            let found = try? find(key.query, in: [group], writing: true), found.count <= 1
         else { return nil }
         let now = ItemRecord.now()
         var record: ItemRecord

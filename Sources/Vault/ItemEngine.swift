@@ -188,11 +188,13 @@ struct ItemEngine: Sendable {
     /// `underWriteLock`: the caller holds the vault's write lock, so no move can be half done (crashed
     /// ones were finished when the lock was taken) and the check for one is skipped.
     /// `needsData: false` (a query that returns no secrets) lets a scan use the attribute cache.
-    func find(_ query: Query, in groups: [AccessGroup], underWriteLock: Bool = false, needsData: Bool = true)
-        throws(VaultError) -> [LocatedItem]
-    {
+    func find(
+        _ query: Query, in groups: [AccessGroup], underWriteLock: Bool = false, needsData: Bool = true,
+        writing: Bool = false
+    ) throws(VaultError) -> [LocatedItem] {
         let found = try find(
-            query, in: groups, underWriteLock: underWriteLock, needsData: needsData, settingDamageAside: false)
+            query, in: groups, underWriteLock: underWriteLock, needsData: needsData, settingDamageAside: false,
+            writing: writing)
         if found.items.isEmpty, let damage = found.damaged.first { throw damage.error }
         return found.items
     }
@@ -200,9 +202,11 @@ struct ItemEngine: Sendable {
     /// Like `find`, but with the damaged files met on the way. `settingDamageAside`: a damaged file
     /// named by a full primary key is set aside too (otherwise it is thrown at once, as `find` does);
     /// the files of scans are always set aside, all of them, in group order. Locked files are handled
-    /// as in `find`: they are not damage.
+    /// as in `find`: they are not damage. The id of a full primary key goes into the cache provisionally
+    /// for a write's look-up (`writing`, or `underWriteLock`).
     func find(
-        _ query: Query, in groups: [AccessGroup], underWriteLock: Bool, needsData: Bool, settingDamageAside: Bool
+        _ query: Query, in groups: [AccessGroup], underWriteLock: Bool, needsData: Bool, settingDamageAside: Bool,
+        writing: Bool = false
     ) throws(VaultError) -> (items: [LocatedItem], damaged: [DamagedFile]) {
         let lockedFilesCannotMatch = query.attributes.accessible.map { store.isAvailable($0.protectionClass) } ?? false
         if let reference = query.persistentReference {
@@ -215,7 +219,7 @@ struct ItemEngine: Sendable {
             for group in groups {
                 let id: ItemID
                 do {
-                    id = try itemID(group, primaryKey)
+                    id = try itemID(group, primaryKey, writing: writing || underWriteLock)
                 } catch  where query.attributes.accessGroup == nil && error.isMissingGroup {
                     // A member of shared groups searching all its client's groups: one that the vault
                     // does not have (its application identifier, say) holds nothing, as in a scan.

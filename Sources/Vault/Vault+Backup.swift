@@ -237,7 +237,7 @@ extension Vault {
             for item in bundle.items {
                 let group = try AccessGroup(item.group)
                 var record = item.record
-                let id = try engine.itemID(group, record.primaryKey)
+                let id = try engine.itemID(group, record.primaryKey, writing: true)
                 if let existing = try engine.load(group, id) {
                     guard replace else {
                         duplicates.append(engine.describe(record.itemClass, record.attributes, group: group))

@@ -99,6 +99,23 @@ import VaultTestSupport
         for i in 3..<7 { kept.insert(i, for: i) }
         #expect(kept.count == 4)
         #expect(kept.byteCount == 4 * cost)
+        // Provisional entries stay when dropping them would not let the new entry in.
+        let sized = BoundedCache<Int, Int>(byteCapacity: 4 * cost) { _, value in value }
+        for i in 0..<3 { sized.insert(0, for: i) }
+        sized.insert(0, for: 10, provisional: true)
+        sized.insert(2 * cost, for: 20)  // needs more room than the provisional entry frees
+        sized.insert(100 * cost, for: 30)  // larger than the cache
+        #expect(sized[10] == 0)
+        #expect(sized.count == 4)
+        sized.insert(0, for: 40)  // fits once the provisional entry goes
+        #expect(sized[10] == nil)
+        #expect(sized[40] == 0)
+        // A write of a key that a read put there leaves it ordinary: it does not give way.
+        sized.insert(0, for: 0, provisional: true)
+        sized.insert(0, for: 60)
+        #expect(sized[0] == 0)
+        #expect(sized[60] == nil)
+        #expect(sized.byteCount == 4 * cost)
         // An ordinary value for a provisional key makes it ordinary.
         let promoted = cache(entries: 2, heap: 0)
         promoted.insert(1, for: 1, provisional: true)
