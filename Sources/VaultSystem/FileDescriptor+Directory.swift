@@ -74,29 +74,16 @@ extension FileDescriptor {
         }
     }
 
-    /// Reads the target of the symbolic link `name` into a buffer on the stack (128 bytes) and hands
-    /// `body` the target's bytes, or nil when it fills the buffer (it may have been cut): for a look-up
-    /// on every read, with no allocation. Never follows the link; not a link is `EINVAL`.
-    @inlinable
-    public func withSymbolicLinkAt<R>(_ name: String, _ body: (Span<UInt8>?) -> R) throws(Errno) -> R {
-        try Self.withSymbolicLinkTarget({ (raw) throws(Errno) in try readSymbolicLinkAt(name, into: raw) }, body)
-    }
-
-    /// `withSymbolicLinkAt` of a name assembled in place.
+    /// Reads the target of the symbolic link `name` (assembled in place) into a buffer on the stack
+    /// (128 bytes) and hands `body` the target's bytes, or nil when it fills the buffer (it may have been
+    /// cut): for a look-up on every read, with no allocation. Never follows the link; not a link is
+    /// `EINVAL`.
     @inlinable
     public func withSymbolicLinkAt<R>(_ name: EntryName, _ body: (Span<UInt8>?) -> R) throws(Errno) -> R {
-        try Self.withSymbolicLinkTarget({ (raw) throws(Errno) in try readSymbolicLinkAt(name, into: raw) }, body)
-    }
-
-    /// The target that `read` puts into a buffer on the stack, as `withSymbolicLinkAt` hands it on.
-    @inlinable
-    static func withSymbolicLinkTarget<R>(
-        _ read: (UnsafeMutableRawBufferPointer) throws(Errno) -> Int, _ body: (Span<UInt8>?) -> R
-    ) throws(Errno) -> R {
         var buffer = InlineArray<128, UInt8>(repeating: 0)
         var target = buffer.mutableSpan
         let result: Result<Int, Errno> = target.withUnsafeMutableBytes { raw in
-            Result { () throws(Errno) in try read(raw) }
+            Result { () throws(Errno) in try readSymbolicLinkAt(name, into: raw) }
         }
         let count = try result.get()
         return count < buffer.count ? body(buffer.span.extracting(0..<count)) : body(nil)
