@@ -127,7 +127,10 @@ public final class EtcdClient: Sendable {
             keyValues += page.keyValues
             pages += 1
             if let afterPage = afterPage.withLock({ $0 }) { afterPage(pages) }
-            guard answer["more"]?.bool == true, let last = page.keyValues.last else { break }
+            guard try EtcdJSON.flag(answer, "more") else { break }
+            guard let last = page.keyValues.last else {
+                throw EtcdError(.malformedResponse, "etcd said more keys follow a page that had none")
+            }
             start = last.key + [0]
         }
         return EtcdRangeResult(

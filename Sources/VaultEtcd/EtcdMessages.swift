@@ -139,23 +139,73 @@ enum EtcdJSON {
         return Array(data)
     }
 
+    /// A boolean field, which the gateway leaves out when false.
+    static func flag(_ object: JSONValue, _ name: String) throws(EtcdError) -> Bool {
+        guard let field = object[name] else { return false }
+        guard let value = field.bool else {
+            throw EtcdError(.malformedResponse, "etcd sent \(name) as \(field.kind), not a boolean")
+        }
+        return value
+    }
+
+    /// A string field, which the gateway leaves out when empty.
+    static func text(_ object: JSONValue, _ name: String) throws(EtcdError) -> String {
+        guard let field = object[name] else { return "" }
+        guard let value = field.string else {
+            throw EtcdError(.malformedResponse, "etcd sent \(name) as \(field.kind), not a string")
+        }
+        return value
+    }
+
+    /// A field that is an object (nil when left out).
+    static func object(_ object: JSONValue, _ name: String) throws(EtcdError) -> JSONValue? {
+        guard let field = object[name] else { return nil }
+        guard field.isObject else {
+            throw EtcdError(.malformedResponse, "etcd sent \(name) as \(field.kind), not an object")
+        }
+        return field
+    }
+
+    /// A repeated field of messages (`kvs`, `responses`, `events`): an array of objects, which the
+    /// gateway leaves out when empty. Anything else is refused rather than read as no entries: a
+    /// listing read as empty would look like keys that are gone.
+    static func objects(_ object: JSONValue, _ name: String) throws(EtcdError) -> [JSONValue] {
+        guard let field = object[name] else { return [] }
+        guard let elements = field.array else {
+            throw EtcdError(.malformedResponse, "etcd sent \(name) as \(field.kind), not an array")
+        }
+        for (index, element) in elements.enumerated() where !element.isObject {
+            throw EtcdError(
+                .malformedResponse, "etcd sent entry \(index) of \(name) as \(element.kind), not an object")
+        }
+        return elements
+    }
+
     static func header(_ object: JSONValue) throws(EtcdError) -> (revision: Int64, clusterID: String) {
-        guard let header = object["header"], header.isObject else {
+        guard let header = try self.object(object, "header") else {
             throw EtcdError(.malformedResponse, "etcd's answer has no header")
         }
-        return (try integer(header, "revision"), header["cluster_id"]?.string ?? "")
+        return (try integer(header, "revision"), try text(header, "cluster_id"))
+    }
+
+    /// A key-value of a range's `kvs` or of a watch event (`field` names it in messages). etcd has no
+    /// empty key, so one without a key is malformed.
+    static func keyValue(_ entry: JSONValue, in field: String) throws(EtcdError) -> EtcdKeyValue {
+        guard entry["key"] != nil else {
+            throw EtcdError(.malformedResponse, "etcd sent an entry of \(field) without a key")
+        }
+        return EtcdKeyValue(
+            key: try bytes(entry, "key"), value: try bytes(entry, "value"),
+            createRevision: try integer(entry, "create_revision"), modRevision: try integer(entry, "mod_revision"),
+            version: try integer(entry, "version"))
     }
 
     static func rangeResult(_ object: JSONValue, header: (revision: Int64, clusterID: String)) throws(EtcdError)
         -> EtcdRangeResult
     {
         var keyValues: [EtcdKeyValue] = []
-        for entry in object["kvs"]?.array ?? [] {
-            keyValues.append(
-                EtcdKeyValue(
-                    key: try bytes(entry, "key"), value: try bytes(entry, "value"),
-                    createRevision: try integer(entry, "create_revision"),
-                    modRevision: try integer(entry, "mod_revision"), version: try integer(entry, "version")))
+        for entry in try objects(object, "kvs") {
+            keyValues.append(try keyValue(entry, in: "kvs"))
         }
         return EtcdRangeResult(
             revision: header.revision, keyValues: keyValues, count: try integer(object, "count"),
@@ -165,14 +215,13 @@ enum EtcdJSON {
     static func transactionResult(_ object: JSONValue) throws(EtcdError) -> EtcdTransactionResult {
         let header = try header(object)
         var ranges: [EtcdRangeResult?] = []
-        for response in object["responses"]?.array ?? [] {
-            if let range = response["response_range"], range.isObject {
+        for response in try objects(object, "responses") {
+            if let range = try self.object(response, "response_range") {
                 ranges.append(try rangeResult(range, header: header))
             } else {
                 ranges.append(nil)
             }
         }
-        return EtcdTransactionResult(
-            succeeded: object["succeeded"]?.bool ?? false, revision: header.revision, ranges: ranges)
+        return EtcdTransactionResult(succeeded: try flag(object, "succeeded"), revision: header.revision, ranges: ranges)
     }
 }

@@ -115,42 +115,49 @@ public final class EtcdWatch: Sendable {
         return .failed("the watch on \(target.endpoint) ended (HTTP \(status))")
     }
 
-    private enum Message {
+    enum Message: Equatable {
         case events([EtcdEvent], Int64)
         case end(EtcdWatchEnd)
         case created
         case other
     }
 
-    private static func decode(_ line: [UInt8]) -> Message {
+    /// One line of the watch's stream. A line that etcd could not have sent ends the watch (its owner
+    /// then reads the range again) rather than being skipped: a skipped event is a change the owner
+    /// would never see.
+    static func decode(_ line: [UInt8]) -> Message {
         guard let object = JSONValue.parse(line), object.isObject else {
             return .end(.failed("etcd's watch sent something that is not JSON (\(line.count) bytes)"))
         }
-        if let error = object["error"], error.isObject {
-            return .end(.failed("etcd ended the watch: \(error["message"]?.string ?? "an error")"))
-        }
-        guard let result = object["result"], result.isObject else { return .other }
-        let compacted = (try? EtcdJSON.integer(result, "compact_revision")) ?? 0
-        if compacted > 0 { return .end(.compacted(compactRevision: compacted)) }
-        if result["canceled"]?.bool == true {
-            return .end(.failed("etcd cancelled the watch: \(result["cancel_reason"]?.string ?? "no reason given")"))
-        }
-        guard let header = try? EtcdJSON.header(result) else { return .other }
-        if result["created"]?.bool == true { return .created }
-        var events: [EtcdEvent] = []
-        for event in result["events"]?.array ?? [] {
-            guard let kv = event["kv"], kv.isObject, let key = try? EtcdJSON.bytes(kv, "key") else { continue }
-            if event["type"]?.string == "DELETE" {
-                events.append(.delete(key: key, modRevision: (try? EtcdJSON.integer(kv, "mod_revision")) ?? 0))
-            } else if let value = try? EtcdJSON.bytes(kv, "value") {
-                events.append(
-                    .put(
-                        EtcdKeyValue(
-                            key: key, value: value, createRevision: (try? EtcdJSON.integer(kv, "create_revision")) ?? 0,
-                            modRevision: (try? EtcdJSON.integer(kv, "mod_revision")) ?? 0,
-                            version: (try? EtcdJSON.integer(kv, "version")) ?? 0)))
+        do throws(EtcdError) {
+            if let error = try EtcdJSON.object(object, "error") {
+                return .end(.failed("etcd ended the watch: \(error["message"]?.string ?? "an error")"))
             }
+            guard let result = try EtcdJSON.object(object, "result") else { return .other }
+            let compacted = try EtcdJSON.integer(result, "compact_revision")
+            if compacted > 0 { return .end(.compacted(compactRevision: compacted)) }
+            if try EtcdJSON.flag(result, "canceled") {
+                let reason = try EtcdJSON.text(result, "cancel_reason")
+                return .end(.failed("etcd cancelled the watch: \(reason.isEmpty ? "no reason given" : reason)"))
+            }
+            let header = try EtcdJSON.header(result)
+            if try EtcdJSON.flag(result, "created") { return .created }
+            var events: [EtcdEvent] = []
+            for event in try EtcdJSON.objects(result, "events") {
+                guard let kv = try EtcdJSON.object(event, "kv") else {
+                    throw EtcdError(.malformedResponse, "etcd sent an event without a kv")
+                }
+                let keyValue = try EtcdJSON.keyValue(kv, in: "events")
+                // proto3 leaves out the default, PUT.
+                switch try EtcdJSON.text(event, "type") {
+                case "", "PUT": events.append(.put(keyValue))
+                case "DELETE": events.append(.delete(key: keyValue.key, modRevision: keyValue.modRevision))
+                case let other: throw EtcdError(.malformedResponse, "etcd sent an event of type \(other)")
+                }
+            }
+            return .events(events, header.revision)
+        } catch {
+            return .end(.failed("etcd's watch sent a malformed message: \(error.message)"))
         }
-        return .events(events, header.revision)
     }
 }

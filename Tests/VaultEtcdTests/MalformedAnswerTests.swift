@@ -1,0 +1,131 @@
+import Testing
+
+@testable import VaultEtcd
+
+/// Answers and watch lines that etcd's gateway could not have sent are refused, naming the field,
+/// never read as fewer keys, no events or default values.
+@Suite struct MalformedAnswerTests {
+    static let header = #""header":{"cluster_id":"7","revision":"9"}"#
+
+    func object(_ text: String) throws -> JSONValue {
+        try #require(JSONValue.parse(Array(text.utf8)), "\(text)")
+    }
+
+    func expectMalformed(
+        _ text: String, naming field: String, sourceLocation: SourceLocation = #_sourceLocation,
+        _ read: (JSONValue) throws(EtcdError) -> Void
+    ) throws {
+        let answer = try object(text)
+        let error = #expect(throws: EtcdError.self, sourceLocation: sourceLocation) { try read(answer) }
+        #expect(error?.code == .malformedResponse, "\(text)", sourceLocation: sourceLocation)
+        #expect(
+            error?.message.contains(field) == true, "\(String(describing: error)) for \(text)",
+            sourceLocation: sourceLocation)
+    }
+
+    @Test func aRangeWhoseKeysAreNotAListOfKeyValuesIsRefused() throws {
+        let cases: [(String, String)] = [
+            (#"{\#(Self.header),"kvs":"Zm9v"}"#, "kvs"),
+            (#"{\#(Self.header),"kvs":{"key":"Zm9v"}}"#, "kvs"),
+            (#"{\#(Self.header),"kvs":null}"#, "kvs"),
+            (#"{\#(Self.header),"kvs":[{"key":"Zm9v"},"Zm9v"]}"#, "entry 1 of kvs"),
+            (#"{\#(Self.header),"kvs":[[{"key":"Zm9v"}]]}"#, "entry 0 of kvs"),
+            (#"{\#(Self.header),"kvs":[{"value":"YmFy","mod_revision":"3"}]}"#, "kvs without a key"),
+            (#"{\#(Self.header),"kvs":[{"key":"Zm9v","mod_revision":true}]}"#, "mod_revision"),
+        ]
+        for (text, field) in cases {
+            try expectMalformed(text, naming: field) { answer throws(EtcdError) in
+                _ = try EtcdJSON.rangeResult(answer, header: try EtcdJSON.header(answer))
+            }
+        }
+        // What the gateway does send: no kvs at all for an empty range.
+        let empty = try object(#"{\#(Self.header)}"#)
+        #expect(try EtcdJSON.rangeResult(empty, header: try EtcdJSON.header(empty)).keyValues.isEmpty)
+    }
+
+    @Test func aHeaderOfTheWrongShapeIsRefused() throws {
+        for (text, field) in [
+            (#"{"header":"9"}"#, "header"), (#"{"header":{"revision":"9","cluster_id":7}}"#, "cluster_id"),
+            (#"{"header":{"revision":"x"}}"#, "revision"),
+        ] {
+            try expectMalformed(text, naming: field) { answer throws(EtcdError) in _ = try EtcdJSON.header(answer) }
+        }
+    }
+
+    @Test func aTransactionOfTheWrongShapeIsRefused() throws {
+        let cases: [(String, String)] = [
+            (#"{\#(Self.header),"succeeded":"true"}"#, "succeeded"),
+            (#"{\#(Self.header),"succeeded":true,"responses":{"response_put":{}}}"#, "responses"),
+            (#"{\#(Self.header),"succeeded":true,"responses":[{"response_put":{}},7]}"#, "entry 1 of responses"),
+            (#"{\#(Self.header),"responses":[{"response_range":[]}]}"#, "response_range"),
+            (#"{\#(Self.header),"responses":[{"response_range":{"kvs":[{}]}}]}"#, "kvs without a key"),
+        ]
+        for (text, field) in cases {
+            try expectMalformed(text, naming: field) { answer throws(EtcdError) in
+                _ = try EtcdJSON.transactionResult(answer)
+            }
+        }
+        // A failed compare is left out as proto3's default.
+        let failed = try EtcdJSON.transactionResult(try object(#"{\#(Self.header)}"#))
+        #expect(!failed.succeeded)
+        #expect(failed.ranges.isEmpty)
+    }
+
+    @Test func flagsAreBooleansOrLeftOut() throws {
+        let answer = try object(#"{"a":true,"b":false,"c":"true","d":1,"e":null}"#)
+        #expect(try EtcdJSON.flag(answer, "a"))
+        #expect(try !EtcdJSON.flag(answer, "b"))
+        #expect(try !EtcdJSON.flag(answer, "missing"))
+        for name in ["c", "d", "e"] {
+            let error = #expect(throws: EtcdError.self) { try EtcdJSON.flag(answer, name) }
+            #expect(error?.code == .malformedResponse)
+            #expect(error?.message.contains("\(name) as") == true, "\(String(describing: error))")
+        }
+    }
+
+    @Test func watchLinesOfTheRightShapeAreRead() throws {
+        let put = #"{"result":{\#(Self.header),"events":[{"kv":{"key":"YQ==","value":"Yg==","mod_revision":"9","#
+            + #""create_revision":"4","version":"2"}},{"type":"DELETE","kv":{"key":"Yw==","mod_revision":"9"}}]}}"#
+        #expect(
+            EtcdWatch.decode(Array(put.utf8))
+                == .events(
+                    [
+                        .put(
+                            EtcdKeyValue(
+                                key: Array("a".utf8), value: Array("b".utf8), createRevision: 4, modRevision: 9,
+                                version: 2)),
+                        .delete(key: Array("c".utf8), modRevision: 9),
+                    ], 9))
+        #expect(EtcdWatch.decode(Array(#"{"result":{\#(Self.header),"created":true}}"#.utf8)) == .created)
+        #expect(EtcdWatch.decode(Array(#"{"result":{\#(Self.header)}}"#.utf8)) == .events([], 9))
+        #expect(
+            EtcdWatch.decode(Array(#"{"result":{\#(Self.header),"compact_revision":"5"}}"#.utf8))
+                == .end(.compacted(compactRevision: 5)))
+    }
+
+    /// Each of these was skipped or read with a default before: the watch's owner would have missed a
+    /// change (or applied one at revision 0) and kept serving what it had.
+    @Test func aWatchLineOfTheWrongShapeEndsTheWatch() throws {
+        let cases: [(String, String)] = [
+            (#"{"result":{\#(Self.header),"events":["YQ=="]}}"#, "entry 0 of events"),
+            (#"{"result":{\#(Self.header),"events":{"kv":{"key":"YQ=="}}}}"#, "events"),
+            (#"{"result":{\#(Self.header),"events":[{"type":"PUT"}]}}"#, "without a kv"),
+            (#"{"result":{\#(Self.header),"events":[{"kv":"YQ=="}]}}"#, "kv"),
+            (#"{"result":{\#(Self.header),"events":[{"kv":{"value":"Yg=="}}]}}"#, "events without a key"),
+            (#"{"result":{\#(Self.header),"events":[{"kv":{"key":"YQ==","mod_revision":"x"}}]}}"#, "mod_revision"),
+            (#"{"result":{\#(Self.header),"events":[{"kv":{"key":"YQ==","value":"%%"}}]}}"#, "not base64"),
+            (#"{"result":{\#(Self.header),"events":[{"type":"PATCH","kv":{"key":"YQ=="}}]}}"#, "PATCH"),
+            (#"{"result":{"events":[{"kv":{"key":"YQ=="}}]}}"#, "no header"),
+            (#"{"result":{\#(Self.header),"created":"yes"}}"#, "created"),
+            (#"{"result":{\#(Self.header),"canceled":1}}"#, "canceled"),
+            (#"{"result":"events"}"#, "result"),
+        ]
+        for (text, field) in cases {
+            guard case .end(.failed(let message)) = EtcdWatch.decode(Array(text.utf8)) else {
+                Issue.record("\(text) did not end the watch: \(EtcdWatch.decode(Array(text.utf8)))")
+                continue
+            }
+            #expect(message.contains("malformed") && message.contains(field), "\(message) for \(text)")
+        }
+    }
+}
