@@ -222,6 +222,7 @@ enum EtcdJSON {
                 ranges.append(nil)
             }
         }
-        return EtcdTransactionResult(succeeded: try flag(object, "succeeded"), revision: header.revision, ranges: ranges)
+        return EtcdTransactionResult(
+            succeeded: try flag(object, "succeeded"), revision: header.revision, ranges: ranges)
     }
 }

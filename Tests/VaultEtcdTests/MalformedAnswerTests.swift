@@ -84,7 +84,8 @@ import Testing
     }
 
     @Test func watchLinesOfTheRightShapeAreRead() throws {
-        let put = #"{"result":{\#(Self.header),"events":[{"kv":{"key":"YQ==","value":"Yg==","mod_revision":"9","#
+        let put =
+            #"{"result":{\#(Self.header),"events":[{"kv":{"key":"YQ==","value":"Yg==","mod_revision":"9","#
             + #""create_revision":"4","version":"2"}},{"type":"DELETE","kv":{"key":"Yw==","mod_revision":"9"}}]}}"#
         #expect(
             EtcdWatch.decode(Array(put.utf8))
