@@ -92,8 +92,12 @@ public enum ProcessIdentity {
     /// `ProcessInfo` compares each entry character by character and was a sixth of a `vault get`'s
     /// instructions. Read it before threads start: nothing stops a `setenv` on another thread.
     public static func environmentVariables() -> [String: String] {
-        var variables: [String: String] = [:]
-        guard var entry = vsys_environment() else { return variables }
+        guard let first = vsys_environment() else { return [:] }
+        var count = 0
+        while first[count] != nil { count += 1 }
+        // Sized once: growing entry by entry rehashed the table six times for a shell's ~40 variables.
+        var variables = [String: String](minimumCapacity: count)
+        var entry = first
         while let pointer = entry.pointee {
             let bytes = UnsafeRawBufferPointer(start: pointer, count: Glibc.strlen(pointer))
             if let equals = bytes.firstIndex(of: UInt8(ascii: "=")) {
