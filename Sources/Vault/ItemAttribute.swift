@@ -102,11 +102,15 @@ public enum ItemAttribute: String, CaseIterable, Sendable, Hashable {
     }
 
     /// The classes that have the attribute.
-    public var classes: Set<ItemClass> {
+    public var classes: Set<ItemClass> { Set(ItemClass.allCases.filter(isAttribute(of:))) }
+
+    /// Whether `itemClass` has the attribute. (The attribute tables below are made from this rather than
+    /// from `classes`: a set for each attribute was most of a `vault get`'s first look-up by primary key.)
+    public func isAttribute(of itemClass: ItemClass) -> Bool {
         switch self {
-        case .service, .generic: return [.genericPassword]
-        case .server, .securityDomain, .protocol, .authenticationType, .port, .path: return [.internetPassword]
-        default: return [.genericPassword, .internetPassword]
+        case .service, .generic: itemClass == .genericPassword
+        case .server, .securityDomain, .protocol, .authenticationType, .port, .path: itemClass == .internetPassword
+        default: true
         }
     }
 
@@ -133,8 +137,8 @@ public enum ItemAttribute: String, CaseIterable, Sendable, Hashable {
         itemClass == .genericPassword ? genericPrimaryKey : internetPrimaryKey
     }
 
-    private static let genericPassword = allCases.filter { $0.classes.contains(.genericPassword) }
-    private static let internetPassword = allCases.filter { $0.classes.contains(.internetPassword) }
+    private static let genericPassword = allCases.filter { $0.isAttribute(of: .genericPassword) }
+    private static let internetPassword = allCases.filter { $0.isAttribute(of: .internetPassword) }
     private static let genericPrimaryKey = genericPassword.filter { $0.isPrimaryKey(of: .genericPassword) }
     private static let internetPrimaryKey = internetPassword.filter { $0.isPrimaryKey(of: .internetPassword) }
 

@@ -72,7 +72,7 @@ public struct ItemAttributes: Sendable, Hashable, Codable {
     /// the internet-only ones are not attributes of a generic password, `service` and `generic` not of
     /// an internet password.
     func unsupportedAttribute(for itemClass: ItemClass) -> String? {
-        ItemAttribute.allCases.first { !$0.classes.contains(itemClass) && hasValue($0) }?.name
+        ItemAttribute.allCases.first { !$0.isAttribute(of: itemClass) && hasValue($0) }?.name
     }
 
     /// Whether every non-nil attribute of `self` (a filter) matches `item`. A missing service or
