@@ -58,14 +58,15 @@ extension ItemEngine {
         var newKeys = Set<Key>()
         for (old, new) in planned {
             let key = Key(group: new.group, id: new.id)
-            let description = describe(new.record.itemClass, new.record.attributes, group: new.group)
+            // Made only for a message: every update comes here.
+            func description() -> String { describe(new.record.itemClass, new.record.attributes, group: new.group) }
             guard newKeys.insert(key).inserted else {
-                throw VaultError(.duplicateItem, "the update would give two items the key of \(description)")
+                throw VaultError(.duplicateItem, "the update would give two items the key of \(description())")
             }
             if key != Key(group: old.group, id: old.id), !oldKeys.contains(key),
                 try loadCurrent(new.group, new.id) != nil
             {
-                throw VaultError(.duplicateItem, "\(description) already exists; nothing was updated")
+                throw VaultError(.duplicateItem, "\(description()) already exists; nothing was updated")
             }
         }
         for (old, new) in planned {

@@ -154,7 +154,8 @@ enum AtomicFile {
                 throw StoreError.system(error, .open, "create a temp file in", path: directoryPath)
             }
         }
-        let path = directoryPath / name
+        // Made only for a message.
+        var path: FilePath { directoryPath / name }
         // Group bits are set explicitly: the umask of whoever writes must not take them away (a shared
         // group's members read each other's files).
         if permissions != .ownerReadWrite {

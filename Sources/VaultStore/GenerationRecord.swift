@@ -62,9 +62,18 @@ enum GenerationRecord {
     }
 
     static func text(generation: UInt64, tag: [UInt8]) -> String {
-        var bytes: [UInt8] = []
-        bytes.appendBigEndian(generation)
-        return "1:" + Hex.encode(bytes) + ":" + Hex.encode(tag)
+        // In one buffer: every update writes a record.
+        var text: [UInt8] = [UInt8(ascii: "1"), UInt8(ascii: ":")]
+        text.reserveCapacity(3 + 16 + 2 * tag.count)
+        for shift in stride(from: 60, through: 0, by: -4) {
+            text.append(Hex.digit(UInt8(truncatingIfNeeded: generation >> UInt64(shift))))
+        }
+        text.append(UInt8(ascii: ":"))
+        for byte in tag {
+            text.append(Hex.digit(byte >> 4))
+            text.append(Hex.digit(byte & 0x0f))
+        }
+        return String(decoding: text, as: UTF8.self)
     }
 
     /// Parses "1:<16 hex>:<32 hex>" from bytes, without building strings (it runs on every read).

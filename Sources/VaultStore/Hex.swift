@@ -7,11 +7,14 @@ public enum Hex {
         var text: [UInt8] = []
         text.reserveCapacity(bytes.underestimatedCount * 2)
         for byte in bytes {
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
+            text.append(digit(byte >> 4))
+            text.append(digit(byte & 0x0f))
         }
         return String(decoding: text, as: UTF8.self)
     }
+
+    /// The lowercase hex digit of the low four bits of `value`.
+    public static func digit(_ value: UInt8) -> UInt8 { digits[Int(value & 0x0f)] }
 
     /// The value of one lowercase hex digit, or nil.
     public static func value(ofDigit c: UInt8) -> UInt8? {

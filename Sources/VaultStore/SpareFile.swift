@@ -97,12 +97,13 @@ struct SpareFile {
     func write(_ contents: [UInt8], for itemName: String, in directory: FileDescriptor, directoryPath: FilePath)
         throws(StoreError)
     {
-        // Messages name the file being written; the spare is where its bytes go.
-        let path = FilePath((directoryPath / itemName).string + " (through " + name + ")")
+        // Messages name the file being written; the spare is where its bytes go. Made only for a
+        // message: every write comes here.
+        func path() -> FilePath { FilePath((directoryPath / itemName).string + " (through " + name + ")") }
         func fail(_ error: Errno, _ call: SystemOperation, _ verb: String) -> StoreError {
             try? file.close()
             try? directory.unlinkAt(name)
-            return StoreError.system(error, call, verb, path: path)
+            return StoreError.system(error, call, verb, path: path())
         }
         do {
             try file.writeAll(contents, at: 0)
@@ -125,7 +126,7 @@ struct SpareFile {
             try file.close()
         } catch {
             try? directory.unlinkAt(name)
-            throw StoreError.system(error, .close, "close", path: path)
+            throw StoreError.system(error, .close, "close", path: path())
         }
     }
 

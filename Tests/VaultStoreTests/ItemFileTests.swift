@@ -206,6 +206,22 @@ import VaultTestSupport
         #expect(throws: StoreError.self) { _ = try ItemID("../../etc/passwd") }
     }
 
+    /// The record's text is `1:<generation, 16 hex>:<tag, 32 hex>` (docs/FORMAT.md), and reads back.
+    @Test func generationRecordTextsAreTheFormatsAndReadBack() {
+        let tag: [UInt8] = [
+            0x00, 0x01, 0x7f, 0x80, 0xfe, 0xff, 0x10, 0xa5, 0x5a, 0x0f, 0xf0, 0x33, 0xcc, 0x99, 0x66, 0x42,
+        ]
+        for (generation, digits) in [
+            (UInt64(0), "0000000000000000"), (1, "0000000000000001"), (0x0123_4567_89ab_cdef, "0123456789abcdef"),
+            (.max, "ffffffffffffffff"), (0xf000_0000_0000_000f, "f00000000000000f"),
+        ] {
+            let text = GenerationRecord.text(generation: generation, tag: tag)
+            #expect(text == "1:\(digits):00017f80feff10a55a0ff033cc996642")
+            let bytes = Array(text.utf8)
+            #expect(GenerationRecord.parse(bytes.span) == GenerationRecord.Recorded(generation: generation, tag: tag))
+        }
+    }
+
     /// An id holds its file name; its hex digits, its records' names and its order come from it.
     @Test func itemIDsNameTheirFileAndRecords() throws {
         let hex = String(repeating: "0123456789abcdef", count: 4)
