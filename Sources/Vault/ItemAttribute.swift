@@ -104,13 +104,12 @@ public enum ItemAttribute: String, CaseIterable, Sendable, Hashable {
     /// The classes that have the attribute.
     public var classes: Set<ItemClass> { Set(ItemClass.allCases.filter(isAttribute(of:))) }
 
-    /// Whether `itemClass` has the attribute. (The attribute tables below are made from this rather than
-    /// from `classes`: a set for each attribute was most of a `vault get`'s first look-up by primary key.)
+    /// Whether `itemClass` has the attribute.
     public func isAttribute(of itemClass: ItemClass) -> Bool {
         switch self {
         case .service, .generic: itemClass == .genericPassword
         case .server, .securityDomain, .protocol, .authenticationType, .port, .path: itemClass == .internetPassword
-        default: true
+        default: itemClass == .genericPassword || itemClass == .internetPassword
         }
     }
 
@@ -137,6 +136,8 @@ public enum ItemAttribute: String, CaseIterable, Sendable, Hashable {
         itemClass == .genericPassword ? genericPrimaryKey : internetPrimaryKey
     }
 
+    // From `isAttribute(of:)`, not `classes`: a set for each attribute was most of a `vault get`'s first
+    // look-up by primary key.
     private static let genericPassword = allCases.filter { $0.isAttribute(of: .genericPassword) }
     private static let internetPassword = allCases.filter { $0.isAttribute(of: .internetPassword) }
     private static let genericPrimaryKey = genericPassword.filter { $0.isPrimaryKey(of: .genericPassword) }

@@ -315,7 +315,14 @@ public final class EtcdClient: Sendable {
             throw EtcdError(.unavailable, failure.message)
         case .response(let status, let answer):
             let object = try decode(answer, from: endpoint)
-            if status == 200, let token = object["token"]?.string { return token }
+            if status == 200, object["error"] == nil {
+                guard let token = object["token"]?.string, !token.isEmpty else {
+                    throw EtcdError(
+                        .malformedResponse, "etcd at \(endpoint) answered the authentication of \(user) without a token"
+                    )
+                }
+                return token
+            }
             let message = object["message"]?.string ?? "HTTP \(status)"
             if message.contains("no leader") { throw EtcdError(.unavailable, message) }
             throw EtcdError(

@@ -181,23 +181,44 @@ enum EtcdJSON {
         return elements
     }
 
+    /// The header's revision and cluster id. etcd's revisions start at 1, so a header without one is
+    /// malformed: read as 0, it would let a paged range read its pages at different revisions.
     static func header(_ object: JSONValue) throws(EtcdError) -> (revision: Int64, clusterID: String) {
         guard let header = try self.object(object, "header") else {
             throw EtcdError(.malformedResponse, "etcd's answer has no header")
         }
-        return (try integer(header, "revision"), try text(header, "cluster_id"))
+        let revision = try integer(header, "revision")
+        guard revision > 0 else {
+            throw EtcdError(.malformedResponse, "etcd's answer has no revision in its header")
+        }
+        return (revision, try text(header, "cluster_id"))
     }
 
     /// A key-value of a range's `kvs` or of a watch event (`field` names it in messages). etcd has no
-    /// empty key, so one without a key is malformed.
-    static func keyValue(_ entry: JSONValue, in field: String) throws(EtcdError) -> EtcdKeyValue {
-        guard entry["key"] != nil else {
-            throw EtcdError(.malformedResponse, "etcd sent an entry of \(field) without a key")
-        }
-        return EtcdKeyValue(
+    /// empty key and no revision 0, and a key that exists was created at a revision and has a version:
+    /// one without them is malformed (read as 0, an event would not count as a change). A deleted key's
+    /// kv has only its key and the deletion's revision.
+    static func keyValue(_ entry: JSONValue, in field: String, deleted: Bool = false) throws(EtcdError)
+        -> EtcdKeyValue
+    {
+        let keyValue = EtcdKeyValue(
             key: try bytes(entry, "key"), value: try bytes(entry, "value"),
             createRevision: try integer(entry, "create_revision"), modRevision: try integer(entry, "mod_revision"),
             version: try integer(entry, "version"))
+        let missing: String? =
+            if keyValue.key.isEmpty {
+                "a key"
+            } else if keyValue.modRevision <= 0 {
+                "a mod_revision"
+            } else if !deleted, keyValue.createRevision <= 0 {
+                "a create_revision"
+            } else if !deleted, keyValue.version <= 0 {
+                "a version"
+            } else {
+                nil
+            }
+        if let missing { throw EtcdError(.malformedResponse, "etcd sent an entry of \(field) without \(missing)") }
+        return keyValue
     }
 
     static func rangeResult(_ object: JSONValue, header: (revision: Int64, clusterID: String)) throws(EtcdError)

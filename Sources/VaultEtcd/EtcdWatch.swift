@@ -99,13 +99,14 @@ public final class EtcdWatch: Sendable {
                 switch Self.decode(line) {
                 case .events(let events, let revision):
                     if !events.isEmpty { onEvents(events, revision) }
+                case .end(.failed(let message)):
+                    verdict = .failed("the watch on \(target.endpoint): \(message)")
+                    return false
                 case .end(let end):
                     verdict = end
                     return false
                 case .created:
                     onStart()
-                case .other:
-                    continue
                 }
             }
             return true
@@ -119,7 +120,6 @@ public final class EtcdWatch: Sendable {
         case events([EtcdEvent], Int64)
         case end(EtcdWatchEnd)
         case created
-        case other
     }
 
     /// One line of the watch's stream. A line that etcd could not have sent ends the watch (its owner
@@ -133,7 +133,9 @@ public final class EtcdWatch: Sendable {
             if let error = try EtcdJSON.object(object, "error") {
                 return .end(.failed("etcd ended the watch: \(error["message"]?.string ?? "an error")"))
             }
-            guard let result = try EtcdJSON.object(object, "result") else { return .other }
+            guard let result = try EtcdJSON.object(object, "result") else {
+                throw EtcdError(.malformedResponse, "etcd sent a line with neither a result nor an error")
+            }
             let compacted = try EtcdJSON.integer(result, "compact_revision")
             if compacted > 0 { return .end(.compacted(compactRevision: compacted)) }
             if try EtcdJSON.flag(result, "canceled") {
@@ -147,11 +149,12 @@ public final class EtcdWatch: Sendable {
                 guard let kv = try EtcdJSON.object(event, "kv") else {
                     throw EtcdError(.malformedResponse, "etcd sent an event without a kv")
                 }
-                let keyValue = try EtcdJSON.keyValue(kv, in: "events")
                 // proto3 leaves out the default, PUT.
                 switch try EtcdJSON.text(event, "type") {
-                case "", "PUT": events.append(.put(keyValue))
-                case "DELETE": events.append(.delete(key: keyValue.key, modRevision: keyValue.modRevision))
+                case "", "PUT": events.append(.put(try EtcdJSON.keyValue(kv, in: "events")))
+                case "DELETE":
+                    let keyValue = try EtcdJSON.keyValue(kv, in: "events", deleted: true)
+                    events.append(.delete(key: keyValue.key, modRevision: keyValue.modRevision))
                 case let other: throw EtcdError(.malformedResponse, "etcd sent an event of type \(other)")
                 }
             }

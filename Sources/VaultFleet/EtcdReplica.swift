@@ -337,8 +337,16 @@ final class EtcdReplica: GroupReplica {
         }
         var revision = result.revision
         if !result.succeeded {
-            let current = result.ranges.count == 2 ? result.ranges[1]?.keyValues.first : nil
-            guard let current, current.value == sealed, isOwn(result.ranges[0]?.keyValues.first) else {
+            guard result.ranges.count == 2, let itemRange = result.ranges[0], let manifestRange = result.ranges[1]
+            else {
+                forget()
+                throw storeError(
+                    EtcdError(.malformedResponse, "etcd answered a failed transaction without its two reads"),
+                    "cannot write an item to etcd")
+            }
+            guard let current = manifestRange.keyValues.first, current.value == sealed,
+                isOwn(itemRange.keyValues.first)
+            else {
                 // What this process saw is stale: the rerun refreshes.
                 forget()
                 throw StoreError(.conflict, "fleet group \(group): it changed on another machine meanwhile")

@@ -154,7 +154,7 @@ enum AtomicFile {
                 throw StoreError.system(error, .open, "create a temp file in", path: directoryPath)
             }
         }
-        // Made only for a message.
+        // Made only for a message: every temp file of a write comes here.
         var path: FilePath { directoryPath / name }
         // Group bits are set explicitly: the umask of whoever writes must not take them away (a shared
         // group's members read each other's files).

@@ -63,8 +63,10 @@ enum GenerationRecord {
 
     static func text(generation: UInt64, tag: [UInt8]) -> String {
         // In one buffer: every update writes a record.
-        var text: [UInt8] = [UInt8(ascii: "1"), UInt8(ascii: ":")]
+        var text: [UInt8] = []
         text.reserveCapacity(3 + 16 + 2 * tag.count)
+        text.append(UInt8(ascii: "1"))
+        text.append(UInt8(ascii: ":"))
         for shift in stride(from: 60, through: 0, by: -4) {
             text.append(Hex.digit(UInt8(truncatingIfNeeded: generation >> UInt64(shift))))
         }

@@ -14,7 +14,7 @@ public enum Hex {
     }
 
     /// The lowercase hex digit of the low four bits of `value`.
-    public static func digit(_ value: UInt8) -> UInt8 { digits[Int(value & 0x0f)] }
+    static func digit(_ value: UInt8) -> UInt8 { digits[Int(value & 0x0f)] }
 
     /// The value of one lowercase hex digit, or nil.
     public static func value(ofDigit c: UInt8) -> UInt8? {

@@ -38,7 +38,8 @@ import Testing
     @Test func aTransactionAnswerListsItsRangesInOrder() throws {
         let answer = """
             {"header":{"revision":"7"},"succeeded":true,"responses":[{"response_put":{"header":{"revision":"7"}}},\
-            {"response_range":{"header":{"revision":"7"},"kvs":[{"key":"YQ==","value":"","mod_revision":"7"}]}}]}
+            {"response_range":{"header":{"revision":"7"},"kvs":[{"key":"YQ==","value":"","mod_revision":"7",\
+            "create_revision":"6","version":"2"}]}}]}
             """
         let result = try EtcdJSON.transactionResult(try #require(JSONValue.parse(Array(answer.utf8))))
         #expect(result.succeeded)

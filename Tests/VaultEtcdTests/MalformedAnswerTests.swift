@@ -6,6 +6,8 @@ import Testing
 /// never read as fewer keys, no events or default values.
 @Suite struct MalformedAnswerTests {
     static let header = #""header":{"cluster_id":"7","revision":"9"}"#
+    /// The revisions of a key that exists (inside an entry: `{"key":"…","\#(revisions)}`).
+    static let revisions = #"create_revision":"2","mod_revision":"3","version":"2""#
 
     func object(_ text: String) throws -> JSONValue {
         try #require(JSONValue.parse(Array(text.utf8)), "\(text)")
@@ -32,15 +34,35 @@ import Testing
             (#"{\#(Self.header),"kvs":[[{"key":"Zm9v"}]]}"#, "entry 0 of kvs"),
             (#"{\#(Self.header),"kvs":[{"value":"YmFy","mod_revision":"3"}]}"#, "kvs without a key"),
             (#"{\#(Self.header),"kvs":[{"key":"Zm9v","mod_revision":true}]}"#, "mod_revision"),
+            (#"{\#(Self.header),"kvs":[{"key":"","value":"YmFy","\#(Self.revisions)}]}"#, "kvs without a key"),
+            (
+                #"{\#(Self.header),"kvs":[{"key":"Zm9v","create_revision":"2","version":"1"}]}"#,
+                "without a mod_revision"
+            ),
+            (
+                #"{\#(Self.header),"kvs":[{"key":"Zm9v","mod_revision":"2","version":"1"}]}"#,
+                "without a create_revision"
+            ),
+            (
+                #"{\#(Self.header),"kvs":[{"key":"Zm9v","mod_revision":"2","create_revision":"2"}]}"#,
+                "without a version"
+            ),
+            (#"{"header":{"cluster_id":"7"},"kvs":[{"key":"Zm9v","\#(Self.revisions)}]}"#, "no revision"),
+            (#"{"header":{"revision":"0"}}"#, "no revision"),
         ]
         for (text, field) in cases {
             try expectMalformed(text, naming: field) { answer throws(EtcdError) in
                 _ = try EtcdJSON.rangeResult(answer, header: try EtcdJSON.header(answer))
             }
         }
-        // What the gateway does send: no kvs at all for an empty range.
+        // What the gateway does send: no kvs at all for an empty range, no value for keys only.
         let empty = try object(#"{\#(Self.header)}"#)
         #expect(try EtcdJSON.rangeResult(empty, header: try EtcdJSON.header(empty)).keyValues.isEmpty)
+        let keysOnly = try object(#"{\#(Self.header),"kvs":[{"key":"Zm9v","\#(Self.revisions)}],"count":"1"}"#)
+        #expect(
+            try EtcdJSON.rangeResult(keysOnly, header: try EtcdJSON.header(keysOnly)).keyValues == [
+                EtcdKeyValue(key: Array("foo".utf8), value: [], createRevision: 2, modRevision: 3, version: 2)
+            ])
     }
 
     @Test func aHeaderOfTheWrongShapeIsRefused() throws {
@@ -59,6 +81,7 @@ import Testing
             (#"{\#(Self.header),"succeeded":true,"responses":[{"response_put":{}},7]}"#, "entry 1 of responses"),
             (#"{\#(Self.header),"responses":[{"response_range":[]}]}"#, "response_range"),
             (#"{\#(Self.header),"responses":[{"response_range":{"kvs":[{}]}}]}"#, "kvs without a key"),
+            (#"{"header":{},"succeeded":true}"#, "no revision"),
         ]
         for (text, field) in cases {
             try expectMalformed(text, naming: field) { answer throws(EtcdError) in
@@ -115,7 +138,21 @@ import Testing
             (#"{"result":{\#(Self.header),"events":[{"kv":{"value":"Yg=="}}]}}"#, "events without a key"),
             (#"{"result":{\#(Self.header),"events":[{"kv":{"key":"YQ==","mod_revision":"x"}}]}}"#, "mod_revision"),
             (#"{"result":{\#(Self.header),"events":[{"kv":{"key":"YQ==","value":"%%"}}]}}"#, "not base64"),
-            (#"{"result":{\#(Self.header),"events":[{"type":"PATCH","kv":{"key":"YQ=="}}]}}"#, "PATCH"),
+            (
+                #"{"result":{\#(Self.header),"events":[{"type":"PATCH","kv":{"key":"YQ==","\#(Self.revisions)}}]}}"#,
+                "PATCH"
+            ),
+            (
+                #"{"result":{\#(Self.header),"events":[{"kv":{"key":"YQ==","value":"Yg=="}}]}}"#,
+                "without a mod_revision"
+            ),
+            (#"{"result":{\#(Self.header),"events":[{"kv":{"key":"YQ==","mod_revision":"9"}}]}}"#, "create_revision"),
+            (#"{"result":{\#(Self.header),"events":[{"type":"DELETE","kv":{"key":"YQ=="}}]}}"#, "mod_revision"),
+            (#"{"result":{\#(Self.header),"events":[{"kv":{"key":"","\#(Self.revisions)}}]}}"#, "events without a key"),
+            (#"{"result":{"header":{},"events":[]}}"#, "no revision"),
+            (#"{"header":{"revision":"9"}}"#, "neither a result nor an error"),
+            (#"{"error":"gone"}"#, "error as a string"),
+            (#"{"result":{\#(Self.header),"canceled":true,"cancel_reason":7}}"#, "cancel_reason"),
             (#"{"result":{"events":[{"kv":{"key":"YQ=="}}]}}"#, "no header"),
             (#"{"result":{\#(Self.header),"created":"yes"}}"#, "created"),
             (#"{"result":{\#(Self.header),"canceled":1}}"#, "canceled"),
@@ -127,6 +164,21 @@ import Testing
                 continue
             }
             #expect(message.contains("malformed") && message.contains(field), "\(message) for \(text)")
+        }
+    }
+
+    /// etcd's own ends of a watch, read as they are meant (cancelled before the created flag counts).
+    @Test func aWatchThatEtcdEndsEndsWithItsReason() {
+        for (text, expected) in [
+            (#"{"result":{\#(Self.header),"created":true,"canceled":true,"cancel_reason":"bad range"}}"#, "bad range"),
+            (#"{"result":{\#(Self.header),"canceled":true}}"#, "no reason given"),
+            (#"{"error":{"grpc_code":14,"message":"no leader"}}"#, "no leader"),
+        ] {
+            guard case .end(.failed(let message)) = EtcdWatch.decode(Array(text.utf8)) else {
+                Issue.record("\(text) did not end the watch: \(EtcdWatch.decode(Array(text.utf8)))")
+                continue
+            }
+            #expect(message.contains(expected) && !message.contains("malformed"), "\(message) for \(text)")
         }
     }
 }
