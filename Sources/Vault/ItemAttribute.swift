@@ -109,7 +109,11 @@ public enum ItemAttribute: String, CaseIterable, Sendable, Hashable {
         switch self {
         case .service, .generic: itemClass == .genericPassword
         case .server, .securityDomain, .protocol, .authenticationType, .port, .path: itemClass == .internetPassword
-        default: itemClass == .genericPassword || itemClass == .internetPassword
+        // Every class has the others: a new class must say so here.
+        default:
+            switch itemClass {
+            case .genericPassword, .internetPassword: true
+            }
         }
     }
 

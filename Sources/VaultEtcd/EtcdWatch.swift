@@ -100,7 +100,7 @@ public final class EtcdWatch: Sendable {
                 case .events(let events, let revision):
                     if !events.isEmpty { onEvents(events, revision) }
                 case .end(.failed(let message)):
-                    verdict = .failed("the watch on \(target.endpoint): \(message)")
+                    verdict = .failed("etcd at \(target.endpoint): \(message)")
                     return false
                 case .end(let end):
                     verdict = end
@@ -142,7 +142,6 @@ public final class EtcdWatch: Sendable {
                 let reason = try EtcdJSON.text(result, "cancel_reason")
                 return .end(.failed("etcd cancelled the watch: \(reason.isEmpty ? "no reason given" : reason)"))
             }
-            let header = try EtcdJSON.header(result)
             if try EtcdJSON.flag(result, "created") { return .created }
             var events: [EtcdEvent] = []
             for event in try EtcdJSON.objects(result, "events") {
@@ -158,7 +157,10 @@ public final class EtcdWatch: Sendable {
                 case let other: throw EtcdError(.malformedResponse, "etcd sent an event of type \(other)")
                 }
             }
-            return .events(events, header.revision)
+            // A line without events (progress) is dropped, and etcd's grpc-proxy makes up the created line
+            // of a watch from "now" with revision 0: only events need the revision they bring the store to.
+            guard !events.isEmpty else { return .events([], 0) }
+            return .events(events, try EtcdJSON.header(result).revision)
         } catch {
             return .end(.failed("etcd's watch sent a malformed message: \(error.message)"))
         }

@@ -339,6 +339,7 @@ final class EtcdReplica: GroupReplica {
         if !result.succeeded {
             guard result.ranges.count == 2, let itemRange = result.ranges[0], let manifestRange = result.ranges[1]
             else {
+                // Nothing is known of what etcd holds now: the next use reads it again.
                 forget()
                 throw storeError(
                     EtcdError(.malformedResponse, "etcd answered a failed transaction without its two reads"),

@@ -45,11 +45,12 @@ enum GenerationRecord {
     static func tag(key: SymmetricKey, binding: [UInt8], location: ItemLocation, version: ItemVersion)
         throws(StoreError) -> [UInt8]
     {
-        let groupBytes = Array(location.group.rawValue.utf8)
+        // Byte by byte from the span: `Array(text.utf8)` takes a slow path for a small (inline) string.
+        let groupBytes = location.group.rawValue.utf8.span
         var message = binding
         message.append(UInt8(groupBytes.count >> 8))
         message.append(UInt8(groupBytes.count & 0xff))
-        message += groupBytes
+        for i in groupBytes.indices { message.append(groupBytes[i]) }
         location.id.appendHexDigits(to: &message)
         message.append(UInt8(version.persistentID.count))
         message += version.persistentID
@@ -64,7 +65,7 @@ enum GenerationRecord {
     static func text(generation: UInt64, tag: [UInt8]) -> String {
         // In one buffer: every update writes a record.
         var text: [UInt8] = []
-        text.reserveCapacity(3 + 16 + 2 * tag.count)
+        text.reserveCapacity(2 + 16 + 1 + 2 * tag.count)
         text.append(UInt8(ascii: "1"))
         text.append(UInt8(ascii: ":"))
         for shift in stride(from: 60, through: 0, by: -4) {
