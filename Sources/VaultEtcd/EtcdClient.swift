@@ -75,11 +75,11 @@ public final class EtcdClient: Sendable {
     public func range(
         _ key: [UInt8], rangeEnd: [UInt8]? = nil, serializable: Bool = false, keysOnly: Bool = false
     ) throws(EtcdError) -> EtcdRangeResult {
-        let answer = try call(
+        try call(
             "/v3/kv/range",
             EtcdJSON.rangeRequest(key, rangeEnd: rangeEnd, serializable: serializable, keysOnly: keysOnly),
-            idempotent: true)
-        return try EtcdJSON.rangeResult(answer, header: try EtcdJSON.header(answer))
+            idempotent: true
+        ) { answer throws(EtcdError) in try EtcdJSON.rangeResult(answer, header: try EtcdJSON.header(answer)) }
     }
 
     /// Every key that starts with `prefix`.
@@ -116,10 +116,17 @@ public final class EtcdClient: Sendable {
         var clusterID = ""
         var pages = 0
         while true {
-            let answer = try call(
+            let (page, more) = try call(
                 "/v3/kv/range", EtcdJSON.rangeRequest(start, rangeEnd: end, limit: pageSize, revision: revision),
-                idempotent: true)
-            let page = try EtcdJSON.rangeResult(answer, header: try EtcdJSON.header(answer))
+                idempotent: true
+            ) { answer throws(EtcdError) in
+                let page = try EtcdJSON.rangeResult(answer, header: try EtcdJSON.header(answer))
+                let more = try EtcdJSON.flag(answer, "more")
+                if more, page.keyValues.isEmpty {
+                    throw EtcdError(.malformedResponse, "etcd said more keys follow a page that had none")
+                }
+                return (page, more)
+            }
             if revision == 0 {
                 revision = page.revision
                 clusterID = page.clusterID
@@ -127,10 +134,7 @@ public final class EtcdClient: Sendable {
             keyValues += page.keyValues
             pages += 1
             if let afterPage = afterPage.withLock({ $0 }) { afterPage(pages) }
-            guard try EtcdJSON.flag(answer, "more") else { break }
-            guard let last = page.keyValues.last else {
-                throw EtcdError(.malformedResponse, "etcd said more keys follow a page that had none")
-            }
+            guard more, let last = page.keyValues.last else { break }
             start = last.key + [0]
         }
         return EtcdRangeResult(
@@ -155,27 +159,31 @@ public final class EtcdClient: Sendable {
             if case .range = $0 { return false }
             return true
         }
-        return try EtcdJSON.transactionResult(try call("/v3/kv/txn", request, idempotent: !writes))
+        return try call("/v3/kv/txn", request, idempotent: !writes) { answer throws(EtcdError) in
+            try EtcdJSON.transactionResult(answer)
+        }
     }
 
     /// Discards the history before `revision` (`/v3/kv/compaction`): watches from an older revision end
     /// as compacted. For operators and tests; a vault never compacts.
     public func compact(_ revision: Int64) throws(EtcdError) {
-        _ = try call("/v3/kv/compaction", ["revision": .string(String(revision))], idempotent: true)
+        try call("/v3/kv/compaction", ["revision": .string(String(revision))], idempotent: true) { _ in }
     }
 
     // MARK: Requests
 
-    /// POSTs `request` to `path` on the endpoints in turn (see the type's comment) and returns the
-    /// decoded answer.
-    func call(_ path: String, _ request: JSONValue, idempotent: Bool) throws(EtcdError) -> JSONValue {
+    /// POSTs `request` to `path` on the endpoints in turn (see the type's comment) and returns what
+    /// `read` makes of the decoded answer; an answer `read` refuses is named by its endpoint and path.
+    func call<Answer>(
+        _ path: String, _ request: JSONValue, idempotent: Bool, reading read: (JSONValue) throws(EtcdError) -> Answer
+    ) throws(EtcdError) -> Answer {
         let body: [UInt8]
         do {
             body = try request.serialized()
         } catch {
             throw EtcdError(.invalidRequest, "cannot encode the request to \(path): \(error)")
         }
-        return try state.withLock { (state) throws(EtcdError) -> JSONValue in
+        return try state.withLock { (state) throws(EtcdError) -> Answer in
             let pid = ProcessIdentity.processID
             if state.processID != pid {
                 state.transport = nil
@@ -216,7 +224,12 @@ public final class EtcdClient: Sendable {
                     let object = try decode(answer, from: endpoint)
                     if status == 200, object["error"] == nil {
                         state.preferred = index
-                        return object
+                        do throws(EtcdError) {
+                            return try read(object)
+                        } catch {
+                            throw EtcdError(
+                                error.code, "etcd at \(endpoint) (\(path)): \(error.message)", grpcCode: error.grpcCode)
+                        }
                     }
                     let message = object["message"]?.string ?? object["error"]?.string ?? "HTTP \(status)"
                     let grpcCode = object["code"]?.integer
