@@ -124,11 +124,8 @@ struct ItemRecord: Sendable, VersionedRecord {
         var bytes: [UInt8] = []
         bytes.reserveCapacity(96)
         func field(_ text: String) {
-            // Byte by byte from the span: `append(contentsOf: text.utf8)` takes a slow path for the small
-            // strings (15 bytes at most, held inline) that most fields are.
-            let utf8 = text.utf8.span
-            bytes.appendBigEndian(UInt32(utf8.count))
-            for i in utf8.indices { bytes.append(utf8[i]) }
+            bytes.appendBigEndian(UInt32(text.utf8.count))
+            bytes.appendUTF8(of: text)
         }
         field(itemClass.rawValue)
         switch itemClass {

@@ -45,12 +45,11 @@ enum GenerationRecord {
     static func tag(key: SymmetricKey, binding: [UInt8], location: ItemLocation, version: ItemVersion)
         throws(StoreError) -> [UInt8]
     {
-        // Byte by byte from the span: `Array(text.utf8)` takes a slow path for a small (inline) string.
-        let groupBytes = location.group.rawValue.utf8.span
+        let groupCount = location.group.rawValue.utf8.count
         var message = binding
-        message.append(UInt8(groupBytes.count >> 8))
-        message.append(UInt8(groupBytes.count & 0xff))
-        for i in groupBytes.indices { message.append(groupBytes[i]) }
+        message.append(UInt8(groupCount >> 8))
+        message.append(UInt8(groupCount & 0xff))
+        message.appendUTF8(of: location.group.rawValue)
         location.id.appendHexDigits(to: &message)
         message.append(UInt8(version.persistentID.count))
         message += version.persistentID
@@ -68,14 +67,11 @@ enum GenerationRecord {
         text.reserveCapacity(2 + 16 + 1 + 2 * tag.count)
         text.append(UInt8(ascii: "1"))
         text.append(UInt8(ascii: ":"))
-        for shift in stride(from: 60, through: 0, by: -4) {
-            text.append(Hex.digit(UInt8(truncatingIfNeeded: generation >> UInt64(shift))))
+        for shift in stride(from: 56, through: 0, by: -8) {
+            Hex.append(UInt8(truncatingIfNeeded: generation >> UInt64(shift)), to: &text)
         }
         text.append(UInt8(ascii: ":"))
-        for byte in tag {
-            text.append(Hex.digit(byte >> 4))
-            text.append(Hex.digit(byte & 0x0f))
-        }
+        for byte in tag { Hex.append(byte, to: &text) }
         return String(decoding: text, as: UTF8.self)
     }
 

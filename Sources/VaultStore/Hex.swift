@@ -6,15 +6,15 @@ public enum Hex {
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
         var text: [UInt8] = []
         text.reserveCapacity(bytes.underestimatedCount * 2)
-        for byte in bytes {
-            text.append(digit(byte >> 4))
-            text.append(digit(byte & 0x0f))
-        }
+        for byte in bytes { append(byte, to: &text) }
         return String(decoding: text, as: UTF8.self)
     }
 
-    /// The lowercase hex digit of the low four bits of `value`.
-    static func digit(_ value: UInt8) -> UInt8 { digits[Int(value & 0x0f)] }
+    /// Appends the two lowercase hex digits of `byte` to `text`.
+    static func append(_ byte: UInt8, to text: inout [UInt8]) {
+        text.append(digits[Int(byte >> 4)])
+        text.append(digits[Int(byte & 0x0f)])
+    }
 
     /// The value of one lowercase hex digit, or nil.
     public static func value(ofDigit c: UInt8) -> UInt8? {

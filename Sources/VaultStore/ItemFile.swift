@@ -50,10 +50,7 @@ enum ItemFile {
         ad += binding
         ad.append(UInt8(groupCount >> 8))
         ad.append(UInt8(groupCount & 0xff))
-        // Byte by byte from the span: `+= text.utf8` takes a slow path for a small string (a group name
-        // of up to 15 bytes is held inline).
-        let groupBytes = group.rawValue.utf8.span
-        for i in groupBytes.indices { ad.append(groupBytes[i]) }
+        ad.appendUTF8(of: group.rawValue)
         id.appendHexDigits(to: &ad)
         return ad
     }
