@@ -118,17 +118,27 @@ enum EtcdJSON {
         }
     }
 
+    /// Field `name` as `read` takes it, or nil when the gateway left it out; a field `read` does not take
+    /// (nil) is malformed, named with the `shape` it should have had.
+    private static func field<Value>(
+        _ object: JSONValue, _ name: String, _ shape: String, _ read: (JSONValue) -> Value?
+    ) throws(EtcdError) -> Value? {
+        guard let field = object[name] else { return nil }
+        guard let value = read(field) else {
+            throw EtcdError(.malformedResponse, "etcd sent \(name) as \(field.kind), not \(shape)")
+        }
+        return value
+    }
+
     /// An int64 field, which the gateway sends as a string (and leaves out when 0).
     static func integer(_ object: JSONValue, _ name: String) throws(EtcdError) -> Int64 {
-        guard let field = object[name] else { return 0 }
-        switch field {
-        case .string(let text):
-            if let value = Int64(text) { return value }
-        case .number(let number):
-            if let value = Int64(exactly: number) { return value }
-        default: break
-        }
-        throw EtcdError(.malformedResponse, "etcd sent \(name) as \(field.kind), not an integer")
+        try field(object, name, "an integer") { field in
+            switch field {
+            case .string(let text): Int64(text)
+            case .number(let number): Int64(exactly: number)
+            default: nil
+            }
+        } ?? 0
     }
 
     static func bytes(_ object: JSONValue, _ name: String) throws(EtcdError) -> [UInt8] {
@@ -141,39 +151,24 @@ enum EtcdJSON {
 
     /// A boolean field, which the gateway leaves out when false.
     static func flag(_ object: JSONValue, _ name: String) throws(EtcdError) -> Bool {
-        guard let field = object[name] else { return false }
-        guard let value = field.bool else {
-            throw EtcdError(.malformedResponse, "etcd sent \(name) as \(field.kind), not a boolean")
-        }
-        return value
+        try field(object, name, "a boolean", \.bool) ?? false
     }
 
     /// A string field, which the gateway leaves out when empty.
     static func text(_ object: JSONValue, _ name: String) throws(EtcdError) -> String {
-        guard let field = object[name] else { return "" }
-        guard let value = field.string else {
-            throw EtcdError(.malformedResponse, "etcd sent \(name) as \(field.kind), not a string")
-        }
-        return value
+        try field(object, name, "a string", \.string) ?? ""
     }
 
     /// A field that is an object (nil when left out).
     static func object(_ object: JSONValue, _ name: String) throws(EtcdError) -> JSONValue? {
-        guard let field = object[name] else { return nil }
-        guard field.isObject else {
-            throw EtcdError(.malformedResponse, "etcd sent \(name) as \(field.kind), not an object")
-        }
-        return field
+        try field(object, name, "an object") { $0.isObject ? $0 : nil }
     }
 
     /// A repeated field of messages (`kvs`, `responses`, `events`): an array of objects, which the
     /// gateway leaves out when empty. Anything else is refused rather than read as no entries: a
     /// listing read as empty would look like keys that are gone.
     static func objects(_ object: JSONValue, _ name: String) throws(EtcdError) -> [JSONValue] {
-        guard let field = object[name] else { return [] }
-        guard let elements = field.array else {
-            throw EtcdError(.malformedResponse, "etcd sent \(name) as \(field.kind), not an array")
-        }
+        let elements = try field(object, name, "an array", \.array) ?? []
         for (index, element) in elements.enumerated() where !element.isObject {
             throw EtcdError(
                 .malformedResponse, "etcd sent entry \(index) of \(name) as \(element.kind), not an object")
