@@ -1,5 +1,4 @@
 import FoundationEssentials
-import VaultArchive
 import VaultCrypto
 import VaultStore
 
@@ -84,9 +83,7 @@ struct ItemRecord: Sendable, VersionedRecord {
     /// dates later reads return.
     static func now() -> Date {
         let date = Date()
-        guard let bytes = try? VaultArchive.encode(date), let back = try? VaultArchive.decode(Date.self, from: bytes)
-        else { return date }
-        return back
+        return ItemMetadataArchive.archived(date) ?? date
     }
 
     /// The attributes as returned to callers: with the group, the synchronizable flag and the dates.

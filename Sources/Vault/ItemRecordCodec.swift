@@ -6,7 +6,8 @@ import VaultStore
 /// The plaintext of an item file: `u32be length | metadata | secret`, where the metadata is a
 /// VaultArchive of everything but the secret (class, attributes, dates, persistent id, generation) and
 /// the secret follows as raw bytes. So a read decodes no CBOR around the secret, and the decoded
-/// metadata can be reused while its bytes are unchanged (`MetadataCache`).
+/// metadata can be reused while its bytes are unchanged (`MetadataCache`). The metadata's archive is
+/// written and read by `ItemMetadataArchive` where it can, else by `VaultArchive`: the same bytes.
 enum ItemRecordCodec {
     /// Everything in a record but the secret.
     struct Metadata: Codable, Sendable {
@@ -25,11 +26,12 @@ enum ItemRecordCodec {
     /// nothing, when a decode of those bytes would give back exactly the record (`cacheable`); as a
     /// provisional entry, which never keeps a read's entry out (`BoundedCache`).
     static func encode(_ record: ItemRecord, cache: BoundedCache<MetadataBytes, ItemRecord>? = nil) throws -> [UInt8] {
-        let metadata = try VaultArchive.encode(
-            Metadata(
-                itemClass: record.itemClass, attributes: record.attributes, created: record.created,
-                modified: record.modified, persistentID: record.persistentID, generation: record.generation),
-            options: metadataOptions)
+        let fields = Metadata(
+            itemClass: record.itemClass, attributes: record.attributes, created: record.created,
+            modified: record.modified, persistentID: record.persistentID, generation: record.generation)
+        let metadata =
+            try ItemMetadataArchive.encode(fields, maxSize: metadataOptions.maxSize)
+            ?? VaultArchive.encode(fields, options: metadataOptions)
         var bytes: [UInt8] = []
         bytes.reserveCapacity(4 + metadata.count + record.data.count)
         bytes.appendBigEndian(UInt32(metadata.count))
@@ -92,7 +94,9 @@ enum ItemRecordCodec {
         let secret = Data(bytes[(4 + length)...])
         if let cached = cache?[lookup] { return cached.with(data: secret) }
         let key = MetadataBytes(copying: lookup.bytes)
-        let metadata = try VaultArchive.decode(Metadata.self, from: Array(key.bytes), options: metadataOptions)
+        let metadata =
+            try ItemMetadataArchive.decode(key.bytes, maxSize: metadataOptions.maxSize)
+            ?? VaultArchive.decode(Metadata.self, from: Array(key.bytes), options: metadataOptions)
         let record = ItemRecord(
             itemClass: metadata.itemClass, attributes: metadata.attributes, data: Data(), created: metadata.created,
             modified: metadata.modified, persistentID: metadata.persistentID, generation: metadata.generation)

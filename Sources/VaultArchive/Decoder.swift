@@ -248,7 +248,11 @@ final class ArchiveDecoder: Decoder {
     }
 
     static func date(_ item: CBOR, path: @autoclosure () -> [any CodingKey]) throws -> Date {
-        let content = try tagContent(item, tag: CBORTag.epochDate, as: Date.self, path: path())
+        try dateContent(try tagContent(item, tag: CBORTag.epochDate, as: Date.self, path: path()), path: path())
+    }
+
+    /// The date that `content`, the content of tag 1, stands for.
+    static func dateContent(_ content: CBOR, path: @autoclosure () -> [any CodingKey]) throws -> Date {
         let seconds: Double
         switch content {
         case .unsigned, .negative:

@@ -173,24 +173,27 @@ final class ArchiveEncoder: Encoder {
     }
 
     static func date(_ date: Date, path: [any CodingKey]) throws -> CBOR {
+        .tagged(CBORTag.epochDate, try dateContent(date, path: path))
+    }
+
+    /// The content of tag 1 for `date`: the seconds since 1970, an integer when whole, else a float.
+    static func dateContent(_ date: Date, path: @autoclosure () -> [any CodingKey]) throws -> CBOR {
         let seconds = date.timeIntervalSince1970
         guard seconds.isFinite else {
             throw EncodingError.invalidValue(
                 date,
-                EncodingError.Context(codingPath: path, debugDescription: "a date must be finite")
+                EncodingError.Context(codingPath: path(), debugDescription: "a date must be finite")
             )
         }
         // The decoder accepts only seconds that `Date` holds exactly; never write an archive it would refuse.
         guard Date(timeIntervalSince1970: seconds).timeIntervalSince1970 == seconds else {
             throw EncodingError.invalidValue(
                 date,
-                EncodingError.Context(codingPath: path, debugDescription: "the date cannot be archived exactly")
+                EncodingError.Context(codingPath: path(), debugDescription: "the date cannot be archived exactly")
             )
         }
-        if let whole = Int64(exactly: seconds) {
-            return .tagged(CBORTag.epochDate, int(whole))
-        }
-        return .tagged(CBORTag.epochDate, .float(seconds))
+        if let whole = Int64(exactly: seconds) { return int(whole) }
+        return .float(seconds)
     }
 
     static func uuid(_ uuid: UUID) -> CBOR {

@@ -1,3 +1,5 @@
+import FoundationEssentials
+
 /// Writes CBOR items in the core deterministic encoding of RFC 8949 §4.2.1.
 package struct CBORWriter {
     /// The bytes written so far.
@@ -67,6 +69,21 @@ package struct CBORWriter {
         let utf8 = value.utf8
         writeHead(3, UInt64(utf8.count))
         bytes.append(contentsOf: utf8)
+    }
+
+    /// Writes a byte string.
+    package mutating func writeBytes(_ value: Data) {
+        writeHead(2, UInt64(value.count))
+        bytes.append(contentsOf: value)
+    }
+
+    /// Writes `date` as the archive writes a `Date` (tag 1 around its seconds since 1970); false, with
+    /// nothing written, for a date the archive refuses (not finite, or not held exactly by `Date`).
+    package mutating func writeDate(_ date: Date) -> Bool {
+        guard let content = try? ArchiveEncoder.dateContent(date, path: []) else { return false }
+        writeHead(6, CBORTag.epochDate)
+        write(content)
+        return true
     }
 
     /// Writes a float in the shortest width that holds it exactly; every NaN is written as `f9 7e 00`.

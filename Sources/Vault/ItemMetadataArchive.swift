@@ -1,0 +1,232 @@
+import FoundationEssentials
+import VaultArchive
+import VaultCrypto
+
+/// `ItemRecordCodec.Metadata`'s archive written and read by hand: the same bytes as
+/// `VaultArchive.encode` of it, without building a CBOR tree and walking it through `Codable`, whose
+/// generic code a CLI process paid for on first use (a quarter of a `vault put`'s instructions).
+///
+/// Both directions cover the shape a record has; anything else gives nil, and the caller uses
+/// `VaultArchive`, which stays the definition of the format: a group or data-typed keys in the
+/// attributes (the vault stores neither there), a date the archive refuses, and on reading anything
+/// that is not exactly what `encode` writes (a null, an unknown key, a narrower float of a date...),
+/// which `VaultArchive` then reads or refuses with an error naming the item.
+enum ItemMetadataArchive {
+    /// The archive of `metadata`, byte for byte `VaultArchive.encode(metadata)`; nil where that path
+    /// must decide (above), or past `maxSize` bytes.
+    static func encode(_ metadata: ItemRecordCodec.Metadata, maxSize: Int) -> [UInt8]? {
+        var writer = CBORWriter(capacity: 192)
+        writer.bytes.append(contentsOf: CBORWriter.envelope)
+        // The map's keys in their deterministic order: the shorter first, then bytewise.
+        writer.writeHead(5, 6)
+        writer.writeText("created")
+        guard writer.writeDate(metadata.created) else { return nil }
+        writer.writeText("modified")
+        guard writer.writeDate(metadata.modified) else { return nil }
+        writer.writeText("itemClass")
+        writer.writeText(metadata.itemClass.rawValue)
+        writer.writeText("attributes")
+        guard write(metadata.attributes, to: &writer) else { return nil }
+        writer.writeText("generation")
+        writer.writeHead(0, metadata.generation)
+        writer.writeText("persistentID")
+        writer.writeBytes(metadata.persistentID)
+        return writer.bytes.count <= maxSize ? writer.bytes : nil
+    }
+
+    /// The metadata in `bytes`, when they are exactly what `encode` writes for it; nil otherwise.
+    static func decode(_ bytes: ArraySlice<UInt8>, maxSize: Int) -> ItemRecordCodec.Metadata? {
+        guard bytes.count <= maxSize else { return nil }
+        var reader = CBORReader(bytes)
+        guard reader.envelope(), reader.head(5) == 6,
+            reader.key("created"), let created = reader.date(),
+            reader.key("modified"), let modified = reader.date(),
+            reader.key("itemClass"), let itemClass = reader.text().flatMap(ItemClass.init(rawValue:)),
+            reader.key("attributes"), let attributes = readAttributes(&reader),
+            reader.key("generation"), let generation = reader.unsigned(),
+            reader.key("persistentID"), let persistentID = reader.bytes(),
+            reader.isAtEnd
+        else { return nil }
+        return ItemRecordCodec.Metadata(
+            itemClass: itemClass, attributes: attributes, created: created, modified: modified,
+            persistentID: Data(persistentID), generation: generation)
+    }
+
+    /// The date `date` reads back as after a write and a read of the archive; nil for one it refuses.
+    static func archived(_ date: Date) -> Date? {
+        var writer = CBORWriter(capacity: 16)
+        guard writer.writeDate(date) else { return nil }
+        var reader = CBORReader(writer.bytes[...])
+        return reader.date()
+    }
+
+    /// The synthesised `Codable` keys of `ItemAttributes`, in the order their encodings sort
+    /// (`ItemMetadataArchiveTests` checks both against the type and the archive).
+    enum Field: Int, CaseIterable {
+        case path, port, type, label, server, account, comment, creator, generic, service, `protocol`
+        case accessible, isNegative, accessGroup, isInvisible, creationDate, dataTypedKeys, genericIsText
+        case securityDomain, synchronizable, itemDescription, modificationDate, authenticationType
+
+        var key: String {
+            switch self {
+            case .path: "path"
+            case .port: "port"
+            case .type: "type"
+            case .label: "label"
+            case .server: "server"
+            case .account: "account"
+            case .comment: "comment"
+            case .creator: "creator"
+            case .generic: "generic"
+            case .service: "service"
+            case .protocol: "protocol"
+            case .accessible: "accessible"
+            case .isNegative: "isNegative"
+            case .accessGroup: "accessGroup"
+            case .isInvisible: "isInvisible"
+            case .creationDate: "creationDate"
+            case .dataTypedKeys: "dataTypedKeys"
+            case .genericIsText: "genericIsText"
+            case .securityDomain: "securityDomain"
+            case .synchronizable: "synchronizable"
+            case .itemDescription: "itemDescription"
+            case .modificationDate: "modificationDate"
+            case .authenticationType: "authenticationType"
+            }
+        }
+    }
+
+    /// Writes the attributes' map (each set attribute under its key, in `Field`'s order); false for
+    /// one only `VaultArchive` writes.
+    private static func write(_ a: ItemAttributes, to writer: inout CBORWriter) -> Bool {
+        guard a.accessGroup == nil, a.dataTypedKeys == nil else { return false }
+        // 23 keys at most: the count fits in the head's byte, filled in at the end.
+        let head = writer.bytes.count
+        writer.bytes.append(0)
+        var count: UInt8 = 0
+        func key(_ field: Field) {
+            writer.writeText(field.key)
+            count += 1
+        }
+        func text(_ field: Field, _ value: String?) {
+            guard let value else { return }
+            key(field)
+            writer.writeText(value)
+        }
+        func flag(_ field: Field, _ value: Bool?) {
+            guard let value else { return }
+            key(field)
+            writer.bytes.append(value ? 0xF5 : 0xF4)
+        }
+        func code(_ field: Field, _ value: UInt32?) {
+            guard let value else { return }
+            key(field)
+            writer.writeHead(0, UInt64(value))
+        }
+        func date(_ field: Field, _ value: Date?) -> Bool {
+            guard let value else { return true }
+            key(field)
+            return writer.writeDate(value)
+        }
+        text(.path, a.path)
+        if let port = a.port {
+            key(.port)
+            writer.writeInt(Int64(port))
+        }
+        code(.type, a.type)
+        text(.label, a.label)
+        text(.server, a.server)
+        text(.account, a.account)
+        text(.comment, a.comment)
+        code(.creator, a.creator)
+        if let generic = a.generic {
+            key(.generic)
+            writer.writeBytes(generic)
+        }
+        text(.service, a.service)
+        text(.protocol, a.protocol)
+        text(.accessible, a.accessible?.rawValue)
+        flag(.isNegative, a.isNegative)
+        flag(.isInvisible, a.isInvisible)
+        guard date(.creationDate, a.creationDate) else { return false }
+        flag(.genericIsText, a.genericIsText)
+        text(.securityDomain, a.securityDomain)
+        flag(.synchronizable, a.synchronizable)
+        text(.itemDescription, a.itemDescription)
+        guard date(.modificationDate, a.modificationDate) else { return false }
+        text(.authenticationType, a.authenticationType)
+        writer.bytes[head] = 0xA0 | count
+        return true
+    }
+
+    /// Reads the attributes' map as `write` writes it.
+    private static func readAttributes(_ reader: inout CBORReader) -> ItemAttributes? {
+        guard let count = reader.head(5), count <= UInt64(Field.authenticationType.rawValue + 1) else { return nil }
+        var a = ItemAttributes()
+        // Each key must come after the one before it in `Field`'s order, as the scanner requires.
+        var next = 0
+        for _ in 0..<count {
+            guard let name = reader.textBytes() else { return nil }
+            var found: Field?
+            while let field = Field(rawValue: next) {
+                next += 1
+                if name.span.hasSameBytes(as: field.key.utf8.span) {
+                    found = field
+                    break
+                }
+            }
+            guard let field = found, read(field, into: &a, from: &reader) else { return nil }
+        }
+        return a
+    }
+
+    /// Reads the value of `field` into `a`.
+    private static func read(_ field: Field, into a: inout ItemAttributes, from reader: inout CBORReader) -> Bool {
+        func text(_ value: inout String?) -> Bool {
+            value = reader.text()
+            return value != nil
+        }
+        func flag(_ value: inout Bool?) -> Bool {
+            value = reader.bool()
+            return value != nil
+        }
+        func code(_ value: inout UInt32?) -> Bool {
+            value = reader.unsigned().flatMap { UInt32(exactly: $0) }
+            return value != nil
+        }
+        func date(_ value: inout Date?) -> Bool {
+            value = reader.date()
+            return value != nil
+        }
+        switch field {
+        case .path: return text(&a.path)
+        case .port:
+            a.port = reader.integer().flatMap { Int(exactly: $0) }
+            return a.port != nil
+        case .type: return code(&a.type)
+        case .label: return text(&a.label)
+        case .server: return text(&a.server)
+        case .account: return text(&a.account)
+        case .comment: return text(&a.comment)
+        case .creator: return code(&a.creator)
+        case .generic:
+            a.generic = reader.bytes().map { Data($0) }
+            return a.generic != nil
+        case .service: return text(&a.service)
+        case .protocol: return text(&a.protocol)
+        case .accessible:
+            a.accessible = reader.text().flatMap(Accessibility.init(rawValue:))
+            return a.accessible != nil
+        case .isNegative: return flag(&a.isNegative)
+        case .isInvisible: return flag(&a.isInvisible)
+        case .creationDate: return date(&a.creationDate)
+        case .genericIsText: return flag(&a.genericIsText)
+        case .securityDomain: return text(&a.securityDomain)
+        case .synchronizable: return flag(&a.synchronizable)
+        case .itemDescription: return text(&a.itemDescription)
+        case .modificationDate: return date(&a.modificationDate)
+        case .authenticationType: return text(&a.authenticationType)
+        case .accessGroup, .dataTypedKeys: return false
+        }
+    }
+}
