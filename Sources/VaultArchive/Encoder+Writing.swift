@@ -1,6 +1,15 @@
 import FoundationEssentials
 
 extension CBORWriter {
+    /// Writes `date` as the archive writes a `Date` (tag 1 around its seconds since 1970); false, with
+    /// nothing written, for a date the archive refuses (not finite, or not held exactly by `Date`).
+    package mutating func writeDate(_ date: Date) -> Bool {
+        guard let content = try? ArchiveEncoder.dateContent(date, path: []) else { return false }
+        writeHead(6, CBORTag.epochDate)
+        write(content)
+        return true
+    }
+
     mutating func write(_ node: EncodeNode) {
         switch node {
         case .value(let item):

@@ -7,8 +7,9 @@ import FoundationEssentials
 /// Each read returns nil when the next bytes are not the item asked for in the core deterministic
 /// encoding, and the reader's position is then unspecified: the caller gives up and leaves the verdict
 /// (and the error naming the item) to ``VaultArchive/decode(_:from:options:userInfo:)``. Nothing it reads
-/// is refused by the scanner: heads in their shortest form, no indefinite lengths, valid UTF-8, floats in
-/// their shortest width, dates as the archive's decoder reads them.
+/// is refused by the scanner: heads in their shortest form, no indefinite lengths, text of valid UTF-8
+/// (but for `textBytes`, which leaves the bytes to its caller), floats in their shortest width, dates as
+/// the archive's decoder reads them.
 package struct CBORReader {
     private let input: ArraySlice<UInt8>
     private var position: Int
@@ -82,15 +83,7 @@ package struct CBORReader {
 
     /// A text string of valid UTF-8.
     package mutating func text() -> String? {
-        guard let bytes = textBytes() else { return nil }
-        let span = bytes.span
-        var ascii = true
-        for index in span.indices where span[index] >= 0x80 {
-            ascii = false
-            break
-        }
-        // ASCII is valid UTF-8, so the initializer that repairs nothing is exact there.
-        return ascii ? String(decoding: bytes, as: UTF8.self) : String(validating: bytes, as: UTF8.self)
+        textBytes().flatMap(UTF8Text.validated)
     }
 
     /// A text string that is `key`, byte for byte (a map key the caller expects next).

@@ -201,7 +201,7 @@ package struct CBORScanner {
                         )
                     }
                     let end = position + Int(argument)
-                    guard let text = Self.text(input, position..<end) else {
+                    guard let text = UTF8Text.validated(input[position..<end]) else {
                         throw fail("invalid UTF-8 in a text string", at: start)
                     }
                     value = .text(text)
@@ -298,23 +298,10 @@ package struct CBORScanner {
         }
     }
 
-    // The two helpers below work on the raw buffer rather than through `ArraySlice` and the generic
-    // `Sequence` algorithms: the result is the same, but unspecialized (debug) code pays for an allocation
-    // per byte there, which made the text and key checks most of a fuzzing run's time under AddressSanitizer.
-
-    /// The text in `range` of `input` if it is valid UTF-8, else nil.
-    private static func text(_ input: [UInt8], _ range: Range<Int>) -> String? {
-        // A span, not a generic algorithm on a slice: unspecialised (the fuzzers' debug build), those
-        // allocate per byte.
-        let bytes = input.span
-        var index = range.lowerBound
-        while index < range.upperBound && bytes[index] < 0x80 { index += 1 }
-        if index == range.upperBound {
-            // ASCII is valid UTF-8: nothing to repair, so the fast initializer is exact.
-            return String(decoding: input[range], as: UTF8.self)
-        }
-        return String(validating: input[range], as: UTF8.self)
-    }
+    // This helper (and `UTF8Text.validated`, for text) works on a span rather than through `ArraySlice`
+    // and the generic `Sequence` algorithms: the result is the same, but unspecialized (debug) code pays
+    // for an allocation per byte there, which made the text and key checks most of a fuzzing run's time
+    // under AddressSanitizer.
 
     /// Compares the bytes of `input` in `a` and `b` as `lexicographicallyPrecedes` and `elementsEqual`
     /// would: negative if `a` sorts first, zero if equal, positive if `b` sorts first.

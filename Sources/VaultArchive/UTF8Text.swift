@@ -4,6 +4,18 @@
 /// by U+0301), but CBOR compares map keys as data items, with no normalization (RFC 8949 §5.6.1), and the
 /// archive writes text as is: two spellings are two keys, and a lookup must find the one spelling it names.
 enum UTF8Text {
+    /// The text in `bytes` if they are valid UTF-8, else nil (never repaired). A span, not a generic
+    /// algorithm on the slice, finds the ASCII prefix: unspecialised (the fuzzers' debug build), those
+    /// allocate per byte.
+    static func validated(_ bytes: ArraySlice<UInt8>) -> String? {
+        let span = bytes.span
+        var index = 0
+        while index < span.count && span[index] < 0x80 { index += 1 }
+        // ASCII is valid UTF-8: nothing to repair, so the fast initializer is exact.
+        if index == span.count { return String(decoding: bytes, as: UTF8.self) }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
     /// Whether `a` and `b` are the same bytes.
     @inline(__always)
     static func equal(_ a: String, _ b: String) -> Bool {

@@ -77,15 +77,6 @@ package struct CBORWriter {
         bytes.append(contentsOf: value)
     }
 
-    /// Writes `date` as the archive writes a `Date` (tag 1 around its seconds since 1970); false, with
-    /// nothing written, for a date the archive refuses (not finite, or not held exactly by `Date`).
-    package mutating func writeDate(_ date: Date) -> Bool {
-        guard let content = try? ArchiveEncoder.dateContent(date, path: []) else { return false }
-        writeHead(6, CBORTag.epochDate)
-        write(content)
-        return true
-    }
-
     /// Writes a float in the shortest width that holds it exactly; every NaN is written as `f9 7e 00`.
     package mutating func writeFloat(_ value: Double) {
         if value.isNaN {
