@@ -41,18 +41,32 @@ extension EtcdReplica {
         found.keyValues.reduce(into: [:]) { $0[$1.key] = $1.modRevision }
     }
 
-    /// Starts a watch of the group's prefix from `revision` when none runs in this process.
+    /// Starts a watch of the group's prefix from `revision` when none runs in this process, and the
+    /// last one did not fail too recently.
     func watchIfNeeded(from revision: Int64) {
         guard watching else { return }
         let process = ProcessIdentity.processID
+        let now = ContinuousClock.now
         seen.withLock { seen in
             if seen.watch != nil, seen.watchProcess == process { return }
+            if seen.watchProcess == process, let retryAt = seen.watchRetryAt, now < retryAt { return }
+            if seen.watchProcess != process {
+                // A forked child: its parent's failures are not its own.
+                seen.watchFailures = 0
+                seen.watchRetryAt = nil
+                seen.watchEnd = nil
+            }
             seen.watchProcess = process
             seen.watchLive = false
             seen.watch = EtcdWatch(
                 client: client, prefix: rootPrefix, fromRevision: revision,
                 onStart: { [weak self] in
-                    self?.seen.withLock { if $0.watchProcess == process { $0.watchLive = true } }
+                    self?.seen.withLock {
+                        guard $0.watchProcess == process else { return }
+                        $0.watchLive = true
+                        $0.watchFailures = 0
+                        $0.watchRetryAt = nil
+                    }
                 },
                 onEvents: { [weak self] (events, _) in
                     let newest =
@@ -64,16 +78,38 @@ extension EtcdReplica {
                         }.max() ?? 0
                     self?.seen.withLock { $0.newestChange = max($0.newestChange, newest) }
                 },
-                onEnd: { [weak self] _ in
-                    // Ended (compacted, a member gone, cancelled): reads check etcd until the next check
-                    // starts another, from then on.
+                onEnd: { [weak self] end in
+                    // Ended (compacted, a member gone, refused, cancelled): reads check etcd until a check
+                    // starts another, from then on; after a failure not at once, so that a watch that
+                    // etcd refuses is not made again by every read.
+                    let now = ContinuousClock.now
                     self?.seen.withLock {
-                        if $0.watchProcess == process {
-                            $0.watch = nil
-                            $0.watchLive = false
+                        guard $0.watchProcess == process else { return }
+                        $0.watch = nil
+                        $0.watchLive = false
+                        $0.watchEnd = end
+                        if case .failed = end {
+                            $0.watchFailures += 1
+                            $0.watchRetryAt = now + Self.watchRetryDelay(afterFailures: $0.watchFailures)
                         }
                     }
                 })
+        }
+    }
+
+    /// How long after the `failures`-th failed watch in a row the next may start: 1 s, doubling, at
+    /// most 32 s.
+    static func watchRetryDelay(afterFailures failures: Int) -> Duration {
+        .seconds(1 << min(max(failures - 1, 0), 5))
+    }
+
+    func watchFailure() -> String? {
+        let process = ProcessIdentity.processID
+        return seen.withLock { seen in
+            guard seen.watch == nil, seen.watchProcess == process, case .failed(let reason) = seen.watchEnd else {
+                return nil
+            }
+            return reason
         }
     }
 }

@@ -47,6 +47,11 @@ final class EtcdReplica: GroupReplica {
         var watchProcess: Int32 = 0
         var watchLive = false
         var newestChange: Int64 = 0
+        /// How this process's last watch ended (nil: none has), how many in a row failed since etcd
+        /// last made one, and when the next may start (`EtcdReplica.watchRetryDelay`).
+        var watchEnd: EtcdWatchEnd?
+        var watchFailures = 0
+        var watchRetryAt: ContinuousClock.Instant?
     }
     let seen = Mutex(Seen())
 

@@ -72,6 +72,10 @@ public protocol GroupReplica: AnyObject, Sendable {
     /// it is live, has reported no change since, and the last check (`isCurrent`) was within a second.
     /// Always false for a replica that does not watch (a short-lived process asks every time).
     func isKnownCurrent() -> Bool
+    /// Why this process's watch of the replica is not running, when the last one ended by a failure
+    /// (reads then ask the replica each time, and the next watch starts after a delay); nil while one
+    /// runs, when none was started, or when the last ended otherwise.
+    func watchFailure() -> String?
     /// Whether the replica holds exactly what the last refresh saw (a read of its keys and revisions,
     /// no values); `unavailable` when it cannot be asked.
     func isCurrent() throws(StoreError) -> Bool
@@ -103,11 +107,17 @@ public struct FleetCacheStatus: Sendable, Equatable {
     /// a process that has not reached etcd, when this machine last took a change from it); nil when
     /// it never was.
     public var knownCurrentAt: Int64?
+    /// Why this process's watch of the group (a long-lived handle's, `VaultFleet.install(watching:)`)
+    /// is not running, when the last one failed: etcd's or the connection's message. Reads then ask
+    /// etcd each time, and the next watch starts after a delay of 1 to 32 seconds. Nil while a watch
+    /// runs, in a process that does not watch, or when the last watch ended otherwise.
+    public var watchFailure: String?
 
     /// A status.
-    public init(isStale: Bool, knownCurrentAt: Int64?) {
+    public init(isStale: Bool, knownCurrentAt: Int64?, watchFailure: String? = nil) {
         self.isStale = isStale
         self.knownCurrentAt = knownCurrentAt
+        self.watchFailure = watchFailure
     }
 }
 

@@ -210,10 +210,13 @@ extension VaultStore {
     /// try again (fresh-only reads always try).
     static let unreachableRetryInterval = Duration.seconds(1)
 
-    /// How this process last answered a read of fleet group `group` (nil: not a fleet group, or not
-    /// read yet).
+    /// How this process last answered a read of fleet group `group`, and why its watch is not running
+    /// if the last one failed (nil: not a fleet group, or not read yet).
     public func fleetCacheStatus(_ group: GroupName) -> FleetCacheStatus? {
-        state.withLock { $0.fleetCacheStatus[group] }
+        let (status, replica) = state.withLock { ($0.fleetCacheStatus[group], $0.replicas[group] ?? nil) }
+        guard var status else { return nil }
+        status.watchFailure = replica?.watchFailure()
+        return status
     }
 
     /// Makes every read of a fleet group confirmed by etcd (never vouched for by the watch alone), and

@@ -1,13 +1,15 @@
 import Foundation
 import Testing
-import Vault
 import VaultEtcd
-import VaultFleet
 import VaultTestSupport
 
+@testable import Vault
+@testable import VaultFleet
+@testable import VaultStore
+
 /// Long-lived handles of a fleet group: their watch brings another host's writes, their cache status
-/// says when an answer came from the cache without etcd, fresh reads refuse that, and a watch that
-/// died while etcd compacted its history is replaced.
+/// says when an answer came from the cache without etcd and why the watch failed, fresh reads refuse
+/// that, and a watch that died (while etcd compacted its history, too) is replaced.
 @Suite(.serialized) struct FleetWatchTests {
     init() { VaultFleet.install() }
 
@@ -111,6 +113,57 @@ import VaultTestSupport
             let error = #expect(throws: VaultError.self) { _ = try reopened.data(for: db) }
             #expect(error?.status == .notAvailable, "\(String(describing: error))")
             #expect(error?.message.contains("fresh reads only") == true, "\(String(describing: error))")
+        }
+    }
+
+    /// A watch that fails is named by the cache status until another runs, and is not made again by
+    /// every read: the next starts a second later, and the delay doubles with each failure in a row.
+    @Test func aFailedWatchIsNamedAndMadeAgainAfterADelay() throws {
+        #expect(
+            [1, 2, 3, 6, 7, 100].map { EtcdReplica.watchRetryDelay(afterFailures: $0) }
+                == [.seconds(1), .seconds(2), .seconds(4), .seconds(32), .seconds(32), .seconds(32)])
+        try FleetTestSupport.withCluster("wfail", members: 1) { cluster in
+            let endpoints = cluster.endpoints
+            try withTwoHosts(a: endpoints, b: endpoints) { a, b, group in
+                let db = try ItemKey(service: "db", account: "app", group: group)
+                try a.set(Data("current".utf8), for: db)
+                #expect(try timeUntil(Data("current".utf8)) { try b.data(for: db) } != nil)
+                Thread.sleep(forTimeInterval: 0.3)
+                #expect(try b.data(for: db) == Data("current".utf8))
+                #expect(b.fleetCacheStatus(of: group)?.watchFailure == nil, "the watch runs")
+                try cluster.kill(1)
+                var failure: String?
+                let deadline = ContinuousClock.now + .seconds(5)
+                while failure == nil, ContinuousClock.now < deadline {
+                    failure = b.fleetCacheStatus(of: group)?.watchFailure
+                    Thread.sleep(forTimeInterval: 0.01)
+                }
+                #expect(failure?.contains(endpoints[0]) == true, "\(String(describing: failure))")
+                #expect(try b.data(for: db) == Data("current".utf8), "served from the cache")
+                try cluster.restart(1)
+                try FleetTestSupport.waitForLeader(endpoints[0])
+                // Within the delay, a check that finds the cache current starts no watch; after it, one.
+                let replica = try #require(
+                    b.engine.store.state.withLock { $0.replicas[group.name] ?? nil } as? EtcdReplica)
+                replica.seen.withLock { $0.watchRetryAt = ContinuousClock.now + .seconds(60) }
+                #expect(try replica.isCurrent())
+                #expect(replica.seen.withLock { $0.watch == nil }, "made again within the delay")
+                #expect(b.fleetCacheStatus(of: group)?.watchFailure == failure)
+                replica.seen.withLock { $0.watchRetryAt = ContinuousClock.now }
+                #expect(try replica.isCurrent())
+                #expect(replica.seen.withLock { $0.watch != nil }, "not made again after the delay")
+                // Reads reach etcd again; the first check after the delay makes a new watch.
+                var replaced = false
+                let again = ContinuousClock.now + .seconds(10)
+                while !replaced, ContinuousClock.now < again {
+                    _ = try? b.data(for: db)
+                    replaced = b.fleetCacheStatus(of: group).map { !$0.isStale && $0.watchFailure == nil } ?? false
+                    Thread.sleep(forTimeInterval: 0.05)
+                }
+                #expect(replaced, "\(String(describing: b.fleetCacheStatus(of: group)))")
+                try a.set(Data("after".utf8), for: db)
+                #expect(try timeUntil(Data("after".utf8)) { try b.data(for: db) } != nil)
+            }
         }
     }
 
