@@ -73,7 +73,8 @@ extension Vault {
     /// How this process last answered a read of fleet group `group`: `isStale` when etcd was out of
     /// reach and the answer came from this machine's cache, as it was at `knownCurrentAt`. nil for a
     /// group that is not a fleet group or was not read yet. Ask right after a read: another thread's
-    /// read of the group updates it too.
+    /// read of the group updates it too. `watchFailure` is read when asked, not at the read: why the
+    /// process's watch of the group is not running now.
     public func fleetCacheStatus(of group: AccessGroup) -> FleetCacheStatus? {
         engine.store.fleetCacheStatus(group.name)
     }

@@ -55,17 +55,18 @@ extension EtcdReplica {
                 seen.watchFailures = 0
                 seen.watchRetryAt = nil
                 seen.watchEnd = nil
+                seen.watchLiveSince = nil
             }
             seen.watchProcess = process
             seen.watchLive = false
             seen.watch = EtcdWatch(
                 client: client, prefix: rootPrefix, fromRevision: revision,
                 onStart: { [weak self] in
+                    let now = ContinuousClock.now
                     self?.seen.withLock {
                         guard $0.watchProcess == process else { return }
                         $0.watchLive = true
-                        $0.watchFailures = 0
-                        $0.watchRetryAt = nil
+                        $0.watchLiveSince = now
                     }
                 },
                 onEvents: { [weak self] (events, _) in
@@ -81,7 +82,8 @@ extension EtcdReplica {
                 onEnd: { [weak self] end in
                     // Ended (compacted, a member gone, refused, cancelled): reads check etcd until a check
                     // starts another, from then on; after a failure not at once, so that a watch that
-                    // etcd refuses is not made again by every read.
+                    // etcd refuses, or that something between drops soon after etcd made it, is not made
+                    // again by every read.
                     let now = ContinuousClock.now
                     self?.seen.withLock {
                         guard $0.watchProcess == process else { return }
@@ -89,9 +91,13 @@ extension EtcdReplica {
                         $0.watchLive = false
                         $0.watchEnd = end
                         if case .failed = end {
+                            if let since = $0.watchLiveSince, now - since >= Self.watchRetryDelay(afterFailures: .max) {
+                                $0.watchFailures = 0
+                            }
                             $0.watchFailures += 1
                             $0.watchRetryAt = now + Self.watchRetryDelay(afterFailures: $0.watchFailures)
                         }
+                        $0.watchLiveSince = nil
                     }
                 })
         }
@@ -106,7 +112,8 @@ extension EtcdReplica {
     func watchFailure() -> String? {
         let process = ProcessIdentity.processID
         return seen.withLock { seen in
-            guard seen.watch == nil, seen.watchProcess == process, case .failed(let reason) = seen.watchEnd else {
+            // Until etcd has made the next watch, the last one's failure still stands.
+            guard !seen.watchLive, seen.watchProcess == process, case .failed(let reason) = seen.watchEnd else {
                 return nil
             }
             return reason

@@ -47,9 +47,11 @@ final class EtcdReplica: GroupReplica {
         var watchProcess: Int32 = 0
         var watchLive = false
         var newestChange: Int64 = 0
-        /// How this process's last watch ended (nil: none has), how many in a row failed since etcd
-        /// last made one, and when the next may start (`EtcdReplica.watchRetryDelay`).
+        /// How this process's last watch ended (nil: none has), since when the running one is live,
+        /// how many failed in a row (a watch that was live for the longest delay ends a row), and when
+        /// the next may start (`EtcdReplica.watchRetryDelay`).
         var watchEnd: EtcdWatchEnd?
+        var watchLiveSince: ContinuousClock.Instant?
         var watchFailures = 0
         var watchRetryAt: ContinuousClock.Instant?
     }

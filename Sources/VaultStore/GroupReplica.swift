@@ -72,9 +72,9 @@ public protocol GroupReplica: AnyObject, Sendable {
     /// it is live, has reported no change since, and the last check (`isCurrent`) was within a second.
     /// Always false for a replica that does not watch (a short-lived process asks every time).
     func isKnownCurrent() -> Bool
-    /// Why this process's watch of the replica is not running, when the last one ended by a failure
-    /// (reads then ask the replica each time, and the next watch starts after a delay); nil while one
-    /// runs, when none was started, or when the last ended otherwise.
+    /// Why this process has no working watch of the replica, when the last one ended by a failure
+    /// (reads then ask the replica each time, and the first check after a delay starts the next); nil
+    /// once the replica has made a watch again, when none was started, or when the last ended otherwise.
     func watchFailure() -> String?
     /// Whether the replica holds exactly what the last refresh saw (a read of its keys and revisions,
     /// no values); `unavailable` when it cannot be asked.
@@ -107,10 +107,11 @@ public struct FleetCacheStatus: Sendable, Equatable {
     /// a process that has not reached etcd, when this machine last took a change from it); nil when
     /// it never was.
     public var knownCurrentAt: Int64?
-    /// Why this process's watch of the group (a long-lived handle's, `VaultFleet.install(watching:)`)
-    /// is not running, when the last one failed: etcd's or the connection's message. Reads then ask
-    /// etcd each time, and the next watch starts after a delay of 1 to 32 seconds. Nil while a watch
-    /// runs, in a process that does not watch, or when the last watch ended otherwise.
+    /// Why this process has no working watch of the group (a long-lived handle's,
+    /// `VaultFleet.install(watching:)`), when the last one failed: etcd's, the connection's or this
+    /// process's message. Reads then ask etcd each time, and the first check 1 to 32 seconds after the
+    /// failure starts the next watch. Nil once etcd has made a watch again, in a process that does not
+    /// watch, or when the last watch ended otherwise. Read when asked, not at the last read.
     public var watchFailure: String?
 
     /// A status.

@@ -34,6 +34,28 @@ import VaultTestSupport
         return nil
     }
 
+    /// A one-member cluster of the test's own, two hosts of a new fleet group on it and item `db` set to
+    /// "current" by a; b has read it and checked once more after etcd made its watch.
+    func withWatchingHost(
+        _ label: String,
+        _ body: (
+            _ cluster: FleetTestSupport.Cluster, _ a: Vault, _ b: Vault, _ group: AccessGroup, _ db: ItemKey
+        ) throws -> Void
+    ) throws {
+        try FleetTestSupport.withCluster(label, members: 1) { cluster in
+            let endpoints = cluster.endpoints
+            try withTwoHosts(a: endpoints, b: endpoints) { a, b, group in
+                let db = try ItemKey(service: "db", account: "app", group: group)
+                try a.set(Data("current".utf8), for: db)
+                #expect(try timeUntil(Data("current".utf8)) { try b.data(for: db) } != nil)
+                // Until etcd has made b's watch, reads check etcd; then one more check.
+                Thread.sleep(forTimeInterval: 0.3)
+                #expect(try b.data(for: db) == Data("current".utf8))
+                try body(cluster, a, b, group, db)
+            }
+        }
+    }
+
     @Test func aLongLivedHandleSeesAnotherHostsUpdatesThroughItsWatch() throws {
         let endpoints = try TestCluster.require()
         try withTwoHosts(a: endpoints, b: endpoints) { a, b, group in
@@ -64,29 +86,20 @@ import VaultTestSupport
     /// after a check is still answered as current; once the second has passed, the check times out
     /// and the answer is marked as from the cache.
     @Test func theWatchVouchesForTheCacheForOneSecondAfterACheck() throws {
-        try FleetTestSupport.withCluster("vouch", members: 1) { cluster in
-            let endpoints = cluster.endpoints
-            try withTwoHosts(a: endpoints, b: endpoints) { a, b, group in
-                let db = try ItemKey(service: "db", account: "app", group: group)
-                try a.set(Data("current".utf8), for: db)
-                #expect(try timeUntil(Data("current".utf8)) { try b.data(for: db) } != nil)
-                // Until etcd has made b's watch, reads check etcd; then one more check.
-                Thread.sleep(forTimeInterval: 0.3)
-                #expect(try b.data(for: db) == Data("current".utf8))
-                try cluster.pause(1)
-                defer { try? cluster.resume(1) }
-                // A request to the stopped member would have timed out and marked the answer stale.
-                #expect(try b.data(for: db) == Data("current".utf8))
-                #expect(b.fleetCacheStatus(of: group)?.isStale == false, "vouched for by the watch, no request")
-                Thread.sleep(forTimeInterval: 1.1)
-                #expect(try b.data(for: db) == Data("current".utf8))
-                #expect(b.fleetCacheStatus(of: group)?.isStale == true, "a second later, the check could not be made")
-                // The member back, a write's refresh reaches etcd: the status says so before any read.
-                try cluster.resume(1)
-                Thread.sleep(forTimeInterval: 1.1)
-                try b.set(Data("after".utf8), for: db)
-                #expect(b.fleetCacheStatus(of: group)?.isStale == false, "a write's refresh confirmed the cache")
-            }
+        try withWatchingHost("vouch") { cluster, a, b, group, db in
+            try cluster.pause(1)
+            defer { try? cluster.resume(1) }
+            // A request to the stopped member would have timed out and marked the answer stale.
+            #expect(try b.data(for: db) == Data("current".utf8))
+            #expect(b.fleetCacheStatus(of: group)?.isStale == false, "vouched for by the watch, no request")
+            Thread.sleep(forTimeInterval: 1.1)
+            #expect(try b.data(for: db) == Data("current".utf8))
+            #expect(b.fleetCacheStatus(of: group)?.isStale == true, "a second later, the check could not be made")
+            // The member back, a write's refresh reaches etcd: the status says so before any read.
+            try cluster.resume(1)
+            Thread.sleep(forTimeInterval: 1.1)
+            try b.set(Data("after".utf8), for: db)
+            #expect(b.fleetCacheStatus(of: group)?.isStale == false, "a write's refresh confirmed the cache")
         }
     }
 
@@ -116,54 +129,54 @@ import VaultTestSupport
         }
     }
 
-    /// A watch that fails is named by the cache status until another runs, and is not made again by
-    /// every read: the next starts a second later, and the delay doubles with each failure in a row.
+    /// A watch that fails is named by the cache status until etcd makes another, and is not made again
+    /// by every read: the first check a second later makes it, and the delay doubles with each failure
+    /// in a row.
     @Test func aFailedWatchIsNamedAndMadeAgainAfterADelay() throws {
         #expect(
             [1, 2, 3, 6, 7, 100].map { EtcdReplica.watchRetryDelay(afterFailures: $0) }
                 == [.seconds(1), .seconds(2), .seconds(4), .seconds(32), .seconds(32), .seconds(32)])
-        try FleetTestSupport.withCluster("wfail", members: 1) { cluster in
-            let endpoints = cluster.endpoints
-            try withTwoHosts(a: endpoints, b: endpoints) { a, b, group in
-                let db = try ItemKey(service: "db", account: "app", group: group)
-                try a.set(Data("current".utf8), for: db)
-                #expect(try timeUntil(Data("current".utf8)) { try b.data(for: db) } != nil)
-                Thread.sleep(forTimeInterval: 0.3)
-                #expect(try b.data(for: db) == Data("current".utf8))
-                #expect(b.fleetCacheStatus(of: group)?.watchFailure == nil, "the watch runs")
-                try cluster.kill(1)
-                var failure: String?
-                let deadline = ContinuousClock.now + .seconds(5)
-                while failure == nil, ContinuousClock.now < deadline {
-                    failure = b.fleetCacheStatus(of: group)?.watchFailure
-                    Thread.sleep(forTimeInterval: 0.01)
-                }
-                #expect(failure?.contains(endpoints[0]) == true, "\(String(describing: failure))")
-                #expect(try b.data(for: db) == Data("current".utf8), "served from the cache")
-                try cluster.restart(1)
-                try FleetTestSupport.waitForLeader(endpoints[0])
-                // Within the delay, a check that finds the cache current starts no watch; after it, one.
-                let replica = try #require(
-                    b.engine.store.state.withLock { $0.replicas[group.name] ?? nil } as? EtcdReplica)
-                replica.seen.withLock { $0.watchRetryAt = ContinuousClock.now + .seconds(60) }
-                #expect(try replica.isCurrent())
-                #expect(replica.seen.withLock { $0.watch == nil }, "made again within the delay")
-                #expect(b.fleetCacheStatus(of: group)?.watchFailure == failure)
-                replica.seen.withLock { $0.watchRetryAt = ContinuousClock.now }
-                #expect(try replica.isCurrent())
-                #expect(replica.seen.withLock { $0.watch != nil }, "not made again after the delay")
-                // Reads reach etcd again; the first check after the delay makes a new watch.
-                var replaced = false
-                let again = ContinuousClock.now + .seconds(10)
-                while !replaced, ContinuousClock.now < again {
-                    _ = try? b.data(for: db)
-                    replaced = b.fleetCacheStatus(of: group).map { !$0.isStale && $0.watchFailure == nil } ?? false
-                    Thread.sleep(forTimeInterval: 0.05)
-                }
-                #expect(replaced, "\(String(describing: b.fleetCacheStatus(of: group)))")
-                try a.set(Data("after".utf8), for: db)
-                #expect(try timeUntil(Data("after".utf8)) { try b.data(for: db) } != nil)
+        /// Whether `condition` held within `limit`, polling every 10 ms.
+        func within(_ limit: Duration, _ condition: () throws -> Bool) rethrows -> Bool {
+            let deadline = ContinuousClock.now + limit
+            while ContinuousClock.now < deadline {
+                if try condition() { return true }
+                Thread.sleep(forTimeInterval: 0.01)
             }
+            return try condition()
+        }
+        try withWatchingHost("wfail") { cluster, a, b, group, db in
+            let replica = try #require(
+                b.engine.store.state.withLock { $0.replicas[group.name] ?? nil } as? EtcdReplica)
+            #expect(replica.seen.withLock { $0.watchLive }, "etcd made b's watch")
+            #expect(b.fleetCacheStatus(of: group)?.watchFailure == nil)
+            let killed = ContinuousClock.now
+            try cluster.kill(1)
+            #expect(within(.seconds(5)) { b.fleetCacheStatus(of: group)?.watchFailure != nil })
+            let failure = b.fleetCacheStatus(of: group)?.watchFailure
+            #expect(failure?.contains(cluster.endpoints[0]) == true, "\(String(describing: failure))")
+            let (failures, retryAt) = replica.seen.withLock { ($0.watchFailures, $0.watchRetryAt) }
+            #expect(failures == 1)
+            let delay = try #require(retryAt) - killed
+            #expect(delay >= .seconds(1) && delay < .seconds(6), "\(delay)")
+            #expect(try b.data(for: db) == Data("current".utf8), "served from the cache")
+            try cluster.restart(1)
+            try FleetTestSupport.waitForLeader(cluster.endpoints[0])
+            // Within the delay, a check that finds the cache current makes no watch; after it, one.
+            replica.seen.withLock { $0.watchRetryAt = ContinuousClock.now + .seconds(60) }
+            #expect(try replica.isCurrent())
+            #expect(replica.seen.withLock { $0.watch == nil }, "made again within the delay")
+            #expect(b.fleetCacheStatus(of: group)?.watchFailure == failure)
+            replica.seen.withLock { $0.watchRetryAt = ContinuousClock.now }
+            #expect(try replica.isCurrent())
+            #expect(within(.seconds(10)) { replica.seen.withLock { $0.watchLive } }, "etcd made the next watch")
+            #expect(b.fleetCacheStatus(of: group)?.watchFailure == nil)
+            // The new watch reports a's next write: its events, not b's reads, raise the newest change.
+            let newest = replica.seen.withLock { $0.newestChange }
+            try a.set(Data("after".utf8), for: db)
+            #expect(within(.seconds(5)) { replica.seen.withLock { $0.newestChange } > newest })
+            // A read may still answer from the cache for a second after the failed one above.
+            #expect(try timeUntil(Data("after".utf8)) { try b.data(for: db) } != nil)
         }
     }
 
