@@ -45,10 +45,8 @@ enum GenerationRecord {
     static func tag(key: SymmetricKey, binding: [UInt8], location: ItemLocation, version: ItemVersion)
         throws(StoreError) -> [UInt8]
     {
-        let groupCount = location.group.rawValue.utf8.count
         var message = binding
-        message.append(UInt8(groupCount >> 8))
-        message.append(UInt8(groupCount & 0xff))
+        message.appendBigEndian(UInt16(location.group.rawValue.utf8.count))
         message.appendUTF8(of: location.group.rawValue)
         location.id.appendHexDigits(to: &message)
         message.append(UInt8(version.persistentID.count))
@@ -67,9 +65,7 @@ enum GenerationRecord {
         text.reserveCapacity(2 + 16 + 1 + 2 * tag.count)
         text.append(UInt8(ascii: "1"))
         text.append(UInt8(ascii: ":"))
-        for shift in stride(from: 56, through: 0, by: -8) {
-            Hex.append(UInt8(truncatingIfNeeded: generation >> UInt64(shift)), to: &text)
-        }
+        generation.forEachBigEndianByte { Hex.append($0, to: &text) }
         text.append(UInt8(ascii: ":"))
         for byte in tag { Hex.append(byte, to: &text) }
         return String(decoding: text, as: UTF8.self)
