@@ -30,8 +30,12 @@ public enum KeyDerivation {
     public static func subkey(of key: SymmetricKey, domain: Domain, context: [UInt8], mixing other: SymmetricKey)
         throws(CryptoError) -> SymmetricKey
     {
-        let message = try other.bytes.appending(context)
-        return try message.withUnsafeBytes { (input) throws(CryptoError) in try derive(key, domain, input) }
+        try subkeys([Derivation(of: key, domain: domain, context: context, mixing: other)])[0]
+    }
+
+    /// The subkey that `derivation` makes (of a key at hand, not `ofEarlier`).
+    public static func subkey(_ derivation: Derivation) throws(CryptoError) -> SymmetricKey {
+        try subkeys([derivation])[0]
     }
 
     /// One subkey of `subkeys(_:)`: of `key` for `domain` and `context`, also depending on the secret
@@ -63,6 +67,33 @@ public enum KeyDerivation {
             self.domain = domain
             self.context = context
             self.mixing = nil
+        }
+
+        /// The secure scratch bytes a mixed derivation builds its message in (`other`'s bytes, then the
+        /// context); none for an unmixed one, whose message is its context.
+        var scratchByteCount: Int { mixing.map { $0.bytes.count + context.count } ?? 0 }
+
+        /// Writes the key into `target`, keyed by `key`; a mixed derivation's message is built in
+        /// `scratch` (at least `scratchByteCount` bytes), which the caller wipes.
+        func write(
+            into target: UnsafeMutableRawBufferPointer, keyedBy key: UnsafeRawBufferPointer,
+            scratch: UnsafeMutableRawBufferPointer
+        ) throws(CryptoError) {
+            guard let other = mixing else {
+                try context.withTypedBytes { (message) throws(CryptoError) in
+                    try hash(into: target, key: key, domain: domain, message: message)
+                }
+                return
+            }
+            let message = UnsafeMutableRawBufferPointer(rebasing: scratch[0..<scratchByteCount])
+            let otherCount = other.bytes.count
+            other.withUnsafeBytes {
+                UnsafeMutableRawBufferPointer(rebasing: message[0..<otherCount]).copyMemory(from: $0)
+            }
+            context.withUnsafeBytes {
+                UnsafeMutableRawBufferPointer(rebasing: message[otherCount...]).copyMemory(from: $0)
+            }
+            try hash(into: target, key: key, domain: domain, message: UnsafeRawBufferPointer(message))
         }
     }
 
@@ -103,6 +134,8 @@ public enum KeyDerivation {
     }
 
     /// The keys of `subkeys` and `key(filledBy:thenDeriving:)`: when `seeded`, `seed` writes the first.
+    /// One secure allocation: the keys, then a scratch area where mixed messages are built, wiped
+    /// before the keys are handed out.
     private static func make<Failure: Error>(
         seeded: Bool, seed: (inout MutableRawSpan) throws(Failure) -> Int, _ derivations: [Derivation]
     ) throws(SeededKeyError<Failure>) -> [SymmetricKey] {
@@ -111,38 +144,15 @@ public enum KeyDerivation {
         } catch {
             throw .crypto(error)
         }
-        let messageBytes = derivations.reduce(0) { $0 + ($1.mixing.map { $0.bytes.count } ?? 0) + $1.context.count }
-        let mixed = derivations.contains { $0.mixing != nil }
-        let messages: SecureBytes?
-        do {
-            messages =
-                mixed
-                ? try SecureBytes(exactly: messageBytes) { (buffer) throws(Never) in
-                    var offset = 0
-                    for derivation in derivations {
-                        if let other = derivation.mixing {
-                            other.withUnsafeBytes {
-                                UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<offset + $0.count])
-                                    .copyMemory(from: $0)
-                            }
-                            offset += other.bytes.count
-                        }
-                        derivation.context.withUnsafeBytes {
-                            UnsafeMutableRawBufferPointer(rebasing: buffer[offset..<offset + $0.count]).copyMemory(
-                                from: $0)
-                        }
-                        offset += derivation.context.count
-                    }
-                } : nil
-        } catch {
-            throw .crypto(error.allocationError)
-        }
         let size = SymmetricKey.byteCount
         let first = seeded ? 1 : 0
+        let keyBytes = size * (first + derivations.count)
+        let scratchBytes = derivations.reduce(0) { max($0, $1.scratchByteCount) }
         let bytes: SecureBytes
         do throws(SecureFillError<SeededKeyError<Failure>>) {
-            bytes = try SecureBytes(exactly: size * (first + derivations.count)) {
-                (out) throws(SeededKeyError<Failure>) in
+            bytes = try SecureBytes(exactly: keyBytes + scratchBytes) { (out) throws(SeededKeyError<Failure>) in
+                let scratch = UnsafeMutableRawBufferPointer(rebasing: out[keyBytes...])
+                defer { Wiping.wipe(scratch) }
                 if seeded {
                     var span = MutableRawSpan(_unsafeBytes: UnsafeMutableRawBufferPointer(rebasing: out[0..<size]))
                     let written: Int
@@ -156,37 +166,25 @@ public enum KeyDerivation {
                             CryptoError(.invalidArgument, "a key was filled with \(written) of its \(size) bytes"))
                     }
                 }
-                var offset = 0
                 for (position, derivation) in derivations.enumerated() {
                     let index = first + position
                     let target = UnsafeMutableRawBufferPointer(rebasing: out[index * size..<(index + 1) * size])
-                    let length = (derivation.mixing.map { $0.bytes.count } ?? 0) + derivation.context.count
-                    func derive(_ key: UnsafeRawBufferPointer) throws(CryptoError) {
-                        if let messages {
-                            try messages.withUnsafeBytes { (all) throws(CryptoError) in
-                                let message = UnsafeRawBufferPointer(rebasing: all[offset..<offset + length])
-                                try hash(into: target, key: key, domain: derivation.domain, message: message)
-                            }
-                        } else {
-                            try derivation.context.withTypedBytes { (message) throws(CryptoError) in
-                                try hash(into: target, key: key, domain: derivation.domain, message: message)
-                            }
-                        }
-                    }
                     do throws(CryptoError) {
                         switch derivation.key {
                         case .key(let key):
-                            try key.withUnsafeBytes { (bytes) throws(CryptoError) in try derive(bytes) }
+                            try key.withUnsafeBytes { (key) throws(CryptoError) in
+                                try derivation.write(into: target, keyedBy: key, scratch: scratch)
+                            }
                         case .earlier(let earlier):
                             guard earlier >= 0 && earlier < index else {
                                 throw CryptoError(.invalidArgument, "a derivation is keyed by one that comes before it")
                             }
-                            try derive(UnsafeRawBufferPointer(rebasing: out[earlier * size..<(earlier + 1) * size]))
+                            let key = UnsafeRawBufferPointer(rebasing: out[earlier * size..<(earlier + 1) * size])
+                            try derivation.write(into: target, keyedBy: key, scratch: scratch)
                         }
                     } catch {
                         throw .crypto(error)
                     }
-                    offset += length
                 }
             }
         } catch {
@@ -197,7 +195,7 @@ public enum KeyDerivation {
         }
         var keys: [SymmetricKey] = []
         keys.reserveCapacity(first + derivations.count)
-        for part in bytes.split(into: size) {
+        for part in bytes.views(ofSizes: Array(repeating: size, count: first + derivations.count)) {
             do {
                 keys.append(try SymmetricKey(part))
             } catch {
@@ -221,6 +219,66 @@ public enum KeyDerivation {
             throw error.cryptoError
         }
         return try SymmetricKey(bytes)
+    }
+
+    /// A part of a keyed hash's message: bytes that are not secret, or secret ones.
+    public enum MessagePart: Sendable {
+        /// Bytes that are not secret.
+        case plain([UInt8])
+        /// Secret bytes.
+        case secret(SecureBytes)
+
+        var count: Int {
+            switch self {
+            case .plain(let bytes): return bytes.count
+            case .secret(let bytes): return bytes.count
+            }
+        }
+    }
+
+    /// A keyed hash for `domain`, `outputByteCount` bytes (16...64), of `parts` one after the other,
+    /// under the key that `key` makes (a derivation of a key at hand, not `ofEarlier`). The key and
+    /// the message are built in one secure allocation, wiped and freed before this returns: a MAC over
+    /// secrets under a subkey, without a secure allocation for each.
+    public static func keyedHash(
+        _ parts: [MessagePart], keyedBy key: Derivation, domain: Domain, outputByteCount: Int = 32
+    ) throws(CryptoError) -> [UInt8] {
+        guard case .key(let root) = key.key else {
+            throw CryptoError(.invalidArgument, "a keyed hash's key derives from a key at hand")
+        }
+        try Sodium.ensureInitialized()
+        let size = SymmetricKey.byteCount
+        let messageStart = size + key.scratchByteCount
+        let messageCount = parts.reduce(0) { $0 + $1.count }
+        var output = [UInt8](repeating: 0, count: outputByteCount)
+        do throws(SecureFillError<CryptoError>) {
+            _ = try SecureBytes(exactly: messageStart + messageCount) { (memory) throws(CryptoError) in
+                defer { Wiping.wipe(memory) }
+                let subkey = UnsafeMutableRawBufferPointer(rebasing: memory[0..<size])
+                try root.withUnsafeBytes { (root) throws(CryptoError) in
+                    try key.write(
+                        into: subkey, keyedBy: root,
+                        scratch: UnsafeMutableRawBufferPointer(rebasing: memory[size..<messageStart]))
+                }
+                var offset = messageStart
+                for part in parts {
+                    let target = UnsafeMutableRawBufferPointer(rebasing: memory[offset..<(offset + part.count)])
+                    switch part {
+                    case .plain(let bytes): bytes.withUnsafeBytes { target.copyMemory(from: $0) }
+                    case .secret(let bytes): bytes.withUnsafeBytes { target.copyMemory(from: $0) }
+                    }
+                    offset += part.count
+                }
+                try output.withTypedMutableBytes { (out) throws(CryptoError) in
+                    try hash(
+                        into: out, key: UnsafeRawBufferPointer(subkey), domain: domain,
+                        message: UnsafeRawBufferPointer(rebasing: memory[messageStart...]))
+                }
+            }
+        } catch {
+            throw error.cryptoError
+        }
+        return output
     }
 
     /// A keyed hash of `message` under `key` for `domain`, `outputByteCount` bytes (16...64). Not
@@ -272,7 +330,7 @@ public enum KeyDerivation {
         }
     }
 
-    private static func hash(
+    static func hash(
         into out: UnsafeMutableRawBufferPointer,
         key keyBytes: UnsafeRawBufferPointer,
         domain: Domain,

@@ -75,7 +75,18 @@ public final class SecureBytes: @unchecked Sendable {
     /// sharing this allocation: for keys filled in one go, which then cost one secure allocation.
     public func split(into size: Int) -> [SecureBytes] {
         precondition(size > 0 && count % size == 0, "a secure buffer splits into parts of equal size")
-        return stride(from: 0, to: count, by: size).map { SecureBytes(viewOf: self, offset: $0, count: size) }
+        return views(ofSizes: Array(repeating: size, count: count / size))
+    }
+
+    /// Consecutive parts of these bytes from the first, of `sizes` bytes each, sharing this allocation;
+    /// bytes after the last part (a scratch area, wiped by the maker) belong to no part.
+    func views(ofSizes sizes: [Int]) -> [SecureBytes] {
+        precondition(sizes.allSatisfy { $0 >= 0 } && sizes.reduce(0, +) <= count, "parts outside the secure buffer")
+        var offset = 0
+        return sizes.map { size in
+            defer { offset += size }
+            return SecureBytes(viewOf: self, offset: offset, count: size)
+        }
     }
 
     /// `count` zeroed bytes from `sodium_malloc` (one byte at least: `sodium_malloc(0)` returns a

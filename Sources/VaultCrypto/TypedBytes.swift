@@ -15,3 +15,12 @@ extension Array where Element == UInt8 {
         return try result.get()
     }
 }
+
+extension ArraySlice where Element == UInt8 {
+    /// `withUnsafeBytes` whose body keeps its error type (the standard library's only rethrows).
+    @inlinable
+    func withTypedBytes<R, E: Error>(_ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R {
+        let result: Result<R, E> = withUnsafeBytes { bytes in Result { () throws(E) in try body(bytes) } }
+        return try result.get()
+    }
+}

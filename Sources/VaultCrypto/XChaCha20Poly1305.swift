@@ -129,16 +129,25 @@ public enum XChaCha20Poly1305 {
         _ ciphertext: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer, key: SymmetricKey,
         nonce: UnsafeRawBufferPointer, associatedData: [UInt8]
     ) throws(CryptoError) {
+        try key.withUnsafeBytes { (keyBytes) throws(CryptoError) in
+            try decrypt(ciphertext, into: out, keyBytes: keyBytes, nonce: nonce, associatedData: associatedData)
+        }
+    }
+
+    /// `decrypt(_:into:key:nonce:associatedData:)` under a key's bytes (`keyByteCount` of them).
+    static func decrypt(
+        _ ciphertext: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer,
+        keyBytes: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, associatedData: [UInt8]
+    ) throws(CryptoError) {
+        precondition(keyBytes.count == keyByteCount, "an XChaCha20-Poly1305 key is 32 bytes")
         var outputLength: UInt64 = 0
-        let status = key.withUnsafeBytes { keyBytes in
-            associatedData.withUnsafeBufferPointer { ad in
-                crypto_aead_xchacha20poly1305_ietf_decrypt(
-                    out.baseAddress?.assumingMemoryBound(to: UInt8.self), &outputLength, nil,
-                    ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(ciphertext.count),
-                    ad.baseAddress, UInt64(ad.count),
-                    nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                    keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
+        let status = associatedData.withUnsafeBufferPointer { ad in
+            crypto_aead_xchacha20poly1305_ietf_decrypt(
+                out.baseAddress?.assumingMemoryBound(to: UInt8.self), &outputLength, nil,
+                ciphertext.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(ciphertext.count),
+                ad.baseAddress, UInt64(ad.count),
+                nonce.baseAddress!.assumingMemoryBound(to: UInt8.self),
+                keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self))
         }
         guard status == 0 else { throw CryptoError(.authenticationFailed, "authentication failed") }
         guard outputLength == UInt64(out.count) else {
@@ -160,7 +169,7 @@ public enum XChaCha20Poly1305 {
         return ciphertextCount - tagByteCount
     }
 
-    private static func checkNonce(byteCount: Int) throws(CryptoError) {
+    static func checkNonce(byteCount: Int) throws(CryptoError) {
         guard byteCount == nonceByteCount else {
             throw CryptoError(
                 .invalidArgument, "nonce is \(byteCount) bytes; XChaCha20-Poly1305 needs \(nonceByteCount)")

@@ -117,6 +117,73 @@ struct AEADVector: Decodable {
         #expect(error?.code == .authenticationFailed)
     }
 
+    /// Secrets sealed under subkeys open together to what `open` under each subkey gives; a box that
+    /// fails is named by its position, and nothing is returned.
+    @Test func secretsOpenedTogetherAreTheSecretsOpenedOneByOne() throws {
+        let roots = [try SymmetricKey.random(), try SymmetricKey.random()]
+        let domain = KeyDerivation.Domain("vault.test.v1")
+        let plaintexts: [[UInt8]] = [Array("one".utf8), (0..<96).map { UInt8($0) }, [], Array("fourth".utf8)]
+        let other = try SymmetricKey.random()
+        var boxes: [(sealed: [UInt8], nonce: [UInt8], ad: [UInt8], key: KeyDerivation.Derivation)] = []
+        for (index, plaintext) in plaintexts.enumerated() {
+            // The third is keyed by a mixed derivation, as a private group's item keys are.
+            let derivation = KeyDerivation.Derivation(
+                of: roots[index % 2], domain: domain, context: [UInt8(index)], mixing: index == 2 ? other : nil)
+            let nonce = try XChaCha20Poly1305.randomNonce()
+            let ad = [UInt8(index), 0xad]
+            let sealed = try XChaCha20Poly1305.seal(
+                plaintext, key: try KeyDerivation.subkey(derivation), nonce: nonce, associatedData: ad)
+            boxes.append((sealed, nonce, ad, derivation))
+        }
+        func secrets(_ boxes: [(sealed: [UInt8], nonce: [UInt8], ad: [UInt8], key: KeyDerivation.Derivation)])
+            -> [XChaCha20Poly1305.SealedSecret]
+        {
+            boxes.map {
+                XChaCha20Poly1305.SealedSecret(
+                    ciphertext: $0.sealed[...], nonce: $0.nonce[...], associatedData: $0.ad, sealedUnder: $0.key)
+            }
+        }
+        var opened = try XChaCha20Poly1305.openSecrets(secrets(boxes))
+        #expect(opened.map { $0.unprotectedCopy() } == plaintexts)
+        // Each is a view that keeps the allocation alive.
+        let last = opened.removeLast()
+        opened = []
+        #expect(last.unprotectedCopy() == plaintexts[3])
+        #expect(try XChaCha20Poly1305.openSecrets([]).isEmpty)
+
+        for index in boxes.indices {
+            var tampered = boxes
+            tampered[index].sealed[0] ^= 1
+            let failure = #expect(throws: XChaCha20Poly1305.SealedSecretFailure.self) {
+                _ = try XChaCha20Poly1305.openSecrets(secrets(tampered))
+            }
+            #expect(failure?.index == index && failure?.error.code == .authenticationFailed, "box \(index)")
+            var otherAD = boxes
+            otherAD[index].ad = [0xff]
+            #expect(throws: XChaCha20Poly1305.SealedSecretFailure.self) {
+                _ = try XChaCha20Poly1305.openSecrets(secrets(otherAD))
+            }
+        }
+        var shortNonce = boxes
+        shortNonce[1].nonce.removeLast()
+        let nonceFailure = #expect(throws: XChaCha20Poly1305.SealedSecretFailure.self) {
+            _ = try XChaCha20Poly1305.openSecrets(secrets(shortNonce))
+        }
+        #expect(nonceFailure?.index == 1 && nonceFailure?.error.code == .invalidArgument)
+        var short = boxes
+        short[3].sealed = Array(short[3].sealed.prefix(XChaCha20Poly1305.tagByteCount - 1))
+        let shortFailure = #expect(throws: XChaCha20Poly1305.SealedSecretFailure.self) {
+            _ = try XChaCha20Poly1305.openSecrets(secrets(short))
+        }
+        #expect(shortFailure?.index == 3 && shortFailure?.error.code == .authenticationFailed)
+        var chained = boxes
+        chained[0].key = KeyDerivation.Derivation(ofEarlier: 0, domain: domain, context: [])
+        let chainFailure = #expect(throws: XChaCha20Poly1305.SealedSecretFailure.self) {
+            _ = try XChaCha20Poly1305.openSecrets(secrets(chained))
+        }
+        #expect(chainFailure?.index == 0 && chainFailure?.error.code == .invalidArgument)
+    }
+
     @Test func noncesAreFreshAndTheRightSize() throws {
         var seen = Set<[UInt8]>()
         for _ in 0..<10_000 {

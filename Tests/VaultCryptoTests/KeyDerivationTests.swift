@@ -83,6 +83,55 @@ struct BLAKE2bVectorFile: Decodable {
         }
     }
 
+    /// A mixed subkey is BLAKE2b keyed with the key over the other key's bytes, then the context: the
+    /// message built in scratch memory is exactly that.
+    @Test func aMixedSubkeyIsTheKeyedHashOfTheOtherKeyThenTheContext() throws {
+        let key = try SymmetricKey.random()
+        let other = try SymmetricKey.random()
+        let domain = KeyDerivation.Domain("vault.grp.enc.v2")
+        for context in [[], [1], Array(repeating: UInt8(7), count: 17)] as [[UInt8]] {
+            let expected = try KeyDerivation.keyedHash(
+                other.bytes.unprotectedCopy() + context, key: key, domain: domain)
+            let mixed = try KeyDerivation.subkey(of: key, domain: domain, context: context, mixing: other)
+            #expect(mixed.bytes.unprotectedCopy() == expected)
+            // Among others of other sizes, in one allocation, too.
+            let together = try KeyDerivation.subkeys([
+                KeyDerivation.Derivation(of: key, domain: domain, context: context + context, mixing: other),
+                KeyDerivation.Derivation(of: key, domain: domain, context: context, mixing: other),
+                KeyDerivation.Derivation(of: other, domain: domain, context: context),
+            ])
+            #expect(together[1] == mixed)
+            #expect(together[2] == (try KeyDerivation.subkey(of: other, domain: domain, context: context)))
+        }
+    }
+
+    /// A keyed hash of parts under a derived key is the keyed hash of the parts joined under that key.
+    @Test func aKeyedHashOfPartsIsTheHashOfThemJoined() throws {
+        let root = try SymmetricKey.random()
+        let secret = try SecureBytes.random(count: 64)
+        let domain = KeyDerivation.Domain("vault.gmac.v2")
+        let derivation = KeyDerivation.Derivation(
+            of: root, domain: KeyDerivation.Domain("vault.gmkey.v2"), context: [3])
+        let parts: [KeyDerivation.MessagePart] = [.plain([1, 2, 3]), .secret(secret), .plain([]), .plain([4])]
+        let joined = [1, 2, 3] + secret.unprotectedCopy() + [4]
+        let subkey = try KeyDerivation.subkey(derivation)
+        #expect(
+            try KeyDerivation.keyedHash(parts, keyedBy: derivation, domain: domain)
+                == (try KeyDerivation.keyedHash(joined, key: subkey, domain: domain)))
+        #expect(
+            try KeyDerivation.keyedHash(parts, keyedBy: derivation, domain: domain, outputByteCount: 16)
+                == (try KeyDerivation.keyedHash(joined, key: subkey, domain: domain, outputByteCount: 16)))
+        let mixing = KeyDerivation.Derivation(of: root, domain: domain, context: [5], mixing: subkey)
+        #expect(
+            try KeyDerivation.keyedHash([.plain(joined)], keyedBy: mixing, domain: domain)
+                == (try KeyDerivation.keyedHash(joined, key: try KeyDerivation.subkey(mixing), domain: domain)))
+        #expect(try KeyDerivation.keyedHash([], keyedBy: derivation, domain: domain).count == 32)
+        #expect(throws: CryptoError.self) {
+            _ = try KeyDerivation.keyedHash(
+                parts, keyedBy: KeyDerivation.Derivation(ofEarlier: 0, domain: domain, context: []), domain: domain)
+        }
+    }
+
     /// Views of one allocation keep it alive: a part outlives the buffer it was split from.
     @Test func aSplitPartOutlivesItsWhole() throws {
         var parts: [SecureBytes] = []
