@@ -69,10 +69,15 @@ struct GroupKeyFile: Sendable {
     /// opener of the owner's has, locked or not.
     static func sealKey(always: SymmetricKey, groupID: [UInt8]) throws(StoreError) -> SymmetricKey {
         do {
-            return try KeyDerivation.subkey(of: always, domain: sealDomain, context: groupID)
+            return try KeyDerivation.subkey(sealing(always: always, groupID: groupID))
         } catch {
             throw StoreError.crypto(error, "cannot derive a group's seal key")
         }
+    }
+
+    /// How `sealKey(always:groupID:)` is derived.
+    private static func sealing(always: SymmetricKey, groupID: [UInt8]) -> KeyDerivation.Derivation {
+        KeyDerivation.Derivation(of: always, domain: sealDomain, context: groupID)
     }
 
     static func binding(group: GroupName, vaultID: [UInt8]) -> [UInt8] {
@@ -99,11 +104,8 @@ struct GroupKeyFile: Sendable {
                 nonce
                 + (try XChaCha20Poly1305.seal(payload, key: sealKey, nonce: nonce, associatedData: header + binding))
             guard isShared else { return try SecureBytes(copying: header + owner) }
-            let mac = try KeyDerivation.keyedHash(
-                try SecureBytes.joined([
-                    try SecureBytes(copying: header + owner), payload, try SecureBytes(copying: binding),
-                ]),
-                key: try Self.macKey(secrets.indexKey, groupID: groupID), domain: Self.macDomain)
+            let mac = try Self.mac(
+                header + owner, payload, binding: binding, indexKey: secrets.indexKey, groupID: groupID)
             return try SecureBytes.joined([
                 try SecureBytes(copying: header + owner), payload, try SecureBytes(copying: mac),
             ])
@@ -167,20 +169,21 @@ struct GroupKeyFile: Sendable {
         let nonceEnd = layout.headerCount + XChaCha20Poly1305.nonceByteCount
         let payload: SecureBytes
         do {
-            payload = try XChaCha20Poly1305.open(
-                Array(bytes[layout.headerCount..<(layout.headerCount + layout.ownerCount)]),
-                from: XChaCha20Poly1305.nonceByteCount, key: try sealKey(always: always, groupID: layout.groupID),
-                nonce: Array(bytes[layout.headerCount..<nonceEnd]),
-                associatedData: header + binding(group: group, vaultID: layout.isFleet ? [] : vaultID))
-        } catch let error as CryptoError where error.code == .authenticationFailed {
+            // The seal key and the secrets in one secure allocation.
+            payload = try XChaCha20Poly1305.openSecrets([
+                XChaCha20Poly1305.SealedSecret(
+                    ciphertext: bytes[nonceEnd..<(layout.headerCount + layout.ownerCount)],
+                    nonce: bytes[layout.headerCount..<nonceEnd],
+                    associatedData: header + binding(group: group, vaultID: layout.isFleet ? [] : vaultID),
+                    sealedUnder: sealing(always: always, groupID: layout.groupID))
+            ])[0]
+        } catch  where error.error.code == .authenticationFailed {
             throw StoreError(
                 .integrity,
                 "\(path) failed authentication: it is damaged, belongs to another group or vault, or was sealed under "
-                    + "another master key", path: path.string, cause: error)
-        } catch let error as CryptoError {
-            throw StoreError.crypto(error, "cannot open \(path)")
+                    + "another master key", path: path.string, cause: error.error)
         } catch {
-            throw StoreError(.integrity, "cannot open \(path): \(error)", path: path.string)
+            throw StoreError.crypto(error.error, "cannot open \(path)")
         }
         return GroupKeyFile(
             groupID: layout.groupID, isShared: layout.isShared,
@@ -205,11 +208,10 @@ struct GroupKeyFile: Sendable {
             file = GroupKeyFile(
                 groupID: layout.groupID, isShared: true, secrets: try secrets(payload, layout: layout, path: path),
                 isFleet: layout.isFleet)
-            let expected = try KeyDerivation.keyedHash(
-                try SecureBytes.joined([
-                    try SecureBytes(copying: Array(bytes[0..<secretsStart])), payload,
-                    try SecureBytes(copying: binding(group: group, vaultID: layout.isFleet ? [] : vaultID)),
-                ]), key: try macKey(file.secrets.indexKey, groupID: layout.groupID), domain: macDomain)
+            let expected = try mac(
+                Array(bytes[0..<secretsStart]), payload,
+                binding: binding(group: group, vaultID: layout.isFleet ? [] : vaultID),
+                indexKey: file.secrets.indexKey, groupID: layout.groupID)
             guard ConstantTime.equals(expected, Array(bytes[macStart...])) else {
                 throw StoreError(
                     .integrity,
@@ -228,13 +230,13 @@ struct GroupKeyFile: Sendable {
     private static func secrets(_ payload: SecureBytes, layout: Layout, path: FilePath) throws(StoreError)
         -> GroupSecrets
     {
+        // Views of the payload's allocation: the keys live as long as each other (`GroupSecrets`).
+        let parts = payload.split(into: SymmetricKey.byteCount)
         do {
-            let size = SymmetricKey.byteCount
-            let index = try SymmetricKey(try payload.extracting(0..<size))
+            let index = try SymmetricKey(parts[0])
             var keys: [(generation: UInt32, key: SymmetricKey)] = []
             for (offset, generation) in layout.generations.enumerated() {
-                let start = size * (offset + 1)
-                keys.append((generation, try SymmetricKey(try payload.extracting(start..<(start + size)))))
+                keys.append((generation, try SymmetricKey(parts[offset + 1])))
             }
             return GroupSecrets(indexKey: index, keys: keys, currentGeneration: layout.currentGeneration)
         } catch {
@@ -242,7 +244,13 @@ struct GroupKeyFile: Sendable {
         }
     }
 
-    private static func macKey(_ indexKey: SymmetricKey, groupID: [UInt8]) throws(CryptoError) -> SymmetricKey {
-        try KeyDerivation.subkey(of: indexKey, domain: macKeyDomain, context: groupID)
+    /// The members' MAC: over `sealedPart` (header and owner part), the secrets and the binding,
+    /// under a subkey of the index key (made with the message in one secure allocation).
+    private static func mac(
+        _ sealedPart: [UInt8], _ payload: SecureBytes, binding: [UInt8], indexKey: SymmetricKey, groupID: [UInt8]
+    ) throws(CryptoError) -> [UInt8] {
+        try KeyDerivation.keyedHash(
+            [.plain(sealedPart), .secret(payload), .plain(binding)],
+            keyedBy: KeyDerivation.Derivation(of: indexKey, domain: macKeyDomain, context: groupID), domain: macDomain)
     }
 }

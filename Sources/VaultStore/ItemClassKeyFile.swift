@@ -55,7 +55,7 @@ struct ItemClassKeyFile {
                 let nonce = try XChaCha20Poly1305.randomNonce()
                 bytes += nonce
                 bytes += try XChaCha20Poly1305.seal(
-                    itemKey.bytes, key: try sealKey(classKey, vaultID: vaultID), nonce: nonce,
+                    itemKey.bytes, key: try KeyDerivation.subkey(sealKey(classKey, vaultID: vaultID)), nonce: nonce,
                     associatedData: header + [protectionClass.rawValue])
             } catch {
                 throw StoreError.crypto(error, "cannot seal the \(protectionClass) item class key")
@@ -81,42 +81,58 @@ struct ItemClassKeyFile {
     ) throws(StoreError) -> ClassKeys? {
         let path = vaultPath / name
         guard
-            let contents = try KeyFile.readIfPresent(
-                name, in: directory, path: path, ownerMayBeRoot: false, sizes: [Int64(byteCount)])
+            let bytes = try KeyFile.readSealedIfPresent(name, in: directory, path: path, sizes: [Int64(byteCount)])
         else { return nil }
-        let bytes = contents.unprotectedCopy()
         let header = header(vaultID: vaultID)
         guard Array(bytes[0..<headerByteCount]) == header else {
             throw StoreError(
                 .integrity, "\(path) is not this vault's item class key file, or it is damaged", path: path.string)
         }
-        var keys: [ProtectionClass: SymmetricKey] = [:]
+        // Every entry this process has the class key of, opened together (one secure allocation).
+        var classes: [ProtectionClass] = []
+        var sealed: [XChaCha20Poly1305.SealedSecret] = []
+        classes.reserveCapacity(ProtectionClass.allCases.count)
+        sealed.reserveCapacity(ProtectionClass.allCases.count)
         for protectionClass in ProtectionClass.allCases {
             guard let classKey = classKeys.key(protectionClass) else { continue }
             let start = headerByteCount + Int(protectionClass.rawValue) * entryByteCount
             let nonceEnd = start + XChaCha20Poly1305.nonceByteCount
-            do throws(CryptoError) {
-                let opened = try XChaCha20Poly1305.open(
-                    Array(bytes[start..<(start + entryByteCount)]), from: XChaCha20Poly1305.nonceByteCount,
-                    key: try sealKey(classKey, vaultID: vaultID), nonce: Array(bytes[start..<nonceEnd]),
-                    associatedData: header + [protectionClass.rawValue])
-                keys[protectionClass] = try SymmetricKey(opened)
-            } catch  where error.code == .authenticationFailed {
+            classes.append(protectionClass)
+            sealed.append(
+                XChaCha20Poly1305.SealedSecret(
+                    ciphertext: bytes[nonceEnd..<(start + entryByteCount)], nonce: bytes[start..<nonceEnd],
+                    associatedData: header + [protectionClass.rawValue],
+                    sealedUnder: sealKey(classKey, vaultID: vaultID)))
+        }
+        let opened: [SecureBytes]
+        do {
+            opened = try XChaCha20Poly1305.openSecrets(sealed)
+        } catch {
+            if let index = error.index, error.error.code == .authenticationFailed {
                 throw StoreError(
                     .integrity,
-                    "\(path) failed authentication for class \(protectionClass): it is damaged, or sealed under "
-                        + "another master key", path: path.string, cause: error)
+                    "\(path) failed authentication for class \(classes[index]): it is damaged, or sealed under "
+                        + "another master key", path: path.string, cause: error.error)
+            }
+            throw StoreError.crypto(error.error, "cannot open \(path)")
+        }
+        func key(_ protectionClass: ProtectionClass) throws(StoreError) -> SymmetricKey? {
+            guard let index = classes.firstIndex(of: protectionClass) else { return nil }
+            do {
+                return try SymmetricKey(opened[index])
             } catch {
                 throw StoreError.crypto(error, "cannot open \(path)")
             }
         }
-        guard let always = keys[.always] else {
+        guard let always = try key(.always) else {
             throw StoreError(.integrity, "\(path) has no Always entry", path: path.string)
         }
-        return ClassKeys(always: always, afterFirstUnlock: keys[.afterFirstUnlock], whenUnlocked: keys[.whenUnlocked])
+        return ClassKeys(
+            always: always, afterFirstUnlock: try key(.afterFirstUnlock), whenUnlocked: try key(.whenUnlocked))
     }
 
-    private static func sealKey(_ classKey: SymmetricKey, vaultID: [UInt8]) throws(CryptoError) -> SymmetricKey {
-        try KeyDerivation.subkey(of: classKey, domain: sealDomain, context: vaultID)
+    /// The key an entry is sealed under: a subkey of its class key.
+    private static func sealKey(_ classKey: SymmetricKey, vaultID: [UInt8]) -> KeyDerivation.Derivation {
+        KeyDerivation.Derivation(of: classKey, domain: sealDomain, context: vaultID)
     }
 }

@@ -27,6 +27,28 @@ enum KeyFile {
         }
     }
 
+    /// The contents of file `name` of sealed keys (`classes.key`) after a key file's checks, nil when
+    /// there is none: sealed, they are not secret, so they are read into ordinary memory.
+    static func readSealedIfPresent(_ name: String, in directory: FileDescriptor, path: FilePath, sizes: Set<Int64>)
+        throws(StoreError) -> [UInt8]?
+    {
+        do throws(StoreError) {
+            return try withChecked(name, in: directory, path: path, ownerMayBeRoot: false, sizes: sizes) {
+                (fd, count) throws(StoreError) in
+                let bytes: [UInt8]
+                do throws(Errno) {
+                    bytes = try fd.read(upTo: count)
+                } catch {
+                    throw ReadFailure.system(error).storeError(path: path)
+                }
+                guard bytes.count == count else { throw ReadFailure.shrank.storeError(path: path) }
+                return bytes
+            }
+        } catch  where error.errno == .noSuchFileOrDirectory {
+            return nil
+        }
+    }
+
     /// The contents of key file `name` in `directory` (named `path` in messages), after the checks.
     static func read(
         _ name: String, in directory: FileDescriptor, path: FilePath, ownerMayBeRoot: Bool,

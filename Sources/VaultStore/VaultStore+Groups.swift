@@ -44,8 +44,10 @@ extension VaultStore {
     /// `group`'s key file, opened as the owner or as a member; nil when the group has none.
     func loadGroupKeyFile(_ group: GroupName) throws(StoreError) -> GroupKeyFile? {
         guard let directory = try groupDirectory(group, create: false),
-            let bytes = try readGroupKeyFile(group, in: directory)
+            var bytes = try readGroupKeyFile(group, in: directory)
         else { return nil }
+        // A shared group's file holds its keys in the clear: not left in ordinary memory.
+        defer { bytes.wipe() }
         let path = groupPath(group) / GroupKeyFile.fileName
         // A group's keys are held from here on, as a master key is after `KeyFile`'s read: no core dump
         // or same-user ptrace of this process (a member never reads a key file otherwise).

@@ -41,6 +41,42 @@ import VaultTestSupport
         }
     }
 
+    /// A format-2 vault an earlier build wrote (the fixture: `vault init --format 2`, a private group
+    /// `app` and a group `team` shared with gid 0, rotated once, an item put in each before and after,
+    /// by the `vault` of commit 982165f): its `classes.key`, both `group.key`s (the owner's sealed part and
+    /// the members' part with its MAC) and its items read as they were written.
+    @Test func aVaultAnEarlierBuildWroteReadsAsItWasWritten() throws {
+        try withTemporaryVault("v2-fixture") { vault in
+            try copyStoreFixture("v2-vault", to: vault.path)
+            let store = try VaultStore.open(at: vault.path)
+            #expect(store.formatVersion == 2)
+            var secrets: [String: [String]] = [:]
+            for group in try store.groups() {
+                for id in try store.itemIDs(in: group) {
+                    // Each value is an item record whose secret comes last.
+                    let record = String(decoding: try #require(try store.get(group: group, id: id)), as: UTF8.self)
+                    let secret = ["app-secret", "team-secret-1", "team-secret-2"].first { record.hasSuffix($0) }
+                    secrets[group.rawValue, default: []].append(try #require(secret, "\(record)"))
+                }
+            }
+            #expect(secrets["app"] == ["app-secret"])
+            #expect(secrets["team"]?.sorted() == ["team-secret-1", "team-secret-2"])
+            let team = try GroupName("team")
+            let owner = try #require(try store.loadGroupKeyFile(team))
+            let member = try GroupKeyFile.decodeAsMember(
+                try vault.bytes("groups/team/group.key"), group: team, vaultID: store.vaultID, path: "group.key")
+            #expect(owner.isShared && member.isShared)
+            #expect(owner.secrets.indexKey == member.secrets.indexKey)
+            #expect(owner.secrets.keys.map(\.generation) == [2] && member.secrets.keys.map(\.generation) == [2])
+            #expect(owner.secrets.key(generation: 2) == member.secrets.key(generation: 2))
+            // New items go under the same keys: another open reads them.
+            let app = try GroupName("app")
+            let id = try store.itemID(group: app, primaryKey: [9])
+            try store.put(Array("new".utf8), group: app, id: id)
+            #expect(try VaultStore.open(at: vault.path).get(group: app, id: id) == Array("new".utf8))
+        }
+    }
+
     @Test func itemFilesHideTheLengthOfTheirSecret() throws {
         try withTemporaryVault("v2") { vault in
             let store = try VaultStore.create(at: vault.path, format: 2)

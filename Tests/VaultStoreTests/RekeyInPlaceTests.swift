@@ -51,23 +51,6 @@ import VaultTestSupport
         return files
     }
 
-    /// A copy of `Fixtures/<name>` at `path`, with the modes a vault has (git keeps none of them).
-    func copyFixture(_ name: String, to path: String) throws {
-        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/\(name)").path
-        try? FileManager.default.removeItem(atPath: path)
-        try FileManager.default.copyItem(atPath: fixture, toPath: path)
-        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: path)
-        let walker = FileManager.default.enumerator(atPath: path)!
-        while let relative = walker.nextObject() as? String {
-            let full = path + "/" + relative
-            let isDirectory =
-                try FileManager.default.attributesOfItem(atPath: full)[.type] as? FileAttributeType == .typeDirectory
-            let mode = isDirectory ? 0o700 : (relative == "VAULT" ? 0o644 : 0o600)
-            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: full)
-        }
-    }
-
     func inode(_ path: String) throws -> UInt64 {
         (try FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as! NSNumber).uint64Value
     }
@@ -363,7 +346,7 @@ import VaultTestSupport
     /// `classes.key` (its class keys were its item class keys) and the marker's flag.
     @Test func aFormatTwoVaultWithoutItemClassKeysWorksAndItsRekeyGivesItThem() throws {
         try withTemporaryVault("rekey2-dev") { vault in
-            try copyFixture("v2-dev-vault", to: vault.path)
+            try copyStoreFixture("v2-dev-vault", to: vault.path)
             func values(_ store: VaultStore) throws -> [String] {
                 var found: [String] = []
                 for group in try store.groups() {
