@@ -34,9 +34,11 @@ struct AlwaysKeyFile {
             let contents = try KeyFile.readIfPresent(
                 name, in: directory, path: path, ownerMayBeRoot: false, sizes: [Int64(byteCount)])
         else { return nil }
+        // The key and the check values are two equal halves: the key a view of the one allocation.
+        let halves = contents.split(into: SymmetricKey.byteCount)
         do {
-            let always = try SymmetricKey(try contents.extracting(0..<SymmetricKey.byteCount))
-            let tail = try contents.extracting(SymmetricKey.byteCount..<byteCount).unprotectedCopy()
+            let always = try SymmetricKey(halves[0])
+            let tail = halves[1].unprotectedCopy()
             return AlwaysKeyFile(
                 always: always,
                 checks: [

@@ -34,15 +34,7 @@ enum KeyFile {
     {
         do throws(StoreError) {
             return try withChecked(name, in: directory, path: path, ownerMayBeRoot: false, sizes: sizes) {
-                (fd, count) throws(StoreError) in
-                let bytes: [UInt8]
-                do throws(Errno) {
-                    bytes = try fd.read(upTo: count)
-                } catch {
-                    throw ReadFailure.system(error).storeError(path: path)
-                }
-                guard bytes.count == count else { throw ReadFailure.shrank.storeError(path: path) }
-                return bytes
+                (fd, count) throws(StoreError) in try readSealed(fd, count: count, path: path)
             }
         } catch  where error.errno == .noSuchFileOrDirectory {
             return nil
@@ -60,10 +52,10 @@ enum KeyFile {
     }
 
     /// What `readKey` found: a plain key, first in one secure allocation with the keys derived after
-    /// it, or other contents (a wrapped key).
+    /// it, or a wrapped key (sealed under a passphrase: not secret, in ordinary memory).
     enum KeyContents {
         case keys([SymmetricKey])
-        case other(SecureBytes)
+        case wrapped([UInt8])
     }
 
     /// `read`, with `derivations` (keyed by the file's key as `ofEarlier: 0`) made in the same secure
@@ -75,7 +67,7 @@ enum KeyFile {
     ) throws(StoreError) -> KeyContents {
         try withChecked(name, in: directory, path: path, ownerMayBeRoot: ownerMayBeRoot, sizes: vaultKeySizes) {
             (fd, count) throws(StoreError) in
-            guard count == SymmetricKey.byteCount else { return .other(try readSecret(fd, count: count, path: path)) }
+            guard count == SymmetricKey.byteCount else { return .wrapped(try readSealed(fd, count: count, path: path)) }
             return .keys(try readKey(fd, path: path, deriving: derivations))
         }
     }
@@ -159,6 +151,18 @@ enum KeyFile {
                 return StoreError(.integrity, "\(path) shrank while it was being read; try again", path: path.string)
             }
         }
+    }
+
+    /// Reads exactly `count` bytes of `fd` into ordinary memory: for sealed contents.
+    private static func readSealed(_ fd: FileDescriptor, count: Int, path: FilePath) throws(StoreError) -> [UInt8] {
+        let bytes: [UInt8]
+        do throws(Errno) {
+            bytes = try fd.read(upTo: count)
+        } catch {
+            throw ReadFailure.system(error).storeError(path: path)
+        }
+        guard bytes.count == count else { throw ReadFailure.shrank.storeError(path: path) }
+        return bytes
     }
 
     /// Reads exactly `count` bytes of `fd` into secure memory.

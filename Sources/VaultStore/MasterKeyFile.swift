@@ -50,8 +50,7 @@ enum MasterKeyFile {
         }
         switch contents {
         case .keys(let keys): return (.key(keys[0]), keys.dropFirst())
-        // The wrapped form is not secret.
-        case .other(let bytes): return (.wrapped(bytes.unprotectedCopy(), path: path), [])
+        case .wrapped(let bytes): return (.wrapped(bytes, path: path), [])
         }
     }
 

@@ -19,19 +19,25 @@ enum UnlockCache {
         return Array(markerBytes[8..<VaultMarker.headerByteCount])
     }
 
-    /// The cached class keys of the vault. A keyring that cannot be used (a seccomp profile forbids
-    /// it) counts as an empty cache here; `store` reports it.
+    /// The cached class keys of the vault, read into one secure allocation (they live as long as each
+    /// other: a store's class keys). A keyring that cannot be used (a seccomp profile forbids it)
+    /// counts as an empty cache here; `store` reports it.
     static func read(vaultID: [UInt8]) -> (afterFirstUnlock: SymmetricKey?, whenUnlocked: SymmetricKey?) {
-        (read(description(vaultID: vaultID, .afterFirstUnlock)), read(description(vaultID: vaultID, .whenUnlocked)))
-    }
-
-    private static func read(_ description: String) -> SymmetricKey? {
-        var length: Int?
-        let key = try? SecureBytes(count: SymmetricKey.byteCount) { (span) throws(Errno) in
-            length = try KernelKeyring.read(description: description, into: &span)
+        let size = SymmetricKey.byteCount
+        var lengths: [Int?] = [nil, nil]
+        let both = try? SecureBytes(count: 2 * size) { (span) throws(Never) in
+            for (index, protectionClass) in [ProtectionClass.afterFirstUnlock, .whenUnlocked].enumerated() {
+                // Each on its own: a key that cannot be read leaves the other.
+                lengths[index] = try? KernelKeyring.read(
+                    description: description(vaultID: vaultID, protectionClass), into: &span,
+                    range: (index * size)..<((index + 1) * size))
+            }
         }
-        guard let key, length == SymmetricKey.byteCount else { return nil }
-        return try? SymmetricKey(key)
+        guard let halves = both?.split(into: size) else { return (nil, nil) }
+        func key(_ index: Int) -> SymmetricKey? {
+            lengths[index] == size ? try? SymmetricKey(halves[index]) : nil
+        }
+        return (key(0), key(1))
     }
 
     static func store(

@@ -28,6 +28,17 @@ public enum KernelKeyring {
         try span.withUnsafeMutableBytes { (raw) throws(Errno) in try read(description: description, into: raw) }
     }
 
+    /// Reads the payload into the bytes `range` of `span` (see `read(description:into:)`): several keys
+    /// into one buffer.
+    public static func read(description: String, into span: inout MutableRawSpan, range: Range<Int>) throws(Errno)
+        -> Int?
+    {
+        precondition(range.lowerBound >= 0 && range.upperBound <= span.byteCount, "a range outside the span")
+        return try span.withUnsafeMutableBytes { (raw) throws(Errno) in
+            try read(description: description, into: UnsafeMutableRawBufferPointer(rebasing: raw[range]))
+        }
+    }
+
     /// Reads the payload into `buffer` (see `read(description:into:)` of a span).
     public static func read(description: String, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int? {
         do {
