@@ -43,7 +43,9 @@ extension Vault {
     public func joinFleetGroup(
         _ group: AccessGroup, keyFileAt path: String, settings: FleetSettings, unixGroup: UInt32? = nil
     ) throws(VaultError) {
-        let bytes = try translatingStoreErrors { () throws(StoreError) in try VaultStore.readFleetKeyFile(path) }
+        var bytes = try translatingStoreErrors { () throws(StoreError) in try VaultStore.readFleetKeyFile(path) }
+        // The file holds the group's keys in the clear: not left in ordinary memory.
+        defer { bytes.wipe() }
         try joinFleetGroup(group, keyFile: bytes, settings: settings, unixGroup: unixGroup)
     }
 
