@@ -230,7 +230,9 @@ struct GroupKeyFile: Sendable {
     private static func secrets(_ payload: SecureBytes, layout: Layout, path: FilePath) throws(StoreError)
         -> GroupSecrets
     {
-        // Views of the payload's allocation: the keys live as long as each other (`GroupSecrets`).
+        // Views of the payload's allocation, which lives while any of them does: the index key that a
+        // group's cached `GroupKeys` hold keeps the group keys' bytes too (secure memory, and nothing the
+        // keys derived from them do not already give).
         let parts = payload.split(into: SymmetricKey.byteCount)
         do {
             let index = try SymmetricKey(parts[0])
