@@ -79,6 +79,8 @@ public enum KeyDerivation {
             into target: UnsafeMutableRawBufferPointer, keyedBy key: UnsafeRawBufferPointer,
             scratch: UnsafeMutableRawBufferPointer
         ) throws(CryptoError) {
+            precondition(target.count == SymmetricKey.byteCount, "a derived key is 32 bytes")
+            precondition(scratch.count >= scratchByteCount, "scratch too small for a mixed message")
             guard let other = mixing else {
                 try context.withTypedBytes { (message) throws(CryptoError) in
                     try hash(into: target, key: key, domain: domain, message: message)
@@ -99,7 +101,8 @@ public enum KeyDerivation {
 
     /// The subkeys `derivations` ask for, in order: the same keys as one `subkey` call each, in one
     /// secure allocation (the keys share it: it is wiped when the last of them goes). A mixed
-    /// derivation's message is built in one more secure allocation, for all of them.
+    /// derivation's message is built in a scratch tail of the same allocation, wiped before the keys
+    /// are handed out.
     public static func subkeys(_ derivations: [Derivation]) throws(CryptoError) -> [SymmetricKey] {
         guard !derivations.isEmpty else {
             try Sodium.ensureInitialized()

@@ -47,19 +47,13 @@ extension XChaCha20Poly1305 {
         sizes.reserveCapacity(secrets.count)
         for (index, secret) in secrets.enumerated() {
             do throws(CryptoError) {
-                try checkNonce(byteCount: secret.nonce.count)
                 guard case .key = secret.key.key else {
                     throw CryptoError(.invalidArgument, "a sealed secret's key derives from a key at hand")
                 }
-                guard secret.ciphertext.count >= tagByteCount else {
-                    throw CryptoError(
-                        .authenticationFailed,
-                        "ciphertext of \(secret.ciphertext.count) bytes is shorter than the \(tagByteCount)-byte tag")
-                }
+                sizes.append(try plaintextCount(secret.ciphertext.count, nonceByteCount: secret.nonce.count))
             } catch {
                 throw SealedSecretFailure(index: index, error: error)
             }
-            sizes.append(secret.ciphertext.count - tagByteCount)
         }
         let plaintextBytes = sizes.reduce(0, +)
         let scratchBytes = keyByteCount + secrets.reduce(0) { max($0, $1.key.scratchByteCount) }

@@ -82,7 +82,7 @@ public enum XChaCha20Poly1305 {
         _ ciphertext: UnsafeRawBufferPointer, key: SymmetricKey, nonce: UnsafeRawBufferPointer,
         associatedData: [UInt8], as storage: Plaintext.Type
     ) throws(CryptoError) -> Plaintext {
-        let count = try plaintextCount(ciphertext.count, nonce: nonce)
+        let count = try plaintextCount(ciphertext.count, nonceByteCount: nonce.count)
         return try Plaintext.filled(count: count) { (out) throws(CryptoError) in
             try decrypt(ciphertext, into: out, key: key, nonce: nonce, associatedData: associatedData)
         }
@@ -157,9 +157,9 @@ public enum XChaCha20Poly1305 {
 
     /// The size of the plaintext inside `ciphertext`, after the checks that need no key.
     @usableFromInline
-    static func plaintextCount(_ ciphertextCount: Int, nonce: UnsafeRawBufferPointer) throws(CryptoError) -> Int {
+    static func plaintextCount(_ ciphertextCount: Int, nonceByteCount: Int) throws(CryptoError) -> Int {
         try Sodium.ensureInitialized()
-        try checkNonce(byteCount: nonce.count)
+        try checkNonce(byteCount: nonceByteCount)
         guard ciphertextCount >= tagByteCount else {
             throw CryptoError(
                 .authenticationFailed,
@@ -169,7 +169,7 @@ public enum XChaCha20Poly1305 {
         return ciphertextCount - tagByteCount
     }
 
-    static func checkNonce(byteCount: Int) throws(CryptoError) {
+    private static func checkNonce(byteCount: Int) throws(CryptoError) {
         guard byteCount == nonceByteCount else {
             throw CryptoError(
                 .invalidArgument, "nonce is \(byteCount) bytes; XChaCha20-Poly1305 needs \(nonceByteCount)")

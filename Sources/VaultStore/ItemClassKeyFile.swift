@@ -55,7 +55,7 @@ struct ItemClassKeyFile {
                 let nonce = try XChaCha20Poly1305.randomNonce()
                 bytes += nonce
                 bytes += try XChaCha20Poly1305.seal(
-                    itemKey.bytes, key: try KeyDerivation.subkey(sealKey(classKey, vaultID: vaultID)), nonce: nonce,
+                    itemKey.bytes, key: try KeyDerivation.subkey(sealing(classKey, vaultID: vaultID)), nonce: nonce,
                     associatedData: header + [protectionClass.rawValue])
             } catch {
                 throw StoreError.crypto(error, "cannot seal the \(protectionClass) item class key")
@@ -102,7 +102,7 @@ struct ItemClassKeyFile {
                 XChaCha20Poly1305.SealedSecret(
                     ciphertext: bytes[nonceEnd..<(start + entryByteCount)], nonce: bytes[start..<nonceEnd],
                     associatedData: header + [protectionClass.rawValue],
-                    sealedUnder: sealKey(classKey, vaultID: vaultID)))
+                    sealedUnder: sealing(classKey, vaultID: vaultID)))
         }
         let opened: [SecureBytes]
         do {
@@ -131,8 +131,8 @@ struct ItemClassKeyFile {
             always: always, afterFirstUnlock: try key(.afterFirstUnlock), whenUnlocked: try key(.whenUnlocked))
     }
 
-    /// The key an entry is sealed under: a subkey of its class key.
-    private static func sealKey(_ classKey: SymmetricKey, vaultID: [UInt8]) -> KeyDerivation.Derivation {
+    /// How the key an entry is sealed under is derived: a subkey of its class key.
+    private static func sealing(_ classKey: SymmetricKey, vaultID: [UInt8]) -> KeyDerivation.Derivation {
         KeyDerivation.Derivation(of: classKey, domain: sealDomain, context: vaultID)
     }
 }

@@ -1,7 +1,8 @@
 import VaultCrypto
 import VaultSystem
 
-/// Reading a key file (`master.key`, `always.key`, an external key file) into secure memory, refusing,
+/// Reading a key file (`master.key`, `always.key`, an external key file) into secure memory, and a file
+/// that holds keys only sealed (`classes.key`, a wrapped `master.key`) into ordinary memory, refusing,
 /// with the file and the fix named, any file that others could read or replace: checked by name and
 /// again once opened (the name could be swapped in between).
 enum KeyFile {
@@ -207,6 +208,14 @@ enum KeyFile {
         }
         guard sizes.contains(status.size) else {
             let keyByteCount = SymmetricKey.byteCount
+            if !sizes.contains(Int64(keyByteCount)) {
+                // A file of sealed keys (`classes.key`): no one makes it by hand.
+                let expected = sizes.sorted().map(String.init).joined(separator: " or ")
+                throw StoreError(
+                    .integrity,
+                    "\(path) is \(status.size) bytes, not \(expected): it is damaged; restore it from a backup",
+                    path: path.string)
+            }
             if !sizes.contains(Int64(WrappedMasterKey.byteCount)) && !sizes.contains(Int64(AlwaysKeyFile.byteCount)) {
                 throw StoreError(
                     .integrity,

@@ -160,9 +160,10 @@ struct AEADVector: Decodable {
             #expect(failure?.index == index && failure?.error.code == .authenticationFailed, "box \(index)")
             var otherAD = boxes
             otherAD[index].ad = [0xff]
-            #expect(throws: XChaCha20Poly1305.SealedSecretFailure.self) {
+            let adFailure = #expect(throws: XChaCha20Poly1305.SealedSecretFailure.self) {
                 _ = try XChaCha20Poly1305.openSecrets(secrets(otherAD))
             }
+            #expect(adFailure?.index == index && adFailure?.error.code == .authenticationFailed, "box \(index)")
         }
         var shortNonce = boxes
         shortNonce[1].nonce.removeLast()

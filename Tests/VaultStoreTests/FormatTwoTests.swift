@@ -62,7 +62,10 @@ import VaultTestSupport
             #expect(secrets["app"] == ["app-secret"])
             #expect(secrets["team"]?.sorted() == ["team-secret-1", "team-secret-2"])
             let team = try GroupName("team")
-            let owner = try #require(try store.loadGroupKeyFile(team))
+            // The owner's part itself (`loadGroupKeyFile` would fall back to the members' part).
+            let owner = try GroupKeyFile.decodeAsOwner(
+                try vault.bytes("groups/team/group.key"), group: team, vaultID: store.vaultID,
+                always: try #require(store.classKeys).always, path: "group.key")
             let member = try GroupKeyFile.decodeAsMember(
                 try vault.bytes("groups/team/group.key"), group: team, vaultID: store.vaultID, path: "group.key")
             #expect(owner.isShared && member.isShared)

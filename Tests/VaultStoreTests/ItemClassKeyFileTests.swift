@@ -50,7 +50,7 @@ import VaultTestSupport
     /// flip in a class this process cannot open goes unseen until it can.
     @Test func everyFlipIsRefusedNamingWhatFailed() throws {
         try withTemporaryDirectory("icls-flip") { directory in
-            let (_, classes) = try written(in: directory)
+            let (items, classes) = try written(in: directory)
             let name = ItemClassKeyFile.fileName
             let original = try [UInt8](Data(contentsOf: URL(fileURLWithPath: directory.file(name))))
             #expect(original.count == ItemClassKeyFile.byteCount)
@@ -78,6 +78,22 @@ import VaultTestSupport
                     }
                 }
             }
+            // Without the afterFirstUnlock key the whenUnlocked entry is the second opened: still named
+            // by its class, and a flip in the afterFirstUnlock entry goes unseen.
+            let gap = ClassKeys(always: classes.always, afterFirstUnlock: nil, whenUnlocked: classes.whenUnlocked)
+            for (entry, refused) in [(ProtectionClass.whenUnlocked, true), (.afterFirstUnlock, false)] {
+                var flipped = original
+                flipped[
+                    ItemClassKeyFile.headerByteCount + Int(entry.rawValue) * ItemClassKeyFile.entryByteCount + 30] ^= 1
+                try Data(flipped).write(to: URL(fileURLWithPath: directory.file(name)))
+                if refused {
+                    let error = #expect(throws: StoreError.self) { _ = try load(directory, classKeys: gap) }
+                    #expect(error?.message.contains("failed authentication for class \(entry)") == true)
+                } else {
+                    let read = try #require(try load(directory, classKeys: gap))
+                    #expect(read.afterFirstUnlock == nil && read.whenUnlocked == items.whenUnlocked)
+                }
+            }
             try Data(original).write(to: URL(fileURLWithPath: directory.file(name)))
             let error = #expect(throws: StoreError.self) {
                 _ = try load(directory, classKeys: try ItemClassKeyFile.random())
@@ -103,7 +119,10 @@ import VaultTestSupport
             try Data(bytes.dropLast()).write(to: URL(fileURLWithPath: path))
             let short = #expect(throws: StoreError.self) { _ = try load(directory, classKeys: classes) }
             #expect(short?.code == .integrity)
-            #expect(short?.message.contains("\(bytes.count - 1) bytes") == true, "\(String(describing: short))")
+            #expect(
+                short?.message.contains("is \(bytes.count - 1) bytes, not \(bytes.count)") == true,
+                "\(String(describing: short))")
+            #expect(short?.message.contains("head -c") == false, "no advice to make a key file by hand")
         }
     }
 }
