@@ -185,6 +185,47 @@ struct AEADVector: Decodable {
         #expect(chainFailure?.index == 0 && chainFailure?.error.code == .invalidArgument)
     }
 
+    /// Boxes of every size around a key's, under plain and mixed derivations of contexts of different
+    /// lengths (the scratch area reused long after short and short after long), open together to the
+    /// plaintexts, and each to what `open` under its own subkey gives.
+    @Test func secretsOfManySizesAndKeyingsOpenTogether() throws {
+        let sizes = [0, 1, 31, 32, 33, 96]
+        let contextLengths = [0, 5, 40]
+        let roots = [try SymmetricKey.random(), try SymmetricKey.random()]
+        let domain = KeyDerivation.Domain("vault.test.v1")
+        var opened = 0
+        for count in 1...4 {
+            for start in sizes.indices {
+                var sealed: [XChaCha20Poly1305.SealedSecret] = []
+                var expected: [[UInt8]] = []
+                for position in 0..<count {
+                    let step = start + position * 5
+                    let plaintext = (0..<sizes[step % sizes.count]).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ step) }
+                    let context = [UInt8](
+                        repeating: UInt8(position), count: contextLengths[step % contextLengths.count])
+                    let derivation = KeyDerivation.Derivation(
+                        of: roots[position % 2], domain: domain, context: context,
+                        mixing: step % 2 == 1 ? roots[(position + 1) % 2] : nil)
+                    let key = try KeyDerivation.subkey(derivation)
+                    let nonce = try XChaCha20Poly1305.randomNonce()
+                    let ad = [UInt8(count), UInt8(start), UInt8(position)]
+                    let box = try XChaCha20Poly1305.seal(plaintext, key: key, nonce: nonce, associatedData: ad)
+                    let alone: SecureBytes = try XChaCha20Poly1305.open(
+                        box, from: 0, key: key, nonce: nonce, associatedData: ad)
+                    #expect(alone.unprotectedCopy() == plaintext)
+                    sealed.append(
+                        XChaCha20Poly1305.SealedSecret(
+                            ciphertext: box[...], nonce: nonce[...], associatedData: ad, sealedUnder: derivation))
+                    expected.append(plaintext)
+                }
+                let together = try XChaCha20Poly1305.openSecrets(sealed)
+                #expect(together.map { $0.unprotectedCopy() } == expected, "\(count) boxes from \(start)")
+                opened += together.count
+            }
+        }
+        #expect(opened == 60)
+    }
+
     @Test func noncesAreFreshAndTheRightSize() throws {
         var seen = Set<[UInt8]>()
         for _ in 0..<10_000 {
