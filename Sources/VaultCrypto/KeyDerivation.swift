@@ -224,27 +224,12 @@ public enum KeyDerivation {
         return try SymmetricKey(bytes)
     }
 
-    /// A part of a keyed hash's message: bytes that are not secret, or secret ones.
-    public enum MessagePart: Sendable {
-        /// Bytes that are not secret.
-        case plain([UInt8])
-        /// Secret bytes.
-        case secret(SecureBytes)
-
-        var count: Int {
-            switch self {
-            case .plain(let bytes): return bytes.count
-            case .secret(let bytes): return bytes.count
-            }
-        }
-    }
-
     /// A keyed hash for `domain`, `outputByteCount` bytes (16...64), of `parts` one after the other,
     /// under the key that `key` makes (a derivation of a key at hand, not `ofEarlier`). The key and
     /// the message are built in one secure allocation, wiped and freed before this returns: a MAC over
     /// secrets under a subkey, without a secure allocation for each.
     public static func keyedHash(
-        _ parts: [MessagePart], keyedBy key: Derivation, domain: Domain, outputByteCount: Int = 32
+        _ parts: [PlainOrSecretBytes], keyedBy key: Derivation, domain: Domain, outputByteCount: Int = 32
     ) throws(CryptoError) -> [UInt8] {
         guard case .key(let root) = key.key else {
             throw CryptoError(.invalidArgument, "a keyed hash's key derives from a key at hand")

@@ -3,19 +3,9 @@ import VaultSystem
 
 /// The bytes a file of the vault is written with: plain (ciphertext, markers, journals) or secret (a
 /// key file), which stays in secure memory until the write.
-enum FileContents {
-    /// Bytes that need no secure memory.
-    case plain([UInt8])
-    /// Key bytes.
-    case secret(SecureBytes)
+typealias FileContents = PlainOrSecretBytes
 
-    var count: Int {
-        switch self {
-        case .plain(let bytes): return bytes.count
-        case .secret(let bytes): return bytes.count
-        }
-    }
-
+extension PlainOrSecretBytes {
     /// Writes every byte through `file`'s current offset, or at `offset`.
     func write(to file: FileDescriptor, at offset: Int64? = nil) throws(Errno) {
         switch self {

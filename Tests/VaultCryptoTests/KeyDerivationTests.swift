@@ -112,7 +112,7 @@ struct BLAKE2bVectorFile: Decodable {
         let domain = KeyDerivation.Domain("vault.gmac.v2")
         let derivation = KeyDerivation.Derivation(
             of: root, domain: KeyDerivation.Domain("vault.gmkey.v2"), context: [3])
-        let parts: [KeyDerivation.MessagePart] = [.plain([1, 2, 3]), .secret(secret), .plain([]), .plain([4])]
+        let parts: [PlainOrSecretBytes] = [.plain([1, 2, 3]), .secret(secret), .plain([]), .plain([4])]
         let joined = [1, 2, 3] + secret.unprotectedCopy() + [4]
         let subkey = try KeyDerivation.subkey(derivation)
         #expect(
