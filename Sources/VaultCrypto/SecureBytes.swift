@@ -179,12 +179,6 @@ public final class SecureBytes: @unchecked Sendable {
         }
     }
 
-    /// The bytes of `range`, in a new secure buffer.
-    public func extracting(_ range: Range<Int>) throws(CryptoError) -> SecureBytes {
-        precondition(range.lowerBound >= 0 && range.upperBound <= count, "range outside the secure buffer")
-        return try SecureBytes(copying: UnsafeRawBufferPointer(start: pointer + range.lowerBound, count: range.count))
-    }
-
     /// `count` random bytes from the system's CSPRNG (`randombytes_buf`, getrandom(2) on Linux, so a
     /// forked child never repeats its parent's stream).
     public static func random(count: Int) throws(CryptoError) -> SecureBytes {

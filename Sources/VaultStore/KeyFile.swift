@@ -21,10 +21,8 @@ enum KeyFile {
     static func readIfPresent(
         _ name: String, in directory: FileDescriptor, path: FilePath, ownerMayBeRoot: Bool, sizes: Set<Int64>
     ) throws(StoreError) -> SecureBytes? {
-        do {
-            return try read(name, in: directory, path: path, ownerMayBeRoot: ownerMayBeRoot, sizes: sizes)
-        } catch  where error.errno == .noSuchFileOrDirectory {
-            return nil
+        try ifPresent { () throws(StoreError) in
+            try read(name, in: directory, path: path, ownerMayBeRoot: ownerMayBeRoot, sizes: sizes)
         }
     }
 
@@ -33,10 +31,17 @@ enum KeyFile {
     static func readSealedIfPresent(_ name: String, in directory: FileDescriptor, path: FilePath, sizes: Set<Int64>)
         throws(StoreError) -> [UInt8]?
     {
-        do throws(StoreError) {
-            return try withChecked(name, in: directory, path: path, ownerMayBeRoot: false, sizes: sizes) {
+        try ifPresent { () throws(StoreError) in
+            try withChecked(name, in: directory, path: path, ownerMayBeRoot: false, sizes: sizes) {
                 (fd, count) throws(StoreError) in try readSealed(fd, count: count, path: path)
             }
+        }
+    }
+
+    /// What `read` gives, or nil when the file is not there.
+    private static func ifPresent<R>(_ read: () throws(StoreError) -> R) throws(StoreError) -> R? {
+        do {
+            return try read()
         } catch  where error.errno == .noSuchFileOrDirectory {
             return nil
         }

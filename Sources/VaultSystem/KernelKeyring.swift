@@ -21,15 +21,9 @@ public enum KernelKeyring {
         }
     }
 
-    /// Reads the key `description` into `buffer`; returns its length, or nil when there is no such key
-    /// (never added, expired, revoked or invalidated). A length larger than the buffer means the key
-    /// did not fit.
-    public static func read(description: String, into span: inout MutableRawSpan) throws(Errno) -> Int? {
-        try span.withUnsafeMutableBytes { (raw) throws(Errno) in try read(description: description, into: raw) }
-    }
-
-    /// Reads the payload into the bytes `range` of `span` (see `read(description:into:)`): several keys
-    /// into one buffer.
+    /// Reads the key `description` into the bytes `range` of `span` (several keys can share one secure
+    /// buffer); returns its length, or nil when there is no such key (never added, expired, revoked or
+    /// invalidated). A length larger than the range means the key did not fit.
     public static func read(description: String, into span: inout MutableRawSpan, range: Range<Int>) throws(Errno)
         -> Int?
     {
@@ -39,7 +33,7 @@ public enum KernelKeyring {
         }
     }
 
-    /// Reads the payload into `buffer` (see `read(description:into:)` of a span).
+    /// Reads the key into `buffer` (see `read(description:into:range:)`).
     public static func read(description: String, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int? {
         do {
             return try retryingOnInterrupt(.keyring) {
