@@ -46,8 +46,7 @@ enum GenerationRecord {
         throws(StoreError) -> [UInt8]
     {
         var message = binding
-        message.appendBigEndian(UInt16(location.group.rawValue.utf8.count))
-        message.appendUTF8(of: location.group.rawValue)
+        location.group.appendLengthPrefixed(to: &message)
         location.id.appendHexDigits(to: &message)
         message.append(UInt8(version.persistentID.count))
         message += version.persistentID

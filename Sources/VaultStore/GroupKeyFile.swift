@@ -81,8 +81,9 @@ struct GroupKeyFile: Sendable {
     }
 
     static func binding(group: GroupName, vaultID: [UInt8]) -> [UInt8] {
-        let name = Array(group.rawValue.utf8)
-        return [UInt8(name.count >> 8), UInt8(name.count & 0xff)] + name + vaultID
+        var binding: [UInt8] = []
+        group.appendLengthPrefixed(to: &binding)
+        return binding + vaultID
     }
 
     func header() -> [UInt8] {

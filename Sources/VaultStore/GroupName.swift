@@ -41,6 +41,13 @@ public struct GroupName: Hashable, Sendable, Comparable, CustomStringConvertible
     /// The name.
     public var description: String { rawValue }
 
+    /// Appends the name as records that bind to a group hold it: its byte count in two bytes, most
+    /// significant first, then its bytes.
+    func appendLengthPrefixed(to bytes: inout [UInt8]) {
+        bytes.appendBigEndian(UInt16(rawValue.utf8.count))
+        bytes.appendUTF8(of: rawValue)
+    }
+
     /// Orders by the name's bytes.
     public static func < (lhs: GroupName, rhs: GroupName) -> Bool { lhs.rawValue < rhs.rawValue }
 }

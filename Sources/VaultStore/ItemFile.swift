@@ -48,9 +48,7 @@ enum ItemFile {
         ad.reserveCapacity(header.count + binding.count + 2 + groupCount + id.fileName.utf8.count)
         ad += header
         ad += binding
-        ad.append(UInt8(groupCount >> 8))
-        ad.append(UInt8(groupCount & 0xff))
-        ad.appendUTF8(of: group.rawValue)
+        group.appendLengthPrefixed(to: &ad)
         id.appendHexDigits(to: &ad)
         return ad
     }
