@@ -1,7 +1,7 @@
 /*
  * The durable-write floor of vault-bench against the system-call sequences of a vault item write,
  * with no vault code: what each part of a write costs on a given file system (docs/PERFORMANCE.md,
- * "How writes reached the floor").
+ * "Why writes are at their floor").
  *
  *   cc -O2 -o /tmp/durable-write-variants scripts/durable-write-variants.c
  *   cd <a directory on the file system to measure> && /tmp/durable-write-variants [ROUNDS] [FILES]
