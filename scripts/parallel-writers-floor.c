@@ -1,9 +1,10 @@
 /*
- * The floor of vault-bench's parallel-writer rows (docs/PERFORMANCE.md, "Groups, members and parallel
- * writers"): the system calls of a vault put, in C, with no vault code, for one writer process doing
- * every put and for 8 writer processes in their own directories or in one, with the write lock held through both flushes
- * (as a put was before group commit) or only around the exchange (group commit: the data written and
- * flushed before the lock, one directory fsync shared after it).
+ * The floor of vault-bench's parallel-writer rows (docs/PERFORMANCE.md, "Groups, members and
+ * parallel writers"): the system calls of a vault put, in C, with no vault code, for one writer
+ * process doing every put and for 8 writer processes in their own directories or in one, with the
+ * write lock held through both flushes (as a put was before group commit) or only around the
+ * exchange (group commit: the data written and flushed before the lock, one directory fsync shared
+ * after it).
  *
  *   cc -O2 -o /tmp/parallel-writers-floor scripts/parallel-writers-floor.c
  *   cd <a directory on the file system to measure> && /tmp/parallel-writers-floor [ROUNDS]
