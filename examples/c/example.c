@@ -8,7 +8,7 @@
  * the device identifier and removes the item. Every failure prints the status and the library's message,
  * which names the item, group or path concerned, and exits 1.
  *
- * Build (see README.md): cc -std=c11 -Wall -Wextra -I include examples/c/example.c -lvault -o example
+ * Build (see docs/C-API.md): cc -std=c11 -Wall -Wextra -I include examples/c/example.c -lvault -o example
  */
 #include <stdint.h>
 #include <stdio.h>
