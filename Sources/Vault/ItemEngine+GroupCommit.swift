@@ -24,12 +24,12 @@ extension ItemEngine {
     /// Reads the generic password `key` in `group` as a get does, without the lock, and prepares the
     /// write that a `set` of `data` makes of it (the update of its secret, or the add of a new item with
     /// `accessibility`), as `update` and `add` would build it. Nil when no prepared write can be made
-    /// (format 1, a fleet group, a locked class, anything that fails): the caller then writes under
+    /// (a fleet group, a locked class, anything that fails): the caller then writes under
     /// the lock as usual, and reports what is wrong there.
     func prepareSet(_ data: Data, for key: ItemKey, accessibility: Accessibility, in group: AccessGroup)
         -> PreparedSet?
     {
-        guard store.formatVersion >= 2, !store.isFleetGroup(group.name),
+        guard !store.isFleetGroup(group.name),
             let found = try? find(key.query, in: [group], writing: true), found.count <= 1
         else { return nil }
         let now = ItemRecord.now()

@@ -28,7 +28,7 @@ extension Vault {
         let store = engine.store
         let names = try translatingStoreErrors { () throws(StoreError) in try store.groups() }
         return names.map { name in
-            guard store.formatVersion >= 2, let summary = store.summary(of: name) else {
+            guard let summary = store.summary(of: name) else {
                 return BackupBundle.Group(name: name.rawValue, shared: false)
             }
             let shared = summary.isShared ?? (summary.unixGroupID != nil)
@@ -50,8 +50,7 @@ extension Vault {
     /// Makes the groups of `bundle` that this vault does not have, as the backup records them: a shared
     /// group shared with the same Unix group (its name resolved in `groupFile` first; its gid when the
     /// backup has no name for it), a private group private. Every group is checked before any is made,
-    /// and any refusal leaves the vault as it was: a format-1 vault cannot hold a shared group (`vault
-    /// upgrade` first); a Unix group this machine does not know, or one that this process may not give
+    /// and any refusal leaves the vault as it was: a Unix group this machine does not know, or one that this process may not give
     /// a directory to (not root, not a member), is refused with the fix. A shared group is never made
     /// private in silence. A group that exists keeps its own sharing (reported when it differs).
     func prepareGroups(of bundle: BackupBundle, name path: String, groupFile: String) throws(VaultError)
@@ -59,15 +58,6 @@ extension Vault {
     {
         guard let groups = bundle.groups, !groups.isEmpty else { return GroupPreparation() }
         let store = engine.store
-        if store.formatVersion < 2, let shared = groups.first(where: \.shared) {
-            throw VaultError(
-                StoreError(
-                    .unsupportedFormat,
-                    "\(path) holds group \(shared.name), shared with Unix group \(Self.describe(shared)), and the vault "
-                        + "at \(store.path) is format 1, which has no shared groups: run `vault upgrade` first, then "
-                        + "import again (nothing was imported)"))
-        }
-        guard store.formatVersion >= 2 else { return GroupPreparation() }
         var preparation = GroupPreparation()
         var toMake: [(group: AccessGroup, unixGroup: UInt32?, description: String)] = []
         for recorded in groups {

@@ -1,13 +1,10 @@
 import VaultStore
 import VaultSystem
 
-/// Format 2's access groups as a keychain tool manages them: made private or shared with a Unix group,
+/// Access groups as a keychain tool manages them: made private or shared with a Unix group,
 /// listed, removed. Within one Unix user, groups stay enforced by this library; between users, by the
 /// kernel (a shared group's key file is readable by its Unix group only).
 extension Vault {
-    /// The vault's format: 1 (one key for every group) or 2 (a key per group, shared groups).
-    public var formatVersion: Int { Int(engine.store.formatVersion) }
-
     /// Whether this process opened the vault as a member of shared groups, without `master.key`.
     public var isMember: Bool { engine.store.isMember }
 

@@ -15,11 +15,19 @@ public final class Vault: Sendable {
     /// The directory of `group` in the vault (which may not exist yet), for tools and messages.
     public func path(of group: AccessGroup) -> String { engine.store.path(of: group.name) }
 
+    /// Whether this open found a vault of the old format 1 and upgraded it (`upgrade`) before anything
+    /// else: a face may say so once.
+    public let upgradedOnOpen: Bool
+
     let engine: ItemEngine
 
-    init(store: VaultStore, client: Client, cacheBounds: ItemEngine.CacheBounds = ItemEngine.CacheBounds()) {
+    init(
+        store: VaultStore, client: Client, cacheBounds: ItemEngine.CacheBounds = ItemEngine.CacheBounds(),
+        upgradedOnOpen: Bool = false
+    ) {
         self.engine = ItemEngine(store: store, cacheBounds: cacheBounds)
         self.client = client
+        self.upgradedOnOpen = upgradedOnOpen
     }
 
     /// This vault as a new handle with caches of `cacheBounds` (tests of the bounds).
@@ -31,7 +39,9 @@ public final class Vault: Sendable {
     /// not exist and `createIfMissing` is set. `keySource` says where the master key is (by default
     /// from the environment: `VAULT_KEY_FILE`, a systemd credential, else `master.key`); a vault whose
     /// key needs a passphrase that `keySource` does not give is `interactionNotAllowed` (locked), and a
-    /// wrong passphrase is `authFailed`.
+    /// wrong passphrase is `authFailed`. A vault of the old format 1 is upgraded first (`upgrade`,
+    /// crash-safe), which needs its master key; where it cannot run (a passphrase vault opened without
+    /// its passphrase, a read-only file system) the open fails, naming the vault and `vault upgrade`.
     public static func open(
         at path: String? = nil, client: Client, createIfMissing: Bool = false,
         keySource: KeySource = .fromEnvironment()
@@ -39,18 +49,44 @@ public final class Vault: Sendable {
         guard let path = path ?? VaultLocation.defaultPath() else {
             throw VaultError(.noSuchVault, "no vault location: set VAULT_DIR or HOME, or pass a path")
         }
-        return Vault(
-            store: try translatingStoreErrors { () throws(StoreError) in
-                // The client's groups are what it reads: their keys are made with the class keys.
-                createIfMissing
-                    ? try VaultStore.openOrCreate(
-                        at: path, keySource: keySource, versions: ItemRecordCodec.version,
-                        preparing: client.accessGroups.map(\.name))
-                    : try VaultStore.open(
-                        at: path, keySource: keySource, versions: ItemRecordCodec.version,
-                        preparing: client.accessGroups.map(\.name))
-            },
-            client: client)
+        let store = try translatingStoreErrors { () throws(StoreError) in
+            // The client's groups are what it reads: their keys are made with the class keys.
+            createIfMissing
+                ? try VaultStore.openOrCreate(
+                    at: path, keySource: keySource, versions: ItemRecordCodec.version,
+                    preparing: client.accessGroups.map(\.name))
+                : try VaultStore.open(
+                    at: path, keySource: keySource, versions: ItemRecordCodec.version,
+                    preparing: client.accessGroups.map(\.name))
+        }
+        guard store.needsUpgrade else { return Vault(store: store, client: client) }
+        return try upgradingOnOpen(Vault(store: store, client: client), keySource: keySource)
+    }
+
+    /// `old`, a format-1 vault just opened, upgraded and opened again. Another process may have
+    /// upgraded it first: then its upgrade is refused, and the open takes the vault as it is now.
+    private static func upgradingOnOpen(_ old: Vault, keySource: KeySource) throws(VaultError) -> Vault {
+        let path = old.path
+        var failure: VaultError?
+        do {
+            try old.upgrade(keySource: keySource)
+        } catch {
+            failure = error
+        }
+        let store = try translatingStoreErrors { () throws(StoreError) in
+            try VaultStore.open(
+                at: path, keySource: keySource, versions: ItemRecordCodec.version,
+                preparing: old.client.accessGroups.map(\.name))
+        }
+        if let failure, store.needsUpgrade {
+            throw VaultError(
+                failure.status,
+                "the vault at \(path) is in the old format 1, which is upgraded at the first open that holds its "
+                    + "master key, and the upgrade could not run: \(failure.message). Run `vault upgrade` with the "
+                    + "vault's key where the vault is writable; nothing was upgraded",
+                cause: failure)
+        }
+        return Vault(store: store, client: old.client, upgradedOnOpen: failure == nil)
     }
 
     /// Whether `environment` puts the master key in an external file (`VAULT_KEY_FILE`, a systemd
@@ -60,18 +96,14 @@ public final class Vault: Sendable {
     }
 
     /// Creates a new vault at `path`; refuses (`duplicateVault`) when one exists. `keySource` chooses
-    /// where its new master key goes (see `KeySource`); `format` is 1 (one key for every group) or 2
-    /// (a key per group, groups shared with Unix groups, per-group write locks).
+    /// where its new master key goes (see `KeySource`). Each access group gets a key of its own, and a
+    /// group can be shared with the members of a Unix group (`createGroup`).
     public static func create(
-        at path: String, client: Client, keySource: KeySource = .fromEnvironment(), format: Int = 1
+        at path: String, client: Client, keySource: KeySource = .fromEnvironment()
     ) throws(VaultError) -> Vault {
-        guard let version = UInt8(exactly: format) else {
-            throw VaultError(.param, "vault format \(format) does not exist; this build writes formats 1 and 2")
-        }
-        return Vault(
+        Vault(
             store: try translatingStoreErrors { () throws(StoreError) in
-                try VaultStore.create(
-                    at: path, keySource: keySource, versions: ItemRecordCodec.version, format: version)
+                try VaultStore.create(at: path, keySource: keySource, versions: ItemRecordCodec.version)
             },
             client: client)
     }

@@ -55,8 +55,8 @@ struct FleetBench {
         let client = try Client(applicationIdentifier: "bench", accessGroups: ["fleet", "local"])
         let pathA = FilePath(directory).appending("fleet-a").string
         let pathB = FilePath(directory).appending("fleet-b").string
-        let a = try Vault.create(at: pathA, client: client, format: 2)
-        let b = try Vault.create(at: pathB, client: client, format: 2)
+        let a = try Vault.create(at: pathA, client: client)
+        let b = try Vault.create(at: pathB, client: client)
         let settings = FleetSettings(endpoints: cluster.endpoints)
         progress.show("fleet: making and joining the group…")
         try a.createFleetGroup(fleetGroup, settings: settings)

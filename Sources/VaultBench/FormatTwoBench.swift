@@ -35,8 +35,7 @@ struct FormatTwoBench {
         let member = geteuid() == 0 ? try MemberIdentity.unused() : nil
         let owner = try Vault.create(
             at: vaultPath,
-            client: try Client(applicationIdentifier: "bench", accessGroups: ["private", "shared"]),
-            format: 2)
+            client: try Client(applicationIdentifier: "bench", accessGroups: ["private", "shared"]))
         try owner.createGroup(privateGroup, unixGroup: nil)
         try owner.createGroup(sharedGroup, unixGroup: member?.gid ?? getegid())
         progress.show("format 2: filling \(items) items in two groups…")
@@ -220,7 +219,7 @@ struct ParallelWriters {
     func run() throws -> (timings: [OperationTiming], ownGroups: Double, oneGroup: Double) {
         let path = FilePath(directory).appending("vault").string
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let owner = try Vault.create(at: path, client: try Client(applicationIdentifier: "bench"), format: 2)
+        let owner = try Vault.create(at: path, client: try Client(applicationIdentifier: "bench"))
         let groups = (0..<Self.processes).map { "writer-\($0)" }
         for name in groups + ["one-writer", "many-writers"] {
             try owner.createGroup(try AccessGroup(name), unixGroup: nil)

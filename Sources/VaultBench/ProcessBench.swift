@@ -44,27 +44,6 @@ struct ProcessBench {
         try record("CLI vault get (process)", iterations: iterations) {
             _ = try ChildProcess.run(cli, arguments: ["get", "bench", "account"], environment: environment)
         }
-        // A format-2 vault's get (a private group) opens classes.key and group.key as well.
-        let formatTwoPath = FilePath(directory).appending("cli-vault-2").string
-        let formatTwo = ["VAULT_DIR=\(formatTwoPath)", "VAULT_APP_ID=bench", "PATH=/usr/bin:/bin"]
-        let initTwo = try ChildProcess.run(cli, arguments: ["init", "--format", "2"], environment: formatTwo)
-        let putTwo =
-            initTwo.exitStatus == 0
-            ? try ChildProcess.run(
-                cli, arguments: ["put", "bench", "account"], environment: formatTwo, standardInputPath: secretFile)
-            : initTwo
-        if putTwo.exitStatus == 0 {
-            progress.show("CLI get, format 2…")
-            try record("CLI vault get, format 2 (process)", iterations: iterations) {
-                _ = try ChildProcess.run(cli, arguments: ["get", "bench", "account"], environment: formatTwo)
-            }
-        } else {
-            let step = initTwo.exitStatus == 0 ? "put into" : "init of"
-            FileHandle.standardError.write(
-                Data(
-                    "vault-bench: `vault` \(step) a format-2 vault exited \(putTwo.exitStatus); its row skipped\n".utf8)
-            )
-        }
         // wait4's ru_maxrss of a child that posix_spawn started (CLONE_VM) includes this process's own
         // peak, which exec records into the child: measure through /usr/bin/time, whose forked child
         // starts from time's small image.

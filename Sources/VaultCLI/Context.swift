@@ -96,30 +96,46 @@ struct Context {
     func openVault(creatingIfMissing: Bool = false) throws(CLIError) -> Vault {
         let path = try vaultPath()
         let client = try client()
+        let vault: Vault
         do {
             do {
-                return try Vault.open(at: path, client: client, keySource: keySource())
+                vault = try Vault.open(at: path, client: client, keySource: keySource())
             } catch  where error.status == .noSuchVault && creatingIfMissing {
                 // Made implicitly, as an Apple keychain's first add: with a plain key file (no
                 // passphrase to ask for at a helper's first write).
                 var plain = keySource()
                 plain.passphrase = nil
-                return try Vault.open(at: path, client: client, createIfMissing: true, keySource: plain)
+                vault = try Vault.open(at: path, client: client, createIfMissing: true, keySource: plain)
             }
         } catch {
             throw CLIError(error, subject: path, vaultPath: path)
         }
+        sayUpgrade(of: vault)
+        return vault
+    }
+
+    /// What a command says once on standard error when its open upgraded a format-1 vault.
+    static let upgradeNotice = "upgraded from the old format 1 to the current format (a key per access group)"
+
+    /// Says on standard error that opening `vault` upgraded it, when it did.
+    private func sayUpgrade(of vault: Vault) {
+        if vault.upgradedOnOpen { writeError("vault: \(vault.path): \(Self.upgradeNotice)\n") }
     }
 
     /// The vault at `path` opened with `source` (a rekey's or an upgrade's, which want the master key
     /// itself), a failure reported against the path.
-    func openVault(at path: String, keySource source: KeySource) throws(CLIError) -> Vault {
+    func openVault(at path: String, keySource source: KeySource, sayingUpgrade: Bool = true) throws(CLIError)
+        -> Vault
+    {
         let client = try client()
+        let vault: Vault
         do {
-            return try Vault.open(at: path, client: client, keySource: source)
+            vault = try Vault.open(at: path, client: client, keySource: source)
         } catch {
             throw CLIError(error, subject: path, vaultPath: path)
         }
+        if sayingUpgrade { sayUpgrade(of: vault) }
+        return vault
     }
 
     /// The existing vault, or nil when there is none at the path (a credential helper's read: no vault

@@ -20,12 +20,7 @@ extension VaultStore {
     /// written after this (the secrets themselves should be changed too: they may have been copied).
     @discardableResult
     public func rotateGroup(_ group: GroupName) throws(StoreError) -> Int {
-        guard formatVersion >= 2 else {
-            throw StoreError(
-                .unsupportedFormat,
-                "the vault at \(path) is format 1, whose groups have no key of their own to rotate: rekey the "
-                    + "vault with `vault rekey`, or convert it with `vault upgrade` first")
-        }
+        try requireCurrentFormat("rotate a group's key")
         let classKeys = try ownerClassKeys("rotate a group's key")
         if try loadGroupKeyFile(group)?.isFleet == true {
             throw StoreError(

@@ -106,7 +106,8 @@ extension VaultStore {
         _ = try Failure.converting { () throws(StoreError) in try ownerClassKeys("rekey it") }
         if formatVersion >= 2, case .upgrade = destination {
             throw Failure(
-                StoreError(.vaultAlreadyExists, "the vault at \(path) is format 2 already; nothing was changed"))
+                StoreError(
+                    .vaultAlreadyExists, "the vault at \(path) is in the current format already; nothing was changed"))
         }
         guard let masterKey else {
             let what: String

@@ -140,8 +140,10 @@ enum SmallFile {
             return try fd.readAll(sizeHint: Int(status.size), limit: limit)
         } catch {
             if error == .fileTooLarge {
+                // readAll reports its limit as EFBIG: the cause keeps it, as it keeps a failed read's.
                 throw StoreError(
-                    .integrity, "\(makePath()) grew past \(limit) bytes while being read", path: makePath().string)
+                    .integrity, "\(makePath()) grew past \(limit) bytes while being read", path: makePath(),
+                    failed: .read, error)
             }
             throw StoreError.system(error, .read, "read", path: makePath())
         }
@@ -163,8 +165,10 @@ enum SmallFile {
             contents = try fd.readAll(sizeHint: Int(status.size), limit: limit)
         } catch {
             if error == .fileTooLarge {
+                // readAll reports its limit as EFBIG: the cause keeps it, as it keeps a failed read's.
                 throw StoreError(
-                    .integrity, "\(makePath()) grew past \(limit) bytes while being read", path: makePath().string)
+                    .integrity, "\(makePath()) grew past \(limit) bytes while being read", path: makePath(),
+                    failed: .read, error)
             }
             throw StoreError.system(error, .read, "read", path: makePath())
         }

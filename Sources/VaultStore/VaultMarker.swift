@@ -13,9 +13,9 @@ import VaultSystem
 struct VaultMarker: Equatable {
     static let fileName = "VAULT"
     static let magic: [UInt8] = Array("VLTV".utf8)
-    /// The format new vaults get unless asked otherwise.
-    static let formatVersion: UInt8 = 1
-    /// The formats this build reads and writes.
+    /// The format this build writes: a key per access group.
+    static let formatVersion: UInt8 = 2
+    /// The formats this build reads: format 1 (one key for every group) only to upgrade it.
     static let supportedVersions: ClosedRange<UInt8> = 1...2
     static let vaultIDByteCount = 16
     static let headerByteCount = 24

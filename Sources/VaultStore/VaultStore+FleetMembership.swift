@@ -58,11 +58,7 @@ extension VaultStore {
         _ group: GroupName, file: GroupKeyFile, settings: FleetSettings, unixGroup: UInt32?, what: String,
         agree: (GroupReplica, [UInt8]) throws(StoreError) -> Void
     ) throws(StoreError) {
-        guard formatVersion >= 2 else {
-            throw StoreError(
-                .unsupportedFormat, "fleet groups need a format-2 vault (`vault upgrade` converts the vault at \(path))"
-            )
-        }
+        try requireCurrentFormat(what)
         let classKeys = try ownerClassKeys(what)
         if let unixGroup {
             // Before anything is registered or made: the kernel lets only root and the Unix group's

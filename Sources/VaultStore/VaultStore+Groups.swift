@@ -175,12 +175,7 @@ extension VaultStore {
     /// it. Without, a private group (0700, 0600). Finishes a creation that was interrupted; refuses
     /// (`vaultAlreadyExists`) a group that exists.
     public func createGroup(_ group: GroupName, unixGroup: UInt32?) throws(StoreError) {
-        guard formatVersion >= 2 else {
-            throw StoreError(
-                .unsupportedFormat,
-                "the vault at \(path) is format 1, whose groups share one key: per-group keys and shared groups "
-                    + "need format 2 (`vault upgrade` converts this vault; `vault init --format 2` makes a new one)")
-        }
+        try requireCurrentFormat("create a group")
         let classKeys = try ownerClassKeys("create a group")
         try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in
             try requireCurrentKeys()
@@ -312,9 +307,7 @@ extension VaultStore {
     @discardableResult
     public func removeGroup(_ group: GroupName, force: Bool) throws(StoreError) -> Int {
         _ = try ownerClassKeys("remove a group")
-        guard formatVersion >= 2 else {
-            throw StoreError(.unsupportedFormat, "the vault at \(path) is format 1: its groups go with their last item")
-        }
+        try requireCurrentFormat("remove a group")
         guard try groupDirectory(group, create: false) != nil else {
             throw StoreError(
                 .groupNotFound, "there is no group \(group) in the vault at \(path)", path: groupPath(group).string)

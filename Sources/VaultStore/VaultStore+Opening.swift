@@ -12,17 +12,10 @@ extension VaultStore {
     /// goes: `master.key` (plain, or wrapped when it has a passphrase provider) or an external key file.
     /// `versions` reads an item's version from its plaintext, so that the store can finish moves that a
     /// dead writer left half-done (see `WriteTransaction.move`).
-    /// `format` is the vault format: 1 (one key for all groups) or 2 (a key per group, shared groups,
-    /// per-group write locks).
     public static func create(
-        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil,
-        format: UInt8 = 1
+        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil
     ) throws(StoreError) -> VaultStore {
-        guard VaultMarker.supportedVersions.contains(format) else {
-            throw StoreError(.invalidName, "vault format \(format) does not exist; this build writes formats 1 and 2")
-        }
-        return try create(
-            at: FilePath(path), keySource: keySource, versions: versions, openingExisting: false, format: format)
+        try create(at: FilePath(path), keySource: keySource, versions: versions, openingExisting: false)
     }
 
     /// Opens the vault at `path`, or creates it when there is none: what many processes starting at
@@ -44,9 +37,7 @@ extension VaultStore {
                         + "create it with `vault --vault \(path) init --key-file \(keyFile)`",
                     path: path, cause: error)
             }
-            return try create(
-                at: FilePath(path), keySource: keySource, versions: versions, openingExisting: true,
-                format: VaultMarker.formatVersion)
+            return try create(at: FilePath(path), keySource: keySource, versions: versions, openingExisting: true)
         }
     }
 
@@ -70,7 +61,22 @@ extension VaultStore {
             // A rekey switched the key files between this open's reads of them (it began after the open
             // looked for its journal): once more, which waits for the rekey's lock and reads its result.
             return try openAsOwner(location, keySource: keySource, versions: versions, preparing: groups)
+        } catch  where error.errno != nil && isFormatOne(location) {
+            // A format-1 vault is opened to be upgraded, which writes: say what it takes.
+            throw StoreError(
+                error.code,
+                "\(error.message); the vault at \(path) is in the old format 1, which is upgraded at the first "
+                    + "open that holds its master key: run `vault upgrade` where the vault is writable",
+                path: error.path, cause: error)
         }
+    }
+
+    /// Whether the marker of the vault at `location` says format 1 (read unchecked, for a message).
+    private static func isFormatOne(_ location: FilePath) -> Bool {
+        guard let directory = try? VaultDirectory.open(location) else { return false }
+        defer { try? directory.close() }
+        let marker = try? readMarker(in: directory, path: location / VaultMarker.fileName)
+        return marker.map { $0.count > 4 && $0[4] == 1 } ?? false
     }
 
     /// Whether a rekey journal is in the vault at `location` now.
@@ -154,8 +160,7 @@ extension VaultStore {
     }
 
     private static func create(
-        at location: FilePath, keySource: KeySource, versions: ItemVersionReader?, openingExisting: Bool,
-        format: UInt8
+        at location: FilePath, keySource: KeySource, versions: ItemVersionReader?, openingExisting: Bool
     ) throws(StoreError) -> VaultStore {
         try VaultDirectory.prepareForCreate(location)
         let directory = try VaultDirectory.open(location)
@@ -166,7 +171,7 @@ extension VaultStore {
             created = try withVaultLock(directory: directory, path: location) { lockFile throws(StoreError) in
                 try build(
                     in: directory, location: location, keySource: keySource, versions: versions,
-                    openingExisting: openingExisting, lockFile: lockFile, format: format)
+                    openingExisting: openingExisting, lockFile: lockFile)
             }
         } catch {
             try? directory.close()
@@ -183,7 +188,7 @@ extension VaultStore {
     /// only on success.
     private static func build(
         in directory: FileDescriptor, location: FilePath, keySource: KeySource, versions: ItemVersionReader?,
-        openingExisting: Bool, lockFile: FileDescriptor, format: UInt8
+        openingExisting: Bool, lockFile: FileDescriptor
     ) throws(StoreError) -> VaultStore? {
         if try VaultDirectory.exists(VaultMarker.fileName, in: directory, path: location) {
             guard openingExisting else {
@@ -223,18 +228,16 @@ extension VaultStore {
         }
         let groups = try ensureGroupsDirectory(in: directory, path: location)
         try? groups.close()
-        let marker = try VaultMarker.random(version: format)
-        if format >= 2 {
-            // A leftover of an interrupted init (no marker, no items) is replaced: nothing uses it.
-            try ItemClassKeyFile.write(
-                try ItemClassKeyFile.random(), under: classKeys, vaultID: marker.vaultID, in: directory,
-                vaultPath: location)
-        }
+        let marker = try VaultMarker.random()
+        // A leftover of an interrupted init (no marker, no items) is replaced: nothing uses it.
+        try ItemClassKeyFile.write(
+            try ItemClassKeyFile.random(), under: classKeys, vaultID: marker.vaultID, in: directory,
+            vaultPath: location)
         let encoded = try marker.encoded(key: classKeys.always)
-        // Format 2: members of shared groups read the marker (its vault id); only the owner checks it.
+        // Members of shared groups read the marker (its vault id); only the owner checks it.
         try AtomicFile.createExclusively(
             VaultMarker.fileName, contents: .plain(encoded), in: directory, directoryPath: location,
-            permissions: format == 1 ? .ownerReadWrite : .ownerWriteAllRead)
+            permissions: .ownerWriteAllRead)
         return try assemble(
             location, directory: directory, markerBytes: encoded, classKeys: classKeys, versions: versions)
     }

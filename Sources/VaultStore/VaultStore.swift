@@ -16,6 +16,17 @@ public final class VaultStore: Sendable {
     public let vaultID: [UInt8]
     /// The format version its marker says: 1, or 2 (per-group keys, shared groups, per-group locks).
     public let formatVersion: UInt8
+    /// Whether this is a vault of the old format 1, which is read only to be upgraded (`upgrade`).
+    public var needsUpgrade: Bool { formatVersion == 1 }
+
+    /// Refuses to `what` in a vault of the old format 1: its groups have no keys of their own.
+    func requireCurrentFormat(_ what: String) throws(StoreError) {
+        guard needsUpgrade else { return }
+        throw StoreError(
+            .unsupportedFormat,
+            "cannot \(what): the vault at \(path) is in the old format 1, whose groups share one key; run `vault "
+                + "upgrade` (any open through the keychain with the vault's key upgrades it too)")
+    }
     /// The item format of this vault's item files.
     var itemFormatVersion: UInt8 { ItemFile.version(forVault: formatVersion) }
 

@@ -29,7 +29,7 @@ def main():
     scratch, cli, endpoints = sys.argv[1], sys.argv[2], sys.argv[3]
     path = os.path.join(scratch, "vault")
     environment = {"PATH": "/usr/bin:/bin", "HOME": "/nonexistent"}
-    for arguments in (["init", "--format", "2"], ["group", "create", "fleet", "--etcd", endpoints]):
+    for arguments in (["init"], ["group", "create", "fleet", "--etcd", endpoints]):
         done = subprocess.run([cli, "--vault", path] + arguments, capture_output=True, text=True, env=environment,
                               timeout=60)
         assert done.returncode == 0, f"vault {' '.join(arguments)}: {done.returncode} {done.stderr}"

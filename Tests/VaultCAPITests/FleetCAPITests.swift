@@ -48,8 +48,8 @@ import VaultTestSupport
         let endpoints = try EtcdTestCluster.require()
         try withTemporaryVault("capi-fleet-a") { a in
             try withTemporaryVault("capi-fleet-b") { b in
-                let first = try Vault.create(at: a.path, client: try client(), format: 2)
-                let second = try Vault.create(at: b.path, client: try client(), format: 2)
+                let first = try Vault.create(at: a.path, client: try client())
+                let second = try Vault.create(at: b.path, client: try client())
                 // The library's first vault_open installs the etcd client (nothing in this test does).
                 let (openedA, handleA) = open(a.path)
                 #expect(openedA == Status.ok, "\(lastMessage)")

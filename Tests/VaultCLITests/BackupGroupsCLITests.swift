@@ -14,7 +14,7 @@ struct BackupGroupsCLITests {
     /// A format-2 vault in `scratch` with `db` shared with `unix` and one item in it, exported under the
     /// backup key file `scratch.root/backup.key` to `scratch.root/backup.vbk`.
     func exportSharedGroup(_ scratch: Scratch, _ unix: ThrowawayGroup) throws -> (backup: String, key: [String]) {
-        try #require(try scratch.run(["init", "--format", "2"]).status == 0)
+        try #require(try scratch.run(["init"]).status == 0)
         try #require(try scratch.run(["group", "create", "db", "--unix-group", unix.name]).status == 0)
         try #require(try scratch.run(["--group", "db", "put", "pg", "app"], input: Data("s3cret")).status == 0)
         let keyFile = scratch.root + "/backup.key"
@@ -34,7 +34,7 @@ struct BackupGroupsCLITests {
                 let (backup, key) = try exportSharedGroup(scratch, unix)
                 let target = scratch.root + "/target"
                 try #require(
-                    try scratch.run(["--vault", target, "init", "--format", "2"], vaultOption: false).status == 0)
+                    try scratch.run(["--vault", target, "init"], vaultOption: false).status == 0)
                 let imported = try scratch.run(["--vault", target, "import"] + key + [backup], vaultOption: false)
                 #expect(imported.status == 0, "\(imported.errors)")
                 #expect(
@@ -54,18 +54,11 @@ struct BackupGroupsCLITests {
         }
     }
 
-    @Test func aFormatOneVaultAndAnOwnerOutsideTheUnixGroupAreRefused() throws {
+    @Test func anOwnerOutsideTheUnixGroupIsRefused() throws {
         try withThrowawayAccounts(users: 1, groups: 1) { users, groups in
             let (owner, unix) = (users[0], groups[0])
             try withScratch { scratch in
                 let (backup, key) = try exportSharedGroup(scratch, unix)
-                // Format 1: no shared groups there; nothing is imported.
-                let old = scratch.root + "/old"
-                try #require(try scratch.run(["--vault", old, "init"], vaultOption: false).status == 0)
-                let refused = try scratch.run(["--vault", old, "import"] + key + [backup], vaultOption: false)
-                #expect(refused.status == 6, "\(refused.errors)")
-                #expect(refused.errors.contains("group db") && refused.errors.contains("vault upgrade"))
-                #expect(try scratch.run(["--vault", old, "ls"], vaultOption: false).output.isEmpty)
                 // A vault of a user outside the Unix group (root acts as that user): refused with the fix.
                 let home = scratch.root + "/home"
                 try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: false)
@@ -73,7 +66,7 @@ struct BackupGroupsCLITests {
                 try makeTraversable(scratch.root)
                 let owned = home + "/vault"
                 try #require(
-                    try scratch.run(["--vault", owned, "init", "--format", "2"], vaultOption: false).status == 0)
+                    try scratch.run(["--vault", owned, "init"], vaultOption: false).status == 0)
                 // The owner reads the backup and its key file: copies of its own.
                 let ownedBackup = home + "/backup.vbk"
                 let ownedKey = ["--backup-key-file", home + "/backup.key"]

@@ -21,7 +21,9 @@ import Testing
             #expect(exported.errors == "vault: exported 1 item to \(backup); left out 1 …ThisDeviceOnly item\n")
             let other = scratch.root + "/other"
             try scratch.run(["--vault", other, "init"], vaultOption: false)
-            #expect(try importBackup(scratch, other, backup).errors == "vault: imported 1 item from \(backup)\n")
+            #expect(
+                try importBackup(scratch, other, backup).errors
+                    == "vault: made group vault, private\nvault: imported 1 item from \(backup)\n")
             let again = try importBackup(scratch, other, backup)
             #expect(again.status == 3)
             #expect(
@@ -43,7 +45,9 @@ import Testing
                     == "vault: exported 2 items to \(backup); left out 2 …ThisDeviceOnly items\n")
             let other = scratch.root + "/other"
             try scratch.run(["--vault", other, "init"], vaultOption: false)
-            #expect(try importBackup(scratch, other, backup).errors == "vault: imported 2 items from \(backup)\n")
+            #expect(
+                try importBackup(scratch, other, backup).errors
+                    == "vault: made group vault, private\nvault: imported 2 items from \(backup)\n")
             let again = try importBackup(scratch, other, backup)
             #expect(again.errors.contains("; 2 already existed and were left alone (use --replace):\n"))
             #expect(again.errors.hasSuffix("vault: \(backup): 2 items not imported\n"))

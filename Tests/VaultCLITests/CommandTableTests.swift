@@ -108,7 +108,9 @@ import Testing
             ])
         #expect(table.command("group")?.options == [] && table.command("group")?.operands == [])
         #expect(table.command("group")?.subcommand("create")?.operands == [OperandSpec("NAME")])
-        #expect(table.command("init")?.options.first { $0.name == "format" }?.valueKind == .choice(["1", "2"]))
+        #expect(
+            table.command("init")?.options.first { $0.name == "kdf-cost" }?.valueKind
+                == .choice(["moderate", "interactive", "minimum"]))
         #expect(
             table.commandLines.map(\.words).filter { $0.hasPrefix("group") && $0 != "groups" } == [
                 "group", "group create", "group ls", "group rm", "group rotate", "group export-key", "group join",

@@ -13,12 +13,12 @@ import VaultTestSupport
 /// A group of /etc/group that a shared group can be given to: "nogroup", else gid 65534's.
 let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.group(id: 65534)
 
-/// `vault init --format`, `vault group create|ls|rm`: format 2's access groups from the command line.
+/// `vault init`, `vault group create|ls|rm`: access groups from the command line.
 @Suite struct GroupCommandTests {
-    /// A scratch directory with a format-2 vault.
-    func withFormatTwo<R>(_ body: (Scratch) throws -> R) throws -> R {
+    /// A scratch directory with a vault.
+    func withVault<R>(_ body: (Scratch) throws -> R) throws -> R {
         try withScratch { scratch in
-            let created = try scratch.run(["init", "--format", "2"])
+            let created = try scratch.run(["init"])
             try #require(created.status == 0, "\(created.errors)")
             return try body(scratch)
         }
@@ -38,37 +38,30 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
         return try #require(try ls.json() as? [[String: Any]])
     }
 
-    // MARK: init --format
+    // MARK: init
 
-    @Test func initTakesFormatOneOrTwoAndNothingElse() throws {
-        for bad in ["3", "0", "02", "+2", "", "two"] {
-            try withScratch { scratch in
-                let result = try scratch.run(["init", "--format", bad])
-                #expect(result.status == 2, "\(bad)")
-                #expect(result.errors == "vault: init: --format is 1 or 2, not \"\(bad)\" (see 'vault init --help')\n")
-                #expect(!FileManager.default.fileExists(atPath: scratch.vault), "\(bad): a vault was made")
-            }
+    /// `vault init` makes a vault whose groups have keys of their own: `group create` works at once, and
+    /// there is no format to choose.
+    @Test func initMakesAVaultWithAKeyPerGroupAndTakesNoFormat() throws {
+        try withScratch { scratch in
+            let result = try scratch.run(["init", "--format", "1"])
+            #expect(result.status == 2, "\(result.errors)")
+            #expect(result.errors.contains("--format"), "\(result.errors)")
+            #expect(!FileManager.default.fileExists(atPath: scratch.vault), "a vault was made")
         }
-        // Format 1 is the default, and what --format 1 makes: its groups share one key.
-        for arguments in [["init"], ["init", "--format", "1"]] {
-            try withScratch { scratch in
-                #expect(try scratch.run(arguments).status == 0)
-                let create = try scratch.run(["group", "create", "db"])
-                #expect(create.status == 6, "\(arguments)")
-                #expect(
-                    create.errors
-                        == "vault: group create: the vault at \(scratch.vault) is format 1, whose groups share one "
-                        + "key: per-group keys and shared groups need format 2 (`vault upgrade` converts this vault; "
-                        + "`vault init --format 2` makes a new one)\n")
-            }
+        try withScratch { scratch in
+            #expect(try scratch.run(["init"]).status == 0)
+            let create = try scratch.run(["group", "create", "db"])
+            #expect(create.status == 0, "\(create.errors)")
+            #expect(FileManager.default.fileExists(atPath: scratch.vault + "/groups/db/group.key"))
         }
     }
 
     @Test func theHelpOfInitSaysWhatFormatTwoGivesAndRekeyKeepsItsItemFiles() throws {
         let details = try #require(ArgumentParser.commandTable.command("init")).details
-        #expect(details.contains("--format 2") && details.contains("its own key"))
+        #expect(!details.contains("--format") && details.contains("its own key"))
         #expect(!details.contains("cannot rekey"))
-        try withFormatTwo { scratch in
+        try withVault { scratch in
             #expect(try scratch.run(["put", "db", "app"], input: Data("s3cret".utf8)).status == 0)
             let groupDirectory = scratch.vault + "/groups/vault"
             let itemNames = try FileManager.default.contentsOfDirectory(atPath: groupDirectory).filter {
@@ -89,7 +82,7 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
     // MARK: A private group, end to end
 
     @Test func aPrivateGroupIsCreatedListedUsedAndRemoved() throws {
-        try withFormatTwo { scratch in
+        try withVault { scratch in
             let create = try scratch.run(["group", "create", "db"])
             #expect(create.status == 0, "\(create.errors)")
             #expect(create.output.isEmpty)
@@ -132,7 +125,7 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
     }
 
     @Test func anEmptyGroupIsRemovedWithoutForceAndAMissingOneIsNotFound() throws {
-        try withFormatTwo { scratch in
+        try withVault { scratch in
             #expect(try scratch.run(["group", "create", "empty"]).status == 0)
             let removed = try scratch.run(["group", "rm", "empty"])
             #expect(removed.status == 0)
@@ -144,7 +137,7 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
     }
 
     @Test func anExistingGroupIsExitThreeAndLeftAlone() throws {
-        try withFormatTwo { scratch in
+        try withVault { scratch in
             #expect(try scratch.run(["group", "create", "db"]).status == 0)
             try scratch.run(["--group", "db", "put", "x"], input: Data("kept"))
             let again = try scratch.run(["group", "create", "db"])
@@ -160,7 +153,7 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
     /// The keys of `group ls --json` are an interface (docs/CLI.md has their table): always all nine,
     /// null where unknown. The client's default group is listed though it has no directory yet.
     @Test func theJSONOfGroupLsHasExactlyTheseKeys() throws {
-        try withFormatTwo { scratch in
+        try withVault { scratch in
             #expect(try scratch.run(["group", "create", "db"]).status == 0)
             let rows = try listed(scratch)
             try #require(rows.count == 2)
@@ -183,18 +176,6 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
         }
     }
 
-    /// On a format-1 vault the listing works (every group is the owner's); removing is refused.
-    @Test func aFormatOneVaultIsListedAndRefusesRemoval() throws {
-        try withScratch(initialized: true) { scratch in
-            try scratch.run(["put", "x"], input: Data("1"))
-            #expect(try scratch.run(["group", "ls"]).text == "vault\tprivate\t-\t1\tyes\tdefault\n")
-            let rm = try scratch.run(["group", "rm", "vault", "--force"])
-            #expect(rm.status == 6)
-            #expect(rm.errors.contains("is format 1"), "\(rm.errors)")
-            #expect(try scratch.run(["get", "x"]).output == Data("1"))
-        }
-    }
-
     // MARK: Shared groups
 
     @Test(
@@ -202,7 +183,7 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
         .enabled(if: existingUnixGroup != nil, "no group nogroup or 65534 in /etc/group"))
     func aGroupSharedWithANumericGidIsGroupOwnedAndListedShared() throws {
         let unix = try #require(existingUnixGroup)
-        try withFormatTwo { scratch in
+        try withVault { scratch in
             let create = try scratch.run(["group", "create", "db", "--unix-group", String(unix.id)])
             #expect(create.status == 0, "\(create.errors)")
             #expect(create.output.isEmpty)
@@ -234,7 +215,7 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
     }
 
     @Test func anUnknownUnixGroupIsAUsageErrorAndMakesNothing() throws {
-        try withFormatTwo { scratch in
+        try withVault { scratch in
             let name = "vault-no-such-group-\(UUID().uuidString.prefix(8))"
             let result = try scratch.run(["group", "create", "db", "--unix-group", name])
             #expect(result.status == 2)
@@ -259,7 +240,7 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
         try withThrowawayAccounts(users: 2, groups: 1) { users, groups in
             let (member, outsider, unix) = (users[0], users[1], groups[0])
             try addMember(member, to: unix)
-            try withFormatTwo { scratch in
+            try withVault { scratch in
                 #expect(try scratch.run(["group", "create", "db", "--unix-group", unix.name]).status == 0)
                 #expect(try scratch.run(["--group", "db", "put", "pg", "app"], input: Data("for members")).status == 0)
                 try makeTraversable(scratch.root)
@@ -299,7 +280,7 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
             let (owner, unix) = (users[0], groups[0])
             try withScratch { scratch in
                 try #require(chown(scratch.root, owner.uid, owner.gid) == 0)
-                let created = try scratch.run(["init", "--format", "2"])
+                let created = try scratch.run(["init"])
                 try #require(created.status == 0, "\(created.errors)")
                 let refused = try scratch.run(["group", "create", "db", "--unix-group", unix.name])
                 #expect(refused.status == 4)
@@ -326,7 +307,7 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
     // MARK: Usage errors
 
     @Test func usageErrorsNameTheSubcommandsAndTheFix() throws {
-        try withFormatTwo { scratch in
+        try withVault { scratch in
             let cases: [([String], String)] = [
                 (
                     ["group"],
@@ -381,7 +362,7 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
 
     @Test func rotateSealsTheGroupsItemsAgainAndTheyStillRead() throws {
         try withScratch { scratch in
-            try #require(try scratch.run(["init", "--format", "2"]).status == 0)
+            try #require(try scratch.run(["init"]).status == 0)
             #expect(try scratch.run(["--group", "db", "put", "pg", "app"], input: Data("one")).status == 0)
             #expect(try scratch.run(["--group", "db", "put", "pg", "ops"], input: Data("two")).status == 0)
             let rotated = try scratch.run(["group", "rotate", "db"])

@@ -79,7 +79,6 @@ extension GroupCommandTests {
             #expect(try completion.complete(["vault", "group", "create", "--u"]) == ["--unix-group"])
             #expect(try completion.complete(["vault", "group", "rm", "db", "--f"]) == ["--force"])
             #expect(try completion.complete(["vault", "group", "ls", "--j"]) == ["--json"])
-            #expect(try completion.complete(["vault", "init", "--format", ""]) == ["1", "2"])
         }
     }
 }

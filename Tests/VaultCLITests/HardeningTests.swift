@@ -180,19 +180,30 @@ import VaultTestSupport
             #expect(parent.status == 4, "a parent: \(parent.status) \(parent.errors)")
             #expect(parent.errors.contains(scratch.root) && parent.errors.contains("\(foreign)"), "\(parent.errors)")
             try #require(chown(scratch.root, 0, 0) == 0)
-            // The vault made `nobody`'s, then one directory of it another user's: `nobody` is refused.
+            // The vault made `nobody`'s (with an item), then one directory of it another user's.
+            try #require(scratch.run(["put", "svc", "acct"], input: Data("kept")).status == 0)
             try #require(scratch.shell(#"chown -R nobody "$D""#).status == 0)
             let nobody = uid_t(65534)
-            for (what, path) in [("the vault directory", scratch.vault), ("groups/", scratch.vault + "/groups")] {
-                // 0755: the other user, its owner, could write in it, and `nobody` can open it to be told so.
-                try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: path)
-                try #require(chown(path, uid_t(foreign), gid_t(foreign)) == 0)
-                let open = try scratch.shell(#"/usr/sbin/runuser -u nobody -- "$V" --vault "$D" ls"#)
-                #expect(open.status == 4, "\(what): \(open.status) \(open.errors)")
-                #expect(open.errors.contains(path) && open.errors.contains("\(foreign)"), "\(what): \(open.errors)")
-                try #require(chown(path, nobody, gid_t(foreign)) == 0)
-                try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: path)
-            }
+            // The vault directory another user's: the vault is that user's, and `nobody` at most a member of
+            // its shared groups; it reads nothing of the private groups and writes nothing.
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: scratch.vault)
+            try #require(chown(scratch.vault, uid_t(foreign), gid_t(foreign)) == 0)
+            let get = try scratch.shell(#"/usr/sbin/runuser -u nobody -- "$V" --vault "$D" get svc acct"#)
+            #expect(get.status != 0 && get.output.isEmpty, "\(get.status) \(get.errors)")
+            let put = try scratch.shell(#"printf x | /usr/sbin/runuser -u nobody -- "$V" --vault "$D" put svc other"#)
+            #expect(put.status != 0, "\(put.status) \(put.errors)")
+            try #require(chown(scratch.vault, nobody, gid_t(foreign)) == 0)
+            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: scratch.vault)
+            // groups/ another user's: the owner `nobody` is refused, told whose it is.
+            let groups = scratch.vault + "/groups"
+            // 0755: the other user, its owner, could write in it, and `nobody` can open it to be told so.
+            try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: groups)
+            try #require(chown(groups, uid_t(foreign), gid_t(foreign)) == 0)
+            let open = try scratch.shell(#"/usr/sbin/runuser -u nobody -- "$V" --vault "$D" ls"#)
+            #expect(open.status == 4, "groups/: \(open.status) \(open.errors)")
+            #expect(open.errors.contains(groups) && open.errors.contains("\(foreign)"), "groups/: \(open.errors)")
+            try #require(chown(groups, nobody, gid_t(foreign)) == 0)
+            try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: groups)
             #expect(try scratch.shell(#"/usr/sbin/runuser -u nobody -- "$V" --vault "$D" ls"#).status == 0)
             try #require(scratch.shell(#"chown -R root "$D""#).status == 0)
             #expect(try scratch.run(["ls"]).status == 0)
@@ -255,14 +266,27 @@ import VaultTestSupport
     }
 
     /// Before: a leftover groups.old made a rekey fail after its journal, and every open after it fail.
-    @Test func aRekeyRefusesALeftoverGroupsOld() throws {
+    /// The upgrade (which writes a new groups directory) refuses it before its journal; the rekey (in
+    /// place) does not use it.
+    @Test func anUpgradeRefusesALeftoverGroupsOld() throws {
+        try withScratch { scratch in
+            try FormatOneFixture.plain.copy(to: scratch.vault)
+            try FileManager.default.createDirectory(
+                atPath: scratch.vault + "/groups.old/old-group", withIntermediateDirectories: true)
+            let upgrade = try scratch.run(["upgrade"])
+            #expect(upgrade.status == 6, "\(upgrade.status) \(upgrade.errors)")
+            #expect(upgrade.errors.contains("groups.old"), "\(upgrade.errors)")
+            #expect(!FileManager.default.fileExists(atPath: scratch.vault + "/rekey.journal"))
+            #expect(try FormatOneFixture.version(at: scratch.vault) == 1)
+            try FileManager.default.removeItem(atPath: scratch.vault + "/groups.old")
+            #expect(try scratch.run(["--group", "com.example.app", "get", "postgres", "app"]).text == "v2")
+        }
         try withScratch(initialized: true) { scratch in
             try #require(scratch.run(["put", "svc", "acct"], input: Data("kept")).status == 0)
             try FileManager.default.createDirectory(
                 atPath: scratch.vault + "/groups.old/old-group", withIntermediateDirectories: true)
             let rekey = try scratch.run(["rekey"])
-            #expect(rekey.status == 6, "\(rekey.status) \(rekey.errors)")
-            #expect(rekey.errors.contains("groups.old"), "\(rekey.errors)")
+            #expect(rekey.status == 0, "\(rekey.status) \(rekey.errors)")
             #expect(!FileManager.default.fileExists(atPath: scratch.vault + "/rekey.journal"))
             #expect(try scratch.run(["get", "svc", "acct"]).text == "kept")
         }

@@ -7,7 +7,7 @@ import VaultTestSupport
 @Suite struct RekeyKillTests {
     @Test func aRekeyKilledAnywhereLosesNothing() throws {
         try withScratch { scratch in
-            #expect(try scratch.run(["init", "--format", "2"]).status == 0)
+            #expect(try scratch.run(["init"]).status == 0)
             #expect(try scratch.run(["put", "db", "app"], input: Data("private secret".utf8)).status == 0)
             #expect(try scratch.run(["group", "create", "shared", "--unix-group", "65534"]).status == 0)
             #expect(

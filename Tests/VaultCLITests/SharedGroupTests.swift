@@ -134,7 +134,7 @@ struct SharedGroupTests {
             try withScratch { scratch in
                 try makeTraversable(scratch.root)
                 let key = ["--key-file", scratch.root + "/vault.key"]
-                try #require(try scratch.run(key + ["init", "--format", "2"]).status == 0)
+                try #require(try scratch.run(key + ["init"]).status == 0)
                 try #require(try scratch.run(key + ["group", "create", "db", "--unix-group", unix.name]).status == 0)
                 #expect(!FileManager.default.fileExists(atPath: scratch.vault + "/master.key"))
                 try withExecutableForOtherUsers(vaultExecutable.path) { binary in

@@ -18,7 +18,7 @@ func withSharedGroupsVault(
         try withTemporaryVault("shared") { temporary in
             try makeTraversable(temporary.root)
             let owner = try Vault.create(
-                at: temporary.path, client: try Client(applicationIdentifier: "owner"), format: 2)
+                at: temporary.path, client: try Client(applicationIdentifier: "owner"))
             try owner.createGroup(try AccessGroup("db"), unixGroup: groups[0].gid)
             try owner.createGroup(try AccessGroup("web"), unixGroup: groups[1].gid)
             try withExecutablesForOtherUsers(executables[...]) { copies in

@@ -31,7 +31,7 @@ struct UserOwnedVaultTests {
                 let key = keyFile ? ["--key-file", "/tmp/vault-owned-\(UUID().uuidString).key"] : []
                 defer { if keyFile { try? FileManager.default.removeItem(atPath: key[1]) } }
                 // Root acts as the owner: everything in the vault is the owner's.
-                let created = try scratch.run(key + ["init", "--format", "2"])
+                let created = try scratch.run(key + ["init"])
                 try #require(created.status == 0, "\(created.errors)")
                 let made = try scratch.run(key + ["group", "create", "db", "--unix-group", unix.name])
                 try #require(made.status == 0, "\(made.errors)")

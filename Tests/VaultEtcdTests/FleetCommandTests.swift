@@ -22,7 +22,7 @@ import VaultTestSupport
             let a = t.root + "/a"
             let b = t.root + "/b"
             let keyFile = t.root + "/fleet.key"
-            for path in [a, b] { #expect(try vault(["--vault", path, "init", "--format", "2"]).status == 0) }
+            for path in [a, b] { #expect(try vault(["--vault", path, "init"]).status == 0) }
             let create = try vault(["--vault", a, "group", "create", "fleet", "--etcd", endpoints])
             #expect(create.status == 0, "\(create.errors)")
             #expect(create.errors.contains("created fleet group fleet"))
@@ -84,7 +84,7 @@ import VaultTestSupport
         let endpoints = try TestCluster.require().joined(separator: ",")
         try withTemporaryVault("fleet-no-curl") { t in
             let path = t.root + "/a"
-            #expect(try vault(["--vault", path, "init", "--format", "2"]).status == 0)
+            #expect(try vault(["--vault", path, "init"]).status == 0)
             let create = try vault(["--vault", path, "group", "create", "fleet", "--etcd", endpoints])
             #expect(create.status == 0, "\(create.errors)")
             #expect(
@@ -114,7 +114,7 @@ import VaultTestSupport
     @Test func joinUsageAndExportKeyOfAMissingGroup() throws {
         try withTemporaryVault("fleet-cli-usage") { t in
             let path = t.root + "/v"
-            #expect(try vault(["--vault", path, "init", "--format", "2"]).status == 0)
+            #expect(try vault(["--vault", path, "init"]).status == 0)
             let noEtcd = try vault(["--vault", path, "group", "join", "fleet", "--group-key", t.root + "/k"])
             #expect(noEtcd.status == 2)
             #expect(

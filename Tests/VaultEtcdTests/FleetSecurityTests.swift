@@ -35,7 +35,7 @@ import VaultTestSupport
                 let a = t.root + "/a"
                 let b = t.root + "/b"
                 let keyFile = t.root + "/fleet.key"
-                for path in [a, b] { #expect(try Self.vault(path, ["init", "--format", "2"]).status == 0) }
+                for path in [a, b] { #expect(try Self.vault(path, ["init"]).status == 0) }
                 func options(ca: String = "ca.pem", certificate: Bool = true) -> [String] {
                     ["--etcd", endpoint, "--etcd-ca", "\(certificates)/\(ca)"]
                         + (certificate
@@ -113,7 +113,7 @@ import VaultTestSupport
                 let a = t.root + "/a"
                 let b = t.root + "/b"
                 let keyFile = t.root + "/fleet.key"
-                for path in [a, b] { #expect(try Self.vault(path, ["init", "--format", "2"]).status == 0) }
+                for path in [a, b] { #expect(try Self.vault(path, ["init"]).status == 0) }
                 func options(_ passwordFile: String) -> [String] {
                     ["--etcd", endpoint, "--etcd-user", "app", "--etcd-password-file", passwordFile]
                 }

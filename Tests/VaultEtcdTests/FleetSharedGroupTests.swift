@@ -85,13 +85,13 @@ struct FleetSharedGroupTests {
                             [.ownerAccountID: NSNumber(value: people.owner.uid), .posixPermissions: 0o755],
                             ofItemAtPath: home.path)
                         let a = home.path + "/vault"
-                        _ = try Vault.create(at: b.path, client: try Client(applicationIdentifier: "owner"), format: 2)
+                        _ = try Vault.create(at: b.path, client: try Client(applicationIdentifier: "owner"))
                         let endpoint = cluster.endpoints[0]
                         try withExecutableForOtherUsers(vault) { vaultCopy in
                             try withExecutableForOtherUsers(helper) { helperCopy in
                                 let binaries = Binaries(vault: vaultCopy, helper: helperCopy)
                                 let initialised = try run(
-                                    people.owner, binaries, ["--vault", a, "init", "--format", "2"])
+                                    people.owner, binaries, ["--vault", a, "init"])
                                 try #require(initialised.status == 0, "\(initialised)")
                                 let made = try run(
                                     people.owner, binaries,

@@ -106,25 +106,21 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
 @Suite(.serialized) struct CrashTests {
     /// 4 writer processes doing sets, deletes and moves on one vault are SIGKILLed at random points;
     /// after each round the vault is reopened and checked against the journal of acknowledged
-    /// operations. In format 2 the sets go through group commit (`PreparedItemWrite`): writers killed
-    /// with a prepared file, between the exchange and the shared directory fsync, or while flushing
-    /// for others.
-    @Test(arguments: [1, 2])
-    func killedWritersLoseNoAcknowledgedWrite(format: Int) throws {
+    /// operations. The sets go through group commit (`PreparedItemWrite`): writers killed with a
+    /// prepared file, between the exchange and the shared directory fsync, or while flushing for others.
+    @Test func killedWritersLoseNoAcknowledgedWrite() throws {
         try withTemporaryDirectory("crash") { dir in
             let path = dir.path + "/vault"
-            _ = try Vault.create(at: path, client: try testClient(), format: format)
-            let iterations = format == 1 ? Sizes.crashIterations : max(Sizes.crashIterations / 2, 10)
+            _ = try Vault.create(at: path, client: try testClient())
             try crashRounds(
-                path: path, app: testApp, iterations: iterations, figureName: format == 1 ? "crash" : "crash-format-2",
-                groupCommit: format == 2
+                path: path, app: testApp, iterations: Sizes.crashIterations, figureName: "crash", groupCommit: true
             ) { index, writer, iteration in
                 try Helper(["crash-writer", path, testApp, writer, String(iteration * 1_000_000 + index * 100_000)])
             }
         }
     }
 
-    /// The same in a shared group of a format-2 vault: the 4 writers are two members of its Unix group
+    /// The same in a shared group: the 4 writers are two members of its Unix group
     /// (two processes each), and the owner's long-lived handle writes after each round.
     @Test(.enabled(if: canRunAsOtherUsers, "needs root, the shadow tools and setpriv"))
     func killedMembersLoseNoAcknowledgedWriteInASharedGroup() throws {
@@ -133,7 +129,7 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
             try withTemporaryDirectory("crash-shared") { dir in
                 try makeTraversable(dir.path)
                 let path = dir.path + "/vault"
-                let owner = try Vault.create(at: path, client: try testClient("db"), format: 2)
+                let owner = try Vault.create(at: path, client: try testClient("db"))
                 try owner.createGroup(try AccessGroup("db"), unixGroup: groups[0].gid)
                 try withExecutableForOtherUsers(helperPath) { helper in
                     try crashRounds(

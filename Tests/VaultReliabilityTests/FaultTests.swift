@@ -111,20 +111,21 @@ struct FaultCase: CustomStringConvertible, Sendable {
         return counts
     }
 
-    /// In format 2, puts and updates go through group commit (`PreparedItemWrite`): a failure while the
-    /// write is prepared makes it fall back to the write under the lock; one of the shared directory
-    /// fsync comes after the commit point.
-    @Test(arguments: FaultedOperation.allCases, [1, 2])
-    func everyCallOfAnOperationFailsCleanly(operation: FaultedOperation, format: Int) throws {
+    /// Each operation as a lone writer does it (the write under the lock), and with `groupCommit` as one
+    /// that has seen other writers: puts and updates then go through group commit (`PreparedItemWrite`),
+    /// where a failure while the write is prepared makes it fall back to the write under the lock, and
+    /// one of the shared directory fsync comes after the commit point.
+    @Test(arguments: FaultedOperation.allCases, [false, true])
+    func everyCallOfAnOperationFailsCleanly(operation: FaultedOperation, groupCommit: Bool) throws {
         try withTemporaryDirectory("faults") { dir in
             let path = dir.path + "/vault"
-            let setup = try Vault.create(at: path, client: try testClient(), format: format)
+            let setup = try Vault.create(at: path, client: try testClient())
             try FaultedOperation.baseline(setup)
-            // In format 2 each handle writes as one that has seen other writers in the group, so that its
-            // sets are prepared before the lock (group commit).
+            // With group commit each handle writes as one that has seen other writers in the group, so that
+            // its sets are prepared before the lock.
             func open() throws -> Vault {
                 let vault = try Vault.open(at: path, client: try testClient())
-                if format == 2 {
+                if groupCommit {
                     let group = try GroupName(testApp)
                     vault.engine.store.state.withLock { $0.preparedWritesLeft[group] = VaultStore.sharedWriteMemory }
                 }
@@ -193,7 +194,7 @@ struct FaultCase: CustomStringConvertible, Sendable {
             #expect(failedOld > 0)
             let afterCommit = Set(failedNew).sorted()
             figure(
-                format == 1 ? "faults-\(operation)" : "faults-\(operation)-format-2",
+                groupCommit ? "faults-\(operation)-group-commit" : "faults-\(operation)",
                 "\(all.count) injections into \(Self.counts(counting).values.reduce(0, +)) calls: \(failedOld) failed with the "
                     + "old state, \(failedNew.count) failed after the commit point with the new state (\(afterCommit.joined(separator: ", "))), "
                     + "\(succeeded) tolerated (\(tolerated.sorted().joined(separator: ", "))); \(problems.count) problems"

@@ -92,15 +92,15 @@ import VaultTestSupport
         return (state.scan, state.pointLookupDisagreements)
     }
 
-    /// In format 2 the two writers share their group, so their sets go through group commit
+    /// The two writers share their group, so their sets go through group commit
     /// (`PreparedItemWrite`: prepared files, exchanges whose shared directory fsync is still to come).
-    @Test(arguments: ["ext4", "xfs"], [1, 2])
-    func shutdownWhileWritersRunLosesNoAcknowledgedWrite(kind: String, format: Int) throws {
+    @Test(arguments: ["ext4", "xfs"])
+    func shutdownWhileWritersRunLosesNoAcknowledgedWrite(kind: String) throws {
         try withTemporaryDirectory("powerloss") { dir in
             guard let image = try Self.prepare(kind, in: dir) else { return }
             defer { try? image.unmount() }
             let path = image.mountPoint + "/vault"
-            do { _ = try Vault.create(at: path, client: try testClient(), format: format) }
+            do { _ = try Vault.create(at: path, client: try testClient()) }
             let writers = ["w0", "w1"]
             var model: [String: String] = [:]
             var lost: [String] = []
@@ -144,9 +144,9 @@ import VaultTestSupport
             #expect(undecryptable.isEmpty, "\(undecryptable.prefix(3))")
             #expect(acknowledged > rounds)
             let slots = groupCommitSlotsUsed(in: path, group: testApp)
-            if format == 2 { #expect(slots > 0, "no set went through group commit") }
+            #expect(slots > 0, "no set went through group commit")
             figure(
-                format == 1 ? "power-loss-\(kind)" : "power-loss-\(kind)-format-2",
+                "power-loss-\(kind)",
                 "\(rounds) shutdowns (xfs_io shutdown, no log flush) of a loop-mounted \(kind) with 2 writers: "
                     + "\(acknowledged) acknowledged operations, \(lost.count) lost, \(undecryptable.count) undecryptable"
                     + (slots > 0 ? ", \(slots) group-commit slots used" : "")

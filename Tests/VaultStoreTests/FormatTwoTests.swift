@@ -14,8 +14,8 @@ import VaultTestSupport
 
     @Test func aFormatTwoVaultStoresItemsUnderAKeyOfEachGroup() throws {
         try withTemporaryVault("v2") { vault in
-            let store = try VaultStore.create(at: vault.path, format: 2)
-            #expect(store.formatVersion == 2)
+            let store = try VaultStore.create(at: vault.path)
+            #expect(!store.needsUpgrade)
             #expect(try vault.bytes("VAULT")[4] == 2)
             #expect(try vault.mode("VAULT") == 0o644)
             let id = try store.itemID(group: group, primaryKey: [1])
@@ -49,7 +49,7 @@ import VaultTestSupport
         try withTemporaryVault("v2-fixture") { vault in
             try copyStoreFixture("v2-vault", to: vault.path)
             let store = try VaultStore.open(at: vault.path)
-            #expect(store.formatVersion == 2)
+            #expect(!store.needsUpgrade)
             var secrets: [String: [String]] = [:]
             for group in try store.groups() {
                 for id in try store.itemIDs(in: group) {
@@ -82,7 +82,7 @@ import VaultTestSupport
 
     @Test func itemFilesHideTheLengthOfTheirSecret() throws {
         try withTemporaryVault("v2") { vault in
-            let store = try VaultStore.create(at: vault.path, format: 2)
+            let store = try VaultStore.create(at: vault.path)
             var sizes: Set<Int> = []
             for length in [0, 1, 10, 30, 40] {
                 let id = try store.itemID(group: group, primaryKey: [UInt8(length)])
@@ -101,7 +101,7 @@ import VaultTestSupport
     @Test func anItemCopiedIntoAnotherGroupOrVaultFailsAuthentication() throws {
         try withTemporaryVault("v2") { vault in
             try withTemporaryVault("v2-other") { elsewhere in
-                let store = try VaultStore.create(at: vault.path, format: 2)
+                let store = try VaultStore.create(at: vault.path)
                 let id = try store.itemID(group: group, primaryKey: [1])
                 try store.put(Array("one".utf8), group: group, id: id)
                 let file = try vault.bytes("groups/\(group)/\(id.fileName)")
@@ -110,7 +110,7 @@ import VaultTestSupport
                 try vault.write(file, to: "groups/\(other)/\(id.fileName)")
                 #expect(throws: StoreError.self) { try store.get(group: other, id: id) }
                 // Onto the same group and name in another vault.
-                let second = try VaultStore.create(at: elsewhere.path, format: 2)
+                let second = try VaultStore.create(at: elsewhere.path)
                 try second.put(Array("three".utf8), group: group, id: id)
                 try elsewhere.write(file, to: "groups/\(group)/\(id.fileName)")
                 let error = #expect(throws: StoreError.self) { try second.get(group: group, id: id) }
@@ -122,7 +122,7 @@ import VaultTestSupport
 
     @Test func aGroupKeyFileOfAnotherUserIsNotTheGroupsKey() throws {
         try withTemporaryVault("v2") { vault in
-            let store = try VaultStore.create(at: vault.path, format: 2)
+            let store = try VaultStore.create(at: vault.path)
             let id = try store.itemID(group: group, primaryKey: [1])
             try store.put(Array("one".utf8), group: group, id: id)
             guard ProcessIdentity.effectiveUserID == 0 else { return }
@@ -138,7 +138,7 @@ import VaultTestSupport
     @Test func aSharedGroupIsGroupOwnedAndTraversable() throws {
         guard ProcessIdentity.effectiveUserID == 0 else { return }
         try withTemporaryVault("v2") { vault in
-            let store = try VaultStore.create(at: vault.path, format: 2)
+            let store = try VaultStore.create(at: vault.path)
             try store.createGroup(group, unixGroup: 65534)
             let status = try FileDescriptor.currentWorkingDirectory.statusAt(vault.file("groups/\(group)"))
             #expect(status.groupID == 65534)
@@ -156,19 +156,22 @@ import VaultTestSupport
         }
     }
 
+    /// A format-1 vault (a committed fixture) is read only to be upgraded: its store makes no group.
     @Test func aFormatOneVaultHasNoGroupsOfItsOwn() throws {
         try withTemporaryVault("v1") { vault in
-            let store = try VaultStore.create(at: vault.path)
-            #expect(store.formatVersion == 1)
+            try FormatOneFixture.plain.copy(to: vault.path)
+            let store = try VaultStore.open(at: vault.path)
+            #expect(store.needsUpgrade)
             let error = #expect(throws: StoreError.self) { try store.createGroup(group, unixGroup: nil) }
             #expect(error?.code == .unsupportedFormat)
-            #expect(error?.message.contains("vault init --format 2") == true)
+            #expect(error?.message.contains("`vault upgrade`") == true)
+            #expect(error?.message.contains(vault.path) == true)
         }
     }
 
     @Test func writersOfDifferentGroupsTakeDifferentLocks() throws {
         try withTemporaryVault("v2") { vault in
-            let store = try VaultStore.create(at: vault.path, format: 2)
+            let store = try VaultStore.create(at: vault.path)
             let id = try store.itemID(group: group, primaryKey: [1])
             try store.put([1], group: group, id: id)
             try store.put([2], group: other, id: try store.itemID(group: other, primaryKey: [1]))
@@ -200,7 +203,7 @@ import VaultTestSupport
     /// (no new key over them), and a lost `.lock` is made again by the owner.
     @Test func aLostGroupKeyIsReportedAndALostLockIsMadeAgain() throws {
         try withTemporaryVault("v2") { vault in
-            let store = try VaultStore.create(at: vault.path, format: 2)
+            let store = try VaultStore.create(at: vault.path)
             let id = try store.itemID(group: group, primaryKey: [1])
             try store.put(Array("kept".utf8), group: group, id: id)
             try FileManager.default.removeItem(atPath: vault.file("groups/\(group)/.lock"))
@@ -231,7 +234,7 @@ import VaultTestSupport
     /// changed.
     @Test func theOwnersWriteToAGroupWithoutItsKeyWritesNothingThroughAPlantedLock() throws {
         try withTemporaryVault("v2") { vault in
-            let store = try VaultStore.create(at: vault.path, format: 2)
+            let store = try VaultStore.create(at: vault.path)
             let id = try store.itemID(group: group, primaryKey: [1])
             try store.put([1], group: group, id: id)
             // An empty group (one that holds items and lost its key is refused before its lock is looked at).
@@ -275,7 +278,7 @@ import VaultTestSupport
         }
         for name in ["group.key", ".lock"] {
             try withTemporaryVault("v2") { vault in
-                let store = try VaultStore.create(at: vault.path, format: 2)
+                let store = try VaultStore.create(at: vault.path)
                 let id = try store.itemID(group: group, primaryKey: [1])
                 try store.put([1], group: group, id: id)
                 let path = vault.file("groups/\(group)/\(name)")

@@ -12,7 +12,7 @@ import VaultTestSupport
     let group = try! GroupName("db")
 
     func filled(_ vault: TemporaryVault, items: Int = 5) throws -> (VaultStore, [ItemID]) {
-        let store = try VaultStore.create(at: vault.path, format: 2)
+        let store = try VaultStore.create(at: vault.path)
         var ids: [ItemID] = []
         for index in 0..<items {
             let id = try store.itemID(group: group, primaryKey: [UInt8(index)])

@@ -30,7 +30,7 @@ import VaultTestSupport
             #expect(try store.delete(group: group, id: id) == false)
             #expect(try store.get(group: group, id: id) == nil)
             // What stays is the group's spare file, zeroed (see SpareFileTests).
-            #expect(try vault.entries("groups/\(group)") == [".spare"])
+            #expect(try vault.entries("groups/\(group)") == [".lock", ".spare", "group.key"])
             #expect(try vault.bytes("groups/\(group)/.spare").allSatisfy { $0 == 0 })
         }
     }
@@ -41,8 +41,9 @@ import VaultTestSupport
             let id = try store.itemID(group: group, primaryKey: [1])
             try store.put(Array("secret-value".utf8), group: group, id: id)
             let bytes = try vault.bytes("groups/\(group)/\(id.fileName)")
-            #expect(Array(bytes[0..<8]) == Array("VLTI".utf8) + [1, 1, 0, 0])
-            #expect(bytes.count == 8 + 24 + 12 + 16)
+            #expect(Array(bytes[0..<8]) == Array("VLTI".utf8) + [2, 1, 0, 0])
+            // Header, nonce, the plaintext padded to 64 bytes, tag.
+            #expect(bytes.count == ItemFile.headerByteCount(version: 2) + 24 + 64 + 16)
             // The plaintext does not appear in the file, nor does the file name reveal the primary key.
             #expect(!String(decoding: bytes, as: UTF8.self).contains("secret"))
             #expect(id.rawValue.count == 64)
@@ -136,7 +137,7 @@ import VaultTestSupport
             let contents = try vault.bytes("groups/\(group)/\(id.fileName)")
             let wrongKey = try SymmetricKey.random()
             let error = #expect(throws: StoreError.self) {
-                let header = try ItemFile.header(of: contents, expected: 1, path: "p")
+                let header = try ItemFile.header(of: contents, expected: 2, path: "p")
                 _ = try ItemFile.open(
                     contents, header: header, key: wrongKey, binding: store.vaultID,
                     location: ItemLocation(group: group, id: id), path: "p")

@@ -16,7 +16,7 @@ import VaultTestSupport
     /// A format-2 vault with one item of each class in a private group and in a group shared with gid
     /// 65534; returns the ids (the same index per group).
     func filled(_ vault: TemporaryVault, keySource: KeySource = KeySource()) throws -> [ItemID] {
-        let store = try VaultStore.create(at: vault.path, keySource: keySource, format: 2)
+        let store = try VaultStore.create(at: vault.path, keySource: keySource)
         try store.createGroup(sharedGroup, unixGroup: 65534)
         var ids: [ItemID] = []
         for (index, protectionClass) in classes.enumerated() {
@@ -365,7 +365,7 @@ import VaultTestSupport
                 }
             }
             let store = try VaultStore.open(at: vault.path)
-            #expect(store.formatVersion == 2)
+            #expect(!store.needsUpgrade)
             #expect(try store.groups().map(\.rawValue) == ["team.shared", "vault"])
             try expectSecrets(store, "before")
             // A write in the old scheme still works before the rekey.

@@ -13,13 +13,15 @@ import VaultTestSupport
             #expect(try vault.mode("") == 0o700)
             #expect(try vault.mode("master.key") == 0o600)
             #expect(try vault.bytes("master.key").count == 32)
-            #expect(try vault.mode("VAULT") == 0o600)
+            // Members of shared groups read the marker's vault id.
+            #expect(try vault.mode("VAULT") == 0o644)
             #expect(try vault.bytes("VAULT").count == VaultMarker.byteCount)
-            #expect(Array(try vault.bytes("VAULT")[0..<5]) == Array("VLTV".utf8) + [1])
+            #expect(Array(try vault.bytes("VAULT")[0..<5]) == Array("VLTV".utf8) + [2])
+            #expect(try vault.mode("classes.key") == 0o600)
             #expect(try vault.mode("groups") == 0o700)
             #expect(try vault.mode(".lock") == 0o600)
             // No temp file is left behind by init.
-            #expect(try vault.entries("") == [".lock", "VAULT", "groups", "master.key"])
+            #expect(try vault.entries("") == [".lock", "VAULT", "classes.key", "groups", "master.key"])
             let reopened = try VaultStore.open(at: vault.path)
             #expect(reopened.vaultID == store.vaultID)
         }

@@ -28,7 +28,7 @@ struct BackupGroupsTests {
     /// `web` private (one item), sealed under `root/backup.key`.
     func makeBackup(in root: String, sharedWith gid: UInt32) throws -> (path: String, key: BackupKey) {
         let key = try makeKeyFile(root + "/backup.key")
-        let source = try Vault.create(at: root + "/source", client: client, format: 2)
+        let source = try Vault.create(at: root + "/source", client: client)
         try source.createGroup(try AccessGroup("db"), unixGroup: gid)
         try source.set(Data("pg".utf8), for: try ItemKey(service: "postgres", account: "app", group: AccessGroup("db")))
         try source.set(Data("cdn".utf8), for: try ItemKey(service: "cdn", account: "key", group: AccessGroup("web")))
@@ -56,7 +56,7 @@ struct BackupGroupsTests {
         try withThrowawayAccounts(users: 0, groups: 1) { _, groups in
             try withTemporaryDirectory("backup-groups") { t in
                 let backup = try makeBackup(in: t.path, sharedWith: groups[0].gid)
-                let target = try Vault.create(at: t.path + "/target", client: client, format: 2)
+                let target = try Vault.create(at: t.path + "/target", client: client)
                 let report = try import_(backup, into: target)
                 #expect(report.imported == 2)
                 #expect(
@@ -85,7 +85,7 @@ struct BackupGroupsTests {
                 // This "machine" lists the name with the other group's gid.
                 let groupFile = t.path + "/group"
                 try Data("\(groups[0].name):x:\(groups[1].gid):\n".utf8).write(to: URL(fileURLWithPath: groupFile))
-                let target = try Vault.create(at: t.path + "/target", client: client, format: 2)
+                let target = try Vault.create(at: t.path + "/target", client: client)
                 _ = try import_(backup, into: target, groupFile: groupFile)
                 let db = try sharing(target, "db")
                 #expect(db.shared == true && db.gid == groups[1].gid)
@@ -100,7 +100,7 @@ struct BackupGroupsTests {
                 let groupFile = t.path + "/group"
                 // The gid is here, under another name: it is not the group the backup was shared with.
                 try Data("someone-else:x:\(groups[0].gid):\n".utf8).write(to: URL(fileURLWithPath: groupFile))
-                let target = try Vault.create(at: t.path + "/target", client: client, format: 2)
+                let target = try Vault.create(at: t.path + "/target", client: client)
                 let refused = #expect(throws: VaultError.self) {
                     try import_(backup, into: target, groupFile: groupFile)
                 }
@@ -121,30 +121,11 @@ struct BackupGroupsTests {
         let gid = try #require((54321..<54400).first { UserDatabase.group(id: UInt32($0)) == nil })
         try withTemporaryDirectory("backup-groups") { t in
             let backup = try makeBackup(in: t.path, sharedWith: UInt32(gid))
-            let target = try Vault.create(at: t.path + "/target", client: client, format: 2)
+            let target = try Vault.create(at: t.path + "/target", client: client)
             let report = try import_(backup, into: target)
             #expect(report.madeGroups.first == "group db, shared with Unix group gid \(gid)")
             let db = try sharing(target, "db")
             #expect(db.shared == true && db.gid == UInt32(gid) && db.mode == 0o2770)
-        }
-    }
-
-    @Test func aFormatOneVaultRefusesASharedGroupAndSaysUpgrade() throws {
-        try withThrowawayAccounts(users: 0, groups: 1) { _, groups in
-            try withTemporaryDirectory("backup-groups") { t in
-                let backup = try makeBackup(in: t.path, sharedWith: groups[0].gid)
-                let target = try Vault.create(at: t.path + "/target", client: client, format: 1)
-                let refused = #expect(throws: VaultError.self) { try import_(backup, into: target) }
-                #expect(refused?.status == .decode)
-                let message = refused?.message ?? ""
-                #expect(message.contains("group db") && message.contains("vault upgrade"), "\(message)")
-                #expect(try target.listGroups().groups.filter(\.isPresent).isEmpty)
-                // Upgraded, the same backup imports, db shared.
-                try target.upgrade(keySource: KeySource())
-                let upgraded = try Vault.open(at: t.path + "/target", client: client, keySource: KeySource())
-                #expect(try import_(backup, into: upgraded).imported == 2)
-                #expect(try sharing(upgraded, "db").shared == true)
-            }
         }
     }
 
@@ -153,7 +134,7 @@ struct BackupGroupsTests {
         try withThrowawayAccounts(users: 0, groups: 1) { _, groups in
             try withTemporaryDirectory("backup-groups") { t in
                 let backup = try makeBackup(in: t.path, sharedWith: groups[0].gid)
-                let target = try Vault.create(at: t.path + "/target", client: client, format: 2)
+                let target = try Vault.create(at: t.path + "/target", client: client)
                 try target.createGroup(try AccessGroup("db"), unixGroup: nil)
                 let report = try import_(backup, into: target)
                 #expect(report.madeGroups == ["group web, private"])
@@ -167,9 +148,8 @@ struct BackupGroupsTests {
 
     /// A backup made by the build before groups were recorded (version 1, `Fixtures/v1-backup`: items
     /// in `com.example.app` and `team.shared`, sealed under the key file beside it) still imports, its
-    /// groups private, into a vault of either format.
-    @Test(arguments: [1, 2])
-    func aVersionOneBackupStillImports(format: Int) throws {
+    /// groups private.
+    @Test func aVersionOneBackupStillImports() throws {
         let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
             "Fixtures/v1-backup"
         ).path
@@ -178,14 +158,14 @@ struct BackupGroupsTests {
             try #require(chmod(t.path + "/backup.key", 0o600) == 0)
             let key = try BackupKey.keyFile(t.path + "/backup.key")
             let client = try Client(applicationIdentifier: "x", accessGroups: ["com.example.app", "team.shared"])
-            let target = try Vault.create(at: t.path + "/target", client: client, format: format)
+            let target = try Vault.create(at: t.path + "/target", client: client)
             let report = try target.importBackup(from: fixtures + "/backup.vbk", key: key)
             #expect(report.imported == 2 && report.madeGroups.isEmpty)
             let pg = try ItemKey(service: "postgres", account: "app", group: AccessGroup("com.example.app"))
             #expect(try target.data(for: pg) == Data("pg".utf8))
             let cache = try ItemKey(service: "cache", account: "key", group: AccessGroup("team.shared"))
             #expect(try target.data(for: cache) == Data("shared".utf8))
-            if format == 2 { #expect(try sharing(target, "team.shared").shared == false) }
+            #expect(try sharing(target, "team.shared").shared == false)
         }
     }
 }

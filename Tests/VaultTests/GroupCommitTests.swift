@@ -14,7 +14,7 @@ import VaultTestSupport
     static let app = "com.example.app"
 
     func formatTwo(_ t: TemporaryVault) throws -> Vault {
-        try Vault.create(at: t.path, client: try Client(applicationIdentifier: Self.app), format: 2)
+        try Vault.create(at: t.path, client: try Client(applicationIdentifier: Self.app))
     }
 
     func key(_ account: String) throws -> ItemKey { try ItemKey(service: "gc", account: account) }

@@ -38,7 +38,8 @@ import VaultTestSupport
         #expect(try vault.data(for: try ItemKey(service: "shared", account: "x")) == Data("shared"))
     }
 
-    @Test func rekeyReEncryptsEveryItemUnderANewKey() throws {
+    /// The rekey seals every key file again in place: item files stay byte for byte.
+    @Test func rekeyMakesANewKeyAndKeepsEveryItemFile() throws {
         try withTemporaryVault { t in
             let vault = try t.open(groups: ["team.shared"])
             let expected = try fill(vault)
@@ -50,10 +51,10 @@ import VaultTestSupport
             let newKey = try Data(contentsOf: URL(fileURLWithPath: t.path + "/master.key"))
             #expect(newKey != oldKey && newKey.count == 32)
             let newFiles = try FileManager.default.contentsOfDirectory(atPath: t.path + "/groups/team.shared")
-            #expect(Set(newFiles.filter { $0.hasSuffix(".item") }).isDisjoint(with: oldFiles))
+            #expect(Set(newFiles.filter { $0.hasSuffix(".item") }) == Set(oldFiles.filter { $0.hasSuffix(".item") }))
             #expect(
                 try FileManager.default.contentsOfDirectory(atPath: t.path).sorted() == [
-                    ".lock", "VAULT", "groups", "master.key",
+                    ".lock", "VAULT", "classes.key", "groups", "master.key",
                 ])
             let reopened = try t.open(groups: ["team.shared"])
             try check(reopened, expected)
@@ -160,7 +161,9 @@ import VaultTestSupport
             #expect(newBytes.count == 32 && newBytes != oldBytes)
             #expect(try Data(contentsOf: URL(fileURLWithPath: oldKey)) == oldBytes)
             #expect(
-                try FileManager.default.contentsOfDirectory(atPath: t.path).sorted() == [".lock", "VAULT", "groups"])
+                try FileManager.default.contentsOfDirectory(atPath: t.path).sorted() == [
+                    ".lock", "VAULT", "classes.key", "groups",
+                ])
             try check(try open(t, keyFile: newKey), expected)
             #expect(status { _ = try open(t, keyFile: oldKey) } == .decode)
             // And again, to a key file the operator made (0600), from a relative path's point of view too.
@@ -264,7 +267,7 @@ import VaultTestSupport
         try withTemporaryVault { t in
             let (vault, oldKey, newKey) = try keyFileVault(t)
             let expected = try fill(vault)
-            // The first rename after the commit point (groups → groups.old is the first rename of the switch).
+            // A rename after the commit point (VAULT.new → VAULT is the first rename of the switch).
             let counts = FaultPlan.counting()
             try withTemporaryVault { probe in
                 let (probeVault, probeOld, probeNew) = try keyFileVault(probe)
@@ -272,7 +275,7 @@ import VaultTestSupport
                 try FaultInjection.withPlan(counts) {
                     try probeVault.rekey(newKeyFile: probeNew, keySource: KeySource(keyFile: probeOld))
                 }
-                // Fail the rename of groups.new → groups: the last renames but two.
+                // Fail the last rename but one, after the commit point.
                 let plan = FaultPlan(.rename, occurrence: counts.count(of: .rename) - 1, effect: .fail(.ioError))
                 #expect(
                     status {
@@ -280,7 +283,8 @@ import VaultTestSupport
                             try vault.rekey(newKeyFile: newKey, keySource: KeySource(keyFile: oldKey))
                         }
                     } != .success)
-                #expect(FileManager.default.fileExists(atPath: t.path + "/groups.old"))
+                #expect(!FileManager.default.fileExists(atPath: t.path + "/VAULT.new"))
+                #expect(FileManager.default.fileExists(atPath: t.path + "/rekey.journal"))
                 do {
                     _ = try open(t, keyFile: oldKey)
                     Issue.record("the old key file opened a vault rekeyed past its commit point")

@@ -245,6 +245,12 @@ import VaultTestSupport
             for i in 0..<50 {
                 try vault.add(.genericPassword, attributes: genp("svc", "acct\(i)", group: "g1"), data: Data("\(i)"))
             }
+            // Every searched group exists (a group with no directory is probed instead), and their keys
+            // are read once, by the first lookup.
+            for group in ["g2", "com.example.app"] {
+                try vault.add(.genericPassword, attributes: genp("other", "x", group: group), data: Data("x"))
+            }
+            _ = try vault.copyMatching(.genericPassword(service: "svc", account: "acct8"), returning: .data)
             let counter = FileOpenCounter()
             let found = try counter.counting {
                 try vault.copyMatching(.genericPassword(service: "svc", account: "acct7"), returning: .data)
@@ -342,8 +348,12 @@ import VaultTestSupport
             // No intent files or temp files are left.
             for group in ["g1", "g2"] {
                 let names = try FileManager.default.contentsOfDirectory(atPath: t.path + "/groups/\(group)")
-                // Item files and their generation records (rollback detection), nothing else.
-                #expect(names.allSatisfy { $0.hasSuffix(".item") || $0.hasPrefix(".gen.") }, "\(names)")
+                // Item files and their generation records (rollback detection), the group's key and lock,
+                // nothing else.
+                #expect(
+                    names.allSatisfy {
+                        $0.hasSuffix(".item") || $0.hasPrefix(".gen.") || $0 == "group.key" || $0 == ".lock"
+                    }, "\(names)")
             }
         }
     }

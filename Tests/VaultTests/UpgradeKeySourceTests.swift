@@ -6,7 +6,7 @@ import VaultTestSupport
 
 @testable import Vault
 
-/// `Vault.upgrade` of the two vaults whose key is not a plain `master.key`: one whose key is in an
+/// The upgrade of the two vaults whose key is not a plain `master.key`: one whose key is in an
 /// external key file (the journal is version 2 and names that file, which the upgrade must leave alone)
 /// and one whose `master.key` is wrapped under a passphrase (with `always.key`). Each keeps its items,
 /// and opens with the same key file or passphrase afterwards, whatever step the upgrade stopped at.
@@ -29,20 +29,24 @@ import VaultTestSupport
     func keySource(_ kind: Kind, _ t: TemporaryVault) -> KeySource {
         switch kind {
         case .keyFile: return KeySource(keyFile: t.root + "/vault.key")
-        case .passphrase: return .passphrase("correct horse battery staple")
+        case .passphrase: return .passphrase(FormatOneFixture.passphraseText)
         }
     }
 
-    /// A format-1 vault of `kind` in `t` holding `expected` (`postgres` put twice, so that it has a
-    /// generation record).
+    /// The format-1 vault of `kind` in `t` (a committed fixture) holding `expected` (each put twice, so
+    /// that it has a generation record).
     func makeFormatOneVault(_ kind: Kind, _ t: TemporaryVault) throws {
-        let vault = try Vault.create(at: t.path, client: client, keySource: keySource(kind, t))
-        #expect(vault.formatVersion == 1)
-        for item in expected {
-            let key = try ItemKey(service: item.service, account: item.account, group: try AccessGroup(item.group))
-            try vault.set(Data("old".utf8), for: key, accessibility: item.accessibility)
-            try vault.set(Data(item.value.utf8), for: key, accessibility: item.accessibility)
+        switch kind {
+        case .keyFile: try FormatOneFixture.keyFile.copy(to: t.path, keyFilePath: t.root + "/vault.key")
+        case .passphrase: try FormatOneFixture.passphrase.copy(to: t.path)
         }
+        #expect(try FormatOneFixture.version(at: t.path) == 1)
+    }
+
+    /// The vault in `t` opened as a format-1 vault, as the upgrade reads it (`Vault.open` upgrades it).
+    func openFormatOne(_ kind: Kind, _ t: TemporaryVault) throws -> Vault {
+        let store = try VaultStore.open(at: t.path, keySource: keySource(kind, t), versions: ItemRecordCodec.version)
+        return Vault(store: store, client: client)
     }
 
     func check(_ vault: Vault, _ context: String) throws {
@@ -84,10 +88,8 @@ import VaultTestSupport
             try makeFormatOneVault(kind, t)
             let key = try ItemKey(service: "postgres", account: "app", group: try AccessGroup("com.example.app"))
             let masterKeyBefore = kind == .passphrase ? try t.bytes("master.key") : try t.bytes("../vault.key")
-            try Vault.open(at: t.path, client: client, keySource: keySource(kind, t)).upgrade(
-                keySource: keySource(kind, t))
             let upgraded = try Vault.open(at: t.path, client: client, keySource: keySource(kind, t))
-            #expect(upgraded.formatVersion == 2)
+            #expect(upgraded.upgradedOnOpen)
             #expect(try t.bytes("VAULT")[4] == 2)
             try check(upgraded, "after the upgrade")
             try checkKeyFiles(kind, t, "after the upgrade")
@@ -122,7 +124,7 @@ import VaultTestSupport
     func anUpgradeStoppedAtAnyStepLeavesAVaultThatOpensWithEveryItem(_ kind: Kind) throws {
         let calls = try withTemporaryVault("upgrade-probe-\(kind.rawValue)") { probe in
             try makeFormatOneVault(kind, probe)
-            let vault = try Vault.open(at: probe.path, client: client, keySource: keySource(kind, probe))
+            let vault = try openFormatOne(kind, probe)
             return try systemCalls(of: { try vault.upgrade(keySource: keySource(kind, probe)) }).calls
         }
         var steps = 0
@@ -133,21 +135,22 @@ import VaultTestSupport
             for occurrence in occurrences {
                 try withTemporaryVault("upgrade-\(kind.rawValue)") { t in
                     try makeFormatOneVault(kind, t)
-                    let vault = try Vault.open(at: t.path, client: client, keySource: keySource(kind, t))
+                    let vault = try openFormatOne(kind, t)
                     let plan = FaultPlan(operation, occurrence: occurrence, effect: .fail(.ioError))
                     _ = try? FaultInjection.withPlan(plan) { try vault.upgrade(keySource: keySource(kind, t)) }
                     steps += 1
                     let context = "\(kind) \(operation) #\(occurrence)"
-                    let reopened = try Vault.open(at: t.path, client: client, keySource: keySource(kind, t))
+                    // Recovery only, as the open before an upgrade does it.
+                    let reopened = try openFormatOne(kind, t)
                     try check(reopened, context)
                     try checkKeyFiles(kind, t, context)
-                    if reopened.formatVersion == 2 { upgraded += 1 }
+                    if !reopened.engine.store.needsUpgrade { upgraded += 1 }
                     let leftovers = try t.entries("").filter {
                         $0.hasSuffix(".new") || $0.hasSuffix(".old") || $0 == "rekey.journal"
                     }
                     #expect(leftovers.isEmpty, "\(context): \(leftovers)")
                     // Whichever format it came back in, the upgrade can be run (again) to the end.
-                    if reopened.formatVersion == 1 { try reopened.upgrade(keySource: keySource(kind, t)) }
+                    if reopened.engine.store.needsUpgrade { try reopened.upgrade(keySource: keySource(kind, t)) }
                     try check(try Vault.open(at: t.path, client: client, keySource: keySource(kind, t)), context)
                 }
             }

@@ -7,7 +7,8 @@ import VaultTestSupport
 
 @testable import Vault
 
-/// `Vault.upgrade`: a format-1 vault becomes format 2 only when asked, crash-safe as a rekey.
+/// The upgrade of a format-1 vault: done by the first open that holds the key (and by `Vault.upgrade`),
+/// crash-safe as a rekey.
 @Suite struct UpgradeTests {
     let client = try! Client(applicationIdentifier: "vault", accessGroups: ["com.example.app", "team.shared"])
 
@@ -18,19 +19,19 @@ import VaultTestSupport
         ("cache", "key", "team.shared", "shared"),
     ]
 
-    /// A copy of `Fixtures/v1-vault` at `path`, with the modes a vault has (git keeps none of them).
-    func copyFixture(to path: String) throws {
-        let fixture = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
-            .appendingPathComponent("Fixtures/v1-vault").path
-        try FileManager.default.copyItem(atPath: fixture, toPath: path)
-        let walker = FileManager.default.enumerator(atPath: path)!
-        try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: path)
-        while let relative = walker.nextObject() as? String {
-            let full = path + "/" + relative
-            let attributes = try FileManager.default.attributesOfItem(atPath: full)
-            guard attributes[.type] as? FileAttributeType != .typeSymbolicLink else { continue }
-            let isDirectory = attributes[.type] as? FileAttributeType == .typeDirectory
-            try FileManager.default.setAttributes([.posixPermissions: isDirectory ? 0o700 : 0o600], ofItemAtPath: full)
+    func copyFixture(to path: String) throws { try FormatOneFixture.plain.copy(to: path) }
+
+    /// The fixture opened as a format-1 vault, as the upgrade reads it (`Vault.open` upgrades it first).
+    func openFormatOne(_ path: String) throws -> Vault {
+        Vault(
+            store: try VaultStore.open(at: path, keySource: KeySource(), versions: ItemRecordCodec.version),
+            client: client)
+    }
+
+    /// Whether the vault at `path` has nothing left of an upgrade: no `.new`, `.old` or journal.
+    func leftovers(_ path: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: path).filter {
+            $0.hasSuffix(".new") || $0.hasSuffix(".old") || $0 == "rekey.journal"
         }
     }
 
@@ -41,16 +42,15 @@ import VaultTestSupport
         }
     }
 
-    @Test func aFormatOneVaultFromTheFixtureOpensAndUpgrades() throws {
+    @Test func aFormatOneVaultFromTheFixtureIsUpgradedAtItsFirstOpen() throws {
         try withTemporaryVault("upgrade") { t in
             try copyFixture(to: t.path)
-            let old = try Vault.open(at: t.path, client: client, keySource: KeySource())
-            #expect(old.formatVersion == 1)
-            try check(old, "as format 1")
-            try old.upgrade(keySource: KeySource())
+            try check(try openFormatOne(t.path), "as format 1")
+            #expect(try FormatOneFixture.version(at: t.path) == 1)
             let upgraded = try Vault.open(at: t.path, client: client, keySource: KeySource())
-            #expect(upgraded.formatVersion == 2)
-            try check(upgraded, "as format 2")
+            #expect(upgraded.upgradedOnOpen)
+            #expect(try FormatOneFixture.version(at: t.path) == 2)
+            try check(upgraded, "upgraded")
             #expect(try t.bytes("VAULT")[4] == 2)
             #expect(try t.mode("VAULT") == 0o644)
             for group in ["com.example.app", "team.shared"] {
@@ -59,17 +59,17 @@ import VaultTestSupport
                     #expect(try t.bytes("groups/\(group)/\(name)")[4] == 2, "\(name)")
                 }
             }
-            // Writes and the rollback check work on the new format; a second upgrade changes nothing.
+            // Writes and the rollback check work on the new format; the next open upgrades nothing, and an
+            // explicit upgrade changes nothing.
             let key = try ItemKey(service: "postgres", account: "app", group: try AccessGroup("com.example.app"))
             try upgraded.set(Data("v3".utf8), for: key)
-            #expect(
-                try Vault.open(at: t.path, client: client, keySource: KeySource()).data(for: key) == Data("v3".utf8))
+            let reopened = try Vault.open(at: t.path, client: client, keySource: KeySource())
+            #expect(!reopened.upgradedOnOpen)
+            #expect(try reopened.data(for: key) == Data("v3".utf8))
             let again = #expect(throws: VaultError.self) { try upgraded.upgrade(keySource: KeySource()) }
             #expect(again?.status == .duplicateVault)
-            let leftovers = try FileManager.default.contentsOfDirectory(atPath: t.path).filter {
-                $0.hasSuffix(".new") || $0.hasSuffix(".old") || $0 == "rekey.journal"
-            }
-            #expect(leftovers.isEmpty, "\(leftovers)")
+            let left = try leftovers(t.path)
+            #expect(left.isEmpty, "\(left)")
         }
     }
 
@@ -78,7 +78,7 @@ import VaultTestSupport
     @Test func anUpgradeFailingAtAnyStepLeavesEitherFormatWithEveryItem() throws {
         let calls = try withTemporaryVault("upgrade-probe") { probe in
             try copyFixture(to: probe.path)
-            let vault = try Vault.open(at: probe.path, client: client, keySource: KeySource())
+            let vault = try openFormatOne(probe.path)
             return try systemCalls(of: { try vault.upgrade(keySource: KeySource()) }).calls
         }
         var steps = 0
@@ -90,23 +90,69 @@ import VaultTestSupport
                 try withTemporaryVault("upgrade") { t in
                     try copyFixture(to: t.path)
                     func attempt() throws {
-                        let vault = try Vault.open(at: t.path, client: client, keySource: KeySource())
+                        let vault = try openFormatOne(t.path)
                         let plan = FaultPlan(operation, occurrence: occurrence, effect: .fail(.ioError))
                         _ = try? FaultInjection.withPlan(plan) { try vault.upgrade(keySource: KeySource()) }
                     }
                     try attempt()
                     steps += 1
-                    let reopened = try Vault.open(at: t.path, client: client, keySource: KeySource())
-                    try check(reopened, "\(operation) #\(occurrence)")
-                    if reopened.formatVersion == 2 { upgraded += 1 }
-                    let leftovers = try FileManager.default.contentsOfDirectory(atPath: t.path).filter {
-                        $0.hasSuffix(".new") || $0.hasSuffix(".old") || $0 == "rekey.journal"
-                    }
-                    #expect(leftovers.isEmpty, "\(operation) #\(occurrence): \(leftovers)")
+                    // Recovery only, as the open before an upgrade does it.
+                    let recovered = try openFormatOne(t.path)
+                    try check(recovered, "\(operation) #\(occurrence)")
+                    if !recovered.engine.store.needsUpgrade { upgraded += 1 }
+                    let left = try leftovers(t.path)
+                    #expect(left.isEmpty, "\(operation) #\(occurrence): \(left)")
                 }
             }
         }
         #expect(steps > 20)
         #expect(upgraded > 0 && upgraded < steps)
+    }
+}
+
+/// The upgrade that an open runs, stopped at each step (each system call of the open failing in turn,
+/// as a kill there would leave it): the next open, with nothing failing, finishes it, every item there.
+@Suite struct UpgradeOnOpenTests {
+    let client = try! Client(applicationIdentifier: "vault", accessGroups: ["com.example.app", "team.shared"])
+
+    @Test func anOpenStoppedAtAnyStepOfItsUpgradeLeavesAVaultTheNextOpenUpgrades() throws {
+        let upgrade = UpgradeTests()
+        let calls = try withTemporaryVault("upgrade-on-open-probe") { probe in
+            try FormatOneFixture.plain.copy(to: probe.path)
+            return try systemCalls(of: {
+                _ = try Vault.open(at: probe.path, client: client, keySource: KeySource())
+            }).calls
+        }
+        var steps = 0
+        var stoppedBeforeTheCommit = 0
+        for (operation, count) in calls.sorted(by: { "\($0.key)" < "\($1.key)" }) where count > 0 {
+            let occurrences =
+                count <= 30 ? Array(1...count) : stride(from: 1, through: count, by: count / 15).map { $0 }
+            for occurrence in occurrences {
+                try withTemporaryVault("upgrade-on-open") { t in
+                    try FormatOneFixture.plain.copy(to: t.path)
+                    let plan = FaultPlan(operation, occurrence: occurrence, effect: .fail(.ioError))
+                    let context = "\(operation) #\(occurrence)"
+                    do {
+                        let opened = try FaultInjection.withPlan(plan) {
+                            try Vault.open(at: t.path, client: client, keySource: KeySource())
+                        }
+                        // An open that succeeded with the fault in it gives an upgraded vault.
+                        #expect(!opened.engine.store.needsUpgrade, "\(context)")
+                    } catch {
+                        if try FormatOneFixture.version(at: t.path) == 1 { stoppedBeforeTheCommit += 1 }
+                    }
+                    steps += 1
+                    let reopened = try Vault.open(at: t.path, client: client, keySource: KeySource())
+                    #expect(!reopened.engine.store.needsUpgrade, "\(context)")
+                    #expect(try FormatOneFixture.version(at: t.path) == 2, "\(context)")
+                    try upgrade.check(reopened, context)
+                    let left = try upgrade.leftovers(t.path)
+                    #expect(left.isEmpty, "\(context): \(left)")
+                }
+            }
+        }
+        #expect(steps > 20)
+        #expect(stoppedBeforeTheCommit > 0)
     }
 }

@@ -51,7 +51,7 @@ public struct GroupCreateCommand: Sendable, Hashable {
         // Before the vault is opened: a name that does not resolve is a usage error and changes nothing.
         let shared = try Self.resolve(unixGroup)
         let vault = try context.openVault()
-        if let shared, vault.formatVersion >= 2, !vault.isMember {
+        if let shared, !vault.isMember {
             try Self.checkMembership(shared, vault: vault, command: "group create")
         }
         do {

@@ -11,45 +11,27 @@ public struct InitCommand: Sendable, Hashable {
             is never touched: that is exit status 3. With --passphrase, master.key holds the key wrapped
             under a passphrase (Argon2id, then asked for by every command); with --key-file PATH the key
             goes to (or is taken from) that file instead of master.key. The directory is --vault DIR, else $VAULT_DIR, else
-            /var/lib/vault for root, else $XDG_DATA_HOME/vault (~/.local/share/vault). --format 2 makes a
-            vault that gives each access group its own key and can share a group with the members of a
-            Unix group (`vault group create`); format 1, the default, keeps one key for every group.
-            `vault upgrade` converts a format-1 vault later.
+            /var/lib/vault for root, else $XDG_DATA_HOME/vault (~/.local/share/vault). Each access group
+            gets its own key, and a group can be shared with the members of a Unix group (`vault group
+            create`).
             """,
         options: [
             .flag(
                 "passphrase",
                 "protect master.key with a passphrase (Argon2id), asked twice or read from --passphrase-fd"),
             KeyDerivationCost.spec,
-            .value(
-                "format", "N", "the vault format: 1 (default; one key for every group) or 2 (a key per group)",
-                kind: .choice(formats.map(String.init))),
         ],
         make: { parsed throws(UsageError) in
             _ = try parsed.operands([], minimum: 0, command: "init")
-            var format = 1
-            if let value = parsed.value("format") {
-                // Exactly the digit: "+2" or "02" would pass Int(_:).
-                guard let number = formats.first(where: { String($0) == value }) else {
-                    throw UsageError("--format is 1 or 2, not \"\(value)\"", command: "init")
-                }
-                format = number
-            }
             return .initialize(
                 InitCommand(
-                    passphrase: parsed.flag("passphrase"), cost: try KeyDerivationCost.parse(parsed, command: "init"),
-                    format: format))
+                    passphrase: parsed.flag("passphrase"), cost: try KeyDerivationCost.parse(parsed, command: "init")))
         })
-
-    /// The formats `--format` takes.
-    static let formats = [1, 2]
 
     /// `--passphrase`: wrap the new master key under a passphrase.
     public var passphrase = false
     /// `--kdf-cost`: the Argon2id cost of the wrapping.
     public var cost = KeyDerivationCost.moderate
-    /// `--format`: the vault format, 1 or 2.
-    public var format = 1
 
     func run(in context: Context) throws(CLIError) {
         let path = try context.vaultPath()
@@ -65,7 +47,7 @@ public struct InitCommand: Sendable, Hashable {
         var source = context.keySource(limits: cost.limits)
         if !passphrase { source.passphrase = nil }
         do {
-            _ = try Vault.create(at: path, client: client, keySource: source, format: format)
+            _ = try Vault.create(at: path, client: client, keySource: source)
         } catch {
             throw CLIError(error, subject: path, vaultPath: path)
         }

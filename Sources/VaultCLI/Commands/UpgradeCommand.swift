@@ -1,20 +1,22 @@
 import Vault
 
-/// `vault upgrade`: converts a format-1 vault to format 2.
+/// `vault upgrade`: converts a vault of the old format 1 to the current format.
 public struct UpgradeCommand: Sendable, Hashable {
     static let info = CommandInfo(
         name: "upgrade",
         synopsis: "vault upgrade",
-        summary: "convert a format-1 vault to format 2 (a key per access group)",
+        summary: "convert a vault of the old format 1 to the current format",
         details: """
-            Converts the vault from format 1 (one key for every access group) to format 2, where each
-            group has its own key and can be shared with a Unix group (`vault group create`). Every item
-            is written again into a new groups directory and one rename commits, as `vault rekey` does: a
-            kill at any step leaves the vault as format 1 or as format 2, with every item (the next
-            command finishes or undoes it). The master key stays where it is (master.key, or the external
-            key file). A format-1 vault is never converted otherwise. Needs the master key (the passphrase
-            of a passphrase vault). Damaged items stop it before anything changes. A vault that is format 2
-            already is exit status 3.
+            Converts a vault made by an older vault (format 1: one key for every access group) to the
+            current format, where each group has its own key and can be shared with a Unix group (`vault
+            group create`). Any command that opens such a vault with its master key does this first (and
+            says so once on standard error); this command does it on purpose, for example before
+            services that open the vault without its key or passphrase start. Every item is written again
+            into a new groups directory and one rename commits: a kill at any step leaves the vault in the
+            old format or the new one, with every item (the next command finishes or undoes it). The master
+            key stays where it is (master.key, or the external key file). Needs the master key (the
+            passphrase of a passphrase vault). Damaged items stop it before anything changes. A vault in
+            the current format already is exit status 3.
             """,
         options: [],
         make: { parsed throws(UsageError) in
@@ -27,8 +29,10 @@ public struct UpgradeCommand: Sendable, Hashable {
         var source = context.keySource()
         // The unlock cache holds class keys, not the master key that writing every item again needs.
         source.usesUnlockCache = false
-        let vault = try context.openVault(at: path, keySource: source)
-        try context.attempt(vault, path) { () throws(VaultError) in try vault.upgrade(keySource: source) }
-        context.writeError("vault: \(path): upgraded to format 2 (a key per access group)\n")
+        let vault = try context.openVault(at: path, keySource: source, sayingUpgrade: false)
+        if !vault.upgradedOnOpen {
+            try context.attempt(vault, path) { () throws(VaultError) in try vault.upgrade(keySource: source) }
+        }
+        context.writeError("vault: \(path): \(Context.upgradeNotice)\n")
     }
 }
