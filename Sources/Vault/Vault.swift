@@ -136,7 +136,7 @@ public final class Vault: Sendable {
     }
 
     /// Runs `body` under the write locks of `groups` (which it may change) and `creating` (which it
-    /// may also make): in a format-2 vault those groups' locks only, so that writers of other groups,
+    /// may also make): those groups' locks only, so that writers of other groups,
     /// and members who cannot take a vault-wide lock, need not wait.
     func withWriteLock<R>(
         groups: [AccessGroup], creating: [AccessGroup] = [], _ body: (WriteTransaction) throws(VaultError) -> R

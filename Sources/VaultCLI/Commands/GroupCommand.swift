@@ -1,14 +1,13 @@
 import Vault
 
-/// `vault group create|ls|rm|rotate|export-key|join|resync`: the access groups of a format-2 vault, each with its own key, private
+/// `vault group create|ls|rm|rotate|export-key|join|resync`: the access groups of the vault, each with its own key, private
 /// to the vault's owner or shared with a Unix group. The subcommands have a file each.
 enum GroupCommand {
     static let info = CommandInfo(
         name: "group",
         summary: "create, list, remove and rotate access groups, private or shared with a Unix group",
         details: """
-            Manages the access groups of a format-2 vault (`vault init --format 2`), where each group has
-            its own key. A private group is the vault's owner's alone. A shared group's key can be read
+            Manages the access groups of the vault, where each group has its own key. A private group is the vault's owner's alone. A shared group's key can be read
             by the members of one Unix group, who then use that group, and no other, without master.key:
             `vault --vault DIR --group NAME get …`. The kernel enforces it through file modes (the group's
             directory is OWNER:UNIXGROUP 2770, its group.key 0640). Create and remove groups as the

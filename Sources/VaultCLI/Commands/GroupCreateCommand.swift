@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Vault
 
-/// `vault group create NAME [--unix-group UNIXGROUP]`: makes an access group of a format-2 vault,
+/// `vault group create NAME [--unix-group UNIXGROUP]`: makes an access group of the vault,
 /// private to the vault's owner or shared with the members of a Unix group.
 public struct GroupCreateCommand: Sendable, Hashable {
     /// The group to make.
@@ -16,15 +16,14 @@ public struct GroupCreateCommand: Sendable, Hashable {
         synopsis: "vault group create NAME [--unix-group UNIXGROUP] [--etcd URL[,URL…] [etcd options]]",
         summary: "make an access group, private or shared with a Unix group",
         details: """
-            Makes access group NAME in a format-2 vault: private to the vault's owner, or with
+            Makes access group NAME in the vault: private to the vault's owner, or with
             --unix-group shared with the members of UNIXGROUP, a name that /etc/group lists or a numeric
             gid (the static vault reads no directory service: give an LDAP or SSSD group by its gid).
             Run it as the vault's owner. For a shared group the owner must be a member of UNIXGROUP as
             well, because the kernel lets only root and a group's members give a directory to that
             group (root on another user's vault acts as that user). Members reach the group through the
             vault directory and groups/, which become 0711. Says on standard error what it made, and
-            how members use it. An existing group is exit status 3; a format-1 vault is refused (its
-            groups share one key: `vault init --format 2` makes a new vault). With --etcd, NAME is a fleet
+            how members use it. An existing group is exit status 3. With --etcd, NAME is a fleet
             group: its items live in that etcd cluster, encrypted here (etcd sees ciphertext and hashed
             ids only), and every machine that joins it (`vault group export-key`, then `vault group join`
             there) reads and writes the same items; with --unix-group as well it is shared on this

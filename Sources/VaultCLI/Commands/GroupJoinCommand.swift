@@ -21,7 +21,7 @@ public struct GroupJoinCommand: Sendable, Hashable {
             machine that has the group) against the group etcd holds under its id, then makes the group
             here and reads its items from etcd. From then on `--group NAME` works as on any group, with
             every write going to etcd. (--group-key, not --key-file: --key-file is the vault's own
-            master key file.) Run it as the vault's owner, in a format-2 vault. With --unix-group the
+            master key file.) Run it as the vault's owner. With --unix-group the
             group is shared on this machine with the members of UNIXGROUP (an /etc/group name or a
             numeric gid), as `vault group create --unix-group` shares one.
             """,

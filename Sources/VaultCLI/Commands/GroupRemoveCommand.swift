@@ -1,6 +1,6 @@
 import Vault
 
-/// `vault group rm NAME [--force]`: removes an access group of a format-2 vault, with its key.
+/// `vault group rm NAME [--force]`: removes an access group of the vault, with its key.
 public struct GroupRemoveCommand: Sendable, Hashable {
     /// The group to remove.
     public var group: AccessGroup
@@ -12,7 +12,7 @@ public struct GroupRemoveCommand: Sendable, Hashable {
         synopsis: "vault group rm NAME [--force]",
         summary: "remove an access group",
         details: """
-            Removes access group NAME from a format-2 vault, with its key and its lock. A group that still
+            Removes access group NAME from the vault, with its key and its lock. A group that still
             holds items is refused (nothing is changed) unless --force, which removes the items with it:
             their secrets are lost. Says on standard error how many items went with it. Run it as the
             vault's owner. A group that does not exist is exit status 1.

@@ -1,6 +1,6 @@
 import Vault
 
-/// `vault group rotate NAME`: a new key for one access group of a format-2 vault, every item sealed
+/// `vault group rotate NAME`: a new key for one access group of the vault, every item sealed
 /// again under it, in place.
 public struct GroupRotateCommand: Sendable, Hashable {
     /// The group whose key changes.
@@ -11,7 +11,7 @@ public struct GroupRotateCommand: Sendable, Hashable {
         synopsis: "vault group rotate NAME",
         summary: "give an access group a new key and seal its items again",
         details: """
-            Gives access group NAME of a format-2 vault a new key and seals every item of it again under
+            Gives access group NAME of the vault a new key and seals every item of it again under
             that key, in place: no directory is replaced and no item changes its name, so services that
             bind-mount or hold the group's directory keep working, and readers get the old or the new
             value throughout. A kill at any step leaves every item readable (group.key holds both keys

@@ -1,7 +1,6 @@
 import Vault
 
-/// `vault rekey`: a new master key; every item re-encrypted (format 1) or every key file sealed again
-/// (format 2).
+/// `vault rekey`: a new master key; every key file sealed again under it, in place.
 public struct RekeyCommand: Sendable, Hashable {
     /// `--kdf-cost`: the Argon2id cost of the new wrapping (passphrase vaults).
     public var cost: KeyDerivationCost
@@ -11,9 +10,9 @@ public struct RekeyCommand: Sendable, Hashable {
     static let info = CommandInfo(
         name: "rekey",
         synopsis: "vault rekey [--kdf-cost COST]\n       vault rekey --key-file OLD --new-key-file NEW",
-        summary: "rotate the master key and re-encrypt every item",
+        summary: "rotate the master key (every key file sealed again, items as they are)",
         details: """
-            Makes a new master key (and class keys) and re-encrypts every item under it. A passphrase
+            Makes a new master key and seals the vault's key files again under it. A passphrase
             vault asks for its passphrase, then for the passphrase of the new key (twice), or reads them
             from --passphrase-fd N, one per line. A vault whose key is in an external key file (opened
             with --key-file, VAULT_KEY_FILE or a systemd credential) needs --new-key-file NEW: NEW is
@@ -23,8 +22,8 @@ public struct RekeyCommand: Sendable, Hashable {
             service). The old file is left in place; keep it until the rekey has succeeded. Crash-safe:
             a kill at any point leaves a vault that opens with the old key or the new one, with every
             item (the next command, given either key file, finishes or undoes the switch). Processes that
-            hold the vault open must reopen it; `vault unlock` again. In a format-2 vault the items
-            stay as they are: the key files (classes.key and every group's group.key) are sealed again
+            hold the vault open must reopen it; `vault unlock` again. The items stay as they are: the key
+            files (classes.key and every group's group.key) are sealed again
             under the new key, in place, no directory moved; members of shared groups keep reading.
             To lock out an old copy of the master key from what is written next, also rotate each
             group (`vault group rotate NAME`).
