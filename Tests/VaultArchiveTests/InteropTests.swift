@@ -3,11 +3,43 @@ import Testing
 
 @testable import VaultArchive
 
-/// Runs `python3 -c script` with `input` on stdin and returns its stdout lines. CI installs cbor2 (.ci/run).
+/// The Python 3 the interop tests run: the first of `python3` on PATH and `/usr/bin/python3` that
+/// imports cbor2 (Debian's python3-cbor2 is installed for /usr/bin/python3, which a pyenv or venv
+/// `python3` may come before on PATH), or nil when none does.
+private let pythonWithCBOR2: String? = {
+    for candidate in ["python3", "/usr/bin/python3"] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [candidate, "-c", "import cbor2"]
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { continue }
+        process.waitUntilExit()
+        if process.terminationStatus == 0 { return candidate }
+    }
+    return nil
+}()
+
+/// Put before every script: the C encoder of cbor2 5.4 (Debian 12's python3-cbor2) writes 65504.0 and
+/// -65504.0, the largest half-precision values, as float32 in canonical mode; its pure-Python encoder
+/// writes them as float16, as cbor2 6 does.
+private let cbor2Prologue = #"""
+    import cbor2
+    if cbor2.dumps(65504.0, canonical=True) != b"\xf9\x7b\xff":
+        import cbor2.encoder, cbor2.types
+        cbor2.dumps, cbor2.CBORTag = cbor2.encoder.dumps, cbor2.types.CBORTag
+
+    """#
+
+/// Runs `script` with a Python 3 that has cbor2, `input` on stdin, and returns its stdout lines.
 private func python(_ script: String, input: String) throws -> [String] {
+    guard let interpreter = pythonWithCBOR2 else {
+        throw InteropError.python(
+            "neither python3 on PATH nor /usr/bin/python3 imports cbor2 (Debian: apt-get install python3-cbor2)")
+    }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", "-c", script]
+    process.arguments = [interpreter, "-c", cbor2Prologue + script]
     let stdin = Pipe()
     let stdout = Pipe()
     let stderr = Pipe()
@@ -22,9 +54,7 @@ private func python(_ script: String, input: String) throws -> [String] {
     process.waitUntilExit()
     guard process.terminationStatus == 0 else {
         throw InteropError.python(
-            "python3 exited with \(process.terminationStatus): \(String(decoding: errors, as: UTF8.self))"
-                + " (the interop tests need Python 3 with cbor2: pip install cbor2)"
-        )
+            "\(interpreter) exited with \(process.terminationStatus): \(String(decoding: errors, as: UTF8.self))")
     }
     return String(decoding: output, as: UTF8.self).split(separator: "\n").map(String.init)
 }
