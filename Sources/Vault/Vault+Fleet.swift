@@ -5,7 +5,7 @@ import VaultStore
 /// (`VaultStore.createFleetGroup`). The process needs an etcd client: link `VaultFleet` and call
 /// `VaultFleet.install()` first.
 extension Vault {
-    /// Makes fleet group `group` (format 2, the vault's owner): a new key, registered in the etcd
+    /// Makes fleet group `group` (the vault's owner): a new key, registered in the etcd
     /// cluster `settings` names (its id and a check value, never the key). Private to the owner, or
     /// with `unixGroup` (a gid) shared on this machine with that Unix group's members, as
     /// `createGroup(_:unixGroup:)` shares a group. Refuses (`duplicateItem`) a group that exists here or

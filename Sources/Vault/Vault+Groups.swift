@@ -37,7 +37,7 @@ extension Vault {
         public let problems: [ItemProblem]
     }
 
-    /// Makes `group` (format 2, the vault's owner only): shared with the members of Unix group
+    /// Makes `group` (the vault's owner only): shared with the members of Unix group
     /// `unixGroup` (a gid), or private to the owner when nil. Refuses (`duplicateItem`) a group that
     /// exists.
     public func createGroup(_ group: AccessGroup, unixGroup: UInt32?) throws(VaultError) {
@@ -92,14 +92,14 @@ extension Vault {
         return GroupListing(groups: infos, problems: problems)
     }
 
-    /// Gives `group` a new key and seals every item of it again, in place (format 2, the owner only);
+    /// Gives `group` a new key and seals every item of it again, in place (the owner only);
     /// returns how many items were sealed again. See `VaultStore.rotateGroup`.
     @discardableResult
     public func rotateGroup(_ group: AccessGroup) throws(VaultError) -> Int {
         try translatingStoreErrors { () throws(StoreError) in try engine.store.rotateGroup(group.name) }
     }
 
-    /// Removes `group` (format 2, the owner only); one that still holds items only with `force`.
+    /// Removes `group` (the owner only); one that still holds items only with `force`.
     /// Returns the number of items removed with it.
     @discardableResult
     public func removeGroup(_ group: AccessGroup, force: Bool) throws(VaultError) -> Int {

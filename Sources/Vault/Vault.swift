@@ -49,44 +49,37 @@ public final class Vault: Sendable {
         guard let path = path ?? VaultLocation.defaultPath() else {
             throw VaultError(.noSuchVault, "no vault location: set VAULT_DIR or HOME, or pass a path")
         }
-        let store = try translatingStoreErrors { () throws(StoreError) in
-            // The client's groups are what it reads: their keys are made with the class keys.
-            createIfMissing
-                ? try VaultStore.openOrCreate(
-                    at: path, keySource: keySource, versions: ItemRecordCodec.version,
-                    preparing: client.accessGroups.map(\.name))
-                : try VaultStore.open(
-                    at: path, keySource: keySource, versions: ItemRecordCodec.version,
-                    preparing: client.accessGroups.map(\.name))
+        do {
+            return Vault(
+                store: try openStore(at: path, createIfMissing: createIfMissing, keySource: keySource), client: client)
+        } catch  where (error.cause as? StoreError)?.code == .needsUpgrade {
+            let upgraded: Bool
+            do {
+                upgraded = try upgrade(at: path, keySource: keySource)
+            } catch {
+                throw VaultError(
+                    error.status,
+                    "the vault at \(path) is in the old format 1, which is upgraded at the first open that holds its "
+                        + "master key, and the upgrade could not run: \(error.message). Run `vault upgrade` with the "
+                        + "vault's key where the vault is writable; nothing was upgraded",
+                    cause: error)
+            }
+            // Not upgraded here: another process did it first.
+            return Vault(
+                store: try openStore(at: path, createIfMissing: false, keySource: keySource), client: client,
+                upgradedOnOpen: upgraded)
         }
-        guard store.needsUpgrade else { return Vault(store: store, client: client) }
-        return try upgradingOnOpen(Vault(store: store, client: client), keySource: keySource)
     }
 
-    /// `old`, a format-1 vault just opened, upgraded and opened again. Another process may have
-    /// upgraded it first: then its upgrade is refused, and the open takes the vault as it is now.
-    private static func upgradingOnOpen(_ old: Vault, keySource: KeySource) throws(VaultError) -> Vault {
-        let path = old.path
-        var failure: VaultError?
-        do {
-            try old.upgrade(keySource: keySource)
-        } catch {
-            failure = error
+    /// The store of the vault at `path` (created when missing and `createIfMissing`).
+    private static func openStore(at path: String, createIfMissing: Bool, keySource: KeySource) throws(VaultError)
+        -> VaultStore
+    {
+        try translatingStoreErrors { () throws(StoreError) in
+            createIfMissing
+                ? try VaultStore.openOrCreate(at: path, keySource: keySource, versions: ItemRecordCodec.version)
+                : try VaultStore.open(at: path, keySource: keySource, versions: ItemRecordCodec.version)
         }
-        let store = try translatingStoreErrors { () throws(StoreError) in
-            try VaultStore.open(
-                at: path, keySource: keySource, versions: ItemRecordCodec.version,
-                preparing: old.client.accessGroups.map(\.name))
-        }
-        if let failure, store.needsUpgrade {
-            throw VaultError(
-                failure.status,
-                "the vault at \(path) is in the old format 1, which is upgraded at the first open that holds its "
-                    + "master key, and the upgrade could not run: \(failure.message). Run `vault upgrade` with the "
-                    + "vault's key where the vault is writable; nothing was upgraded",
-                cause: failure)
-        }
-        return Vault(store: store, client: old.client, upgradedOnOpen: failure == nil)
     }
 
     /// Whether `environment` puts the master key in an external file (`VAULT_KEY_FILE`, a systemd

@@ -41,7 +41,7 @@ enum GenerationRecord {
     static func name(_ id: ItemID) -> String { id.name(prefixedBy: prefix) }
 
     /// The tag of `location` at `version`, under the group's index key, bound to what the group's
-    /// items are bound to (`GroupKeys.binding`: the vault id in format v1, the group id in v2).
+    /// items are bound to (`GroupKeys.binding`: the group id).
     static func tag(key: SymmetricKey, binding: [UInt8], location: ItemLocation, version: ItemVersion)
         throws(StoreError) -> [UInt8]
     {

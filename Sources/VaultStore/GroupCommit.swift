@@ -1,7 +1,7 @@
 import Synchronization
 import VaultSystem
 
-/// Group commit in a format-2 group (docs/FORMAT.md, "Group commit"): writers of one group write and
+/// Group commit in a group (docs/FORMAT.md, "Group commit"): writers of one group write and
 /// flush their item file before they take the write lock (`PreparedItemWrite`), each into a spare of
 /// its own; under the lock they only check that the item is still the one they read, exchange the
 /// names and write the record; after it they share the directory fsync, one writer flushing for every
@@ -20,9 +20,7 @@ import VaultSystem
 /// - bytes 96..<144: the flush counter, likewise: the last ticket that a finished directory fsync
 ///   covered, written under the flush lock.
 ///
-/// The counters are never synced and carry the boot they were written in: see `CommitCounter`. Only
-/// format 2 has them: a format-1 vault has one lock for every group directory, so a ticket would not
-/// say which directory to sync.
+/// The counters are never synced and carry the boot they were written in: see `CommitCounter`.
 enum GroupCommit {
     static let flushLockByte: Int64 = 1
     static let slotCount = 16
@@ -67,10 +65,9 @@ extension VaultStore {
     /// writer's write came between two of this store's within its last `sharedWriteMemory` writes
     /// there, as the group's exchange counter told under the lock. Writers that share a group gain by
     /// preparing their writes (`prepareWrite`); a lone writer writes under the lock at less cost (no read
-    /// before it, no slot, no shared flush). False in format 1, and until this store has written to the
-    /// group twice.
+    /// before it, no slot, no shared flush). False until this store has written to the group twice.
     public func othersWriteToo(_ group: GroupName) -> Bool {
-        formatVersion >= 2 && state.withLock { $0.preparedWritesLeft[group, default: 0] > 0 }
+        state.withLock { $0.preparedWritesLeft[group, default: 0] > 0 }
     }
 
     /// How many of its own writes a store keeps preparing after it last saw another writer's.

@@ -22,11 +22,8 @@ extension VaultStore {
         }
         let fd: FileDescriptor
         do {
-            fd =
-                formatVersion == 1
-                ? try VaultDirectory.openSubdirectory(group.rawValue, in: groupsDirectory, path: groupPath)
-                : try VaultDirectory.openGroupDirectory(
-                    group.rawValue, in: groupsDirectory, path: groupPath, owner: ownerID)
+            fd = try VaultDirectory.openGroupDirectory(
+                group.rawValue, in: groupsDirectory, path: groupPath, owner: ownerID)
         } catch  where error.errno == .noSuchFileOrDirectory {
             return nil
         }
@@ -44,8 +41,8 @@ extension VaultStore {
     /// open (another process renamed or removed it; the symlink-swap harness does that): an error, not
     /// a crash.
     func existingGroupDirectory(_ group: GroupName) throws(StoreError) -> FileDescriptor {
-        if formatVersion >= 2, state.withLock({ $0.groupKeys[group] == nil }) {
-            // Format 2: a group is its directory with its key; the owner's first write to a group that
+        if state.withLock({ $0.groupKeys[group] == nil }) {
+            // A group is its directory with its key; the owner's first write to a group that
             // has none makes a private one. Any other failure to read the key (a non-member refused by
             // the kernel, a damaged or foreign key file) is the write's answer.
             let absent: Bool

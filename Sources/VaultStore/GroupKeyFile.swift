@@ -1,7 +1,7 @@
 import VaultCrypto
 import VaultSystem
 
-/// The secrets of one access group (format v2): an index key for item ids and generation records,
+/// The secrets of one access group: an index key for item ids and generation records,
 /// which never changes, and one or two encryption keys by generation (two while a rotation runs).
 struct GroupSecrets: Sendable {
     let indexKey: SymmetricKey
@@ -35,7 +35,7 @@ struct GroupSecrets: Sendable {
     }
 }
 
-/// `groups/<group>/group.key` (format v2): the group's id and secrets, for the vault's owner sealed
+/// `groups/<group>/group.key`: the group's id and secrets, for the vault's owner sealed
 /// under a key derived from the `always` class key, and for a shared group also in the clear (the
 /// file's mode and owner keep them to the members of one Unix group) with a MAC that a member checks:
 ///

@@ -2,19 +2,14 @@ import VaultCrypto
 
 /// The keys of one access group as the item path uses them: the index key (item ids, generation
 /// records), the encryption key of each class and key generation this process may use, and what
-/// item files and records are bound to (the vault id in format v1, the group's own id in v2).
+/// item files and records are bound to (the group's own id).
 ///
-/// Format v1: derived by keyed BLAKE2b from the class keys with the group name as context; the index
-/// key comes from the `always` class key, so that an item can be found, and reported locked, in a
-/// locked vault. Format v2: from the group's own secrets (`GroupKeyFile`); a private group's
-/// encryption keys also need the class key (so it still locks), a shared group's do not (every
-/// class behaves as `always`).
+/// They come from the group's own secrets (`GroupKeyFile`); a private group's encryption keys also
+/// need the class key (so it still locks), a shared group's do not (every class behaves as `always`).
 ///
 /// A class, not a struct: every read looks a group's keys up and hands them on, and a struct's copy
 /// retained and released each of its keys and arrays.
 final class GroupKeys: Sendable {
-    static let encryptionDomain = KeyDerivation.Domain("vault.grp.enc.v1")
-    static let indexDomain = KeyDerivation.Domain("vault.grp.idx.v1")
     static let encryptionDomainV2 = KeyDerivation.Domain("vault.grp.enc.v2")
 
     struct Slot: Hashable {
@@ -25,57 +20,15 @@ final class GroupKeys: Sendable {
     let index: SymmetricKey
     /// The bytes item files and generation records of this group are bound to.
     let binding: [UInt8]
-    /// The generation new items are written under (0 in format v1, which has none).
+    /// The generation new items are written under.
     let currentGeneration: UInt32
-    /// Whether the group's key is kept for the members of a Unix group (format v2).
+    /// Whether the group's key is kept for the members of a Unix group.
     let isShared: Bool
     /// Whether the group is a fleet group (its `group.key` says so; its items live in etcd).
     let isFleet: Bool
     private let encryption: [Slot: SymmetricKey]
 
-    /// Format v1.
-    convenience init(classKeys: ClassKeys, group: GroupName, vaultID: [UInt8]) throws(StoreError) {
-        // All of them in one secure allocation (`KeyDerivation.subkeys`): the index key, then the
-        // encryption key of each class this process has the key of.
-        let classes = ProtectionClass.allCases.filter { classKeys.key($0) != nil }
-        let derived: [SymmetricKey]
-        do {
-            derived = try KeyDerivation.subkeys(
-                Self.formatOneDerivations(of: group, classes: classes) { protectionClass, domain, context in
-                    KeyDerivation.Derivation(of: classKeys.key(protectionClass)!, domain: domain, context: context)
-                })
-        } catch {
-            throw StoreError.crypto(error, "cannot derive the keys of group \(group)")
-        }
-        self.init(formatOne: derived[...], classes: classes, vaultID: vaultID)
-    }
-
-    /// Format v1, from the keys that `formatOneDerivations` made (the index key, then the encryption
-    /// key of each of `classes`).
-    init(formatOne derived: ArraySlice<SymmetricKey>, classes: [ProtectionClass], vaultID: [UInt8]) {
-        index = derived[derived.startIndex]
-        var keys: [Slot: SymmetricKey] = [:]
-        for (protectionClass, key) in zip(classes, derived.dropFirst()) {
-            keys[Slot(protectionClass: protectionClass, generation: 0)] = key
-        }
-        encryption = keys
-        binding = vaultID
-        currentGeneration = 0
-        isShared = false
-        isFleet = false
-    }
-
-    /// Format v1: how `group`'s keys are derived, the index key (from the `always` class key) and then
-    /// the encryption key of each of `classes`; `keyed` makes a derivation under a class's key.
-    static func formatOneDerivations(
-        of group: GroupName, classes: [ProtectionClass],
-        keyed: (ProtectionClass, KeyDerivation.Domain, [UInt8]) -> KeyDerivation.Derivation
-    ) -> [KeyDerivation.Derivation] {
-        let context = Array(group.rawValue.utf8)
-        return [keyed(.always, indexDomain, context)] + classes.map { keyed($0, encryptionDomain, context) }
-    }
-
-    /// Format v2: from the group's key file; `classKeys` are the owner's item class keys
+    /// From the group's key file; `classKeys` are the owner's item class keys
     /// (`ItemClassKeyFile`; nil for a member, who can only open a shared group).
     init(file: GroupKeyFile, classKeys: ClassKeys?, group: GroupName) throws(StoreError) {
         index = file.secrets.indexKey
@@ -115,7 +68,7 @@ final class GroupKeys: Sendable {
         encryption = keys
     }
 
-    /// Format v2, a private group that does not exist yet: its index key only (item ids can be
+    /// A private group that does not exist yet: its index key only (item ids can be
     /// computed; there is nothing to read and no key to write with).
     init(absentPrivateGroupWithIndex index: SymmetricKey) {
         self.index = index

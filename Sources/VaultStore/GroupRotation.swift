@@ -1,7 +1,7 @@
 import VaultCrypto
 import VaultSystem
 
-/// Rotating a group's key in place (format 2): no directory is replaced (services bind-mount group
+/// Rotating a group's key in place: no directory is replaced (services bind-mount group
 /// directories, and members hold them open) and item ids do not change (the index key stays).
 ///
 /// 1. `group.key` is rewritten with the old key and a new one, the new one current: from here on
@@ -20,7 +20,6 @@ extension VaultStore {
     /// written after this (the secrets themselves should be changed too: they may have been copied).
     @discardableResult
     public func rotateGroup(_ group: GroupName) throws(StoreError) -> Int {
-        try requireCurrentFormat("rotate a group's key")
         let classKeys = try ownerClassKeys("rotate a group's key")
         if try loadGroupKeyFile(group)?.isFleet == true {
             throw StoreError(
@@ -67,7 +66,7 @@ extension VaultStore {
                 } catch  where error.errno == .noSuchFileOrDirectory {
                     continue
                 }
-                let header = try ItemFile.header(of: contents, expected: itemFormatVersion, path: path)
+                let header = try ItemFile.header(of: contents, path: path)
                 guard header.generation != new.generation else { continue }
                 guard let oldKey = keys.encryption(header.protectionClass, generation: header.generation),
                     let newKey = keys.encryption(header.protectionClass, generation: new.generation)
@@ -79,10 +78,10 @@ extension VaultStore {
                         path: path.string)
                 }
                 let plaintext = try ItemFile.open(
-                    contents, header: header, key: oldKey, binding: keys.binding, location: item, path: path)
+                    contents, key: oldKey, binding: keys.binding, location: item, path: path)
                 let sealed = try plaintext.withBytes { (bytes) throws(StoreError) in
                     try ItemFile.seal(
-                        bytes, version: itemFormatVersion, key: newKey, protectionClass: header.protectionClass,
+                        bytes, key: newKey, protectionClass: header.protectionClass,
                         generation: new.generation, binding: keys.binding, location: item)
                 }
                 try ItemWrite(

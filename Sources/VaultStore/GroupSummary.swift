@@ -1,6 +1,6 @@
 import VaultSystem
 
-/// What a caller can learn of one group of a format-2 vault.
+/// What a caller can learn of one group.
 public struct GroupSummary: Sendable, Equatable {
     /// The group's name.
     public let name: GroupName

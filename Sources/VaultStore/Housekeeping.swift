@@ -55,8 +55,8 @@ extension VaultStore {
             do throws(StoreError) {
                 guard let directory = try groupDirectory(group, create: false) else { continue }
                 var names = [SpareFile.name]
-                let keys = formatVersion >= 2 ? try? keys(for: group) : nil
-                if formatVersion >= 2, keys == nil || keys!.isShared || keys!.isAbsent {
+                let keys = try? keys(for: group)
+                if keys == nil || keys!.isShared || keys!.isAbsent {
                     guard let entries = try? directory.entryNames() else {
                         removed = false
                         continue

@@ -1,7 +1,7 @@
 import VaultCrypto
 import VaultSystem
 
-/// `classes.key` (format 2): the vault's item class keys, random, each sealed under the class key of
+/// `classes.key`: the vault's item class keys, random, each sealed under the class key of
 /// the same protection class that the master key gives. A private group's items are sealed under
 /// keys made from these and the group's key, never from the master key itself: a rekey seals this
 /// file and every `group.key` again under the new master key and leaves every item file as it is.
@@ -13,7 +13,7 @@ import VaultSystem
 ///         nonce (24) | XChaCha20-Poly1305(subkey(class key, "vault.icls.v2", vault id), item class key,
 ///                                         ad = header | class u8)
 ///
-/// A format-2 vault made before this file existed has none; there the class keys stand in for the
+/// A vault made before this file existed has none; there the class keys stand in for the
 /// item class keys (they were used that way), and such a vault cannot be rekeyed in place.
 struct ItemClassKeyFile {
     static let fileName = "classes.key"

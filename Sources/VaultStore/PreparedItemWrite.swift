@@ -56,14 +56,14 @@ public final class PreparedItemWrite {
 extension VaultStore {
     /// Prepares `plaintext` as the next file of `item` (with `version` as `WriteTransaction.write`
     /// takes it) without the write lock: sealed, written into the spare of a slot of this writer's and
-    /// flushed, with its generation record beside it. Nil when no prepared write can be made (format 1,
-    /// a fleet group, a group without a directory or key yet, a bulk load, no free slot, no boot id, or
+    /// flushed, with its generation record beside it. Nil when no prepared write can be made (a fleet
+    /// group, a group without a directory or key yet, a bulk load, no free slot, no boot id, or
     /// a failure on the way): the caller then writes in its transaction as usual, which reports what is
     /// wrong. A prepared write must be ended with `finish`, whatever happens to it.
     public func prepareWrite(
         _ plaintext: [UInt8], to item: ItemLocation, protectionClass: ProtectionClass, version: ItemVersion
     ) -> PreparedItemWrite? {
-        guard formatVersion >= 2, BootIdentifier.current != nil, !state.withLock({ $0.bulkLoading }),
+        guard BootIdentifier.current != nil, !state.withLock({ $0.bulkLoading }),
             let directory = try? groupDirectory(item.group, create: false),
             let sealed = try? seal(plaintext, as: item, protectionClass: protectionClass, version: version),
             !sealed.keys.isAbsent, !sealed.keys.isFleet,

@@ -37,24 +37,13 @@ struct ClassKeys: Sendable {
     let master: SymmetricKey?
 
     init(master: SymmetricKey) throws(StoreError) {
-        self = try Self.derive(master: master, preparing: []).classKeys
-    }
-
-    /// The class keys of `master` and, in the same secure allocation (`KeyDerivation.subkeys`: one
-    /// allocation costs a dozen system calls), the format-1 keys of `groups` (a client's groups, which
-    /// its first read needs), keyed by the class keys made just before them: the same keys as
-    /// `derive` and `GroupKeys(classKeys:group:vaultID:)` give.
-    static func derive(master: SymmetricKey, preparing groups: [GroupName]) throws(StoreError) -> (
-        classKeys: ClassKeys, groups: [(group: GroupName, keys: ArraySlice<SymmetricKey>)]
-    ) {
-        let derivations = Self.derivations(master: .key(master), preparing: groups)
         let keys: [SymmetricKey]
         do {
-            keys = try KeyDerivation.subkeys(derivations)
+            keys = try KeyDerivation.subkeys(Self.derivations(master: .key(master)))
         } catch {
             throw StoreError.crypto(error, "cannot derive the class keys")
         }
-        return assemble(master: master, derived: keys[...], preparing: groups)
+        self = Self.assemble(master: master, derived: keys[...])
     }
 
     /// Where a class key's derivation finds the master key: a key of its own, or the first key of
@@ -64,48 +53,23 @@ struct ClassKeys: Sendable {
         case firstInAllocation
     }
 
-    /// The derivations of the three class keys from `master`, then of the format-1 keys of `groups`
-    /// (each the index key and one encryption key per class), keyed by those class keys.
-    static func derivations(master: MasterKeyPlace, preparing groups: [GroupName]) -> [KeyDerivation.Derivation] {
-        let classes = ProtectionClass.allCases
-        let first: Int
-        var derivations: [KeyDerivation.Derivation]
-        switch master {
-        case .key(let key):
-            first = 0
-            derivations = classes.map {
+    /// The derivations of the three class keys from `master`.
+    static func derivations(master: MasterKeyPlace) -> [KeyDerivation.Derivation] {
+        ProtectionClass.allCases.map {
+            switch master {
+            case .key(let key):
                 KeyDerivation.Derivation(of: key, domain: ProtectionClass.domain, context: [$0.rawValue])
-            }
-        case .firstInAllocation:
-            first = 1
-            derivations = classes.map {
+            case .firstInAllocation:
                 KeyDerivation.Derivation(ofEarlier: 0, domain: ProtectionClass.domain, context: [$0.rawValue])
             }
         }
-        for group in groups {
-            derivations += GroupKeys.formatOneDerivations(of: group, classes: classes) {
-                protectionClass, domain, context in
-                KeyDerivation.Derivation(
-                    ofEarlier: first + classes.firstIndex(of: protectionClass)!, domain: domain, context: context)
-            }
-        }
-        return derivations
     }
 
-    /// The class keys and the prepared groups' keys from what `derivations(master:preparing:)` made.
-    static func assemble(master: SymmetricKey, derived keys: ArraySlice<SymmetricKey>, preparing groups: [GroupName])
-        -> (classKeys: ClassKeys, groups: [(group: GroupName, keys: ArraySlice<SymmetricKey>)])
-    {
-        let classes = ProtectionClass.allCases.count
+    /// The class keys from what `derivations(master:)` made.
+    static func assemble(master: SymmetricKey, derived keys: ArraySlice<SymmetricKey>) -> ClassKeys {
         let start = keys.startIndex
-        let perGroup = 1 + classes
-        let prepared = groups.enumerated().map { index, group in
-            let from = start + classes + index * perGroup
-            return (group: group, keys: keys[from..<(from + perGroup)])
-        }
-        let classKeys = ClassKeys(
+        return ClassKeys(
             master: master, always: keys[start], afterFirstUnlock: keys[start + 1], whenUnlocked: keys[start + 2])
-        return (classKeys, prepared)
     }
 
     private init(master: SymmetricKey, always: SymmetricKey, afterFirstUnlock: SymmetricKey, whenUnlocked: SymmetricKey)

@@ -17,7 +17,7 @@ extension VaultStore {
     {
         let (key, keys) = try encryptionKey(protectionClass, for: item)
         let contents = try ItemFile.seal(
-            plaintext, version: itemFormatVersion, key: key, protectionClass: protectionClass,
+            plaintext, key: key, protectionClass: protectionClass,
             generation: keys.currentGeneration, binding: keys.binding, location: item)
         guard let version, version.generation > 1 else {
             return SealedItem(contents: contents, keys: keys, recordText: nil)

@@ -18,6 +18,8 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case permissionDenied
         /// The vault or file was written by a format version this build does not read.
         case unsupportedFormat
+        /// The vault is of the old format 1, which is read only to be upgraded (`VaultStore.upgrade`).
+        case needsUpgrade
         /// A file failed its integrity check: tampered, truncated, damaged, moved or under another key.
         case integrity
         /// An input/output failure: EIO, ENOSPC, EFBIG, a failed fsync or rename, …

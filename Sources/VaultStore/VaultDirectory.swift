@@ -91,7 +91,7 @@ enum VaultDirectory {
         ).fd
     }
 
-    /// Opens a group directory of a format-2 vault: as `openSubdirectory`, or a shared group's directory,
+    /// Opens a group directory: as `openSubdirectory`, or a shared group's directory,
     /// which must be exactly `<owner>:<any group>` with mode 2770 (setgid, group-writable, nothing for
     /// others), `owner` being the vault's owner.
     static func openGroupDirectory(_ name: String, in parent: FileDescriptor, path: FilePath, owner: UInt32)

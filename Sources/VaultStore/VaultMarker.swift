@@ -27,15 +27,13 @@ struct VaultMarker: Equatable {
 
     let vaultID: [UInt8]
     var version: UInt8 = VaultMarker.formatVersion
-    /// Format 2: the vault keeps its item class keys in `classes.key` (flags bit 0). A format-2 vault
-    /// made before that file existed has the bit clear, and its class keys stand in for them.
+    /// The vault keeps its item class keys in `classes.key` (flags bit 0). A vault made before that
+    /// file existed has the bit clear, and its class keys stand in for them.
     var hasItemClassKeys = false
 
-    static func random(version: UInt8 = formatVersion) throws(StoreError) -> VaultMarker {
+    static func random() throws(StoreError) -> VaultMarker {
         do {
-            return VaultMarker(
-                vaultID: try SecureRandom.bytes(count: vaultIDByteCount), version: version,
-                hasItemClassKeys: version >= 2)
+            return VaultMarker(vaultID: try SecureRandom.bytes(count: vaultIDByteCount), hasItemClassKeys: true)
         } catch {
             throw StoreError.crypto(error, "cannot make a vault id")
         }

@@ -2,7 +2,7 @@ import FoundationEssentials
 import VaultCrypto
 import VaultSystem
 
-/// Fleet groups (format 2): a group whose items also live in a replica every machine shares (etcd),
+/// Fleet groups: a group whose items also live in a replica every machine shares (etcd),
 /// reached through the `GroupReplica` that `fleetReplicas` makes. The directory is the replica's cache:
 /// the same item-file bytes, refreshed under the group's lock before a transaction and before a read
 /// when the last refresh is more than a second old; every write and delete goes to the replica first
@@ -10,7 +10,6 @@ import VaultSystem
 extension VaultStore {
     /// The replica of `group`, or nil for a group that is not a fleet group.
     func replica(for group: GroupName) throws(StoreError) -> GroupReplica? {
-        if formatVersion < 2 { return nil }
         if let known = state.withLock({ $0.replicas[group] }) { return known }
         guard let directory = try groupDirectory(group, create: false) else { return nil }
         let settingsPath = groupPath(group) / FleetSettings.fileName
@@ -89,7 +88,6 @@ extension VaultStore {
 
     /// Whether `group` is a fleet group (its directory has `fleet.conf`).
     public func isFleetGroup(_ group: GroupName) -> Bool {
-        guard formatVersion >= 2 else { return false }
         if let known = state.withLock({ $0.replicas[group] }) { return known != nil }
         guard let directory = try? groupDirectory(group, create: false) else { return false }
         return (try? directory.statusAt(FleetSettings.fileName)) != nil
@@ -128,7 +126,7 @@ extension VaultStore {
     /// changed: then what the transaction read of the group before may be stale (a write then reruns it).
     @discardableResult
     func refreshReplicaIfStale(_ group: GroupName) throws(StoreError) -> Bool {
-        guard formatVersion >= 2, let replica = try replica(for: group) else { return false }
+        guard let replica = try replica(for: group) else { return false }
         let thread = ProcessIdentity.threadID
         let inTransaction = state.withLock { (state) -> Bool? in
             guard state.writerThread == thread else { return nil }

@@ -63,9 +63,9 @@ extension VaultStore {
     /// Checks that `contents` opens under the group's keys as `item`; `integrity` otherwise.
     func checkItemFile(_ contents: [UInt8], as item: ItemLocation) throws(StoreError) {
         let path = itemPath(item)
-        let header = try ItemFile.header(of: contents, expected: itemFormatVersion, path: path)
+        let header = try ItemFile.header(of: contents, path: path)
         let (key, keys) = try encryptionKey(header.protectionClass, for: item, generation: header.generation)
-        _ = try ItemFile.open(contents, header: header, key: key, binding: keys.binding, location: item, path: path)
+        _ = try ItemFile.open(contents, key: key, binding: keys.binding, location: item, path: path)
     }
 
     /// Reads fleet group `group` from its replica anew, under its lock. With `acceptingRollback`, what

@@ -58,7 +58,6 @@ extension VaultStore {
         _ group: GroupName, file: GroupKeyFile, settings: FleetSettings, unixGroup: UInt32?, what: String,
         agree: (GroupReplica, [UInt8]) throws(StoreError) -> Void
     ) throws(StoreError) {
-        try requireCurrentFormat(what)
         let classKeys = try ownerClassKeys(what)
         if let unixGroup {
             // Before anything is registered or made: the kernel lets only root and the Unix group's

@@ -1,7 +1,7 @@
 import VaultCrypto
 import VaultSystem
 
-/// Format v2's access groups: each has its own `group.key` and `.lock` in its directory. A private
+/// Access groups: each has its own `group.key` and `.lock` in its directory. A private
 /// group is the owner's alone (0700, its key sealed under the owner's `always` key); a shared group's
 /// directory is `<owner>:<Unix group>` 2770 and its key file 0640, so that the kernel lets the
 /// members of one Unix group, and no one else, use it.
@@ -27,7 +27,7 @@ extension VaultStore {
         }
     }
 
-    /// The keys of `group` from its `group.key` (format v2). A group that does not exist yet has, for
+    /// The keys of `group` from its `group.key`. A group that does not exist yet has, for
     /// its owner, the keys of a private group without encryption keys (ids only; not cached, so that
     /// the group is read once it is made); for a member it is `groupNotFound`.
     func loadGroupKeys(_ group: GroupName) throws(StoreError) -> GroupKeys {
@@ -120,7 +120,7 @@ extension VaultStore {
         }
     }
 
-    /// Opens `group`'s `.lock` (format v2): a regular file of the vault's owner with one link.
+    /// Opens `group`'s `.lock`: a regular file of the vault's owner with one link.
     func openGroupLockFile(_ group: GroupName) throws(StoreError) -> FileDescriptor {
         let path = groupPath(group) / Self.lockFileName
         let directory = try existingGroupDirectory(group)
@@ -169,13 +169,12 @@ extension VaultStore {
         }
     }
 
-    /// Makes group `group` (format v2, the owner only): its directory, `group.key` and `.lock`. With
+    /// Makes group `group` (the owner only): its directory, `group.key` and `.lock`. With
     /// `unixGroup`, a shared group: the directory `<owner>:<unixGroup>` 2770, the key file 0640 and the
     /// lock 0660, and the vault directory and `groups/` made traversable (0711) so that members reach
     /// it. Without, a private group (0700, 0600). Finishes a creation that was interrupted; refuses
     /// (`vaultAlreadyExists`) a group that exists.
     public func createGroup(_ group: GroupName, unixGroup: UInt32?) throws(StoreError) {
-        try requireCurrentFormat("create a group")
         let classKeys = try ownerClassKeys("create a group")
         try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in
             try requireCurrentKeys()
@@ -301,13 +300,12 @@ extension VaultStore {
 }
 
 extension VaultStore {
-    /// Removes group `group` and its items (format 2, the owner only), under the vault's lock and the
+    /// Removes group `group` and its items (the owner only), under the vault's lock and the
     /// group's; refuses a group that still holds items unless `force`. Returns the number of items
     /// removed.
     @discardableResult
     public func removeGroup(_ group: GroupName, force: Bool) throws(StoreError) -> Int {
         _ = try ownerClassKeys("remove a group")
-        try requireCurrentFormat("remove a group")
         guard try groupDirectory(group, create: false) != nil else {
             throw StoreError(
                 .groupNotFound, "there is no group \(group) in the vault at \(path)", path: groupPath(group).string)

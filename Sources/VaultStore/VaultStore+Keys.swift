@@ -7,22 +7,19 @@ extension VaultStore {
     /// The class keys a process can have: all of them from a key file or a passphrase; in a passphrase
     /// vault opened without one, the `always` key from `always.key` and whatever `vault unlock` cached.
     /// The cache is tried before the passphrase is asked for, so that an unlocked vault asks nothing.
-    /// With the master key at hand, the format-1 keys of `groups` are derived with the class keys, in
-    /// the same secure allocation (`ClassKeys.derive`).
     static func loadClassKeys(
-        directory: FileDescriptor, path: FilePath, markerBytes: [UInt8], keySource: KeySource,
-        preparing groups: [GroupName] = []
-    ) throws(StoreError) -> (classKeys: ClassKeys, groups: [(group: GroupName, keys: ArraySlice<SymmetricKey>)]) {
+        directory: FileDescriptor, path: FilePath, markerBytes: [UInt8], keySource: KeySource
+    ) throws(StoreError) -> ClassKeys {
         let wrapped: [UInt8]
         let keyPath: FilePath
-        // A plain master.key is read into the allocation the class keys (and the groups') are made in.
+        // A plain master.key is read into the allocation the class keys are made in.
         let read = try MasterKeyFile.read(
             in: directory, vaultPath: path, source: keySource,
-            deriving: ClassKeys.derivations(master: .firstInAllocation, preparing: groups))
+            deriving: ClassKeys.derivations(master: .firstInAllocation))
         switch read.contents {
         case .key(let master) where !read.derived.isEmpty:
-            return ClassKeys.assemble(master: master, derived: read.derived, preparing: groups)
-        case .key(let master): return try ClassKeys.derive(master: master, preparing: groups)
+            return ClassKeys.assemble(master: master, derived: read.derived)
+        case .key(let master): return try ClassKeys(master: master)
         case .wrapped(let bytes, let path): (wrapped, keyPath) = (bytes, path)
         }
         let alwaysFile = try AlwaysKeyFile.load(in: directory, vaultPath: path)
@@ -34,35 +31,24 @@ extension VaultStore {
             afterFirstUnlock = cached.afterFirstUnlock.flatMap { alwaysFile.verifies($0, .afterFirstUnlock) ? $0 : nil }
             whenUnlocked = cached.whenUnlocked.flatMap { alwaysFile.verifies($0, .whenUnlocked) ? $0 : nil }
             if let afterFirstUnlock, let whenUnlocked {
-                return (
-                    ClassKeys(
-                        always: alwaysFile.always, afterFirstUnlock: afterFirstUnlock, whenUnlocked: whenUnlocked),
-                    []
-                )
+                return ClassKeys(
+                    always: alwaysFile.always, afterFirstUnlock: afterFirstUnlock, whenUnlocked: whenUnlocked)
             }
         }
         do {
             let master = try MasterKeyFile.unwrap(wrapped, path: keyPath, vaultPath: path, source: keySource)
-            return try ClassKeys.derive(master: master, preparing: groups)
+            return try ClassKeys(master: master)
         } catch  where error.code == .locked {
             // No passphrase to be had: open locked. `Always` items stay readable; the others say locked.
             guard let alwaysFile else { throw error }
-            return (
-                ClassKeys(always: alwaysFile.always, afterFirstUnlock: afterFirstUnlock, whenUnlocked: whenUnlocked), []
-            )
+            return ClassKeys(always: alwaysFile.always, afterFirstUnlock: afterFirstUnlock, whenUnlocked: whenUnlocked)
         }
     }
 
-    /// The keys of `group`, computed once per store (format v2: from its `group.key`, see
-    /// `VaultStore+Groups`).
+    /// The keys of `group`, read once per store from its `group.key` (see `VaultStore+Groups`).
     func keys(for group: GroupName) throws(StoreError) -> GroupKeys {
         if let keys = state.withLock({ $0.groupKeys[group] }) { return keys }
-        let keys: GroupKeys
-        if formatVersion == 1 {
-            keys = try GroupKeys(classKeys: try ownerClassKeys("use group \(group)"), group: group, vaultID: vaultID)
-        } else {
-            keys = try loadGroupKeys(group)
-        }
+        let keys = try loadGroupKeys(group)
         if !keys.isAbsent { state.withLock { $0.groupKeys[group] = keys } }
         return keys
     }
@@ -91,7 +77,7 @@ extension VaultStore {
         throws(StoreError) -> (key: SymmetricKey, keys: GroupKeys)
     {
         var keys = try keys(for: item.group)
-        if let generation, formatVersion >= 2, keys.encryption(protectionClass, generation: generation) == nil,
+        if let generation, keys.encryption(protectionClass, generation: generation) == nil,
             keys.isShared || classKeys?.key(protectionClass) != nil
         {
             // Written under a key generation this store has not seen: the group was rotated since its
@@ -127,10 +113,10 @@ extension VaultStore {
         (try? directory.statusAt(MasterKeyFile.fileName))?.size == Int64(WrappedMasterKey.byteCount)
     }
 
-    /// Whether this store can write items of `protectionClass` in `group`: a shared group (format 2)
-    /// cannot be locked, so there every class is available; elsewhere as `isAvailable(_:)`.
+    /// Whether this store can write items of `protectionClass` in `group`: a shared group cannot be
+    /// locked, so there every class is available; elsewhere as `isAvailable(_:)`.
     public func isAvailable(_ protectionClass: ProtectionClass, in group: GroupName) -> Bool {
-        if formatVersion >= 2, (try? keys(for: group))?.isShared == true { return true }
+        if (try? keys(for: group))?.isShared == true { return true }
         return isAvailable(protectionClass)
     }
 

@@ -43,20 +43,21 @@ extension VaultStore {
             do {
                 markerBytes = try readMarker(in: directory, path: markerPath)
             } catch  where error.errno == .permissionDenied {
-                markerBytes = nil  // format 1's VAULT is 0600: not a vault members may open
+                markerBytes = nil  // a format-1 VAULT is 0600: not a vault members may open
             }
             let marker = try markerBytes.map { (bytes) throws(StoreError) in
                 try VaultMarker.unverified(bytes, path: markerPath)
             }
-            guard let marker, marker.version >= 2 else {
+            guard let marker else {
                 try? directory.close()
                 return nil
             }
+            if marker.version == FormatOneVault.version { throw FormatOneVault.needsUpgrade(location) }
             let groups = try VaultDirectory.openSubdirectory(
                 groupsDirectoryName, in: directory, path: location / groupsDirectoryName, vaultOwner: owner)
             return VaultStore(
                 location: location, vaultID: marker.vaultID, directory: directory, groupsDirectory: groups,
-                lockFile: nil, classKeys: nil, versions: versions, formatVersion: marker.version)
+                lockFile: nil, classKeys: nil, versions: versions)
         } catch {
             try? directory.close()
             throw error

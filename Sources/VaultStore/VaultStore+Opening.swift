@@ -23,11 +23,10 @@ extension VaultStore {
     /// creator holds the lock on `.lock` until its marker is written, and the others wait for it.
     /// With an external key file nothing is created (`vaultNotFound`): that takes an explicit `create`.
     public static func openOrCreate(
-        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil,
-        preparing groups: [GroupName] = []
+        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil
     ) throws(StoreError) -> VaultStore {
         do {
-            return try open(at: path, keySource: keySource, versions: versions, preparing: groups)
+            return try open(at: path, keySource: keySource, versions: versions)
         } catch  where error.code == .vaultNotFound {
             // With an external key, a mistyped path must not get a fresh vault under a production key.
             if let keyFile = keySource.keyFile {
@@ -42,12 +41,10 @@ extension VaultStore {
     }
 
     /// Opens the vault at `path`, checking the directory, the key file and the marker; every refusal
-    /// names the file and the fix. The keys of `groups` (those a client will read first) are derived
-    /// at once in a format-1 vault, with the class keys and in their secure allocation; any other
-    /// group's when first used.
+    /// names the file and the fix. A vault of the old format 1 is `needsUpgrade` (after any
+    /// interrupted upgrade or rekey is finished or undone): `upgrade(at:…)` converts it.
     public static func open(
-        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil,
-        preparing groups: [GroupName] = []
+        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil
     ) throws(StoreError) -> VaultStore {
         let location = FilePath(path)
         if keySource.keyFile == nil, keySource.loadedKey == nil, let owner = memberOpenOwner(location),
@@ -56,12 +53,12 @@ extension VaultStore {
             return member
         }
         do {
-            return try openAsOwner(location, keySource: keySource, versions: versions, preparing: groups)
+            return try openAsOwner(location, keySource: keySource, versions: versions)
         } catch  where error.code == .integrity && rekeyUnderWay(location) {
             // A rekey switched the key files between this open's reads of them (it began after the open
             // looked for its journal): once more, which waits for the rekey's lock and reads its result.
-            return try openAsOwner(location, keySource: keySource, versions: versions, preparing: groups)
-        } catch  where error.errno != nil && isFormatOne(location) {
+            return try openAsOwner(location, keySource: keySource, versions: versions)
+        } catch  where error.errno != nil && FormatOneVault.isFormatOne(at: location) {
             // A format-1 vault is opened to be upgraded, which writes: say what it takes.
             throw StoreError(
                 error.code,
@@ -71,14 +68,6 @@ extension VaultStore {
         }
     }
 
-    /// Whether the marker of the vault at `location` says format 1 (read unchecked, for a message).
-    private static func isFormatOne(_ location: FilePath) -> Bool {
-        guard let directory = try? VaultDirectory.open(location) else { return false }
-        defer { try? directory.close() }
-        let marker = try? readMarker(in: directory, path: location / VaultMarker.fileName)
-        return marker.map { $0.count > 4 && $0[4] == 1 } ?? false
-    }
-
     /// Whether a rekey journal is in the vault at `location` now.
     private static func rekeyUnderWay(_ location: FilePath) -> Bool {
         (try? FileDescriptor.currentWorkingDirectory.statusAt((location / RekeyJournal.fileName).string)) != nil
@@ -86,7 +75,7 @@ extension VaultStore {
 
     /// `open` as the vault's owner (or root): rekey recovery, the marker, the class keys.
     private static func openAsOwner(
-        _ location: FilePath, keySource: KeySource, versions: ItemVersionReader?, preparing groups: [GroupName]
+        _ location: FilePath, keySource: KeySource, versions: ItemVersionReader?
     ) throws(StoreError) -> VaultStore {
         let path = location.string
         let directory = try VaultDirectory.open(location)
@@ -134,15 +123,12 @@ extension VaultStore {
                         + "\(VaultMarker.supportedVersions.lowerBound) to \(VaultMarker.supportedVersions.upperBound)",
                     path: markerPath.string)
             }
-            // Format 1 derives a group's keys from the class keys alone, so they can be made with them.
-            let formatOne = markerBytes.count >= 5 && markerBytes[4] == 1
-            let (classKeys, prepared) = try loadClassKeys(
-                directory: directory, path: location, markerBytes: markerBytes, keySource: keySource,
-                preparing: formatOne ? groups : [])
+            if FormatOneVault.isFormatOne(markerBytes) { throw FormatOneVault.needsUpgrade(location) }
+            let classKeys = try loadClassKeys(
+                directory: directory, path: location, markerBytes: markerBytes, keySource: keySource)
             do {
                 return try assemble(
-                    location, directory: directory, markerBytes: markerBytes, classKeys: classKeys, versions: versions,
-                    preparedGroups: prepared)
+                    location, directory: directory, markerBytes: markerBytes, classKeys: classKeys, versions: versions)
             } catch  where error.code == .integrity && error.path == markerPath.string {
                 // This open finished a rekey to a new key file and was given another key file: say which.
                 guard let rekeyedTo, rekeyedTo != keySource.keyFile else { throw error }
@@ -305,16 +291,9 @@ extension VaultStore {
     /// directory. Takes ownership of `directory` only on success.
     private static func assemble(
         _ location: FilePath, directory: FileDescriptor, markerBytes: [UInt8], classKeys: ClassKeys,
-        versions: ItemVersionReader?, preparedGroups: [(group: GroupName, keys: ArraySlice<SymmetricKey>)] = []
+        versions: ItemVersionReader?
     ) throws(StoreError) -> VaultStore {
         let marker = try VaultMarker.decode(markerBytes, key: classKeys.always, path: location / VaultMarker.fileName)
-        var groupKeys: [GroupName: GroupKeys] = [:]
-        if marker.version == 1 {
-            for (group, keys) in preparedGroups {
-                groupKeys[group] = GroupKeys(
-                    formatOne: keys, classes: ProtectionClass.allCases, vaultID: marker.vaultID)
-            }
-        }
         var itemClassKeys: ClassKeys?
         if marker.hasItemClassKeys {
             itemClassKeys = try ItemClassKeyFile.load(
@@ -333,8 +312,7 @@ extension VaultStore {
             let groups = try ensureGroupsDirectory(in: directory, path: location)
             return VaultStore(
                 location: location, vaultID: marker.vaultID, directory: directory, groupsDirectory: groups,
-                lockFile: lockFile, classKeys: classKeys, itemClassKeys: itemClassKeys, versions: versions,
-                formatVersion: marker.version, groupKeys: groupKeys)
+                lockFile: lockFile, classKeys: classKeys, itemClassKeys: itemClassKeys, versions: versions)
         } catch {
             try? lockFile.close()
             throw error

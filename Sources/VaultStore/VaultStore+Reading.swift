@@ -157,10 +157,10 @@ extension VaultStore {
                 return nil
             }
             do throws(StoreError) {
-                let header = try ItemFile.header(of: contents, expected: itemFormatVersion, path: itemPath(item))
+                let header = try ItemFile.header(of: contents, path: itemPath(item))
                 let (key, keys) = try encryptionKey(header.protectionClass, for: item, generation: header.generation)
                 return try ItemFile.open(
-                    contents, header: header, key: key, binding: keys.binding, location: item, path: itemPath(item))
+                    contents, key: key, binding: keys.binding, location: item, path: itemPath(item))
             } catch {
                 // A reader takes no lock, so the file it opened may have become the group's spare and be
                 // written over (`SpareFile`): what it read can be another item's file, zeros, or torn.

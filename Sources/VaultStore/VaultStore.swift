@@ -14,28 +14,13 @@ public final class VaultStore: Sendable {
     public var path: String { location.string }
     /// The vault's 16-byte id from its marker.
     public let vaultID: [UInt8]
-    /// The format version its marker says: 1, or 2 (per-group keys, shared groups, per-group locks).
-    public let formatVersion: UInt8
-    /// Whether this is a vault of the old format 1, which is read only to be upgraded (`upgrade`).
-    public var needsUpgrade: Bool { formatVersion == 1 }
-
-    /// Refuses to `what` in a vault of the old format 1: its groups have no keys of their own.
-    func requireCurrentFormat(_ what: String) throws(StoreError) {
-        guard needsUpgrade else { return }
-        throw StoreError(
-            .unsupportedFormat,
-            "cannot \(what): the vault at \(path) is in the old format 1, whose groups share one key; run `vault "
-                + "upgrade` (any open through the keychain with the vault's key upgrades it too)")
-    }
-    /// The item format of this vault's item files.
-    var itemFormatVersion: UInt8 { ItemFile.version(forVault: formatVersion) }
 
     /// The vault directory as given, for the paths in messages.
     let location: FilePath
     /// `<location>/groups/`, the start of every item's path (built once: a get builds one path).
     let groupsPathPrefix: String
     /// The uid that owns the vault directory: the vault's owner, whose files alone `group.key` and
-    /// `.lock` may be (format v2).
+    /// `.lock` may be.
     let ownerID: UInt32
     let directory: FileDescriptor
     let groupsDirectory: FileDescriptor
@@ -44,12 +29,12 @@ public final class VaultStore: Sendable {
     /// and write through the same spare. So a child opens `.lock` anew before its first write
     /// (`WriteLock`).
     let lock: Mutex<(file: FileDescriptor?, processID: Int32)>
-    /// The owner's class keys; nil for a member of a shared group (format v2), who opens the vault
+    /// The owner's class keys; nil for a member of a shared group, who opens the vault
     /// without `master.key` and reaches only the groups whose keys the kernel lets it read.
     let classKeys: ClassKeys?
-    /// The owner's item class keys (format 2, `ItemClassKeyFile`): what private groups' item keys are
-    /// made from, so that a rekey leaves items as they are; the class keys themselves in format 1
-    /// and in a format-2 vault without `classes.key`. Nil for a member.
+    /// The owner's item class keys (`ItemClassKeyFile`): what private groups' item keys are
+    /// made from, so that a rekey leaves items as they are; the class keys themselves in a vault
+    /// without `classes.key`. Nil for a member.
     let itemClassKeys: ClassKeys?
     /// How to read an item's version from its plaintext, for the recovery of interrupted moves.
     let versions: ItemVersionReader?
@@ -65,16 +50,16 @@ public final class VaultStore: Sendable {
         var groupDirectories: [GroupName: FileDescriptor] = [:]
         /// The derived keys of each group seen.
         var groupKeys: [GroupName: GroupKeys] = [:]
-        /// Format v2: which file each group's `group.key` was when its keys were read (inode and change
+        /// which file each group's `group.key` was when its keys were read (inode and change
         /// time); a writer that finds another one under the lock reads the keys again (a rotation
         /// replaced the file).
         var groupKeyInodes: [GroupName: GroupKeyFileIdentity] = [:]
-        /// Format v2: each group's open `.lock` and the process that opened it (see `lock`).
+        /// each group's open `.lock` and the process that opened it (see `lock`).
         var groupLocks: [GroupName: (file: FileDescriptor, processID: Int32)] = [:]
         /// Descriptors of removed groups, closed only with the store: a prepared write of another thread
         /// (`PreparedItemWrite`) may still hold one, and a closed number can be reused by any open.
         var retiredDescriptors: [FileDescriptor] = []
-        /// Format v2, group commit (`GroupCommit`): the slots this process holds in each group (threads
+        /// group commit (`GroupCommit`): the slots this process holds in each group (threads
         /// sharing one `.lock` descriptor do not exclude each other by its locks).
         var claimedSlots: [GroupName: Set<Int>] = [:]
         /// The ticket of this store's last write to each group (prepared or under the lock), and how
@@ -83,7 +68,7 @@ public final class VaultStore: Sendable {
         var preparedWritesLeft: [GroupName: Int] = [:]
         /// Each group's in-process half of the flush lock.
         var flushLeaders: [GroupName: GroupCommit.FlushLeader] = [:]
-        /// Format v2: the groups whose interrupted moves were finished since the store was opened.
+        /// the groups whose interrupted moves were finished since the store was opened.
         var movesRecoveredGroups: Set<GroupName> = []
         /// The groups whose stale temp files were removed (`Housekeeping`).
         var cleanedGroups: Set<GroupName> = []
@@ -95,7 +80,7 @@ public final class VaultStore: Sendable {
         /// removed: a spare may be an item's file on disk. No spare is used until the next writer has
         /// removed them all (the transaction leaves `WriterMark.sparesUntrusted`).
         var spareUntrusted = false
-        /// Format v2: this process holds the vault's `.lock` (a whole-vault transaction), so that making a
+        /// this process holds the vault's `.lock` (a whole-vault transaction), so that making a
         /// group inside it does not take (and then release) the lock again.
         var holdsVaultLock = false
         /// Fleet groups: each group's replica (nil inside: not a fleet group), when its cache was last
@@ -128,16 +113,13 @@ public final class VaultStore: Sendable {
     init(
         location: FilePath, vaultID: [UInt8], directory: FileDescriptor, groupsDirectory: FileDescriptor,
         lockFile: FileDescriptor?, classKeys: ClassKeys?, itemClassKeys: ClassKeys? = nil,
-        versions: ItemVersionReader?, formatVersion: UInt8, groupKeys: [GroupName: GroupKeys] = [:]
+        versions: ItemVersionReader?
     ) {
-        var state = State()
-        state.groupKeys = groupKeys
-        self.state = Mutex(state)
+        self.state = Mutex(State())
         self.location = location
         self.groupsPathPrefix = location.string + "/" + Self.groupsDirectoryName + "/"
         self.ownerID = (try? directory.status().ownerID) ?? ProcessIdentity.effectiveUserID
         self.vaultID = vaultID
-        self.formatVersion = formatVersion
         self.directory = directory
         self.groupsDirectory = groupsDirectory
         self.lock = Mutex((lockFile, ProcessIdentity.processID))

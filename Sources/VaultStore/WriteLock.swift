@@ -4,13 +4,12 @@ import VaultSystem
 /// takes a lock from one that died holding it (`WriterMark`): sweep temp files, remove spares, finish
 /// half-done moves.
 ///
-/// Format v1 has one lock, `.lock` in the vault directory, for everything. Format v2 has one per group
-/// (`groups/<group>/.lock`: members of a shared group cannot open a vault-wide one, and writers of
+/// Each group has a lock of its own (`groups/<group>/.lock`: members of a shared group cannot open a vault-wide one, and writers of
 /// different groups need not wait for each other), taken in name order; whole-vault operations take
 /// the vault's `.lock` and then every group's. Each lock's mark covers what its holders leave in the
 /// directories it guards.
 extension VaultStore {
-    /// Runs `body` holding the vault's whole write lock (every group's, in format v2), so that a
+    /// Runs `body` holding the vault's whole write lock (every group's), so that a
     /// check-then-act in `body` cannot interleave with any other writer, in this process or another.
     /// The lock is released when `body` returns or throws (or the process dies). Before `body`, the
     /// transaction cleans up after a writer that died (and, at the first write of this store, after any
@@ -22,8 +21,7 @@ extension VaultStore {
         try withWriteLock(finishingMoves: true, groups: nil, body)
     }
 
-    /// `withWriteLock` for a transaction that changes only `groups` and `creating` (format v1: the
-    /// whole vault regardless). Groups of `creating` that do not exist yet are made first (private to
+    /// `withWriteLock` for a transaction that changes only `groups` and `creating`. Groups of `creating` that do not exist yet are made first (private to
     /// the owner); those of `groups` that do not exist are skipped (they hold nothing to change). A
     /// change in the transaction to a group whose lock it does not hold is refused.
     public func withWriteLock<R, Failure: StoreErrorConvertible>(
@@ -143,47 +141,42 @@ extension VaultStore {
         var files: [(file: FileDescriptor, groups: Set<GroupName>?, path: FilePath)] = []
         var covered: [GroupName]? = nil
         var held: [HeldLock] = []
-        if formatVersion == 1 {
-            files.append((try currentVaultLockFile(), nil, location / Self.lockFileName))
-        } else {
-            if requested == nil {
-                _ = try ownerClassKeys("write to every group at once")
-                // The vault's lock before the groups are listed: a group is made only under it (see
-                // `withGroupCreationLock`), so none can appear that this transaction would not lock.
-                let vaultLock = try currentVaultLockFile()
-                do throws(Errno) {
-                    try vaultLock.lock(.exclusive)
-                } catch {
-                    throw StoreError.system(error, .lock, "lock", path: location / Self.lockFileName)
-                }
-                held.append(HeldLock(file: vaultLock, groups: []))
-                state.withLock { $0.holdsVaultLock = true }
-            }
-            let names: [GroupName]
-            if let requested {
-                var existing: Set<GroupName> = []
-                for group in Set(creating) {
-                    _ = try existingGroupDirectory(group)
-                    existing.insert(group)
-                }
-                for group in Set(requested).subtracting(existing) where try groupDirectory(group, create: false) != nil
-                {
-                    existing.insert(group)
-                }
-                names = existing.sorted()
-            } else {
-                names = try groups()
-            }
-            covered = names
-            do throws(StoreError) {
-                for group in names {
-                    files.append((try currentGroupLockFile(group), [group], groupPath(group) / Self.lockFileName))
-                }
+        if requested == nil {
+            _ = try ownerClassKeys("write to every group at once")
+            // The vault's lock before the groups are listed: a group is made only under it (see
+            // `withGroupCreationLock`), so none can appear that this transaction would not lock.
+            let vaultLock = try currentVaultLockFile()
+            do throws(Errno) {
+                try vaultLock.lock(.exclusive)
             } catch {
-                for lock in held.reversed() { try? lock.file.unlock() }
-                state.withLock { $0.holdsVaultLock = false }
-                throw error
+                throw StoreError.system(error, .lock, "lock", path: location / Self.lockFileName)
             }
+            held.append(HeldLock(file: vaultLock, groups: []))
+            state.withLock { $0.holdsVaultLock = true }
+        }
+        let names: [GroupName]
+        if let requested {
+            var existing: Set<GroupName> = []
+            for group in Set(creating) {
+                _ = try existingGroupDirectory(group)
+                existing.insert(group)
+            }
+            for group in Set(requested).subtracting(existing) where try groupDirectory(group, create: false) != nil {
+                existing.insert(group)
+            }
+            names = existing.sorted()
+        } else {
+            names = try groups()
+        }
+        covered = names
+        do throws(StoreError) {
+            for group in names {
+                files.append((try currentGroupLockFile(group), [group], groupPath(group) / Self.lockFileName))
+            }
+        } catch {
+            for lock in held.reversed() { try? lock.file.unlock() }
+            state.withLock { $0.holdsVaultLock = false }
+            throw error
         }
         for (file, groups, path) in files {
             do throws(Errno) {
@@ -195,7 +188,7 @@ extension VaultStore {
             }
             held.append(HeldLock(file: file, groups: groups))
         }
-        if formatVersion >= 2 { for group in covered ?? [] { refreshGroupKeysIfReplaced(group) } }
+        for group in covered ?? [] { refreshGroupKeysIfReplaced(group) }
         return (held, covered)
     }
 
@@ -204,7 +197,7 @@ extension VaultStore {
     /// group.
     private func firstWriteGroups(_ locked: Set<GroupName>?, died: Set<GroupName>?) -> Set<GroupName>? {
         state.withLock { state in
-            if formatVersion == 1 || locked == nil {
+            if locked == nil {
                 defer { state.movesRecovered = true }
                 return state.movesRecovered && died != nil && died!.isEmpty ? [] : nil
             }
@@ -215,12 +208,12 @@ extension VaultStore {
         }
     }
 
-    /// Runs `body`, which makes a group, under the vault's `.lock` (format v2; unless this transaction
-    /// holds it already): a whole-vault operation (a rekey, which seals every `group.key` again) then
+    /// Runs `body`, which makes a group, under the vault's `.lock` (unless this transaction holds it
+    /// already): a whole-vault operation (a rekey, which seals every `group.key` again) then
     /// never misses a group made meanwhile, and a process whose keys a rekey replaced finds out before
     /// it seals a new group under them (`requireCurrentKeys`).
     func withGroupCreationLock<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
-        if formatVersion == 1 || state.withLock({ $0.holdsVaultLock }) {
+        if state.withLock({ $0.holdsVaultLock }) {
             try requireCurrentKeys()
             return try body()
         }
@@ -245,7 +238,7 @@ extension VaultStore {
             VaultMarker.fileName, in: directory, path: markerPath, limit: VaultMarker.maximumReadByteCount)
         do throws(StoreError) {
             let marker = try VaultMarker.decode(bytes, key: classKeys.always, path: markerPath)
-            guard marker.vaultID == vaultID, marker.version == formatVersion else {
+            guard marker.vaultID == vaultID, marker.version == VaultMarker.formatVersion else {
                 throw StoreError(.integrity, "\(markerPath) changed", path: markerPath.string)
             }
         } catch {
@@ -272,7 +265,7 @@ extension VaultStore {
         return reopened
     }
 
-    /// This process's own open of `group`'s `.lock` (format v2), reopened after a fork as the vault's.
+    /// This process's own open of `group`'s `.lock`, reopened after a fork as the vault's.
     func currentGroupLockFile(_ group: GroupName) throws(StoreError) -> FileDescriptor {
         let pid = ProcessIdentity.processID
         if let file = state.withLock({ state in

@@ -8,7 +8,7 @@ public struct WriteTransaction {
     let store: VaultStore
     /// Whether durable item writes may go through the groups' spare files (see `WriteLock`).
     let reusesSpares: Bool
-    /// Format v2: the groups whose locks this transaction holds (nil: all of them).
+    /// the groups whose locks this transaction holds (nil: all of them).
     let lockedGroups: Set<GroupName>?
 
     /// Refuses a change to `group` when its lock is not held (a caller's mistake, never a user's).
@@ -60,8 +60,7 @@ public struct WriteTransaction {
         }
         // Counted as group commit's exchanges are, so that each writer of the group sees the others'
         // writes (`othersWriteToo`); flushed already, it needs no ticket's flush.
-        if durable, replica == nil, store.formatVersion >= 2, let lockFile = try? store.currentGroupLockFile(item.group)
-        {
+        if durable, replica == nil, let lockFile = try? store.currentGroupLockFile(item.group) {
             _ = store.takeCommitTicket(item.group, lockFile: lockFile)
         }
     }

@@ -12,7 +12,7 @@ public struct FilePermissions: OptionSet, Hashable, Sendable, CustomStringConver
     public static let ownerRead = FilePermissions(rawValue: 0o400)
     /// 0700.
     public static let ownerAll = FilePermissions(rawValue: 0o700)
-    /// rw-r--r--: a file everyone may read (a format-2 vault's marker).
+    /// rw-r--r--: a file everyone may read (the vault's marker).
     public static let ownerWriteAllRead = FilePermissions(rawValue: 0o644)
     /// rw-r-----: a file its group may read (a shared group's key).
     public static let ownerWriteGroupRead = FilePermissions(rawValue: 0o640)

@@ -134,7 +134,7 @@ enum ReliabilityCommands {
             if !present.contains(k) || roll < 2 {
                 let value = "\(writer)-\(sequence)"
                 say("start \(sequence) set \(writer)-k\(k) \(value)\n")
-                // `set`: in a format-2 vault it goes through group commit (`PreparedItemWrite`).
+                // `set`: it goes through group commit (`PreparedItemWrite`).
                 try vault.set(Data(value.utf8), for: try key(k))
                 present.insert(k)
             } else if roll == 2 || absent.isEmpty {

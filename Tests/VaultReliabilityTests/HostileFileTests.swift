@@ -395,13 +395,14 @@ struct Fixture {
         let plaintext: [UInt8] = Array("x".utf8)
         for _ in 0..<count {
             let sealed = try ItemFile.seal(
-                plaintext, version: 1, key: key, protectionClass: .always, generation: 0, binding: vaultID,
+                plaintext, key: key, protectionClass: .always, generation: 1, binding: vaultID,
                 location: ItemLocation(group: group, id: id))
+            let start = ItemFile.headerByteCount
             let nonce = sealed.withUnsafeBytes { raw in
                 Nonce(
-                    a: raw.loadUnaligned(fromByteOffset: 8, as: UInt64.self),
-                    b: raw.loadUnaligned(fromByteOffset: 16, as: UInt64.self),
-                    c: raw.loadUnaligned(fromByteOffset: 24, as: UInt64.self))
+                    a: raw.loadUnaligned(fromByteOffset: start, as: UInt64.self),
+                    b: raw.loadUnaligned(fromByteOffset: start + 8, as: UInt64.self),
+                    c: raw.loadUnaligned(fromByteOffset: start + 16, as: UInt64.self))
             }
             if !seen.insert(nonce).inserted { repeats += 1 }
         }

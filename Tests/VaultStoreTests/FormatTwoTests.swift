@@ -15,7 +15,6 @@ import VaultTestSupport
     @Test func aFormatTwoVaultStoresItemsUnderAKeyOfEachGroup() throws {
         try withTemporaryVault("v2") { vault in
             let store = try VaultStore.create(at: vault.path)
-            #expect(!store.needsUpgrade)
             #expect(try vault.bytes("VAULT")[4] == 2)
             #expect(try vault.mode("VAULT") == 0o644)
             let id = try store.itemID(group: group, primaryKey: [1])
@@ -49,7 +48,6 @@ import VaultTestSupport
         try withTemporaryVault("v2-fixture") { vault in
             try copyStoreFixture("v2-vault", to: vault.path)
             let store = try VaultStore.open(at: vault.path)
-            #expect(!store.needsUpgrade)
             var secrets: [String: [String]] = [:]
             for group in try store.groups() {
                 for id in try store.itemIDs(in: group) {
@@ -156,14 +154,13 @@ import VaultTestSupport
         }
     }
 
-    /// A format-1 vault (a committed fixture) is read only to be upgraded: its store makes no group.
-    @Test func aFormatOneVaultHasNoGroupsOfItsOwn() throws {
+    /// A format-1 vault (a committed fixture) is read only to be upgraded: the store does not open it,
+    /// and says what does.
+    @Test func aFormatOneVaultIsNotOpenedButUpgraded() throws {
         try withTemporaryVault("v1") { vault in
             try FormatOneFixture.plain.copy(to: vault.path)
-            let store = try VaultStore.open(at: vault.path)
-            #expect(store.needsUpgrade)
-            let error = #expect(throws: StoreError.self) { try store.createGroup(group, unixGroup: nil) }
-            #expect(error?.code == .unsupportedFormat)
+            let error = #expect(throws: StoreError.self) { try VaultStore.open(at: vault.path) }
+            #expect(error?.code == .needsUpgrade)
             #expect(error?.message.contains("`vault upgrade`") == true)
             #expect(error?.message.contains(vault.path) == true)
         }

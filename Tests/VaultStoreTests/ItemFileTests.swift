@@ -43,7 +43,7 @@ import VaultTestSupport
             let bytes = try vault.bytes("groups/\(group)/\(id.fileName)")
             #expect(Array(bytes[0..<8]) == Array("VLTI".utf8) + [2, 1, 0, 0])
             // Header, nonce, the plaintext padded to 64 bytes, tag.
-            #expect(bytes.count == ItemFile.headerByteCount(version: 2) + 24 + 64 + 16)
+            #expect(bytes.count == ItemFile.headerByteCount + 24 + 64 + 16)
             // The plaintext does not appear in the file, nor does the file name reveal the primary key.
             #expect(!String(decoding: bytes, as: UTF8.self).contains("secret"))
             #expect(id.rawValue.count == 64)
@@ -137,9 +137,9 @@ import VaultTestSupport
             let contents = try vault.bytes("groups/\(group)/\(id.fileName)")
             let wrongKey = try SymmetricKey.random()
             let error = #expect(throws: StoreError.self) {
-                let header = try ItemFile.header(of: contents, expected: 2, path: "p")
+                let header = try ItemFile.header(of: contents, path: "p")
                 _ = try ItemFile.open(
-                    contents, header: header, key: wrongKey, binding: store.vaultID,
+                    contents, key: wrongKey, binding: store.vaultID,
                     location: ItemLocation(group: group, id: id), path: "p")
             }
             #expect(error?.code == .integrity)

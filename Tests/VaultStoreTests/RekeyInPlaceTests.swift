@@ -74,11 +74,7 @@ import VaultTestSupport
             let before = try VaultStore.open(at: vault.path)
             let oldMember = try GroupKeyFile.decodeAsMember(
                 oldSharedKey, group: sharedGroup, vaultID: before.vaultID, path: "old")
-            var copied = 0
-            try before.rekey(newPassphrase: nil, keySource: KeySource()) { (_: RekeyTarget) throws(StoreError) in
-                copied += 1
-            }
-            #expect(copied == 0, "a format-2 rekey copies no item")
+            try before.rekey(newPassphrase: nil, keySource: KeySource())
             try expectAllRead(vault.path)
             #expect(try itemFiles(vault) == items, "an item file changed")
             #expect(try [privateGroup, sharedGroup].map { try inode(vault.file("groups/\($0)")) } == directories)
@@ -107,9 +103,7 @@ import VaultTestSupport
             _ = try filled(vault, keySource: passphrase("old words"))
             let items = try itemFiles(vault)
             let store = try VaultStore.open(at: vault.path, keySource: passphrase("old words"))
-            try store.rekey(newPassphrase: secure("new words"), limits: .minimum, keySource: passphrase("old words")) {
-                (_: RekeyTarget) throws(StoreError) in
-            }
+            try store.rekey(newPassphrase: secure("new words"), limits: .minimum, keySource: passphrase("old words"))
             try expectAllRead(vault.path, keySource: passphrase("new words"))
             #expect(try itemFiles(vault) == items)
             #expect(throws: StoreError.self) {
@@ -139,9 +133,7 @@ import VaultTestSupport
             _ = try filled(vault, keySource: KeySource(keyFile: oldKey))
             let items = try itemFiles(vault)
             let store = try VaultStore.open(at: vault.path, keySource: KeySource(keyFile: oldKey))
-            try store.rekey(newKeyFile: newKey, keySource: KeySource(keyFile: oldKey)) {
-                (_: RekeyTarget) throws(StoreError) in
-            }
+            try store.rekey(newKeyFile: newKey, keySource: KeySource(keyFile: oldKey))
             try expectAllRead(vault.path, keySource: KeySource(keyFile: newKey))
             #expect(try itemFiles(vault) == items)
             #expect(!FileManager.default.fileExists(atPath: vault.file("master.key")))
@@ -154,7 +146,7 @@ import VaultTestSupport
                 let refused = #expect(throws: StoreError.self) {
                     try VaultStore.open(at: vault.path, keySource: KeySource(keyFile: newKey)).rekey(
                         newKeyFile: inside, keySource: KeySource(keyFile: newKey)
-                    ) { (_: RekeyTarget) throws(StoreError) in }
+                    )
                 }
                 #expect(refused?.message.contains("inside the vault") == true, "\(String(describing: refused))")
                 #expect(!FileManager.default.fileExists(atPath: inside))
@@ -188,18 +180,14 @@ import VaultTestSupport
             func rekey(_ store: VaultStore, to next: Int) throws {
                 switch destination {
                 case .plain:
-                    try store.rekey(newPassphrase: nil, keySource: source(current)) {
-                        (_: RekeyTarget) throws(StoreError) in
-                    }
+                    try store.rekey(newPassphrase: nil, keySource: source(current))
                 case .passphrase:
                     try store.rekey(
                         newPassphrase: secure(passphrases[next]), limits: .minimum, keySource: source(current)
-                    ) { (_: RekeyTarget) throws(StoreError) in }
+                    )
                 case .keyFile:
                     try? FileManager.default.removeItem(atPath: keyFiles[next])
-                    try store.rekey(newKeyFile: keyFiles[next], keySource: source(current)) {
-                        (_: RekeyTarget) throws(StoreError) in
-                    }
+                    try store.rekey(newKeyFile: keyFiles[next], keySource: source(current))
                 }
             }
             /// The key source the vault opens with now (the old one, or the new one after a roll-forward).
@@ -301,9 +289,7 @@ import VaultTestSupport
             }
             reader.start()
             for _ in 0..<15 {
-                try VaultStore.open(at: path).rekey(newPassphrase: nil, keySource: KeySource()) {
-                    (_: RekeyTarget) throws(StoreError) in
-                }
+                try VaultStore.open(at: path).rekey(newPassphrase: nil, keySource: KeySource())
             }
             tally.lock.lock()
             tally.done = true
@@ -323,7 +309,7 @@ import VaultTestSupport
             _ = try filled(vault, keySource: passphrase("old words"))
             try VaultStore.open(at: vault.path, keySource: passphrase("old words")).rekey(
                 newPassphrase: secure("new words"), limits: .minimum, keySource: passphrase("old words")
-            ) { (_: RekeyTarget) throws(StoreError) in }
+            )
             let locked = try VaultStore.open(at: vault.path)
             let group = try GroupName("made-locked")
             let id = try locked.itemID(group: group, primaryKey: [1])
@@ -365,7 +351,6 @@ import VaultTestSupport
                 }
             }
             let store = try VaultStore.open(at: vault.path)
-            #expect(!store.needsUpgrade)
             #expect(try store.groups().map(\.rawValue) == ["team.shared", "vault"])
             try expectSecrets(store, "before")
             // A write in the old scheme still works before the rekey.
@@ -374,7 +359,7 @@ import VaultTestSupport
             try store.put(Array("written before".utf8), group: group, id: id)
             #expect(try vault.bytes("VAULT")[5] == 0)
             let items = try itemFiles(vault)
-            try store.rekey(newPassphrase: nil, keySource: KeySource()) { (_: RekeyTarget) throws(StoreError) in }
+            try store.rekey(newPassphrase: nil, keySource: KeySource())
             #expect(try vault.bytes("VAULT")[5] == 1, "the marker now says classes.key")
             #expect(try vault.mode("classes.key") == 0o600)
             #expect(try itemFiles(vault) == items)
@@ -403,9 +388,7 @@ import VaultTestSupport
         try withTemporaryVault("rekey2-stale") { vault in
             _ = try filled(vault)
             let stale = try VaultStore.open(at: vault.path)
-            try VaultStore.open(at: vault.path).rekey(newPassphrase: nil, keySource: KeySource()) {
-                (_: RekeyTarget) throws(StoreError) in
-            }
+            try VaultStore.open(at: vault.path).rekey(newPassphrase: nil, keySource: KeySource())
             let newGroup = try GroupName("made-after")
             let attempts: [(String, () throws -> Void)] = [
                 (
@@ -420,9 +403,7 @@ import VaultTestSupport
                 (
                     "rekey",
                     {
-                        try stale.rekey(newPassphrase: nil, keySource: KeySource()) {
-                            (_: RekeyTarget) throws(StoreError) in
-                        }
+                        try stale.rekey(newPassphrase: nil, keySource: KeySource())
                     }
                 ),
             ]
@@ -443,9 +424,7 @@ import VaultTestSupport
             _ = try filled(vault)
             let oldShared = try vault.bytes("groups/\(sharedGroup)/group.key")
             let oldPrivate = try vault.bytes("groups/\(privateGroup)/group.key")
-            try VaultStore.open(at: vault.path).rekey(newPassphrase: nil, keySource: KeySource()) {
-                (_: RekeyTarget) throws(StoreError) in
-            }
+            try VaultStore.open(at: vault.path).rekey(newPassphrase: nil, keySource: KeySource())
             func putBack(_ bytes: [UInt8], _ group: GroupName, mode: Int) throws {
                 let path = vault.file("groups/\(group)/group.key")
                 let attributes = try FileManager.default.attributesOfItem(atPath: path)

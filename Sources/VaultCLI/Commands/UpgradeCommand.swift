@@ -30,8 +30,11 @@ public struct UpgradeCommand: Sendable, Hashable {
         // The unlock cache holds class keys, not the master key that writing every item again needs.
         source.usesUnlockCache = false
         let vault = try context.openVault(at: path, keySource: source, sayingUpgrade: false)
-        if !vault.upgradedOnOpen {
-            try context.attempt(vault, path) { () throws(VaultError) in try vault.upgrade(keySource: source) }
+        guard vault.upgradedOnOpen else {
+            throw CLIError(
+                VaultError(
+                    .duplicateVault, "the vault at \(path) is in the current format already; nothing was changed"),
+                subject: path, vaultPath: path)
         }
         context.writeError("vault: \(path): \(Context.upgradeNotice)\n")
     }

@@ -10,7 +10,7 @@ import VaultSystem
 /// "vault.rekey.v1"), under the old `always` class key and under the new one. Two tags, because the
 /// renames that finish a rekey replace the old key files with the new ones: whichever key files are
 /// in place, one of them verifies. Header, version 1 (a rekey of `master.key`, 24 bytes): "VLTR" |
-/// 1 | flags u8 (bit 0: a format-2 rekey in place) | reserved u8×2 (0) | vault id (16). Version 2 (a rekey to a new external key file): the same
+/// 1 | flags u8 (bit 0: a rekey in place) | reserved u8×2 (0) | vault id (16). Version 2 (a rekey to a new external key file): the same
 /// with version 2, then the new key file's absolute path as len16be | UTF-8 (1–4096 bytes), so that
 /// an open given neither key file can still find the new one; the path is authenticated by the tags,
 /// the key itself is never in the journal.
@@ -27,7 +27,7 @@ struct RekeyJournal {
     let vaultID: [UInt8]
     /// The absolute path of the new external key file (version 2); nil for a rekey of `master.key`.
     let newKeyFile: String?
-    /// A format-2 rekey, which moves no directory (flags bit 0; `VaultStore.rekeyInPlace`).
+    /// A rekey in place, which moves no directory (flags bit 0; `VaultStore.rekeyInPlace`).
     let inPlace: Bool
 
     init(vaultID: [UInt8], newKeyFile: String? = nil, inPlace: Bool = false) {
@@ -45,7 +45,7 @@ struct RekeyJournal {
         return header + path
     }
 
-    /// Whether `bytes` (a journal of a version this build reads) is a format-2 rekey's, in place.
+    /// Whether `bytes` (a journal of a version this build reads) is a rekey's in place.
     static func isInPlace(_ bytes: [UInt8]) -> Bool {
         headerByteCount(bytes) != nil && bytes[5] & 1 == 1
     }

@@ -1,7 +1,7 @@
 import VaultCrypto
 import VaultSystem
 
-/// The rekey of a format-2 vault: a new master key, and every key file sealed again under it, in
+/// The rekey of a vault: a new master key, and every key file sealed again under it, in
 /// place. No item file and no directory changes (services bind-mount group directories and members
 /// hold them open): items are sealed under the group keys and the item class keys, which stay; only
 /// what seals those changes.
@@ -54,7 +54,7 @@ extension VaultStore {
                 RekeyJournal.fileName, contents: .plain(journal), in: directory, directoryPath: location)
             // 1. VAULT.new, then the key files. A vault made before classes.key existed gets one here: its
             // class keys are its item class keys (`itemClassKeys`), now sealed under the new class keys.
-            let marker = try VaultMarker(vaultID: vaultID, version: formatVersion, hasItemClassKeys: true).encoded(
+            let marker = try VaultMarker(vaultID: vaultID, hasItemClassKeys: true).encoded(
                 key: newKeys.always)
             try AtomicFile.replace(
                 VaultMarker.fileName + Rekey.newSuffix, contents: .plain(marker), in: directory,

@@ -1,26 +1,16 @@
 import VaultCrypto
 import VaultSystem
 
-/// Rotation of the master key: every item re-encrypted under new keys, with a crash at any point
-/// leaving a vault that opens (with the old key or the new one) with every item.
-///
-/// The new vault is built beside the old one, then switched in:
-/// 0. `rekey.journal` (`RekeyJournal`), authenticated under the old and the new keys;
-/// 1. `master.key.new` (and `always.key.new` for a passphrase vault) and `VAULT.new`;
-/// 2. `groups.new/`: every item decrypted with the old keys and written under the new ones (new item
-///    ids, since ids are keyed too), made durable with one `syncfs`;
-/// 3. the commit point: `groups` is renamed `groups.old`;
-/// 4. `groups.new` → `groups`, `VAULT.new` → `VAULT`, `master.key.new` → `master.key`,
-///    `always.key.new` → `always.key`; then `groups.old` and the journal are removed.
-/// A vault found with an authentic journal is rolled forward when `groups.old` exists (the remaining
-/// renames), else rolled back (the new files removed). Both happen under the write lock, before the
-/// vault is opened (`VaultStore.finishInterruptedRekey`); without an authentic journal nothing is done.
+/// Rotation of the master key: a new key, every key file sealed again under it in place
+/// (`RekeyInPlace.swift`), and the recovery of an interrupted rekey or upgrade. A crash at any point
+/// leaves a vault that opens (with the old key or the new one) with every item.
 enum Rekey {
     static let newSuffix = ".new"
     static let oldGroups = VaultStore.groupsDirectoryName + ".old"
     static let newGroups = VaultStore.groupsDirectoryName + ".new"
-    /// The renames after the commit point; a rekey to a new key file does only the first three (it made
-    /// no key file in the vault).
+    /// The renames after the commit point of an upgrade (or of an older build's rekey, which wrote a
+    /// new groups directory too); one to a new key file does only the first three (it made no key file
+    /// in the vault).
     static let renames: [(String, String)] = [
         (newGroups, VaultStore.groupsDirectoryName),
         // Before VAULT: a marker that says "classes.key" must never be without it.
@@ -38,32 +28,26 @@ enum RekeyDestination {
     case masterKey(passphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits)
     /// A new external key file (see `MasterKeyFile.prepareNewKeyFile`).
     case keyFile(String)
-    /// The same key, every item written again in format 2 (`upgrade`); the key stays where it is
-    /// (`master.key`, or the external file `keyFile`).
-    case upgrade(keyFile: String?)
 }
 
 extension VaultStore {
-    /// Rotates the master key: a new random key (and class keys), every item re-encrypted by
-    /// `copyItems` (which reads each item from this store and writes it into the target), then the
-    /// switch. A format-2 vault is rekeyed in place instead (`rekeyInPlace`: every key file sealed
-    /// again, no item touched), and `copyItems` is not called. `newPassphrase` wraps the new key (nil: a plain `master.key`). Needs the master key
-    /// (opened with the passphrase or a key file); a vault whose key is in an external file is
-    /// rekeyed with `rekey(newKeyFile:keySource:copyItems:)`. The store is stale afterwards: open the
-    /// vault again. A failure at any step leaves a vault that `open` recovers (rolled back before the
-    /// commit point, forward after it).
-    public func rekey<Failure: StoreErrorConvertible>(
-        newPassphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits = .moderate, keySource: KeySource,
-        copyItems: (RekeyTarget) throws(Failure) -> Void
-    ) throws(Failure) {
+    /// Rotates the master key: a new random key, and every key file (`classes.key`, each group's
+    /// `group.key`) sealed again under it, in place; no item file changes (`rekeyInPlace`).
+    /// `newPassphrase` wraps the new key (nil: a plain `master.key`). Needs the master key (opened with
+    /// the passphrase or a key file); a vault whose key is in an external file is rekeyed with
+    /// `rekey(newKeyFile:keySource:)`. The store is stale afterwards: open the vault again. A failure
+    /// at any step leaves a vault that `open` recovers (rolled back before the commit point, forward
+    /// after it).
+    public func rekey(
+        newPassphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits = .moderate, keySource: KeySource
+    ) throws(StoreError) {
         if let keyFile = keySource.keyFile {
-            throw Failure(
-                StoreError(
-                    .invalidName,
-                    "the key of the vault at \(path) is in the external file \(keyFile); rekey it to a new "
-                        + "key file with --new-key-file PATH"))
+            throw StoreError(
+                .invalidName,
+                "the key of the vault at \(path) is in the external file \(keyFile); rekey it to a new key file with "
+                    + "--new-key-file PATH")
         }
-        try rekey(to: .masterKey(passphrase: newPassphrase, limits: limits), copyItems: copyItems)
+        try rekey(to: .masterKey(passphrase: newPassphrase, limits: limits))
     }
 
     /// Rotates the master key of a vault whose key is in an external key file (opened with it:
@@ -74,68 +58,22 @@ extension VaultStore {
     /// by the next open with the old key file, the new one, or neither; afterwards the vault opens
     /// with the new key file only. The old key file is left in place (a service may still be started
     /// with it until its unit names the new one). The store is stale afterwards.
-    public func rekey<Failure: StoreErrorConvertible>(
-        newKeyFile: String, keySource: KeySource, copyItems: (RekeyTarget) throws(Failure) -> Void
-    ) throws(Failure) {
+    public func rekey(newKeyFile: String, keySource: KeySource) throws(StoreError) {
         guard keySource.keyFile != nil else {
-            throw Failure(
-                StoreError(
-                    .invalidName,
-                    "the vault at \(path) keeps its key in master.key, not in an external key file; run `vault rekey` "
-                        + "without --new-key-file"))
+            throw StoreError(
+                .invalidName,
+                "the vault at \(path) keeps its key in master.key, not in an external key file; run `vault rekey` "
+                    + "without --new-key-file")
         }
-        try rekey(to: .keyFile(newKeyFile), copyItems: copyItems)
+        try rekey(to: .keyFile(newKeyFile))
     }
 
-    /// Converts a format-1 vault to format 2 (a key per group), crash-safe as a rekey is: `copyItems`
-    /// writes every item into a new `groups` directory, each group with a key of its own, then one
-    /// rename commits. The master key stays (in `master.key`, or in the external file of
-    /// `keySource`). The store is stale afterwards: open the vault again. A format-1 vault is never
-    /// converted otherwise.
-    public func upgrade<Failure: StoreErrorConvertible>(
-        keySource: KeySource, copyItems: (RekeyTarget) throws(Failure) -> Void
-    ) throws(Failure) {
-        // The journal names an absolute path (recovery may run in another working directory).
-        let keyFile = keySource.keyFile.map { $0.hasPrefix("/") ? $0 : (try? FileDescriptor.resolvedPath($0)) ?? $0 }
-        try rekey(to: .upgrade(keyFile: keyFile), copyItems: copyItems)
-    }
-
-    private func rekey<Failure: StoreErrorConvertible>(
-        to destination: RekeyDestination, copyItems: (RekeyTarget) throws(Failure) -> Void
-    ) throws(Failure) {
-        _ = try Failure.converting { () throws(StoreError) in try ownerClassKeys("rekey it") }
-        if formatVersion >= 2, case .upgrade = destination {
-            throw Failure(
-                StoreError(
-                    .vaultAlreadyExists, "the vault at \(path) is in the current format already; nothing was changed"))
-        }
+    private func rekey(to destination: RekeyDestination) throws(StoreError) {
+        _ = try ownerClassKeys("rekey it")
         guard let masterKey else {
-            let what: String
-            if case .upgrade = destination { what = "upgrade" } else { what = "rekey" }
-            throw Failure(StoreError(.locked, "\(what) needs the vault's passphrase (it was opened without it)"))
+            throw StoreError(.locked, "rekey needs the vault's passphrase (it was opened without it)")
         }
-        if formatVersion >= 2 {
-            try Failure.converting { () throws(StoreError) in try rekeyInPlace(to: destination, masterKey) }
-            forgetUnlockedKeys()
-            return
-        }
-        try withWriteLock(finishingMoves: false) { (_) throws(Failure) in
-            let target = try Failure.converting { () throws(StoreError) in
-                try requireCurrentKeys()
-                return try prepareRekey(to: destination, masterKey)
-            }
-            defer { target.close() }
-            try copyItems(target)
-            try Failure.converting { () throws(StoreError) in
-                let keyFileRekey: Bool
-                switch destination {
-                case .keyFile: keyFileRekey = true
-                case .upgrade(let keyFile): keyFileRekey = keyFile != nil
-                case .masterKey: keyFileRekey = false
-                }
-                try switchToRekeyed(keyFileRekey: keyFileRekey)
-            }
-        }
+        try rekeyInPlace(to: destination, masterKey)
         forgetUnlockedKeys()
     }
 
@@ -168,10 +106,6 @@ extension VaultStore {
         switch destination {
         case .masterKey:
             return (try KeyFile.randomKey(), nil)
-        case .upgrade(let keyFile):
-            // The key stays; the journal names an external key file as a key-file rekey's would, so that
-            // recovery renames only groups and VAULT, and leaves the key where it is.
-            return (masterKey, keyFile)
         case .keyFile(let given):
             // Inside the vault, a rekey's own files (or a group directory's) could take its name, and the
             // only copy of the new key with it.
@@ -196,85 +130,6 @@ extension VaultStore {
             }
             return (key, keyFile)
         }
-    }
-
-    /// Steps 0 to 2 before the items: the journal, the new key files and marker, an empty `groups.new`.
-    private func prepareRekey(to destination: RekeyDestination, _ masterKey: SymmetricKey) throws(StoreError)
-        -> RekeyTarget
-    {
-        let (newMaster, newKeyFile) = try newMasterKey(for: destination, current: masterKey)
-        var format: UInt8 = 1
-        if case .upgrade = destination { format = 2 }
-        let newKeys = try ClassKeys(master: newMaster)
-        // A groups.old already there (a rename by hand, an older build's leftover) would make the commit
-        // rename fail after the journal is written, and recovery then roll onto it: refuse first.
-        if try VaultDirectory.exists(Rekey.oldGroups, in: directory, path: location) {
-            let oldGroupsPath = location / Rekey.oldGroups
-            throw StoreError(
-                .integrity,
-                "\(oldGroupsPath) exists and no rekey is under way: move it away (it may hold items of an earlier "
-                    + "rekey) before rekeying; nothing was changed",
-                path: oldGroupsPath.string)
-        }
-        // 0. The journal, authenticated under the old and the new keys: recovery acts on it alone.
-        let journal = try RekeyJournal(vaultID: vaultID, newKeyFile: newKeyFile).encoded(
-            oldAlways: try ownerClassKeys("rekey it").always, newAlways: newKeys.always)
-        try AtomicFile.replace(RekeyJournal.fileName, contents: .plain(journal), in: directory, directoryPath: location)
-        // 1. The new key files and marker, beside the old ones.
-        try writeNewKeyFiles(for: destination, newMaster, newKeys)
-        let marker = try VaultMarker(vaultID: vaultID, version: format, hasItemClassKeys: format >= 2).encoded(
-            key: newKeys.always)
-        try AtomicFile.replace(
-            VaultMarker.fileName + Rekey.newSuffix, contents: .plain(marker), in: directory, directoryPath: location,
-            permissions: format == 1 ? .ownerReadWrite : .ownerWriteAllRead)
-        var itemClassKeys = newKeys
-        if format >= 2 {
-            itemClassKeys = try ItemClassKeyFile.random()
-            try ItemClassKeyFile.write(
-                itemClassKeys, under: newKeys, vaultID: vaultID, in: directory, vaultPath: location,
-                name: ItemClassKeyFile.fileName + Rekey.newSuffix)
-        }
-        // 2. Every item under the new keys. A groups.new left by an earlier attempt goes first, unless it
-        // is the directory this store reads its items from (renamed there by someone else).
-        let newGroupsPath = location / Rekey.newGroups
-        if let stale = try? directory.statusAt(Rekey.newGroups), let current = try? groupsDirectory.status(),
-            stale.inode == current.inode, stale.device == current.device
-        {
-            throw StoreError(
-                .integrity,
-                "\(newGroupsPath) is the vault's own groups directory (renamed?); rekey changes nothing",
-                path: newGroupsPath.string)
-        }
-        try? VaultDirectory.removeTree(Rekey.newGroups, in: directory, path: location)
-        do {
-            try directory.makeDirectoryAt(Rekey.newGroups, permissions: .ownerAll)
-        } catch {
-            throw StoreError.system(error, .mkdir, "create", path: newGroupsPath)
-        }
-        return RekeyTarget(
-            store: self, classKeys: newKeys, itemClassKeys: itemClassKeys,
-            groupsDirectory: try VaultDirectory.openSubdirectory(Rekey.newGroups, in: directory, path: newGroupsPath),
-            format: format)
-    }
-
-    /// After the items: one `syncfs`, 3. the commit point, then 4. the switch.
-    private func switchToRekeyed(keyFileRekey: Bool) throws(StoreError) {
-        do {
-            try directory.syncFileSystem()
-        } catch {
-            throw StoreError.system(error, .fsync, "syncfs", path: location)
-        }
-        do {
-            try directory.renameAt(Self.groupsDirectoryName, to: Rekey.oldGroups)
-        } catch {
-            throw StoreError.system(error, .rename, "rename the groups directory of", path: location)
-        }
-        do {
-            try directory.sync()
-        } catch {
-            throw StoreError.system(error, .fsync, "rename the groups directory of", path: location)
-        }
-        try Self.rollForward(directory: directory, path: location, keyFileRekey: keyFileRekey)
     }
 
     /// Finishes the switch after the commit point (also used by recovery). A rekey to a new key file

@@ -1,51 +1,45 @@
 import VaultCrypto
 import VaultSystem
 
-/// The half-built new vault that a rekey writes items into.
-public struct RekeyTarget {
-    let store: VaultStore
+/// The half-built new groups directory (`groups.new`) that the upgrade writes a format-1 vault's items
+/// into: each group private, with a new `group.key` and `.lock`, its items sealed under the item class
+/// keys of the new `classes.key`.
+struct UpgradeTarget {
+    let location: FilePath
+    let vaultID: [UInt8]
     let classKeys: ClassKeys
-    /// What the new items are sealed under: the new class keys (format 1), or new item class keys
-    /// (format 2, `ItemClassKeyFile`).
+    /// What the new items are sealed under: the new item class keys (`ItemClassKeyFile`).
     let itemClassKeys: ClassKeys
     let groupsDirectory: FileDescriptor
-    /// The vault format the new items are written in (2 for an upgrade).
-    let format: UInt8
-    private let state: RekeyState
+    private let state = UpgradeState()
 
-    final class RekeyState {
+    final class UpgradeState {
         var groupDirectories: [GroupName: FileDescriptor] = [:]
         var groupKeys: [GroupName: GroupKeys] = [:]
     }
 
     init(
-        store: VaultStore, classKeys: ClassKeys, itemClassKeys: ClassKeys, groupsDirectory: FileDescriptor,
-        format: UInt8
+        location: FilePath, vaultID: [UInt8], classKeys: ClassKeys, itemClassKeys: ClassKeys,
+        groupsDirectory: FileDescriptor
     ) {
-        self.store = store
+        self.location = location
+        self.vaultID = vaultID
         self.classKeys = classKeys
         self.itemClassKeys = itemClassKeys
         self.groupsDirectory = groupsDirectory
-        self.format = format
-        self.state = RekeyState()
     }
 
     func keys(_ group: GroupName) throws(StoreError) -> GroupKeys {
         if let keys = state.groupKeys[group] { return keys }
-        let keys: GroupKeys
-        if format == 1 {
-            keys = try GroupKeys(classKeys: classKeys, group: group, vaultID: store.vaultID)
-        } else {
-            keys = try GroupKeys(file: try makeGroupKeyFile(group), classKeys: itemClassKeys, group: group)
-        }
+        let keys = try GroupKeys(file: try makeGroupKeyFile(group), classKeys: itemClassKeys, group: group)
         state.groupKeys[group] = keys
         return keys
     }
 
-    /// Format 2 (an upgrade): a private group's key file and lock in the new group directory.
+    /// A private group's key file and lock in the new group directory.
     private func makeGroupKeyFile(_ group: GroupName) throws(StoreError) -> GroupKeyFile {
         let directory = try groupDirectory(group)
-        let path = store.location / Rekey.newGroups / group.rawValue
+        let path = location / Rekey.newGroups / group.rawValue
         let random = try GroupSecrets.random()
         let groupID: [UInt8]
         do {
@@ -59,7 +53,7 @@ public struct RekeyTarget {
                 indexKey: try VaultStore.privateIndexKey(always: itemClassKeys.always, group: group), keys: random.keys,
                 currentGeneration: random.currentGeneration))
         let encoded = try file.encoded(
-            group: group, vaultID: store.vaultID,
+            group: group, vaultID: vaultID,
             sealKey: try GroupKeyFile.sealKey(always: classKeys.always, groupID: groupID))
         try AtomicFile.replace(
             GroupKeyFile.fileName, contents: .secret(encoded), in: directory, directoryPath: path)
@@ -75,23 +69,23 @@ public struct RekeyTarget {
     }
 
     /// The id the item with `primaryKey` has under the new keys.
-    public func itemID(group: GroupName, primaryKey: [UInt8]) throws(StoreError) -> ItemID {
+    func itemID(group: GroupName, primaryKey: [UInt8]) throws(StoreError) -> ItemID {
         try keys(group).itemID(primaryKey)
     }
 
-    /// Writes an item of the new vault (not durable until the rekey syncs the file system).
-    public func write(
+    /// Writes an item of the new vault (not durable until the upgrade syncs the file system).
+    func write(
         _ plaintext: [UInt8], to item: ItemLocation, protectionClass: ProtectionClass, version: ItemVersion?
     ) throws(StoreError) {
         let directory = try groupDirectory(item.group)
-        let path = store.location / Rekey.newGroups / item.group.rawValue
+        let path = location / Rekey.newGroups / item.group.rawValue
         let key = try keys(item.group)
         guard let encryption = key.encryption(protectionClass, generation: key.currentGeneration) else {
             throw StoreError(.locked, "the new \(protectionClass) class key is missing", path: path.string)
         }
         let contents = try ItemFile.seal(
-            plaintext, version: ItemFile.version(forVault: format), key: encryption, protectionClass: protectionClass,
-            generation: key.currentGeneration, binding: key.binding, location: item)
+            plaintext, key: encryption, protectionClass: protectionClass, generation: key.currentGeneration,
+            binding: key.binding, location: item)
         // As in `WriteTransaction.write`: generation 1 has no record (the new directory holds none to remove).
         var record: (name: String, text: String?)?
         if let version, version.generation > 1 {
@@ -104,7 +98,7 @@ public struct RekeyTarget {
 
     private func groupDirectory(_ group: GroupName) throws(StoreError) -> FileDescriptor {
         if let fd = state.groupDirectories[group] { return fd }
-        let path = store.location / Rekey.newGroups / group.rawValue
+        let path = location / Rekey.newGroups / group.rawValue
         do {
             try groupsDirectory.makeDirectoryAt(group.rawValue, permissions: .ownerAll)
         } catch {

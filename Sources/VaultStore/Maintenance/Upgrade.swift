@@ -1,0 +1,178 @@
+import VaultCrypto
+import VaultSystem
+
+/// The upgrade of a vault of the old format 1 (read by `FormatOneVault`) to the current format,
+/// crash-safe as a rekey that writes a new groups directory (docs/FORMAT.md, "Upgrade from format 1"):
+/// 0. `rekey.journal` (both tags under the same `always` key: the key does not change; for a vault
+///    whose key is in an external file, a journal that names it, so that recovery leaves it alone);
+/// 1. `VAULT.new` (version 2) and `classes.key.new` (new item class keys);
+/// 2. `groups.new/`: every item, each group private with a new `group.key` and `.lock`;
+/// 3. one `syncfs`, then the commit point: `groups` is renamed `groups.old`;
+/// 4. the renames of `Rekey.renames`, then `groups.old` and the journal go.
+/// Every item is read and checked before step 0, so that a refusal changes nothing. Recovery is the
+/// rekey's (`VaultStore.finishInterruptedRekey`), run by every open.
+extension VaultStore {
+    /// What the upgrade needs of an item's plaintext besides its version: its canonical primary key,
+    /// which names its file under the new index keys.
+    public typealias PrimaryKeyReader = (_ plaintext: [UInt8]) throws(StoreError) -> [UInt8]
+
+    /// Converts the format-1 vault at `path` to the current format, holding its lock; the master key
+    /// stays where it is (`master.key`, or the external file of `keySource`). Returns false, changing
+    /// nothing, when the vault is current already (another process may have upgraded it). Needs the
+    /// master key: a passphrase vault opened without its passphrase (or only through the unlock cache)
+    /// is `locked`. A damaged item stops it before anything is written, named.
+    public static func upgrade(
+        at path: String, keySource: KeySource, versions: ItemVersionReader, primaryKey: PrimaryKeyReader
+    ) throws(StoreError) -> Bool {
+        let location = FilePath(path)
+        let directory = try VaultDirectory.open(location)
+        defer { try? directory.close() }
+        try finishInterruptedRekey(directory: directory, path: location, keySource: keySource)
+        return try withVaultLock(directory: directory, path: location) { (_) throws(StoreError) -> Bool in
+            let markerPath = location / VaultMarker.fileName
+            guard let markerBytes = try readMarker(in: directory, path: markerPath),
+                FormatOneVault.isFormatOne(markerBytes)
+            else { return false }
+            let classKeys = try loadClassKeys(
+                directory: directory, path: location, markerBytes: markerBytes, keySource: keySource)
+            guard classKeys.master != nil else {
+                throw StoreError(
+                    .locked,
+                    "the upgrade of the vault at \(path) needs its master key: give its passphrase (the keys that "
+                        + "`vault unlock` cached do not hold it)")
+            }
+            let marker = try VaultMarker.decode(markerBytes, key: classKeys.always, path: markerPath)
+            let groupsPath = location / groupsDirectoryName
+            let groups = try VaultDirectory.openSubdirectory(groupsDirectoryName, in: directory, path: groupsPath)
+            defer { try? groups.close() }
+            let old = FormatOneVault(
+                location: location, groupsDirectory: groups, classKeys: classKeys, vaultID: marker.vaultID)
+            let items = try readItems(of: old, versions: versions, primaryKey: primaryKey)
+            let target = try prepareUpgrade(
+                directory: directory, location: location, vaultID: marker.vaultID, classKeys: classKeys,
+                keyFile: keySource.keyFile.map { $0.hasPrefix("/") ? $0 : (try? FileDescriptor.resolvedPath($0)) ?? $0 }
+            )
+            defer { target.close() }
+            for item in items {
+                try item.plaintext.withBytes { (bytes) throws(StoreError) in
+                    let id = try target.itemID(group: item.group, primaryKey: item.primaryKey)
+                    try target.write(
+                        bytes, to: ItemLocation(group: item.group, id: id), protectionClass: item.protectionClass,
+                        version: item.version)
+                }
+            }
+            try commitUpgrade(directory: directory, location: location, keyFileRekey: keySource.keyFile != nil)
+            _ = try? UnlockCache.remove(vaultID: marker.vaultID, .afterFirstUnlock, path: location)
+            _ = try? UnlockCache.remove(vaultID: marker.vaultID, .whenUnlocked, path: location)
+            return true
+        }
+    }
+
+    /// An item the upgrade carries over.
+    private struct UpgradedItem {
+        let group: GroupName
+        let protectionClass: ProtectionClass
+        let version: ItemVersion
+        let primaryKey: [UInt8]
+        let plaintext: TransientBytes
+    }
+
+    /// Every item of `old`, read and checked. Where a move that a writer left half-done put the same
+    /// item twice in a group, the later generation is kept.
+    private static func readItems(
+        of old: FormatOneVault, versions: ItemVersionReader, primaryKey: PrimaryKeyReader
+    ) throws(StoreError) -> [UpgradedItem] {
+        var all: [UpgradedItem] = []
+        for group in try old.groups() {
+            var indexByPersistentID: [[UInt8]: Int] = [:]
+            var items: [UpgradedItem] = []
+            for item in try old.items(in: group) {
+                let path = old.location / groupsDirectoryName / group.rawValue / item.id.fileName
+                let (version, key) = try item.plaintext.withBytes {
+                    (bytes) throws(StoreError) -> (ItemVersion?, [UInt8]) in
+                    (versions(bytes), try primaryKey(bytes))
+                }
+                guard let version else {
+                    throw StoreError(
+                        .integrity,
+                        "\(path) decrypted but is not a valid item record: move it out of the vault directory and run "
+                            + "`vault upgrade` again (nothing was changed)",
+                        path: path.string)
+                }
+                let upgraded = UpgradedItem(
+                    group: group, protectionClass: item.protectionClass, version: version, primaryKey: key,
+                    plaintext: item.plaintext)
+                if let index = indexByPersistentID[version.persistentID] {
+                    if items[index].version.generation < version.generation { items[index] = upgraded }
+                    continue
+                }
+                indexByPersistentID[version.persistentID] = items.count
+                items.append(upgraded)
+            }
+            all += items
+        }
+        return all
+    }
+
+    /// Steps 0 and 1, and an empty `groups.new`.
+    private static func prepareUpgrade(
+        directory: FileDescriptor, location: FilePath, vaultID: [UInt8], classKeys: ClassKeys, keyFile: String?
+    ) throws(StoreError) -> UpgradeTarget {
+        // A groups.old already there (a rename by hand, an older build's leftover) would make the commit
+        // rename fail after the journal is written, and recovery then roll onto it: refuse first.
+        if try VaultDirectory.exists(Rekey.oldGroups, in: directory, path: location) {
+            let oldGroupsPath = location / Rekey.oldGroups
+            throw StoreError(
+                .integrity,
+                "\(oldGroupsPath) exists and no rekey is under way: move it away (it may hold items of an earlier "
+                    + "rekey) before the upgrade; nothing was changed",
+                path: oldGroupsPath.string)
+        }
+        // 0. The journal: recovery acts on it alone.
+        let journal = try RekeyJournal(vaultID: vaultID, newKeyFile: keyFile).encoded(
+            oldAlways: classKeys.always, newAlways: classKeys.always)
+        try AtomicFile.replace(RekeyJournal.fileName, contents: .plain(journal), in: directory, directoryPath: location)
+        // 1. The new marker and item class keys, beside the old files.
+        let marker = try VaultMarker(vaultID: vaultID, hasItemClassKeys: true).encoded(key: classKeys.always)
+        try AtomicFile.replace(
+            VaultMarker.fileName + Rekey.newSuffix, contents: .plain(marker), in: directory, directoryPath: location,
+            permissions: .ownerWriteAllRead)
+        let itemClassKeys = try ItemClassKeyFile.random()
+        try ItemClassKeyFile.write(
+            itemClassKeys, under: classKeys, vaultID: vaultID, in: directory, vaultPath: location,
+            name: ItemClassKeyFile.fileName + Rekey.newSuffix)
+        // 2. A groups.new left by an earlier attempt goes first.
+        let newGroupsPath = location / Rekey.newGroups
+        try? VaultDirectory.removeTree(Rekey.newGroups, in: directory, path: location)
+        do {
+            try directory.makeDirectoryAt(Rekey.newGroups, permissions: .ownerAll)
+        } catch {
+            throw StoreError.system(error, .mkdir, "create", path: newGroupsPath)
+        }
+        return UpgradeTarget(
+            location: location, vaultID: vaultID, classKeys: classKeys, itemClassKeys: itemClassKeys,
+            groupsDirectory: try VaultDirectory.openSubdirectory(Rekey.newGroups, in: directory, path: newGroupsPath))
+    }
+
+    /// After the items: one `syncfs`, 3. the commit point, then 4. the switch.
+    private static func commitUpgrade(directory: FileDescriptor, location: FilePath, keyFileRekey: Bool)
+        throws(StoreError)
+    {
+        do {
+            try directory.syncFileSystem()
+        } catch {
+            throw StoreError.system(error, .fsync, "syncfs", path: location)
+        }
+        do {
+            try directory.renameAt(groupsDirectoryName, to: Rekey.oldGroups)
+        } catch {
+            throw StoreError.system(error, .rename, "rename the groups directory of", path: location)
+        }
+        do {
+            try directory.sync()
+        } catch {
+            throw StoreError.system(error, .fsync, "rename the groups directory of", path: location)
+        }
+        try rollForward(directory: directory, path: location, keyFileRekey: keyFileRekey)
+    }
+}
