@@ -322,7 +322,7 @@ public final class EtcdClient: Sendable {
             let text = String(decoding: bytes, as: UTF8.self)
             return (try? JSONValue.object(["name": .string(user), "password": .string(text)]).serialized()) ?? []
         }
-        defer { for index in body.indices { body[index] = 0 } }
+        defer { body.wipe() }
         switch transport.post(endpoint + "/v3/auth/authenticate", body: body, options: options(token: nil)) {
         case .failed(let failure):
             throw EtcdError(.unavailable, failure.message)
