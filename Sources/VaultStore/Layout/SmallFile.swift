@@ -155,23 +155,7 @@ enum SmallFile {
     ) throws(StoreError) -> (contents: [UInt8], unchanged: Bool) {
         let (fd, status) = try openRegular(name, in: directory, path: makePath())
         defer { try? fd.close() }
-        guard status.size <= Int64(limit) else {
-            throw StoreError(
-                .integrity, "\(makePath()) is \(status.size) bytes, more than the \(limit) allowed; it is damaged",
-                path: makePath().string)
-        }
-        let contents: [UInt8]
-        do {
-            contents = try fd.readAll(sizeHint: Int(status.size), limit: limit)
-        } catch {
-            if error == .fileTooLarge {
-                // readAll reports its limit as EFBIG: the cause keeps it, as it keeps a failed read's.
-                throw StoreError(
-                    .integrity, "\(makePath()) grew past \(limit) bytes while being read", path: makePath(),
-                    failed: .read, error)
-            }
-            throw StoreError.system(error, .read, "read", path: makePath())
-        }
+        let contents = try read(fd, status: status, path: makePath(), limit: limit)
         guard confirming else { return (contents, false) }
         let after: FileStatus
         do {
