@@ -77,6 +77,32 @@ import VaultTestSupport
         }
     }
 
+    /// A damaged item (one that fails authentication) stops the upgrade before anything is written,
+    /// named; moved out of the vault, the next open upgrades the rest.
+    @Test func aDamagedItemStopsTheUpgradeBeforeAnythingIsWritten() throws {
+        try withTemporaryVault("upgrade-damaged") { t in
+            try copyFixture(to: t.path)
+            let group = "groups/com.example.app"
+            let name = try #require(try t.entries(group).first { $0.hasSuffix(".item") })
+            var bytes = try t.bytes("\(group)/\(name)")
+            bytes[bytes.count - 1] ^= 1
+            try t.write(bytes, to: "\(group)/\(name)")
+            let before = try t.entries("")
+            let refused = #expect(throws: VaultError.self) {
+                try Vault.open(at: t.path, client: client, keySource: KeySource())
+            }
+            #expect(refused?.status == .decode)
+            #expect(refused?.message.contains(name) == true && refused?.message.contains("`vault upgrade`") == true)
+            #expect(try t.entries("") == before)
+            #expect(try FormatOneFixture.version(at: t.path) == 1)
+            try FileManager.default.moveItem(atPath: t.file("\(group)/\(name)"), toPath: t.root + "/" + name)
+            let upgraded = try Vault.open(at: t.path, client: client, keySource: KeySource())
+            #expect(upgraded.upgradedOnOpen)
+            let cache = try ItemKey(service: "cache", account: "key", group: try AccessGroup("team.shared"))
+            #expect(try upgraded.data(for: cache) == Data("shared".utf8))
+        }
+    }
+
     /// Each system call of an upgrade failing in turn (the state a crash there leaves): the next open
     /// has the vault as format 1 or 2, with every item, and nothing left over.
     @Test func anUpgradeFailingAtAnyStepLeavesEitherFormatWithEveryItem() throws {
