@@ -44,13 +44,16 @@ struct ItemRecord: Sendable, VersionedRecord {
         self.generation = generation
     }
 
+    /// How many bytes a persistent id has; a record that says otherwise is damaged.
+    static let persistentIDByteCount = 16
+
     /// A new item's record at `now`, generation 1, with a new persistent id (16 random bytes).
     static func added(_ itemClass: ItemClass, attributes: ItemAttributes, data: Data, at now: Date) throws(VaultError)
         -> ItemRecord
     {
         let persistentID: Data
         do {
-            persistentID = Data(try SecureRandom.bytes(count: 16))
+            persistentID = Data(try SecureRandom.bytes(count: persistentIDByteCount))
         } catch {
             throw VaultError(.notAvailable, "cannot make a persistent id: \(error.message)", cause: error)
         }
@@ -158,15 +161,27 @@ extension ItemRecord: Codable {
         case itemClass, attributes, data, created, modified, persistentID, generation
     }
 
+    /// Refuses a persistent id that is not `persistentIDByteCount` bytes: a record from a file, a
+    /// backup or a peer is bounded before anything counts its bytes.
+    static func checkPersistentID(_ persistentID: Data) throws(DecodingError) {
+        guard persistentID.count == persistentIDByteCount else {
+            throw DecodingError.dataCorrupted(
+                .init(
+                    codingPath: [],
+                    debugDescription: "a persistent id of \(persistentID.count) bytes, not \(persistentIDByteCount)"))
+        }
+    }
+
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
+        let persistentID = try c.decode(Data.self, forKey: .persistentID)
+        try Self.checkPersistentID(persistentID)
         self.init(
             itemClass: try c.decode(ItemClass.self, forKey: .itemClass),
             attributes: try c.decode(ItemAttributes.self, forKey: .attributes),
             data: try c.decode(Data.self, forKey: .data), created: try c.decode(Date.self, forKey: .created),
             modified: try c.decode(Date.self, forKey: .modified),
-            persistentID: try c.decode(Data.self, forKey: .persistentID),
-            generation: try c.decode(UInt64.self, forKey: .generation))
+            persistentID: persistentID, generation: try c.decode(UInt64.self, forKey: .generation))
     }
 
     func encode(to encoder: any Encoder) throws {

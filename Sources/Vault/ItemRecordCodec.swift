@@ -97,6 +97,7 @@ enum ItemRecordCodec {
         let metadata =
             try ItemMetadataArchive.decode(key.bytes, maxSize: metadataOptions.maxSize)
             ?? VaultArchive.decode(Metadata.self, from: Array(key.bytes), options: metadataOptions)
+        try ItemRecord.checkPersistentID(metadata.persistentID)
         let record = ItemRecord(
             itemClass: metadata.itemClass, attributes: metadata.attributes, data: Data(), created: metadata.created,
             modified: metadata.modified, persistentID: metadata.persistentID, generation: metadata.generation)

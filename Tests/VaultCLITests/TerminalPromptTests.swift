@@ -147,7 +147,8 @@ func waitForExit(_ process: Process, timeout: TimeInterval = 20) -> Bool {
             #expect(session.waitFor("Enter passphrase"))
             try session.type(String(repeating: "x", count: 5000) + "\n")
             #expect(exits(process, with: 5), "\(process.terminationStatus)")
-            #expect(session.text.contains("is locked for it; run `vault unlock`"), "\(session.text)")
+            // The terminal's reader may not have taken the last line yet when the process is seen exited.
+            #expect(session.waitFor("is locked for it; run `vault unlock`"), "\(session.text)")
         }
     }
 

@@ -289,4 +289,15 @@ import VaultTestSupport
             #expect(flags.contains("dd"))
         }
     }
+
+    /// The generation record's tag refuses a persistent id too long for its length byte.
+    @Test func aGenerationRecordRefusesAnOversizedPersistentID() throws {
+        let item = ItemLocation(group: try GroupName("g"), id: try ItemID(String(repeating: "a", count: 64)))
+        let error = #expect(throws: StoreError.self) {
+            _ = try GenerationRecord.tag(
+                key: try SymmetricKey.random(), binding: [1], location: item,
+                version: ItemVersion(persistentID: [UInt8](repeating: 1, count: 300), generation: 2))
+        }
+        #expect(error?.code == .integrity)
+    }
 }

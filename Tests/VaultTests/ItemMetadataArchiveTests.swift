@@ -178,7 +178,7 @@ import VaultTestSupport
     /// and reads as it reads it.
     @Test func leavesOtherShapesToVaultArchive() throws {
         // {created: 1(0), modified: 1(0), itemClass: "genp", attributes: {label: null}, generation: 1,
-        //  persistentID: h''}
+        //  persistentID: h'00…00' (16 bytes)}
         var item = CBORWriter(capacity: 64)
         item.bytes = CBORWriter.envelope
         item.writeHead(5, 6)
@@ -195,7 +195,7 @@ import VaultTestSupport
         item.writeText("generation")
         item.writeHead(0, 1)
         item.writeText("persistentID")
-        item.writeBytes(Data())
+        item.writeBytes(Data(count: ItemRecord.persistentIDByteCount))
         let decoded = try VaultArchive.decode(Metadata.self, from: item.bytes, options: ItemRecordCodec.metadataOptions)
         #expect(decoded.attributes.label == nil)
         #expect(ItemMetadataArchive.decode(item.bytes[...], maxSize: Self.maxSize) == nil)

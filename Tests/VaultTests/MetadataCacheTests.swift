@@ -47,7 +47,8 @@ import VaultTestSupport
                 modified: ItemRecord.now(), persistentID: Data(repeating: 1, count: 16), generation: 1),
             ItemRecord(
                 itemClass: .genericPassword, attributes: ItemAttributes(), data: Data(),
-                created: Date(timeIntervalSince1970: 0), modified: Date(timeIntervalSince1970: 1), persistentID: Data(),
+                created: Date(timeIntervalSince1970: 0), modified: Date(timeIntervalSince1970: 1),
+                persistentID: Data(repeating: 2, count: ItemRecord.persistentIDByteCount),
                 generation: 1),
         ]
     }

@@ -123,9 +123,8 @@ public struct ImportCommand: Sendable, Hashable {
             --backup-key-file K needs that key file instead. The backup is checked (size, magic, key
             derivation and its cost) before any passphrase is asked for or the rest of it is read, and
             is at most 1 GiB. A group the backup holds that this vault lacks is made as it was: a shared
-            group shared with the same Unix group (found by its /etc/group name, else its gid), which a
-            format-1 vault cannot hold (`vault upgrade` first) and which an unknown Unix group, or an
-            owner outside it, stops before anything is imported. Each group made is named on standard
+            group shared with the same Unix group (found by its /etc/group name, else its gid), which an
+            unknown Unix group, or an owner outside it, stops before anything is imported. Each group made is named on standard
             error.
             """,
         options: [.flag("replace", "overwrite existing items instead of reporting them"), BackupOptions.keyFileSpec],

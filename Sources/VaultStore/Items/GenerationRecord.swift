@@ -45,10 +45,17 @@ enum GenerationRecord {
     static func tag(key: SymmetricKey, binding: [UInt8], location: ItemLocation, version: ItemVersion)
         throws(StoreError) -> [UInt8]
     {
+        // The layer above bounds a persistent id (16 bytes); one of another record could be longer.
+        guard let persistentIDCount = UInt8(exactly: version.persistentID.count) else {
+            throw StoreError(
+                .integrity,
+                "item \(location.id) of group \(location.group) has a persistent id of \(version.persistentID.count) "
+                    + "bytes; it is damaged")
+        }
         var message = binding
         location.group.appendLengthPrefixed(to: &message)
         location.id.appendHexDigits(to: &message)
-        message.append(UInt8(version.persistentID.count))
+        message.append(persistentIDCount)
         message += version.persistentID
         message.appendBigEndian(version.generation)
         do {

@@ -13,8 +13,8 @@ import VaultSystem
 ///         nonce (24) | XChaCha20-Poly1305(subkey(class key, "vault.icls.v2", vault id), item class key,
 ///                                         ad = header | class u8)
 ///
-/// A vault made before this file existed has none; there the class keys stand in for the
-/// item class keys (they were used that way), and such a vault cannot be rekeyed in place.
+/// A vault made before this file existed has none; there the class keys stand in for the item class
+/// keys (they were used that way), and its first rekey writes the file (the same keys, sealed).
 struct ItemClassKeyFile {
     static let fileName = "classes.key"
     static let magic: [UInt8] = Array("VLTK".utf8)

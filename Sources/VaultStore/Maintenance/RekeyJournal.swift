@@ -36,12 +36,15 @@ struct RekeyJournal {
         self.inPlace = inPlace
     }
 
-    func header() -> [UInt8] {
+    func header() throws(StoreError) -> [UInt8] {
         let flags: UInt8 = inPlace ? 1 : 0
         guard let newKeyFile else { return Self.magic + [1, flags, 0, 0] + vaultID }
         let path = Array(newKeyFile.utf8)
+        guard let pathCount = UInt16(exactly: path.count) else {
+            throw StoreError(.invalidName, "the key file path is \(path.count) bytes; at most \(UInt16.max)")
+        }
         var header = Self.magic + [2, flags, 0, 0] + vaultID
-        header.appendBigEndian(UInt16(path.count))
+        header.appendBigEndian(pathCount)
         return header + path
     }
 
@@ -60,7 +63,7 @@ struct RekeyJournal {
                         + "\(Self.maximumPathByteCount)")
             }
         }
-        let head = header()
+        let head = try header()
         do {
             return head + (try KeyDerivation.keyedHash(head, key: oldAlways, domain: Self.domain))
                 + (try KeyDerivation.keyedHash(head, key: newAlways, domain: Self.domain))
