@@ -50,9 +50,9 @@ extension Vault {
     /// Makes the groups of `bundle` that this vault does not have, as the backup records them: a shared
     /// group shared with the same Unix group (its name resolved in `groupFile` first; its gid when the
     /// backup has no name for it), a private group private. Every group is checked before any is made,
-    /// and any refusal leaves the vault as it was: a Unix group this machine does not know, or one that this process may not give
-    /// a directory to (not root, not a member), is refused with the fix. A shared group is never made
-    /// private in silence. A group that exists keeps its own sharing (reported when it differs).
+    /// and any refusal leaves the vault as it was: a Unix group this machine does not know, or one that
+    /// this process may not give a directory to (not root, not a member), is refused with the fix. A
+    /// shared group is never made private in silence. A group that exists keeps its own sharing (reported when it differs).
     func prepareGroups(of bundle: BackupBundle, name path: String, groupFile: String) throws(VaultError)
         -> GroupPreparation
     {

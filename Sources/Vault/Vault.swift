@@ -53,22 +53,41 @@ public final class Vault: Sendable {
             return Vault(
                 store: try openStore(at: path, createIfMissing: createIfMissing, keySource: keySource), client: client)
         } catch  where (error.cause as? StoreError)?.code == .needsUpgrade {
+            // The upgrade and the open after it unwrap the same master.key: one passphrase for both.
+            let keySource = keySource.askingForThePassphraseOnce()
             let upgraded: Bool
             do {
                 upgraded = try upgrade(at: path, keySource: keySource)
             } catch {
-                throw VaultError(
-                    error.status,
-                    "the vault at \(path) is in the old format 1, which is upgraded at the first open that holds its "
-                        + "master key, and the upgrade could not run: \(error.message). Run `vault upgrade` with the "
-                        + "vault's key where the vault is writable; nothing was upgraded",
-                    cause: error)
+                throw upgradeRefusal(error, path: path)
             }
             // Not upgraded here: another process did it first.
             return Vault(
                 store: try openStore(at: path, createIfMissing: false, keySource: keySource), client: client,
                 upgradedOnOpen: upgraded)
         }
+    }
+
+    /// Why an open could not upgrade the format-1 vault at `path`, and what to do.
+    private static func upgradeRefusal(_ error: VaultError, path: String) -> VaultError {
+        guard VaultStore.isFormatOne(vaultPath: path) else {
+            return VaultError(
+                error.status,
+                "the upgrade of the vault at \(path) from the old format 1 passed its commit point and then stopped: "
+                    + "\(error.message); the next open finishes it", cause: error)
+        }
+        let advice =
+            switch error.status {
+            case .interactionNotAllowed:
+                "give its passphrase (at a terminal, or with --passphrase-fd), or run `vault upgrade` with it"
+            case .decode: "then run `vault upgrade` (or any command) again"
+            default: "run `vault upgrade` as the vault's owner, with its key, where the vault is writable"
+            }
+        return VaultError(
+            error.status,
+            "the vault at \(path) is in the old format 1, which is upgraded at the first open that holds its master "
+                + "key, and the upgrade could not run: \(error.message); \(advice). Nothing was upgraded",
+            cause: error)
     }
 
     /// The store of the vault at `path` (created when missing and `createIfMissing`).

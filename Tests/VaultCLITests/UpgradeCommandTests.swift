@@ -116,6 +116,20 @@ import VaultTestSupport
         }
     }
 
+    /// The upgrade and the open after it unwrap the same `master.key`: the passphrase is read once (one
+    /// line of --passphrase-fd serves the command).
+    @Test func aPassphraseVaultIsUpgradedWithOnePassphrase() throws {
+        try withScratch { scratch in
+            try FormatOneFixture.passphrase.copy(to: scratch.vault)
+            let get = try scratch.run(
+                ["--group", "com.example.app", "get", "postgres", "app", "--passphrase-fd", "0"],
+                input: Data((FormatOneFixture.passphraseText + "\n").utf8))
+            #expect(get.status == 0 && get.output == Data("pg-secret"), "\(get.errors)")
+            #expect(get.errors.contains(Self.notice), "\(get.errors)")
+            #expect(try FormatOneFixture.version(at: scratch.vault) == 2)
+        }
+    }
+
     @Test func aReadOnlyVaultSaysUpgradeAndChangesNothing() throws {
         try withScratch { scratch in
             try FormatOneFixture.plain.copy(to: scratch.vault)

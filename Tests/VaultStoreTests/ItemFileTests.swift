@@ -139,7 +139,7 @@ import VaultTestSupport
             let error = #expect(throws: StoreError.self) {
                 let header = try ItemFile.header(of: contents, path: "p")
                 _ = try ItemFile.open(
-                    contents, key: wrongKey, binding: store.vaultID,
+                    contents, key: wrongKey, binding: try store.keys(for: group).binding,
                     location: ItemLocation(group: group, id: id), path: "p")
             }
             #expect(error?.code == .integrity)

@@ -103,6 +103,24 @@ import VaultTestSupport
         }
     }
 
+    /// A `master.key.new` (or `always.key.new`) that no rekey is writing would be renamed over the key at
+    /// the upgrade's commit: it is refused first, named, and nothing changes.
+    @Test func aStrayNewKeyFileIsRefusedBeforeTheUpgrade() throws {
+        for name in ["master.key.new", "always.key.new"] {
+            try withTemporaryVault("upgrade-stray") { t in
+                try copyFixture(to: t.path)
+                try t.write([UInt8](repeating: 9, count: 32), to: name)
+                let before = try t.entries("")
+                let refused = #expect(throws: VaultError.self) {
+                    try Vault.open(at: t.path, client: client, keySource: KeySource())
+                }
+                #expect(refused?.message.contains(name) == true, "\(String(describing: refused))")
+                #expect(try t.entries("") == before)
+                #expect(try FormatOneFixture.version(at: t.path) == 1)
+            }
+        }
+    }
+
     /// Each system call of an upgrade failing in turn (the state a crash there leaves): the next open
     /// has the vault as format 1 or 2, with every item, and nothing left over.
     @Test func anUpgradeFailingAtAnyStepLeavesEitherFormatWithEveryItem() throws {

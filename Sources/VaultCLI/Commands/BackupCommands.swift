@@ -116,16 +116,15 @@ public struct ImportCommand: Sendable, Hashable {
         summary: "add the items of a backup made by `vault export`",
         details: """
             Adds the items of the backup FILE (with -, read from standard input) with their attributes,
-            dates and persistent references. An item that exists already is reported and left alone
-            (exit status 3 when any was), unless --replace overwrites it. The backup's passphrase is
-            asked on the terminal or read from --passphrase-fd N (after the vault's own passphrase, if
-            it has one; not descriptor 0 when the backup comes on standard input); a backup sealed with
-            --backup-key-file K needs that key file instead. The backup is checked (size, magic, key
-            derivation and its cost) before any passphrase is asked for or the rest of it is read, and
-            is at most 1 GiB. A group the backup holds that this vault lacks is made as it was: a shared
-            group shared with the same Unix group (found by its /etc/group name, else its gid), which an
-            unknown Unix group, or an owner outside it, stops before anything is imported. Each group made is named on standard
-            error.
+            dates and persistent references. An item that exists already is reported and left alone (exit
+            status 3 when any was), unless --replace overwrites it. The backup's passphrase is asked on the
+            terminal or read from --passphrase-fd N (after the vault's own passphrase, if it has one; not
+            descriptor 0 when the backup comes on standard input); a backup sealed with --backup-key-file K
+            needs that key file instead. The backup is checked (size, magic, key derivation and its cost)
+            before any passphrase is asked for or the rest of it is read, and is at most 1 GiB. A group the
+            backup holds that this vault lacks is made as it was: a shared group shared with the same Unix
+            group (found by its /etc/group name, else its gid), which an unknown Unix group, or an owner
+            outside it, stops before anything is imported. Each group made is named on standard error.
             """,
         options: [.flag("replace", "overwrite existing items instead of reporting them"), BackupOptions.keyFileSpec],
         operands: [OperandSpec("FILE", .file)],

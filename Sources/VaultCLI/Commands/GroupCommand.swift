@@ -1,18 +1,20 @@
 import Vault
 
-/// `vault group create|ls|rm|rotate|export-key|join|resync`: the access groups of the vault, each with its own key, private
-/// to the vault's owner or shared with a Unix group. The subcommands have a file each.
+/// `vault group create|ls|rm|rotate|export-key|join|resync`: the access groups of the vault, each with
+/// its own key, private to the vault's owner or shared with a Unix group. The subcommands have a file
+/// each.
 enum GroupCommand {
     static let info = CommandInfo(
         name: "group",
         summary: "create, list, remove and rotate access groups, private or shared with a Unix group",
         details: """
-            Manages the access groups of the vault, where each group has its own key. A private group is the vault's owner's alone. A shared group's key can be read
-            by the members of one Unix group, who then use that group, and no other, without master.key:
-            `vault --vault DIR --group NAME get …`. The kernel enforces it through file modes (the group's
-            directory is OWNER:UNIXGROUP 2770, its group.key 0640). Create and remove groups as the
-            vault's owner (root acts as the owner, as for every command). `vault group ls` works on any
-            vault, and for a member too; `vault groups` is another name for it.
+            Manages the access groups of the vault, where each group has its own key. A private group is the
+            vault's owner's alone. A shared group's key can be read by the members of one Unix group, who
+            then use that group, and no other, without master.key: `vault --vault DIR --group NAME get …`.
+            The kernel enforces it through file modes (the group's directory is OWNER:UNIXGROUP 2770, its
+            group.key 0640). Create and remove groups as the vault's owner (root acts as the owner, as for
+            every command). `vault group ls` works on any vault, and for a member too; `vault groups` is
+            another name for it.
             """,
         subcommands: [
             GroupCreateCommand.info, GroupListCommand.info, GroupRemoveCommand.info, GroupRotateCommand.info,

@@ -7,13 +7,13 @@ public struct InitCommand: Sendable, Hashable {
         synopsis: "vault init",
         summary: "create a new vault",
         details: """
-            Creates the vault directory (0700), its master key (0600) and its marker. An existing vault
-            is never touched: that is exit status 3. With --passphrase, master.key holds the key wrapped
-            under a passphrase (Argon2id, then asked for by every command); with --key-file PATH the key
-            goes to (or is taken from) that file instead of master.key. The directory is --vault DIR, else $VAULT_DIR, else
-            /var/lib/vault for root, else $XDG_DATA_HOME/vault (~/.local/share/vault). Each access group
-            gets its own key, and a group can be shared with the members of a Unix group (`vault group
-            create`).
+            Creates the vault directory (0700), its master key (0600) and its marker. An existing vault is
+            never touched: that is exit status 3. With --passphrase, master.key holds the key wrapped under
+            a passphrase (Argon2id, then asked for by every command); with --key-file PATH the key goes to
+            (or is taken from) that file instead of master.key. The directory is --vault DIR, else
+            $VAULT_DIR, else /var/lib/vault for root, else $XDG_DATA_HOME/vault (~/.local/share/vault). Each
+            access group gets its own key, and a group can be shared with the members of a Unix group
+            (`vault group create`).
             """,
         options: [
             .flag(

@@ -82,9 +82,14 @@ struct FormatOneVault {
                         + "upgrade needs the vault's master key (its passphrase)",
                     path: filePath.string)
             }
-            let plaintext = try ItemFile.open(
-                contents, key: key, binding: vaultID, location: ItemLocation(group: group, id: id), path: filePath,
-                headerByteCount: Self.itemHeaderByteCount, padded: false)
+            let plaintext: TransientBytes
+            do {
+                plaintext = try ItemFile.open(
+                    contents, key: key, binding: vaultID, location: ItemLocation(group: group, id: id), path: filePath,
+                    headerByteCount: Self.itemHeaderByteCount, padded: false)
+            } catch {
+                throw Self.damaged(error)
+            }
             items.append(Item(id: id, protectionClass: protectionClass, plaintext: plaintext))
         }
         return items
@@ -97,11 +102,20 @@ struct FormatOneVault {
             contents[5] == ItemFile.algorithmXChaCha20Poly1305, contents[7] == 0,
             let protectionClass = ProtectionClass(rawValue: contents[6])
         else {
-            throw StoreError(
-                .integrity, "\(path) is not a format-1 item file (bad header or truncated); it is damaged",
-                path: path.string)
+            throw damaged(
+                StoreError(
+                    .integrity, "\(path) is not a format-1 item file (bad header or truncated); it is damaged",
+                    path: path.string))
         }
         return protectionClass
+    }
+
+    /// `error` about a file that does not open, with what to do: nobody can read that file.
+    private static func damaged(_ error: StoreError) -> StoreError {
+        guard error.code == .integrity else { return error }
+        return StoreError(
+            .integrity, "\(error.message); move it out of the vault directory (it cannot be read)", path: error.path,
+            cause: error)
     }
 
     /// The encryption key of each class this process has the key of, for `group`: keyed BLAKE2b of

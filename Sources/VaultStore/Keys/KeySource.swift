@@ -1,4 +1,5 @@
 import FoundationEssentials
+import Synchronization
 import VaultCrypto
 import VaultSystem
 
@@ -48,6 +49,24 @@ public struct KeySource: Sendable {
         var source = self
         source.loadedKey =
             creating ? try ExternalKeyFile.loadOrCreate(keyFile) : try ExternalKeyFile.load(keyFile)
+        return source
+    }
+
+    /// This source, asking its provider for the vault's passphrase (`unlock`) at most once and giving the
+    /// same bytes to later requests: an open that upgrades a vault and then opens it again asks the
+    /// user (or reads a line of `--passphrase-fd`) once. The copy is wiped when the source goes.
+    public func askingForThePassphraseOnce() -> KeySource {
+        guard let provider = passphrase else { return self }
+        let remembered = RememberedPassphrase()
+        var source = self
+        source.passphrase = { (request) throws(StoreError) -> SecureBytes in
+            guard request.purpose == .unlock else { return try provider(request) }
+            if let known = remembered.bytes.withLock({ $0 }) { return try RememberedPassphrase.copy(known) }
+            let given = try provider(request)
+            let copy = try RememberedPassphrase.copy(given)
+            remembered.bytes.withLock { $0 = copy }
+            return given
+        }
         return source
     }
 
@@ -106,5 +125,18 @@ public struct PassphraseRequest: Sendable, Hashable {
     /// The question: "passphrase for SUBJECT", or "new passphrase for SUBJECT".
     public var prompt: String {
         (purpose.isNew ? "new " : "") + "passphrase for \(subject)"
+    }
+}
+
+/// The passphrase that `KeySource.askingForThePassphraseOnce` gave, for the next request.
+private final class RememberedPassphrase: Sendable {
+    let bytes = Mutex<SecureBytes?>(nil)
+
+    static func copy(_ passphrase: SecureBytes) throws(StoreError) -> SecureBytes {
+        do {
+            return try passphrase.appending([])
+        } catch {
+            throw StoreError.crypto(error, "cannot copy the passphrase into secure memory")
+        }
     }
 }

@@ -26,7 +26,7 @@ enum Rekey {
 enum RekeyDestination {
     /// `master.key` (and `always.key` when wrapped), under `passphrase` (nil: plain).
     case masterKey(passphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits)
-    /// A new external key file (see `MasterKeyFile.prepareNewKeyFile`).
+    /// A new external key file (see `ExternalKeyFile.prepareNew`).
     case keyFile(String)
 }
 
@@ -78,7 +78,10 @@ extension VaultStore {
     }
 
     /// Removes the keys cached by `vault unlock`: they belong to the old master key after a rekey.
-    private func forgetUnlockedKeys() {
+    private func forgetUnlockedKeys() { Self.forgetUnlockedKeys(vaultID: vaultID, location: location) }
+
+    /// Removes the keys `vault unlock` cached for the vault `vaultID` at `location`.
+    static func forgetUnlockedKeys(vaultID: [UInt8], location: FilePath) {
         _ = try? UnlockCache.remove(vaultID: vaultID, .afterFirstUnlock, path: location)
         _ = try? UnlockCache.remove(vaultID: vaultID, .whenUnlocked, path: location)
     }
@@ -176,7 +179,7 @@ extension VaultStore {
     }
 
     /// The recovery itself, under the lock; returns what `finishInterruptedRekey` returns.
-    private static func recoverRekey(directory: FileDescriptor, path: FilePath, keySource: KeySource)
+    static func recoverRekey(directory: FileDescriptor, path: FilePath, keySource: KeySource)
         throws(StoreError) -> String?
     {
         let journalPath = path / RekeyJournal.fileName

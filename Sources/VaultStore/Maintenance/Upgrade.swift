@@ -27,8 +27,11 @@ extension VaultStore {
         let location = FilePath(path)
         let directory = try VaultDirectory.open(location)
         defer { try? directory.close() }
-        try finishInterruptedRekey(directory: directory, path: location, keySource: keySource)
         return try withVaultLock(directory: directory, path: location) { (_) throws(StoreError) -> Bool in
+            // Under the lock: a journal left by an upgrade that stopped after another process looked.
+            if try VaultDirectory.exists(RekeyJournal.fileName, in: directory, path: location) {
+                _ = try recoverRekey(directory: directory, path: location, keySource: keySource)
+            }
             let markerPath = location / VaultMarker.fileName
             guard let markerBytes = try readMarker(in: directory, path: markerPath),
                 FormatOneVault.isFormatOne(markerBytes)
@@ -62,8 +65,7 @@ extension VaultStore {
                 }
             }
             try commitUpgrade(directory: directory, location: location, keyFileRekey: keySource.keyFile != nil)
-            _ = try? UnlockCache.remove(vaultID: marker.vaultID, .afterFirstUnlock, path: location)
-            _ = try? UnlockCache.remove(vaultID: marker.vaultID, .whenUnlocked, path: location)
+            forgetUnlockedKeys(vaultID: marker.vaultID, location: location)
             return true
         }
     }
@@ -88,15 +90,15 @@ extension VaultStore {
             var items: [UpgradedItem] = []
             for item in try old.items(in: group) {
                 let path = old.location / groupsDirectoryName / group.rawValue / item.id.fileName
-                let (version, key) = try item.plaintext.withBytes {
-                    (bytes) throws(StoreError) -> (ItemVersion?, [UInt8]) in
-                    (versions(bytes), try primaryKey(bytes))
+                let decoded = item.plaintext.withBytes { (bytes) -> (ItemVersion, [UInt8])? in
+                    guard let version = versions(bytes), let key = try? primaryKey(bytes) else { return nil }
+                    return (version, key)
                 }
-                guard let version else {
+                guard let (version, key) = decoded else {
                     throw StoreError(
                         .integrity,
-                        "\(path) decrypted but is not a valid item record: move it out of the vault directory and run "
-                            + "`vault upgrade` again (nothing was changed)",
+                        "\(path) decrypted but is not a valid item record: move it out of the vault directory (it "
+                            + "cannot be read)",
                         path: path.string)
                 }
                 let upgraded = UpgradedItem(
@@ -119,14 +121,19 @@ extension VaultStore {
         directory: FileDescriptor, location: FilePath, vaultID: [UInt8], classKeys: ClassKeys, keyFile: String?
     ) throws(StoreError) -> UpgradeTarget {
         // A groups.old already there (a rename by hand, an older build's leftover) would make the commit
-        // rename fail after the journal is written, and recovery then roll onto it: refuse first.
-        if try VaultDirectory.exists(Rekey.oldGroups, in: directory, path: location) {
-            let oldGroupsPath = location / Rekey.oldGroups
+        // rename fail after the journal is written, and recovery then roll onto it; a master.key.new or
+        // always.key.new would be renamed over the vault's key at the commit (the upgrade writes none):
+        // refuse first.
+        for name in [
+            Rekey.oldGroups, MasterKeyFile.fileName + Rekey.newSuffix, AlwaysKeyFile.fileName + Rekey.newSuffix,
+        ]
+        where try VaultDirectory.exists(name, in: directory, path: location) {
+            let leftover = location / name
             throw StoreError(
                 .integrity,
-                "\(oldGroupsPath) exists and no rekey is under way: move it away (it may hold items of an earlier "
+                "\(leftover) exists and no rekey or upgrade is under way: move it away (it may be left from an earlier "
                     + "rekey) before the upgrade; nothing was changed",
-                path: oldGroupsPath.string)
+                path: leftover.string)
         }
         // 0. The journal: recovery acts on it alone.
         let journal = try RekeyJournal(vaultID: vaultID, newKeyFile: keyFile).encoded(

@@ -75,7 +75,7 @@ struct UpgradeTarget {
 
     /// Writes an item of the new vault (not durable until the upgrade syncs the file system).
     func write(
-        _ plaintext: [UInt8], to item: ItemLocation, protectionClass: ProtectionClass, version: ItemVersion?
+        _ plaintext: [UInt8], to item: ItemLocation, protectionClass: ProtectionClass, version: ItemVersion
     ) throws(StoreError) {
         let directory = try groupDirectory(item.group)
         let path = location / Rekey.newGroups / item.group.rawValue
@@ -88,7 +88,7 @@ struct UpgradeTarget {
             binding: key.binding, location: item)
         // As in `WriteTransaction.write`: generation 1 has no record (the new directory holds none to remove).
         var record: (name: String, text: String?)?
-        if let version, version.generation > 1 {
+        if version.generation > 1 {
             let tag = try GenerationRecord.tag(key: key.index, binding: key.binding, location: item, version: version)
             record = (GenerationRecord.name(item.id), GenerationRecord.text(generation: version.generation, tag: tag))
         }

@@ -30,10 +30,10 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case cryptoUnavailable
         /// The vault is locked: its key needs a passphrase (or a key file) that was not given.
         case locked
-        /// The vault has no such access group (format v2, as a member sees it).
+        /// The vault has no such access group (as a member sees it).
         case groupNotFound
         /// The kernel refused a shared group's files to this process: it is not in the group's Unix
-        /// group (format v2).
+        /// group.
         case notAMember
         /// The passphrase does not unwrap the master key.
         case wrongPassphrase

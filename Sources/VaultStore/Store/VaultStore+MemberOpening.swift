@@ -1,6 +1,6 @@
 import VaultSystem
 
-/// How a member of a shared group opens a format-2 vault: without `master.key`, through the vault
+/// How a member of a shared group opens a vault: without `master.key`, through the vault
 /// directory and `groups/` of another user (see FORMAT.md, "What a member opens").
 extension VaultStore {
     /// The owner of the vault directory at `location` when this process would open it as a member: it
@@ -18,7 +18,7 @@ extension VaultStore {
         return status.ownerID
     }
 
-    /// The vault opened as a member of its shared groups, when it is a format-2 vault of `owner` (the
+    /// The vault opened as a member of its shared groups, when it is a vault of `owner` (the
     /// owner of its directory, not this process); nil otherwise: then the owner's open goes on, with
     /// the owner's checks, which refuse another user's vault by its directory's owner. The vault
     /// directory and `groups/` pass the checks of an owner's open with `owner` trusted as root is (the

@@ -68,6 +68,10 @@ extension VaultStore {
         }
     }
 
+    /// Whether the vault at `vaultPath` is of the old format 1 (its marker, read unchecked): for a
+    /// message about an upgrade that did not run.
+    public static func isFormatOne(vaultPath: String) -> Bool { FormatOneVault.isFormatOne(at: FilePath(vaultPath)) }
+
     /// Whether a rekey journal is in the vault at `location` now.
     private static func rekeyUnderWay(_ location: FilePath) -> Bool {
         (try? FileDescriptor.currentWorkingDirectory.statusAt((location / RekeyJournal.fileName).string)) != nil

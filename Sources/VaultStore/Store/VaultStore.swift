@@ -50,16 +50,16 @@ public final class VaultStore: Sendable {
         var groupDirectories: [GroupName: FileDescriptor] = [:]
         /// The derived keys of each group seen.
         var groupKeys: [GroupName: GroupKeys] = [:]
-        /// which file each group's `group.key` was when its keys were read (inode and change
+        /// Which file each group's `group.key` was when its keys were read (inode and change
         /// time); a writer that finds another one under the lock reads the keys again (a rotation
         /// replaced the file).
         var groupKeyInodes: [GroupName: GroupKeyFileIdentity] = [:]
-        /// each group's open `.lock` and the process that opened it (see `lock`).
+        /// Each group's open `.lock` and the process that opened it (see `lock`).
         var groupLocks: [GroupName: (file: FileDescriptor, processID: Int32)] = [:]
         /// Descriptors of removed groups, closed only with the store: a prepared write of another thread
         /// (`PreparedItemWrite`) may still hold one, and a closed number can be reused by any open.
         var retiredDescriptors: [FileDescriptor] = []
-        /// group commit (`GroupCommit`): the slots this process holds in each group (threads
+        /// Group commit (`GroupCommit`): the slots this process holds in each group (threads
         /// sharing one `.lock` descriptor do not exclude each other by its locks).
         var claimedSlots: [GroupName: Set<Int>] = [:]
         /// The ticket of this store's last write to each group (prepared or under the lock), and how
@@ -68,7 +68,7 @@ public final class VaultStore: Sendable {
         var preparedWritesLeft: [GroupName: Int] = [:]
         /// Each group's in-process half of the flush lock.
         var flushLeaders: [GroupName: GroupCommit.FlushLeader] = [:]
-        /// the groups whose interrupted moves were finished since the store was opened.
+        /// The groups whose interrupted moves were finished since the store was opened.
         var movesRecoveredGroups: Set<GroupName> = []
         /// The groups whose stale temp files were removed (`Housekeeping`).
         var cleanedGroups: Set<GroupName> = []
@@ -80,7 +80,7 @@ public final class VaultStore: Sendable {
         /// removed: a spare may be an item's file on disk. No spare is used until the next writer has
         /// removed them all (the transaction leaves `WriterMark.sparesUntrusted`).
         var spareUntrusted = false
-        /// this process holds the vault's `.lock` (a whole-vault transaction), so that making a
+        /// This process holds the vault's `.lock` (a whole-vault transaction), so that making a
         /// group inside it does not take (and then release) the lock again.
         var holdsVaultLock = false
         /// Fleet groups: each group's replica (nil inside: not a fleet group), when its cache was last

@@ -20,7 +20,7 @@ import VaultSystem
 /// to any item of the group anyway. After an exchange with another member's item, the spare is that
 /// member's file and is removed instead of zeroed.
 struct SpareFile {
-    /// The spare of a private group (and of every format-1 group).
+    /// The spare of a private group.
     static let name = ".spare"
     /// What a shared group's spares start with; the uid of their writer follows.
     static let sharedPrefix = ".spare."

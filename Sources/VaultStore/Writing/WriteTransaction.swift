@@ -8,7 +8,7 @@ public struct WriteTransaction {
     let store: VaultStore
     /// Whether durable item writes may go through the groups' spare files (see `WriteLock`).
     let reusesSpares: Bool
-    /// the groups whose locks this transaction holds (nil: all of them).
+    /// The groups whose locks this transaction holds (nil: all of them).
     let lockedGroups: Set<GroupName>?
 
     /// Refuses a change to `group` when its lock is not held (a caller's mistake, never a user's).
