@@ -11,6 +11,7 @@ struct FormatOneVault {
     /// A format-1 item file's header: "VLTI" | 1 | algorithm | protection class | 0.
     static let itemHeaderByteCount = 8
     static let encryptionDomain = KeyDerivation.Domain("vault.grp.enc.v1")
+    static let indexDomain = KeyDerivation.Domain("vault.grp.idx.v1")
 
     let location: FilePath
     /// The vault's `groups/`, owned by the caller.
@@ -53,12 +54,15 @@ struct FormatOneVault {
     struct Item {
         let id: ItemID
         let protectionClass: ProtectionClass
+        let version: ItemVersion
         let plaintext: TransientBytes
     }
 
-    /// Every item of `group`, each opened and checked under the group's keys; a file that does not
-    /// open (damaged, or of a class whose key this process lacks) stops it, named.
-    func items(in group: GroupName) throws(StoreError) -> [Item] {
+    /// Every item of `group`, each opened and checked under the group's keys, its version (read by
+    /// `versions`) checked against its generation record; a file that does not open (damaged, or of a
+    /// class whose key this process lacks), does not decode, or was replaced with an older copy of
+    /// itself stops it, named.
+    func items(in group: GroupName, versions: ItemVersionReader) throws(StoreError) -> [Item] {
         let path = location / VaultStore.groupsDirectoryName / group.rawValue
         let directory = try VaultDirectory.openSubdirectory(group.rawValue, in: groupsDirectory, path: path)
         defer { try? directory.close() }
@@ -68,7 +72,7 @@ struct FormatOneVault {
         } catch {
             throw StoreError.system(error, .readDirectory, "list", path: path)
         }
-        let keys = try encryptionKeys(group)
+        let (index, keys) = try keys(group)
         var items: [Item] = []
         for id in ids {
             let filePath = path / id.fileName
@@ -90,7 +94,27 @@ struct FormatOneVault {
             } catch {
                 throw Self.damaged(error)
             }
-            items.append(Item(id: id, protectionClass: protectionClass, plaintext: plaintext))
+            guard let version = plaintext.withBytes({ versions($0) }) else {
+                throw Self.damaged(
+                    StoreError(
+                        .integrity, "\(filePath) decrypted but is not a valid item record", path: filePath.string))
+            }
+            let location = ItemLocation(group: group, id: id)
+            let found = try GenerationRecord.read(id, in: directory, itemPath: filePath)
+            if let recorded = found.recorded, recorded.generation > version.generation,
+                try GenerationRecord.tag(
+                    key: index, binding: vaultID, location: location,
+                    version: ItemVersion(persistentID: version.persistentID, generation: recorded.generation))
+                    == recorded.tag
+            {
+                throw StoreError(
+                    .integrity,
+                    "\(filePath) is generation \(version.generation) but the vault recorded generation "
+                        + "\(recorded.generation): it was replaced with an older copy of itself (rollback); restore it "
+                        + "from a backup, or move it out of the vault directory",
+                    path: filePath.string)
+            }
+            items.append(Item(id: id, protectionClass: protectionClass, version: version, plaintext: plaintext))
         }
         return items
     }
@@ -118,17 +142,22 @@ struct FormatOneVault {
             cause: error)
     }
 
-    /// The encryption key of each class this process has the key of, for `group`: keyed BLAKE2b of
-    /// the class key with the group's name.
-    private func encryptionKeys(_ group: GroupName) throws(StoreError) -> [ProtectionClass: SymmetricKey] {
+    /// The keys of `group`: its index key (generation records), from the `always` class key, and the
+    /// encryption key of each class this process has the key of; each a keyed BLAKE2b of the class key
+    /// with the group's name.
+    private func keys(_ group: GroupName) throws(StoreError) -> (
+        index: SymmetricKey, encryption: [ProtectionClass: SymmetricKey]
+    ) {
         let classes = ProtectionClass.allCases.filter { classKeys.key($0) != nil }
         let context = Array(group.rawValue.utf8)
         do {
             let derived = try KeyDerivation.subkeys(
-                classes.map {
-                    KeyDerivation.Derivation(of: classKeys.key($0)!, domain: Self.encryptionDomain, context: context)
-                })
-            return Dictionary(uniqueKeysWithValues: zip(classes, derived))
+                [KeyDerivation.Derivation(of: classKeys.always, domain: Self.indexDomain, context: context)]
+                    + classes.map {
+                        KeyDerivation.Derivation(
+                            of: classKeys.key($0)!, domain: Self.encryptionDomain, context: context)
+                    })
+            return (derived[0], Dictionary(uniqueKeysWithValues: zip(classes, derived.dropFirst())))
         } catch {
             throw StoreError.crypto(error, "cannot derive the keys of group \(group)")
         }

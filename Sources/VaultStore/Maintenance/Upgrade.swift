@@ -88,19 +88,16 @@ extension VaultStore {
         for group in try old.groups() {
             var indexByPersistentID: [[UInt8]: Int] = [:]
             var items: [UpgradedItem] = []
-            for item in try old.items(in: group) {
+            for item in try old.items(in: group, versions: versions) {
                 let path = old.location / groupsDirectoryName / group.rawValue / item.id.fileName
-                let decoded = item.plaintext.withBytes { (bytes) -> (ItemVersion, [UInt8])? in
-                    guard let version = versions(bytes), let key = try? primaryKey(bytes) else { return nil }
-                    return (version, key)
-                }
-                guard let (version, key) = decoded else {
+                guard let key = item.plaintext.withBytes({ try? primaryKey($0) }) else {
                     throw StoreError(
                         .integrity,
                         "\(path) decrypted but is not a valid item record: move it out of the vault directory (it "
                             + "cannot be read)",
                         path: path.string)
                 }
+                let version = item.version
                 let upgraded = UpgradedItem(
                     group: group, protectionClass: item.protectionClass, version: version, primaryKey: key,
                     plaintext: item.plaintext)
