@@ -338,7 +338,7 @@ public enum ArgumentParser {
         if before.flag("help") { return Invocation(global: global, command: .help(topic: nil)) }
         if before.flag("version") { return Invocation(global: global, command: .version) }
         guard let name = rest.first else { throw UsageError("no command given") }
-        guard var command = info(name) else { throw UsageError("unknown command '\(name)'") }
+        guard var command = info(name) else { throw UsageError(HashiCorpHints.unknownCommand(name)) }
         var topic = name
         var arguments = rest.dropFirst()
         if !command.subcommands.isEmpty {

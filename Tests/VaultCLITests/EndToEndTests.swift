@@ -438,6 +438,12 @@ import VaultTestSupport
             let cases: [([String], String)] = [
                 ([], "vault: no command given (see 'vault --help')\n"),
                 (["frob"], "vault: unknown command 'frob' (see 'vault --help')\n"),
+                (
+                    ["kv", "get", "secret/db"],
+                    "vault: unknown command 'kv': this is vault, the keychain for Linux, not HashiCorp Vault (whose "
+                        + "CLI is also called vault; run it by its full path); here secrets are read with `vault get "
+                        + "SERVICE [ACCOUNT]`, stored with `vault put`, listed with `vault ls` (see 'vault --help')\n"
+                ),
                 (["get", "--frob", "x"], "vault: get: unknown option --frob (see 'vault get --help')\n"),
                 (["get"], "vault: get: missing operand SERVICE (see 'vault get --help')\n"),
                 (["put", "a", "b", "c"], "vault: put: unexpected operand 'c' (see 'vault put --help')\n"),

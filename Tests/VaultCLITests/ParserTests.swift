@@ -191,6 +191,21 @@ import VaultTestSupport
         #expect(try parse("put --trim s").command.isTrimmed)
     }
 
+    /// HashiCorp Vault's CLI is also called `vault`: its commands say that this is not it, and what does
+    /// the job here.
+    @Test func hashiCorpHabitsGetAHint() {
+        let cases = [
+            ("kv", "vault get SERVICE"), ("status", "vault check"), ("login", "vault unlock"),
+            ("version", "vault --version"), ("write", "vault put"),
+        ]
+        for (name, instead) in cases {
+            let message = usageError([name, "get", "secret/x"])?.message ?? ""
+            #expect(message.hasPrefix("unknown command '\(name)': "), "\(message)")
+            #expect(message.contains("not HashiCorp Vault") && message.contains(instead), "\(name): \(message)")
+        }
+        #expect(usageError(["frob"]) == UsageError("unknown command 'frob'"))
+    }
+
     @Test func usageErrorsPointToTheRightHelp() {
         #expect(UsageError("no command given").description == "no command given (see 'vault --help')")
         #expect(
