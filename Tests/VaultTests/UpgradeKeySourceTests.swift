@@ -134,9 +134,7 @@ import VaultTestSupport
         var steps = 0
         var upgraded = 0
         for (operation, count) in calls.sorted(by: { "\($0.key)" < "\($1.key)" }) where count > 0 {
-            let occurrences =
-                count <= 30 ? Array(1...count) : stride(from: 1, through: count, by: count / 15).map { $0 }
-            for occurrence in occurrences {
+            for occurrence in sampledOccurrences(count) {
                 try withTemporaryVault("upgrade-\(kind.rawValue)") { t in
                     try makeFormatOneVault(kind, t)
                     let plan = FaultPlan(operation, occurrence: occurrence, effect: .fail(.ioError))

@@ -131,9 +131,7 @@ import VaultTestSupport
         var steps = 0
         var upgraded = 0
         for (operation, count) in calls where count > 0 {
-            let occurrences =
-                count <= 30 ? Array(1...count) : stride(from: 1, through: count, by: count / 15).map { $0 }
-            for occurrence in occurrences {
+            for occurrence in sampledOccurrences(count) {
                 try withTemporaryVault("upgrade") { t in
                     try copyFixture(to: t.path)
                     let plan = FaultPlan(operation, occurrence: occurrence, effect: .fail(.ioError))
@@ -170,9 +168,7 @@ import VaultTestSupport
         var steps = 0
         var stoppedBeforeTheCommit = 0
         for (operation, count) in calls.sorted(by: { "\($0.key)" < "\($1.key)" }) where count > 0 {
-            let occurrences =
-                count <= 30 ? Array(1...count) : stride(from: 1, through: count, by: count / 15).map { $0 }
-            for occurrence in occurrences {
+            for occurrence in sampledOccurrences(count) {
                 try withTemporaryVault("upgrade-on-open") { t in
                     try FormatOneFixture.plain.copy(to: t.path)
                     let plan = FaultPlan(operation, occurrence: occurrence, effect: .fail(.ioError))
