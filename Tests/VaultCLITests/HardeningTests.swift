@@ -305,7 +305,12 @@ import VaultTestSupport
             _ = FileManager.default.createFile(atPath: huge, contents: nil)
             try #require(truncate(huge, (1 << 30) + 1) == 0)
             let big = try scratch.run(["import", huge])
-            #expect(big.status == 6 && big.errors.contains("bytes, not between"), "\(big.errors)")
+            #expect(big.status == 6 && big.errors.contains("is not a vault backup: it is"), "\(big.errors)")
+            // A small file (a secret put where a backup was meant) says the same.
+            let small = scratch.root + "/secret.txt"
+            _ = FileManager.default.createFile(atPath: small, contents: Data("not a backup".utf8))
+            let tiny = try scratch.run(["import", small])
+            #expect(tiny.status == 6 && tiny.errors.contains("secret.txt is not a vault backup"), "\(tiny.errors)")
         }
     }
 }

@@ -43,18 +43,19 @@ enum SmallFile {
     }
 
     /// The first `prefix` bytes of a regular file in `directory` whose size is `minimumSize` to `limit`
-    /// bytes: what a reader checks (magic, header) before it reads a large file whole.
+    /// bytes: what a reader checks (magic, header) before it reads a large file whole. `what` names
+    /// the kind of file expected ("a vault backup"), for the refusal of one of another size.
     static func readPrefix(
         _ name: String, in directory: FileDescriptor, path makePath: @autoclosure () -> FilePath, prefix: Int,
-        minimumSize: Int, limit: Int
+        minimumSize: Int, limit: Int, what: String
     ) throws(StoreError) -> [UInt8] {
         let (fd, status) = try openRegular(name, in: directory, path: makePath())
         defer { try? fd.close() }
         guard status.size >= Int64(minimumSize), status.size <= Int64(limit) else {
             throw StoreError(
                 .integrity,
-                "\(makePath()) is \(status.size) bytes, not between \(minimumSize) and \(limit): it is not what vault "
-                    + "expects there, or it is damaged",
+                "\(makePath()) is not \(what): it is \(status.size) bytes, and \(what) is \(minimumSize) to \(limit) "
+                    + "bytes (or it is damaged)",
                 path: makePath().string)
         }
         do {

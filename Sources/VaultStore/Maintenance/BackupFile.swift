@@ -83,7 +83,7 @@ public enum BackupFile {
         defer { try? directory.close() }
         let header = try SmallFile.readPrefix(
             file.lastComponent, in: directory, path: file, prefix: headerByteCount, minimumSize: minimumByteCount,
-            limit: maximumByteCount)
+            limit: maximumByteCount, what: "a vault backup")
         return try inspect(header: header, name: path, ceiling: ceiling)
     }
 
