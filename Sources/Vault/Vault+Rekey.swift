@@ -35,17 +35,9 @@ extension Vault {
     /// The master key stays where it is. A damaged item stops it before anything changes. Returns
     /// false when the vault is current already. `open` runs it.
     static func upgrade(at path: String, keySource: KeySource) throws(VaultError) -> Bool {
-        return try translatingStoreErrors { () throws(StoreError) -> Bool in
-            try VaultStore.upgrade(at: path, keySource: keySource, versions: ItemRecordCodec.version) {
-                (plaintext) throws(StoreError) -> [UInt8] in
-                do {
-                    return try ItemRecordCodec.decode(plaintext, cache: nil).primaryKey
-                } catch {
-                    throw StoreError(
-                        .integrity,
-                        "an item of the vault at \(path) decrypted but is not a valid item record: \(error)",
-                        path: path, cause: error)
-                }
+        try translatingStoreErrors { () throws(StoreError) -> Bool in
+            try VaultStore.upgrade(at: path, keySource: keySource) { plaintext in
+                (try? ItemRecordCodec.decode(plaintext, cache: nil)).map { ($0.version, $0.primaryKey) }
             }
         }
     }

@@ -34,8 +34,10 @@ import VaultTestSupport
             try reader(vault) { old in
                 // Every item read as generation 1 of one persistent id.
                 let persistentID = [UInt8](repeating: 4, count: 16)
-                let asGenerationOne: ItemVersionReader = { _ in ItemVersion(persistentID: persistentID, generation: 1) }
-                let items = try old.items(in: group, versions: asGenerationOne)
+                let asGenerationOne: VaultStore.ItemRecordReader = { _ in
+                    (ItemVersion(persistentID: persistentID, generation: 1), [1])
+                }
+                let items = try old.items(in: group, records: asGenerationOne)
                 #expect(items.count == 2)
                 let id = try #require(items.first?.id)
                 let index = try KeyDerivation.subkeys([
@@ -50,7 +52,7 @@ import VaultTestSupport
                 try? FileManager.default.removeItem(atPath: record)
                 try FileManager.default.createSymbolicLink(
                     atPath: record, withDestinationPath: GenerationRecord.text(generation: 5, tag: tag))
-                let error = #expect(throws: StoreError.self) { try old.items(in: group, versions: asGenerationOne) }
+                let error = #expect(throws: StoreError.self) { try old.items(in: group, records: asGenerationOne) }
                 #expect(error?.code == .integrity)
                 #expect(error?.message.contains("rollback") == true && error?.message.contains(id.fileName) == true)
             }

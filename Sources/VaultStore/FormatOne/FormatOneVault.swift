@@ -55,14 +55,15 @@ struct FormatOneVault {
         let id: ItemID
         let protectionClass: ProtectionClass
         let version: ItemVersion
+        let primaryKey: [UInt8]
         let plaintext: TransientBytes
     }
 
-    /// Every item of `group`, each opened and checked under the group's keys, its version (read by
-    /// `versions`) checked against its generation record; a file that does not open (damaged, or of a
-    /// class whose key this process lacks), does not decode, or was replaced with an older copy of
-    /// itself stops it, named.
-    func items(in group: GroupName, versions: ItemVersionReader) throws(StoreError) -> [Item] {
+    /// Every item of `group`, each opened and checked under the group's keys, its record read by
+    /// `records` and its version checked against its generation record; a file that does not open
+    /// (damaged, or of a class whose key this process lacks), does not decode, or was replaced with an
+    /// older copy of itself stops it, named.
+    func items(in group: GroupName, records: VaultStore.ItemRecordReader) throws(StoreError) -> [Item] {
         let path = location / VaultStore.groupsDirectoryName / group.rawValue
         let directory = try VaultDirectory.openSubdirectory(group.rawValue, in: groupsDirectory, path: path)
         defer { try? directory.close() }
@@ -76,6 +77,7 @@ struct FormatOneVault {
         var items: [Item] = []
         for id in ids {
             let filePath = path / id.fileName
+            let location = ItemLocation(group: group, id: id)
             let contents = try SmallFile.read(
                 id.fileName, in: directory, path: filePath, limit: ItemFile.maximumFileByteCount)
             let protectionClass = try Self.protectionClass(of: contents, path: filePath)
@@ -89,23 +91,20 @@ struct FormatOneVault {
             let plaintext: TransientBytes
             do {
                 plaintext = try ItemFile.open(
-                    contents, key: key, binding: vaultID, location: ItemLocation(group: group, id: id), path: filePath,
+                    contents, key: key, binding: vaultID, location: location, path: filePath,
                     headerByteCount: Self.itemHeaderByteCount, padded: false)
             } catch {
                 throw Self.damaged(error)
             }
-            guard let version = plaintext.withBytes({ versions($0) }) else {
+            guard let record = plaintext.withBytes({ records($0) }) else {
                 throw Self.damaged(
                     StoreError(
                         .integrity, "\(filePath) decrypted but is not a valid item record", path: filePath.string))
             }
-            let location = ItemLocation(group: group, id: id)
-            let found = try GenerationRecord.read(id, in: directory, itemPath: filePath)
-            if let recorded = found.recorded, recorded.generation > version.generation,
-                try GenerationRecord.tag(
-                    key: index, binding: vaultID, location: location,
-                    version: ItemVersion(persistentID: version.persistentID, generation: recorded.generation))
-                    == recorded.tag
+            let version = record.version
+            if let recorded = try GenerationRecord.read(id, in: directory, itemPath: filePath).recorded,
+                try GenerationRecord.provesRollback(
+                    recorded, of: version, key: index, binding: vaultID, location: location)
             {
                 throw StoreError(
                     .integrity,
@@ -114,7 +113,10 @@ struct FormatOneVault {
                         + "from a backup, or move it out of the vault directory",
                     path: filePath.string)
             }
-            items.append(Item(id: id, protectionClass: protectionClass, version: version, plaintext: plaintext))
+            items.append(
+                Item(
+                    id: id, protectionClass: protectionClass, version: version, primaryKey: record.primaryKey,
+                    plaintext: plaintext))
         }
         return items
     }

@@ -65,6 +65,18 @@ enum GenerationRecord {
         }
     }
 
+    /// Whether `recorded` is an authentic record of `location` at a later generation than `version`,
+    /// under the group's index `key` and `binding`: then the item file was replaced with an older copy
+    /// of itself (a rollback).
+    static func provesRollback(
+        _ recorded: Recorded, of version: ItemVersion, key: SymmetricKey, binding: [UInt8], location: ItemLocation
+    ) throws(StoreError) -> Bool {
+        guard recorded.generation > version.generation else { return false }
+        let claimed = ItemVersion(persistentID: version.persistentID, generation: recorded.generation)
+        // Not constant-time: the tag is not a secret and the comparison reveals nothing useful.
+        return try tag(key: key, binding: binding, location: location, version: claimed) == recorded.tag
+    }
+
     static func text(generation: UInt64, tag: [UInt8]) -> String {
         // In one buffer: every update writes a record.
         var text: [UInt8] = []

@@ -118,13 +118,13 @@ extension VaultStore {
     func checkNotRolledBack(_ recorded: GenerationRecord.Recorded, _ item: ItemLocation, version: ItemVersion)
         throws(StoreError)
     {
+        // Most reads end here, before the group's keys are looked up.
         guard recorded.generation > version.generation else { return }
-        let claimed = ItemVersion(persistentID: version.persistentID, generation: recorded.generation)
         let keys = try keys(for: item.group)
-        let expected = try GenerationRecord.tag(
-            key: keys.index, binding: keys.binding, location: item, version: claimed)
-        // Not constant-time: the tag is not a secret and the comparison reveals nothing useful.
-        guard expected == recorded.tag else { return }
+        guard
+            try GenerationRecord.provesRollback(
+                recorded, of: version, key: keys.index, binding: keys.binding, location: item)
+        else { return }
         let path = itemPath(item)
         throw StoreError(
             .integrity,

@@ -12,9 +12,10 @@ import VaultSystem
 /// Every item is read and checked before step 0, so that a refusal changes nothing. Recovery is the
 /// rekey's (`VaultStore.finishInterruptedRekey`), run by every open.
 extension VaultStore {
-    /// What the upgrade needs of an item's plaintext besides its version: its canonical primary key,
-    /// which names its file under the new index keys.
-    public typealias PrimaryKeyReader = (_ plaintext: [UInt8]) throws(StoreError) -> [UInt8]
+    /// What the upgrade reads of an item's plaintext with the layer above's record format: its version,
+    /// and its canonical primary key, which names its file under the new index keys; nil for a
+    /// plaintext that is no valid record.
+    public typealias ItemRecordReader = (_ plaintext: [UInt8]) -> (version: ItemVersion, primaryKey: [UInt8])?
 
     /// Converts the format-1 vault at `path` to the current format, holding its lock; the master key
     /// stays where it is (`master.key`, or the external file of `keySource`). Returns false, changing
@@ -22,7 +23,7 @@ extension VaultStore {
     /// master key: a passphrase vault opened without its passphrase (or only through the unlock cache)
     /// is `locked`. A damaged item stops it before anything is written, named.
     public static func upgrade(
-        at path: String, keySource: KeySource, versions: ItemVersionReader, primaryKey: PrimaryKeyReader
+        at path: String, keySource: KeySource, records: ItemRecordReader
     ) throws(StoreError) -> Bool {
         let location = FilePath(path)
         let directory = try VaultDirectory.open(location)
@@ -50,17 +51,17 @@ extension VaultStore {
             defer { try? groups.close() }
             let old = FormatOneVault(
                 location: location, groupsDirectory: groups, classKeys: classKeys, vaultID: marker.vaultID)
-            let items = try readItems(of: old, versions: versions, primaryKey: primaryKey)
+            let items = try readItems(of: old, records: records)
             let target = try prepareUpgrade(
                 directory: directory, location: location, vaultID: marker.vaultID, classKeys: classKeys,
                 keyFile: keySource.keyFile.map { $0.hasPrefix("/") ? $0 : (try? FileDescriptor.resolvedPath($0)) ?? $0 }
             )
             defer { target.close() }
-            for item in items {
+            for (group, item) in items {
                 try item.plaintext.withBytes { (bytes) throws(StoreError) in
-                    let id = try target.itemID(group: item.group, primaryKey: item.primaryKey)
+                    let id = try target.itemID(group: group, primaryKey: item.primaryKey)
                     try target.write(
-                        bytes, to: ItemLocation(group: item.group, id: id), protectionClass: item.protectionClass,
+                        bytes, to: ItemLocation(group: group, id: id), protectionClass: item.protectionClass,
                         version: item.version)
                 }
             }
@@ -70,45 +71,24 @@ extension VaultStore {
         }
     }
 
-    /// An item the upgrade carries over.
-    private struct UpgradedItem {
-        let group: GroupName
-        let protectionClass: ProtectionClass
-        let version: ItemVersion
-        let primaryKey: [UInt8]
-        let plaintext: TransientBytes
-    }
-
-    /// Every item of `old`, read and checked. Where a move that a writer left half-done put the same
-    /// item twice in a group, the later generation is kept.
-    private static func readItems(
-        of old: FormatOneVault, versions: ItemVersionReader, primaryKey: PrimaryKeyReader
-    ) throws(StoreError) -> [UpgradedItem] {
-        var all: [UpgradedItem] = []
+    /// Every item of `old`, read and checked, with its group. Where a move that a writer left
+    /// half-done put the same item twice in a group, the later generation is kept.
+    private static func readItems(of old: FormatOneVault, records: ItemRecordReader) throws(StoreError)
+        -> [(group: GroupName, item: FormatOneVault.Item)]
+    {
+        var all: [(group: GroupName, item: FormatOneVault.Item)] = []
         for group in try old.groups() {
             var indexByPersistentID: [[UInt8]: Int] = [:]
-            var items: [UpgradedItem] = []
-            for item in try old.items(in: group, versions: versions) {
-                let path = old.location / groupsDirectoryName / group.rawValue / item.id.fileName
-                guard let key = item.plaintext.withBytes({ try? primaryKey($0) }) else {
-                    throw StoreError(
-                        .integrity,
-                        "\(path) decrypted but is not a valid item record: move it out of the vault directory (it "
-                            + "cannot be read)",
-                        path: path.string)
-                }
-                let version = item.version
-                let upgraded = UpgradedItem(
-                    group: group, protectionClass: item.protectionClass, version: version, primaryKey: key,
-                    plaintext: item.plaintext)
-                if let index = indexByPersistentID[version.persistentID] {
-                    if items[index].version.generation < version.generation { items[index] = upgraded }
+            var items: [FormatOneVault.Item] = []
+            for item in try old.items(in: group, records: records) {
+                if let index = indexByPersistentID[item.version.persistentID] {
+                    if items[index].version.generation < item.version.generation { items[index] = item }
                     continue
                 }
-                indexByPersistentID[version.persistentID] = items.count
-                items.append(upgraded)
+                indexByPersistentID[item.version.persistentID] = items.count
+                items.append(item)
             }
-            all += items
+            all += items.map { (group, $0) }
         }
         return all
     }
