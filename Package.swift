@@ -53,7 +53,8 @@ let package = Package(
         // for the shared-group tests.
         .executableTarget(
             name: "vault-capi-peer", dependencies: ["Vault", "VaultCAPI", "CVaultAPI"], path: "Sources/VaultCAPIPeer"),
-        .testTarget(name: "VaultCAPITests", dependencies: ["VaultCAPI", "CVaultAPI", "Vault", "VaultTestSupport"]),
+        .testTarget(
+            name: "VaultCAPITests", dependencies: ["VaultCAPI", "CVaultAPI", "Vault", "VaultFleet", "VaultTestSupport"]),
 
         // libsodium from Debian's libsodium-dev; imported (internally) by VaultCrypto only.
         .systemLibrary(
@@ -72,8 +73,9 @@ let package = Package(
         // (libcurl has no complete static build, and a static executable cannot dlopen it soundly).
         .target(name: "CVaultCurl"),
         .target(name: "VaultEtcd", dependencies: ["CVaultCurl", "VaultCrypto", "VaultSystem"]),
-        // Fleet groups: the store's GroupReplica over VaultEtcd (install it with VaultFleet.install()).
-        .target(name: "VaultFleet", dependencies: ["VaultEtcd", "VaultStore", "VaultCrypto", "VaultSystem"]),
+        // Fleet groups over VaultEtcd: the replication engine that `Vault.open(fleet: .etcd())` gives the store.
+        .target(
+            name: "VaultFleet", dependencies: ["VaultEtcd", "Vault", "VaultStore", "VaultCrypto", "VaultSystem"]),
         .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"], swiftSettings: cliSwiftSettings),
         .target(
             name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto", "VaultSystem"],

@@ -51,12 +51,12 @@ enum VaultConnection {
             let client = try Client.fromEnvironment(
                 environment, fallbackApplicationIdentifier: fallbackApplicationIdentifier())
             let directory = environment["VAULT_DIR"].flatMap { $0.isEmpty ? nil : $0 }
-            // Fleet groups (their items in etcd) work through SecItem as any other group.
-            VaultFleet.install()
             let vault: Vault
             do throws(VaultError) {
+                // Fleet groups (their items in etcd) work through SecItem as any other group.
                 vault = try Vault.open(
-                    at: directory, client: client, createIfMissing: creating, keySource: .fromEnvironment(environment))
+                    at: directory, client: client, createIfMissing: creating, keySource: .fromEnvironment(environment),
+                    fleet: .etcd())
             } catch  where error.status == .noSuchVault && !creating && !Vault.usesExternalKey(environment) {
                 // No vault yet holds no item. With an external key (a systemd credential) the vault was
                 // set up on purpose, so a missing one is a mistyped path: that stays errSecNoSuchKeychain.

@@ -42,16 +42,19 @@ public final class Vault: Sendable {
     /// wrong passphrase is `authFailed`. A vault of the old format 1 is upgraded first (`upgrade`,
     /// crash-safe), which needs its master key; where it cannot run (a passphrase vault opened without
     /// its passphrase, a read-only file system) the open fails, naming the vault and `vault upgrade`.
+    /// `fleet` reaches the vault's fleet groups (`FleetClient.etcd()` of `VaultFleet`); without it they
+    /// are refused and no fleet code runs.
     public static func open(
         at path: String? = nil, client: Client, createIfMissing: Bool = false,
-        keySource: KeySource = .fromEnvironment()
+        keySource: KeySource = .fromEnvironment(), fleet: FleetClient? = nil
     ) throws(VaultError) -> Vault {
         guard let path = path ?? VaultLocation.defaultPath() else {
             throw VaultError(.noSuchVault, "no vault location: set VAULT_DIR or HOME, or pass a path")
         }
         do {
             return Vault(
-                store: try openStore(at: path, createIfMissing: createIfMissing, keySource: keySource), client: client)
+                store: try openStore(at: path, createIfMissing: createIfMissing, keySource: keySource, fleet: fleet),
+                client: client)
         } catch  where (error.cause as? StoreError)?.code == .needsUpgrade {
             // The upgrade and the open after it unwrap the same master.key: one passphrase for both.
             let keySource = keySource.askingForThePassphraseOnce()
@@ -63,7 +66,8 @@ public final class Vault: Sendable {
             }
             // Not upgraded here: another process did it first.
             return Vault(
-                store: try openStore(at: path, createIfMissing: false, keySource: keySource), client: client,
+                store: try openStore(at: path, createIfMissing: false, keySource: keySource, fleet: fleet),
+                client: client,
                 upgradedOnOpen: upgraded)
         }
     }
@@ -91,13 +95,16 @@ public final class Vault: Sendable {
     }
 
     /// The store of the vault at `path` (created when missing and `createIfMissing`).
-    private static func openStore(at path: String, createIfMissing: Bool, keySource: KeySource) throws(VaultError)
-        -> VaultStore
+    private static func openStore(at path: String, createIfMissing: Bool, keySource: KeySource, fleet: FleetClient?)
+        throws(VaultError) -> VaultStore
     {
-        try translatingStoreErrors { () throws(StoreError) in
+        let replication = fleet?.makeEngine()
+        return try translatingStoreErrors { () throws(StoreError) in
             createIfMissing
-                ? try VaultStore.openOrCreate(at: path, keySource: keySource, versions: ItemRecordCodec.version)
-                : try VaultStore.open(at: path, keySource: keySource, versions: ItemRecordCodec.version)
+                ? try VaultStore.openOrCreate(
+                    at: path, keySource: keySource, versions: ItemRecordCodec.version, replication: replication)
+                : try VaultStore.open(
+                    at: path, keySource: keySource, versions: ItemRecordCodec.version, replication: replication)
         }
     }
 
@@ -109,13 +116,15 @@ public final class Vault: Sendable {
 
     /// Creates a new vault at `path`; refuses (`duplicateVault`) when one exists. `keySource` chooses
     /// where its new master key goes (see `KeySource`). Each access group gets a key of its own, and a
-    /// group can be shared with the members of a Unix group (`createGroup`).
+    /// group can be shared with the members of a Unix group (`createGroup`). `fleet` as for `open`.
     public static func create(
-        at path: String, client: Client, keySource: KeySource = .fromEnvironment()
+        at path: String, client: Client, keySource: KeySource = .fromEnvironment(), fleet: FleetClient? = nil
     ) throws(VaultError) -> Vault {
-        Vault(
+        let replication = fleet?.makeEngine()
+        return Vault(
             store: try translatingStoreErrors { () throws(StoreError) in
-                try VaultStore.create(at: path, keySource: keySource, versions: ItemRecordCodec.version)
+                try VaultStore.create(
+                    at: path, keySource: keySource, versions: ItemRecordCodec.version, replication: replication)
             },
             client: client)
     }

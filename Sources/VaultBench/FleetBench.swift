@@ -50,13 +50,12 @@ struct FleetBench {
         progress.show("fleet: starting etcd…")
         let cluster = try BenchCluster.startOrGiven()
         defer { cluster.stop() }
-        VaultFleet.install()
 
         let client = try Client(applicationIdentifier: "bench", accessGroups: ["fleet", "local"])
         let pathA = FilePath(directory).appending("fleet-a").string
         let pathB = FilePath(directory).appending("fleet-b").string
-        let a = try Vault.create(at: pathA, client: client)
-        let b = try Vault.create(at: pathB, client: client)
+        let a = try Vault.create(at: pathA, client: client, fleet: .etcd())
+        let b = try Vault.create(at: pathB, client: client, fleet: .etcd())
         let settings = FleetSettings(endpoints: cluster.endpoints)
         progress.show("fleet: making and joining the group…")
         try a.createFleetGroup(fleetGroup, settings: settings)
@@ -195,7 +194,7 @@ struct FleetBench {
             try "endpoint=http://127.0.0.1:9\n".write(
                 toFile: FilePath(pathB).appending("groups/fleet/fleet.conf").string, atomically: true,
                 encoding: .utf8)
-            down = try Vault.open(at: pathB, client: client)
+            down = try Vault.open(at: pathB, client: client, fleet: .etcd())
         }
         progress.show("fleet: reads with etcd down…")
         guard try down.data(for: fleetKey) != nil else {

@@ -34,12 +34,11 @@ func vaultCall<R>(_ body: () throws(VaultError) -> R) throws(Failure) -> R {
     }
 }
 
-/// Installs the etcd client for fleet groups the first time it is read (a global `let` is initialised
-/// exactly once, under a lock): every vault the library opens then uses its fleet groups as any other.
+/// The etcd client every vault the library opens uses for its fleet groups, as for any other group.
 // Without watches: a watch runs on a thread of the library's own, which may hold a lock (Foundation's
 // JSON, the client's) at a caller's fork(), and a child that needs it then crashes
 // (Tests/CAPI/test_fleet_fork.py found it). Every C read of a fleet group asks etcd instead.
-let fleetSupport: Void = VaultFleet.install(watching: false)
+let fleetClient = FleetClient.etcd(watching: false)
 
 /// The most access groups `vault_open` accepts: a bound that turns a garbage count into an error
 /// instead of a read past the caller's array.
@@ -86,10 +85,9 @@ public func vault_open(
                 names.append(try Arguments.string(groups[index], "groups[\(index)]"))
             }
         }
-        _ = fleetSupport
         let vault = try vaultCall { () throws(VaultError) in
             let client = try Client(applicationIdentifier: appID, accessGroups: names)
-            return try Vault.open(at: path, client: client, createIfMissing: flags & known != 0)
+            return try Vault.open(at: path, client: client, createIfMissing: flags & known != 0, fleet: fleetClient)
         }
         output.pointee = Registry.vaults.insert(vault)
     }

@@ -12,11 +12,15 @@ struct Context {
     let passphrases: PassphraseSource
     /// The external key, read before the tool took the identity of the vault's owner (`VaultOwner`).
     let preloadedKey: SymmetricKey?
+    /// How the vault reaches its fleet groups (`vault-fleet`'s etcd client); nil in the static `vault`,
+    /// which hands a command that needs one to `vault-fleet` (`FleetHandoff`).
+    let fleet: FleetClient?
 
     init(
         global: GlobalOptions, environment: [String: String], input: FileDescriptor, output: FileDescriptor,
-        errors: FileDescriptor, preloadedKey: SymmetricKey? = nil
+        errors: FileDescriptor, preloadedKey: SymmetricKey? = nil, fleet: FleetClient? = nil
     ) {
+        self.fleet = fleet
         self.global = global
         self.environment = environment
         self.input = input
@@ -99,13 +103,13 @@ struct Context {
         let vault: Vault
         do {
             do {
-                vault = try Vault.open(at: path, client: client, keySource: keySource())
+                vault = try Vault.open(at: path, client: client, keySource: keySource(), fleet: fleet)
             } catch  where error.status == .noSuchVault && creatingIfMissing {
                 // Made implicitly, as an Apple keychain's first add: with a plain key file (no
                 // passphrase to ask for at a helper's first write).
                 var plain = keySource()
                 plain.passphrase = nil
-                vault = try Vault.open(at: path, client: client, createIfMissing: true, keySource: plain)
+                vault = try Vault.open(at: path, client: client, createIfMissing: true, keySource: plain, fleet: fleet)
             }
         } catch {
             throw CLIError(error, subject: path, vaultPath: path)
@@ -130,7 +134,7 @@ struct Context {
         let client = try client()
         let vault: Vault
         do {
-            vault = try Vault.open(at: path, client: client, keySource: source)
+            vault = try Vault.open(at: path, client: client, keySource: source, fleet: fleet)
         } catch {
             throw CLIError(error, subject: path, vaultPath: path)
         }

@@ -8,7 +8,7 @@ enum FleetHandoff {
     /// Replaces this process with `vault-fleet` when `command` needs fleet support this process lacks;
     /// returns an exit status only when that cannot be done (nil: go on here).
     static func handOff(_ command: Command, _ arguments: [String], in context: Context) -> Int32? {
-        guard !Vault.hasFleetSupport, needsFleet(command, in: context) else { return nil }
+        guard context.fleet == nil, needsFleet(command, in: context) else { return nil }
         let helper: String
         if let given = context.environment["VAULT_FLEET_HELPER"], !given.isEmpty {
             helper = given
@@ -25,7 +25,7 @@ enum FleetHandoff {
     }
 
     /// Whether `command` uses etcd: the fleet subcommands, and item commands whose group is a fleet
-    /// group (one `stat` per group they may touch).
+    /// group (its `group.key` says so: one small read per group they may touch).
     static func needsFleet(_ command: Command, in context: Context) -> Bool {
         switch command {
         case .groupCreate(let create): return create.fleet != nil

@@ -9,18 +9,19 @@ public enum VaultCLI {
     /// Runs the tool with `arguments` (the first is the program name) on the process's standard
     /// streams and environment; returns the exit status.
     /// Under the name `git-credential-vault` (or `docker-credential-vault`) it is that credential
-    /// helper instead.
-    public static func run(_ arguments: [String]) -> Int32 {
+    /// helper instead. `fleet` reaches fleet groups (`vault-fleet` gives etcd's); without it a command
+    /// that needs one is handed to `vault-fleet`.
+    public static func run(_ arguments: [String], fleet: FleetClient? = nil) -> Int32 {
         let program = arguments.first.map { String($0.split(separator: "/").last ?? "") } ?? ""
         let environment = ProcessIdentity.environmentVariables()
         if let helper = CredentialHelpers.named(program) {
             return CredentialHelpers.run(
                 helper, Array(arguments.dropFirst()), environment: environment, input: .standardInput,
-                output: .standardOutput, errors: .standardError)
+                output: .standardOutput, errors: .standardError, fleet: fleet)
         }
         return run(
             Array(arguments.dropFirst()), environment: environment, input: .standardInput, output: .standardOutput,
-            errors: .standardError, programArguments: arguments)
+            errors: .standardError, programArguments: arguments, fleet: fleet)
     }
 
     /// Reports that argument `index` of the command line is not valid UTF-8 (a usage error): names are
@@ -34,7 +35,7 @@ public enum VaultCLI {
     /// Runs the tool with `arguments` (without the program name) on the given streams.
     static func run(
         _ arguments: [String], environment: [String: String], input: FileDescriptor, output: FileDescriptor,
-        errors: FileDescriptor, programArguments: [String]? = nil
+        errors: FileDescriptor, programArguments: [String]? = nil, fleet: FleetClient? = nil
     ) -> Int32 {
         let invocation: Invocation
         do {
@@ -45,7 +46,8 @@ public enum VaultCLI {
             return ExitCode.usage.rawValue
         }
         var context = Context(
-            global: invocation.global, environment: environment, input: input, output: output, errors: errors)
+            global: invocation.global, environment: environment, input: input, output: output, errors: errors,
+            fleet: fleet)
         // Fleet groups need an etcd client, which this static executable has not: `vault-fleet` does the
         // command, before anything is read or opened here.
         if let programArguments, let status = FleetHandoff.handOff(invocation.command, programArguments, in: context) {
@@ -57,7 +59,7 @@ public enum VaultCLI {
                 global.vaultPath = owner.vaultPath
                 context = Context(
                     global: global, environment: environment, input: input, output: output, errors: errors,
-                    preloadedKey: owner.key)
+                    preloadedKey: owner.key, fleet: fleet)
             }
             try execute(invocation.command, in: context)
             return ExitCode.success.rawValue

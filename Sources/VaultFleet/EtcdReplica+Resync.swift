@@ -1,3 +1,4 @@
+import Vault
 import VaultEtcd
 import VaultStore
 

@@ -4,25 +4,12 @@ import VaultCrypto
 import VaultEtcd
 import VaultStore
 
-/// Fleet groups through etcd: installs the replica maker that `VaultStore` asks for a fleet group.
-public enum VaultFleet {
-    /// Lets every vault this process opens use its fleet groups (`VaultStore.fleetReplicas`).
-    /// `watching`: each group's replica keeps a watch on etcd, so that a read within a second of the
-    /// last check, with no change reported since, needs no request (a long-lived process); without it
-    /// every read checks etcd (a command that reads once).
-    public static func install(watching: Bool = true) {
-        VaultStore.fleetReplicas.withLock { make in
-            make = { (identity) throws(StoreError) -> GroupReplica in try EtcdReplica(identity, watching: watching) }
-        }
-    }
-}
-
 /// A fleet group's items in etcd, under `/vault/v2/<group id hex>/`: `items/<item id>` holds each
 /// item's file, byte for byte as on disk; `manifest` the sealed `FleetManifest`; `meta` the
 /// registration (name and the key's check value, never the key). Every write is one transaction that
 /// compares the item's and the manifest's `mod_revision` with what the last refresh saw
 /// (`create_revision` 0 for a new item) and puts the item with the next manifest.
-final class EtcdReplica: GroupReplica {
+final class EtcdReplica: Sendable {
     let identity: FleetGroupIdentity
     let client: EtcdClient
     let rootPrefix: [UInt8]
@@ -76,8 +63,7 @@ final class EtcdReplica: GroupReplica {
         configuration.keyFile = identity.settings.keyFile
         configuration.user = identity.settings.user
         if let passwordFile = identity.settings.passwordFile {
-            configuration.password = try VaultStore.readFleetPasswordFile(
-                passwordFile, group: identity.group, vaultOwnerID: identity.vaultOwnerID)
+            configuration.password = try identity.readPassword(passwordFile)
         }
         client = EtcdClient(configuration)
     }
@@ -365,7 +351,7 @@ final class EtcdReplica: GroupReplica {
             try cache.record(FleetMark(counter: next.counter, digest: try identity.manifestKey.digest(of: sealed)))
         } catch {
             forget()
-            throw StoreError.afterReplicaCommit(error, group: group)
+            throw StoreError.afterReplicaCommit(error, group: group, replica: "etcd")
         }
         seen.withLock { seen in
             if case .delete = change {

@@ -13,10 +13,9 @@ struct VaultFleetMain {
         ProcessIdentity.disableCrashBacktraces()
         try? ProcessIdentity.disableCoreFiles()
         ProcessIdentity.ignoreFileSizeLimitSignal()
-        VaultFleet.install(watching: false)
         switch ProcessIdentity.commandLineArguments() {
         case .success(let arguments):
-            exit(VaultCLI.run(arguments))
+            exit(VaultCLI.run(arguments, fleet: .etcd(watching: false)))
         case .failure(let invalid):
             exit(VaultCLI.refuseInvalidArgument(at: invalid.index))
         }

@@ -11,8 +11,8 @@ import VaultFleet
 ///
 ///     vault-fleet-peer increment VAULT_DIR GROUP SERVICE ACCOUNT COUNT [SECONDS]
 ///
-/// opens the vault at VAULT_DIR (its key from the environment, as `Vault.open` finds it), installs
-/// `VaultFleet`, and does COUNT increments of the decimal number held by SERVICE/ACCOUNT in GROUP, each
+/// opens the vault at VAULT_DIR (its key from the environment, as `Vault.open` finds it) with
+/// `VaultFleet`'s etcd client, and does COUNT increments of the decimal number held by SERVICE/ACCOUNT in GROUP, each
 /// an atomic read-modify-write (`Vault.modify`). It then prints one line:
 ///
 ///     done acknowledged=N failed=M elapsed-ms=T [first-error=…]
@@ -37,14 +37,14 @@ struct VaultFleetPeer {
             FileHandle.standardOutput.write(Data((line + "\n").utf8))
             exit(status)
         }
-        VaultFleet.install()
         let key: ItemKey
         let vault: Vault
         do {
             let group = try AccessGroup(arguments[2])
             key = try ItemKey(service: arguments[3], account: arguments[4], group: group)
             vault = try Vault.open(
-                at: arguments[1], client: try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue]))
+                at: arguments[1], client: try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue]),
+                fleet: .etcd())
         } catch {
             finish("setup-failed error=\(error)", status: 1)
         }

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import Testing
 import Vault
+import VaultFleet
 import VaultTestSupport
 
 @testable import VaultCAPI
@@ -48,13 +49,13 @@ import VaultTestSupport
         let endpoints = try EtcdTestCluster.require()
         try withTemporaryVault("capi-fleet-a") { a in
             try withTemporaryVault("capi-fleet-b") { b in
-                let first = try Vault.create(at: a.path, client: try client())
-                let second = try Vault.create(at: b.path, client: try client())
+                let first = try Vault.create(at: a.path, client: try client(), fleet: .etcd())
+                let second = try Vault.create(at: b.path, client: try client(), fleet: .etcd())
                 // The library's first vault_open installs the etcd client (nothing in this test does).
                 let (openedA, handleA) = open(a.path)
                 #expect(openedA == Status.ok, "\(lastMessage)")
                 defer { _ = vault_close(handleA) }
-                #expect(Vault.hasFleetSupport)
+                #expect(first.hasFleetSupport)
                 try first.createFleetGroup(group, settings: FleetSettings(endpoints: endpoints))
                 let key = try first.exportFleetGroupKey(group)
                 try second.joinFleetGroup(

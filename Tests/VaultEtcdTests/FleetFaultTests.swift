@@ -10,7 +10,6 @@ import VaultTestSupport
 /// on this machine stand for two hosts sharing one group. Each test ends by searching what etcd shows
 /// and what its members wrote to disk for the secrets, services and accounts it put.
 @Suite(.serialized) struct FleetFaultTests {
-    init() { VaultFleet.install() }
 
     let group = try! AccessGroup("fleet")
 

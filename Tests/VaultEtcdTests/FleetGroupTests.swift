@@ -12,7 +12,6 @@ import VaultTestSupport
 /// Fleet groups through the Swift API: two vaults on this machine stand for two hosts, sharing one
 /// group through the test cluster.
 @Suite(.serialized) struct FleetGroupTests {
-    init() { VaultFleet.install() }
 
     let group = try! AccessGroup("fleet")
 
@@ -214,7 +213,7 @@ import VaultTestSupport
             let vaultPath = b.path
             let settings = vaultPath + "/groups/fleet/fleet.conf"
             try "endpoint=http://127.0.0.1:9\n".write(toFile: settings, atomically: true, encoding: .utf8)
-            let reopened = try Vault.open(at: vaultPath, client: try client())
+            let reopened = try Vault.open(at: vaultPath, client: try client(), fleet: .etcd())
             #expect(try reopened.data(for: try key("db")) == Data("cached".utf8), "served from the cache")
             let error = #expect(throws: VaultError.self) { try reopened.set(Data("lost?".utf8), for: try key("db")) }
             #expect(error?.status == .notAvailable, "\(String(describing: error))")

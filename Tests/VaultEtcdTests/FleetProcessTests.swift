@@ -9,7 +9,6 @@ import VaultTestSupport
 /// hosts sharing one fleet group, and `vault-fleet-peer` processes on each increment one item through
 /// the Swift API (`Vault.modify`, an atomic read-modify-write).
 @Suite(.serialized) struct FleetProcessTests {
-    init() { VaultFleet.install() }
 
     static let peer = FleetTestSupport.binaries.appendingPathComponent("vault-fleet-peer").path
 

@@ -11,7 +11,6 @@ import VaultTestSupport
 /// from an older `etcdctl snapshot`. Each is an integrity error on the machine that saw newer, until
 /// `resyncFleetGroup(acceptingRollback: true)`.
 @Suite(.serialized) struct FleetRollbackTests {
-    init() { VaultFleet.install() }
 
     /// Two hosts of a new fleet group with a name of its own (so that its keys can be found in the
     /// shared cluster) on `endpoints`, reading fresh: every read asks etcd, so that what a test changes

@@ -9,7 +9,6 @@ import VaultTestSupport
 /// here (`EtcdSecurityTests.makeCertificates`), and etcd's user authentication. Two vault directories
 /// stand for two hosts. (`EtcdSecurityTests` covers the etcd client itself.)
 @Suite(.serialized) struct FleetSecurityTests {
-    init() { VaultFleet.install() }
 
     static func vault(_ path: String, _ arguments: [String], input: String = "") throws -> FleetTestSupport.Outcome {
         try FleetTestSupport.vault(["--vault", path] + arguments, input: input)
@@ -71,7 +70,7 @@ import VaultTestSupport
                 #expect(get.status == 0 && get.output == secret, "\(get)")
                 // And the other way, through the Swift API of a process with VaultFleet.
                 let client = try Client(applicationIdentifier: "svc", accessGroups: ["fleet"])
-                let second = try Vault.open(at: b, client: client)
+                let second = try Vault.open(at: b, client: client, fleet: .etcd())
                 let item = try ItemKey(service: "tls-service", account: "tls-account", group: try AccessGroup("fleet"))
                 #expect(try second.data(for: item) == Data(secret.utf8))
                 try second.set(Data("tls-secret-from-b".utf8), for: item)
@@ -158,7 +157,7 @@ import VaultTestSupport
                         a, ["--group", "fleet", "put", "auth-service", "auth-account"], input: "auth-secret-lost"),
                     "put, wrong password")
                 let client = try Client(applicationIdentifier: "svc", accessGroups: ["fleet"])
-                let first = try Vault.open(at: a, client: client)
+                let first = try Vault.open(at: a, client: client, fleet: .etcd())
                 let item = try ItemKey(
                     service: "auth-service", account: "auth-account", group: try AccessGroup("fleet"))
                 let refused = #expect(throws: VaultError.self) {

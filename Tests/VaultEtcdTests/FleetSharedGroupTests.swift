@@ -85,7 +85,8 @@ struct FleetSharedGroupTests {
                             [.ownerAccountID: NSNumber(value: people.owner.uid), .posixPermissions: 0o755],
                             ofItemAtPath: home.path)
                         let a = home.path + "/vault"
-                        _ = try Vault.create(at: b.path, client: try Client(applicationIdentifier: "owner"))
+                        _ = try Vault.create(
+                            at: b.path, client: try Client(applicationIdentifier: "owner"), fleet: .etcd())
                         let endpoint = cluster.endpoints[0]
                         try withExecutableForOtherUsers(vault) { vaultCopy in
                             try withExecutableForOtherUsers(helper) { helperCopy in

@@ -324,8 +324,8 @@ enum FleetTestSupport {
         let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
         return try withTemporaryVault("\(label)-a") { a in
             try withTemporaryVault("\(label)-b") { b in
-                let first = try Vault.create(at: a.path, client: client)
-                let second = try Vault.create(at: b.path, client: client)
+                let first = try Vault.create(at: a.path, client: client, fleet: .etcd())
+                let second = try Vault.create(at: b.path, client: client, fleet: .etcd())
                 try first.createFleetGroup(group, settings: FleetSettings(endpoints: endpointsA))
                 let key = try first.exportFleetGroupKey(group)
                 try second.joinFleetGroup(

@@ -11,7 +11,6 @@ import VaultTestSupport
 /// says when an answer came from the cache without etcd and why the watch failed, fresh reads refuse
 /// that, and a watch that died (while etcd compacted its history, too) is replaced.
 @Suite(.serialized) struct FleetWatchTests {
-    init() { VaultFleet.install() }
 
     /// Two hosts of a new fleet group: `a` on `endpointsA`, `b` on `endpointsB` (both of one cluster).
     func withTwoHosts<R>(
@@ -114,7 +113,7 @@ import VaultTestSupport
             // b's settings pointed at a port with no listener, and b opened again.
             try "endpoint=http://127.0.0.1:9\n".write(
                 toFile: b.path + "/groups/\(group)/fleet.conf", atomically: true, encoding: .utf8)
-            let reopened = try Vault.open(at: b.path, client: b.client)
+            let reopened = try Vault.open(at: b.path, client: b.client, fleet: .etcd())
             #expect(reopened.fleetCacheStatus(of: group) == nil, "not read yet")
             #expect(try reopened.data(for: db) == Data("cached".utf8))
             let stale = try #require(reopened.fleetCacheStatus(of: group))
@@ -147,7 +146,7 @@ import VaultTestSupport
         }
         try withWatchingHost("wfail") { cluster, a, b, group, db in
             let replica = try #require(
-                b.engine.store.state.withLock { $0.replicas[group.name] ?? nil } as? EtcdReplica)
+                (b.engine.store.knownReplica(of: group.name) as? FleetGroup)?.replica)
             #expect(replica.seen.withLock { $0.watchLive }, "etcd made b's watch")
             #expect(b.fleetCacheStatus(of: group)?.watchFailure == nil)
             let killed = ContinuousClock.now

@@ -24,10 +24,11 @@ enum CredentialHelpers {
     /// (`VAULT_DIR`, `VAULT_APP_ID`, … as for `vault` itself); returns the exit status.
     static func run(
         _ helper: Helper, _ arguments: [String], environment: [String: String], input: FileDescriptor,
-        output: FileDescriptor, errors: FileDescriptor
+        output: FileDescriptor, errors: FileDescriptor, fleet: FleetClient? = nil
     ) -> Int32 {
         var context = Context(
-            global: GlobalOptions(), environment: environment, input: input, output: output, errors: errors)
+            global: GlobalOptions(), environment: environment, input: input, output: output, errors: errors,
+            fleet: fleet)
         do {
             // Root storing into another user's vault acts as its owner, as the CLI does.
             if ProcessIdentity.effectiveUserID == 0,
@@ -38,7 +39,7 @@ enum CredentialHelpers {
                 global.vaultPath = owner.vaultPath
                 context = Context(
                     global: global, environment: environment, input: input, output: output, errors: errors,
-                    preloadedKey: owner.key)
+                    preloadedKey: owner.key, fleet: fleet)
             }
             switch helper {
             case .git: try GitCredentialHelper.run(arguments, in: context)

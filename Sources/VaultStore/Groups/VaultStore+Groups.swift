@@ -244,7 +244,6 @@ extension VaultStore {
         state.withLock {
             _ = $0.groupKeys.removeValue(forKey: group)
             _ = $0.replicas.removeValue(forKey: group)
-            _ = $0.replicaRefreshed.removeValue(forKey: group)
         }
     }
 
@@ -365,7 +364,6 @@ extension VaultStore {
             try AtomicFile.syncDirectory(groupsDirectory, path: groupsPath)
             state.withLock {
                 _ = $0.replicas.removeValue(forKey: group)
-                _ = $0.replicaRefreshed.removeValue(forKey: group)
             }
             return count
         }

@@ -62,7 +62,7 @@ struct GroupKeyFile: Sendable {
     let groupID: [UInt8]
     let isShared: Bool
     let secrets: GroupSecrets
-    /// A fleet group's (its items also live in etcd, `GroupReplica`).
+    /// A fleet group's: its items are replicated to other machines (`Replication`).
     var isFleet = false
 
     /// The owner's seal key of the group with `groupID`: from the `always` class key, which every

@@ -24,7 +24,7 @@ final class GroupKeys: Sendable {
     let currentGeneration: UInt32
     /// Whether the group's key is kept for the members of a Unix group.
     let isShared: Bool
-    /// Whether the group is a fleet group (its `group.key` says so; its items live in etcd).
+    /// Whether the group is a fleet group (its `group.key` says so; its items are replicated to other machines).
     let isFleet: Bool
     private let encryption: [Slot: SymmetricKey]
 

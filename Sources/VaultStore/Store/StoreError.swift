@@ -37,7 +37,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case notAMember
         /// The passphrase does not unwrap the master key.
         case wrongPassphrase
-        /// A fleet group's replica (etcd) cannot be reached, or has no quorum: nothing was changed.
+        /// A fleet group's replica cannot be reached, or has no quorum: nothing was changed.
         case unavailable
         /// A fleet group's item changed on another machine since this one last read it.
         case conflict
@@ -93,7 +93,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     }
 
     /// Wraps a crypto failure that is not an authentication failure.
-    static func crypto(_ error: CryptoError, _ what: String) -> StoreError {
+    package static func crypto(_ error: CryptoError, _ what: String) -> StoreError {
         StoreError(.cryptoUnavailable, "\(what): \(error.message)", cause: error)
     }
 }
@@ -114,14 +114,15 @@ extension StoreError: StoreErrorConvertible {
 }
 
 extension StoreError {
-    /// `error`, of a fleet group's cache or high-water mark, after etcd applied the change: said so,
-    /// since a caller that took the failure for "nothing changed" would be wrong on every machine. The
-    /// code stays `error`'s; the next read of the group takes the change from etcd.
-    public static func afterReplicaCommit(_ error: StoreError, group: GroupName) -> StoreError {
+    /// `error`, of a fleet group's cache or high-water mark, after its replica (`replica` names it:
+    /// "etcd") applied the change: said so, since a caller that took the failure for "nothing changed"
+    /// would be wrong on every machine. The code stays `error`'s; the next read of the group takes the
+    /// change from the replica.
+    package static func afterReplicaCommit(_ error: StoreError, group: GroupName, replica: String) -> StoreError {
         StoreError(
             error.code,
-            "fleet group \(group): the change reached etcd (every machine reads it now), but this machine could not "
-                + "record it: \(error.message); its next read of the group takes it from etcd",
+            "fleet group \(group): the change reached \(replica) (every machine reads it now), but this machine "
+                + "could not record it: \(error.message); its next read of the group takes it from \(replica)",
             path: error.path, cause: error)
     }
 }

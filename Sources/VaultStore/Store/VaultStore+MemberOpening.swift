@@ -25,7 +25,9 @@ extension VaultStore {
     /// system vault's owner is root), so a member opens a vault of any user it is pointed at, whose
     /// shared directory (`<owner>:<Unix group>` 2770) only a member of that Unix group, or root, can
     /// have made. A member takes no vault-wide lock and leaves rekey recovery to the owner.
-    static func openAsMember(_ location: FilePath, owner: UInt32, versions: ItemVersionReader?)
+    static func openAsMember(
+        _ location: FilePath, owner: UInt32, versions: ItemVersionReader?, replication: (any Replication)?
+    )
         throws(StoreError) -> VaultStore?
     {
         // A refusal here (a symlink, a mode, a parent of a third user) holds for any open: reported as is.
@@ -57,7 +59,7 @@ extension VaultStore {
                 groupsDirectoryName, in: directory, path: location / groupsDirectoryName, vaultOwner: owner)
             return VaultStore(
                 location: location, vaultID: marker.vaultID, directory: directory, groupsDirectory: groups,
-                lockFile: nil, classKeys: nil, versions: versions)
+                lockFile: nil, classKeys: nil, versions: versions, replication: replication)
         } catch {
             try? directory.close()
             throw error

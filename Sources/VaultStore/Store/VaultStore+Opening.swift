@@ -12,21 +12,25 @@ extension VaultStore {
     /// goes: `master.key` (plain, or wrapped when it has a passphrase provider) or an external key file.
     /// `versions` reads an item's version from its plaintext, so that the store can finish moves that a
     /// dead writer left half-done (see `WriteTransaction.move`).
-    public static func create(
-        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil
+    package static func create(
+        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil,
+        replication: (any Replication)? = nil
     ) throws(StoreError) -> VaultStore {
-        try create(at: FilePath(path), keySource: keySource, versions: versions, openingExisting: false)
+        try create(
+            at: FilePath(path), keySource: keySource, versions: versions, replication: replication,
+            openingExisting: false)
     }
 
     /// Opens the vault at `path`, or creates it when there is none: what many processes starting at
     /// once on a fresh machine may all call. Every caller ends with the same, complete vault: a
     /// creator holds the lock on `.lock` until its marker is written, and the others wait for it.
     /// With an external key file nothing is created (`vaultNotFound`): that takes an explicit `create`.
-    public static func openOrCreate(
-        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil
+    package static func openOrCreate(
+        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil,
+        replication: (any Replication)? = nil
     ) throws(StoreError) -> VaultStore {
         do {
-            return try open(at: path, keySource: keySource, versions: versions)
+            return try open(at: path, keySource: keySource, versions: versions, replication: replication)
         } catch  where error.code == .vaultNotFound {
             // With an external key, a mistyped path must not get a fresh vault under a production key.
             if let keyFile = keySource.keyFile {
@@ -36,28 +40,31 @@ extension VaultStore {
                         + "create it with `vault --vault \(path) init --key-file \(keyFile)`",
                     path: path, cause: error)
             }
-            return try create(at: FilePath(path), keySource: keySource, versions: versions, openingExisting: true)
+            return try create(
+                at: FilePath(path), keySource: keySource, versions: versions, replication: replication,
+                openingExisting: true)
         }
     }
 
     /// Opens the vault at `path`, checking the directory, the key file and the marker; every refusal
     /// names the file and the fix. A vault of the old format 1 is `needsUpgrade` (after any
     /// interrupted upgrade or rekey is finished or undone): `upgrade(at:…)` converts it.
-    public static func open(
-        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil
+    package static func open(
+        at path: String, keySource: KeySource = KeySource(), versions: ItemVersionReader? = nil,
+        replication: (any Replication)? = nil
     ) throws(StoreError) -> VaultStore {
         let location = FilePath(path)
         if keySource.keyFile == nil, keySource.loadedKey == nil, let owner = memberOpenOwner(location),
-            let member = try openAsMember(location, owner: owner, versions: versions)
+            let member = try openAsMember(location, owner: owner, versions: versions, replication: replication)
         {
             return member
         }
         do {
-            return try openAsOwner(location, keySource: keySource, versions: versions)
+            return try openAsOwner(location, keySource: keySource, versions: versions, replication: replication)
         } catch  where error.code == .integrity && rekeyUnderWay(location) {
             // A rekey switched the key files between this open's reads of them (it began after the open
             // looked for its journal): once more, which waits for the rekey's lock and reads its result.
-            return try openAsOwner(location, keySource: keySource, versions: versions)
+            return try openAsOwner(location, keySource: keySource, versions: versions, replication: replication)
         } catch  where error.errno != nil && FormatOneVault.isFormatOne(at: location) {
             // A format-1 vault is opened to be upgraded, which writes: say what it takes.
             throw StoreError(
@@ -79,7 +86,7 @@ extension VaultStore {
 
     /// `open` as the vault's owner (or root): rekey recovery, the marker, the class keys.
     private static func openAsOwner(
-        _ location: FilePath, keySource: KeySource, versions: ItemVersionReader?
+        _ location: FilePath, keySource: KeySource, versions: ItemVersionReader?, replication: (any Replication)?
     ) throws(StoreError) -> VaultStore {
         let path = location.string
         let directory = try VaultDirectory.open(location)
@@ -132,7 +139,8 @@ extension VaultStore {
                 directory: directory, path: location, markerBytes: markerBytes, keySource: keySource)
             do {
                 return try assemble(
-                    location, directory: directory, markerBytes: markerBytes, classKeys: classKeys, versions: versions)
+                    location, directory: directory, markerBytes: markerBytes, classKeys: classKeys, versions: versions,
+                    replication: replication)
             } catch  where error.code == .integrity && error.path == markerPath.string {
                 // This open finished a rekey to a new key file and was given another key file: say which.
                 guard let rekeyedTo, rekeyedTo != keySource.keyFile else { throw error }
@@ -150,7 +158,8 @@ extension VaultStore {
     }
 
     private static func create(
-        at location: FilePath, keySource: KeySource, versions: ItemVersionReader?, openingExisting: Bool
+        at location: FilePath, keySource: KeySource, versions: ItemVersionReader?, replication: (any Replication)?,
+        openingExisting: Bool
     ) throws(StoreError) -> VaultStore {
         try VaultDirectory.prepareForCreate(location)
         let directory = try VaultDirectory.open(location)
@@ -161,6 +170,7 @@ extension VaultStore {
             created = try withVaultLock(directory: directory, path: location) { lockFile throws(StoreError) in
                 try build(
                     in: directory, location: location, keySource: keySource, versions: versions,
+                    replication: replication,
                     openingExisting: openingExisting, lockFile: lockFile)
             }
         } catch {
@@ -170,7 +180,7 @@ extension VaultStore {
         if let created { return created }
         // Another process made the vault first: open what it made.
         try? directory.close()
-        return try open(at: location.string, keySource: keySource, versions: versions)
+        return try open(at: location.string, keySource: keySource, versions: versions, replication: replication)
     }
 
     /// Builds the vault in `directory` with the lock held through `lockFile`; nil when a vault is
@@ -178,6 +188,7 @@ extension VaultStore {
     /// only on success.
     private static func build(
         in directory: FileDescriptor, location: FilePath, keySource: KeySource, versions: ItemVersionReader?,
+        replication: (any Replication)?,
         openingExisting: Bool, lockFile: FileDescriptor
     ) throws(StoreError) -> VaultStore? {
         if try VaultDirectory.exists(VaultMarker.fileName, in: directory, path: location) {
@@ -229,7 +240,8 @@ extension VaultStore {
             VaultMarker.fileName, contents: .plain(encoded), in: directory, directoryPath: location,
             permissions: .ownerWriteAllRead)
         return try assemble(
-            location, directory: directory, markerBytes: encoded, classKeys: classKeys, versions: versions)
+            location, directory: directory, markerBytes: encoded, classKeys: classKeys, versions: versions,
+            replication: replication)
     }
 
     /// Runs `body` holding the OFD lock on `.lock` through a descriptor of its own (made when missing),
@@ -295,7 +307,7 @@ extension VaultStore {
     /// directory. Takes ownership of `directory` only on success.
     private static func assemble(
         _ location: FilePath, directory: FileDescriptor, markerBytes: [UInt8], classKeys: ClassKeys,
-        versions: ItemVersionReader?
+        versions: ItemVersionReader?, replication: (any Replication)?
     ) throws(StoreError) -> VaultStore {
         let marker = try VaultMarker.decode(markerBytes, key: classKeys.always, path: location / VaultMarker.fileName)
         var itemClassKeys: ClassKeys?
@@ -316,7 +328,8 @@ extension VaultStore {
             let groups = try ensureGroupsDirectory(in: directory, path: location)
             return VaultStore(
                 location: location, vaultID: marker.vaultID, directory: directory, groupsDirectory: groups,
-                lockFile: lockFile, classKeys: classKeys, itemClassKeys: itemClassKeys, versions: versions)
+                lockFile: lockFile, classKeys: classKeys, itemClassKeys: itemClassKeys, versions: versions,
+                replication: replication)
         } catch {
             try? lockFile.close()
             throw error

@@ -38,6 +38,9 @@ public final class VaultStore: Sendable {
     let itemClassKeys: ClassKeys?
     /// How to read an item's version from its plaintext, for the recovery of interrupted moves.
     let versions: ItemVersionReader?
+    /// The replication of the vault's fleet groups, given by the layer that opened it (nil: none, and a
+    /// fleet group is refused).
+    package let replication: (any Replication)?
     /// The master key, when this process has it (a key file, or the passphrase); not when the vault
     /// was opened with only the `always` key and cached class keys.
     var masterKey: SymmetricKey? { classKeys?.master }
@@ -83,25 +86,16 @@ public final class VaultStore: Sendable {
         /// This process holds the vault's `.lock` (a whole-vault transaction), so that making a
         /// group inside it does not take (and then release) the lock again.
         var holdsVaultLock = false
-        /// Fleet groups: each group's replica (nil inside: not a fleet group), when its cache was last
-        /// refreshed, and whether a transaction of this store runs (its reads need no refresh).
-        var replicas: [GroupName: GroupReplica?] = [:]
-        var replicaRefreshed: [GroupName: ContinuousClock.Instant] = [:]
+        /// Replicated groups: each group's replica (nil inside: not replicated).
+        var replicas: [GroupName: (any GroupReplica)?] = [:]
         /// The thread that holds `writerMutex` (a transaction of this store), the groups it locked (nil:
-        /// all), and the fleet groups it refreshed (each once, on first touch).
+        /// all), and the replicated groups it brought up to date (each once, on first touch).
         var writerThread: UInt?
         var transactionGroups: Set<GroupName>?
         var refreshedInTransaction: Set<GroupName> = []
         /// The threads whose transaction's replica write met a conflict: `withWriteLock` runs it again
         /// (by thread: another thread's transaction may start before this one's caller looks).
         var conflictedThreads: Set<UInt> = []
-        /// Fleet groups: how each one's last read was answered (`fleetCacheStatus`), and whether reads
-        /// refuse to answer from a cache that etcd could not confirm.
-        var fleetCacheStatus: [GroupName: FleetCacheStatus] = [:]
-        var freshFleetReadsOnly = false
-        /// Fleet groups whose replica could not be reached, until when reads do not try again (a
-        /// member that accepts connections but does not answer costs each try the request time limit).
-        var replicaUnreachableUntil: [GroupName: ContinuousClock.Instant] = [:]
     }
     let state: Mutex<State>
     /// Serialises this process's writers; the OFD lock on `.lock` serialises processes.
@@ -113,7 +107,7 @@ public final class VaultStore: Sendable {
     init(
         location: FilePath, vaultID: [UInt8], directory: FileDescriptor, groupsDirectory: FileDescriptor,
         lockFile: FileDescriptor?, classKeys: ClassKeys?, itemClassKeys: ClassKeys? = nil,
-        versions: ItemVersionReader?
+        versions: ItemVersionReader?, replication: (any Replication)?
     ) {
         self.state = Mutex(State())
         self.location = location
@@ -126,6 +120,7 @@ public final class VaultStore: Sendable {
         self.classKeys = classKeys
         self.itemClassKeys = itemClassKeys ?? classKeys
         self.versions = versions
+        self.replication = replication
     }
 
     deinit {

@@ -110,7 +110,7 @@ extension VaultStore {
             let locked = requested.map { Set($0) }
             let transaction = WriteTransaction(store: self, reusesSpares: reusesSpares, lockedGroups: locked)
             // Fleet groups are refreshed on first touch (`refreshReplicaIfStale`): a transaction that does not
-            // touch one (a rekey, a passphrase change, a local group's write) does not need its etcd.
+            // touch one (a rekey, a passphrase change, a local group's write) does not need its replica.
             state.withLock { $0.transactionGroups = groups == nil ? nil : locked }
             if finishingMoves {
                 try Failure.converting { () throws(StoreError) in

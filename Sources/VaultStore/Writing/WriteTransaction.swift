@@ -77,7 +77,7 @@ public struct WriteTransaction {
     ) throws(StoreError) {
         try requireLocked(source.group)
         try requireLocked(destination.group)
-        // A move is two etcd transactions when a fleet group is on either side: not atomic across
+        // A move is two replica transactions when a fleet group is on either side: not atomic across
         // machines, so not done.
         if store.isFleetGroup(source.group) || store.isFleetGroup(destination.group) {
             throw StoreError(

@@ -1,16 +1,18 @@
+import VaultStore
+
 /// The newest manifest of a fleet group that this machine has seen (its high-water mark), kept in the
 /// group's directory as `fleet.mark`: the manifest's counter and the digest of its sealed bytes. A
 /// replica whose manifest is older (a lower counter) or another at the same counter (its history
 /// forked) has gone back, and is refused until an operator accepts it (`resyncFleetGroup`). Kept
 /// per group id: a restored cluster may come back with another cluster id.
-public struct FleetMark: Sendable, Equatable {
+struct FleetMark: Sendable, Equatable {
     /// The manifest's counter.
-    public var counter: UInt64
+    var counter: UInt64
     /// `FleetManifestKey.digest(of:)` of the sealed manifest.
-    public var digest: [UInt8]
+    var digest: [UInt8]
 
     /// A mark of the manifest with `counter` whose sealed bytes have `digest`.
-    public init(counter: UInt64, digest: [UInt8]) {
+    init(counter: UInt64, digest: [UInt8]) {
         self.counter = counter
         self.digest = digest
     }
@@ -39,4 +41,36 @@ public struct FleetMark: Sendable, Equatable {
         else { return nil }
         return FleetMark(counter: counter, digest: digest)
     }
+}
+
+/// The high-water mark in the group directory, through the store's cache.
+extension ReplicaCache {
+    /// The newest manifest this machine has seen of the group (`fleet.mark`), or nil before its first.
+    func highWaterMark() throws(StoreError) -> FleetMark? {
+        guard let bytes = try readFile(FleetMark.fileName, limit: 4096) else { return nil }
+        guard let mark = FleetMark.decode(bytes) else {
+            let path = groupPath + "/" + FleetMark.fileName
+            throw StoreError(
+                .integrity,
+                "\(path) is not a fleet group's high-water mark (damaged?); `vault group resync \(group) "
+                    + "--accept-rollback` writes it anew", path: path)
+        }
+        return mark
+    }
+
+    /// Durably records `mark` as the newest manifest seen (before any item of it is cached, so that a
+    /// crash never leaves items newer than the mark): one write in place and one `fdatasync` per write.
+    func record(_ mark: FleetMark) throws(StoreError) {
+        do {
+            try writeFixedLengthFile(FleetMark.fileName, mark.encoded())
+        } catch {
+            throw StoreError(
+                error.code, "cannot record the high-water mark of fleet group \(group): \(error.message)",
+                path: error.path, cause: error)
+        }
+    }
+
+    /// When this machine last took a change of the group from etcd (the mark's modification time,
+    /// nanoseconds since the epoch), or nil.
+    var highWaterMarkTime: Int64? { modificationTime(of: FleetMark.fileName) }
 }

@@ -1,10 +1,24 @@
 import VaultCrypto
 import VaultStore
 
-/// Fleet groups: an access group whose items every machine that joined it shares through etcd
-/// (`VaultStore.createFleetGroup`). The process needs an etcd client: link `VaultFleet` and call
-/// `VaultFleet.install()` first.
+/// Fleet groups: an access group whose items every machine that joined it shares through etcd. The
+/// vault must be opened with a fleet client (`FleetClient.etcd()` of `VaultFleet`); without one these
+/// refuse with `notAvailable`.
 extension Vault {
+    /// The engine of this vault's fleet client, or the refusal of a vault opened without one.
+    private func fleetEngine() throws(VaultError) -> any FleetEngine {
+        guard let engine = engine.store.replication as? any FleetEngine else {
+            throw VaultError(
+                .notAvailable,
+                "the vault at \(path) was opened without a fleet client, and fleet groups need one: open it with "
+                    + "`fleet: .etcd()` (VaultFleet)")
+        }
+        return engine
+    }
+
+    /// Whether this handle can use fleet groups (it was opened with a fleet client).
+    public var hasFleetSupport: Bool { engine.store.replication is any FleetEngine }
+
     /// Makes fleet group `group` (the vault's owner): a new key, registered in the etcd
     /// cluster `settings` names (its id and a check value, never the key). Private to the owner, or
     /// with `unixGroup` (a gid) shared on this machine with that Unix group's members, as
@@ -13,8 +27,9 @@ extension Vault {
     public func createFleetGroup(_ group: AccessGroup, settings: FleetSettings, unixGroup: UInt32? = nil)
         throws(VaultError)
     {
+        let fleet = try fleetEngine()
         do throws(StoreError) {
-            try engine.store.createFleetGroup(group.name, settings: settings, unixGroup: unixGroup)
+            try fleet.createGroup(group.name, settings: settings, unixGroup: unixGroup, in: engine.store)
         } catch  where error.code == .vaultAlreadyExists {
             throw VaultError(.duplicateItem, error.message, cause: error)
         } catch {
@@ -24,13 +39,13 @@ extension Vault {
 
     /// Fleet group `group`'s key, for other machines to join with (secret: write it 0600).
     public func exportFleetGroupKey(_ group: AccessGroup) throws(VaultError) -> SecureBytes {
-        try translatingStoreErrors { () throws(StoreError) in try engine.store.exportFleetGroupKey(group.name) }
+        try translatingStoreErrors { () throws(StoreError) in try engine.store.exportReplicatedGroupKey(group.name) }
     }
 
     /// Writes fleet group `group`'s key to the new file `path` (0600, never over an existing file).
     public func exportFleetGroupKey(_ group: AccessGroup, to path: String) throws(VaultError) {
         do throws(StoreError) {
-            try engine.store.exportFleetGroupKey(group.name, to: path)
+            try engine.store.exportReplicatedGroupKey(group.name, to: path)
         } catch  where error.code == .vaultAlreadyExists {
             throw VaultError(.duplicateItem, error.message, cause: error)
         } catch {
@@ -43,16 +58,14 @@ extension Vault {
     public func joinFleetGroup(
         _ group: AccessGroup, keyFileAt path: String, settings: FleetSettings, unixGroup: UInt32? = nil
     ) throws(VaultError) {
-        var bytes = try translatingStoreErrors { () throws(StoreError) in try VaultStore.readFleetKeyFile(path) }
+        var bytes = try translatingStoreErrors { () throws(StoreError) in try VaultStore.readExportedGroupKey(path) }
         // The file holds the group's keys in the clear: not left in ordinary memory.
         defer { bytes.wipe() }
         try joinFleetGroup(group, keyFile: bytes, settings: settings, unixGroup: unixGroup)
     }
 
-    /// Whether this process can use fleet groups (`VaultFleet.install()` ran).
-    public static var hasFleetSupport: Bool { VaultStore.hasFleetSupport }
-
-    /// Whether `group` of the vault at `path` is a fleet group (one `stat`, the vault not opened).
+    /// Whether `group` of the vault at `path` is a fleet group, by the flags of its `group.key` (read
+    /// unchecked, the vault not opened: to choose a program, never to trust).
     public static func isFleetGroup(vaultPath path: String, group: AccessGroup) -> Bool {
         VaultStore.isFleetGroup(vaultPath: path, group: group.name)
     }
@@ -63,8 +76,10 @@ extension Vault {
     public func joinFleetGroup(
         _ group: AccessGroup, keyFile: [UInt8], settings: FleetSettings, unixGroup: UInt32? = nil
     ) throws(VaultError) {
+        let fleet = try fleetEngine()
         do throws(StoreError) {
-            try engine.store.joinFleetGroup(group.name, keyFile: keyFile, settings: settings, unixGroup: unixGroup)
+            let key = try ReplicatedGroupKey(exported: keyFile, group: group.name)
+            try fleet.joinGroup(group.name, key: key, settings: settings, unixGroup: unixGroup, in: engine.store)
         } catch  where error.code == .vaultAlreadyExists {
             throw VaultError(.duplicateItem, error.message, cause: error)
         } catch {
@@ -78,14 +93,14 @@ extension Vault {
     /// read of the group updates it too. `watchFailure` is read when asked, not at the read: why the
     /// process's watch of the group is not running now.
     public func fleetCacheStatus(of group: AccessGroup) -> FleetCacheStatus? {
-        engine.store.fleetCacheStatus(group.name)
+        (engine.store.replication as? any FleetEngine)?.cacheStatus(of: group.name, in: engine.store)
     }
 
     /// With `required`, every read of a fleet group asks etcd (a long-lived handle's watch no longer
     /// vouches for its cache), and fails with `notAvailable` rather than answer from the cache when
     /// etcd is out of reach: what `vault get --fresh` does.
     public func requireFreshFleetReads(_ required: Bool) {
-        engine.store.requireFreshFleetReads(required)
+        (engine.store.replication as? any FleetEngine)?.requireFreshReads(required)
     }
 
     /// Reads fleet group `group` from etcd anew. A group refused as rolled back (etcd restored to an
@@ -93,8 +108,9 @@ extension Vault {
     /// refused unless `acceptingRollback`: then what etcd holds now becomes the group's state on every
     /// machine (items that do not open under the group's key are removed from etcd). Logged to syslog.
     public func resyncFleetGroup(_ group: AccessGroup, acceptingRollback: Bool) throws(VaultError) -> FleetResync {
-        try translatingStoreErrors { () throws(StoreError) in
-            try engine.store.resyncFleetGroup(group.name, acceptingRollback: acceptingRollback)
+        let fleet = try fleetEngine()
+        return try translatingStoreErrors { () throws(StoreError) in
+            try fleet.resync(group.name, acceptingRollback: acceptingRollback, in: engine.store)
         }
     }
 }

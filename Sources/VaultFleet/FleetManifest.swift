@@ -1,4 +1,5 @@
 import VaultCrypto
+import VaultStore
 
 /// What a fleet group holds at one point of its history: a counter that every write raises by one,
 /// and each item's id with a digest of its file. It is stored in the replica next to the items,
@@ -6,36 +7,36 @@ import VaultCrypto
 /// as the item. A machine that remembers the highest counter it saw (`FleetMark`) can tell when the
 /// replica went back (a restored snapshot, a member rolled back) and when an item was deleted,
 /// replaced with an older value of itself or brought back after its deletion.
-public struct FleetManifest: Sendable, Equatable {
+struct FleetManifest: Sendable, Equatable {
     /// Raised by one with every write and deletion in the group.
-    public var counter: UInt64
+    var counter: UInt64
     /// Each item's id with the 16-byte digest of its file (`FleetManifestKey.digest(of:)`) and its
     /// version: the counter of the manifest that its last write made.
-    public var items: [ItemID: Entry]
+    var items: [ItemID: Entry]
 
     /// One item of a manifest.
-    public struct Entry: Sendable, Equatable {
+    struct Entry: Sendable, Equatable {
         /// `FleetManifestKey.digest(of:)` of the item's file.
-        public var digest: [UInt8]
+        var digest: [UInt8]
         /// The counter of the manifest its last write made.
-        public var version: UInt64
+        var version: UInt64
 
         /// An entry.
-        public init(digest: [UInt8], version: UInt64) {
+        init(digest: [UInt8], version: UInt64) {
             self.digest = digest
             self.version = version
         }
     }
 
     /// A manifest of `items` at `counter`.
-    public init(counter: UInt64, items: [ItemID: Entry]) {
+    init(counter: UInt64, items: [ItemID: Entry]) {
         self.counter = counter
         self.items = items
     }
 
     /// The most items a fleet group holds: its manifest goes into every write's request with the
     /// item (etcd refuses requests over 1.5 MiB by default; 56 bytes per item).
-    public static let maximumItemCount = 5_000
+    static let maximumItemCount = 5_000
 
     static let magic = Array("VFM2".utf8)
     static let digestByteCount = 16
@@ -79,7 +80,7 @@ public struct FleetManifest: Sendable, Equatable {
 
 /// The key a fleet group's manifest is sealed and its items digested with: derived from the group's
 /// index key for its id, so that every machine with the group key has it and etcd does not.
-public struct FleetManifestKey: Sendable {
+struct FleetManifestKey: Sendable {
     static let sealDomain = KeyDerivation.Domain("vault.fman.v2")
     static let digestDomain = KeyDerivation.Domain("vault.fdig.v2")
 
@@ -87,21 +88,21 @@ public struct FleetManifestKey: Sendable {
     let group: GroupName
     let groupID: [UInt8]
 
-    init(file: GroupKeyFile, group: GroupName) throws(StoreError) {
+    init(key groupKey: ReplicatedGroupKey, group: GroupName) throws(StoreError) {
         do {
-            key = try KeyDerivation.subkey(of: file.secrets.indexKey, domain: Self.sealDomain, context: file.groupID)
+            key = try KeyDerivation.subkey(of: groupKey.indexKey, domain: Self.sealDomain, context: groupKey.groupID)
         } catch {
             throw StoreError.crypto(error, "cannot derive the manifest key of fleet group \(group)")
         }
         self.group = group
-        groupID = file.groupID
+        groupID = groupKey.groupID
     }
 
     private var associatedData: [UInt8] { Array("vault fleet manifest".utf8) + groupID }
 
     /// `manifest` sealed: a random nonce, then its bytes encrypted and authenticated together with the
     /// group's id (a manifest copied from another group fails to open).
-    public func seal(_ manifest: FleetManifest) throws(StoreError) -> [UInt8] {
+    func seal(_ manifest: FleetManifest) throws(StoreError) -> [UInt8] {
         guard manifest.items.count <= FleetManifest.maximumItemCount else {
             throw StoreError(
                 .invalidName,
@@ -120,7 +121,7 @@ public struct FleetManifestKey: Sendable {
 
     /// Opens a sealed manifest; `integrity` when it does not open under this group's key or is no
     /// manifest (replaced, or another group's).
-    public func open(_ sealed: [UInt8]) throws(StoreError) -> FleetManifest {
+    func open(_ sealed: [UInt8]) throws(StoreError) -> FleetManifest {
         let nonceCount = XChaCha20Poly1305.nonceByteCount
         let failure = StoreError(
             .integrity,
@@ -140,7 +141,7 @@ public struct FleetManifestKey: Sendable {
     }
 
     /// The digest of an item file that a manifest lists: a keyed hash, so that etcd cannot forge one.
-    public func digest(of contents: [UInt8]) throws(StoreError) -> [UInt8] {
+    func digest(of contents: [UInt8]) throws(StoreError) -> [UInt8] {
         do {
             return try KeyDerivation.keyedHash(
                 contents, key: key, domain: Self.digestDomain, outputByteCount: FleetManifest.digestByteCount)

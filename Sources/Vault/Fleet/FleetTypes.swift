@@ -1,0 +1,68 @@
+/// Where a fleet group's items live besides its directory, and how to reach them: the etcd cluster and
+/// the files that authenticate to it (paths and names, never a secret).
+public struct FleetSettings: Sendable, Hashable {
+    /// etcd client endpoints, `http(s)://HOST:PORT`.
+    public var endpoints: [String]
+    /// A CA certificate file to verify the members with.
+    public var caFile: String?
+    /// A client certificate and its key (PEM files).
+    public var certificateFile: String?
+    /// The private key of `certificateFile`.
+    public var keyFile: String?
+    /// An etcd user, and the file that holds its password (the password itself is never stored here).
+    public var user: String?
+    /// The file with `user`'s password (its first line).
+    public var passwordFile: String?
+
+    /// Settings for `endpoints`.
+    public init(endpoints: [String]) {
+        self.endpoints = endpoints
+    }
+}
+
+/// How this process last answered a read of a fleet group: from a cache that etcd confirmed, or,
+/// with etcd out of reach, from the cache as it was when last confirmed.
+public struct FleetCacheStatus: Sendable, Equatable {
+    /// Whether the answer came from the cache without etcd's confirmation (etcd out of reach).
+    public var isStale: Bool
+    /// When the cache was last known to match etcd, in nanoseconds since the epoch (a lower bound: in
+    /// a process that has not reached etcd, when this machine last took a change from it); nil when
+    /// it never was.
+    public var knownCurrentAt: Int64?
+    /// Why this process has no working watch of the group (a long-lived handle's,
+    /// `FleetClient.etcd(watching: true)`), when the last one failed: etcd's, the connection's or this
+    /// process's message. Reads then ask etcd each time, and the first check 1 to 32 seconds after the
+    /// failure starts the next watch. Nil once etcd has made a watch again, in a process that does not
+    /// watch, or when the last watch ended otherwise. Read when asked, not at the last read.
+    public var watchFailure: String?
+
+    /// A status.
+    public init(isStale: Bool, knownCurrentAt: Int64?, watchFailure: String? = nil) {
+        self.isStale = isStale
+        self.knownCurrentAt = knownCurrentAt
+        self.watchFailure = watchFailure
+    }
+}
+
+/// What `Vault.resyncFleetGroup` found and did.
+public struct FleetResync: Sendable, Equatable {
+    /// The counter of the newest manifest this machine had seen, if any.
+    public var previousCounter: UInt64?
+    /// The counter of the replica's manifest before the resync (nil: it had none that opened).
+    public var replicaCounter: UInt64?
+    /// The counter of the manifest after it.
+    public var counter: UInt64
+    /// The items the group holds after it.
+    public var itemCount: Int
+    /// Items removed from the replica because they did not open under the group's keys.
+    public var removedCount: Int
+
+    /// A report with these figures.
+    public init(previousCounter: UInt64?, replicaCounter: UInt64?, counter: UInt64, itemCount: Int, removedCount: Int) {
+        self.previousCounter = previousCounter
+        self.replicaCounter = replicaCounter
+        self.counter = counter
+        self.itemCount = itemCount
+        self.removedCount = removedCount
+    }
+}

@@ -1,0 +1,110 @@
+import Synchronization
+import Vault
+import VaultStore
+import VaultSystem
+
+extension FleetClient {
+    /// Fleet groups through etcd. `watching`: each group's replica keeps a watch on etcd, so that a read
+    /// within a second of the last check, with no change reported since, needs no request (a long-lived
+    /// process); without it every read checks etcd (a command that reads once).
+    public static func etcd(watching: Bool = true) -> FleetClient {
+        FleetClient { EtcdFleet(watching: watching) }
+    }
+}
+
+/// The fleet engine of one open vault: makes its fleet groups' replicas (`FleetGroup` over
+/// `EtcdReplica`), and creates, joins and resynchronises fleet groups.
+final class EtcdFleet: FleetEngine {
+    let watching: Bool
+    private let freshOnly = Atomic<Bool>(false)
+
+    init(watching: Bool) {
+        self.watching = watching
+    }
+
+    /// Whether every read must be confirmed by etcd (`requireFreshReads`).
+    var freshReadsOnly: Bool { freshOnly.load(ordering: .relaxed) }
+
+    func requireFreshReads(_ required: Bool) {
+        freshOnly.store(required, ordering: .relaxed)
+    }
+
+    func replica(of group: GroupName, cache: ReplicaCache) throws(StoreError) -> any GroupReplica {
+        let identity = try FleetGroupIdentity(
+            group: group, key: try cache.groupKey(), settings: try FleetSettings.read(from: cache),
+            vaultOwnerID: cache.vaultOwnerID)
+        return FleetGroup(replica: try EtcdReplica(identity, watching: watching), fleet: self)
+    }
+
+    func createGroup(_ group: GroupName, settings: FleetSettings, unixGroup: UInt32?, in store: VaultStore)
+        throws(StoreError)
+    {
+        let key = try ReplicatedGroupKey.random()
+        try add(group, key: key, settings: settings, unixGroup: unixGroup, in: store, what: "create a group") {
+            (replica) throws(StoreError) in try replica.register(check: try FleetGroupIdentity.check(of: key))
+        }
+    }
+
+    func joinGroup(
+        _ group: GroupName, key: ReplicatedGroupKey, settings: FleetSettings, unixGroup: UInt32?, in store: VaultStore
+    ) throws(StoreError) {
+        try add(group, key: key, settings: settings, unixGroup: unixGroup, in: store, what: "join a group") {
+            (replica) throws(StoreError) in try replica.verifyRegistration(check: try FleetGroupIdentity.check(of: key))
+        }
+        try store.refreshReplicatedGroup(group)
+    }
+
+    /// The steps `createGroup` and `joinGroup` share: `agree` registers the key's check value with etcd
+    /// or checks it against the registration, under the vault's lock, before the directory is made.
+    private func add(
+        _ group: GroupName, key: ReplicatedGroupKey, settings: FleetSettings, unixGroup: UInt32?, in store: VaultStore,
+        what: String, agree: (EtcdReplica) throws(StoreError) -> Void
+    ) throws(StoreError) {
+        try store.addReplicatedGroup(
+            group, key: key, unixGroup: unixGroup,
+            settings: (FleetSettings.fileName, Array(settings.encoded().utf8)), what: what
+        ) { () throws(StoreError) in
+            let identity = try FleetGroupIdentity(
+                group: group, key: key, settings: settings, vaultOwnerID: store.replicaCache(of: group).vaultOwnerID)
+            try agree(try EtcdReplica(identity, watching: false))
+        }
+    }
+
+    func cacheStatus(of group: GroupName, in store: VaultStore) -> FleetCacheStatus? {
+        (store.knownReplica(of: group) as? FleetGroup)?.status()
+    }
+
+    /// Reads fleet group `group` from etcd anew, under its lock. With `acceptingRollback`, what etcd
+    /// holds now becomes the group's state even when it is older than this machine has seen (an
+    /// operator who restored etcd on purpose): a new manifest above every counter seen, then the
+    /// refresh. Either way the outcome, a refusal or failure included, goes to the system log.
+    func resync(_ group: GroupName, acceptingRollback: Bool, in store: VaultStore) throws(StoreError) -> FleetResync {
+        let who = "fleet group \(group) of the vault at \(store.path), by uid \(ProcessIdentity.effectiveUserID)"
+        let report: FleetResync
+        do throws(StoreError) {
+            guard let fleetGroup = try store.requireReplica(of: group) as? FleetGroup else {
+                throw StoreError(.invalidName, "group \(group) is not a fleet group of etcd")
+            }
+            let cache = store.replicaCache(of: group)
+            report = try cache.withGroupLock { () throws(StoreError) -> FleetResync in
+                let report = try fleetGroup.replica.resync(cache, acceptingRollback: acceptingRollback)
+                fleetGroup.noteRefreshed()
+                return report
+            }
+        } catch {
+            // An operator's attempt to accept a rollback that did not happen is worth a line too.
+            SystemLog.notice(
+                "vault: resynchronisation of \(who)\(acceptingRollback ? ", accepting a rollback," : "") failed: "
+                    + error.message)
+            throw error
+        }
+        let previous = report.previousCounter.map(String.init) ?? "none"
+        let found = report.replicaCounter.map(String.init) ?? "none that opened"
+        SystemLog.notice(
+            "vault: fleet group \(group) of the vault at \(store.path) resynchronised by uid "
+                + "\(ProcessIdentity.effectiveUserID)" + (acceptingRollback ? ", rollback accepted" : "")
+                + ": this machine had seen manifest \(previous), etcd had \(found), now \(report.counter) "
+                + "(\(report.itemCount) items, \(report.removedCount) that did not open removed)")
+        return report
+    }
+}

@@ -1,0 +1,136 @@
+import Synchronization
+import Vault
+import VaultStore
+import VaultSystem
+
+/// A fleet group as its store sees it: the directory is the cache of the group's items in etcd
+/// (`EtcdReplica`), checked before a read of it when the last check is more than a second old and
+/// brought up to date under the group's lock when it differs; every write and delete goes to etcd
+/// first (compare-and-swap on what the last refresh saw), then to the cache. With etcd out of reach,
+/// reads are answered from the cache (`status` says so) unless the vault's reads must be fresh.
+final class FleetGroup: GroupReplica {
+    let replica: EtcdReplica
+    /// The engine of the vault this group is in: whether its reads must be fresh.
+    let fleet: EtcdFleet
+
+    struct State {
+        /// When the cache was last brought up to date in this process (nil: not yet, or forgotten).
+        var refreshedAt: ContinuousClock.Instant?
+        /// How the last read was answered.
+        var status: FleetCacheStatus?
+        /// Until when reads, etcd having been out of reach, answer from the cache without asking again
+        /// (a member that accepts connections but does not answer costs each try the request time limit).
+        var unreachableUntil: ContinuousClock.Instant?
+    }
+    let state = Mutex(State())
+
+    var name: String { "etcd" }
+
+    init(replica: EtcdReplica, fleet: EtcdFleet) {
+        self.replica = replica
+        self.fleet = fleet
+    }
+
+    /// How long reads whose replica was out of reach answer from the cache before they try again
+    /// (fresh-only reads always try).
+    static let unreachableRetryInterval = Duration.seconds(1)
+
+    func refreshInTransaction(_ cache: ReplicaCache) throws(StoreError) -> Bool {
+        // A watch that vouches for the cache stands for the refresh: every change to the group changes
+        // its manifest, so a write's compare on the manifest fails if the cache was stale after all (a
+        // conflict: the rerun refreshes).
+        if !fleet.freshReadsOnly, replica.isKnownCurrent() {
+            noteVouched()
+            return false
+        }
+        return try refresh(cache)
+    }
+
+    func prepareRead(_ cache: ReplicaCache) throws(StoreError) {
+        let freshOnly = fleet.freshReadsOnly
+        let (refreshedBefore, unreachableUntil) = state.withLock { ($0.refreshedAt != nil, $0.unreachableUntil) }
+        if refreshedBefore, !freshOnly, replica.isKnownCurrent() {
+            noteVouched()
+            return
+        }
+        if !freshOnly, let unreachableUntil, ContinuousClock.now < unreachableUntil {
+            // Out of reach a moment ago: answered from the cache (still marked stale) without waiting
+            // for the time limit again.
+            return
+        }
+        do throws(StoreError) {
+            var current = false
+            if refreshedBefore { current = try replica.isCurrent() }
+            if current {
+                noteConfirmed()
+            } else {
+                // The check found the cache stale: refreshed under the lock, whatever the watch says.
+                _ = try cache.withGroupLock { () throws(StoreError) in try refresh(cache) }
+            }
+        } catch  where error.code == .unavailable {
+            let since = state.withLock { $0.status?.knownCurrentAt } ?? cache.highWaterMarkTime
+            guard !freshOnly else {
+                throw StoreError(
+                    .unavailable,
+                    "\(error.message); fresh reads only: not answered from this machine's cache (last known current "
+                        + "\(since.map(UTCTimestamp.iso8601(nanosecondsSince1970:)) ?? "never"))", cause: error)
+            }
+            let retry = ContinuousClock.now + Self.unreachableRetryInterval
+            state.withLock {
+                $0.status = FleetCacheStatus(isStale: true, knownCurrentAt: since)
+                $0.unreachableUntil = retry
+            }
+        }
+    }
+
+    func write(_ id: ItemID, contents: [UInt8], cache: ReplicaCache) throws(StoreError) {
+        try replica.write(id, contents: contents, cache: cache)
+    }
+
+    func delete(_ id: ItemID, cache: ReplicaCache) throws(StoreError) {
+        try replica.delete(id, cache: cache)
+    }
+
+    func forgetCache() {
+        replica.forget()
+        state.withLock { $0.refreshedAt = nil }
+    }
+
+    /// Brings the cache up to date now (under the group's lock, which the caller holds); whether it
+    /// changed.
+    func refresh(_ cache: ReplicaCache) throws(StoreError) -> Bool {
+        let before = cache.changeCount
+        try replica.refresh(cache)
+        noteRefreshed()
+        return cache.changeCount > before
+    }
+
+    /// etcd confirmed the cache just now (a refresh or a resync).
+    func noteRefreshed() {
+        let now = ContinuousClock.now
+        state.withLock { $0.refreshedAt = now }
+        noteConfirmed()
+    }
+
+    /// How the last read was answered, and why the watch is not running if the last one failed.
+    func status() -> FleetCacheStatus? {
+        guard var status = state.withLock({ $0.status }) else { return nil }
+        status.watchFailure = replica.watchFailure()
+        return status
+    }
+
+    /// A read or write on the watch's word: etcd is in reach after all, so a status that still says
+    /// stale (from before the watch came back) is corrected.
+    private func noteVouched() {
+        if state.withLock({ $0.status?.isStale == true }) { noteConfirmed() }
+    }
+
+    /// etcd confirmed the cache just now: the status says so, and reads ask etcd again.
+    private func noteConfirmed() {
+        let now = FileTimestampClock.now()
+        state.withLock {
+            $0.status = FleetCacheStatus(isStale: false, knownCurrentAt: now)
+            $0.unreachableUntil = nil
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import VaultCrypto
+
+/// Replication of some groups' items to other machines, as the store sees it: handed to `open` by the
+/// layer that opens a vault (the store links no network client and knows no replica). The store asks
+/// it only for the groups whose `group.key` marks them replicated (the fleet flag, docs/FORMAT.md); a
+/// vault without such groups never calls it.
+package protocol Replication: AnyObject, Sendable {
+    /// The replica of replicated group `group`, asked once per group by each store that touches it.
+    func replica(of group: GroupName, cache: ReplicaCache) throws(StoreError) -> any GroupReplica
+}
+
+/// One replicated group's replica, as the store uses it around its reads and writes. The group's
+/// directory is the replica's cache; the store hands each call the `ReplicaCache` it may change (never
+/// kept: the cache holds the store).
+package protocol GroupReplica: AnyObject, Sendable {
+    /// What the replica is, for messages ("etcd").
+    var name: String { get }
+    /// Before a read of the group outside a transaction: brings the cache up to date as far as the
+    /// replica's policy wants (it takes the group's lock through `cache.withGroupLock` to change it).
+    func prepareRead(_ cache: ReplicaCache) throws(StoreError)
+    /// In a transaction that holds the group's lock, at its first touch of the group: brings the cache
+    /// up to date. Returns whether the cache changed (what the transaction read before may be stale).
+    func refreshInTransaction(_ cache: ReplicaCache) throws(StoreError) -> Bool
+    /// Stores item `id`'s sealed file `contents` in the replica, before the store writes its own copy;
+    /// `conflict` when the replica changed since the cache was brought up to date (the store then runs
+    /// the transaction again).
+    func write(_ id: ItemID, contents: [UInt8], cache: ReplicaCache) throws(StoreError)
+    /// Removes item `id` from the replica, before the store removes its own copy; `conflict` as `write`.
+    func delete(_ id: ItemID, cache: ReplicaCache) throws(StoreError)
+    /// The store's copy of a change the replica took could not be written: the cache may not match what
+    /// the replica last saw, and the next read must bring it up to date.
+    func forgetCache()
+}
+
+/// A replicated group's key as the replication needs it: its id (the same on every machine) and its
+/// index key, from which the replication derives keys of its own (a manifest's, a registration's
+/// check value). Made new, or read from a key file that another machine exported.
+package struct ReplicatedGroupKey: Sendable {
+    let file: GroupKeyFile
+
+    /// The group's 16-byte id.
+    package var groupID: [UInt8] { file.groupID }
+    /// The group's index key.
+    package var indexKey: SymmetricKey { file.secrets.indexKey }
+
+    init(file: GroupKeyFile) {
+        self.file = file
+    }
+
+    /// A new group's key: a random id and random secrets.
+    package static func random() throws(StoreError) -> ReplicatedGroupKey {
+        let groupID: [UInt8]
+        do {
+            groupID = try SecureRandom.bytes(count: GroupKeyFile.groupIDByteCount)
+        } catch {
+            throw StoreError.crypto(error, "cannot make a group id")
+        }
+        return ReplicatedGroupKey(
+            file: GroupKeyFile(groupID: groupID, isShared: false, secrets: try GroupSecrets.random(), isFleet: true))
+    }
+
+    /// The key in `exported`, a file that `VaultStore.exportReplicatedGroupKey` wrote for group `group`.
+    package init(exported: [UInt8], group: GroupName) throws(StoreError) {
+        let given = try GroupKeyFile.decodeAsMember(exported, group: group, vaultID: [], path: "the key file")
+        guard given.isFleet else {
+            throw StoreError(.invalidName, "the key file is not a fleet group's key (exported for group \(group)?)")
+        }
+        file = GroupKeyFile(groupID: given.groupID, isShared: false, secrets: given.secrets, isFleet: true)
+    }
+}
