@@ -127,7 +127,9 @@ struct FaultCase: CustomStringConvertible, Sendable {
                 let vault = try Vault.open(at: path, client: try testClient())
                 if groupCommit {
                     let group = try GroupName(testApp)
-                    vault.engine.store.state.withLock { $0.preparedWritesLeft[group] = VaultStore.sharedWriteMemory }
+                    vault.engine.store.groupCommit.withLock {
+                        $0.preparedWritesLeft[group] = VaultStore.sharedWriteMemory
+                    }
                 }
                 return vault
             }

@@ -6,7 +6,7 @@ extension VaultStore {
     /// The open directory of `group`, or nil when the group has no directory yet (and `create` is
     /// false).
     func groupDirectory(_ group: GroupName, create: Bool) throws(StoreError) -> FileDescriptor? {
-        if let fd = state.withLock({ $0.groupDirectories[group] }) { return fd }
+        if let fd = directories.withLock({ $0.groupDirectories[group] }) { return fd }
         let groupPath = groupPath(group)
         if create {
             var created = true
@@ -27,7 +27,7 @@ extension VaultStore {
         } catch  where error.errno == .noSuchFileOrDirectory {
             return nil
         }
-        return state.withLock { state in
+        return directories.withLock { state in
             if let existing = state.groupDirectories[group] {
                 try? fd.close()
                 return existing
@@ -41,7 +41,7 @@ extension VaultStore {
     /// open (another process renamed or removed it; the symlink-swap harness does that): an error, not
     /// a crash.
     func existingGroupDirectory(_ group: GroupName) throws(StoreError) -> FileDescriptor {
-        if state.withLock({ $0.groupKeys[group] == nil }) {
+        if keyCache.withLock({ $0.groupKeys[group] == nil }) {
             // A group is its directory with its key; the owner's first write to a group that
             // has none makes a private one. Any other failure to read the key (a non-member refused by
             // the kernel, a damaged or foreign key file) is the write's answer.
@@ -60,7 +60,7 @@ extension VaultStore {
                 try withGroupCreationLock { () throws(StoreError) in
                     // Made by another process since this one looked (it may have written items already):
                     // theirs stands.
-                    state.withLock { _ = $0.groupKeys.removeValue(forKey: group) }
+                    keyCache.withLock { _ = $0.groupKeys.removeValue(forKey: group) }
                     guard try keys(for: group).isAbsent else { return }
                     // Groups are made under this lock and a key is written before any item, so a
                     // directory that holds items but no key file now lost its key (a member may delete it
@@ -115,6 +115,24 @@ extension VaultStore {
             return sorted ? ids.sorted() : ids
         } catch {
             throw StoreError.system(error, .readDirectory, "list", path: groupPath(group))
+        }
+    }
+}
+
+/// The group directories a store has open (`groupDirectory`), and those of removed groups.
+struct OpenGroupDirectories {
+    /// The open group directories.
+    var groupDirectories: [GroupName: FileDescriptor] = [:]
+    /// Descriptors of removed groups, closed only with the store: a prepared write of another thread
+    /// (`PreparedItemWrite`) may still hold one, and a closed number can be reused by any open.
+    var retiredDescriptors: [FileDescriptor] = []
+}
+
+extension VaultStore {
+    /// Stops using `group`'s open directory (removed, or never finished): retired, not closed.
+    func retireDirectory(of group: GroupName) {
+        directories.withLock {
+            if let fd = $0.groupDirectories.removeValue(forKey: group) { $0.retiredDescriptors.append(fd) }
         }
     }
 }

@@ -52,7 +52,7 @@ extension VaultStore {
                             indexKey: file.secrets.indexKey, keys: [old, new], currentGeneration: new.generation)),
                     group: group, in: directory, classKeys: classKeys)
             }
-            state.withLock { _ = $0.groupKeys.removeValue(forKey: group) }
+            keyCache.withLock { _ = $0.groupKeys.removeValue(forKey: group) }
             let keys = try keys(for: group)
             // 2. Every item under the old generation, sealed again under the new one.
             var resealed = 0
@@ -98,7 +98,7 @@ extension VaultStore {
                     secrets: GroupSecrets(
                         indexKey: file.secrets.indexKey, keys: [new], currentGeneration: new.generation)),
                 group: group, in: directory, classKeys: classKeys)
-            state.withLock { _ = $0.groupKeys.removeValue(forKey: group) }
+            keyCache.withLock { _ = $0.groupKeys.removeValue(forKey: group) }
             return resealed
         }
     }

@@ -84,7 +84,7 @@ extension VaultStore {
             return nil
         }
         defer { try? fd.close() }
-        state.withLock { $0.groupKeyInodes[group] = GroupKeyFileIdentity(status) }
+        keyCache.withLock { $0.groupKeyInodes[group] = GroupKeyFileIdentity(status) }
         guard status.ownerID == ownerID, status.linkCount == 1 else {
             throw StoreError(
                 .insecureFile,
@@ -108,12 +108,12 @@ extension VaultStore {
     /// under the current key generation. One `fstatat`. The inode alone does not tell: a rotation
     /// writes `group.key` twice, and the second file may get the first one's freed inode number.
     func refreshGroupKeysIfReplaced(_ group: GroupName) {
-        guard let known = state.withLock({ $0.groupKeyInodes[group] }),
+        guard let known = keyCache.withLock({ $0.groupKeyInodes[group] }),
             let directory = try? groupDirectory(group, create: false)
         else { return }
         let current = (try? directory.statusAt(GroupKeyFile.fileName)).map(GroupKeyFileIdentity.init)
         if current != known {
-            state.withLock { state in
+            keyCache.withLock { state in
                 state.groupKeys[group] = nil
                 state.groupKeyInodes[group] = nil
             }
@@ -241,10 +241,7 @@ extension VaultStore {
         } catch  where error.errno == .fileExists {
             // Another first write made it at the same moment: theirs stands.
         }
-        state.withLock {
-            _ = $0.groupKeys.removeValue(forKey: group)
-            _ = $0.replicas.removeValue(forKey: group)
-        }
+        forgetKeysAndReplica(of: group)
     }
 
     /// Makes `group`'s directory (or takes the one an interrupted creation left) shared with the
@@ -341,11 +338,11 @@ extension VaultStore {
                     }
                 }
             }
-            state.withLock { state in
-                if let fd = state.groupDirectories.removeValue(forKey: group) { state.retiredDescriptors.append(fd) }
-                if let lock = state.groupLocks.removeValue(forKey: group) { state.retiredDescriptors.append(lock.file) }
-                state.groupKeys[group] = nil
+            retireDirectory(of: group)
+            if let lock = groupCommit.withLock({ $0.groupLocks.removeValue(forKey: group) }) {
+                directories.withLock { $0.retiredDescriptors.append(lock.file) }
             }
+            _ = keyCache.withLock { $0.groupKeys.removeValue(forKey: group) }
             // A writer preparing a set (group commit) makes its slot's files without the lock, so one may
             // appear after the listing: list and unlink again. Once the directory is gone, nothing can.
             var attempts = 0
@@ -362,7 +359,7 @@ extension VaultStore {
                 }
             }
             try AtomicFile.syncDirectory(groupsDirectory, path: groupsPath)
-            state.withLock {
+            replicas.withLock {
                 _ = $0.replicas.removeValue(forKey: group)
             }
             return count

@@ -47,9 +47,9 @@ extension VaultStore {
 
     /// The keys of `group`, read once per store from its `group.key` (see `VaultStore+Groups`).
     func keys(for group: GroupName) throws(StoreError) -> GroupKeys {
-        if let keys = state.withLock({ $0.groupKeys[group] }) { return keys }
+        if let keys = keyCache.withLock({ $0.groupKeys[group] }) { return keys }
         let keys = try loadGroupKeys(group)
-        if !keys.isAbsent { state.withLock { $0.groupKeys[group] = keys } }
+        if !keys.isAbsent { keyCache.withLock { $0.groupKeys[group] = keys } }
         return keys
     }
 
@@ -82,7 +82,7 @@ extension VaultStore {
         {
             // Written under a key generation this store has not seen: the group was rotated since its
             // key file was read. Read it again, once.
-            state.withLock { _ = $0.groupKeys.removeValue(forKey: item.group) }
+            keyCache.withLock { _ = $0.groupKeys.removeValue(forKey: item.group) }
             keys = try self.keys(for: item.group)
             guard let key = keys.encryption(protectionClass, generation: generation) else {
                 let path = itemPath(item)
@@ -154,4 +154,13 @@ extension VaultStore {
                 masterKey, passphrase: newPassphrase, limits: limits, in: directory, vaultPath: location)
         }
     }
+}
+
+/// The keys of each group a store has read, and which `group.key` they came from.
+struct GroupKeyCache {
+    /// The derived keys of each group seen.
+    var groupKeys: [GroupName: GroupKeys] = [:]
+    /// Which file each group's `group.key` was when its keys were read (inode and change time); a
+    /// writer that finds another one under the lock reads the keys again (a rotation replaced the file).
+    var groupKeyInodes: [GroupName: GroupKeyFileIdentity] = [:]
 }

@@ -83,7 +83,7 @@ extension VaultStore {
             // 4.
             try Self.rollForwardInPlace(directory: directory, path: location, keyFileRekey: newKeyFile != nil)
         }
-        state.withLock {
+        keyCache.withLock {
             $0.groupKeys.removeAll()
             $0.groupKeyInodes.removeAll()
         }

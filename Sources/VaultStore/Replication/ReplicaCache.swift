@@ -82,7 +82,7 @@ package struct ReplicaCache {
     /// the group it is (reads inside it do not ask the replica again).
     package func withGroupLock<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
         try store.withWriteLock(groups: [group]) { (_) throws(StoreError) -> R in
-            store.state.withLock { _ = $0.refreshedInTransaction.insert(group) }
+            store.transactionState.withLock { _ = $0.refreshedInTransaction.insert(group) }
             return try body()
         }
     }

@@ -41,13 +41,8 @@ extension VaultStore {
                 try fillReplicatedGroup(
                     group, file: file, settings: settings, unixGroup: unixGroup, classKeys: classKeys)
             } catch {
-                state.withLock { state in
-                    if let fd = state.groupDirectories.removeValue(forKey: group) {
-                        state.retiredDescriptors.append(fd)
-                    }
-                    state.groupKeys[group] = nil
-                    state.replicas[group] = nil
-                }
+                retireDirectory(of: group)
+                forgetKeysAndReplica(of: group)
                 try? VaultDirectory.removeTree(group.rawValue, in: groupsDirectory, path: groupsPath)
                 throw error
             }
@@ -87,10 +82,7 @@ extension VaultStore {
         }
         WriterMark.idle.write(to: lock)
         try writeGroupKeyFile(file, group: group, in: directory, classKeys: classKeys)
-        state.withLock {
-            _ = $0.groupKeys.removeValue(forKey: group)
-            _ = $0.replicas.removeValue(forKey: group)
-        }
+        forgetKeysAndReplica(of: group)
     }
 
     /// Replicated group `group`'s key as a file for other machines (its members' form: the keys in the

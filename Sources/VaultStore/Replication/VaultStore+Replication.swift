@@ -7,12 +7,12 @@ import VaultSystem
 extension VaultStore {
     /// The replica of `group`, or nil for a group that is not replicated (or does not exist yet).
     func replica(for group: GroupName) throws(StoreError) -> (any GroupReplica)? {
-        if let known = state.withLock({ $0.replicas[group] }) { return known }
+        if let known = replicas.withLock({ $0.replicas[group] }) { return known }
         // A group whose keys cannot be read is no replicated group to this store: nothing of it can be
         // read or written either.
         guard let keys = try? keys(for: group), !keys.isAbsent else { return nil }
         guard keys.isFleet else {
-            state.withLock { $0.replicas[group] = .some(nil) }
+            replicas.withLock { $0.replicas[group] = .some(nil) }
             return nil
         }
         guard let replication else {
@@ -24,13 +24,13 @@ extension VaultStore {
                 path: groupPath(group).string)
         }
         let replica = try replication.replica(of: group, cache: ReplicaCache(store: self, group: group))
-        state.withLock { $0.replicas[group] = .some(replica) }
+        replicas.withLock { $0.replicas[group] = .some(replica) }
         return replica
     }
 
     /// The replica of `group` if this store has made it already (for its status), without making it.
     package func knownReplica(of group: GroupName) -> (any GroupReplica)? {
-        state.withLock { $0.replicas[group] ?? nil }
+        replicas.withLock { $0.replicas[group] ?? nil }
     }
 
     /// The replica of replicated group `group`; `groupNotFound` or `invalidName` when there is no such
@@ -61,7 +61,7 @@ extension VaultStore {
     func refreshReplicaIfStale(_ group: GroupName) throws(StoreError) -> Bool {
         guard let replica = try replica(for: group) else { return false }
         let thread = ProcessIdentity.threadID
-        let inTransaction = state.withLock { (state) -> Bool? in
+        let inTransaction = transactionState.withLock { (state) -> Bool? in
             guard state.writerThread == thread else { return nil }
             guard state.transactionGroups?.contains(group) ?? true, !state.refreshedInTransaction.contains(group)
             else { return true }
@@ -88,7 +88,7 @@ extension VaultStore {
     /// `conflict`, which runs the transaction again.
     func requireUnchangedReplica(_ group: GroupName) throws(StoreError) {
         guard try refreshReplicaIfStale(group) else { return }
-        state.withLock { _ = $0.conflictedThreads.insert(ProcessIdentity.threadID) }
+        transactionState.withLock { _ = $0.conflictedThreads.insert(ProcessIdentity.threadID) }
         throw StoreError(.conflict, "fleet group \(group) changed on another machine during this transaction")
     }
 
@@ -105,14 +105,14 @@ extension VaultStore {
         do {
             try body()
         } catch  where error.code == .conflict {
-            state.withLock { _ = $0.conflictedThreads.insert(ProcessIdentity.threadID) }
+            transactionState.withLock { _ = $0.conflictedThreads.insert(ProcessIdentity.threadID) }
             throw error
         }
     }
 
     /// Whether `group` is replicated (a fleet group: its `group.key` says so).
     package func isFleetGroup(_ group: GroupName) -> Bool {
-        if let known = state.withLock({ $0.replicas[group] }) { return known != nil }
+        if let known = replicas.withLock({ $0.replicas[group] }) { return known != nil }
         return (try? keys(for: group))?.isFleet == true
     }
 
@@ -168,5 +168,18 @@ extension VaultStore {
         let header = try ItemFile.header(of: contents, path: path)
         let (key, keys) = try encryptionKey(header.protectionClass, for: item, generation: header.generation)
         _ = try ItemFile.open(contents, key: key, binding: keys.binding, location: item, path: path)
+    }
+}
+
+/// Each replicated group's replica, as a store made it (nil inside: the group is not replicated).
+struct ReplicaTable {
+    var replicas: [GroupName: (any GroupReplica)?] = [:]
+}
+
+extension VaultStore {
+    /// Forgets what this store read of `group`'s keys and replica (the group was made or removed).
+    func forgetKeysAndReplica(of group: GroupName) {
+        _ = keyCache.withLock { $0.groupKeys.removeValue(forKey: group) }
+        _ = replicas.withLock { $0.replicas.removeValue(forKey: group) }
     }
 }

@@ -47,57 +47,15 @@ public final class VaultStore: Sendable {
     /// Whether this process opened the vault as a member of shared groups, not as its owner.
     public var isMember: Bool { classKeys == nil }
 
-    /// What the store learns while it is open.
-    struct State {
-        /// The open group directories (`GroupDirectories`).
-        var groupDirectories: [GroupName: FileDescriptor] = [:]
-        /// The derived keys of each group seen.
-        var groupKeys: [GroupName: GroupKeys] = [:]
-        /// Which file each group's `group.key` was when its keys were read (inode and change
-        /// time); a writer that finds another one under the lock reads the keys again (a rotation
-        /// replaced the file).
-        var groupKeyInodes: [GroupName: GroupKeyFileIdentity] = [:]
-        /// Each group's open `.lock` and the process that opened it (see `lock`).
-        var groupLocks: [GroupName: (file: FileDescriptor, processID: Int32)] = [:]
-        /// Descriptors of removed groups, closed only with the store: a prepared write of another thread
-        /// (`PreparedItemWrite`) may still hold one, and a closed number can be reused by any open.
-        var retiredDescriptors: [FileDescriptor] = []
-        /// Group commit (`GroupCommit`): the slots this process holds in each group (threads
-        /// sharing one `.lock` descriptor do not exclude each other by its locks).
-        var claimedSlots: [GroupName: Set<Int>] = [:]
-        /// The ticket of this store's last write to each group (prepared or under the lock), and how
-        /// many more of its writes there it prepares since it last saw another writer's (`othersWriteToo`).
-        var lastTicket: [GroupName: CommitTicket] = [:]
-        var preparedWritesLeft: [GroupName: Int] = [:]
-        /// Each group's in-process half of the flush lock.
-        var flushLeaders: [GroupName: GroupCommit.FlushLeader] = [:]
-        /// The groups whose interrupted moves were finished since the store was opened.
-        var movesRecoveredGroups: Set<GroupName> = []
-        /// The groups whose stale temp files were removed (`Housekeeping`).
-        var cleanedGroups: Set<GroupName> = []
-        var cleanedVaultDirectory = false
-        /// Whether the moves that a dead writer left were finished since the store was opened (`Moves`).
-        var movesRecovered = false
-        var bulkLoading = false
-        /// In the current transaction, a write through a spare failed or the spares could not be
-        /// removed: a spare may be an item's file on disk. No spare is used until the next writer has
-        /// removed them all (the transaction leaves `WriterMark.sparesUntrusted`).
-        var spareUntrusted = false
-        /// This process holds the vault's `.lock` (a whole-vault transaction), so that making a
-        /// group inside it does not take (and then release) the lock again.
-        var holdsVaultLock = false
-        /// Replicated groups: each group's replica (nil inside: not replicated).
-        var replicas: [GroupName: (any GroupReplica)?] = [:]
-        /// The thread that holds `writerMutex` (a transaction of this store), the groups it locked (nil:
-        /// all), and the replicated groups it brought up to date (each once, on first touch).
-        var writerThread: UInt?
-        var transactionGroups: Set<GroupName>?
-        var refreshedInTransaction: Set<GroupName> = []
-        /// The threads whose transaction's replica write met a conflict: `withWriteLock` runs it again
-        /// (by thread: another thread's transaction may start before this one's caller looks).
-        var conflictedThreads: Set<UInt> = []
-    }
-    let state: Mutex<State>
+    /// What the store learns while it is open, each part under a lock of its own, defined where it is
+    /// used: the open group directories, the groups' keys, the `.lock` descriptors and group commit's
+    /// state, the cleanups done, the running transaction, and the replicas.
+    let directories = Mutex(OpenGroupDirectories())
+    let keyCache = Mutex(GroupKeyCache())
+    let groupCommit = Mutex(GroupCommitState())
+    let housekeeping = Mutex(HousekeepingState())
+    let transactionState = Mutex(TransactionState())
+    let replicas = Mutex(ReplicaTable())
     /// Serialises this process's writers; the OFD lock on `.lock` serialises processes.
     let writerMutex = Mutex(())
 
@@ -109,7 +67,6 @@ public final class VaultStore: Sendable {
         lockFile: FileDescriptor?, classKeys: ClassKeys?, itemClassKeys: ClassKeys? = nil,
         versions: ItemVersionReader?, replication: (any Replication)?
     ) {
-        self.state = Mutex(State())
         self.location = location
         self.groupsPathPrefix = location.string + "/" + Self.groupsDirectoryName + "/"
         self.ownerID = (try? directory.status().ownerID) ?? ProcessIdentity.effectiveUserID
@@ -124,9 +81,9 @@ public final class VaultStore: Sendable {
     }
 
     deinit {
-        let fds = state.withLock {
-            Array($0.groupDirectories.values) + $0.groupLocks.values.map(\.file) + $0.retiredDescriptors
-        }
+        let fds =
+            directories.withLock { Array($0.groupDirectories.values) + $0.retiredDescriptors }
+            + groupCommit.withLock { $0.groupLocks.values.map(\.file) }
         for fd in fds { try? fd.close() }
         try? lock.withLock { $0.file }?.close()
         try? groupsDirectory.close()

@@ -67,7 +67,7 @@ extension VaultStore {
     /// preparing their writes (`prepareWrite`); a lone writer writes under the lock at less cost (no read
     /// before it, no slot, no shared flush). False until this store has written to the group twice.
     public func othersWriteToo(_ group: GroupName) -> Bool {
-        state.withLock { $0.preparedWritesLeft[group, default: 0] > 0 }
+        groupCommit.withLock { $0.preparedWritesLeft[group, default: 0] > 0 }
     }
 
     /// How many of its own writes a store keeps preparing after it last saw another writer's.
@@ -85,9 +85,9 @@ extension VaultStore {
         let first = Int(UInt32(bitPattern: ProcessIdentity.processID) % UInt32(GroupCommit.slotCount))
         for step in 0..<GroupCommit.slotCount {
             let slot = (first + step) % GroupCommit.slotCount
-            guard state.withLock({ $0.claimedSlots[group, default: []].insert(slot).inserted }) else { continue }
+            guard groupCommit.withLock({ $0.claimedSlots[group, default: []].insert(slot).inserted }) else { continue }
             guard (try? lockFile.tryLock(.exclusive, byte: GroupCommit.slotLockBase + Int64(slot))) == true else {
-                state.withLock { _ = $0.claimedSlots[group]?.remove(slot) }
+                groupCommit.withLock { _ = $0.claimedSlots[group]?.remove(slot) }
                 continue
             }
             // A mark that is not clearly idle: the last holder died between its claim and its release,
@@ -109,7 +109,7 @@ extension VaultStore {
     func releaseCommitSlot(_ slot: Int, of group: GroupName, lockFile: FileDescriptor, idle: Bool) {
         if idle { GroupCommit.setMark(GroupCommit.idle, of: slot, in: lockFile) }
         try? lockFile.unlock(byte: GroupCommit.slotLockBase + Int64(slot))
-        state.withLock { _ = $0.claimedSlots[group]?.remove(slot) }
+        groupCommit.withLock { _ = $0.claimedSlots[group]?.remove(slot) }
     }
 
     /// Takes the next ticket of `group`'s exchange counter; under the group's write lock. A counter of
@@ -125,7 +125,7 @@ extension VaultStore {
         if let next = ticket, !CommitCounter.write(next, to: lockFile, at: GroupCommit.exchangeCounterOffset) {
             ticket = nil
         }
-        state.withLock { state in
+        groupCommit.withLock { state in
             let last = state.lastTicket[group]
             if let ticket, let last, ticket != last.successor {
                 state.preparedWritesLeft[group] = Self.sharedWriteMemory
@@ -179,11 +179,26 @@ extension VaultStore {
 
     /// `group`'s flush leader (made on first use).
     private func flushLeader(_ group: GroupName) -> GroupCommit.FlushLeader {
-        state.withLock { state in
+        groupCommit.withLock { state in
             if let leader = state.flushLeaders[group] { return leader }
             let leader = GroupCommit.FlushLeader()
             state.flushLeaders[group] = leader
             return leader
         }
     }
+}
+
+/// Each group's `.lock` as this store has it open, and group commit's state in the group.
+struct GroupCommitState {
+    /// Each group's open `.lock` and the process that opened it (see `VaultStore.lock`).
+    var groupLocks: [GroupName: (file: FileDescriptor, processID: Int32)] = [:]
+    /// The slots this process holds in each group (threads sharing one `.lock` descriptor do not
+    /// exclude each other by its locks).
+    var claimedSlots: [GroupName: Set<Int>] = [:]
+    /// The ticket of this store's last write to each group (prepared or under the lock), and how many
+    /// more of its writes there it prepares since it last saw another writer's (`othersWriteToo`).
+    var lastTicket: [GroupName: CommitTicket] = [:]
+    var preparedWritesLeft: [GroupName: Int] = [:]
+    /// Each group's in-process half of the flush lock.
+    var flushLeaders: [GroupName: GroupCommit.FlushLeader] = [:]
 }

@@ -7,12 +7,12 @@ extension VaultStore {
     /// Removes `group`'s temp files once per group per open store (and again after a death); `listed`
     /// is the group's listing when the caller has just made one under the lock.
     func removeStaleTemporaryFiles(group: GroupName, directory: FileDescriptor, listed: [String]? = nil) {
-        if state.withLock({ $0.cleanedGroups.contains(group) }) { return }
+        if housekeeping.withLock({ $0.cleanedGroups.contains(group) }) { return }
         let names = listed ?? (try? directory.entryNames()) ?? []
         for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) {
             try? directory.unlinkAt(name)
         }
-        state.withLock { _ = $0.cleanedGroups.insert(group) }
+        housekeeping.withLock { _ = $0.cleanedGroups.insert(group) }
     }
 
     /// Removes the temp files of `groups` (nil: every group), under their lock, after a writer died.
@@ -25,7 +25,7 @@ extension VaultStore {
 
     /// Forgets which directories that `lock` guards were cleaned: a writer died holding it.
     func forgetCleaned(_ lock: HeldLock) {
-        state.withLock { state in
+        housekeeping.withLock { state in
             if let groups = lock.groups { state.cleanedGroups.subtract(groups) } else { state.cleanedGroups = [] }
             if lock.guardsVaultDirectory { state.cleanedVaultDirectory = false }
         }
@@ -34,7 +34,7 @@ extension VaultStore {
     /// Init leaves a temp file in the vault directory only when even its removal failed; the first
     /// writer of each open store removes such leftovers.
     func removeStaleTemporaryFilesInVaultDirectory() {
-        let first = state.withLock { state in
+        let first = housekeeping.withLock { state in
             defer { state.cleanedVaultDirectory = true }
             return !state.cleanedVaultDirectory
         }
@@ -81,8 +81,8 @@ extension VaultStore {
     /// `syncfs` of the vault's file system. Writes stay atomic (rename) but are durable only when this
     /// returns; for filling a vault in bulk (benchmarks, imports), never for ordinary writes.
     package func withBulkLoad<R, Failure: StoreErrorConvertible>(_ body: () throws(Failure) -> R) throws(Failure) -> R {
-        state.withLock { $0.bulkLoading = true }
-        defer { state.withLock { $0.bulkLoading = false } }
+        housekeeping.withLock { $0.bulkLoading = true }
+        defer { housekeeping.withLock { $0.bulkLoading = false } }
         let result = try body()
         do {
             try directory.syncFileSystem()
@@ -91,4 +91,17 @@ extension VaultStore {
         }
         return result
     }
+}
+
+/// The cleanups a store has done since it was opened, and whether it is loading in bulk.
+struct HousekeepingState {
+    /// The groups whose interrupted moves were finished since the store was opened.
+    var movesRecoveredGroups: Set<GroupName> = []
+    /// The groups whose stale temp files were removed.
+    var cleanedGroups: Set<GroupName> = []
+    var cleanedVaultDirectory = false
+    /// Whether the moves that a dead writer left were finished since the store was opened (`Moves`).
+    var movesRecovered = false
+    /// Item writes are not flushed one by one (`bulkLoad`).
+    var bulkLoading = false
 }

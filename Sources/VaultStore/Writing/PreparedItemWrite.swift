@@ -63,7 +63,7 @@ extension VaultStore {
     public func prepareWrite(
         _ plaintext: [UInt8], to item: ItemLocation, protectionClass: ProtectionClass, version: ItemVersion
     ) -> PreparedItemWrite? {
-        guard BootIdentifier.current != nil, !state.withLock({ $0.bulkLoading }),
+        guard BootIdentifier.current != nil, !housekeeping.withLock({ $0.bulkLoading }),
             let directory = try? groupDirectory(item.group, create: false),
             let sealed = try? seal(plaintext, as: item, protectionClass: protectionClass, version: version),
             !sealed.keys.isAbsent, !sealed.keys.isFleet,

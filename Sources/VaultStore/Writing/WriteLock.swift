@@ -43,7 +43,7 @@ extension VaultStore {
                 return try lockedOnce(finishingMoves: finishingMoves, groups: groups, creating: creating, body)
             } catch {
                 let thread = ProcessIdentity.threadID
-                let conflicted = state.withLock { $0.conflictedThreads.remove(thread) != nil }
+                let conflicted = transactionState.withLock { $0.conflictedThreads.remove(thread) != nil }
                 guard conflicted, attempt < Self.conflictRetries else { throw error }
                 attempt += 1
                 // Two machines that keep beating each other back off, a random while, longer each time.
@@ -59,18 +59,18 @@ extension VaultStore {
         _ body: (WriteTransaction) throws(Failure) -> R
     ) throws(Failure) -> R {
         try writerMutex.withLock { (_) throws(Failure) -> R in
-            state.withLock {
+            transactionState.withLock {
                 $0.writerThread = ProcessIdentity.threadID
                 $0.transactionGroups = nil
                 $0.refreshedInTransaction = []
                 _ = $0.conflictedThreads.remove(ProcessIdentity.threadID)
             }
-            defer { state.withLock { $0.writerThread = nil } }
+            defer { transactionState.withLock { $0.writerThread = nil } }
             let (locks, requested) = try Failure.converting { () throws(StoreError) in
                 try acquireLocks(groups, creating: creating)
             }
             defer {
-                let untrusted = state.withLock {
+                let untrusted = transactionState.withLock {
                     $0.holdsVaultLock = false
                     return $0.spareUntrusted
                 }
@@ -79,7 +79,7 @@ extension VaultStore {
                     try? lock.file.unlock()
                 }
             }
-            state.withLock { $0.spareUntrusted = false }
+            transactionState.withLock { $0.spareUntrusted = false }
             // A spare is written in place only when the exchange that made it the spare is durable. After
             // anything but a normal finish, remove the spares first; if that fails, use none and leave
             // the mark for the next writer. A writer that cannot set the mark uses none either: its own
@@ -101,7 +101,7 @@ extension VaultStore {
                 }
                 if found != .idle, !removeSpares(in: lock.groups) {
                     reusesSpares = false
-                    state.withLock { $0.spareUntrusted = true }
+                    transactionState.withLock { $0.spareUntrusted = true }
                 }
             }
             // Closures, not key paths: a key path through `Set<GroupName>` is made at run time, and its first
@@ -111,7 +111,7 @@ extension VaultStore {
             let transaction = WriteTransaction(store: self, reusesSpares: reusesSpares, lockedGroups: locked)
             // Fleet groups are refreshed on first touch (`refreshReplicaIfStale`): a transaction that does not
             // touch one (a rekey, a passphrase change, a local group's write) does not need its replica.
-            state.withLock { $0.transactionGroups = groups == nil ? nil : locked }
+            transactionState.withLock { $0.transactionGroups = groups == nil ? nil : locked }
             if finishingMoves {
                 try Failure.converting { () throws(StoreError) in
                     let pending = firstWriteGroups(groups == nil ? nil : locked, died: recovered)
@@ -152,7 +152,7 @@ extension VaultStore {
                 throw StoreError.system(error, .lock, "lock", path: location / Self.lockFileName)
             }
             held.append(HeldLock(file: vaultLock, groups: []))
-            state.withLock { $0.holdsVaultLock = true }
+            transactionState.withLock { $0.holdsVaultLock = true }
         }
         let names: [GroupName]
         if let requested {
@@ -175,7 +175,7 @@ extension VaultStore {
             }
         } catch {
             for lock in held.reversed() { try? lock.file.unlock() }
-            state.withLock { $0.holdsVaultLock = false }
+            transactionState.withLock { $0.holdsVaultLock = false }
             throw error
         }
         for (file, groups, path) in files {
@@ -183,7 +183,7 @@ extension VaultStore {
                 try file.lock(.exclusive)
             } catch {
                 for lock in held.reversed() { try? lock.file.unlock() }
-                state.withLock { $0.holdsVaultLock = false }
+                transactionState.withLock { $0.holdsVaultLock = false }
                 throw StoreError.system(error, .lock, "lock", path: path)
             }
             held.append(HeldLock(file: file, groups: groups))
@@ -196,7 +196,7 @@ extension VaultStore {
     /// has not recovered yet, plus those a dead writer left (`died`; nil: every group); nil for every
     /// group.
     private func firstWriteGroups(_ locked: Set<GroupName>?, died: Set<GroupName>?) -> Set<GroupName>? {
-        state.withLock { state in
+        housekeeping.withLock { state in
             if locked == nil {
                 defer { state.movesRecovered = true }
                 return state.movesRecovered && died != nil && died!.isEmpty ? [] : nil
@@ -213,7 +213,7 @@ extension VaultStore {
     /// never misses a group made meanwhile, and a process whose keys a rekey replaced finds out before
     /// it seals a new group under them (`requireCurrentKeys`).
     func withGroupCreationLock<R>(_ body: () throws(StoreError) -> R) throws(StoreError) -> R {
-        if state.withLock({ $0.holdsVaultLock }) {
+        if transactionState.withLock({ $0.holdsVaultLock }) {
             try requireCurrentKeys()
             return try body()
         }
@@ -268,7 +268,7 @@ extension VaultStore {
     /// This process's own open of `group`'s `.lock`, reopened after a fork as the vault's.
     func currentGroupLockFile(_ group: GroupName) throws(StoreError) -> FileDescriptor {
         let pid = ProcessIdentity.processID
-        if let file = state.withLock({ state in
+        if let file = groupCommit.withLock({ state in
             state.groupLocks[group].flatMap { $0.processID == pid ? $0.file : nil }
         }) {
             return file
@@ -276,7 +276,7 @@ extension VaultStore {
         let reopened = try openGroupLockFile(group)
         // Another thread (group commit prepares outside the writer mutex) may have opened it meanwhile:
         // then that one stays, since its locks may be held already.
-        let (current, unused) = state.withLock { state -> (FileDescriptor, FileDescriptor?) in
+        let (current, unused) = groupCommit.withLock { state -> (FileDescriptor, FileDescriptor?) in
             if let existing = state.groupLocks[group], existing.processID == pid { return (existing.file, reopened) }
             defer { state.groupLocks[group] = (reopened, pid) }
             // Group commit's state is the parent's: its slots (held through the parent's descriptor),
@@ -291,4 +291,23 @@ extension VaultStore {
         try? unused?.close()
         return current
     }
+}
+
+/// The transaction this store runs, if any.
+struct TransactionState {
+    /// In the current transaction, a write through a spare failed or the spares could not be removed:
+    /// a spare may be an item's file on disk. No spare is used until the next writer has removed them
+    /// all (the transaction leaves `WriterMark.sparesUntrusted`).
+    var spareUntrusted = false
+    /// This process holds the vault's `.lock` (a whole-vault transaction), so that making a group
+    /// inside it does not take (and then release) the lock again.
+    var holdsVaultLock = false
+    /// The thread that holds `writerMutex` (a transaction of this store), the groups it locked (nil:
+    /// all), and the replicated groups it brought up to date (each once, on first touch).
+    var writerThread: UInt?
+    var transactionGroups: Set<GroupName>?
+    var refreshedInTransaction: Set<GroupName> = []
+    /// The threads whose transaction's replica write met a conflict: `withWriteLock` runs it again (by
+    /// thread: another thread's transaction may start before this one's caller looks).
+    var conflictedThreads: Set<UInt> = []
 }

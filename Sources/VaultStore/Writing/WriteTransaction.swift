@@ -38,14 +38,14 @@ public struct WriteTransaction {
                     item.id, contents: sealed.contents, cache: ReplicaCache(store: store, group: item.group))
             }
         }
-        let durable = !store.state.withLock { $0.bulkLoading }
+        let durable = !store.housekeeping.withLock { $0.bulkLoading }
         // Generation 1 gets no record: no older copy of the item exists to roll back to, and an add then
         // allocates no second inode. A record left there (by a delete whose unlink of it failed, or the
         // `moving` mark of an unfinished move) is removed instead, in the same directory fsync.
         let record = version.map { _ in (name: GenerationRecord.name(item.id), text: sealed.recordText) }
         // After a failed write through a spare, none is used until the next writer has removed them.
         // In a shared group each writing user has a spare of its own (`SpareFile`).
-        let spare = durable && reusesSpares && !store.state.withLock { $0.spareUntrusted }
+        let spare = durable && reusesSpares && !store.transactionState.withLock { $0.spareUntrusted }
         do {
             try ItemWrite(
                 contents: sealed.contents, name: item.id.fileName, record: record, durable: durable,
@@ -54,7 +54,7 @@ public struct WriteTransaction {
             )
             .run(in: directory, directoryPath: store.groupPath(item.group))
         } catch {
-            if spare { store.state.withLock { $0.spareUntrusted = true } }
+            if spare { store.transactionState.withLock { $0.spareUntrusted = true } }
             guard let replica else { throw error }
             throw store.localHalfFailed(error, group: item.group, replica)
         }
