@@ -1,7 +1,42 @@
 /// The help texts, made from the command table: the tool's, and each command's.
 enum Help {
+    /// The widest line of a help text.
+    static let width = 100
+
+    /// `text` with each line longer than `width` broken at spaces, the rest indented as far as the
+    /// line's description column (after the first gap of two spaces, in an aligned table line) or its
+    /// own indentation (in prose).
+    static func wrapped(_ text: String) -> String {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map { line -> String in
+            guard line.count > width else { return String(line) }
+            let characters = Array(line)
+            let leading = characters.prefix { $0 == " " }.count
+            var hanging = leading
+            if let gap = (leading..<characters.count - 1).first(where: {
+                characters[$0] == " " && characters[$0 + 1] == " " && $0 > leading
+            }) {
+                hanging = characters[gap...].firstIndex { $0 != " " } ?? leading
+            }
+            if hanging > width / 2 { hanging = leading }
+            var lines: [String] = []
+            var rest = characters
+            var indent = 0
+            while rest.count + indent > width {
+                let limit = width - indent
+                guard let space = rest[..<limit].lastIndex(of: " "), space > hanging - indent else { break }
+                lines.append(String(repeating: " ", count: indent) + String(rest[..<space]))
+                rest = Array(rest[(space + 1)...].drop { $0 == " " })
+                indent = hanging
+            }
+            lines.append(String(repeating: " ", count: indent) + String(rest))
+            return lines.joined(separator: "\n")
+        }.joined(separator: "\n")
+    }
+
     /// `vault --help`.
-    static var tool: String {
+    static var tool: String { wrapped(toolText) }
+
+    private static var toolText: String {
         let table = ArgumentParser.commandTable
         let width = table.commands.map(\.name.count).max() ?? 0
         let commands = table.commands.map {
@@ -41,6 +76,10 @@ enum Help {
 
     /// `vault COMMAND --help`.
     static func command(_ info: CommandInfo) -> String {
+        wrapped(commandText(info))
+    }
+
+    private static func commandText(_ info: CommandInfo) -> String {
         var text = "usage: \(info.synopsis)\n\n\(info.summary.prefix(1).uppercased() + info.summary.dropFirst()).\n\n"
         text += info.details + "\n"
         if !info.subcommands.isEmpty { text += "\nsubcommands:\n" + subcommands(info) + "\n" }

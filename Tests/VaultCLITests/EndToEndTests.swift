@@ -10,7 +10,10 @@ import VaultTestSupport
         try withScratch { scratch in
             let first = try scratch.run(["init"])
             #expect(first.status == 0)
-            #expect(first.output.isEmpty && first.errors.isEmpty)
+            #expect(first.output.isEmpty)
+            #expect(
+                first.errors
+                    == "vault: created a vault at \(scratch.vault) (its master key in \(scratch.vault)/master.key)\n")
             let attributes = try FileManager.default.attributesOfItem(atPath: scratch.vault)
             #expect((attributes[.posixPermissions] as? Int) == 0o700)
             #expect(FileManager.default.fileExists(atPath: scratch.vault + "/master.key"))

@@ -13,7 +13,7 @@ public struct InitCommand: Sendable, Hashable {
             (or is taken from) that file instead of master.key. The directory is --vault DIR, else
             $VAULT_DIR, else /var/lib/vault for root, else $XDG_DATA_HOME/vault (~/.local/share/vault). Each
             access group gets its own key, and a group can be shared with the members of a Unix group
-            (`vault group create`).
+            (`vault group create`). It says on standard error where it made the vault and its key.
             """,
         options: [
             .flag(
@@ -46,10 +46,21 @@ public struct InitCommand: Sendable, Hashable {
         }
         var source = context.keySource(limits: cost.limits)
         if !passphrase { source.passphrase = nil }
+        let vault: Vault
         do {
-            _ = try Vault.create(at: path, client: client, keySource: source)
+            vault = try Vault.create(at: path, client: client, keySource: source)
         } catch {
             throw CLIError(error, subject: path, vaultPath: path)
         }
+        // Where it went: the default location depends on who runs it ($VAULT_DIR, root, XDG).
+        let key =
+            if let keyFile = source.keyFile {
+                "its master key in \(keyFile), not in the vault: give it with --key-file or VAULT_KEY_FILE"
+            } else if vault.isPassphraseProtected {
+                "its master key in \(vault.masterKeyPath), wrapped under the passphrase"
+            } else {
+                "its master key in \(vault.masterKeyPath)"
+            }
+        context.writeError("vault: created a vault at \(path) (\(key))\n")
     }
 }
