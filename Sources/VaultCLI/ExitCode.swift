@@ -96,7 +96,9 @@ struct CLIError: Error, Sendable {
     /// The one line written to standard error. Subject and message carry names from the command
     /// line and the vault, so they are escaped as fields are (`Output.escape`): a name can neither
     /// break the line nor send control sequences to the terminal.
+    /// A path that the message names already ("no vault at PATH") is not said twice.
     var line: String {
-        "vault: " + Output.escape((subject.map { "\($0): " } ?? "") + message) + "\n"
+        let prefix = subject.flatMap { $0.contains("/") && message.contains($0) ? nil : "\($0): " } ?? ""
+        return "vault: " + Output.escape(prefix + message) + "\n"
     }
 }

@@ -60,11 +60,27 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         self.cause = cause
     }
 
-    /// The message, followed by the cause when it adds something.
+    /// The message, followed by the cause when it adds something: not when the message says it already,
+    /// in its words or the system's ("… does not exist", "Permission denied").
     public var description: String {
         guard let cause else { return message }
-        return "\(message) (\(cause))"
+        let text = "\(cause)"
+        let said = message.lowercased()
+        if said.contains(text.lowercased()) { return message }
+        if let errno = (cause as? SystemCallError)?.errno ?? (cause as? StoreError)?.errno,
+            (Self.paraphrases[errno] ?? []).contains(where: { said.contains($0) })
+        {
+            return message
+        }
+        return "\(message) (\(text))"
     }
+
+    /// How messages say an error number in words, so that the system's text is not repeated after them.
+    private static let paraphrases: [Errno: [String]] = [
+        .noSuchFileOrDirectory: ["does not exist", "is missing", "no such file"],
+        .permissionDenied: ["permission denied"],
+        .fileExists: ["already exists"],
+    ]
 
     /// The system call that failed, if the cause is one.
     public var systemCall: SystemOperation? { (cause as? SystemCallError)?.systemCall }
