@@ -52,7 +52,7 @@ let package = Package(
         // The Swift side of the C/Swift/CLI cross test (scripts/test-c-api), and a process over the C API
         // for the shared-group tests.
         .executableTarget(
-            name: "vault-capi-peer", dependencies: ["Vault", "VaultCAPI", "CVaultAPI"], path: "Sources/VaultCAPIPeer"),
+            name: "vault-capi-peer", dependencies: ["Vault", "VaultCAPI", "CVaultAPI"], path: "Tests/Programs/CAPIPeer"),
         .testTarget(
             name: "VaultCAPITests", dependencies: ["VaultCAPI", "CVaultAPI", "Vault", "VaultFleet", "VaultTestSupport"]),
 
@@ -105,7 +105,7 @@ let package = Package(
         // A process for the multi-process tests to spawn.
         .executableTarget(
             name: "vault-test-helper", dependencies: ["Vault", "VaultCrypto", "VaultSystem"],
-            path: "Sources/VaultTestHelper"),
+            path: "Tests/Programs/TestHelper"),
 
         // What the test targets share: temporary vaults and directories removed when a test ends,
         // the helper processes, fault scopes, test key sources.
@@ -146,8 +146,9 @@ let package = Package(
             ]),
 
         // VaultArchive fuzzing (scripts/fuzz); its benchmark is part of vault-bench.
-        .executableTarget(name: "FuzzArchiveDecode", dependencies: ["VaultArchive"]),
-        .executableTarget(name: "FuzzArchiveRoundTrip", dependencies: ["VaultArchive"]),
+        .executableTarget(name: "FuzzArchiveDecode", dependencies: ["VaultArchive"], path: "Tests/Fuzz/ArchiveDecode"),
+        .executableTarget(
+            name: "FuzzArchiveRoundTrip", dependencies: ["VaultArchive"], path: "Tests/Fuzz/ArchiveRoundTrip"),
         // vault-bench measures the CLI (`vault`, and `vault-fleet` for fleet groups) and a first read
         // through `Security` (`vault-security-peer`) next to it: building the bench builds them.
         .executableTarget(
@@ -156,17 +157,18 @@ let package = Package(
                 "Vault", "VaultArchive", "VaultCrypto", "VaultSystem", "VaultEtcd", "VaultFleet", "vault",
                 "vault-fleet", "vault-security-peer",
             ],
-            path: "Sources/VaultBench"),
+            path: "Tests/Benchmarks/VaultBench"),
 
         // Apple's Security framework names over the vault, so that keychain code written for iOS builds on Linux.
         .target(name: "Security", dependencies: ["Vault", "VaultFleet"]),
         // Keychain code written exactly as on iOS (only Foundation and Security); CI runs it.
-        .executableTarget(name: "SecurityExample", dependencies: ["Security"]),
+        .executableTarget(
+            name: "SecurityExample", dependencies: ["Security"], path: "Tests/Programs/SecurityExample"),
         // Reads one item through `Security` as a service would (scripts/test-service-recipe).
-        .executableTarget(name: "vault-security-peer", dependencies: ["Security"], path: "Sources/SecurityPeer"),
+        .executableTarget(name: "vault-security-peer", dependencies: ["Security"], path: "Tests/Programs/SecurityPeer"),
         // One host's process in the fleet-group tests: increments an item through the Swift API.
         .executableTarget(
-            name: "vault-fleet-peer", dependencies: ["Vault", "VaultFleet"], path: "Sources/VaultFleetPeer"),
+            name: "vault-fleet-peer", dependencies: ["Vault", "VaultFleet"], path: "Tests/Programs/FleetPeer"),
         .testTarget(
             name: "SecurityTests",
             dependencies: [
