@@ -73,7 +73,12 @@ class VaultError(Exception):
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    lib = load(os.environ.get("VAULT_LIBRARY", "libvault.so"))
+    library = os.environ.get("VAULT_LIBRARY", "libvault.so")
+    try:
+        lib = load(library)
+    except OSError as error:
+        sys.exit(f"vault_example: cannot load {library} ({error}): install vault's C library (scripts/install "
+                 "puts libvault.so in PREFIX/lib, then run ldconfig) or set VAULT_LIBRARY to its path")
 
     def check(status, *allowed):
         if status != VAULT_OK and status not in allowed:

@@ -83,6 +83,26 @@ class VaultKeyringTests(unittest.TestCase):
         self.assertEqual(run("del", "svc-k", "frank", env=environment).returncode, 0)
         self.assertNotEqual(run("get", "svc-k", "frank", env=environment).returncode, 0)
 
+    def test_a_missing_library_is_named_not_hidden(self):
+        # keyring alone would only say "No recommended backend was available".
+        environment = dict(os.environ, VAULT_LIBRARY="/nonexistent/libvault.so")
+        environment.pop("PYTHON_KEYRING_BACKEND", None)
+        got = subprocess.run([sys.executable, "-m", "keyring", "get", "svc", "user"], capture_output=True,
+                             text=True, env=environment, check=False)
+        self.assertIn("keyring-vault: libvault.so cannot be loaded", got.stderr)
+        self.assertIn("/nonexistent/libvault.so", got.stderr)
+        self.assertIn("VAULT_LIBRARY", got.stderr)
+
+    def test_the_example_without_the_library_ends_with_a_message(self):
+        example = os.path.join(os.path.dirname(__file__), "..", "..", "..", "examples", "python", "vault_example.py")
+        environment = dict(os.environ, VAULT_LIBRARY="/nonexistent/libvault.so")
+        got = subprocess.run([sys.executable, example, tempfile.mkdtemp()], capture_output=True, text=True,
+                             env=environment, check=False)
+        self.assertNotEqual(got.returncode, 0)
+        self.assertNotIn("Traceback", got.stderr)
+        self.assertIn("cannot load /nonexistent/libvault.so", got.stderr)
+        self.assertIn("VAULT_LIBRARY", got.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -10,6 +10,7 @@ import ctypes
 import ctypes.util
 import os
 import threading
+import warnings
 
 from jaraco.classes import properties
 from keyring import backend, credentials, errors
@@ -59,7 +60,9 @@ def _load():
             except OSError as error:
                 problems.append(f"{name}: {error}")
         else:
-            raise RuntimeError("libvault.so cannot be loaded (" + "; ".join(problems) + "); set VAULT_LIBRARY")
+            raise RuntimeError(
+                "libvault.so cannot be loaded (" + "; ".join(problems) + "): install vault's C library "
+                "(scripts/install puts it in PREFIX/lib) or set VAULT_LIBRARY to its path")
         p, s = ctypes.c_void_p, ctypes.c_char_p
         lib.vault_strerror.argtypes, lib.vault_strerror.restype = [ctypes.c_int32], s
         lib.vault_last_error_message.argtypes, lib.vault_last_error_message.restype = [], s
@@ -101,7 +104,13 @@ class VaultKeyring(backend.KeyringBackend):
     def priority(cls):
         # Above the file backends (keyrings.cryptfile 2.5, keyrings.alt's plaintext 0.5), below a
         # desktop's keyring (Secret Service 5, KWallet 4.9), which wins where a session runs.
-        _load()
+        try:
+            _load()
+        except RuntimeError as error:
+            # keyring drops a backend whose priority fails without a word ("No recommended backend"):
+            # an installed backend that cannot find its library says why.
+            warnings.warn(f"keyring-vault: {error}", RuntimeWarning, stacklevel=2)
+            raise
         return 3
 
     def __init__(self):
