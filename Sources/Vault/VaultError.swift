@@ -105,7 +105,7 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case .invalidName: status = .param
         case .cryptoUnavailable: status = .notAvailable
         case .locked: status = .interactionNotAllowed
-        case .wrongPassphrase: status = .authFailed
+        case .wrongPassphrase, .wrongKey: status = .authFailed
         case .groupNotFound: status = .itemNotFound
         case .notAMember: status = .missingEntitlement
         case .unavailable: status = .notAvailable

@@ -93,6 +93,12 @@ final class PassphraseSource: Sendable {
             var line: [UInt8]?
             do {
                 line = try descriptor.readLine(limit: Self.maximumLength)
+            } catch  where (error as? Errno) == .badFileDescriptor {
+                // Not open in this process: the command line's mistake (a usage error), not the system's.
+                throw StoreError(
+                    .invalidName,
+                    "--passphrase-fd \(descriptor.rawValue): file descriptor \(descriptor.rawValue) is not open; give "
+                        + "one the shell opens for the command, e.g. `--passphrase-fd 3 3<passphrase-file`")
             } catch {
                 throw StoreError(
                     .io,

@@ -74,6 +74,32 @@ import VaultTestSupport
             #expect(try scratch.run(["get", "svc"], environment: ["CREDENTIALS_DIRECTORY": credentials]).text == "v")
         }
     }
+
+    /// A wrong key is access denied (4), as a wrong passphrase is: another vault's key file, and the key
+    /// file a `rekey --new-key-file` left behind.
+    @Test func aWrongKeyFileIsAccessDenied() throws {
+        try withScratch { scratch in
+            let keyFile = scratch.root + "/vault.key"
+            let newKeyFile = scratch.root + "/new.key"
+            #expect(try scratch.run(["init", "--key-file", keyFile]).status == 0)
+            #expect(try scratch.run(["--key-file", keyFile, "rekey", "--new-key-file", newKeyFile]).status == 0)
+            let stale = try scratch.run(["--key-file", keyFile, "ls"])
+            #expect(stale.status == 4, "\(stale.errors)")
+            #expect(stale.errors.contains("the key in \(keyFile) does not open the vault at \(scratch.vault)"))
+            #expect(stale.errors.contains("give this vault's key file"))
+            #expect(try scratch.run(["--key-file", newKeyFile, "ls"]).status == 0)
+        }
+    }
+
+    /// A `--passphrase-fd` that is not open is the command line's mistake: a usage error (2).
+    @Test func aClosedPassphraseDescriptorIsAUsageError() throws {
+        try withScratch { scratch in
+            let result = try scratch.run(["init", "--passphrase", "--passphrase-fd", "9"])
+            #expect(result.status == 2, "\(result.errors)")
+            #expect(result.errors.contains("--passphrase-fd 9: file descriptor 9 is not open"))
+            #expect(!FileManager.default.fileExists(atPath: scratch.vault + "/VAULT"))
+        }
+    }
 }
 
 @Suite struct UnlockCLITests {

@@ -38,7 +38,7 @@ import VaultTestSupport
             #expect(try Data(contentsOf: URL(fileURLWithPath: newKey)).count == 32)
             #expect(try scratch.run(["--key-file", newKey, "get", "svc", "acct"]).text == "kept")
             let old = try scratch.run(["--key-file", oldKey, "get", "svc", "acct"])
-            #expect(old.status == 6 && old.errors.contains("--new-key-file"), "\(old.errors)")
+            #expect(old.status == 4 && old.errors.contains("--new-key-file"), "\(old.errors)")
 
             // As a systemd service sees it: LoadCredential=vault.key:… in $CREDENTIALS_DIRECTORY, then the
             // unit pointed at the new file and restarted.

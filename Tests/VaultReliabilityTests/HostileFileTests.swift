@@ -137,7 +137,7 @@ struct Fixture {
                         _ = try VaultStore.open(at: f.path)
                         Issue.record("\(name) \(what): the vault opened")
                     } catch {
-                        if [.integrity, .unsupportedFormat].contains(error.code),
+                        if [.integrity, .unsupportedFormat, .wrongKey].contains(error.code),
                             (error.path ?? "").hasSuffix("/" + name) || error.message.contains(name)
                         {
                             detected += 1

@@ -94,7 +94,7 @@ import VaultTestSupport
             try Data(oldMaster).write(to: URL(fileURLWithPath: vault.file("master.key")))
             try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: vault.file("master.key"))
             let refused = #expect(throws: StoreError.self) { _ = try VaultStore.open(at: vault.path) }
-            #expect(refused?.code == .integrity)
+            #expect(refused?.code == .wrongKey)
         }
     }
 

@@ -227,9 +227,45 @@ import VaultTestSupport
             try withMadeVault { other in
                 try vault.write(try other.bytes("master.key"), to: "master.key")
                 let error = refusal(vault)
-                #expect(error?.code == .integrity)
-                #expect(error?.message.contains("does not match master.key") == true)
+                #expect(error?.code == .wrongKey)
+                #expect(error?.message.contains("does not open the vault at \(vault.path)") == true)
+                #expect(error?.message.contains("restore this vault's master.key") == true)
             }
+        }
+    }
+
+    /// A marker altered under the right key is damage, not a wrong key: classes.key still opens.
+    @Test func anAlteredMarkerUnderTheRightKey() throws {
+        try withMadeVault { vault in
+            var marker = try vault.bytes("VAULT")
+            marker[marker.count - 1] ^= 1
+            try vault.write(marker, to: "VAULT")
+            let error = refusal(vault)
+            #expect(error?.code == .integrity)
+            #expect(error?.message.contains("does not match master.key") == true)
+        }
+    }
+
+    /// Another vault's key file is a wrong key, as a wrong passphrase is.
+    @Test func aKeyFileOfAnotherVault() throws {
+        try withTemporaryVault("key-file-wrong") { vault in
+            let right = vault.path + ".right.key"
+            let wrong = vault.path + ".wrong.key"
+            defer {
+                try? FileManager.default.removeItem(atPath: right)
+                try? FileManager.default.removeItem(atPath: wrong)
+            }
+            _ = try VaultStore.create(at: vault.path, keySource: KeySource(keyFile: right))
+            let bytes = try SecureRandom.bytes(count: 32)
+            #expect(
+                FileManager.default.createFile(
+                    atPath: wrong, contents: Data(bytes), attributes: [.posixPermissions: 0o600]))
+            let error = #expect(throws: StoreError.self) {
+                try VaultStore.open(at: vault.path, keySource: KeySource(keyFile: wrong))
+            }
+            #expect(error?.code == .wrongKey)
+            #expect(error?.message.contains("the key in \(wrong) does not open the vault") == true)
+            #expect(error?.message.contains("give this vault's key file") == true)
         }
     }
 

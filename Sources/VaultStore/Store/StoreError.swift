@@ -37,6 +37,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         case notAMember
         /// The passphrase does not unwrap the master key.
         case wrongPassphrase
+        /// The master key (a key file, or `master.key`) is not this vault's: neither the marker nor
+        /// `classes.key` opens under it.
+        case wrongKey
         /// A fleet group's replica cannot be reached, or has no quorum: nothing was changed.
         case unavailable
         /// A fleet group's item changed on another machine since this one last read it.

@@ -139,9 +139,9 @@ extension VaultStore {
                 directory: directory, path: location, markerBytes: markerBytes, keySource: keySource)
             do {
                 return try assemble(
-                    location, directory: directory, markerBytes: markerBytes, classKeys: classKeys, versions: versions,
-                    replication: replication)
-            } catch  where error.code == .integrity && error.path == markerPath.string {
+                    location, directory: directory, markerBytes: markerBytes, classKeys: classKeys,
+                    keySource: keySource, versions: versions, replication: replication)
+            } catch  where error.code == .wrongKey || (error.code == .integrity && error.path == markerPath.string) {
                 // This open finished a rekey to a new key file and was given another key file: say which.
                 guard let rekeyedTo, rekeyedTo != keySource.keyFile else { throw error }
                 throw StoreError(
@@ -240,8 +240,8 @@ extension VaultStore {
             VaultMarker.fileName, contents: .plain(encoded), in: directory, directoryPath: location,
             permissions: .ownerWriteAllRead)
         return try assemble(
-            location, directory: directory, markerBytes: encoded, classKeys: classKeys, versions: versions,
-            replication: replication)
+            location, directory: directory, markerBytes: encoded, classKeys: classKeys, keySource: keySource,
+            versions: versions, replication: replication)
     }
 
     /// Runs `body` holding the OFD lock on `.lock` through a descriptor of its own (made when missing),
@@ -307,9 +307,17 @@ extension VaultStore {
     /// directory. Takes ownership of `directory` only on success.
     private static func assemble(
         _ location: FilePath, directory: FileDescriptor, markerBytes: [UInt8], classKeys: ClassKeys,
-        versions: ItemVersionReader?, replication: (any Replication)?
+        keySource: KeySource, versions: ItemVersionReader?, replication: (any Replication)?
     ) throws(StoreError) -> VaultStore {
-        let marker = try VaultMarker.decode(markerBytes, key: classKeys.always, path: location / VaultMarker.fileName)
+        let markerPath = location / VaultMarker.fileName
+        let marker: VaultMarker
+        do {
+            marker = try VaultMarker.decode(markerBytes, key: classKeys.always, path: markerPath)
+        } catch  where error.code == .integrity {
+            throw wrongKeyOrAlteredMarker(
+                error, location: location, directory: directory, markerBytes: markerBytes,
+                classKeys: classKeys, keySource: keySource)
+        }
         var itemClassKeys: ClassKeys?
         if marker.hasItemClassKeys {
             itemClassKeys = try ItemClassKeyFile.load(
