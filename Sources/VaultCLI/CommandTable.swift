@@ -116,7 +116,8 @@ extension ExitCode {
         case .usage: return "usage error (bad option, operand or input)"
         case .duplicate: return "the item, group or vault already exists"
         case .accessDenied:
-            return "access denied (missing entitlement, file permissions, unsafe file mode or owner, wrong passphrase or key)"
+            return "access denied (missing entitlement, file permissions, unsafe file mode or owner, wrong passphrase "
+                + "or key)"
         case .locked: return "the vault is locked"
         case .integrity: return "integrity error (a damaged or tampered file)"
         case .io: return "input/output error"
