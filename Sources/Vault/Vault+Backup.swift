@@ -10,6 +10,14 @@ public struct ExportReport: Sendable, Hashable {
     public let exported: Int
     /// `…ThisDeviceOnly` items left out: they never leave the device.
     public let leftOut: Int
+    /// How many of `leftOut` are device identifiers (`deviceIdentifier`, `vault uuid`).
+    public let leftOutDeviceIdentifiers: Int
+
+    init(exported: Int, leftOut: Int, leftOutDeviceIdentifiers: Int = 0) {
+        self.exported = exported
+        self.leftOut = leftOut
+        self.leftOutDeviceIdentifiers = leftOutDeviceIdentifiers
+    }
 }
 
 /// A backup sealed in memory (`sealedBackup`): the bytes of a backup file and what they hold.
@@ -96,6 +104,7 @@ extension Vault {
     private func archiveEveryItem() throws(VaultError) -> ([UInt8], ExportReport) {
         var items: [BackupBundle.Item] = []
         var leftOut = 0
+        var leftOutDeviceIdentifiers = 0
         for name in try translatingStoreErrors({ () throws(StoreError) in try engine.store.groups() }) {
             let group = try AccessGroup(name.rawValue)
             let scanned = try engine.scan(group) { _ in true }
@@ -112,6 +121,7 @@ extension Vault {
             for item in scanned.items {
                 if let accessible = item.record.attributes.accessible, Self.deviceOnly.contains(accessible) {
                     leftOut += 1
+                    if item.record.attributes.service == Self.deviceIdentifierService { leftOutDeviceIdentifiers += 1 }
                     continue
                 }
                 items.append(BackupBundle.Item(group: group.rawValue, record: item.record))
@@ -123,7 +133,11 @@ extension Vault {
         do {
             let bytes = try VaultArchive.encode(
                 bundle, options: VaultArchive.Options(maxSize: BackupFile.maximumByteCount))
-            return (bytes, ExportReport(exported: items.count, leftOut: leftOut))
+            return (
+                bytes,
+                ExportReport(
+                    exported: items.count, leftOut: leftOut, leftOutDeviceIdentifiers: leftOutDeviceIdentifiers)
+            )
         } catch let error as EncodingError {
             throw VaultError(.param, "cannot archive the backup: \(error.redactedDescription)")
         } catch {

@@ -18,7 +18,10 @@ import Testing
             try scratch.run(["uuid"])  // a …ThisDeviceOnly item, left out
             let backup = scratch.root + "/one"
             let exported = try export(scratch, to: backup)
-            #expect(exported.errors == "vault: exported 1 item to \(backup); left out 1 …ThisDeviceOnly item\n")
+            #expect(
+                exported.errors
+                    == "vault: exported 1 item to \(backup); left out 1 device identifier of `vault uuid` (it names this "
+                    + "device and never leaves it)\n")
             let other = scratch.root + "/other"
             try scratch.run(["--vault", other, "init"], vaultOption: false)
             #expect(
@@ -42,7 +45,8 @@ import Testing
             let backup = scratch.root + "/two"
             #expect(
                 try export(scratch, to: backup).errors
-                    == "vault: exported 2 items to \(backup); left out 2 …ThisDeviceOnly items\n")
+                    == "vault: exported 2 items to \(backup); left out 2 device identifiers of `vault uuid` (they name "
+                    + "this device and never leave it)\n")
             let other = scratch.root + "/other"
             try scratch.run(["--vault", other, "init"], vaultOption: false)
             #expect(

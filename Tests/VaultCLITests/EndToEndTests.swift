@@ -198,6 +198,23 @@ import VaultTestSupport
         }
     }
 
+    /// `vault uuid`'s identifiers are the vault's, not the user's items: `ls` shows them when asked.
+    @Test func deviceIdentifiersAreListedOnlyWhenAskedFor() throws {
+        try withScratch(initialized: true) { scratch in
+            try scratch.run(["put", "db", "app"], input: Data("s"))
+            #expect(try scratch.run(["uuid"]).status == 0)
+            let plain = try scratch.run(["ls"])
+            #expect(plain.status == 0)
+            #expect(plain.text.contains("db") && !plain.text.contains("vault.device-identifier"), "\(plain.text)")
+            let json = try #require(try scratch.run(["ls", "--json"]).json() as? [[String: Any]])
+            #expect(json.count == 1)
+            for asked in [["ls", "--all"], ["ls", "--service", "vault.device-identifier"]] {
+                let listed = try scratch.run(asked)
+                #expect(listed.text.contains("vault.device-identifier"), "\(asked): \(listed.text)")
+            }
+        }
+    }
+
     @Test func listJSONIsAnArrayOfItems() throws {
         try withScratch(initialized: true) { scratch in
             #expect(try scratch.run(["ls", "--json"]).json() as? [Any] != nil)

@@ -47,7 +47,8 @@ public struct ExportCommand: Sendable, Hashable {
             --backup-key-file K, under the key file K (32 raw bytes, mode 0600, no Argon2id: for cron
             jobs; make it once with `(umask 077 && head -c 32 /dev/urandom > K)` and keep it apart
             from the backups). Items that are …ThisDeviceOnly never leave the device: they are left
-            out, and the count is reported on standard error with the count exported. The backup also
+            out, and the count is reported on standard error with the count exported, the device
+            identifiers of `vault uuid` counted apart. The backup also
             records every group: private, or shared with a Unix group (its gid and /etc/group name), so
             that `vault import` makes a missing group as it was.
             """,
@@ -96,8 +97,24 @@ public struct ExportCommand: Sendable, Hashable {
             destination = path
         }
         context.writeError(
-            "vault: exported \(Output.count(report.exported, "item")) to \(destination)"
-                + (report.leftOut > 0 ? "; left out \(Output.count(report.leftOut, "…ThisDeviceOnly item"))\n" : "\n"))
+            "vault: exported \(Output.count(report.exported, "item")) to \(destination)" + Self.leftOut(report) + "\n")
+    }
+
+    /// What the backup leaves out, said as what it is: device identifiers (`vault uuid`) stay with the
+    /// device by design, other `…ThisDeviceOnly` items because their accessibility says so.
+    static func leftOut(_ report: ExportReport) -> String {
+        guard report.leftOut > 0 else { return "" }
+        let identifiers = report.leftOutDeviceIdentifiers
+        let others = report.leftOut - identifiers
+        var parts: [String] = []
+        if identifiers > 0 {
+            parts.append(
+                "\(Output.count(identifiers, "device identifier")) of `vault uuid` "
+                    + (identifiers == 1
+                        ? "(it names this device and never leaves it)" : "(they name this device and never leave it)"))
+        }
+        if others > 0 { parts.append(Output.count(others, "…ThisDeviceOnly item")) }
+        return "; left out " + parts.joined(separator: " and ")
     }
 }
 

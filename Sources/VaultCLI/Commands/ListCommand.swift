@@ -8,15 +8,19 @@ public struct ListCommand: Sendable, Hashable {
     public var server: InternetName?
     /// `--json`.
     public var json: Bool
+    /// `--all`: the device identifiers of `vault uuid` too.
+    public var all = false
 
     static let info = CommandInfo(
         name: "ls",
-        synopsis: "vault ls [--service S | --server HOST] [--group G] [--json]",
+        synopsis: "vault ls [--service S | --server HOST] [--group G] [--all] [--json]",
         summary: "list items (never secrets)",
         details: """
             Lists the items in the client's groups (or in --group G): kind (generic or internet),
             service (for an internet password its server as PROTOCOL://HOST:PORT/PATH), account, group,
-            label, creation and modification dates (ISO 8601, UTC). A table on a terminal, else one
+            label, creation and modification dates (ISO 8601, UTC). The device identifiers that `vault
+            uuid` keeps are not the user's items and are listed only with --all (or --service
+            vault.device-identifier). A table under a header on a terminal, else one
             tab-separated line per item. In both, backslashes, tabs, newlines and carriage returns are
             escaped as \\\\, \\t, \\n, \\r, other control characters as \\xHH (C0, DEL) or \\u{H...}
             (C1, bidirectional controls). With --json, a JSON array of objects, exact. No items is an
@@ -29,10 +33,12 @@ public struct ListCommand: Sendable, Hashable {
         options: [
             .value("service", "S", "only generic passwords of service S", kind: .service),
             .flag("json", "print a JSON array"),
+            .flag("all", "also list the device identifiers of `vault uuid`"),
         ] + InternetOptions.specs,
         make: { parsed throws(UsageError) in
             _ = try parsed.operands([], minimum: 0, command: "ls")
             var command = ListCommand(service: parsed.value("service"), server: nil, json: parsed.flag("json"))
+            command.all = parsed.flag("all")
             if let internet = try InternetOptions.parse(parsed, command: "ls") {
                 guard command.service == nil else {
                     throw UsageError(
@@ -68,7 +74,14 @@ public struct ListCommand: Sendable, Hashable {
         } catch {
             throw CLIError(error, subject: "ls", vaultPath: vault.path)
         }
-        let rows = found.items.map { ItemJSON($0) }.sorted {
+        // The device identifiers of `vault uuid` are the vault's, not the user's items: shown when asked for.
+        let listed =
+            all || service != nil
+            ? found.items
+            : found.items.filter {
+                !($0.itemClass == .genericPassword && $0.attributes.service == Vault.deviceIdentifierService)
+            }
+        let rows = listed.map { ItemJSON($0) }.sorted {
             ($0.group, $0.kind, $0.serviceColumn, $0.account) < ($1.group, $1.kind, $1.serviceColumn, $1.account)
         }
         let text: String
@@ -82,7 +95,7 @@ public struct ListCommand: Sendable, Hashable {
             text = context.output.isTerminal ? Output.table(header: header, cells) : Output.tabSeparated(cells)
         }
         try context.write(text)
-        if found.items.isEmpty, found.problems.isEmpty,
+        if listed.isEmpty, found.problems.isEmpty,
             let note = NotFoundHints.otherGroups(vault, searched: context.searchedGroups(vault))
         {
             context.writeError("vault: \(note)\n")
