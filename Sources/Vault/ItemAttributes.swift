@@ -174,3 +174,25 @@ protocol StoredAttributes {
 }
 
 extension ItemAttributes: StoredAttributes {}
+
+extension ItemAttributes {
+    /// The longest text attribute (service, account, label, server, path and the others), in UTF-8
+    /// bytes: names are for people and programs to type, and every message may name them.
+    public static let maximumTextLength = ItemKey.maximumLength
+
+    /// Refuses (`param`) a text attribute longer than `maximumTextLength`, naming it and its length.
+    func requireTextWithinLimits() throws(VaultError) {
+        let texts: [(String, String?)] = [
+            ("service", service), ("account", account), ("label", label), ("description", itemDescription),
+            ("comment", comment), ("server", server), ("security domain", securityDomain), ("protocol", `protocol`),
+            ("authentication type", authenticationType), ("path", path),
+        ]
+        for (name, value) in texts {
+            guard let count = value?.utf8.count, count > Self.maximumTextLength else { continue }
+            throw VaultError(
+                .param,
+                "the \(name) is \(count) bytes; at most \(Self.maximumTextLength) are allowed in a name or label "
+                    + "(nothing was stored)")
+        }
+    }
+}

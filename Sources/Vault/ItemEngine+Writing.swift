@@ -12,6 +12,7 @@ extension ItemEngine {
         stored.accessGroup = nil
         stored.creationDate = nil
         stored.modificationDate = nil
+        try stored.requireTextWithinLimits()
         let id = try itemID(group, ItemRecord.primaryKey(itemClass, stored), writing: true)
         let protectionClass = stored.accessible.protectionClass
         guard store.isAvailable(protectionClass, in: group.name) else {
@@ -48,6 +49,7 @@ extension ItemEngine {
             var changed = changes.attributes
             changed.accessGroup = nil
             record.attributes = record.attributes.applying(changed)
+            try record.attributes.requireTextWithinLimits()
             if let data = changes.data { record.data = data }
             record.advance(modifiedAt: now)
             let group = changes.attributes.accessGroup ?? match.group

@@ -46,6 +46,25 @@ struct Context {
     /// The client the command acts as: `--app` and `--group` when given, else the environment
     /// (VAULT_ENTITLEMENTS, VAULT_APP_ID, VAULT_ACCESS_GROUPS), else the application identifier "vault".
     func client() throws(CLIError) -> Client {
+        // The option or variable at fault is named: each of these is an access group's name (the
+        // variables count only without VAULT_ENTITLEMENTS, which names its own file in its errors).
+        let entitled = !(environment["VAULT_ENTITLEMENTS"] ?? "").isEmpty
+        var names: [(source: String, value: String?)] = [("--app", global.applicationIdentifier)]
+        if !entitled {
+            names.append(("VAULT_APP_ID", environment["VAULT_APP_ID"].flatMap { $0.isEmpty ? nil : $0 }))
+            for name in (environment["VAULT_ACCESS_GROUPS"] ?? "").split(separator: ",") {
+                let trimmed = String(name.drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
+                if !trimmed.isEmpty { names.append(("VAULT_ACCESS_GROUPS", trimmed)) }
+            }
+        }
+        for (source, value) in names {
+            guard let value else { continue }
+            do {
+                _ = try AccessGroup(value)
+            } catch {
+                throw CLIError(.usage, source, error.message)
+            }
+        }
         do {
             let base = try Client.fromEnvironment(
                 environment, fallbackApplicationIdentifier: Self.defaultApplicationIdentifier)

@@ -57,6 +57,9 @@ extension ExitCode {
 
 /// A failure to report: one stderr line `vault: <subject>: <message>` and an exit status.
 struct CLIError: Error, Sendable {
+    /// The most characters of a subject an error line shows.
+    static let maximumSubjectLength = 200
+
     let code: ExitCode
     let subject: String?
     let message: String
@@ -96,9 +99,15 @@ struct CLIError: Error, Sendable {
     /// The one line written to standard error. Subject and message carry names from the command
     /// line and the vault, so they are escaped as fields are (`Output.escape`): a name can neither
     /// break the line nor send control sequences to the terminal.
-    /// A path that the message names already ("no vault at PATH") is not said twice.
+    /// A path that the message names already ("no vault at PATH") is not said twice, and a subject
+    /// (an item's name as given) is cut after `maximumSubjectLength` characters.
     var line: String {
-        let prefix = subject.flatMap { $0.contains("/") && message.contains($0) ? nil : "\($0): " } ?? ""
+        let prefix =
+            subject.flatMap { subject -> String? in
+                if subject.contains("/") && message.contains(subject) { return nil }
+                guard subject.count > Self.maximumSubjectLength else { return subject + ": " }
+                return "\(subject.prefix(Self.maximumSubjectLength))… (\(subject.utf8.count) bytes): "
+            } ?? ""
         return "vault: " + Output.escape(prefix + message) + "\n"
     }
 }

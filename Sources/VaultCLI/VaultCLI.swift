@@ -24,10 +24,24 @@ public enum VaultCLI {
             errors: .standardError, programArguments: arguments, fleet: fleet)
     }
 
-    /// Reports that argument `index` of the command line is not valid UTF-8 (a usage error): names are
-    /// UTF-8, and repairing bad bytes would make two different byte strings address one item.
-    public static func refuseInvalidArgument(at index: Int) -> Int32 {
-        let message = "vault: argument \(index) is not valid UTF-8; names must be UTF-8 (see 'vault --help')\n"
+    /// Reports that an argument of the command line is not valid UTF-8 (a usage error): names are
+    /// UTF-8, and repairing bad bytes would make two different byte strings address one item. The
+    /// argument is shown with its bytes outside printable ASCII as \xHH, and counted as the shell does
+    /// (1 is the first after the program's name).
+    public static func refuseInvalidArgument(_ invalid: ProcessIdentity.InvalidArgument) -> Int32 {
+        var shown = ""
+        for byte in invalid.bytes {
+            if (0x20..<0x7F).contains(byte), byte != UInt8(ascii: "\\"), byte != UInt8(ascii: "\"") {
+                shown.unicodeScalars.append(Unicode.Scalar(byte))
+            } else {
+                let hex = String(byte, radix: 16, uppercase: true)
+                shown += "\\x" + (hex.count == 1 ? "0" : "") + hex
+            }
+        }
+        if invalid.bytes.count == ProcessIdentity.InvalidArgument.keptByteCount { shown += "…" }
+        let message =
+            "vault: argument \(invalid.index) (\"\(shown)\") is not valid UTF-8; names must be UTF-8 "
+            + "(see 'vault --help')\n"
         try? FileDescriptor.standardError.writeAll(Array(message.utf8))
         return ExitCode.usage.rawValue
     }

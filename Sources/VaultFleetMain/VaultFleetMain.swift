@@ -17,7 +17,7 @@ struct VaultFleetMain {
         case .success(let arguments):
             exit(VaultCLI.run(arguments, fleet: .etcd(watching: false)))
         case .failure(let invalid):
-            exit(VaultCLI.refuseInvalidArgument(at: invalid.index))
+            exit(VaultCLI.refuseInvalidArgument(invalid))
         }
     }
 }

@@ -79,7 +79,9 @@ public enum ProcessIdentity {
         for index in 0..<Int(CommandLine.argc) {
             guard let pointer = CommandLine.unsafeArgv[index] else { break }
             guard let argument = String(validatingCString: pointer) else {
-                return .failure(InvalidArgument(index: index))
+                let bytes = UnsafeRawBufferPointer(start: pointer, count: Glibc.strlen(pointer))
+                return .failure(
+                    InvalidArgument(index: index, bytes: Array(bytes.prefix(InvalidArgument.keptByteCount))))
             }
             arguments.append(argument)
         }
@@ -113,5 +115,10 @@ public enum ProcessIdentity {
     public struct InvalidArgument: Error, Sendable, Equatable {
         /// Its position in argv (0 is the program name).
         public let index: Int
+        /// Its first bytes (at most `keptByteCount`), for a message that shows it.
+        public let bytes: [UInt8]
+
+        /// How many bytes of the argument are kept.
+        public static let keptByteCount = 64
     }
 }

@@ -20,7 +20,7 @@ struct VaultMain {
         case .success(let arguments):
             exit(VaultCLI.run(arguments))
         case .failure(let invalid):
-            exit(VaultCLI.refuseInvalidArgument(at: invalid.index))
+            exit(VaultCLI.refuseInvalidArgument(invalid))
         }
     }
 }

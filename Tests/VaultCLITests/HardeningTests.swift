@@ -31,7 +31,43 @@ import VaultTestSupport
             let put = try scratch.shell(#"printf s | "$V" --vault "$D" put "$(printf 'a\377')" acct"#)
             #expect(put.status == 2, "\(put.errors)")
             #expect(put.errors.contains("not valid UTF-8"))
+            // Named as the shell counts (1 after the program; --vault and its path come first) and shown.
+            #expect(put.errors.contains(#"argument 4 ("a\xFF")"#), "\(put.errors)")
             #expect(try scratch.run(["ls"]).text.isEmpty)
+        }
+    }
+
+    /// Names are bounded (a documented limit), and an error line does not echo a long one in full.
+    @Test func namesAreBoundedAndEchoesCut() throws {
+        try withScratch(initialized: true) { scratch in
+            let long = String(repeating: "s", count: 70_000)
+            let put = try scratch.run(["put", long, "acct"], input: Data("v"))
+            #expect(put.status == 2)
+            #expect(
+                put.errors.contains("the service is 70000 bytes; at most 4096 are allowed"), "\(put.errors.prefix(300))"
+            )
+            #expect(put.errors.count < 600, "\(put.errors.count) characters")
+            #expect(try scratch.run(["ls"]).text.isEmpty)
+            let get = try scratch.run(["get", String(repeating: "g", count: 5_000), "acct"])
+            #expect(get.status == 1)
+            #expect(get.errors.count < 400 && get.errors.contains(" bytes): not found"), "\(get.errors.prefix(300))")
+            let label = try scratch.run(
+                ["put", "svc", "acct", "--label", String(repeating: "l", count: 4_097)], input: Data("v"))
+            #expect(
+                label.status == 2 && label.errors.contains("the label is 4097 bytes"), "\(label.errors.prefix(300))")
+        }
+    }
+
+    /// A bad access group name says which option or variable gave it.
+    @Test func aBadClientNameNamesItsSource() throws {
+        try withScratch(initialized: true) { scratch in
+            let app = try scratch.run(["--app", "bad app!", "ls"])
+            #expect(app.status == 2 && app.errors.hasPrefix("vault: --app: "), "\(app.errors)")
+            let variable = try scratch.run(["ls"], environment: ["VAULT_ACCESS_GROUPS": "ok, b c"])
+            #expect(
+                variable.status == 2 && variable.errors.hasPrefix("vault: VAULT_ACCESS_GROUPS: "), "\(variable.errors)")
+            let id = try scratch.run(["ls"], environment: ["VAULT_APP_ID": "bad id"])
+            #expect(id.status == 2 && id.errors.hasPrefix("vault: VAULT_APP_ID: "), "\(id.errors)")
         }
     }
 
