@@ -142,6 +142,37 @@ import VaultTestSupport
         }
     }
 
+    /// A value with a newline would reach git as lines of its own (`url=…`, `quit=1`): never sent,
+    /// never stored; and docker gets a secret unchanged or not at all.
+    @Test func helpersNeverSendAValueThatBreaksTheirProtocol() throws {
+        try Setup.with { setup in
+            #expect(try setup.run(#""$V" init"#).status == 0)
+            // Stored by the CLI, which takes any bytes: a password with a line for git after it.
+            let put = try setup.run(
+                #"printf 'secret\nhost=evil.example\nquit=1' | "$V" put --server git.example --protocol https alice"#)
+            #expect(put.status == 0, "\(put.errors)")
+            let get = try setup.run("git-credential-vault get", input: "protocol=https\nhost=git.example\n\n")
+            #expect(get.status == 6, "\(get.errors)")
+            #expect(get.text.isEmpty, "\(get.text)")
+            #expect(get.errors.contains("holds a newline or NUL"), "\(get.errors)")
+            if Self.hasGit {
+                let fill = try setup.git("fill", "protocol=https\nhost=git.example\n\n")
+                #expect(!fill.text.contains("evil.example") && !fill.text.contains("password=secret"), "\(fill.text)")
+            }
+            let store = try setup.run(
+                "git-credential-vault store", input: "protocol=https\nhost=n.example\nusername=u\npassword=a\u{0}b\n\n")
+            #expect(store.status == 2 && store.errors.contains("NUL or newline"), "\(store.errors)")
+            #expect(try setup.run(#""$V" ls --server n.example"#).text.isEmpty)
+            // docker: a secret that is not UTF-8 is refused, not changed into U+FFFD.
+            let binary = try setup.run(
+                #"printf 'a\377b' | "$V" put --server registry.example --protocol https --label 'docker credential' bob"#
+            )
+            #expect(binary.status == 0, "\(binary.errors)")
+            let docker = try setup.run("docker-credential-vault get", input: "https://registry.example")
+            #expect(docker.status != 0 && !docker.text.contains("Secret"), "\(docker.text)")
+        }
+    }
+
     /// The examples of the docker credential-helpers protocol (store, get, list, erase, and a miss).
     @Test func dockerHelperSpeaksTheProtocol() throws {
         try Setup.with { setup in

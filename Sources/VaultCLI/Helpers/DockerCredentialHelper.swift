@@ -152,9 +152,14 @@ enum DockerCredentialHelper {
         }
         guard let item = found.first, var secret = item.data else { throw Failure(notFound) }
         defer { secret.wipe() }
-        let credentials = Credentials(
-            ServerURL: serverURL, Username: item.attributes.account ?? "",
-            Secret: String(decoding: secret, as: UTF8.self))
+        // The protocol's JSON carries text: a secret that is not UTF-8 would reach docker changed.
+        guard let secretText = String(validating: secret, as: UTF8.self) else {
+            throw Failure(
+                "the stored secret for \(serverURL) is not UTF-8 text, which the protocol's JSON cannot carry "
+                    + "unchanged: not sent",
+                code: .integrity)
+        }
+        let credentials = Credentials(ServerURL: serverURL, Username: item.attributes.account ?? "", Secret: secretText)
         let text = try lift { () throws(CLIError) in try Output.json(credentials) }
         try write(text, context)
     }

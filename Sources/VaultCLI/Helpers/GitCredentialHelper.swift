@@ -115,18 +115,31 @@ enum GitCredentialHelper {
         guard let item = found.first, var secret = item.data else { return }
         defer { secret.wipe() }
         let user = item.attributes.account ?? ""
+        var tokenName = name
+        tokenName.account = user
+        var token = try? vault.copyMatching(
+            query(tokenName, account: user, domain: refreshTokenDomain), returning: [.data]
+        ).first?.data
+        defer { token?.wipe() }
+        // A newline or NUL in a value would end its line early, and what follows would reach git as lines of
+        // its own (`url=`, `host=`, `quit=1`): such a credential is not sent at all.
+        for (field, bytes) in [("username", Data(user.utf8)), ("password", secret), ("oauth_refresh_token", token)] {
+            guard let bytes, bytes.contains(where: { $0 == 10 || $0 == 0 }) else { continue }
+            throw CLIError(
+                .integrity, programName,
+                "the stored \(field) for \(name.server) holds a newline or NUL, which git's credential protocol "
+                    + "cannot carry: not sent (replace it with `vault put --server …`)")
+        }
         var lines = "username=\(user)\n"
         try context.write(lines)
         try context.write(bytes: Array("password=".utf8) + [UInt8](secret) + [UInt8(ascii: "\n")])
         lines = ""
-        if let comment = item.attributes.comment, comment.hasPrefix(expiryPrefix) {
+        if let comment = item.attributes.comment, comment.hasPrefix(expiryPrefix), !comment.contains("\n"),
+            !comment.contains("\0")
+        {
             lines += comment + "\n"
         }
-        var tokenName = name
-        tokenName.account = user
-        if let token = try? vault.copyMatching(
-            query(tokenName, account: user, domain: refreshTokenDomain), returning: [.data]
-        ).first?.data {
+        if let token {
             try context.write(bytes: Array("oauth_refresh_token=".utf8) + [UInt8](token) + [UInt8(ascii: "\n")])
         }
         if !lines.isEmpty { try context.write(lines) }
@@ -135,6 +148,12 @@ enum GitCredentialHelper {
     static func store(_ description: Description, name: InternetName, in context: Context) throws(CLIError) {
         guard let user = description.fields["username"], let password = description.fields["password"] else {
             return  // git stores only complete credentials
+        }
+        // What git's own helpers refuse: a value that could not be sent back as one line.
+        for (field, value) in description.fields where value.contains("\0") || value.contains("\n") {
+            throw CLIError(
+                .usage, programName,
+                "the \(field) holds a NUL or newline, which git's credential protocol cannot carry: nothing was stored")
         }
         let vault = try context.openVault(creatingIfMissing: true)
         var item = name

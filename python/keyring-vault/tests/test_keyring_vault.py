@@ -83,6 +83,20 @@ class VaultKeyringTests(unittest.TestCase):
         self.assertEqual(run("del", "svc-k", "frank", env=environment).returncode, 0)
         self.assertNotEqual(run("get", "svc-k", "frank", env=environment).returncode, 0)
 
+    def test_a_nul_in_a_name_is_refused_not_truncated(self):
+        self.backend.set_password("svc-nul", "u", "kept")
+        for service, username in (("svc-nul\0x", "u"), ("svc-nul", "u\0x")):
+            with self.assertRaises(ValueError):
+                self.backend.set_password(service, username, "overwritten")
+            with self.assertRaises(ValueError):
+                self.backend.get_password(service, username)
+        self.assertEqual(self.backend.get_password("svc-nul", "u"), "kept")
+
+    def test_a_password_that_is_not_text_is_keyrings_error(self):
+        subprocess.run([os.environ["VAULT_CLI"], "put", "svc-bin", "u"], input=b"a\xffb", check=True)
+        with self.assertRaises(keyring.errors.KeyringError):
+            self.backend.get_password("svc-bin", "u")
+
     def test_a_missing_library_is_named_not_hidden(self):
         # keyring alone would only say "No recommended backend was available".
         environment = dict(os.environ, VAULT_LIBRARY="/nonexistent/libvault.so")

@@ -97,6 +97,14 @@ def _text(value, what):
         raise errors.KeyringError(f"the {what} is not valid UTF-8 text: {error}") from None
 
 
+def _name(value, what):
+    """A service or username for the C API, whose strings end at the first NUL: one with a NUL would
+    name another item (`"svc\0x"` would be `"svc"`), so it is refused."""
+    if "\0" in value:
+        raise ValueError(f"the {what} {value!r} holds a NUL character, which vault names cannot hold")
+    return _text(value, what)
+
+
 class VaultKeyring(backend.KeyringBackend):
     """Passwords in vault (https://… the vault repository), through libvault.so."""
 
@@ -156,7 +164,7 @@ class VaultKeyring(backend.KeyringBackend):
         for _ in range(2):
             buffer = ctypes.create_string_buffer(capacity)
             length = ctypes.c_uint64()
-            status = lib.vault_get(vault, None, _text(service, "service"), _text(username or "", "username"),
+            status = lib.vault_get(vault, None, _name(service, "service"), _name(username or "", "username"),
                                    buffer, capacity, ctypes.byref(length))
             if status == VAULT_ERR_BUFFER_TOO_SMALL:
                 capacity = length.value
@@ -166,7 +174,12 @@ class VaultKeyring(backend.KeyringBackend):
                     return None
                 if status != VAULT_OK:
                     raise self._failure(lib, status, f"read the password of {service!r}")
-                return buffer.raw[: length.value].decode("utf-8")
+                try:
+                    return buffer.raw[: length.value].decode("utf-8")
+                except UnicodeDecodeError:
+                    raise errors.KeyringError(
+                        f"vault: the password of {service!r} is not UTF-8 text (stored by another client): "
+                        "keyring passwords are text; read it with `vault get`") from None
             finally:
                 ctypes.memset(buffer, 0, capacity)
         raise errors.KeyringError(f"vault: the password of {service!r} kept growing while it was read")
@@ -174,14 +187,14 @@ class VaultKeyring(backend.KeyringBackend):
     def set_password(self, service, username, password):
         lib, vault = self._vault(creating=True)
         data = _text(password, "password")
-        status = lib.vault_put(vault, None, _text(service, "service"), _text(username or "", "username"), data, len(data))
+        status = lib.vault_put(vault, None, _name(service, "service"), _name(username or "", "username"), data, len(data))
         if status != VAULT_OK:
             raise errors.PasswordSetError(str(self._failure(lib, status, f"store the password of {service!r}")))
 
     def delete_password(self, service, username):
         lib, vault = self._vault(creating=False)
         status = VAULT_ERR_NOT_FOUND if vault is None else lib.vault_remove(
-            vault, None, _text(service, "service"), _text(username or "", "username"))
+            vault, None, _name(service, "service"), _name(username or "", "username"))
         if status == VAULT_ERR_NOT_FOUND:
             raise errors.PasswordDeleteError(f"no password for {username!r} of {service!r} in vault")
         if status != VAULT_OK:
@@ -205,7 +218,7 @@ class VaultKeyring(backend.KeyringBackend):
         status = lib.vault_list(vault, None, ctypes.byref(iterator))
         if status != VAULT_OK:
             raise self._failure(lib, status, f"list the accounts of {service!r}")
-        wanted = _text(service, "service")
+        wanted = _name(service, "service")
         try:
             item = _Item()
             while lib.vault_iter_next(iterator, ctypes.byref(item)) == VAULT_OK:
