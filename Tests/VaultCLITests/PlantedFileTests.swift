@@ -521,6 +521,10 @@ struct PlantedFileTests {
             case 1, 3: tally.nothingToDo += 1
             default: tally.refused += 1
             }
+            // Advice never hands the command to whoever planted the file.
+            #expect(
+                !errors.contains("runuser -u \(setup.planter.name)"),
+                "\(scenario): \(command) advised running as the planter: \(errors)")
             if outcome.status != 0 {
                 // A refusal names the file it refused (or its group's directory); else it is the "not found"
                 // of an item the plant stood in for, or the "already exists" of `group create`.

@@ -241,8 +241,15 @@ enum VaultDirectory {
             throw StoreError(.insecureFile, "\(what) \(path) is not a directory", path: path.string)
         }
         try FileOwnership.requireOwner(status, rootMayOwn: true, vaultOwner: vaultOwner, path: path) { owner, user in
-            "\(what) \(path) belongs to uid \(owner), not to the user running vault (uid \(user)) or root; "
-                + VaultLocation.runAsOwnerAdvice(owner)
+            // Inside the vault, a directory of another user is not the vault's (a member of a shared group
+            // can put one in its directory): the advice is never to run vault as whoever put it there.
+            let advice =
+                what == "directory"
+                ? "it is not the vault's (another user, such as a member of a shared group, put it there): look at "
+                    + "it and remove it as root"
+                : VaultLocation.runAsOwnerAdvice(owner)
+            return "\(what) \(path) belongs to uid \(owner), not to the user running vault (uid \(user)) or root; "
+                + advice
         }
         try FileOwnership.requireMode(status, without: .groupOrOtherWrite, path: path) { mode in
             "\(what) \(path) is writable by group or others (mode \(mode)); run `chmod 700 \(path)`"
