@@ -22,7 +22,8 @@ extension ItemEngine {
                     + "at \(store.path) is locked for it; run `vault unlock`")
         }
         do throws(VaultError) {
-            if try loadCurrent(group, id) != nil {
+            if let existing = try loadCurrent(group, id) {
+                try requireNamedByItsFile(existing, group: group, id: id)
                 throw VaultError(.duplicateItem, "\(describe(itemClass, stored, group: group)) already exists")
             }
         } catch  where error.status == .interactionNotAllowed {

@@ -134,6 +134,18 @@ struct ItemEngine: Sendable {
         try store.read(ItemLocation(group: group.name, id: id), decoding: decode)
     }
 
+    /// Refuses (`decode`, damage) a record whose primary key is not the one its file's name was made
+    /// from: authentication binds the file to its name, so only a writer with the group's key (a
+    /// member of a shared group, a buggy writer) makes one, and read as it claims to be, it would hide
+    /// the item its name stands for. `check` reports the same words.
+    func requireNamedByItsFile(_ record: ItemRecord, group: AccessGroup, id: ItemID) throws(VaultError) {
+        guard try itemID(group, record.primaryKey) != id else { return }
+        throw VaultError(.decode, "\(filePath(group, id)): \(Self.misnamedRecord)")
+    }
+
+    /// What a record stored under another item's name is called, wherever it is met.
+    static let misnamedRecord = "the item's primary key does not match its file name"
+
     func decode(_ bytes: [UInt8], path: () -> String) throws(VaultError) -> ItemRecord {
         do {
             return try ItemRecordCodec.decode(bytes, cache: metadataCache)
@@ -234,8 +246,14 @@ struct ItemEngine: Sendable {
                     damaged.append(DamagedFile(group: group, id: id, path: filePath(group, id), error: error))
                     continue
                 }
-                if let record, query.matches(record, group: group) {
+                guard let record else { continue }
+                if query.matches(record, group: group) {
                     found.append(LocatedItem(group: group, id: id, record: record))
+                } else if record.primaryKey != primaryKey {
+                    // The file of this key holds another item's record: damage, not "not found".
+                    let error = VaultError(.decode, "\(filePath(group, id)): \(Self.misnamedRecord)")
+                    guard settingDamageAside else { throw error }
+                    damaged.append(DamagedFile(group: group, id: id, path: filePath(group, id), error: error))
                 }
             }
             return (found, damaged)
@@ -318,6 +336,7 @@ struct ItemEngine: Sendable {
                         record = hit.record
                     } else {
                         guard let loaded = try load(group, id) else { continue }
+                        try requireNamedByItsFile(loaded, group: group, id: id)
                         // The caller wants no secret: none is kept, in the cache or in what is found.
                         record = loaded.with(data: Data())
                         if fingerprint.isSettled(now: now) {
@@ -326,6 +345,7 @@ struct ItemEngine: Sendable {
                     }
                 } else {
                     guard let loaded = try load(group, id) else { continue }  // removed meanwhile
+                    try requireNamedByItsFile(loaded, group: group, id: id)
                     record = loaded
                 }
             } catch  where error.status == .interactionNotAllowed {

@@ -152,7 +152,7 @@ extension Vault {
                     problems.append(
                         ItemProblem(
                             path: path, group: name.rawValue, status: .decode,
-                            reason: "the item's primary key does not match its file name", itemID: id))
+                            reason: ItemEngine.misnamedRecord, itemID: id))
                 }
             } catch {
                 itemCount += 1

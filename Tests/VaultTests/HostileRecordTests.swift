@@ -46,4 +46,42 @@ import VaultTestSupport
             #expect(export?.status == .decode, "\(String(describing: export))")
         }
     }
+
+    /// A record sealed under another item's file name (only a holder of the group's key can make one):
+    /// the item of that name is damaged for get, put, query and export, with check's words, never "not
+    /// found" or "other processes kept changing the item".
+    @Test func aRecordUnderAnotherItemsNameIsDamageEverywhere() throws {
+        try withTemporaryVault { t in
+            let vault = try t.open(groups: ["g1"])
+            let group = try AccessGroup("g1")
+            let named = try ItemKey(service: "svc", account: "acct", group: group)
+            let record = ItemRecord(
+                itemClass: .genericPassword, attributes: genp("other", "acct", group: "g1"), data: Data("x".utf8),
+                created: Date(), modified: Date(), persistentID: Data(repeating: 7, count: 16), generation: 1)
+            let bytes = try ItemRecordCodec.encode(record)
+            let store = vault.engine.store
+            let id = try store.itemID(group: group.name, primaryKey: named.query.fullPrimaryKey!)
+            try store.withWriteLock(groups: [], creating: [group.name]) { (tx) throws(StoreError) in
+                try tx.write(bytes, to: ItemLocation(group: group.name, id: id), protectionClass: .always)
+            }
+            let reopened = try t.open(groups: ["g1"])
+            let words = "the item's primary key does not match its file name"
+            let get = #expect(throws: VaultError.self) { try reopened.data(for: named) }
+            #expect(get?.status == .decode && get?.message.contains(words) == true, "\(String(describing: get))")
+            let put = #expect(throws: VaultError.self) { try reopened.set("new", for: named) }
+            #expect(put?.status == .decode && put?.message.contains(words) == true, "\(String(describing: put))")
+            let search = try reopened.search(Query(itemClass: .genericPassword, limit: .all), returning: [.attributes])
+            #expect(search.items.isEmpty && search.problems.count == 1, "\(search.items) \(search.problems)")
+            #expect(search.problems.first?.reason.contains(words) == true, "\(search.problems)")
+            let report = try reopened.verifyAll()
+            #expect(report.problems.first?.reason == words, "\(report)")
+            let export = #expect(throws: VaultError.self) {
+                try reopened.export(
+                    to: t.root + "/backup",
+                    passphrase: try Array("pw".utf8).withUnsafeBytes { try SecureBytes(copying: $0) }, limits: .minimum)
+            }
+            #expect(
+                export?.status == .decode && export?.message.contains(words) == true, "\(String(describing: export))")
+        }
+    }
 }
