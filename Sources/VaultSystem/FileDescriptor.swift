@@ -95,6 +95,15 @@ public struct FileDescriptor: Hashable, Sendable {
         }
     }
 
+    /// Opens a directory relative to this one following a symlink in the last component
+    /// (`O_DIRECTORY` without `O_NOFOLLOW`): for a link the caller has checked is trusted.
+    public func openDirectoryFollowingAt(_ path: String) throws(Errno) -> FileDescriptor {
+        let fd = try retryingOnInterrupt(.open) {
+            path.withCString { Glibc.openat(rawValue, $0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        }
+        return try Self.aboveStandardStreams(fd)
+    }
+
     /// Closes the descriptor. On Linux the descriptor is released even when close reports an error,
     /// so it is never retried; the error still matters (it can carry a delayed write failure).
     public func close() throws(Errno) {

@@ -140,6 +140,35 @@ import VaultTestSupport
         }
     }
 
+    /// Root making a vault under a directory that another user replaces with a link to a root-owned
+    /// place (the race of `/tmp/NEW` swapped after its mkdir, made deterministic): the link is refused and
+    /// nothing is made where it points. A link of root's own (`/var/run`) is still followed.
+    @Test func initDoesNotFollowAnotherUsersLinkWhileItMakesTheVault() throws {
+        guard Self.isRoot, canManageAccounts else {
+            print("SKIP initDoesNotFollowAnotherUsersLinkWhileItMakesTheVault: needs root and throwaway users")
+            return
+        }
+        try withScratch { scratch in
+            try withThrowawayAccounts(users: 1, groups: 0) { users, _ in
+                let target = scratch.root + "/root-owned"
+                try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+                let link = scratch.root + "/NEW"
+                try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+                #expect(try scratch.shell("chown -h \(users[0].uid) '\(link)'").status == 0)
+                let refused = try scratch.run(["--vault", link + "/vault", "init"], vaultOption: false)
+                // Root acts as the owner of a link on the way (VaultOwner), who cannot write there; the store
+                // itself refuses the link too (VaultLayoutTests).
+                #expect(refused.status == 4, "\(refused.errors)")
+                #expect(!FileManager.default.fileExists(atPath: target + "/vault"), "made through the link")
+                // Root's own link is followed.
+                let rootLink = scratch.root + "/ROOT"
+                try FileManager.default.createSymbolicLink(atPath: rootLink, withDestinationPath: target)
+                let made = try scratch.run(["--vault", rootLink + "/deeper/vault", "init"], vaultOption: false)
+                #expect(FileManager.default.fileExists(atPath: target + "/deeper"), "\(made.errors)")
+            }
+        }
+    }
+
     @Test func aSocketOrADeviceInPlaceOfAnItemIsNamed() throws {
         guard Self.isRoot else {
             print("SKIP aSocketOrADeviceInPlaceOfAnItemIsNamed: mknod of a device needs root")

@@ -234,6 +234,27 @@ import VaultTestSupport
         }
     }
 
+    /// Making a vault under another user's symlink (the `/tmp/NEW` race, made deterministic): refused,
+    /// nothing made where it points; a link of this user's own is followed.
+    @Test func creatingDoesNotFollowAnotherUsersLink() throws {
+        guard getuid() == 0 else { return }  // lchown to another uid needs root
+        try withTemporaryDirectory("create-link") { directory in
+            let target = directory.path + "/target"
+            try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
+            let link = directory.path + "/NEW"
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+            #expect(lchown(link, 65534, 65534) == 0)
+            let error = #expect(throws: StoreError.self) { try VaultStore.create(at: link + "/vault") }
+            #expect(error?.code == .insecureFile)
+            #expect(error?.message.contains("is a symbolic link of uid 65534") == true, "\(String(describing: error))")
+            #expect(!FileManager.default.fileExists(atPath: target + "/vault"))
+            let own = directory.path + "/OWN"
+            try FileManager.default.createSymbolicLink(atPath: own, withDestinationPath: target)
+            _ = try? VaultStore.create(at: own + "/deeper/vault")
+            #expect(FileManager.default.fileExists(atPath: target + "/deeper"))
+        }
+    }
+
     /// A marker altered under the right key is damage, not a wrong key: classes.key still opens.
     @Test func anAlteredMarkerUnderTheRightKey() throws {
         try withMadeVault { vault in

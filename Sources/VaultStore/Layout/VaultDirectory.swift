@@ -4,28 +4,76 @@ import VaultSystem
 /// `O_NOFOLLOW`, checked once opened, and each refusal names the path and the fix.
 enum VaultDirectory {
     /// Creates the missing parents of `path` (0700) and the vault directory itself (0700); an
-    /// existing directory is fine (a systemd `StateDirectory=` makes it empty).
+    /// existing directory is fine (a systemd `StateDirectory=` makes it empty). Each component is made
+    /// and opened relative to its opened parent, so that a component swapped for a symlink after it was
+    /// made cannot send the next `mkdir` elsewhere (root making `/tmp/NEW/vault` while a user replaces
+    /// `/tmp/NEW`); an existing symlink is followed only when root or this user owns it.
     static func prepareForCreate(_ path: FilePath) throws(StoreError) {
         guard !path.string.isEmpty else { throw StoreError(.invalidName, "the vault path is empty") }
-        var prefix = path.isAbsolute ? "/" : ""
-        var parent = path.isAbsolute ? "/" : "."
-        for component in path.string.split(separator: "/", omittingEmptySubsequences: true) {
-            prefix += (prefix.isEmpty || prefix == "/" ? "" : "/") + component
-            defer { parent = prefix }
-            do {
-                try FileDescriptor.currentWorkingDirectory.makeDirectoryAt(prefix, permissions: .ownerAll)
+        var walked = path.isAbsolute ? "/" : "."
+        var parent: FileDescriptor
+        do {
+            parent = try FileDescriptor.currentWorkingDirectory.openDirectoryFollowingAt(walked)
+        } catch {
+            throw StoreError.system(error, .open, "open the directory", path: FilePath(walked))
+        }
+        defer { try? parent.close() }
+        for component in path.string.split(separator: "/", omittingEmptySubsequences: true).map(String.init) {
+            let parentPath = FilePath(walked)
+            walked = walked == "/" ? "/" + component : walked == "." ? component : walked + "/" + component
+            let created: Bool
+            do throws(Errno) {
+                try parent.makeDirectoryAt(component, permissions: .ownerAll)
+                created = true
             } catch {
-                if error == .fileExists { continue }
-                throw StoreError.system(error, .mkdir, "create the directory", path: FilePath(prefix))
+                guard error == .fileExists else {
+                    throw StoreError.system(error, .mkdir, "create the directory", path: FilePath(walked))
+                }
+                created = false
             }
-            // A new directory exists durably only once its parent's entry is on disk.
+            // A new directory exists durably only once its parent's entry is on disk (a parent this
+            // process may search but not read was opened O_PATH, and cannot be flushed).
+            if created {
+                do throws(Errno) {
+                    try parent.sync()
+                } catch {
+                    if error != .badFileDescriptor {
+                        throw StoreError.system(error, .fsync, "fsync the directory", path: parentPath)
+                    }
+                }
+            }
+            let child = try openForCreate(component, in: parent, path: FilePath(walked))
+            try? parent.close()
+            parent = child
+        }
+    }
+
+    /// `component` of a vault path being made, opened without following a link, or following one that
+    /// root or this user owns (`/var/run` → `/run`); another user's link is refused, naming it.
+    private static func openForCreate(_ component: String, in parent: FileDescriptor, path: FilePath)
+        throws(StoreError) -> FileDescriptor
+    {
+        do {
+            return try parent.openDirectoryAt(component)
+        } catch  where error == .tooManySymbolicLinks || error == .notDirectory {
+            guard let status = try? parent.statusAt(component), status.kind == .symbolicLink else {
+                throw StoreError.system(error, .open, "open the directory", path: path)
+            }
+            let user = ProcessIdentity.effectiveUserID
+            guard status.ownerID == 0 || status.ownerID == user else {
+                throw StoreError(
+                    .insecureFile,
+                    "\(path) is a symbolic link of uid \(status.ownerID), and vault does not follow another user's "
+                        + "link while it makes a vault (it could point anywhere); nothing was created there",
+                    path: path.string)
+            }
             do {
-                let fd = try FileDescriptor.currentWorkingDirectory.openDirectoryAt(parent)
-                defer { try? fd.close() }
-                try fd.sync()
+                return try parent.openDirectoryFollowingAt(component)
             } catch {
-                throw StoreError.system(error, .fsync, "fsync the directory", path: FilePath(parent))
+                throw StoreError.system(error, .open, "open the directory", path: path)
             }
+        } catch {
+            throw StoreError.system(error, .open, "open the directory", path: path)
         }
     }
 
