@@ -112,10 +112,13 @@ extension Vault {
                 throw VaultError(locked.status, "cannot export a locked vault: \(locked.message)", cause: locked)
             }
             if let damage = scanned.damage {
+                // A group whose key is missing holds sound items: nothing is to be removed, the key restored.
+                let keyMissing = (damage.cause as? StoreError)?.code == .missingKey
                 throw VaultError(
                     damage.status,
-                    "cannot export: \(damage.message) (run `vault check`; `vault check --remove-damaged` removes "
-                        + "damaged files)",
+                    "cannot export: \(damage.message)"
+                        + (keyMissing
+                            ? "" : " (run `vault check`; `vault check --remove-damaged` removes damaged files)"),
                     cause: damage)
             }
             for item in scanned.items {

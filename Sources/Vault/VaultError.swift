@@ -100,7 +100,7 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
         case .vaultAlreadyExists: status = .duplicateVault
         case .vaultNotFound: status = .noSuchVault
         case .insecureFile, .permissionDenied: status = .permissionDenied
-        case .unsupportedFormat, .needsUpgrade, .integrity: status = .decode
+        case .unsupportedFormat, .needsUpgrade, .integrity, .missingKey: status = .decode
         case .io: status = .io
         case .invalidName: status = .param
         case .cryptoUnavailable: status = .notAvailable

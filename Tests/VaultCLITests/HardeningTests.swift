@@ -37,6 +37,40 @@ import VaultTestSupport
         }
     }
 
+    /// A group whose `group.key` is gone (a member moved it away in a shared directory): its items are
+    /// not damage to remove, and the vault's other groups and whole-vault commands go on.
+    @Test func aGroupWithoutItsKeyIsNamedAndStopsNothingElse() throws {
+        try withScratch(initialized: true) { scratch in
+            for (group, service) in [("g1", "s1"), ("g2", "s2")] {
+                try #require(scratch.run(["--group", group, "put", service], input: Data("v")).status == 0)
+            }
+            let key = scratch.vault + "/groups/g1/group.key"
+            try FileManager.default.moveItem(atPath: key, toPath: scratch.root + "/g1.key")
+            let get = try scratch.run(["--group", "g1", "get", "s1"])
+            #expect(
+                get.status == 6 && get.errors.contains("group.key is missing but group g1 holds items"), "\(get.errors)"
+            )
+            #expect(get.errors.contains("do not remove them"), "\(get.errors)")
+            #expect(try scratch.run(["--group", "g2", "get", "s2"]).text == "v")
+            let check = try scratch.run(["check"])
+            #expect(check.status == 6 && !check.errors.contains("--remove-damaged` removes"), "\(check.errors)")
+            _ = try scratch.run(["check", "--remove-damaged"])
+            let left = try FileManager.default.contentsOfDirectory(atPath: scratch.vault + "/groups/g1")
+            #expect(
+                left.contains { $0.hasSuffix(".item") }, "remove-damaged removed the items of a group without its key")
+            #expect(try scratch.run(["group", "create", "g3"]).status == 0, "a new group is not held up by g1")
+            let backupKey = scratch.root + "/backup.key"
+            #expect(
+                FileManager.default.createFile(
+                    atPath: backupKey, contents: Data(repeating: 7, count: 32), attributes: [.posixPermissions: 0o600]))
+            let export = try scratch.run(["export", "--backup-key-file", backupKey, scratch.root + "/b"])
+            #expect(export.status == 6 && !export.errors.contains("--remove-damaged"), "\(export.errors)")
+            // Put back, everything reads again.
+            try FileManager.default.moveItem(atPath: scratch.root + "/g1.key", toPath: key)
+            #expect(try scratch.run(["--group", "g1", "get", "s1"]).text == "v")
+        }
+    }
+
     /// Names are bounded (a documented limit), and an error line does not echo a long one in full.
     @Test func namesAreBoundedAndEchoesCut() throws {
         try withScratch(initialized: true) { scratch in

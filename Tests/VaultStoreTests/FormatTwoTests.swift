@@ -211,7 +211,7 @@ import VaultTestSupport
             try FileManager.default.removeItem(atPath: vault.file("groups/\(group)/group.key"))
             let other = try VaultStore.open(at: vault.path)
             let error = #expect(throws: StoreError.self) { try other.put([1], group: group, id: id) }
-            #expect(error?.code == .integrity)
+            #expect(error?.code == .missingKey)
             #expect(error?.message.contains("group.key is missing but group \(group) holds items") == true)
             #expect(!FileManager.default.fileExists(atPath: vault.file("groups/\(group)/group.key")))
             try vault.write(key, to: "groups/\(group)/group.key")

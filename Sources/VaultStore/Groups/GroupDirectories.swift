@@ -96,13 +96,21 @@ extension VaultStore {
         return names.compactMap { try? GroupName($0) }.sorted()
     }
 
-    /// Throws `integrity` when `group`, whose key file is missing, holds items: its key is lost, and
+    /// Throws `missingKey` when `group`, whose key file is missing, holds items: its key is lost, and
     /// `consequence` says what the caller will not do about it.
     func refuseItemsWithoutKey(_ group: GroupName, _ consequence: String) throws(StoreError) {
-        guard !(try itemIDs(in: group, sorted: false)).isEmpty else { return }
+        guard holdsItemFiles(group) else { return }
         let keyPath = groupPath(group) / GroupKeyFile.fileName
         throw StoreError(
-            .integrity, "\(keyPath) is missing but group \(group) holds items: " + consequence, path: keyPath.string)
+            .missingKey, "\(keyPath) is missing but group \(group) holds items: " + consequence, path: keyPath.string)
+    }
+
+    /// Whether `group`'s directory exists and holds item files (one listing; no replica is asked).
+    func holdsItemFiles(_ group: GroupName) -> Bool {
+        guard let directory = try? groupDirectory(group, create: false),
+            let names = try? directory.entryNames()
+        else { return false }
+        return names.contains { ItemID(fileName: $0) != nil }
     }
 
     /// The ids of the items in `group`, sorted unless `sorted` is false; temp files and foreign names

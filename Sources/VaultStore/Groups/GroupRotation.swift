@@ -29,10 +29,17 @@ extension VaultStore {
         }
         return try withWriteLock(finishingMoves: true, groups: [group]) { (_) throws(StoreError) -> Int in
             try requireCurrentKeys()
-            guard let file = try loadGroupKeyFile(group), let directory = try groupDirectory(group, create: false)
-            else {
+            guard let directory = try groupDirectory(group, create: false) else {
                 throw StoreError(
                     .groupNotFound, "there is no group \(group) in the vault at \(path)", path: groupPath(group).string)
+            }
+            guard let file = try loadGroupKeyFile(group) else {
+                let keyPath = groupPath(group) / GroupKeyFile.fileName
+                throw StoreError(
+                    .missingKey,
+                    "\(keyPath) is missing: group \(group) has no key to rotate; restore it from a backup, or remove "
+                        + "the group (`vault group rm \(group)`); nothing was changed",
+                    path: keyPath.string)
             }
             // 1. Both keys, the new one current (an interrupted rotation's new key is reused).
             let old = file.secrets.keys.first!

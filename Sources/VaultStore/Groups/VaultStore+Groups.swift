@@ -36,6 +36,19 @@ extension VaultStore {
                 throw StoreError(
                     .groupNotFound, "there is no group \(group) in the vault at \(path)", path: groupPath(group).string)
             }
+            // A directory with items but no key lost its key: reading its items under a new private key
+            // would call every one of them damaged (and `check --remove-damaged` would remove them). A
+            // group is made with its key before any item, so items seen after the key was not are those of
+            // a group another writer made meanwhile when the key is there on a second look.
+            if holdsItemFiles(group) {
+                if let file = try loadGroupKeyFile(group) {
+                    return try GroupKeys(file: file, classKeys: itemClassKeys, group: group)
+                }
+                try refuseItemsWithoutKey(
+                    group,
+                    "restore it from a backup (its keys are nowhere else); the items are not damaged: do not remove "
+                        + "them")
+            }
             return GroupKeys(absentPrivateGroupWithIndex: try privateIndexKey(group))
         }
         return try GroupKeys(file: file, classKeys: itemClassKeys, group: group)
@@ -123,7 +136,14 @@ extension VaultStore {
     /// Opens `group`'s `.lock`: a regular file of the vault's owner with one link.
     func openGroupLockFile(_ group: GroupName) throws(StoreError) -> FileDescriptor {
         let path = groupPath(group) / Self.lockFileName
-        let directory = try existingGroupDirectory(group)
+        // An existing group is locked as it is (a whole-vault transaction must not stop at a group whose
+        // key is missing: that group's own reads and writes say so); a new one is made first.
+        let directory: FileDescriptor
+        if let existing = try groupDirectory(group, create: false) {
+            directory = existing
+        } else {
+            directory = try existingGroupDirectory(group)
+        }
         var fd: FileDescriptor
         do {
             fd = try directory.openAt(Self.lockFileName, [.readWrite, .nonBlocking])

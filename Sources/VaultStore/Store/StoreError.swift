@@ -40,6 +40,9 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
         /// The master key (a key file, or `master.key`) is not this vault's: neither the marker nor
         /// `classes.key` opens under it.
         case wrongKey
+        /// A group's `group.key` is missing while the group holds items: its items are not damaged, and
+        /// nothing may remove them; the key comes back only from a backup.
+        case missingKey
         /// A fleet group's replica cannot be reached, or has no quorum: nothing was changed.
         case unavailable
         /// A fleet group's item changed on another machine since this one last read it.
