@@ -12,11 +12,25 @@ public struct ExportReport: Sendable, Hashable {
     public let leftOut: Int
     /// How many of `leftOut` are device identifiers (`deviceIdentifier`, `vault uuid`).
     public let leftOutDeviceIdentifiers: Int
+    /// The groups left out whole because a file of theirs could not be read (with
+    /// `leavingOutDamagedGroups`), each with the first failure: the backup does not hold them.
+    public let leftOutGroups: [LeftOutGroup]
 
-    init(exported: Int, leftOut: Int, leftOutDeviceIdentifiers: Int = 0) {
+    /// A group that a backup does not hold, and why.
+    public struct LeftOutGroup: Sendable, Hashable {
+        /// The group's name.
+        public let group: String
+        /// The failure that left it out.
+        public let reason: String
+        /// Its status (the exit status of the CLI's export).
+        public let status: VaultStatus
+    }
+
+    init(exported: Int, leftOut: Int, leftOutDeviceIdentifiers: Int = 0, leftOutGroups: [LeftOutGroup] = []) {
         self.exported = exported
         self.leftOut = leftOut
         self.leftOutDeviceIdentifiers = leftOutDeviceIdentifiers
+        self.leftOutGroups = leftOutGroups
     }
 }
 
@@ -83,9 +97,12 @@ extension Vault {
 
     /// Writes a backup of every item to `path` (which must not exist; 0600, durably), sealed under
     /// `key` (a passphrase or a backup key file), leaving out the `…ThisDeviceOnly` items. A damaged
-    /// item file stops the export (run `vault check`).
-    public func export(to path: String, key: BackupKey) throws(VaultError) -> ExportReport {
-        var (bytes, report) = try archiveEveryItem()
+    /// item file stops the export (run `vault check`); with `leavingOutDamagedGroups`, its group is
+    /// left out instead, and the others are exported (`ExportReport.leftOutGroups` names them).
+    public func export(to path: String, key: BackupKey, leavingOutDamagedGroups: Bool = false) throws(VaultError)
+        -> ExportReport
+    {
+        var (bytes, report) = try archiveEveryItem(leavingOutDamagedGroups: leavingOutDamagedGroups)
         defer { bytes.wipe() }
         try translatingStoreErrors { () throws(StoreError) in try BackupFile.write(bytes, to: path, key: key) }
         return report
@@ -93,23 +110,31 @@ extension Vault {
 
     /// A backup of every item, sealed under `key`, in memory: the bytes of a backup file, for a
     /// stream (`vault export -` writes them to standard output, e.g. into `rclone rcat`).
-    public func sealedBackup(key: BackupKey) throws(VaultError) -> SealedBackup {
-        var (bytes, report) = try archiveEveryItem()
+    public func sealedBackup(key: BackupKey, leavingOutDamagedGroups: Bool = false) throws(VaultError)
+        -> SealedBackup
+    {
+        var (bytes, report) = try archiveEveryItem(leavingOutDamagedGroups: leavingOutDamagedGroups)
         defer { bytes.wipe() }
         let sealed = try translatingStoreErrors { () throws(StoreError) in try BackupFile.seal(bytes, key: key) }
         return SealedBackup(bytes: sealed, report: report)
     }
 
     /// The archive of every item but the `…ThisDeviceOnly` ones (plaintext: the caller wipes it).
-    private func archiveEveryItem() throws(VaultError) -> ([UInt8], ExportReport) {
+    private func archiveEveryItem(leavingOutDamagedGroups: Bool) throws(VaultError) -> ([UInt8], ExportReport) {
         var items: [BackupBundle.Item] = []
         var leftOut = 0
         var leftOutDeviceIdentifiers = 0
+        var leftOutGroups: [ExportReport.LeftOutGroup] = []
         for name in try translatingStoreErrors({ () throws(StoreError) in try engine.store.groups() }) {
             let group = try AccessGroup(name.rawValue)
             let scanned = try engine.scan(group) { _ in true }
             if let locked = scanned.locked {
                 throw VaultError(locked.status, "cannot export a locked vault: \(locked.message)", cause: locked)
+            }
+            if let damage = scanned.damage, leavingOutDamagedGroups {
+                leftOutGroups.append(
+                    ExportReport.LeftOutGroup(group: group.rawValue, reason: damage.message, status: damage.status))
+                continue
             }
             if let damage = scanned.damage {
                 // A group whose key is missing holds sound items: nothing is to be removed, the key restored.
@@ -132,14 +157,17 @@ extension Vault {
         }
         let bundle = BackupBundle(
             version: 2, created: ItemRecord.now(), sourceVaultID: Data(engine.store.vaultID), items: items,
-            groups: try backupGroups(groupFile: Vault.systemGroupFile))
+            groups: try backupGroups(groupFile: Vault.systemGroupFile).filter { group in
+                !leftOutGroups.contains { $0.group == group.name }
+            })
         do {
             let bytes = try VaultArchive.encode(
                 bundle, options: VaultArchive.Options(maxSize: BackupFile.maximumByteCount))
             return (
                 bytes,
                 ExportReport(
-                    exported: items.count, leftOut: leftOut, leftOutDeviceIdentifiers: leftOutDeviceIdentifiers)
+                    exported: items.count, leftOut: leftOut, leftOutDeviceIdentifiers: leftOutDeviceIdentifiers,
+                    leftOutGroups: leftOutGroups)
             )
         } catch let error as EncodingError {
             throw VaultError(.param, "cannot archive the backup: \(error.redactedDescription)")

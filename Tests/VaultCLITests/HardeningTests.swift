@@ -63,8 +63,17 @@ import VaultTestSupport
             #expect(
                 FileManager.default.createFile(
                     atPath: backupKey, contents: Data(repeating: 7, count: 32), attributes: [.posixPermissions: 0o600]))
+            // The backup holds the other groups, names the one it left out, and says so by its status.
             let export = try scratch.run(["export", "--backup-key-file", backupKey, scratch.root + "/b"])
             #expect(export.status == 6 && !export.errors.contains("--remove-damaged"), "\(export.errors)")
+            #expect(export.errors.contains("left out group g1, which the backup does not hold"), "\(export.errors)")
+            let other = scratch.root + "/other"
+            try #require(scratch.run(["--vault", other, "init"], vaultOption: false).status == 0)
+            let imported = try scratch.run(
+                ["--vault", other, "import", "--backup-key-file", backupKey, scratch.root + "/b"], vaultOption: false)
+            #expect(imported.status == 0, "\(imported.errors)")
+            #expect(try scratch.run(["--vault", other, "--group", "g2", "get", "s2"], vaultOption: false).text == "v")
+            #expect(!FileManager.default.fileExists(atPath: other + "/groups/g1"), "the left-out group was made")
             // Put back, everything reads again.
             try FileManager.default.moveItem(atPath: scratch.root + "/g1.key", toPath: key)
             #expect(try scratch.run(["--group", "g1", "get", "s1"]).text == "v")

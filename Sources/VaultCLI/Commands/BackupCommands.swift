@@ -48,7 +48,9 @@ public struct ExportCommand: Sendable, Hashable {
             jobs; make it once with `(umask 077 && head -c 32 /dev/urandom > K)` and keep it apart
             from the backups). Items that are …ThisDeviceOnly never leave the device: they are left
             out, and the count is reported on standard error with the count exported, the device
-            identifiers of `vault uuid` counted apart. The backup also
+            identifiers of `vault uuid` counted apart. A group with a file that cannot be read (damaged,
+            or its group.key missing) is left out whole and named; the backup holds the other groups,
+            and the exit status is that failure's (6 for damage). The backup also
             records every group: private, or shared with a Unix group (its gid and /etc/group name), so
             that `vault import` makes a missing group as it was.
             """,
@@ -87,17 +89,29 @@ public struct ExportCommand: Sendable, Hashable {
         let destination: String
         if toOutput {
             let sealed = try context.attempt(vault, "export") { () throws(VaultError) in
-                try vault.sealedBackup(key: key)
+                try vault.sealedBackup(key: key, leavingOutDamagedGroups: true)
             }
             try context.write(bytes: sealed.bytes)
             report = sealed.report
             destination = "standard output"
         } else {
-            report = try context.attempt(vault, path) { () throws(VaultError) in try vault.export(to: path, key: key) }
+            report = try context.attempt(vault, path) { () throws(VaultError) in
+                try vault.export(to: path, key: key, leavingOutDamagedGroups: true)
+            }
             destination = path
         }
         context.writeError(
             "vault: exported \(Output.count(report.exported, "item")) to \(destination)" + Self.leftOut(report) + "\n")
+        // One damaged or keyless group does not stop the backup of the others; it is named, and the status
+        // says the backup is not whole.
+        guard let first = report.leftOutGroups.first else { return }
+        for left in report.leftOutGroups {
+            context.writeError("vault: left out group \(left.group), which the backup does not hold: \(left.reason)\n")
+        }
+        throw CLIError(
+            ExitCode(first.status), "export",
+            "\(Output.count(report.leftOutGroups.count, "group")) left out (see above; `vault check` names each file)",
+            reported: false)
     }
 
     /// What the backup leaves out, said as what it is: device identifiers (`vault uuid`) stay with the
