@@ -99,18 +99,21 @@ extension VaultStore {
     /// Throws `missingKey` when `group`, whose key file is missing, holds items: its key is lost, and
     /// `consequence` says what the caller will not do about it.
     func refuseItemsWithoutKey(_ group: GroupName, _ consequence: String) throws(StoreError) {
-        guard holdsItemFiles(group) else { return }
+        guard try holdsItemFiles(group) else { return }
         let keyPath = groupPath(group) / GroupKeyFile.fileName
         throw StoreError(
             .missingKey, "\(keyPath) is missing but group \(group) holds items: " + consequence, path: keyPath.string)
     }
 
-    /// Whether `group`'s directory exists and holds item files (one listing; no replica is asked).
-    func holdsItemFiles(_ group: GroupName) -> Bool {
-        guard let directory = try? groupDirectory(group, create: false),
-            let names = try? directory.entryNames()
-        else { return false }
-        return names.contains { ItemID(fileName: $0) != nil }
+    /// Whether `group`'s directory exists and holds item files (one listing; no replica is asked). A
+    /// listing that fails is thrown, never taken for "no items": a new key would go over them.
+    func holdsItemFiles(_ group: GroupName) throws(StoreError) -> Bool {
+        guard let directory = try groupDirectory(group, create: false) else { return false }
+        do {
+            return try directory.entryNames().contains { ItemID(fileName: $0) != nil }
+        } catch {
+            throw StoreError.system(error, .readDirectory, "list", path: groupPath(group))
+        }
     }
 
     /// The ids of the items in `group`, sorted unless `sorted` is false; temp files and foreign names

@@ -37,8 +37,8 @@ extension VaultStore {
                 let keyPath = groupPath(group) / GroupKeyFile.fileName
                 throw StoreError(
                     .missingKey,
-                    "\(keyPath) is missing: group \(group) has no key to rotate; restore it from a backup, or remove "
-                        + "the group (`vault group rm \(group)`); nothing was changed",
+                    "\(keyPath) is missing: group \(group) has no key to rotate; restore it from a backup; nothing "
+                        + "was changed",
                     path: keyPath.string)
             }
             // 1. Both keys, the new one current (an interrupted rotation's new key is reused).

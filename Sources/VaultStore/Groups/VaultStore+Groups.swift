@@ -40,7 +40,7 @@ extension VaultStore {
             // would call every one of them damaged (and `check --remove-damaged` would remove them). A
             // group is made with its key before any item, so items seen after the key was not are those of
             // a group another writer made meanwhile when the key is there on a second look.
-            if holdsItemFiles(group) {
+            if try holdsItemFiles(group) {
                 if let file = try loadGroupKeyFile(group) {
                     return try GroupKeys(file: file, classKeys: itemClassKeys, group: group)
                 }
@@ -211,6 +211,8 @@ extension VaultStore {
 
     /// The steps of `createGroup`, and of the first write to a private group that does not exist yet.
     func makeGroup(_ group: GroupName, unixGroup: UInt32?, classKeys: ClassKeys) throws(StoreError) {
+        // Never a new key over items whose key is missing (they would then be lost for good).
+        try refuseItemsWithoutKey(group, "restore it from a backup (its keys are nowhere else); nothing was written")
         let groupPath = groupPath(group)
         if let unixGroup { try makeSharedGroupDirectory(group, unixGroup: unixGroup) }
         guard let directory = try groupDirectory(group, create: true) else {

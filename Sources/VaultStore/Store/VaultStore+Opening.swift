@@ -61,7 +61,7 @@ extension VaultStore {
         }
         do {
             return try openAsOwner(location, keySource: keySource, versions: versions, replication: replication)
-        } catch  where error.code == .integrity && rekeyUnderWay(location) {
+        } catch  where (error.code == .integrity || error.code == .wrongKey) && rekeyUnderWay(location) {
             // A rekey switched the key files between this open's reads of them (it began after the open
             // looked for its journal): once more, which waits for the rekey's lock and reads its result.
             return try openAsOwner(location, keySource: keySource, versions: versions, replication: replication)
