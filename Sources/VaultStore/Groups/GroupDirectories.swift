@@ -62,11 +62,8 @@ extension VaultStore {
                     // theirs stands.
                     keyCache.withLock { _ = $0.groupKeys.removeValue(forKey: group) }
                     guard try keys(for: group).isAbsent else { return }
-                    // Groups are made under this lock and a key is written before any item, so a
-                    // directory that holds items but no key file now lost its key (a member may delete it
-                    // from a shared directory): a new key would leave every item there unreadable.
-                    try refuseItemsWithoutKey(
-                        group, "restore it from a backup (its keys are nowhere else); nothing was written")
+                    // A directory that holds items but no key file lost its key: `keys(for:)` above and
+                    // `makeGroup` below refuse it, never writing a new key over the items.
                     // A shared directory that lost its key (a member removed it before any item was written)
                     // stays shared: its members keep their group.
                     let status = try? groupsDirectory.statusAt(group.rawValue)
@@ -100,8 +97,13 @@ extension VaultStore {
     /// `consequence` says what the caller will not do about it.
     func refuseItemsWithoutKey(_ group: GroupName, _ consequence: String) throws(StoreError) {
         guard try holdsItemFiles(group) else { return }
+        throw missingKey(group, consequence)
+    }
+
+    /// The refusal of `group`, which holds items but whose key file is missing.
+    func missingKey(_ group: GroupName, _ consequence: String) -> StoreError {
         let keyPath = groupPath(group) / GroupKeyFile.fileName
-        throw StoreError(
+        return StoreError(
             .missingKey, "\(keyPath) is missing but group \(group) holds items: " + consequence, path: keyPath.string)
     }
 

@@ -44,7 +44,8 @@ extension VaultStore {
                 if let file = try loadGroupKeyFile(group) {
                     return try GroupKeys(file: file, classKeys: itemClassKeys, group: group)
                 }
-                try refuseItemsWithoutKey(
+                // Listed once already: the refusal itself, not `refuseItemsWithoutKey`'s second listing.
+                throw missingKey(
                     group,
                     "restore it from a backup (its keys are nowhere else); the items are not damaged: do not remove "
                         + "them")
