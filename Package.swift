@@ -84,7 +84,8 @@ let package = Package(
         // it. Release builds are a static executable (Swift runtime, FoundationEssentials, libsodium):
         // start-up is most of what a `vault get` costs (docs/PERFORMANCE.md). Debug builds stay
         // dynamic, for fast links of the tests.
-        .target(name: "VaultCLI", dependencies: ["Vault", "VaultArchive"], swiftSettings: cliSwiftSettings),
+        .target(
+            name: "VaultCLI", dependencies: ["Vault", "VaultArchive", "VaultSystem"], swiftSettings: cliSwiftSettings),
         .executableTarget(
             name: "vault", dependencies: ["VaultCLI", "VaultSystem"], exclude: ["startup.order"],
             swiftSettings: cliSwiftSettings,

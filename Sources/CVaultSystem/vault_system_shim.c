@@ -20,6 +20,9 @@
 #include <termios.h>
 #include <spawn.h>
 #include <syslog.h>
+#include <sys/wait.h>
+#include <sys/vfs.h>
+#include <sys/stat.h>
 
 int vsys_ofd_lock(int fd, int type, int wait, long long offset) {
     struct flock lock;
@@ -288,8 +291,18 @@ int vsys_duplicate_above(int fd, int minimum) {
     return fcntl(fd, F_DUPFD_CLOEXEC, minimum);
 }
 
+/* The soft limit before vsys_disable_core_files, which vsys_run_forwarding_signals gives a program it starts. */
+static struct rlimit core_limit_before;
+static int core_limit_saved;
+
 int vsys_disable_core_files(void) {
-    struct rlimit limit = {0, 0};
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_CORE, &limit) != 0) return -1;
+    if (!core_limit_saved) {
+        core_limit_before = limit;
+        core_limit_saved = 1;
+    }
+    limit.rlim_cur = 0;
     return setrlimit(RLIMIT_CORE, &limit);
 }
 
@@ -332,4 +345,190 @@ int vsys_spawn_close_from(void *actions, int from) {
 void vsys_syslog_notice(const char *message) {
     /* No openlog: a process that embeds the vault keeps its own ident and connection. */
     syslog(LOG_USER | LOG_NOTICE, "%s", message);
+}
+
+/* Moves `fd` to a number of at least `minimum` (the old number stays open). */
+static int move_above(int fd, int minimum) { return fcntl(fd, F_DUPFD, minimum); }
+
+int vsys_spawn_directory_remover(int parent, const char *name, int *release) {
+    char kept[256];
+    size_t length = strlen(name);
+    if (length == 0 || length >= sizeof kept || strchr(name, '/') != NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    memcpy(kept, name, length + 1);
+    int ends[2];
+    if (pipe2(ends, O_CLOEXEC) != 0) return -1;
+    pid_t pid = fork();
+    if (pid < 0) {
+        int saved = errno;
+        close(ends[0]);
+        close(ends[1]);
+        errno = saved;
+        return -1;
+    }
+    if (pid == 0) {
+        /* Only system calls from here on: another thread may have held malloc's lock at the fork. */
+        setsid();
+        prctl(PR_SET_NAME, "vault-cleanup", 0, 0, 0);
+        struct sigaction ignore;
+        memset(&ignore, 0, sizeof ignore);
+        ignore.sa_handler = SIG_IGN;
+        const int ignored[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGPIPE, SIGALRM, SIGTSTP,
+                               SIGTTIN, SIGTTOU, SIGWINCH};
+        for (size_t i = 0; i < sizeof ignored / sizeof ignored[0]; i++) sigaction(ignored[i], &ignore, NULL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        int wait_end = move_above(ends[0], 5);
+        int directory = move_above(parent, 5);
+        if (wait_end < 0 || directory < 0) _exit(1);
+        dup2(wait_end, 3);
+        dup2(directory, 4);
+        syscall(SYS_close_range, 5U, ~0U, 0U);
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+            dup2(null, 2);
+            if (null > 4) close(null);
+        }
+        char byte;
+        for (;;) {
+            ssize_t got = read(3, &byte, 1);
+            if (got == 0) break;
+            if (got < 0 && errno != EINTR) break;
+        }
+        int files = openat(4, kept, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (files >= 0) {
+            fchmod(files, 0700);
+            long buffer[512];
+            for (;;) {
+                long filled = syscall(SYS_getdents64, files, buffer, sizeof buffer);
+                if (filled <= 0) break;
+                int removed = 0;
+                for (long offset = 0; offset < filled;) {
+                    struct dirent64 *entry = (struct dirent64 *)((char *)buffer + offset);
+                    offset += entry->d_reclen;
+                    const char *entry_name = entry->d_name;
+                    if (entry_name[0] == '.' && (entry_name[1] == 0 || (entry_name[1] == '.' && entry_name[2] == 0)))
+                        continue;
+                    if (unlinkat(files, entry_name, 0) == 0) removed = 1;
+                }
+                if (removed) lseek(files, 0, SEEK_SET);
+            }
+            close(files);
+        }
+        unlinkat(4, kept, AT_REMOVEDIR);
+        _exit(0);
+    }
+    close(ends[0]);
+    *release = ends[1];
+    return pid;
+}
+
+/* The child that vsys_run_forwarding_signals waits for (0 when none): its signal handler's target. */
+static volatile sig_atomic_t forwarding_target;
+
+static const int forwarded_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH, SIGALRM};
+#define FORWARDED_COUNT (sizeof forwarded_signals / sizeof forwarded_signals[0])
+
+static void forward_signal(int signal_number, siginfo_t *info, void *context) {
+    (void)context;
+    /* The terminal sends its signals to the whole foreground process group, the child included. */
+    if (info != NULL && info->si_code == SI_KERNEL) return;
+    pid_t target = (pid_t)forwarding_target;
+    if (target > 0) kill(target, signal_number);
+}
+
+int vsys_run_forwarding_signals(const char *path, char *const arguments[], char *const environment[],
+                                int *wait_status) {
+    int report[2];
+    if (pipe2(report, O_CLOEXEC) != 0) return errno;
+    struct sigaction previous[FORWARDED_COUNT];
+    struct sigaction forward;
+    memset(&forward, 0, sizeof forward);
+    forward.sa_sigaction = forward_signal;
+    forward.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&forward.sa_mask);
+    sigset_t blocked, before;
+    sigemptyset(&blocked);
+    for (size_t i = 0; i < FORWARDED_COUNT; i++) sigaddset(&blocked, forwarded_signals[i]);
+    /* Held back until the child's pid is known, so that none is lost to a target of 0. A signal this
+       process ignores (a background job's SIGINT) stays ignored, and is not passed on. */
+    pthread_sigmask(SIG_BLOCK, &blocked, &before);
+    int handled[FORWARDED_COUNT];
+    for (size_t i = 0; i < FORWARDED_COUNT; i++) {
+        sigaction(forwarded_signals[i], NULL, &previous[i]);
+        handled[i] = previous[i].sa_handler != SIG_IGN;
+        if (handled[i]) sigaction(forwarded_signals[i], &forward, NULL);
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        struct sigaction fallback;
+        memset(&fallback, 0, sizeof fallback);
+        fallback.sa_handler = SIG_DFL;
+        for (int signal_number = 1; signal_number < NSIG; signal_number++) {
+            if (signal_number == SIGKILL || signal_number == SIGSTOP) continue;
+            int kept_ignored = 0;
+            for (size_t i = 0; i < FORWARDED_COUNT; i++) {
+                if (forwarded_signals[i] == signal_number && !handled[i]) kept_ignored = 1;
+            }
+            if (!kept_ignored) sigaction(signal_number, &fallback, NULL);
+        }
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        if (core_limit_saved) setrlimit(RLIMIT_CORE, &core_limit_before);
+        execve(path, arguments, environment);
+        int failure = errno;
+        ssize_t ignored = write(report[1], &failure, sizeof failure);
+        (void)ignored;
+        _exit(127);
+    }
+    int result = 0;
+    if (pid < 0) {
+        result = errno;
+    } else {
+        forwarding_target = pid;
+    }
+    close(report[1]);
+    /* Unblocked while the child runs even if this process started with them blocked: they are what it
+       must pass on. */
+    sigset_t waiting = before;
+    for (size_t i = 0; i < FORWARDED_COUNT; i++) sigdelset(&waiting, forwarded_signals[i]);
+    pthread_sigmask(SIG_SETMASK, &waiting, NULL);
+    /* The child has its own copy of the environment (which can hold secrets): this one goes. */
+    for (char *const *entry = environment; *entry != NULL; entry++) explicit_bzero(*entry, strlen(*entry));
+    if (pid > 0) {
+        int failure = 0;
+        ssize_t got;
+        do {
+            got = read(report[0], &failure, sizeof failure);
+        } while (got < 0 && errno == EINTR);
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0) {
+            if (errno != EINTR) {
+                result = errno;
+                break;
+            }
+        }
+        if (got == (ssize_t)sizeof failure) result = failure;
+        *wait_status = status;
+    }
+    close(report[0]);
+    pthread_sigmask(SIG_BLOCK, &blocked, NULL);
+    forwarding_target = 0;
+    for (size_t i = 0; i < FORWARDED_COUNT; i++) {
+        if (handled[i]) sigaction(forwarded_signals[i], &previous[i], NULL);
+    }
+    pthread_sigmask(SIG_SETMASK, &before, NULL);
+    return result;
+}
+
+long long vsys_file_system_type(int fd) {
+    struct statfs status;
+    if (fstatfs(fd, &status) != 0) return -1;
+    return (long long)status.f_type;
 }

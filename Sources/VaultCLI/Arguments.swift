@@ -238,6 +238,10 @@ public enum Command: Sendable, Hashable {
     case importBackup(ImportCommand)
     /// `vault rekey`.
     case rekey(RekeyCommand)
+    /// `vault run`.
+    case run(RunCommand)
+    /// `vault inject`.
+    case inject(InjectCommand)
 }
 
 /// What each command declares about itself: its name, options, operands, help, and how to build it
@@ -252,12 +256,17 @@ struct CommandInfo: Sendable {
     let options: [OptionSpec]
     let operands: [OperandSpec]
     let subcommands: [CommandInfo]
+    /// Whether its first operand starts a command line of another program (`vault run`): the options
+    /// after it are that program's, not this command's.
+    let takesCommandLine: Bool
     let make: @Sendable (ParsedArguments) throws(UsageError) -> Command
 
     init(
         name: String, synopsis: String, summary: String, details: String, options: [OptionSpec],
-        operands: [OperandSpec] = [], make: @escaping @Sendable (ParsedArguments) throws(UsageError) -> Command
+        operands: [OperandSpec] = [], takesCommandLine: Bool = false,
+        make: @escaping @Sendable (ParsedArguments) throws(UsageError) -> Command
     ) {
+        self.takesCommandLine = takesCommandLine
         self.name = name
         self.synopsis = synopsis
         self.summary = summary
@@ -276,6 +285,7 @@ struct CommandInfo: Sendable {
         self.details = details
         options = []
         operands = []
+        takesCommandLine = false
         self.subcommands = subcommands
         // The parser picks a subcommand first (`ArgumentParser.parse`); this runs only if it did not.
         make = { _ throws(UsageError) in throw CommandInfo.missingSubcommand(name, subcommands) }
@@ -305,6 +315,7 @@ public enum ArgumentParser {
         ("passwd", { PasswdCommand.info }),
         ("unlock", { UnlockCommand.info }), ("lock", { LockCommand.info }), ("export", { ExportCommand.info }),
         ("import", { ImportCommand.info }), ("rekey", { RekeyCommand.info }), ("upgrade", { UpgradeCommand.info }),
+        ("run", { RunCommand.info }), ("inject", { InjectCommand.info }),
         ("help", { HelpCommand.info }),
     ]
 
@@ -358,8 +369,10 @@ public enum ArgumentParser {
             topic = name + " " + word
             arguments = after.dropFirst()
         }
-        let (parsed, _) = try ParsedArguments.parse(
-            arguments, specs: command.options + GlobalOptions.specs, command: topic)
+        var (parsed, commandLine) = try ParsedArguments.parse(
+            arguments, specs: command.options + GlobalOptions.specs, command: topic,
+            stopAtOperand: command.takesCommandLine)
+        parsed.operands += commandLine
         try global.take(parsed)
         if parsed.flag("help") { return Invocation(global: global, command: .help(topic: topic)) }
         return Invocation(global: global, command: try command.make(parsed))

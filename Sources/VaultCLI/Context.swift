@@ -45,7 +45,9 @@ struct Context {
 
     /// The client the command acts as: `--app` and `--group` when given, else the environment
     /// (VAULT_ENTITLEMENTS, VAULT_APP_ID, VAULT_ACCESS_GROUPS), else the application identifier "vault".
-    func client() throws(CLIError) -> Client {
+    /// `including` adds access groups that the command's own operands name (`vault run`'s
+    /// `@GROUP/SERVICE`), as `--group` does for one.
+    func client(including extraGroups: [AccessGroup] = []) throws(CLIError) -> Client {
         // The option or variable at fault is named: each of these is an access group's name (the
         // variables count only without VAULT_ENTITLEMENTS, which names its own file in its errors).
         let entitled = !(environment["VAULT_ENTITLEMENTS"] ?? "").isEmpty
@@ -68,14 +70,17 @@ struct Context {
         do {
             let base = try Client.fromEnvironment(
                 environment, fallbackApplicationIdentifier: Self.defaultApplicationIdentifier)
-            guard global.applicationIdentifier != nil || global.group != nil else { return base }
+            guard global.applicationIdentifier != nil || global.group != nil || !extraGroups.isEmpty else {
+                return base
+            }
             let app = global.applicationIdentifier ?? base.applicationIdentifier ?? Self.defaultApplicationIdentifier
-            let groups: [String]
+            var groups: [String]
             if let group = global.group {
                 groups = [group]
             } else {
                 groups = base.accessGroups.map(\.rawValue).filter { $0 != base.applicationIdentifier }
             }
+            for group in extraGroups.map(\.rawValue) where !groups.contains(group) { groups.append(group) }
             return try Client(applicationIdentifier: app, accessGroups: groups)
         } catch {
             throw CLIError(ExitCode(error.status), "client", error.message)
@@ -116,9 +121,11 @@ struct Context {
     /// Opens the existing vault as the command's client; with `creatingIfMissing` (a credential
     /// helper's store, the first write as an Apple keychain's first add) a missing one is created,
     /// unless the key is external (then nothing is created implicitly).
-    func openVault(creatingIfMissing: Bool = false) throws(CLIError) -> Vault {
+    func openVault(creatingIfMissing: Bool = false, includingGroups extraGroups: [AccessGroup] = []) throws(CLIError)
+        -> Vault
+    {
         let path = try vaultPath()
-        let client = try client()
+        let client = try client(including: extraGroups)
         let vault: Vault
         do {
             do {

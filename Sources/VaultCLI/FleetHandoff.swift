@@ -30,13 +30,18 @@ enum FleetHandoff {
         switch command {
         case .groupCreate(let create): return create.fleet != nil
         case .groupJoin, .groupExportKey, .groupResync: return true
-        case .put, .get, .remove, .list:
+        case .put, .get, .remove, .list, .run, .inject:
             guard let path = try? context.vaultPath() else { return false }
-            let groups: [AccessGroup]
+            var groups: [AccessGroup]
             if let named = context.global.group.flatMap({ try? AccessGroup($0) }) {
                 groups = [named]
             } else {
                 groups = (try? context.client())?.accessGroups ?? []
+            }
+            // `vault run`'s secrets may name their groups (`@GROUP/SERVICE`); a template's are read
+            // only by the command, which looks in the client's groups listed above.
+            if case .run(let run) = command {
+                groups += (run.files + run.variables).compactMap { try? SecretReference($0.reference).group }
             }
             return groups.contains { Vault.isFleetGroup(vaultPath: path, group: $0) }
         default:

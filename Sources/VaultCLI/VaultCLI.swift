@@ -75,15 +75,15 @@ public enum VaultCLI {
                     global: global, environment: environment, input: input, output: output, errors: errors,
                     preloadedKey: owner.key, fleet: fleet)
             }
-            try execute(invocation.command, in: context)
-            return ExitCode.success.rawValue
+            return try execute(invocation.command, in: context)
         } catch {
             if !error.reported { context.writeError(error) }
             return error.code.rawValue
         }
     }
 
-    static func execute(_ command: Command, in context: Context) throws(CLIError) {
+    /// Runs `command`; returns the exit status: success, or for `vault run` the program's.
+    static func execute(_ command: Command, in context: Context) throws(CLIError) -> Int32 {
         switch command {
         case .help(let topic):
             if let topic, let info = ArgumentParser.info(topic: topic) {
@@ -117,6 +117,9 @@ public enum VaultCLI {
         case .export(let command): try command.run(in: context)
         case .importBackup(let command): try command.run(in: context)
         case .rekey(let command): try command.run(in: context)
+        case .run(let command): return try command.run(in: context)
+        case .inject(let command): try command.run(in: context)
         }
+        return ExitCode.success.rawValue
     }
 }

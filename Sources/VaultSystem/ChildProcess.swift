@@ -60,4 +60,97 @@ public enum ChildProcess {
         let exitStatus = signal == 0 ? (waitStatus >> 8) & 0xff : 128 + signal
         return Result(exitStatus: exitStatus, peakResidentKilobytes: Int(usage.ru_maxrss))
     }
+
+    /// How a program that `runForwardingSignals` started ended.
+    public enum Termination: Sendable, Equatable {
+        /// It exited with this status (0...255).
+        case exited(Int32)
+        /// A signal ended it.
+        case signaled(Int32)
+
+        /// The shell's number for it: the exit status, or 128 + the signal number.
+        public var shellStatus: Int32 {
+            switch self {
+            case .exited(let status): return status
+            case .signaled(let signal): return 128 + signal
+            }
+        }
+    }
+
+    /// Starts the program at `executable` with `arguments` (argv[0] first) and `environment` (entries
+    /// `NAME=value`, without NUL bytes), passes on the signals sent to this process that a supervisor
+    /// should (`vsys_run_forwarding_signals`), and waits for it to end. The environment can hold secrets
+    /// the caller chose to put there: `environment` is zeroed before the program starts, and this
+    /// process's own copy once the program has its own, so none is kept while it runs.
+    public static func runForwardingSignals(
+        _ executable: String, arguments: [String], environment: inout [[UInt8]]
+    ) throws(SystemCallError) -> Termination {
+        let argv = arguments.map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        let envp: [UnsafeMutablePointer<CChar>?] =
+            environment.map { entry in
+                let copy = UnsafeMutablePointer<CChar>.allocate(capacity: entry.count + 1)
+                entry.withUnsafeBytes { bytes in
+                    UnsafeMutableRawPointer(copy).copyMemory(from: bytes.baseAddress!, byteCount: entry.count)
+                }
+                copy[entry.count] = 0
+                return copy
+            } + [nil]
+        for index in environment.indices {
+            environment[index].withUnsafeMutableBytes {
+                if let base = $0.baseAddress { explicit_bzero(base, $0.count) }
+            }
+        }
+        defer {
+            for pointer in envp {
+                guard let pointer else { continue }
+                explicit_bzero(pointer, strlen(pointer))
+                pointer.deallocate()
+            }
+        }
+        var waitStatus: Int32 = 0
+        let failure = executable.withCString { path in
+            argv.withUnsafeBufferPointer { argumentList in
+                envp.withUnsafeBufferPointer { environmentList in
+                    vsys_run_forwarding_signals(
+                        path, argumentList.baseAddress, environmentList.baseAddress, &waitStatus)
+                }
+            }
+        }
+        guard failure == 0 else { throw SystemCallError(systemCall: .startProcess, errno: Errno(rawValue: failure)) }
+        let signal = waitStatus & 0x7f
+        return signal == 0 ? .exited((waitStatus >> 8) & 0xff) : .signaled(signal)
+    }
+
+    /// This process's environment as `NAME=value` entries, byte for byte, without those whose name is in
+    /// `removing`.
+    public static func inheritedEnvironment(removing: Set<String> = []) -> [[UInt8]] {
+        guard var entry = vsys_environment() else { return [] }
+        var entries: [[UInt8]] = []
+        while let pointer = entry.pointee {
+            let bytes = [UInt8](UnsafeRawBufferPointer(start: pointer, count: Glibc.strlen(pointer)))
+            let name = String(decoding: bytes.prefix { $0 != UInt8(ascii: "=") }, as: UTF8.self)
+            if !removing.contains(name) { entries.append(bytes) }
+            entry += 1
+        }
+        return entries
+    }
+
+    /// The program a command names, as a shell finds it: `command` itself when it holds a `/`, else the
+    /// first executable regular file of that name in the directories of `searchPath` (`$PATH`; an empty
+    /// entry is the working directory); nil when there is none.
+    public static func executablePath(for command: String, searchPath: String?) -> String? {
+        if command.contains("/") { return command }
+        let directories = (searchPath ?? "/usr/local/bin:/usr/bin:/bin").split(
+            separator: ":", omittingEmptySubsequences: false)
+        for directory in directories {
+            let candidate = (directory.isEmpty ? "." : String(directory)) + "/" + command
+            var status = stat()
+            guard stat(candidate, &status) == 0, status.st_mode & S_IFMT == S_IFREG,
+                access(candidate, X_OK) == 0
+            else { continue }
+            return candidate
+        }
+        return nil
+    }
 }

@@ -34,4 +34,6 @@ public enum SystemOperation: String, Sendable, CaseIterable, Hashable {
     case chmod
     /// pthread_create(3).
     case startThread
+    /// fork(2) and execve(2): starting a process.
+    case startProcess
 }

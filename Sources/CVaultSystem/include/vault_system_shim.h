@@ -122,4 +122,27 @@ VSYS_INTERNAL long long vsys_core_file_limit(void);
 /// can no longer be changed once the user id is not root). Returns 0, or -1 with errno set.
 VSYS_INTERNAL int vsys_become_user(unsigned int uid, unsigned int gid, const unsigned int *groups, int count);
 
+/// Forks a process that removes the directory `name` in the directory `parent` (every entry, then the
+/// directory itself) once the pipe whose write end it returns in `*release` (close-on-exec) is closed:
+/// when this process closes it, or ends however it ends, SIGKILL included. The remover starts a session
+/// of its own (a signal to this process's group does not reach it), ignores the terminal's and the
+/// usual termination signals, and keeps none of this process's descriptors but those two. Returns its
+/// pid, or -1 with errno set.
+VSYS_INTERNAL int vsys_spawn_directory_remover(int parent, const char *name, int *release);
+
+/// Starts `path` (execve: `arguments` and `environment` NULL-terminated) and waits for it, passing on
+/// to it SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH and SIGALRM sent to this process
+/// (not those the terminal sent to its foreground process group, which the child got too, nor those this
+/// process ignores, which stay ignored in the child). The child starts with every other signal at its
+/// default action, none blocked, and the core file limit this process
+/// had before vsys_disable_core_files. The strings of `environment` are zeroed once the child has its own
+/// copy. Returns 0 with the wait status in `*wait_status`, or the errno
+/// of the failure (execve's, when the program could not be started).
+VSYS_INTERNAL int vsys_run_forwarding_signals(const char *path, char *const arguments[], char *const environment[],
+                                              int *wait_status);
+
+/// The file system type of `fd` (fstatfs's f_type, e.g. TMPFS_MAGIC), or -1 with errno set: Swift's Glibc
+/// module does not import <sys/vfs.h>.
+VSYS_INTERNAL long long vsys_file_system_type(int fd);
+
 #endif
