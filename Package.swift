@@ -1,33 +1,6 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
-// Concrete generic types (a Dictionary or Set of the vault's own keys, a generic cache) get their type
-// metadata through accessor functions that are handed the conformances the compiler knows, instead of
-// through mangled names that the runtime decodes and whose requirements it checks by scanning every
-// conformance record of the executable (3,657 in the static CLI, about 225,000 instructions a scan):
-// such scans were 2.5 million of a `vault get`'s 4.4 million instructions (docs/PERFORMANCE.md,
-// "Start-up work of one get"). On the targets a `vault get` runs through. (Tools version 6.2: from
-// there on SwiftPM accepts a dependency whose targets have unsafe flags, so the libraries stay usable
-// as versioned dependencies.)
-let metadataAccessors: [SwiftSetting] = [
-    .unsafeFlags(["-Xfrontend", "-disable-concrete-type-metadata-mangled-name-accessors"])
-]
-
-// The code of the static CLI. Release builds give each function a section of its own, so that the linker
-// can lay out the functions that `vault get`, `put` and the other commands run next to each other, in the
-// order of Sources/vault/startup.order (written by scripts/startup-order): the kernel maps an
-// executable's code 64 KiB at a fault, and a get's code spread over the 13 MB text faulted in 106 times
-// (docs/PERFORMANCE.md, "The CLI's code, laid out"). The compiler keeps an object whose module's IR is
-// unchanged, and its IR hash does not cover -function-sections: without -disable-incremental-llvm-codegen
-// a build directory made before the flag would keep objects without it.
-let cliSwiftSettings =
-    metadataAccessors + [
-        .unsafeFlags(
-            ["-Xfrontend", "-function-sections", "-Xfrontend", "-disable-incremental-llvm-codegen"],
-            .when(configuration: .release))
-    ]
-let startupOrderPath = Context.packageDirectory + "/Sources/vault/startup.order"
-
 let package = Package(
     name: "vault",
     products: [
@@ -62,11 +35,11 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]
         ),
-        .target(name: "VaultCrypto", dependencies: ["CSodium"], swiftSettings: cliSwiftSettings),
+        .target(name: "VaultCrypto", dependencies: ["CSodium"]),
         // Linux calls that Swift's Glibc module does not import (OFD locks, prctl).
         .target(name: "CVaultSystem"),
-        .target(name: "VaultSystem", dependencies: ["CVaultSystem"], swiftSettings: cliSwiftSettings),
-        .target(name: "VaultArchive", swiftSettings: cliSwiftSettings),
+        .target(name: "VaultSystem", dependencies: ["CVaultSystem"]),
+        .target(name: "VaultArchive"),
         // etcd's JSON gateway over libcurl, for fleet groups: built against Debian's libcurl4-openssl-dev,
         // not linked; libcurl.so.4 is loaded (dlopen) when a fleet group first needs it, so that a process
         // that uses none does not load it and its 30 libraries (vault_curl_shim.c). Never in the static CLI
@@ -76,29 +49,14 @@ let package = Package(
         // Fleet groups over VaultEtcd: the replication engine that `Vault.open(fleet: .etcd())` gives the store.
         .target(
             name: "VaultFleet", dependencies: ["VaultEtcd", "Vault", "VaultStore", "VaultCrypto", "VaultSystem"]),
-        .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"], swiftSettings: cliSwiftSettings),
-        .target(
-            name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto", "VaultSystem"],
-            swiftSettings: cliSwiftSettings),
+        .target(name: "VaultStore", dependencies: ["VaultCrypto", "VaultSystem"]),
+        .target(name: "Vault", dependencies: ["VaultStore", "VaultArchive", "VaultCrypto", "VaultSystem"]),
         // The command-line tool as a library (parser, one file per command), and a thin executable over
-        // it. Release builds are a static executable (Swift runtime, FoundationEssentials, libsodium):
-        // start-up is most of what a `vault get` costs (docs/PERFORMANCE.md). Debug builds stay
-        // dynamic, for fast links of the tests.
-        .target(
-            name: "VaultCLI", dependencies: ["Vault", "VaultArchive", "VaultSystem"], swiftSettings: cliSwiftSettings),
-        .executableTarget(
-            name: "vault", dependencies: ["VaultCLI", "VaultSystem"], exclude: ["startup.order"],
-            swiftSettings: cliSwiftSettings,
-            linkerSettings: [
-                .unsafeFlags(
-                    [
-                        "-static-executable", "-use-ld=lld", "-Xlinker", "--symbol-ordering-file=\(startupOrderPath)",
-                        "-Xlinker", "--no-warn-symbol-ordering",
-                    ], .when(configuration: .release)),
-                // The static FoundationEssentials does not autolink the two libraries it uses.
-                .linkedLibrary("_FoundationCShims", .when(configuration: .release)),
-                .linkedLibrary("_FoundationCollections", .when(configuration: .release)),
-            ]),
+        // it. The installed executable is built by scripts/build-cli, static and laid out for start-up
+        // (which is most of what a `vault get` costs: docs/PERFORMANCE.md); this manifest has no unusual
+        // flags, so that a package that depends on this one builds as any other.
+        .target(name: "VaultCLI", dependencies: ["Vault", "VaultArchive", "VaultSystem"]),
+        .executableTarget(name: "vault", dependencies: ["VaultCLI", "VaultSystem"], exclude: ["startup.order"]),
         // The same tool with an etcd client, dynamically linked: `vault` hands fleet-group commands to it.
         .executableTarget(
             name: "vault-fleet", dependencies: ["VaultCLI", "VaultFleet", "VaultSystem"], path: "Sources/VaultFleetMain"

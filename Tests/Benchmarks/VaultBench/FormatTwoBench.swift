@@ -333,7 +333,12 @@ struct BenchError: Error, CustomStringConvertible {
 }
 
 /// The executable `name` next to this one, if there is one.
+/// The executable `name` beside this one; for `vault`, `VAULT_BENCH_CLI` first (the installed build that
+/// scripts/build-cli makes, which the CLI rows are meant to measure).
 func siblingExecutable(_ name: String) -> String? {
+    if name == "vault", let given = ProcessInfo.processInfo.environment["VAULT_BENCH_CLI"], !given.isEmpty {
+        return FileManager.default.isExecutableFile(atPath: given) ? given : nil
+    }
     let path = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent(name)
         .path
     return FileManager.default.isExecutableFile(atPath: path) ? path : nil
