@@ -42,7 +42,8 @@ public struct RunCommand: Sendable, Hashable {
             HUP, QUIT, USR1, USR2, WINCH, ALRM) are passed on to COMMAND; those the terminal sends reach
             both directly. When COMMAND ends, the directory is removed; if vault itself is killed, even
             with SIGKILL, a process it left for the purpose removes it at once, so no secret stays
-            readable behind it. Options after COMMAND are COMMAND's.
+            readable behind it. Options after COMMAND are COMMAND's. Root running this on a vault of
+            another user acts as that user, as for every command: COMMAND then runs as the vault's owner.
             """,
         options: [
             .value("secret", "NAME=SECRET", "give the secret as the file NAME in $CREDENTIALS_DIRECTORY"),
