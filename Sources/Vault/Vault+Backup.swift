@@ -233,7 +233,8 @@ extension Vault {
     /// `importBackup(from:key:replace:costCeiling:)` with the Unix groups of shared groups resolved in
     /// `groupFile` (tests give their own).
     func importBackup(
-        from path: String, key: BackupKey, replace: Bool, costCeiling: PassphraseKeyDerivation.Limits, groupFile: String
+        from path: String, key: BackupKey, replace: Bool, costCeiling: PassphraseKeyDerivation.Limits,
+        groupFile: String?
     ) throws(VaultError) -> ImportReport {
         let plaintext = try translatingStoreErrors { () throws(StoreError) in
             try BackupFile.read(from: path, key: key, ceiling: costCeiling)
@@ -253,7 +254,7 @@ extension Vault {
         return try importBundle(plaintext, name: name, replace: replace, groupFile: Vault.systemGroupFile)
     }
 
-    private func importBundle(_ plaintext: SecureBytes, name path: String, replace: Bool, groupFile: String)
+    private func importBundle(_ plaintext: SecureBytes, name path: String, replace: Bool, groupFile: String?)
         throws(VaultError) -> ImportReport
     {
         let bundle: BackupBundle

@@ -12,7 +12,7 @@ extension BackupBundle {
         var shared: Bool
         /// The Unix group's gid where the backup was made (shared groups only).
         var unixGroupID: UInt32?
-        /// The Unix group's name in that machine's /etc/group, if it had one there: what an import
+        /// The Unix group's name on that machine, if it had one there: what an import
         /// resolves first, since a gid can name another group on another machine.
         var unixGroupName: String?
     }
@@ -21,10 +21,10 @@ extension BackupBundle {
 extension Vault {
     /// The group file the static reader uses (`UserDatabase`; NSS modules cannot be loaded in the
     /// static CLI).
-    static let systemGroupFile = "/etc/group"
+    static let systemGroupFile: String? = nil
 
     /// Every group of this vault as a backup records it, its Unix group named from `groupFile`.
-    func backupGroups(groupFile: String) throws(VaultError) -> [BackupBundle.Group] {
+    func backupGroups(groupFile: String?) throws(VaultError) -> [BackupBundle.Group] {
         let store = engine.store
         let names = try translatingStoreErrors { () throws(StoreError) in try store.groups() }
         return names.map { name in
@@ -53,7 +53,7 @@ extension Vault {
     /// and any refusal leaves the vault as it was: a Unix group this machine does not know, or one that
     /// this process may not give a directory to (not root, not a member), is refused with the fix. A
     /// shared group is never made private in silence. A group that exists keeps its own sharing (reported when it differs).
-    func prepareGroups(of bundle: BackupBundle, name path: String, groupFile: String) throws(VaultError)
+    func prepareGroups(of bundle: BackupBundle, name path: String, groupFile: String?) throws(VaultError)
         -> GroupPreparation
     {
         guard let groups = bundle.groups, !groups.isEmpty else { return GroupPreparation() }
@@ -98,7 +98,7 @@ extension Vault {
     /// (when the backup names none: a group that only a directory service knew) its gid. Refuses a name
     /// this machine does not list (the same gid may be another group here) and a gid this process may
     /// not give a directory to.
-    private func resolveUnixGroup(of recorded: BackupBundle.Group, path: String, groupFile: String)
+    private func resolveUnixGroup(of recorded: BackupBundle.Group, path: String, groupFile: String?)
         throws(VaultError) -> UInt32
     {
         let gid: UInt32
@@ -107,7 +107,7 @@ extension Vault {
                 throw VaultError(
                     .param,
                     "\(path) holds group \(recorded.name), shared with Unix group \(Self.describe(recorded)) where it "
-                        + "was made, and \(groupFile) here lists no group \(name): make it (`groupadd \(name)`), or make "
+                        + "was made, and \(groupFile ?? "this system") here has no group \(name): make it (`groupadd \(name)`), or make "
                         + "the access group yourself (`vault group create \(recorded.name) --unix-group GROUP`), then "
                         + "import again (nothing was imported)")
             }

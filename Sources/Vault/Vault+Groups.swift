@@ -16,7 +16,7 @@ extension Vault {
         public let isShared: Bool?
         /// The Unix group of a shared group.
         public let unixGroupID: UInt32?
-        /// That Unix group's name in /etc/group, if it has one there.
+        /// That Unix group's name, if the system has one for its gid.
         public let unixGroupName: String?
         /// How many item files it holds (a damaged one included), when this process may list it; 0 for a
         /// group that is not present.

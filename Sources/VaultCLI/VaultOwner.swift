@@ -43,8 +43,8 @@ enum VaultOwner {
         guard let user = UserDatabase.user(id: owner) else {
             throw CLIError(
                 .accessDenied, path,
-                "the vault belongs to uid \(owner), which /etc/passwd does not list (the static vault reads no "
-                    + "directory service): run vault as that user, e.g. `setpriv --reuid=\(owner) --regid=GID "
+                "the vault belongs to uid \(owner), which is no user of this system (`getent passwd \(owner)` "
+                    + "finds none): run vault as that uid, e.g. `setpriv --reuid=\(owner) --regid=GID "
                     + "--init-groups -- vault …`")
         }
         var key: SymmetricKey?

@@ -61,6 +61,51 @@ public enum ChildProcess {
         return Result(exitStatus: exitStatus, peakResidentKilobytes: Int(usage.ru_maxrss))
     }
 
+    /// Runs `executable` with `arguments` (not including argv[0]), standard input and error on
+    /// /dev/null and a plain environment (`PATH=/usr/bin:/bin`, `LC_ALL=C`), and returns its exit
+    /// status with the first `limit` bytes of its standard output (the rest is read and dropped).
+    public static func output(of executable: String, arguments: [String], limit: Int = 1 << 20) throws(Errno)
+        -> (status: Int32, output: [UInt8])
+    {
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else { throw Errno.current }
+        _ = fcntl(ends[0], F_SETFD, FD_CLOEXEC)
+        _ = fcntl(ends[1], F_SETFD, FD_CLOEXEC)
+        let reader = FileDescriptor(rawValue: ends[0])
+        defer { try? reader.close() }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, ends[1], 1)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        _ = vsys_spawn_close_from(&actions, 3)
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for pointer in argv { free(pointer) } }
+        let environment: [String] = ["PATH=/usr/bin:/bin", "LC_ALL=C"]
+        let envp = environment.map { strdup($0) } + [nil]
+        defer { for pointer in envp { free(pointer) } }
+        var pid: pid_t = 0
+        // The write end becomes the child's standard output (dup2 clears close-on-exec on the copy).
+        let spawned = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        _ = Glibc.close(ends[1])
+        guard spawned == 0 else { throw Errno(rawValue: spawned) }
+        var output: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = (try? buffer.withUnsafeMutableBytes { try reader.read(into: $0) }) ?? 0
+            if count <= 0 { break }
+            if output.count < limit { output += buffer[..<min(count, limit - output.count)] }
+        }
+        var waitStatus: Int32 = 0
+        while waitpid(pid, &waitStatus, 0) == -1 {
+            let error = Errno.current
+            if error != .interrupted { throw error }
+        }
+        let signal = waitStatus & 0x7f
+        return (signal == 0 ? (waitStatus >> 8) & 0xff : 128 + signal, output)
+    }
+
     /// How a program that `runForwardingSignals` started ended.
     public enum Termination: Sendable, Equatable {
         /// It exited with this status (0...255).

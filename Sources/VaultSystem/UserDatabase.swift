@@ -1,8 +1,11 @@
-/// Users and groups as `/etc/passwd` and `/etc/group` list them, read directly: the static `vault`
-/// executable cannot load NSS modules, so names that only a directory service knows are not found
-/// here (give numeric ids for those).
+/// Users and groups as the system's name service switch (NSS: `/etc/passwd` and `/etc/group`, LDAP,
+/// SSSD, extrausers, systemd's dynamic users) knows them, as `getent` finds them. The lookups run
+/// glibc's own `getent` as a child process rather than calling `getpwnam_r` here: the static `vault`
+/// executable cannot load NSS modules (glibc's static NSS crashes in `libnss_systemd`), and the answers
+/// must be the same in every program of the package. They are made only by administrative commands and
+/// messages, never by a get or a put, and never kept: accounts change while a service runs.
 public enum UserDatabase {
-    /// One line of `/etc/passwd`.
+    /// A user of the system.
     public struct User: Sendable, Equatable {
         /// The login name.
         public let name: String
@@ -12,52 +15,75 @@ public enum UserDatabase {
         public let groupID: UInt32
     }
 
-    /// One line of `/etc/group`.
+    /// A group of the system.
     public struct Group: Sendable, Equatable {
         /// The group name.
         public let name: String
         /// The group id.
         public let id: UInt32
-        /// The members listed on the line (not those who have it as their primary group).
+        /// The members listed in the group's entry (not those who have it as their primary group).
         public let members: [String]
     }
 
-    /// The user with id `id`, if `/etc/passwd` lists one.
-    public static func user(id: UInt32, passwd: String = "/etc/passwd") -> User? {
-        users(passwd).first { $0.id == id }
+    /// The user with id `id`, if the system knows one.
+    public static func user(id: UInt32) -> User? {
+        users(parsing: lookUp("passwd", String(id))).first { $0.id == id }
     }
 
-    /// The user named `name`, if `/etc/passwd` lists one.
-    public static func user(named name: String, passwd: String = "/etc/passwd") -> User? {
-        users(passwd).first { $0.name == name }
+    /// The user named `name`, if the system knows one.
+    public static func user(named name: String) -> User? {
+        guard isPlausibleName(name) else { return nil }
+        return users(parsing: lookUp("passwd", name)).first { $0.name == name }
     }
 
-    /// The group named `name`, if `/etc/group` lists one.
-    public static func group(named name: String, groupFile: String = "/etc/group") -> Group? {
-        groups(groupFile).first { $0.name == name }
+    /// The group named `name`: the system's, or with `groupFile` the one that file lists (a group
+    /// file standing for another machine's, in tests).
+    public static func group(named name: String, groupFile: String? = nil) -> Group? {
+        if let groupFile { return groups(groupFile).first { $0.name == name } }
+        guard isPlausibleName(name) else { return nil }
+        return groups(parsing: lookUp("group", name)).first { $0.name == name }
     }
 
-    /// The group with id `id`, if `/etc/group` lists one.
-    public static func group(id: UInt32, groupFile: String = "/etc/group") -> Group? {
-        groups(groupFile).first { $0.id == id }
+    /// The group with id `id`: the system's, or with `groupFile` the one that file lists.
+    public static func group(id: UInt32, groupFile: String? = nil) -> Group? {
+        if let groupFile { return groups(groupFile).first { $0.id == id } }
+        return groups(parsing: lookUp("group", String(id))).first { $0.id == id }
     }
 
-    /// The groups a login as `user` has (`initgroups`): its primary group, then every group of
-    /// `/etc/group` that lists it as a member.
-    public static func groupIDs(of user: User, groupFile: String = "/etc/group") -> [UInt32] {
+    /// The groups a login as `user` has (`initgroups`): its primary group, then every other group the
+    /// system gives it (`getent initgroups`).
+    public static func groupIDs(of user: User) -> [UInt32] {
         var ids = [user.groupID]
-        for group in groups(groupFile) where group.members.contains(user.name) && !ids.contains(group.id) {
-            ids.append(group.id)
+        let answer = lookUp("initgroups", user.name)
+        for field in answer.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }).dropFirst() {
+            if let id = decimalID(field), !ids.contains(id) { ids.append(id) }
         }
         return ids
     }
 
+    /// Whether `name` can be a user or group name to ask about: not empty, no `:`, no blank or line
+    /// break, not all digits (getent would take it as an id) and not an option to getent.
+    static func isPlausibleName(_ name: String) -> Bool {
+        !name.isEmpty && !name.hasPrefix("-") && !name.utf8.allSatisfy(isDigit)
+            && !name.contains { $0 == ":" || $0.isNewline || $0 == " " || $0 == "\t" }
+    }
+
+    /// `getent DATABASE KEY`'s output; empty when it finds nothing or cannot be run.
+    static func lookUp(_ database: String, _ key: String) -> String {
+        for getent in ["/usr/bin/getent", "/bin/getent"] {
+            guard let (status, output) = try? ChildProcess.output(of: getent, arguments: [database, key]) else {
+                continue
+            }
+            return status == 0 ? String(decoding: output, as: UTF8.self) : ""
+        }
+        return ""
+    }
+
     /// The group that `text` names, as an option such as `--unix-group` gives it: a decimal gid
-    /// (taken as is, whether `groupFile` lists it or not: a directory service may know it), else a
-    /// name that `groupFile` lists. The name is nil for a gid that `groupFile` does not list. Empty
-    /// text, a negative or out-of-range number, a name with ':' or a line break, and a name that
-    /// `groupFile` does not list are refused; the last is told to give the gid.
-    public static func resolveGroup(_ text: String, groupFile: String = "/etc/group") throws(UnixGroupError) -> (
+    /// (taken as is, whether the system knows it or not), else a name the system knows (or with
+    /// `groupFile`, that file lists). The name is nil for a gid that has none. Empty text, a negative
+    /// or out-of-range number, a name with ':' or a line break, and an unknown name are refused.
+    public static func resolveGroup(_ text: String, groupFile: String? = nil) throws(UnixGroupError) -> (
         id: UInt32, name: String?
     ) {
         guard !text.isEmpty else {
@@ -79,15 +105,12 @@ public enum UserDatabase {
                 text: text, message: "'\(text)' is not a Unix group name: names hold no ':' and no line break")
         }
         guard let group = group(named: text, groupFile: groupFile) else {
+            let source = groupFile.map { "in \($0)" } ?? "on this system (`getent group \(text)` finds none)"
             throw UnixGroupError(
-                text: text,
-                message: "no group '\(text)' in \(groupFile) (vault reads no directory service): for a group "
-                    + "from LDAP or SSSD give its numeric gid (`getent group \(text)` shows it)")
+                text: text, message: "no Unix group '\(text)' \(source): make it first, or give a numeric gid")
         }
         return (group.id, group.name)
     }
-
-    static func users(_ path: String) -> [User] { users(parsing: contents(path)) }
 
     static func groups(_ path: String) -> [Group] { groups(parsing: contents(path)) }
 
@@ -115,7 +138,7 @@ public enum UserDatabase {
 
     /// The colon-separated fields of each entry of passwd or group text. As glibc's files module
     /// does, leading blanks are ignored and empty lines and `#` comments skipped; so are NIS compat
-    /// lines (`+name`, `-name`, `+@netgroup`): they defer to NIS, which a static executable cannot ask.
+    /// lines (`+name`, `-name`, `+@netgroup`), which only NSS's compat module reads.
     static func entries(_ text: String) -> [[Substring]] {
         text.split(separator: "\n").compactMap { line in
             let entry = line.drop { $0 == " " || $0 == "\t" }

@@ -93,8 +93,8 @@ import VaultTestSupport
         ("-1", "gid '-1' is negative"),
         ("vault:db", "'vault:db' is not a Unix group name: names hold no ':' and no line break"),
         ("vault\ndb", "is not a Unix group name"),
-        ("+5", "no group '+5'"),
-        ("nisgroup", "no group 'nisgroup'"),
+        ("+5", "no Unix group '+5'"),
+        ("nisgroup", "no Unix group 'nisgroup'"),
     ])
     func refuses(_ text: String, _ expected: String) throws {
         try withGroupFile { path in
@@ -104,16 +104,18 @@ import VaultTestSupport
         }
     }
 
-    @Test func anUnknownNameIsToldToGiveTheGIDOfADirectoryService() throws {
+    @Test func anUnknownNameIsNamedWithWhereItWasLookedFor() throws {
         try withGroupFile { path in
             let error = #expect(throws: UnixGroupError.self) {
                 try UserDatabase.resolveGroup("ldap-db", groupFile: path)
             }
             #expect(
-                error?.description
-                    == "no group 'ldap-db' in \(path) (vault reads no directory service): for a group from LDAP or "
-                    + "SSSD give its numeric gid (`getent group ldap-db` shows it)")
+                error?.description == "no Unix group 'ldap-db' in \(path): make it first, or give a numeric gid")
         }
+        let error = #expect(throws: UnixGroupError.self) {
+            try UserDatabase.resolveGroup("vt-no-such-group-\(UInt32.random(in: 0..<UInt32.max))")
+        }
+        #expect(error?.message.contains("on this system (`getent group vt-no-such-group-") == true)
     }
 
     /// Runs `body` with the fixture written to a group file in a fresh temp directory.

@@ -51,7 +51,7 @@ public struct ExportCommand: Sendable, Hashable {
             identifiers of `vault uuid` counted apart. A group with a file that cannot be read (damaged,
             or its group.key missing) is left out whole and named; the backup holds the other groups,
             and the exit status is that failure's (6 for damage). The backup also
-            records every group: private, or shared with a Unix group (its gid and /etc/group name), so
+            records every group: private, or shared with a Unix group (its gid and name), so
             that `vault import` makes a missing group as it was.
             """,
         options: [KeyDerivationCost.spec, BackupOptions.keyFileSpec],
@@ -154,7 +154,7 @@ public struct ImportCommand: Sendable, Hashable {
             needs that key file instead. The backup is checked (size, magic, key derivation and its cost)
             before any passphrase is asked for or the rest of it is read, and is at most 1 GiB. A group the
             backup holds that this vault lacks is made as it was: a shared group shared with the same Unix
-            group (found by its /etc/group name, else its gid), which an unknown Unix group, or an owner
+            group (found by its name, else its gid), which an unknown Unix group, or an owner
             outside it, stops before anything is imported. Each group made is named on standard error.
             """,
         options: [.flag("replace", "overwrite existing items instead of reporting them"), BackupOptions.keyFileSpec],

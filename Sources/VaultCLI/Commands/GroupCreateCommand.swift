@@ -17,8 +17,8 @@ public struct GroupCreateCommand: Sendable, Hashable {
         summary: "make an access group, private or shared with a Unix group",
         details: """
             Makes access group NAME in the vault: private to the vault's owner, or with
-            --unix-group shared with the members of UNIXGROUP, a name that /etc/group lists or a numeric
-            gid (the static vault reads no directory service: give an LDAP or SSSD group by its gid).
+            --unix-group shared with the members of UNIXGROUP, a group name the system knows (from
+            /etc/group, LDAP, SSSD or any NSS source, as `getent group` finds it) or a numeric gid.
             Run it as the vault's owner. For a shared group the owner must be a member of UNIXGROUP as
             well, because the kernel lets only root and a group's members give a directory to that
             group (root on another user's vault acts as that user). Members reach the group through the
@@ -35,7 +35,7 @@ public struct GroupCreateCommand: Sendable, Hashable {
         options: [
             .value(
                 "unix-group", "UNIXGROUP",
-                "share the group with the members of this Unix group (an /etc/group name or a numeric gid)")
+                "share the group with the members of this Unix group (a name or a numeric gid)")
         ] + FleetOptions.specs,
         operands: [OperandSpec("NAME")],
         make: { parsed throws(UsageError) in
@@ -87,7 +87,7 @@ public struct GroupCreateCommand: Sendable, Hashable {
 
     /// The one phrase members need: a shared group is of no use until they are told how to reach it.
     static func sharing(_ shared: (id: UInt32, name: String?), vault: Vault, group: AccessGroup) -> String {
-        let unix = shared.name.map { "\($0) (gid \(shared.id))" } ?? "gid \(shared.id) (not in /etc/group)"
+        let unix = shared.name.map { "\($0) (gid \(shared.id))" } ?? "gid \(shared.id) (a gid with no name here)"
         return "shared with Unix group \(unix): members use it with --vault \(absolute(vault.path)) --group \(group)"
     }
 

@@ -22,14 +22,14 @@ public struct GroupJoinCommand: Sendable, Hashable {
             here and reads its items from etcd. From then on `--group NAME` works as on any group, with
             every write going to etcd. (--group-key, not --key-file: --key-file is the vault's own
             master key file.) Run it as the vault's owner. With --unix-group the
-            group is shared on this machine with the members of UNIXGROUP (an /etc/group name or a
+            group is shared on this machine with the members of UNIXGROUP (a group name or a
             numeric gid), as `vault group create --unix-group` shares one.
             """,
         options: FleetOptions.specs + [
             .value("group-key", "FILE", "the key file that `vault group export-key` wrote"),
             .value(
                 "unix-group", "UNIXGROUP",
-                "share the group on this machine with the members of this Unix group (an /etc/group name or a gid)"),
+                "share the group on this machine with the members of this Unix group (a name or a gid)"),
         ],
         operands: [OperandSpec("NAME")],
         make: { parsed throws(UsageError) in

@@ -10,7 +10,7 @@ public struct GroupListCommand: Sendable, Hashable {
         Lists the access groups of the vault, one per line: the name; "shared" when its key is kept for
         the members of a Unix group, "private" when it is the owner's alone, "?" when this process
         cannot tell, "-" for a group the client names that has no directory yet; the Unix group of a
-        shared group (its /etc/group name, else its gid; "-" for none); the number of item files ("-"
+        shared group (its name, else its gid; "-" for none); the number of item files ("-"
         when this process may not list the group); whether this process can use it ("yes" or "no": it
         holds the group's key); and the client's access ("default": adds go there, "yes": the client's
         groups name it, "no"). The vault's owner sees every group and the client's; a member of shared

@@ -1,6 +1,6 @@
 import VaultSystem
 
-/// How messages name a Unix group: by its name in /etc/group where it has one, always with its gid.
+/// How messages name a Unix group: by its name where the system has one, always with its gid.
 enum UnixGroupName {
     static func name(_ id: UInt32) -> String? {
         UserDatabase.group(id: id)?.name
