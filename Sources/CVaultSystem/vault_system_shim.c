@@ -84,6 +84,8 @@ const char *vsys_directory_entry_name(const void *buffer, unsigned long length, 
 
 int vsys_o_path(void) { return O_PATH; }
 
+int vsys_o_tmpfile(void) { return O_TMPFILE; }
+
 int vsys_o_noatime(void) {
     return O_NOATIME;
 }
@@ -381,12 +383,21 @@ int vsys_spawn_directory_remover(int parent, const char *name, int *release) {
         sigset_t none;
         sigemptyset(&none);
         sigprocmask(SIG_SETMASK, &none, NULL);
+        /* The write end first: a remover holding it would never see the end of file it waits for. */
+        close(ends[1]);
         int wait_end = move_above(ends[0], 5);
         int directory = move_above(parent, 5);
         if (wait_end < 0 || directory < 0) _exit(1);
         dup2(wait_end, 3);
         dup2(directory, 4);
-        syscall(SYS_close_range, 5U, ~0U, 0U);
+        if (syscall(SYS_close_range, 5U, ~0U, 0U) != 0) {
+            /* Kernels before 5.9 have no close_range. */
+            struct rlimit open_files;
+            int highest = 65536;
+            if (getrlimit(RLIMIT_NOFILE, &open_files) == 0 && open_files.rlim_cur < (rlim_t)highest)
+                highest = (int)open_files.rlim_cur;
+            for (int fd = 5; fd < highest; fd++) close(fd);
+        }
         int null = open("/dev/null", O_RDWR);
         if (null >= 0) {
             dup2(null, 0);
@@ -430,16 +441,21 @@ int vsys_spawn_directory_remover(int parent, const char *name, int *release) {
 
 /* The child that vsys_run_forwarding_signals waits for (0 when none): its signal handler's target. */
 static volatile sig_atomic_t forwarding_target;
+/* Whether this process leads its session: the kernel then sends a terminal's hangup to it alone. */
+static volatile sig_atomic_t leads_session;
 
 static const int forwarded_signals[] = {SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGWINCH, SIGALRM};
 #define FORWARDED_COUNT (sizeof forwarded_signals / sizeof forwarded_signals[0])
 
 static void forward_signal(int signal_number, siginfo_t *info, void *context) {
     (void)context;
-    /* The terminal sends its signals to the whole foreground process group, the child included. */
-    if (info != NULL && info->si_code == SI_KERNEL) return;
+    /* The terminal sends its signals to the whole foreground process group, the child included; but a
+       hangup goes to the session leader alone when that is this process (ssh -t, a tmux window). */
+    if (info != NULL && info->si_code == SI_KERNEL && !(signal_number == SIGHUP && leads_session)) return;
+    int saved = errno;
     pid_t target = (pid_t)forwarding_target;
     if (target > 0) kill(target, signal_number);
+    errno = saved;
 }
 
 int vsys_run_forwarding_signals(const char *path, char *const arguments[], char *const environment[],
@@ -453,6 +469,12 @@ int vsys_run_forwarding_signals(const char *path, char *const arguments[], char 
     forward.sa_flags = SA_SIGINFO | SA_RESTART;
     sigemptyset(&forward.sa_mask);
     sigset_t blocked, before;
+    leads_session = getsid(0) == getpid();
+    /* An inherited SIGCHLD of SIG_IGN would make the kernel reap the child before waitpid sees it. */
+    struct sigaction child_default, child_before;
+    memset(&child_default, 0, sizeof child_default);
+    child_default.sa_handler = SIG_DFL;
+    sigaction(SIGCHLD, &child_default, &child_before);
     sigemptyset(&blocked);
     for (size_t i = 0; i < FORWARDED_COUNT; i++) sigaddset(&blocked, forwarded_signals[i]);
     /* Held back until the child's pid is known, so that none is lost to a target of 0. A signal this
@@ -507,10 +529,21 @@ int vsys_run_forwarding_signals(const char *path, char *const arguments[], char 
         do {
             got = read(report[0], &failure, sizeof failure);
         } while (got < 0 && errno == EINTR);
+        /* Waited for without reaping first, so that no signal is passed to a recycled pid: the target is
+           cleared while the child's pid is still its own. */
+        siginfo_t ended;
+        while (waitid(P_PID, (id_t)pid, &ended, WEXITED | WNOWAIT) < 0) {
+            if (errno != EINTR) {
+                result = errno;
+                break;
+            }
+        }
+        pthread_sigmask(SIG_BLOCK, &blocked, NULL);
+        forwarding_target = 0;
         int status = 0;
         while (waitpid(pid, &status, 0) < 0) {
             if (errno != EINTR) {
-                result = errno;
+                if (result == 0) result = errno;
                 break;
             }
         }
@@ -524,6 +557,7 @@ int vsys_run_forwarding_signals(const char *path, char *const arguments[], char 
         if (handled[i]) sigaction(forwarded_signals[i], &previous[i], NULL);
     }
     pthread_sigmask(SIG_SETMASK, &before, NULL);
+    sigaction(SIGCHLD, &child_before, NULL);
     return result;
 }
 
@@ -532,3 +566,6 @@ long long vsys_file_system_type(int fd) {
     if (fstatfs(fd, &status) != 0) return -1;
     return (long long)status.f_type;
 }
+
+int vsys_pipe_close_on_exec(int ends[2]) { return pipe2(ends, O_CLOEXEC); }
+

@@ -51,12 +51,15 @@ struct Template {
             let startLine = line
             index += 2
             var reference: [UInt8] = []
+            // Where the reference's last escaped character ends: blanks up to there are part of the name.
+            var escapedEnd = 0
             var closed = false
             while index < bytes.count {
                 let inner = bytes[index]
                 if inner == newline { break }
                 if inner == backslash, let next = at(index + 1), next != newline {
                     reference += [inner, next]
+                    escapedEnd = reference.count
                     index += 2
                     continue
                 }
@@ -72,7 +75,7 @@ struct Template {
                 throw UsageError(
                     "\(source), line \(startLine): a placeholder opened with {{ is not closed with }} on its line")
             }
-            let trimmed = Self.trimmingBlanks(reference)
+            let trimmed = Self.trimmingBlanks(reference, keepingUpTo: escapedEnd)
             guard let written = String(validating: trimmed, as: UTF8.self), !written.isEmpty else {
                 throw UsageError(
                     "\(source), line \(startLine): a placeholder needs a secret, as {{ SERVICE/ACCOUNT }}, in UTF-8")
@@ -91,11 +94,12 @@ struct Template {
         self.pieces = pieces
     }
 
-    /// `bytes` without the spaces and tabs at either end; an escaped blank (`\ `) at the end stays.
-    private static func trimmingBlanks(_ bytes: [UInt8]) -> [UInt8] {
+    /// `bytes` without the spaces and tabs at either end, but none before `kept` (the end of the last
+    /// escaped character: an escaped blank, `\ `, is part of the name).
+    private static func trimmingBlanks(_ bytes: [UInt8], keepingUpTo kept: Int) -> [UInt8] {
         let blank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
         var end = bytes.count
-        while end > 0, blank(bytes[end - 1]), !(end >= 2 && bytes[end - 2] == UInt8(ascii: "\\")) { end -= 1 }
+        while end > kept, blank(bytes[end - 1]) { end -= 1 }
         var start = 0
         while start < end, blank(bytes[start]) { start += 1 }
         return Array(bytes[start..<end])

@@ -47,6 +47,26 @@ extension FileDescriptor {
         }
     }
 
+    /// Opens a new regular file in this directory that has no name (`O_TMPFILE`, write-only): it
+    /// vanishes with its last descriptor until `link(unnamed:as:)` names it, so a process killed while
+    /// writing it leaves nothing. `EOPNOTSUPP` (or `EISDIR`) where the file system cannot.
+    public func openUnnamedFile(permissions: FilePermissions = .ownerReadWrite) throws(Errno) -> FileDescriptor {
+        let flags = vsys_o_tmpfile() | O_WRONLY | O_CLOEXEC
+        let fd = try retryingOnInterrupt(.open) { Glibc.openat(rawValue, ".", flags, permissions.rawValue) }
+        return try Self.aboveStandardStreams(fd)
+    }
+
+    /// Gives the unnamed file `file` (from `openUnnamedFile`) the name `name` in this directory
+    /// (`linkat` of `/proc/self/fd/N`, following that link): `EEXIST` when the name is taken.
+    public func link(unnamed file: FileDescriptor, as name: String) throws(Errno) {
+        let source = "/proc/self/fd/\(file.rawValue)"
+        _ = try retryingOnInterrupt(.link) {
+            source.withCString { s in
+                name.withCString { d in Glibc.linkat(AT_FDCWD, s, rawValue, d, AT_SYMLINK_FOLLOW) }
+            }
+        }
+    }
+
     /// Creates a symbolic link `name` relative to this directory whose target is the text `target`.
     /// The vault never follows links; it uses them as tiny records whose text is file system metadata,
     /// made durable by an fsync of the directory alone (no data fsync of their own).

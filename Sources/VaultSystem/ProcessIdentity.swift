@@ -15,9 +15,10 @@ public enum ProcessIdentity {
         if vsys_set_dumpable(0) != 0 { throw Errno.current }
     }
 
-    /// Sets the core file size limit to 0 (`RLIMIT_CORE`, soft and hard): with `fs.suid_dumpable=2` a
-    /// crash of a non-dumpable process still writes a core (to a root-owned file or a pipe), and the
-    /// heap holds decrypted secrets while they are used. Inherited by child processes. For programs:
+    /// Sets the soft core file size limit to 0 (`RLIMIT_CORE`; the kernel and systemd-coredump go by
+    /// the soft limit): with `fs.suid_dumpable=2` a crash of a non-dumpable process still writes a core
+    /// (to a root-owned file or a pipe), and the heap holds decrypted secrets while they are used. The
+    /// hard limit stays, so that `vault run` gives the program it starts the limit the user had. For programs:
     /// a library leaves this to its caller (see `Vault.hardenProcess`).
     public static func disableCoreFiles() throws(Errno) {
         if vsys_disable_core_files() != 0 { throw Errno.current }

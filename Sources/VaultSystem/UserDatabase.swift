@@ -2,8 +2,9 @@
 /// SSSD, extrausers, systemd's dynamic users) knows them, as `getent` finds them. The lookups run
 /// glibc's own `getent` as a child process rather than calling `getpwnam_r` here: the static `vault`
 /// executable cannot load NSS modules (glibc's static NSS crashes in `libnss_systemd`), and the answers
-/// must be the same in every program of the package. They are made only by administrative commands and
-/// messages, never by a get or a put, and never kept: accounts change while a service runs.
+/// must be the same in every program of the package. They are made by administrative commands, by
+/// messages, and by root acting as the owner of another user's vault (two lookups per command), never
+/// by a get or a put of the vault's own user; and never kept: accounts change while a service runs.
 public enum UserDatabase {
     /// A user of the system.
     public struct User: Sendable, Equatable {
@@ -61,11 +62,12 @@ public enum UserDatabase {
         return ids
     }
 
-    /// Whether `name` can be a user or group name to ask about: not empty, no `:`, no blank or line
-    /// break, not all digits (getent would take it as an id) and not an option to getent.
+    /// Whether `name` can be a user or group name to ask about: not empty, no `:` or line break, not
+    /// all digits (getent would take it as an id) and not an option to getent. Blanks are allowed:
+    /// winbind names groups "domain users".
     static func isPlausibleName(_ name: String) -> Bool {
         !name.isEmpty && !name.hasPrefix("-") && !name.utf8.allSatisfy(isDigit)
-            && !name.contains { $0 == ":" || $0.isNewline || $0 == " " || $0 == "\t" }
+            && !name.contains { $0 == ":" || $0.isNewline }
     }
 
     /// `getent DATABASE KEY`'s output; empty when it finds nothing or cannot be run.
@@ -105,7 +107,7 @@ public enum UserDatabase {
                 text: text, message: "'\(text)' is not a Unix group name: names hold no ':' and no line break")
         }
         guard let group = group(named: text, groupFile: groupFile) else {
-            let source = groupFile.map { "in \($0)" } ?? "on this system (`getent group \(text)` finds none)"
+            let source = groupFile.map { "in \($0)" } ?? "on this system (`getent group '\(text)'` finds none)"
             throw UnixGroupError(
                 text: text, message: "no Unix group '\(text)' \(source): make it first, or give a numeric gid")
         }

@@ -221,7 +221,7 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
             #expect(result.status == 2)
             #expect(
                 result.errors
-                    == "vault: --unix-group: no Unix group '\(name)' on this system (`getent group \(name)` finds "
+                    == "vault: --unix-group: no Unix group '\(name)' on this system (`getent group '\(name)'` finds "
                     + "none): make it first, or give a numeric gid\n")
             #expect(!FileManager.default.fileExists(atPath: scratch.vault + "/groups/db"))
             #expect(try status(scratch.vault).mode == 0o700, "the vault directory was opened to others")

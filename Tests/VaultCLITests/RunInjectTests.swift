@@ -62,6 +62,19 @@ import VaultTestSupport
         }
     }
 
+    @Test func aServicesRuntimeDirectoryComesFirst() throws {
+        try Setup.with { setup in
+            let service = setup.runtime + "/service"
+            try FileManager.default.createDirectory(atPath: service, withIntermediateDirectories: false)
+            let result = try setup.scratch.run(
+                ["run", "--secret", "p=db/app", "--", "sh", "-c", "echo \"$CREDENTIALS_DIRECTORY\""],
+                environment: setup.environment.merging(["RUNTIME_DIRECTORY": service + ":/elsewhere"]) { $1 })
+            #expect(result.status == 0, "\(result.errors)")
+            #expect(result.text.hasPrefix(service + "/vault-run."), "\(result.text)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: service).isEmpty)
+        }
+    }
+
     @Test func environmentModePutsTheSecretInTheNamedVariableOnly() throws {
         try Setup.with { setup in
             let result = try setup.run([
@@ -173,6 +186,7 @@ import VaultTestSupport
                 (["--secret", "a=db", "--secret", "a=api"], "given twice"),
                 (["--secret", "a=@bad group/x"], "bad group"),
                 (["--secret", "a=@grp"], "names a group but no service"),
+                (["--secret", "a=db", "--env", "CREDENTIALS_DIRECTORY=api"], "names the directory of"),
             ]
             for (options, words) in cases {
                 let result = try setup.run(["run"] + options + ["--", "true"])
@@ -272,6 +286,9 @@ import VaultTestSupport
         let spaced = try Template(Array("{{ svc\\  }}{{ s/a/b }}".utf8), source: "t")
         #expect(spaced.references[0].name == .generic(service: "svc ", account: ""))
         #expect(spaced.references[1].name == .generic(service: "s", account: "a/b"))
+        // An escaped backslash before a blank does not keep the blank.
+        let backslashed = try Template(Array("{{ a\\\\ }}".utf8), source: "t")
+        #expect(backslashed.references[0].name == .generic(service: "a\\", account: ""))
         #expect(throws: UsageError.self) { try Template(Array("{{ }}".utf8), source: "t") }
         #expect(throws: UsageError.self) { try Template(Array("{{ a\\".utf8), source: "t") }
     }

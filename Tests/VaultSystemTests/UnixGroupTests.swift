@@ -115,7 +115,7 @@ import VaultTestSupport
         let error = #expect(throws: UnixGroupError.self) {
             try UserDatabase.resolveGroup("vt-no-such-group-\(UInt32.random(in: 0..<UInt32.max))")
         }
-        #expect(error?.message.contains("on this system (`getent group vt-no-such-group-") == true)
+        #expect(error?.message.contains("on this system (`getent group 'vt-no-such-group-") == true)
     }
 
     /// Runs `body` with the fixture written to a group file in a fresh temp directory.

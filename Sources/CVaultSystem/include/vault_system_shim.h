@@ -35,6 +35,9 @@ VSYS_INTERNAL int vsys_o_noatime(void);
 /// O_PATH, which glibc's headers show only with _GNU_SOURCE.
 VSYS_INTERNAL int vsys_o_path(void);
 
+/// O_TMPFILE (with O_DIRECTORY), which glibc's headers show only with _GNU_SOURCE.
+VSYS_INTERNAL int vsys_o_tmpfile(void);
+
 /// renameat2(RENAME_EXCHANGE) of two names in one directory: swaps them atomically (both must exist).
 /// A GNU extension that Swift's Glibc module does not import. Returns 0 or -1 with errno set (EINVAL
 /// or ENOTSUP on a file system that cannot exchange).
@@ -135,7 +138,8 @@ VSYS_INTERNAL int vsys_spawn_directory_remover(int parent, const char *name, int
 /// (not those the terminal sent to its foreground process group, which the child got too, nor those this
 /// process ignores, which stay ignored in the child). The child starts with every other signal at its
 /// default action, none blocked, and the core file limit this process
-/// had before vsys_disable_core_files. The strings of `environment` are zeroed once the child has its own
+/// had before vsys_disable_core_files. SIGCHLD is at its default action while it waits (an inherited
+/// SIG_IGN would reap the child unseen). The strings of `environment` are zeroed once the child has its own
 /// copy. Returns 0 with the wait status in `*wait_status`, or the errno
 /// of the failure (execve's, when the program could not be started).
 VSYS_INTERNAL int vsys_run_forwarding_signals(const char *path, char *const arguments[], char *const environment[],
@@ -144,5 +148,9 @@ VSYS_INTERNAL int vsys_run_forwarding_signals(const char *path, char *const argu
 /// The file system type of `fd` (fstatfs's f_type, e.g. TMPFS_MAGIC), or -1 with errno set: Swift's Glibc
 /// module does not import <sys/vfs.h>.
 VSYS_INTERNAL long long vsys_file_system_type(int fd);
+
+/// pipe2(ends, O_CLOEXEC): both ends close-on-exec from the start, so that no other thread's child
+/// inherits one (Swift's Glibc module does not import pipe2).
+VSYS_INTERNAL int vsys_pipe_close_on_exec(int ends[2]);
 
 #endif

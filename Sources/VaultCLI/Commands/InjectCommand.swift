@@ -46,7 +46,7 @@ public struct InjectCommand: Sendable, Hashable {
             throw CLIError(.usage, nil, error.message)
         }
         var secrets: [SecretReference: [UInt8]] = [:]
-        defer { for key in secrets.keys { secrets[key]!.wipe() } }
+        defer { for index in secrets.values.indices { secrets.values[index].wipe() } }
         let references = template.references
         if !references.isEmpty {
             let vault = try context.openVault(includingGroups: references.compactMap(\.group))
@@ -112,11 +112,16 @@ public struct InjectCommand: Sendable, Hashable {
             throw CLIError(.usage, path, "is a directory; OUTPUT must name a file")
         }
         var random = SystemRandomNumberGenerator()
-        let temporary = "." + name.prefix(200) + ".vault-inject." + String(random.next() & 0xFFFF_FFFF, radix: 16)
+        // At most 200 bytes of the name: the whole stays under NAME_MAX (255 bytes).
+        let shortName = String(decoding: name.utf8.prefix(200), as: UTF8.self)
+        let temporary = "." + shortName + ".vault-inject." + String(random.next() & 0xFFFF_FFFF, radix: 16)
+        // Written unnamed where the file system can (a kill while writing leaves nothing), then named.
+        let unnamed = try? directory.openUnnamedFile(permissions: .ownerReadWrite)
         let file: FileDescriptor
         do {
-            file = try directory.openAt(
-                temporary, [.writeOnly, .create, .exclusiveCreate], permissions: .ownerReadWrite)
+            file =
+                try unnamed
+                ?? directory.openAt(temporary, [.writeOnly, .create, .exclusiveCreate], permissions: .ownerReadWrite)
         } catch {
             throw CLIError(.io, directoryPath + "/" + temporary, "cannot create the new file: \(error)")
         }
@@ -124,6 +129,7 @@ public struct InjectCommand: Sendable, Hashable {
             try file.setPermissions(.ownerReadWrite)
             try file.writeAll(contents)
             try file.sync()
+            if unnamed != nil { try directory.link(unnamed: file, as: temporary) }
             try file.close()
         } catch {
             try? file.close()

@@ -25,8 +25,8 @@ public struct RunCommand: Sendable, Hashable {
         summary: "run a program with secrets from the vault",
         details: """
             Starts COMMAND with the secrets it is given, the way systemd gives a service its credentials:
-            each --secret NAME=SECRET is a file NAME (mode 0400) in a private directory (0500, on a
-            memory file system: $XDG_RUNTIME_DIR, else /dev/shm), whose path is in $CREDENTIALS_DIRECTORY,
+            each --secret NAME=SECRET is a file NAME (mode 0400) in a private directory (0500, on a memory
+            file system: $RUNTIME_DIRECTORY, $XDG_RUNTIME_DIR or /dev/shm), named in $CREDENTIALS_DIRECTORY,
             so a program written for systemd's LoadCredential= works unchanged. SECRET is SERVICE,
             SERVICE/ACCOUNT, or either after @GROUP/ to read it from that access group (a backslash takes
             the next character as it is: \\/ for a / in a service). Every secret is read before COMMAND
@@ -40,9 +40,11 @@ public struct RunCommand: Sendable, Hashable {
             vault waits for COMMAND and exits with its exit status (128 + N when signal N ended it; 127
             when it cannot be found, 126 when it cannot be started). Signals sent to vault (TERM, INT,
             HUP, QUIT, USR1, USR2, WINCH, ALRM) are passed on to COMMAND; those the terminal sends reach
-            both directly. When COMMAND ends, the directory is removed; if vault itself is killed, even
-            with SIGKILL, a process it left for the purpose removes it at once, so no secret stays
-            readable behind it. Options after COMMAND are COMMAND's. Root running this on a vault of
+            both directly, and so does a signal sent to the whole process group or a service's cgroup (use
+            systemd's KillMode=mixed to signal vault alone). When COMMAND ends, the directory is removed;
+            if vault itself is killed, even with SIGKILL, a process it left for the purpose removes it at
+            once, so no secret stays readable behind it (in a service, RuntimeDirectory= covers the
+            remover being killed too). Options after COMMAND are COMMAND's. Root running this on a vault of
             another user acts as that user, as for every command: COMMAND then runs as the vault's owner.
             """,
         options: [
@@ -73,6 +75,11 @@ public struct RunCommand: Sendable, Hashable {
                     try checkVariableName(delivery.name)
                     guard !variables.contains(where: { $0.name == delivery.name }) else {
                         throw UsageError("--env \(delivery.name) is given twice", command: "run")
+                    }
+                    guard delivery.name != "CREDENTIALS_DIRECTORY" else {
+                        throw UsageError(
+                            "--env CREDENTIALS_DIRECTORY=…: that variable names the directory of --secret's files",
+                            command: "run")
                     }
                     variables.append(delivery)
                 }
@@ -111,6 +118,11 @@ public struct RunCommand: Sendable, Hashable {
             context.writeError("vault: run: \(command[0]): command not found\n")
             return 127
         }
+        // The directory, and so its remover (a fork of this process), before any secret is in memory: the
+        // remover would keep a copy of every page it inherited.
+        var directory: CredentialDirectory?
+        defer { directory?.remove() }
+        if !files.isEmpty { directory = try Self.makeDirectory(in: context) }
         var fileSecrets = try read(files, in: context)
         defer { for index in fileSecrets.indices { fileSecrets[index].wipe() } }
         var variableSecrets = try read(variables, in: context)
@@ -124,11 +136,7 @@ public struct RunCommand: Sendable, Hashable {
         var replaced = Set(variables.map(\.name))
         if !files.isEmpty { replaced.insert("CREDENTIALS_DIRECTORY") }
         var environment = ChildProcess.inheritedEnvironment(removing: replaced)
-        var directory: CredentialDirectory?
-        defer { directory?.remove() }
-        if !files.isEmpty {
-            let made = try Self.makeDirectory(in: context)
-            directory = made
+        if let made = directory {
             for (file, secret) in zip(files, fileSecrets) {
                 do {
                     try made.write(file.name, contents: secret)
@@ -175,10 +183,14 @@ public struct RunCommand: Sendable, Hashable {
         return secrets
     }
 
-    /// A new private directory on a memory file system: in `$XDG_RUNTIME_DIR` (the user's own, a
-    /// tmpfs under systemd), else in `/dev/shm`.
+    /// A new private directory on a memory file system: in `$RUNTIME_DIRECTORY` (a service's
+    /// `RuntimeDirectory=`, which systemd removes when the service stops, even after a SIGKILL of every
+    /// process of it), else `$XDG_RUNTIME_DIR` (the user's own, a tmpfs under systemd), else `/dev/shm`.
     static func makeDirectory(in context: Context) throws(CLIError) -> CredentialDirectory {
         var parents: [String] = []
+        if let service = context.environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first, service.hasPrefix("/") {
+            parents.append(String(service))
+        }
         if let runtime = context.environment["XDG_RUNTIME_DIR"], runtime.hasPrefix("/") { parents.append(runtime) }
         parents.append("/dev/shm")
         var failures: [String] = []
