@@ -99,6 +99,16 @@ extension Vault {
         try translatingStoreErrors { () throws(StoreError) in try engine.store.rotateGroup(group.name) }
     }
 
+    /// Gives shared `group`'s directory and files the Unix group `gid` (the owner only): the step of
+    /// removing a member that leaves whatever carries the old gid opening nothing. Returns how many
+    /// entries it moved. See `VaultStore.moveGroup`.
+    @discardableResult
+    public func moveGroup(_ group: AccessGroup, toUnixGroup gid: UInt32) throws(VaultError) -> Int {
+        try translatingStoreErrors { () throws(StoreError) in
+            try engine.store.moveGroup(group.name, toUnixGroup: gid)
+        }
+    }
+
     /// Removes `group` (the owner only); one that still holds items only with `force`.
     /// Returns the number of items removed with it.
     @discardableResult

@@ -216,6 +216,8 @@ public enum Command: Sendable, Hashable {
     /// `vault group rm`.
     case groupRemove(GroupRemoveCommand)
     case groupRotate(GroupRotateCommand)
+    /// `vault group remove-member`.
+    case groupRemoveMember(GroupRemoveMemberCommand)
     /// `vault group export-key NAME FILE`.
     case groupExportKey(GroupExportKeyCommand)
     /// `vault group join NAME --etcd … --group-key FILE`.

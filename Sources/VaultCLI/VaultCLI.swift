@@ -106,6 +106,7 @@ public enum VaultCLI {
         case .groupList(let command): try command.run(in: context)
         case .groupRemove(let command): try command.run(in: context)
         case .groupRotate(let command): try command.run(in: context)
+        case .groupRemoveMember(let command): try command.run(in: context)
         case .groupExportKey(let command): try command.run(in: context)
         case .groupJoin(let command): try command.run(in: context)
         case .groupResync(let command): try command.run(in: context)

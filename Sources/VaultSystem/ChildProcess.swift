@@ -66,9 +66,10 @@ public enum ChildProcess {
     /// status with the first `limit` bytes of its standard output (the rest is read and dropped). Where
     /// the process ignores SIGCHLD (the status is then lost), the status is 0 when the program wrote
     /// anything, else 1.
-    public static func output(of executable: String, arguments: [String], limit: Int = 1 << 20) throws(Errno)
-        -> (status: Int32, output: [UInt8])
-    {
+    /// With `mergingErrors`, standard error goes where standard output does.
+    public static func output(
+        of executable: String, arguments: [String], limit: Int = 1 << 20, mergingErrors: Bool = false
+    ) throws(Errno) -> (status: Int32, output: [UInt8]) {
         var ends: [Int32] = [-1, -1]
         guard vsys_pipe_close_on_exec(&ends) == 0 else { throw Errno.current }
         let reader = FileDescriptor(rawValue: ends[0])
@@ -78,7 +79,11 @@ public enum ChildProcess {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, ends[1], 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        if mergingErrors {
+            posix_spawn_file_actions_adddup2(&actions, ends[1], 2)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        }
         _ = vsys_spawn_close_from(&actions, 3)
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }

@@ -339,6 +339,18 @@ public struct FileDescriptor: Hashable, Sendable {
         }
     }
 
+    /// Sets the owner and group of `name` in this directory (`fchownat`, a symlink itself, never its
+    /// target); nil leaves that one as it is.
+    public func setOwnerAt(_ name: String, user: UInt32? = nil, group: UInt32? = nil) throws(Errno) {
+        _ = try retryingOnInterrupt(.chmod) {
+            name.withCString {
+                Glibc.fchownat(
+                    rawValue, $0, user.map { uid_t($0) } ?? uid_t.max, group.map { gid_t($0) } ?? gid_t.max,
+                    AT_SYMLINK_NOFOLLOW)
+            }
+        }
+    }
+
     /// The file's status (`fstat`).
     public func status() throws(Errno) -> FileStatus {
         var st = stat()

@@ -34,9 +34,10 @@ extension GroupCommandTests {
                         + "       vault group ls [--json]\n"
                         + "       vault group rm NAME [--force]\n"))
             for line in [
-                "  create      make an access group, private or shared with a Unix group",
-                "  ls          list the access groups, shared or private, with their items",
-                "  rm          remove an access group",
+                "  create         make an access group, private or shared with a Unix group",
+                "  ls             list the access groups, shared or private, with their items",
+                "  rm             remove an access group",
+                "  remove-member  remove a member of a shared group for good (new gid, files moved, key rotated)",
             ] {
                 #expect(help.text.contains("\n" + line + "\n"), "\(line)")
             }
@@ -68,11 +69,11 @@ extension GroupCommandTests {
             let group = try #require(ArgumentParser.commandTable.command("group"))
             #expect(
                 try completion.complete(["vault", "group", ""]) == [
-                    "create", "export-key", "join", "ls", "resync", "rm", "rotate",
+                    "create", "export-key", "join", "ls", "remove-member", "resync", "rm", "rotate",
                 ])
             #expect(
                 try completion.complete(["vault", "--vault", scratch.vault, "group", "r"]) == [
-                    "resync", "rm", "rotate",
+                    "remove-member", "resync", "rm", "rotate",
                 ])
             let create = try #require(group.subcommand("create"))
             #expect(try completion.complete(["vault", "group", "create", "-"]) == CompletionTests.optionWords(create))

@@ -18,6 +18,7 @@ enum GroupCommand {
             """,
         subcommands: [
             GroupCreateCommand.info, GroupListCommand.info, GroupRemoveCommand.info, GroupRotateCommand.info,
+            GroupRemoveMemberCommand.info,
             GroupExportKeyCommand.info, GroupJoinCommand.info, GroupResyncCommand.info,
         ])
 
