@@ -8,9 +8,7 @@ let package = Package(
         // scripts/test-c-api installs it as libvault.so: see docs/C-API.md.
         .library(name: "VaultC", type: .dynamic, targets: ["VaultCAPI"]),
         .library(name: "VaultArchive", targets: ["VaultArchive"]),
-        .library(name: "VaultStore", targets: ["VaultStore"]),
         .library(name: "Vault", targets: ["Vault"]),
-        .library(name: "VaultCLI", targets: ["VaultCLI"]),
         .executable(name: "vault", targets: ["vault"]),
         .executable(name: "vault-fleet", targets: ["vault-fleet"]),
         // Apple's SecItem API (names, constants, statuses) over the vault.

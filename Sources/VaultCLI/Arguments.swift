@@ -1,64 +1,64 @@
 /// An option a command accepts: `--name`, maybe a one-letter `-x`, maybe with a value.
-public struct OptionSpec: Sendable, Hashable {
+package struct OptionSpec: Sendable, Hashable {
     /// The long name, without the dashes.
-    public let name: String
+    package let name: String
     /// The one-letter name, if any.
-    public let short: Character?
+    package let short: Character?
     /// The value's name in help (e.g. "DIR"); nil for a flag.
-    public let valueName: String?
+    package let valueName: String?
     /// One line of help.
-    public let help: String
+    package let help: String
     /// What the value is, for completion (`.text` for a flag).
-    public let valueKind: ValueKind
+    package let valueKind: ValueKind
 
     /// A flag (no value).
-    public static func flag(_ name: String, short: Character? = nil, _ help: String) -> OptionSpec {
+    package static func flag(_ name: String, short: Character? = nil, _ help: String) -> OptionSpec {
         OptionSpec(name: name, short: short, valueName: nil, help: help, valueKind: .text)
     }
 
     /// An option with a value; `kind` says what completion offers for it.
-    public static func value(
+    package static func value(
         _ name: String, _ valueName: String, _ help: String, kind: ValueKind = .text
     ) -> OptionSpec {
         OptionSpec(name: name, short: nil, valueName: valueName, help: help, valueKind: kind)
     }
 
     /// Whether it takes a value.
-    public var takesValue: Bool { valueName != nil }
+    package var takesValue: Bool { valueName != nil }
 }
 
 /// A command line that cannot be run: what is wrong, and the command it concerns (for the help hint).
-public struct UsageError: Error, Sendable, Hashable, CustomStringConvertible {
+package struct UsageError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The command, or nil for the tool as a whole.
-    public let command: String?
+    package let command: String?
     /// What is wrong, e.g. "unknown option --foo".
-    public let message: String
+    package let message: String
 
     /// Makes an error.
-    public init(_ message: String, command: String? = nil) {
+    package init(_ message: String, command: String? = nil) {
         self.message = message
         self.command = command
     }
 
     /// The message with the help hint.
-    public var description: String {
+    package var description: String {
         guard let command else { return "\(message) (see 'vault --help')" }
         return "\(command): \(message) (see 'vault \(command) --help')"
     }
 }
 
 /// The options and operands of one command line, after the option syntax has been taken apart.
-public struct ParsedArguments: Sendable {
+package struct ParsedArguments: Sendable {
     /// The options in the order given, with their values ("" for a flag).
-    public var options: [(name: String, value: String)]
+    package var options: [(name: String, value: String)]
     /// The operands, in order.
-    public var operands: [String]
+    package var operands: [String]
 
     /// Whether the flag was given.
-    public func flag(_ name: String) -> Bool { options.contains { $0.name == name } }
+    package func flag(_ name: String) -> Bool { options.contains { $0.name == name } }
 
     /// The option's last value, if it was given.
-    public func value(_ name: String) -> String? { options.last { $0.name == name }?.value }
+    package func value(_ name: String) -> String? { options.last { $0.name == name }?.value }
 
     /// Takes `arguments` apart against `specs`: `--name value` and `--name=value` for options with a
     /// value, `-x` for one-letter flags, `--` ends the options, and a lone `-` is an operand. When
@@ -125,20 +125,20 @@ public struct ParsedArguments: Sendable {
 }
 
 /// The options every command accepts, before or after the command name.
-public struct GlobalOptions: Sendable, Hashable {
+package struct GlobalOptions: Sendable, Hashable {
     /// `--vault DIR`: the vault directory.
-    public var vaultPath: String?
+    package var vaultPath: String?
     /// `--app ID`: the client's application identifier.
-    public var applicationIdentifier: String?
+    package var applicationIdentifier: String?
     /// `--group G`: the access group to work in.
-    public var group: String?
+    package var group: String?
     /// `--key-file PATH`: the master key is in this external file (a systemd credential, say).
-    public var keyFile: String?
+    package var keyFile: String?
     /// `--passphrase-fd N`: read passphrases from file descriptor N, one per line, instead of a prompt.
-    public var passphraseDescriptor: Int32?
+    package var passphraseDescriptor: Int32?
 
     /// No global options.
-    public init(vaultPath: String? = nil, applicationIdentifier: String? = nil, group: String? = nil) {
+    package init(vaultPath: String? = nil, applicationIdentifier: String? = nil, group: String? = nil) {
         self.vaultPath = vaultPath
         self.applicationIdentifier = applicationIdentifier
         self.group = group
@@ -181,15 +181,15 @@ public struct GlobalOptions: Sendable, Hashable {
 }
 
 /// A parsed command line: the global options and the command to run.
-public struct Invocation: Sendable, Hashable {
+package struct Invocation: Sendable, Hashable {
     /// The global options.
-    public var global: GlobalOptions
+    package var global: GlobalOptions
     /// The command.
-    public var command: Command
+    package var command: Command
 }
 
 /// Every command, with its own options and operands.
-public enum Command: Sendable, Hashable {
+package enum Command: Sendable, Hashable {
     /// `vault --help`, `vault help [COMMAND]` or `vault COMMAND --help`.
     case help(topic: String?)
     /// `vault help --man DIR`.
@@ -305,7 +305,7 @@ struct CommandInfo: Sendable {
 }
 
 /// The command-line parser: a pure function from arguments to an invocation.
-public enum ArgumentParser {
+package enum ArgumentParser {
     /// Every command's name and its declaration, made when asked for: a run makes its own command's
     /// only (all of them, with their help texts, were 280,000 instructions of a `vault get`).
     static let declarations: [(name: String, info: @Sendable () -> CommandInfo)] = [
@@ -343,7 +343,7 @@ public enum ArgumentParser {
     static let toolSpecs = GlobalOptions.specs + toolOnlySpecs
 
     /// Parses `arguments` (without the program name).
-    public static func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
+    package static func parse(_ arguments: [String]) throws(UsageError) -> Invocation {
         var global = GlobalOptions()
         let (before, rest) = try ParsedArguments.parse(
             arguments[...], specs: toolSpecs, command: nil, stopAtOperand: true)

@@ -1,6 +1,6 @@
 /// What a value on the command line is, an option's or an operand's: what shell completion offers for
 /// it and what a manual page can say about it.
-public enum ValueKind: Sendable, Hashable {
+package enum ValueKind: Sendable, Hashable {
     /// Free text, or a number: nothing to offer.
     case text
     /// A file path.
@@ -16,64 +16,64 @@ public enum ValueKind: Sendable, Hashable {
 }
 
 /// An operand of a command: its name in the synopsis and what it is.
-public struct OperandSpec: Sendable, Hashable {
+package struct OperandSpec: Sendable, Hashable {
     /// The name, as in the synopsis (e.g. "SERVICE").
-    public let name: String
+    package let name: String
     /// What it is.
-    public let kind: ValueKind
+    package let kind: ValueKind
 
     /// An operand.
-    public init(_ name: String, _ kind: ValueKind = .text) {
+    package init(_ name: String, _ kind: ValueKind = .text) {
         self.name = name
         self.kind = kind
     }
 }
 
 /// One command, as its help, the shell completions and a manual page describe it.
-public struct CommandDescription: Sendable, Hashable {
+package struct CommandDescription: Sendable, Hashable {
     /// The name, e.g. "get".
-    public let name: String
+    package let name: String
     /// The forms of its command line, one per line (e.g. "vault get [options] SERVICE [ACCOUNT]").
-    public let synopsis: [String]
+    package let synopsis: [String]
     /// One line, lower case, no final period (as in `vault --help`).
-    public let summary: String
+    package let summary: String
     /// The paragraph of `vault COMMAND --help`, hard-wrapped.
-    public let details: String
+    package let details: String
     /// Its own options, without the global ones.
-    public let options: [OptionSpec]
+    package let options: [OptionSpec]
     /// Its operands, in order; the optional ones are marked so in `synopsis`.
-    public let operands: [OperandSpec]
+    package let operands: [OperandSpec]
     /// Its subcommands (`vault group create`), each described like a command; empty for most. A
     /// command with subcommands has no options or operands of its own.
-    public let subcommands: [CommandDescription]
+    package let subcommands: [CommandDescription]
 
     /// The subcommand named `name`.
-    public func subcommand(_ name: String) -> CommandDescription? { subcommands.first { $0.name == name } }
+    package func subcommand(_ name: String) -> CommandDescription? { subcommands.first { $0.name == name } }
 }
 
 /// An exit status of the tool and what it means.
-public struct ExitStatusDescription: Sendable, Hashable {
+package struct ExitStatusDescription: Sendable, Hashable {
     /// The status.
-    public let code: ExitCode
+    package let code: ExitCode
     /// What it means, one line.
-    public let meaning: String
+    package let meaning: String
 }
 
 /// The whole command line of the tool: every command, the global options and the exit statuses. It is
 /// what `vault --help`, `vault COMMAND --help` and `vault completion SHELL` are made from, and what a
 /// manual page generator reads.
-public struct CommandTable: Sendable, Hashable {
+package struct CommandTable: Sendable, Hashable {
     /// Every command, in the order of `vault --help`.
-    public let commands: [CommandDescription]
+    package let commands: [CommandDescription]
     /// The options that every command accepts, before or after its name.
-    public let globalOptions: [OptionSpec]
+    package let globalOptions: [OptionSpec]
     /// The options that stand only before a command (`--version`).
-    public let toolOptions: [OptionSpec]
+    package let toolOptions: [OptionSpec]
     /// Every exit status, in order.
-    public let exitStatuses: [ExitStatusDescription]
+    package let exitStatuses: [ExitStatusDescription]
 
     /// The command named `name`.
-    public func command(_ name: String) -> CommandDescription? { commands.first { $0.name == name } }
+    package func command(_ name: String) -> CommandDescription? { commands.first { $0.name == name } }
 
     /// The global options that choose the vault or the client (all that take a value but
     /// `--passphrase-fd`): a completion that runs `vault ls` passes on those of the line being completed.
@@ -90,7 +90,7 @@ public struct CommandTable: Sendable, Hashable {
 
 extension ArgumentParser {
     /// The tool's command table.
-    public static var commandTable: CommandTable {
+    package static var commandTable: CommandTable {
         CommandTable(
             commands: commands.map(\.description), globalOptions: GlobalOptions.specs, toolOptions: toolOnlySpecs,
             exitStatuses: ExitCode.allCases.map { ExitStatusDescription(code: $0, meaning: $0.meaning) })

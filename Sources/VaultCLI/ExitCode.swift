@@ -1,7 +1,7 @@
 import Vault
 
 /// The tool's exit statuses, documented in `vault --help` and the README.
-public enum ExitCode: Int32, Sendable, CaseIterable {
+package enum ExitCode: Int32, Sendable, CaseIterable {
     /// Success.
     case success = 0
     /// No item matches (so that `if vault get x >/dev/null` reads like grep).
@@ -26,7 +26,7 @@ public enum ExitCode: Int32, Sendable, CaseIterable {
     case notAvailable = 9
 
     /// The exit status for a vault status.
-    public init(_ status: VaultStatus) {
+    package init(_ status: VaultStatus) {
         switch status {
         case .success: self = .success
         case .itemNotFound: self = .notFound

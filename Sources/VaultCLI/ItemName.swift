@@ -3,14 +3,14 @@ import Vault
 /// Which item a command names: a generic password by service and account, or an internet password by
 /// server, account, protocol, port and path. What is left out is empty ("" or port 0), as in Apple's
 /// primary key, so that put, get and rm name exactly one item.
-public enum ItemName: Sendable, Hashable, CustomStringConvertible {
+package enum ItemName: Sendable, Hashable, CustomStringConvertible {
     /// A generic password.
     case generic(service: String, account: String)
     /// An internet password.
     case internet(InternetName)
 
     /// The item for messages, e.g. `service "db", account "app"`.
-    public var description: String {
+    package var description: String {
         switch self {
         case .generic(let service, let account):
             return "service \"\(service)\", account \"\(account)\""
@@ -55,17 +55,17 @@ public enum ItemName: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// The name of an internet password.
-public struct InternetName: Sendable, Hashable {
+package struct InternetName: Sendable, Hashable {
     /// kSecAttrServer.
-    public var server: String
+    package var server: String
     /// kSecAttrAccount.
-    public var account: String
+    package var account: String
     /// The kSecAttrProtocol code ("htps"), if given.
-    public var protocolCode: String?
+    package var protocolCode: String?
     /// kSecAttrPort, if given.
-    public var port: Int?
+    package var port: Int?
     /// kSecAttrPath, if given.
-    public var path: String?
+    package var path: String?
 
     /// The server as a URL-like text: `https://example.com:8443/path`, or the bare server.
     var locator: String {

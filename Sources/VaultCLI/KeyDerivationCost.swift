@@ -2,7 +2,7 @@ import Vault
 
 /// `--kdf-cost`: how much Argon2id work protects a passphrase-wrapped key. Only new wrappings use it;
 /// reading always uses the cost recorded in the file.
-public enum KeyDerivationCost: String, Sendable, Hashable, CaseIterable {
+package enum KeyDerivationCost: String, Sendable, Hashable, CaseIterable {
     /// 3 passes over 256 MiB (the default).
     case moderate
     /// 2 passes over 64 MiB.

@@ -2,16 +2,16 @@ import FoundationEssentials
 import Vault
 
 /// The `vault` command-line tool as a library: the executable is a thin `@main` over `run`.
-public enum VaultCLI {
+package enum VaultCLI {
     /// The tool's version.
-    public static let version = "0.1.0"
+    package static let version = "0.1.0"
 
     /// Runs the tool with `arguments` (the first is the program name) on the process's standard
     /// streams and environment; returns the exit status.
     /// Under the name `git-credential-vault` (or `docker-credential-vault`) it is that credential
     /// helper instead. `fleet` reaches fleet groups (`vault-fleet` gives etcd's); without it a command
     /// that needs one is handed to `vault-fleet`.
-    public static func run(_ arguments: [String], fleet: FleetClient? = nil) -> Int32 {
+    package static func run(_ arguments: [String], fleet: FleetClient? = nil) -> Int32 {
         let program = arguments.first.map { String($0.split(separator: "/").last ?? "") } ?? ""
         let environment = ProcessIdentity.environmentVariables()
         if let helper = CredentialHelpers.named(program) {
@@ -28,7 +28,7 @@ public enum VaultCLI {
     /// UTF-8, and repairing bad bytes would make two different byte strings address one item. The
     /// argument is shown with its bytes outside printable ASCII as \xHH, and counted as the shell does
     /// (1 is the first after the program's name).
-    public static func refuseInvalidArgument(_ invalid: ProcessIdentity.InvalidArgument) -> Int32 {
+    package static func refuseInvalidArgument(_ invalid: ProcessIdentity.InvalidArgument) -> Int32 {
         var shown = ""
         for byte in invalid.bytes {
             if (0x20..<0x7F).contains(byte), byte != UInt8(ascii: "\\"), byte != UInt8(ascii: "\"") {

@@ -11,28 +11,28 @@ import VaultSystem
 /// leader; a write whose outcome is unknown (a timeout after it went out) is `outcomeUnknown`, never
 /// sent twice. With `user` and a password, the client authenticates first and again when etcd says
 /// its token is no longer valid (tokens expire, and die when a member restarts).
-public final class EtcdClient: Sendable {
+package final class EtcdClient: Sendable {
     /// Where the cluster is and how to reach it.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// `http://host:port` or `https://host:port`, tried in turn.
-        public var endpoints: [String]
+        package var endpoints: [String]
         /// A CA certificate file to verify the members' certificates with (https).
-        public var caFile: String?
+        package var caFile: String?
         /// A client certificate and its key (PEM files), for members that ask for one.
-        public var certificateFile: String?
+        package var certificateFile: String?
         /// The private key of `certificateFile`.
-        public var keyFile: String?
+        package var keyFile: String?
         /// etcd's own authentication: a user name and its password.
-        public var user: String?
+        package var user: String?
         /// The password of `user`.
-        public var password: SecureBytes?
+        package var password: SecureBytes?
         /// The time one request to one endpoint may take (a read without a leader blocks until then).
-        public var requestTimeoutMilliseconds = 2000
+        package var requestTimeoutMilliseconds = 2000
         /// The time a connection to one endpoint may take.
-        public var connectTimeoutMilliseconds = 500
+        package var connectTimeoutMilliseconds = 500
 
         /// A configuration for `endpoints`; refused when one is not an http or https URL with a host.
-        public init(endpoints: [String]) throws(EtcdError) {
+        package init(endpoints: [String]) throws(EtcdError) {
             guard !endpoints.isEmpty else { throw EtcdError(.invalidRequest, "no etcd endpoint was given") }
             for endpoint in endpoints {
                 guard let url = URL(string: endpoint), ["http", "https"].contains(url.scheme ?? ""),
@@ -57,14 +57,14 @@ public final class EtcdClient: Sendable {
     }
 
     /// Where the cluster is and how to reach it.
-    public let configuration: Configuration
+    package let configuration: Configuration
     private let state = Mutex(State())
     /// Called after each page that `range(prefix:pageSize:)` reads, with its number from 1 (tests
     /// compact etcd there).
     let afterPage = Mutex<(@Sendable (Int) -> Void)?>(nil)
 
     /// A client of the cluster `configuration` names; nothing is sent until the first request.
-    public init(_ configuration: Configuration) {
+    package init(_ configuration: Configuration) {
         self.configuration = configuration
     }
 
@@ -72,7 +72,7 @@ public final class EtcdClient: Sendable {
 
     /// The value of `key`, or of every key in [`key`, `rangeEnd`); linearizable unless `serializable`
     /// (then any member answers from its own state, even without a leader).
-    public func range(
+    package func range(
         _ key: [UInt8], rangeEnd: [UInt8]? = nil, serializable: Bool = false, keysOnly: Bool = false
     ) throws(EtcdError) -> EtcdRangeResult {
         try call(
@@ -83,7 +83,7 @@ public final class EtcdClient: Sendable {
     }
 
     /// Every key that starts with `prefix`.
-    public func range(prefix: [UInt8], serializable: Bool = false, keysOnly: Bool = false) throws(EtcdError)
+    package func range(prefix: [UInt8], serializable: Bool = false, keysOnly: Bool = false) throws(EtcdError)
         -> EtcdRangeResult
     {
         try range(prefix, rangeEnd: EtcdJSON.prefixEnd(prefix), serializable: serializable, keysOnly: keysOnly)
@@ -93,7 +93,7 @@ public final class EtcdClient: Sendable {
     /// response grows with the range): the first page linearizable, the others at its revision, so
     /// that together they are one consistent view. When etcd compacts past that revision between two
     /// pages, the read starts again at a new revision (three times at most, then `rejected`).
-    public func range(prefix: [UInt8], pageSize: Int) throws(EtcdError) -> EtcdRangeResult {
+    package func range(prefix: [UInt8], pageSize: Int) throws(EtcdError) -> EtcdRangeResult {
         var attempt = 1
         while true {
             do {
@@ -143,12 +143,12 @@ public final class EtcdClient: Sendable {
 
     /// Puts `value` under `key`; returns the revision after the put.
     @discardableResult
-    public func put(_ key: [UInt8], _ value: [UInt8]) throws(EtcdError) -> Int64 {
+    package func put(_ key: [UInt8], _ value: [UInt8]) throws(EtcdError) -> Int64 {
         try transaction(compare: [], success: [.put(key: key, value: value)]).revision
     }
 
     /// Runs `success` if every compare holds, else `failure`, atomically.
-    public func transaction(compare: [EtcdCompare], success: [EtcdOperation], failure: [EtcdOperation] = [])
+    package func transaction(compare: [EtcdCompare], success: [EtcdOperation], failure: [EtcdOperation] = [])
         throws(EtcdError) -> EtcdTransactionResult
     {
         let request: JSONValue = [
@@ -166,7 +166,7 @@ public final class EtcdClient: Sendable {
 
     /// Discards the history before `revision` (`/v3/kv/compaction`): watches from an older revision end
     /// as compacted. For operators and tests; a vault never compacts.
-    public func compact(_ revision: Int64) throws(EtcdError) {
+    package func compact(_ revision: Int64) throws(EtcdError) {
         try call("/v3/kv/compaction", ["revision": .string(String(revision))], idempotent: true) { _ in }
     }
 

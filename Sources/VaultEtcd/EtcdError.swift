@@ -1,8 +1,8 @@
 /// A failed etcd request: what kind of failure, a message naming the endpoints and the request, and
 /// the server's or the transport's own words.
-public struct EtcdError: Error, Sendable, CustomStringConvertible {
+package struct EtcdError: Error, Sendable, CustomStringConvertible {
     /// The kinds of failure.
-    public enum Code: Sendable, Equatable {
+    package enum Code: Sendable, Equatable {
         /// No endpoint answered, or none had a leader: nothing was changed.
         case unavailable
         /// A write was sent but its outcome is unknown (a timeout after it went out): read to find out.
@@ -21,19 +21,19 @@ public struct EtcdError: Error, Sendable, CustomStringConvertible {
     }
 
     /// What kind of failure.
-    public let code: Code
+    package let code: Code
     /// What failed, naming the endpoints and the request.
-    public let message: String
+    package let message: String
     /// The gRPC status code etcd gave, when it gave one.
-    public let grpcCode: Int?
+    package let grpcCode: Int?
 
     /// An error of `code` saying `message`.
-    public init(_ code: Code, _ message: String, grpcCode: Int? = nil) {
+    package init(_ code: Code, _ message: String, grpcCode: Int? = nil) {
         self.code = code
         self.message = message
         self.grpcCode = grpcCode
     }
 
     /// The message.
-    public var description: String { message }
+    package var description: String { message }
 }

@@ -1,33 +1,33 @@
 import FoundationEssentials
 
 /// A key and its value as etcd holds them, with the revisions a compare-and-swap needs.
-public struct EtcdKeyValue: Sendable, Equatable {
+package struct EtcdKeyValue: Sendable, Equatable {
     /// The key's bytes.
-    public let key: [UInt8]
+    package let key: [UInt8]
     /// The value's bytes.
-    public let value: [UInt8]
+    package let value: [UInt8]
     /// The revision that created the key (since its last deletion).
-    public let createRevision: Int64
+    package let createRevision: Int64
     /// The revision of the key's last change.
-    public let modRevision: Int64
+    package let modRevision: Int64
     /// How many times the key was written since it was created.
-    public let version: Int64
+    package let version: Int64
 }
 
 /// The answer to a range: the store's revision when it was read, and the keys found (in key order).
-public struct EtcdRangeResult: Sendable, Equatable {
+package struct EtcdRangeResult: Sendable, Equatable {
     /// The store's revision when it was read.
-    public let revision: Int64
+    package let revision: Int64
     /// The keys found, in key order.
-    public let keyValues: [EtcdKeyValue]
+    package let keyValues: [EtcdKeyValue]
     /// How many keys the range holds.
-    public let count: Int64
+    package let count: Int64
     /// The cluster that answered (a restored cluster may come back with another).
-    public let clusterID: String
+    package let clusterID: String
 }
 
 /// One condition of a transaction.
-public enum EtcdCompare: Sendable, Equatable {
+package enum EtcdCompare: Sendable, Equatable {
     /// The key's last modification is at `revision` (0: the key does not exist).
     case modRevision(key: [UInt8], equals: Int64)
     /// The key was created at `revision` (0: it does not exist).
@@ -37,7 +37,7 @@ public enum EtcdCompare: Sendable, Equatable {
 }
 
 /// One operation of a transaction.
-public enum EtcdOperation: Sendable, Equatable {
+package enum EtcdOperation: Sendable, Equatable {
     /// Puts `value` under `key`.
     case put(key: [UInt8], value: [UInt8])
     /// Deletes `key`, or every key in [`key`, `rangeEnd`).
@@ -48,13 +48,13 @@ public enum EtcdOperation: Sendable, Equatable {
 
 /// The answer to a transaction: whether its compares held, the revision after it, and the result of
 /// each `range` operation of the branch that ran (nil for the other operations).
-public struct EtcdTransactionResult: Sendable, Equatable {
+package struct EtcdTransactionResult: Sendable, Equatable {
     /// Whether every compare held (the success branch ran).
-    public let succeeded: Bool
+    package let succeeded: Bool
     /// The store's revision after the transaction.
-    public let revision: Int64
+    package let revision: Int64
     /// The result of each `range` operation of the branch that ran, nil for the others.
-    public let ranges: [EtcdRangeResult?]
+    package let ranges: [EtcdRangeResult?]
 }
 
 /// The JSON of etcd 3.4's gateway (`/v3/...`): keys and values in base64, 64-bit integers as strings,

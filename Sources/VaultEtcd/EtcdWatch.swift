@@ -4,7 +4,7 @@ import Synchronization
 import VaultSystem
 
 /// A change a watch reports.
-public enum EtcdEvent: Sendable, Equatable {
+package enum EtcdEvent: Sendable, Equatable {
     /// `keyValue` was written (created or changed).
     case put(EtcdKeyValue)
     /// `key` was deleted at revision `modRevision`.
@@ -12,7 +12,7 @@ public enum EtcdEvent: Sendable, Equatable {
 }
 
 /// Why a watch ended.
-public enum EtcdWatchEnd: Sendable, Equatable {
+package enum EtcdWatchEnd: Sendable, Equatable {
     /// `cancel()` was called.
     case cancelled
     /// The revision it was to start from (or resume at) was compacted away: range again, then watch
@@ -27,14 +27,14 @@ public enum EtcdWatchEnd: Sendable, Equatable {
 /// a connection of its own. Events come in revision order, in batches with the store's revision after
 /// them. A watch alone is not to be trusted for freshness (etcd 3.4.23 has bugs that drop events):
 /// its user also checks the revision it needs now and then.
-public final class EtcdWatch: Sendable {
+package final class EtcdWatch: Sendable {
     private let cancelled = Atomic(false)
     private let ended = Mutex<EtcdWatchEnd?>(nil)
 
     /// Starts watching `prefix` on `client`'s cluster from `revision` (0: from now); `onStart` runs
     /// once etcd has made the watch, `onEvents` gets each batch and the revision after it, `onEnd` runs
     /// once, when the watch ends (on another thread, never from within this initializer).
-    public init(
+    package init(
         client: EtcdClient, prefix: [UInt8], fromRevision revision: Int64,
         onStart: @escaping @Sendable () -> Void = {},
         onEvents: @escaping @Sendable ([EtcdEvent], Int64) -> Void,
@@ -63,12 +63,12 @@ public final class EtcdWatch: Sendable {
     }
 
     /// Ends the watch (within about a second); `onEnd` then gets `.cancelled`.
-    public func cancel() {
+    package func cancel() {
         cancelled.store(true, ordering: .sequentiallyConsistent)
     }
 
     /// How the watch ended, or nil while it runs.
-    public var end: EtcdWatchEnd? { ended.withLock { $0 } }
+    package var end: EtcdWatchEnd? { ended.withLock { $0 } }
 
     private func run(
         client: EtcdClient, body: [UInt8], onStart: @Sendable () -> Void,

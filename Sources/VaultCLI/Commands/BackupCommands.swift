@@ -27,13 +27,13 @@ enum BackupOptions {
 }
 
 /// `vault export FILE`: an encrypted backup of every item.
-public struct ExportCommand: Sendable, Hashable {
+package struct ExportCommand: Sendable, Hashable {
     /// Where the backup goes (a new file), or `-` for standard output.
-    public var path: String
+    package var path: String
     /// `--kdf-cost`.
-    public var cost: KeyDerivationCost
+    package var cost: KeyDerivationCost
     /// `--backup-key-file K`: seal under this key file instead of a passphrase.
-    public var backupKeyFile: String? = nil
+    package var backupKeyFile: String? = nil
 
     static let info = CommandInfo(
         name: "export",
@@ -133,13 +133,13 @@ public struct ExportCommand: Sendable, Hashable {
 }
 
 /// `vault import FILE`: adds the items of a backup.
-public struct ImportCommand: Sendable, Hashable {
+package struct ImportCommand: Sendable, Hashable {
     /// The backup, or `-` for standard input.
-    public var path: String
+    package var path: String
     /// `--replace`: overwrite existing items instead of reporting them.
-    public var replace: Bool
+    package var replace: Bool
     /// `--backup-key-file K`: the backup is sealed under this key file.
-    public var backupKeyFile: String? = nil
+    package var backupKeyFile: String? = nil
 
     static let info = CommandInfo(
         name: "import",

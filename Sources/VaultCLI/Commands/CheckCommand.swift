@@ -1,11 +1,11 @@
 import Vault
 
 /// `vault check`: decrypts and verifies every item file.
-public struct CheckCommand: Sendable, Hashable {
+package struct CheckCommand: Sendable, Hashable {
     /// `--json`.
-    public var json: Bool
+    package var json: Bool
     /// `--remove-damaged`: remove the files that fail authentication, after listing them.
-    public var removeDamaged = false
+    package var removeDamaged = false
 
     static let info = CommandInfo(
         name: "check",

@@ -1,9 +1,9 @@
 /// `vault completion bash|zsh|fish`: prints the shell's completion script, generated from the command
 /// table (`ArgumentParser.commandTable`), so that it always knows every command and option of this
 /// build.
-public struct CompletionCommand: Sendable, Hashable {
+package struct CompletionCommand: Sendable, Hashable {
     /// A shell with a completion script.
-    public enum Shell: String, Sendable, Hashable, CaseIterable {
+    package enum Shell: String, Sendable, Hashable, CaseIterable {
         /// bash, with or without the bash-completion package.
         case bash
         /// zsh's completion system (compsys).
@@ -13,7 +13,7 @@ public struct CompletionCommand: Sendable, Hashable {
     }
 
     /// The shell.
-    public var shell: Shell
+    package var shell: Shell
 
     static let info = CommandInfo(
         name: "completion",

@@ -2,13 +2,13 @@ import FoundationEssentials
 import Vault
 
 /// `vault get`: the secret's bytes to standard output, exactly as stored.
-public struct GetCommand: Sendable, Hashable {
+package struct GetCommand: Sendable, Hashable {
     /// The item.
-    public var name: ItemName
+    package var name: ItemName
     /// `--json`: the attributes and the secret as one JSON object.
-    public var json: Bool
+    package var json: Bool
     /// `--fresh`: a fleet group's item only as etcd confirms it, never from the cache alone.
-    public var fresh: Bool = false
+    package var fresh: Bool = false
 
     static let info = CommandInfo(
         name: "get",

@@ -3,13 +3,13 @@ import Vault
 
 /// `vault group create NAME [--unix-group UNIXGROUP]`: makes an access group of the vault,
 /// private to the vault's owner or shared with the members of a Unix group.
-public struct GroupCreateCommand: Sendable, Hashable {
+package struct GroupCreateCommand: Sendable, Hashable {
     /// The group to make.
-    public var group: AccessGroup
+    package var group: AccessGroup
     /// `--unix-group`: the Unix group to share it with, as given (a name or a numeric gid).
-    public var unixGroup: String?
+    package var unixGroup: String?
     /// `--etcd …`: a fleet group, its items in this etcd cluster.
-    public var fleet: FleetSettings?
+    package var fleet: FleetSettings?
 
     static let info = CommandInfo(
         name: "create",

@@ -2,11 +2,11 @@ import Vault
 
 /// `vault group export-key NAME FILE`: a fleet group's key as a file, to join the group on another
 /// machine with.
-public struct GroupExportKeyCommand: Sendable, Hashable {
+package struct GroupExportKeyCommand: Sendable, Hashable {
     /// The fleet group.
-    public var group: AccessGroup
+    package var group: AccessGroup
     /// The new key file.
-    public var path: String
+    package var path: String
 
     static let info = CommandInfo(
         name: "export-key",

@@ -2,15 +2,15 @@ import Vault
 
 /// `vault group join NAME --etcd URL[,URL…] --group-key FILE`: uses on this machine a fleet group that
 /// another machine made.
-public struct GroupJoinCommand: Sendable, Hashable {
+package struct GroupJoinCommand: Sendable, Hashable {
     /// The fleet group.
-    public var group: AccessGroup
+    package var group: AccessGroup
     /// The key file `group export-key` wrote.
-    public var keyFile: String
+    package var keyFile: String
     /// Where the cluster is.
-    public var settings: FleetSettings
+    package var settings: FleetSettings
     /// `--unix-group`: the Unix group to share it with on this machine, as given (a name or a gid).
-    public var unixGroup: String?
+    package var unixGroup: String?
 
     static let info = CommandInfo(
         name: "join",

@@ -2,9 +2,9 @@ import Vault
 
 /// `vault group ls [--json]`, and `vault groups`, its alias: the access groups of the vault with how
 /// each one's key is kept, what the client may do with it, and every item file of it verified.
-public struct GroupListCommand: Sendable, Hashable {
+package struct GroupListCommand: Sendable, Hashable {
     /// `--json`.
-    public var json: Bool
+    package var json: Bool
 
     static let details = """
         Lists the access groups of the vault, one per line: the name; "shared" when its key is kept for

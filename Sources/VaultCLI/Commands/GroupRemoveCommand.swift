@@ -1,11 +1,11 @@
 import Vault
 
 /// `vault group rm NAME [--force]`: removes an access group of the vault, with its key.
-public struct GroupRemoveCommand: Sendable, Hashable {
+package struct GroupRemoveCommand: Sendable, Hashable {
     /// The group to remove.
-    public var group: AccessGroup
+    package var group: AccessGroup
     /// `--force`: remove it with the items it still holds.
-    public var force: Bool
+    package var force: Bool
 
     static let info = CommandInfo(
         name: "rm",

@@ -4,15 +4,15 @@ import VaultSystem
 /// `vault group remove-member NAME USER`: takes USER out of the Unix group that shared group NAME is
 /// shared with, and cuts off for good whatever USER left behind: the Unix group gets a new gid, the
 /// group's directory and files move to it, and the group's key is rotated.
-public struct GroupRemoveMemberCommand: Sendable, Hashable {
+package struct GroupRemoveMemberCommand: Sendable, Hashable {
     /// The shared group.
-    public var group: AccessGroup
+    package var group: AccessGroup
     /// The member to remove.
-    public var user: String
+    package var user: String
     /// `--new-gid`: the Unix group's new gid (default: the first free one above the old).
-    public var newGroupID: UInt32?
+    package var newGroupID: UInt32?
     /// `--moved-to`: the Unix group was renumbered already (in LDAP, say), to this gid.
-    public var movedTo: UInt32?
+    package var movedTo: UInt32?
 
     static let info = CommandInfo(
         name: "remove-member",

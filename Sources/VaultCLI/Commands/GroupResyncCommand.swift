@@ -2,11 +2,11 @@ import Vault
 
 /// `vault group resync NAME [--accept-rollback]`: a fleet group read from etcd anew, and the operator's
 /// way out when etcd was restored to an older state than this machine has seen.
-public struct GroupResyncCommand: Sendable, Hashable {
+package struct GroupResyncCommand: Sendable, Hashable {
     /// The fleet group.
-    public var group: AccessGroup
+    package var group: AccessGroup
     /// `--accept-rollback`: what etcd holds now becomes the group's state.
-    public var acceptRollback: Bool
+    package var acceptRollback: Bool
 
     static let info = CommandInfo(
         name: "resync",

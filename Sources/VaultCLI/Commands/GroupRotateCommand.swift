@@ -2,9 +2,9 @@ import Vault
 
 /// `vault group rotate NAME`: a new key for one access group of the vault, every item sealed
 /// again under it, in place.
-public struct GroupRotateCommand: Sendable, Hashable {
+package struct GroupRotateCommand: Sendable, Hashable {
     /// The group whose key changes.
-    public var group: AccessGroup
+    package var group: AccessGroup
 
     static let info = CommandInfo(
         name: "rotate",

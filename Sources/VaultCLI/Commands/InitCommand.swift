@@ -1,7 +1,7 @@
 import Vault
 
 /// `vault init`: creates the vault; refuses to touch an existing one.
-public struct InitCommand: Sendable, Hashable {
+package struct InitCommand: Sendable, Hashable {
     static let info = CommandInfo(
         name: "init",
         synopsis: "vault init",
@@ -29,9 +29,9 @@ public struct InitCommand: Sendable, Hashable {
         })
 
     /// `--passphrase`: wrap the new master key under a passphrase.
-    public var passphrase = false
+    package var passphrase = false
     /// `--kdf-cost`: the Argon2id cost of the wrapping.
-    public var cost = KeyDerivationCost.moderate
+    package var cost = KeyDerivationCost.moderate
 
     func run(in context: Context) throws(CLIError) {
         let path = try context.vaultPath()

@@ -2,11 +2,11 @@ import Vault
 import VaultSystem
 
 /// `vault inject`: renders a configuration file from a template whose placeholders name secrets.
-public struct InjectCommand: Sendable, Hashable {
+package struct InjectCommand: Sendable, Hashable {
     /// The template's path, or "-" for standard input.
-    public var template: String
+    package var template: String
     /// Where the rendered file goes; nil (or "-") is standard output.
-    public var output: String?
+    package var output: String?
 
     /// The largest template read.
     static let templateLimit = 16 << 20

@@ -1,15 +1,15 @@
 import Vault
 
 /// `vault ls`: the items the client can see, never their secrets.
-public struct ListCommand: Sendable, Hashable {
+package struct ListCommand: Sendable, Hashable {
     /// `--service`: only generic passwords of this service.
-    public var service: String?
+    package var service: String?
     /// `--server` and the other internet options: only these internet passwords.
-    public var server: InternetName?
+    package var server: InternetName?
     /// `--json`.
-    public var json: Bool
+    package var json: Bool
     /// `--all`: the device identifiers of `vault uuid` too.
-    public var all = false
+    package var all = false
 
     static let info = CommandInfo(
         name: "ls",

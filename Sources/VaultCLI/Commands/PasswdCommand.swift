@@ -3,11 +3,11 @@ import Vault
 /// `vault passwd`: protects `master.key` with a new passphrase (or, with `--remove`, stores it plainly
 /// again). Only the key file changes: the key and every item stay as they are. Atomic: a crash leaves
 /// the old passphrase or the new one working.
-public struct PasswdCommand: Sendable, Hashable {
+package struct PasswdCommand: Sendable, Hashable {
     /// `--remove`: store the key without a passphrase.
-    public var remove: Bool
+    package var remove: Bool
     /// `--kdf-cost`: the Argon2id cost of the new wrapping.
-    public var cost = KeyDerivationCost.moderate
+    package var cost = KeyDerivationCost.moderate
 
     static let info = CommandInfo(
         name: "passwd",

@@ -4,17 +4,17 @@ import Vault
 /// `vault put` (add or update) and `vault add` (add only): stores a secret read from standard input,
 /// or from a prompt with echo off when standard input is a terminal. No option takes the secret: an
 /// argument is visible to every user in /proc/<pid>/cmdline.
-public struct PutCommand: Sendable, Hashable {
+package struct PutCommand: Sendable, Hashable {
     /// The item.
-    public var name: ItemName
+    package var name: ItemName
     /// `vault add`: fail on an existing item instead of replacing its secret.
-    public var addOnly: Bool
+    package var addOnly: Bool
     /// `--trim`: drop one trailing newline from standard input.
-    public var trim: Bool
+    package var trim: Bool
     /// `--label`.
-    public var label: String?
+    package var label: String?
     /// `--comment`.
-    public var comment: String?
+    package var comment: String?
 
     /// The largest secret accepted, in bytes: an item record holds at most 16 MiB, and this leaves room
     /// for the attributes.

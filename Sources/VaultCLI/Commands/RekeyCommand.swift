@@ -1,11 +1,11 @@
 import Vault
 
 /// `vault rekey`: a new master key; every key file sealed again under it, in place.
-public struct RekeyCommand: Sendable, Hashable {
+package struct RekeyCommand: Sendable, Hashable {
     /// `--kdf-cost`: the Argon2id cost of the new wrapping (passphrase vaults).
-    public var cost: KeyDerivationCost
+    package var cost: KeyDerivationCost
     /// `--new-key-file PATH`: where the new key of a key-file vault goes.
-    public var newKeyFile: String?
+    package var newKeyFile: String?
 
     static let info = CommandInfo(
         name: "rekey",

@@ -1,9 +1,9 @@
 import Vault
 
 /// `vault rm`: removes an item, or with `--all` every item of a service (or server).
-public struct RemoveCommand: Sendable, Hashable {
+package struct RemoveCommand: Sendable, Hashable {
     /// What to remove.
-    public enum Target: Sendable, Hashable {
+    package enum Target: Sendable, Hashable {
         /// One item.
         case item(ItemName)
         /// Every generic password of the service.
@@ -13,7 +13,7 @@ public struct RemoveCommand: Sendable, Hashable {
     }
 
     /// What to remove.
-    public var target: Target
+    package var target: Target
 
     static let info = CommandInfo(
         name: "rm",

@@ -3,21 +3,21 @@ import VaultSystem
 
 /// `vault run`: starts a program with secrets from the vault, delivered as systemd delivers
 /// credentials (files in `$CREDENTIALS_DIRECTORY`) or, when asked for, in its environment.
-public struct RunCommand: Sendable, Hashable {
+package struct RunCommand: Sendable, Hashable {
     /// A secret for the program: the name it gets it under, and which secret.
-    public struct Delivery: Sendable, Hashable {
+    package struct Delivery: Sendable, Hashable {
         /// The file name in `$CREDENTIALS_DIRECTORY`, or the environment variable.
-        public var name: String
+        package var name: String
         /// The secret, as written (`[@GROUP/]SERVICE[/ACCOUNT]`).
-        public var reference: String
+        package var reference: String
     }
 
     /// `--secret NAME=SECRET`: files.
-    public var files: [Delivery]
+    package var files: [Delivery]
     /// `--env NAME=SECRET`: environment variables.
-    public var variables: [Delivery]
+    package var variables: [Delivery]
     /// The program and its arguments.
-    public var command: [String]
+    package var command: [String]
 
     static let info = CommandInfo(
         name: "run",

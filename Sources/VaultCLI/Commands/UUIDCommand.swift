@@ -1,11 +1,11 @@
 import Vault
 
 /// `vault uuid`: the persistent device identifier for a key, created on first use.
-public struct UUIDCommand: Sendable, Hashable {
+package struct UUIDCommand: Sendable, Hashable {
     /// The key; nil is the vault's own identifier.
-    public var key: String?
+    package var key: String?
     /// `--json`: also say whether it was just created.
-    public var json: Bool
+    package var json: Bool
 
     static let info = CommandInfo(
         name: "uuid",

@@ -2,9 +2,9 @@ import Vault
 
 /// `vault unlock`: asks for the passphrase once and keeps the unwrapped key in the kernel keyring for
 /// a while, so that the commands and services of this user that follow need no passphrase.
-public struct UnlockCommand: Sendable, Hashable {
+package struct UnlockCommand: Sendable, Hashable {
     /// How long the key stays cached, in seconds; 0 is until reboot (or `vault lock`).
-    public var timeoutSeconds: UInt32
+    package var timeoutSeconds: UInt32
 
     static let info = CommandInfo(
         name: "unlock",
@@ -63,9 +63,9 @@ public struct UnlockCommand: Sendable, Hashable {
 }
 
 /// `vault lock`: drops keys that `vault unlock` cached.
-public struct LockCommand: Sendable, Hashable {
+package struct LockCommand: Sendable, Hashable {
     /// `--all`: every cached key of every vault, AfterFirstUnlock keys too.
-    public var all = false
+    package var all = false
 
     static let info = CommandInfo(
         name: "lock",

@@ -1,7 +1,7 @@
 import Vault
 
 /// `vault upgrade`: converts a vault of the old format 1 to the current format.
-public struct UpgradeCommand: Sendable, Hashable {
+package struct UpgradeCommand: Sendable, Hashable {
     static let info = CommandInfo(
         name: "upgrade",
         synopsis: "vault upgrade",
