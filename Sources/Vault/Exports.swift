@@ -1,5 +1,7 @@
-// The types of the lower layers that `Vault`'s API takes or returns, and those a keychain tool needs
-// for its own input, output and identity, re-exported: a client of `Vault` imports nothing else.
+// The types of the lower layers that `Vault`'s API takes or returns (a key source, a secret's bytes, a
+// backup key, the store's error as a cause), re-exported: a client of `Vault` imports nothing else.
+// System-call types (file descriptors, errno, paths) are not part of that API and stay in VaultSystem,
+// so that a client that has its own, or swift-system's, sees no ambiguity.
 
 @_exported import struct VaultCrypto.CryptoError
 @_exported import enum VaultCrypto.PassphraseKeyDerivation
@@ -15,13 +17,3 @@
 @_exported import struct VaultStore.StoreError
 @_exported import enum VaultStore.UnlockOutcome
 @_exported import enum VaultStore.VaultLocation
-@_exported import enum VaultSystem.ChildProcess
-@_exported import struct VaultSystem.Errno
-@_exported import struct VaultSystem.FileDescriptor
-@_exported import struct VaultSystem.FilePath
-@_exported import enum VaultSystem.ProcessIdentity
-@_exported import struct VaultSystem.SystemCallError
-@_exported import enum VaultSystem.SystemOperation
-@_exported import enum VaultSystem.UTCTimestamp
-@_exported import struct VaultSystem.UnixGroupError
-@_exported import enum VaultSystem.UserDatabase

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Vault
+import VaultSystem
 
 /// What a command runs with: the global options, the environment, and the three standard streams.
 struct Context {

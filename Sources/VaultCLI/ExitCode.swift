@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// The tool's exit statuses, documented in `vault --help` and the README.
 package enum ExitCode: Int32, Sendable, CaseIterable {

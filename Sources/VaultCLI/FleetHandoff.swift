@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// Fleet groups from the static CLI: `vault` has no etcd client (libcurl has no complete static build,
 /// and a static executable cannot load one), so a command that needs one is run, with the same

@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// Which item a command names: a generic password by service and account, or an internet password by
 /// server, account, protocol, port and path. What is left out is empty ("" or port 0), as in Apple's

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Vault
+import VaultSystem
 
 /// Add-or-update without a gap, as `vault put` and the credential helpers store: the item is looked
 /// up, then updated in place (keeping its creation date and persistent reference) or added. Each step

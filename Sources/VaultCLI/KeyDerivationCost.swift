@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// `--kdf-cost`: how much Argon2id work protects a passphrase-wrapped key. Only new wrappings use it;
 /// reading always uses the cost recorded in the file.

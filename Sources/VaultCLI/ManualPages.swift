@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// Manual pages (roff, man(7) macros) made from the command table, the one source of `--help` and the
 /// completions: `vault.1` for the tool (commands, global options, exit statuses, the credential

@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// What the tool adds on standard error when a listing or a get finds nothing: the usual causes are
 /// the wrong identity (the item was put for `--app my-service` and is looked up as `vault`) and an

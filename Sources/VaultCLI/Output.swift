@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Vault
 import VaultArchive
+import VaultSystem
 
 /// Text output: tab-separated lines for pipes, aligned tables for terminals, JSON, dates.
 enum Output {

@@ -1,5 +1,6 @@
 import Synchronization
 import Vault
+import VaultSystem
 
 /// Where the tool gets passphrases: from a file descriptor (`--passphrase-fd N`: one passphrase per
 /// line, taken in order, for scripts), else from the terminal (`/dev/tty`, so that standard input stays

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Vault
+import VaultSystem
 
 /// A generic password named on a command line or in a template: `SERVICE`, `SERVICE/ACCOUNT`, and either
 /// after `@GROUP/` to read it from that access group. The first unescaped `/` ends the group, then the

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Vault
+import VaultSystem
 
 /// The `vault` command-line tool as a library: the executable is a thin `@main` over `run`.
 package enum VaultCLI {

@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// Root acting on a vault that belongs to another user (a service's, provisioned by an operator) acts
 /// as that user: it takes the owner's uid and groups before it opens anything of the vault, so every

@@ -1,6 +1,7 @@
 import Vault
 import VaultCrypto
 import VaultStore
+import VaultSystem
 
 /// Who a fleet group is, for its replica: its name, id, manifest key and settings.
 struct FleetGroupIdentity: Sendable {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import VaultStore
+import VaultSystem
 import VaultTestSupport
 
 @testable import Vault

@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// What `--backup-key-file` means for export and import, and what `-` means for FILE.
 enum BackupOptions {

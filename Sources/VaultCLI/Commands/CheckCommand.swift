@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// `vault check`: decrypts and verifies every item file.
 package struct CheckCommand: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// The etcd options of `group create --etcd` and `group join`: where the cluster is and how to reach
 /// it (file paths only; a password is read from its file by the etcd client, never from argv).

@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// `vault group create|ls|rm|rotate|export-key|join|resync`: the access groups of the vault, each with
 /// its own key, private to the vault's owner or shared with a Unix group. The subcommands have a file

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Vault
+import VaultSystem
 
 /// `vault group create NAME [--unix-group UNIXGROUP]`: makes an access group of the vault,
 /// private to the vault's owner or shared with the members of a Unix group.

@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// `vault group export-key NAME FILE`: a fleet group's key as a file, to join the group on another
 /// machine with.

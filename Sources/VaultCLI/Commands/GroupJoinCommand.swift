@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// `vault group join NAME --etcd URL[,URL…] --group-key FILE`: uses on this machine a fleet group that
 /// another machine made.

@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// `vault group ls [--json]`, and `vault groups`, its alias: the access groups of the vault with how
 /// each one's key is kept, what the client may do with it, and every item file of it verified.

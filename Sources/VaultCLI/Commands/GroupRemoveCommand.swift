@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// `vault group rm NAME [--force]`: removes an access group of the vault, with its key.
 package struct GroupRemoveCommand: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// `vault group resync NAME [--accept-rollback]`: a fleet group read from etcd anew, and the operator's
 /// way out when etcd was restored to an older state than this machine has seen.

@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// `vault group rotate NAME`: a new key for one access group of the vault, every item sealed
 /// again under it, in place.

@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// `vault init`: creates the vault; refuses to touch an existing one.
 package struct InitCommand: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// `vault ls`: the items the client can see, never their secrets.
 package struct ListCommand: Sendable, Hashable {

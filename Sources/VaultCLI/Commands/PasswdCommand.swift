@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// `vault passwd`: protects `master.key` with a new passphrase (or, with `--remove`, stores it plainly
 /// again). Only the key file changes: the key and every item stay as they are. Atomic: a crash leaves

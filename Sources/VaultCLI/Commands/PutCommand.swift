@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Vault
+import VaultSystem
 
 /// `vault put` (add or update) and `vault add` (add only): stores a secret read from standard input,
 /// or from a prompt with echo off when standard input is a terminal. No option takes the secret: an

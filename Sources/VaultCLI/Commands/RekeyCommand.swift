@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// `vault rekey`: a new master key; every key file sealed again under it, in place.
 package struct RekeyCommand: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// `vault rm`: removes an item, or with `--all` every item of a service (or server).
 package struct RemoveCommand: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// `vault uuid`: the persistent device identifier for a key, created on first use.
 package struct UUIDCommand: Sendable, Hashable {

@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// `vault unlock`: asks for the passphrase once and keeps the unwrapped key in the kernel keyring for
 /// a while, so that the commands and services of this user that follow need no passphrase.

@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// `vault upgrade`: converts a vault of the old format 1 to the current format.
 package struct UpgradeCommand: Sendable, Hashable {

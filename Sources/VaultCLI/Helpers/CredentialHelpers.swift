@@ -1,4 +1,5 @@
 import Vault
+import VaultSystem
 
 /// The credential helpers that the `vault` binary is when it runs under their names (installed as
 /// links to it): one static executable, one start-up cost.

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Vault
+import VaultSystem
 
 /// `docker-credential-vault store|get|erase|list|version` (the `vault` binary under that name): the
 /// docker credential-helpers protocol, for `credsStore`/`credHelpers` in `~/.docker/config.json` and

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Vault
+import VaultSystem
 
 /// `git-credential-vault get|store|erase` (the `vault` binary under that name): git's credential
 /// helper protocol (git-credential(1), gitcredentials(7)). git writes `key=value` lines ending with a
