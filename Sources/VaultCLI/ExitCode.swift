@@ -109,6 +109,24 @@ struct CLIError: Error, Sendable {
                 guard subject.count > Self.maximumSubjectLength else { return subject + ": " }
                 return "\(subject.prefix(Self.maximumSubjectLength))… (\(subject.utf8.count) bytes): "
             } ?? ""
-        return "vault: " + Output.escape(prefix + message) + "\n"
+        return "vault: " + Output.escape(prefix + Self.boundingQuotedNames(message)) + "\n"
+    }
+
+    /// `text` with each quoted name (`service "…"`) longer than `maximumSubjectLength` characters cut
+    /// there, its size in bytes said: a name may be 4,096 bytes, and an error line echoes it.
+    static func boundingQuotedNames(_ text: String) -> String {
+        let parts = text.split(separator: "\"", omittingEmptySubsequences: false)
+        guard parts.count >= 3 else { return text }
+        var result = ""
+        for (index, part) in parts.enumerated() {
+            if index > 0 { result += "\"" }
+            // Odd pieces are inside quotes (the text between an opening and a closing mark).
+            if index % 2 == 1, index < parts.count - 1, part.count > maximumSubjectLength {
+                result += "\(part.prefix(maximumSubjectLength))… (\(part.utf8.count) bytes)"
+            } else {
+                result += part
+            }
+        }
+        return result
     }
 }

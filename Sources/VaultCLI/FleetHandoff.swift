@@ -39,11 +39,12 @@ enum FleetHandoff {
             } else {
                 groups = (try? context.client())?.accessGroups ?? []
             }
-            // `vault run`'s secrets may name their groups (`@GROUP/SERVICE`); a template's are read
-            // only by the command, which looks in the client's groups listed above.
+            // Secrets may name their groups (`@GROUP/SERVICE`): `vault run`'s options, a template's
+            // placeholders (read here once more; a template on standard input is read by the command only).
             if case .run(let run) = command {
                 groups += (run.files + run.variables).compactMap { try? SecretReference($0.reference).group }
             }
+            if case .inject(let inject) = command { groups += InjectCommand.namedGroups(inTemplate: inject.template) }
             return groups.contains { Vault.isFleetGroup(vaultPath: path, group: $0) }
         default:
             return false

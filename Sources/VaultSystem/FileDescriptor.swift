@@ -95,6 +95,15 @@ public struct FileDescriptor: Hashable, Sendable {
         }
     }
 
+    /// Opens `path` relative to this directory for reading, following a symlink in the last component
+    /// (as `cat` would): for a file the user names as input, never for a file of the vault.
+    public func openForReadingFollowingAt(_ path: String) throws(Errno) -> FileDescriptor {
+        let fd = try retryingOnInterrupt(.open) {
+            path.withCString { Glibc.openat(rawValue, $0, O_RDONLY | O_CLOEXEC) }
+        }
+        return try Self.aboveStandardStreams(fd)
+    }
+
     /// Opens a directory relative to this one following a symlink in the last component
     /// (`O_DIRECTORY` without `O_NOFOLLOW`): for a link the caller has checked is trusted.
     public func openDirectoryFollowingAt(_ path: String) throws(Errno) -> FileDescriptor {

@@ -19,6 +19,17 @@ import VaultTestSupport
                 + "\\u{2066}\\u{2067}\\u{2068}\\u{2069}")
     }
 
+    @Test func aLongQuotedNameInsideAnErrorMessageIsCut() {
+        let long = String(repeating: "n", count: 4_096)
+        let line = CLIError(.locked, "add", "cannot add service \"\(long)\", account \"a\": the vault is locked").line
+        #expect(line.count < 400, "\(line.count)")
+        #expect(
+            line.contains("service \"\(String(repeating: "n", count: 200))… (4096 bytes)\", account \"a\": the vault"))
+        // Short names, and an unpaired quote, stay as they are.
+        #expect(CLIError.boundingQuotedNames("service \"db\", account \"app\"") == "service \"db\", account \"app\"")
+        #expect(CLIError.boundingQuotedNames("a \"b") == "a \"b")
+    }
+
     @Test func printableTextIsKeptAsIs() {
         let text = "café – 東京 🔑 \"quoted\" ~ \u{A0}\u{2070}"
         #expect(Output.escape(text) == text)

@@ -53,6 +53,17 @@ import VaultTestSupport
             // etcd out of reach: a put is exit 9 and changes nothing; a get answers from the cache.
             #expect(try vault(["--vault", a, "--group", "fleet", "put", "db", "app"], input: "kept").status == 0)
             #expect(try vault(["--vault", b, "--group", "fleet", "get", "db", "app"]).output == "kept")
+            // `vault run` and `vault inject` naming the fleet group in a secret go through vault-fleet too.
+            let run = try vault([
+                "--vault", b, "run", "--secret", "s=@fleet/db/app", "--", "sh", "-c",
+                "cat \"$CREDENTIALS_DIRECTORY/s\"",
+            ])
+            #expect(run.status == 0 && run.output == "kept", "\(run.errors)")
+            let template = t.root + "/fleet.tmpl"
+            try "pw={{ @fleet/db/app }}".write(toFile: template, atomically: true, encoding: .utf8)
+            try FileManager.default.createSymbolicLink(atPath: template + ".link", withDestinationPath: template)
+            let injected = try vault(["--vault", b, "inject", template + ".link"])
+            #expect(injected.status == 0 && injected.output == "pw=kept", "\(injected.errors)")
             try "endpoint=http://127.0.0.1:9\n".write(
                 toFile: b + "/groups/fleet/fleet.conf", atomically: true, encoding: .utf8)
             let down = try vault(["--vault", b, "--group", "fleet", "put", "db", "app"], input: "lost?")

@@ -72,13 +72,26 @@ package struct InjectCommand: Sendable, Hashable {
         try Self.replace(output, with: rendered)
     }
 
+    /// The groups that the placeholders of the template file at `path` name (`@GROUP/…`); none for
+    /// standard input or a template that cannot be read or parsed (the command then says why).
+    static func namedGroups(inTemplate path: String) -> [AccessGroup] {
+        guard path != "-",
+            let file = try? FileDescriptor.currentWorkingDirectory.openForReadingFollowingAt(path)
+        else { return [] }
+        defer { try? file.close() }
+        guard let bytes = try? file.readAll(limit: templateLimit),
+            let template = try? Template(bytes, source: path)
+        else { return [] }
+        return template.references.compactMap(\.group)
+    }
+
     private func readTemplate() throws(CLIError) -> [UInt8] {
         let file: FileDescriptor
         if template == "-" {
             file = .standardInput
         } else {
             do {
-                file = try FileDescriptor.currentWorkingDirectory.openAt(template, [.readOnly])
+                file = try FileDescriptor.currentWorkingDirectory.openForReadingFollowingAt(template)
             } catch {
                 throw CLIError(
                     error == .noSuchFileOrDirectory ? .usage : .io, template, "cannot open the template: \(error)")
