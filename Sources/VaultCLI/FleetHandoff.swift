@@ -42,7 +42,7 @@ enum FleetHandoff {
             // Secrets may name their groups (`@GROUP/SERVICE`): `vault run`'s options, a template's
             // placeholders (read here once more; a template on standard input is read by the command only).
             if case .run(let run) = command {
-                groups += (run.files + run.variables).compactMap { try? SecretReference($0.reference).group }
+                groups += (run.files + run.variables).compactMap(\.reference.group)
             }
             if case .inject(let inject) = command { groups += InjectCommand.namedGroups(inTemplate: inject.template) }
             return groups.contains { Vault.isFleetGroup(vaultPath: path, group: $0) }

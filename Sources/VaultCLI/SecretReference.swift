@@ -6,7 +6,7 @@ import VaultSystem
 /// after `@GROUP/` to read it from that access group. The first unescaped `/` ends the group, then the
 /// service; the account is the rest. A backslash takes the next character as it is (`\/`, `\@`, `\}`,
 /// `\\`), for names that hold those characters.
-struct SecretReference: Sendable, Hashable, CustomStringConvertible {
+package struct SecretReference: Sendable, Hashable, CustomStringConvertible {
     /// The group, when the reference names one.
     let group: AccessGroup?
     /// The item.
@@ -56,7 +56,7 @@ struct SecretReference: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// The reference for messages: `secret "db/app"`.
-    var description: String { "secret \"\(text)\"" }
+    package var description: String { "secret \"\(text)\"" }
 
     /// The secret's bytes from `vault`: in the reference's group, else in `--group`, else in any of the
     /// client's groups. A missing or locked item fails as `vault get` does, naming the reference.

@@ -56,9 +56,8 @@ public enum ChildProcess {
             let error = Errno.current
             if error != .interrupted { throw error }
         }
-        let signal = waitStatus & 0x7f
-        let exitStatus = signal == 0 ? (waitStatus >> 8) & 0xff : 128 + signal
-        return Result(exitStatus: exitStatus, peakResidentKilobytes: Int(usage.ru_maxrss))
+        return Result(
+            exitStatus: Termination(waitStatus: waitStatus).shellStatus, peakResidentKilobytes: Int(usage.ru_maxrss))
     }
 
     /// Runs `executable` with `arguments` (not including argv[0]), standard input and error on
@@ -111,8 +110,7 @@ public enum ChildProcess {
             if error.rawValue == ECHILD { return (output.isEmpty ? 1 : 0, output) }
             throw error
         }
-        let signal = waitStatus & 0x7f
-        return (signal == 0 ? (waitStatus >> 8) & 0xff : 128 + signal, output)
+        return (Termination(waitStatus: waitStatus).shellStatus, output)
     }
 
     /// How a program that `runForwardingSignals` started ended.
@@ -121,6 +119,12 @@ public enum ChildProcess {
         case exited(Int32)
         /// A signal ended it.
         case signaled(Int32)
+
+        /// How the wait status `waitStatus` (of `waitpid`) says the program ended.
+        init(waitStatus: Int32) {
+            let signal = waitStatus & 0x7f
+            self = signal == 0 ? .exited((waitStatus >> 8) & 0xff) : .signaled(signal)
+        }
 
         /// The shell's number for it: the exit status, or 128 + the signal number.
         public var shellStatus: Int32 {
@@ -172,8 +176,7 @@ public enum ChildProcess {
             }
         }
         guard failure == 0 else { throw SystemCallError(systemCall: .startProcess, errno: Errno(rawValue: failure)) }
-        let signal = waitStatus & 0x7f
-        return signal == 0 ? .exited((waitStatus >> 8) & 0xff) : .signaled(signal)
+        return Termination(waitStatus: waitStatus)
     }
 
     /// This process's environment as `NAME=value` entries, byte for byte, without those whose name is in

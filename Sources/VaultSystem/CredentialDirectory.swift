@@ -10,7 +10,6 @@ public final class CredentialDirectory {
     public let path: String
     private let parent: FileDescriptor
     private let directory: FileDescriptor
-    private let name: String
     private let remover: pid_t
     private var release: FileDescriptor?
 
@@ -45,7 +44,6 @@ public final class CredentialDirectory {
             try? parent.close()
             throw SystemCallError(systemCall: .mkdir, errno: .fileExists)
         }
-        name = made
         path = (parentPath.hasSuffix("/") ? parentPath : parentPath + "/") + made
         // The remover first: from here on no way this process ends leaves the directory behind.
         var releaseEnd: Int32 = -1
@@ -110,12 +108,8 @@ public final class CredentialDirectory {
     /// Removes the files and the directory now, and lets the remover end. Calling it again does nothing.
     public func remove() {
         guard let release else { return }
-        try? directory.setPermissions(.ownerAll)
-        for entry in (try? directory.entryNames()) ?? [] {
-            try? directory.unlinkAt(entry)
-        }
+        // The remover does it, as it would were this process killed: one way to remove the directory.
         try? directory.close()
-        try? parent.removeDirectoryAt(name)
         try? parent.close()
         Self.finish(release: release, remover: remover)
         self.release = nil

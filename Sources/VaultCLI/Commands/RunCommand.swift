@@ -8,8 +8,8 @@ package struct RunCommand: Sendable, Hashable {
     package struct Delivery: Sendable, Hashable {
         /// The file name in `$CREDENTIALS_DIRECTORY`, or the environment variable.
         package var name: String
-        /// The secret, as written (`[@GROUP/]SERVICE[/ACCOUNT]`).
-        package var reference: String
+        /// The secret (`[@GROUP/]SERVICE[/ACCOUNT]`), parsed once, on the command line.
+        package var reference: SecretReference
     }
 
     /// `--secret NAME=SECRET`: files.
@@ -63,8 +63,8 @@ package struct RunCommand: Sendable, Hashable {
                     throw UsageError("--\(option) needs NAME=SECRET, not \"\(value)\"", command: "run")
                 }
                 let delivery = Delivery(
-                    name: String(value[..<equals]), reference: String(value[value.index(after: equals)...]))
-                _ = try SecretReference(delivery.reference)
+                    name: String(value[..<equals]),
+                    reference: try SecretReference(String(value[value.index(after: equals)...])))
                 if option == "secret" {
                     try checkFileName(delivery.name)
                     guard !files.contains(where: { $0.name == delivery.name }) else {
@@ -130,7 +130,7 @@ package struct RunCommand: Sendable, Hashable {
         for (variable, secret) in zip(variables, variableSecrets) where secret.contains(0) {
             throw CLIError(
                 .usage, "--env \(variable.name)",
-                "the secret \"\(variable.reference)\" holds a NUL byte, which an environment variable cannot; "
+                "the secret \"\(variable.reference.text)\" holds a NUL byte, which an environment variable cannot; "
                     + "give it with --secret as a file")
         }
         var replaced = Set(variables.map(\.name))
@@ -164,12 +164,7 @@ package struct RunCommand: Sendable, Hashable {
     /// The secrets of `deliveries`, in order, read before anything is started.
     private func read(_ deliveries: [Delivery], in context: Context) throws(CLIError) -> [[UInt8]] {
         guard !deliveries.isEmpty else { return [] }
-        var references: [SecretReference] = []
-        for delivery in deliveries {
-            do { references.append(try SecretReference(delivery.reference)) } catch {
-                throw CLIError(.usage, nil, "\(error)")
-            }
-        }
+        let references = deliveries.map(\.reference)
         let vault = try context.openVault(includingGroups: references.compactMap(\.group))
         var secrets: [[UInt8]] = []
         do throws(CLIError) {
