@@ -46,7 +46,9 @@ extension ItemEngine {
                 let added = try? ItemRecord.added(.genericPassword, attributes: attributes, data: data, at: now),
                 let itemID = try? itemID(group, added.primaryKey, writing: true)
             else { return nil }
+            guard let first = try? firstGeneration(group, itemID) else { return nil }
             (record, id) = (added, itemID)
+            record.generation = first
         }
         let location = ItemLocation(group: group.name, id: id)
         let prepared = try? encoded(record, group: group) { bytes in

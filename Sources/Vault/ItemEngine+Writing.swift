@@ -32,7 +32,8 @@ extension ItemEngine {
         } catch {
             throw error
         }
-        let record = try ItemRecord.added(itemClass, attributes: stored, data: data, at: ItemRecord.now())
+        var record = try ItemRecord.added(itemClass, attributes: stored, data: data, at: ItemRecord.now())
+        record.generation = try firstGeneration(group, id)
         try save(record, group: group, id: id, in: tx)
         return LocatedItem(group: group, id: id, record: record)
     }
@@ -88,10 +89,30 @@ extension ItemEngine {
         return planned.map(\.new)
     }
 
-    /// Removes every item in `matches`.
+    /// Removes every item in `matches`, each leaving a tombstone in its history (`ItemHistory`): its
+    /// record without the secret, at the next generation, marked as a deletion.
     func delete(_ matches: [LocatedItem], in tx: WriteTransaction) throws(VaultError) {
+        let now = ItemRecord.now()
         for match in matches {
-            _ = try translatingStoreErrors { () throws(StoreError) in try tx.delete(match.location) }
+            var tombstone = match.record.with(data: Data())
+            tombstone.advance(modifiedAt: now)
+            tombstone.isDeletion = true
+            try encoded(tombstone, group: match.group) { (bytes) throws(VaultError) in
+                _ = try translatingStoreErrors { () throws(StoreError) in
+                    try tx.delete(
+                        match.location, leaving: bytes, protectionClass: tombstone.protectionClass,
+                        version: tombstone.version)
+                }
+            }
         }
+    }
+
+    /// The generation a new item `id` of `group` starts at: 1, or the one after a deleted item's of the
+    /// same name, so that the versions in its history keep one numbering.
+    func firstGeneration(_ group: AccessGroup, _ id: ItemID) throws(VaultError) -> UInt64 {
+        let deleted = try translatingStoreErrors { () throws(StoreError) in
+            try store.deletedGeneration(of: ItemLocation(group: group.name, id: id))
+        }
+        return (deleted ?? 0) + 1
     }
 }

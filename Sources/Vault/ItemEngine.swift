@@ -50,8 +50,23 @@ struct ItemEngine: Sendable {
         var attributeBytes = 64 << 20
     }
 
-    init(store: VaultStore, cacheBounds: CacheBounds = CacheBounds()) {
+    /// Who writes through this engine, as each version it writes records it (`vault history`).
+    struct Author: Sendable {
+        /// The client's application identifier, or the program's name.
+        let client: String?
+        let userID: UInt32
+
+        init(_ client: Client) {
+            let program = CommandLine.arguments.first.map { String($0.split(separator: "/").last ?? "") }
+            self.client = client.applicationIdentifier ?? program.flatMap { $0.isEmpty ? nil : String($0.prefix(64)) }
+            userID = ProcessIdentity.effectiveUserID
+        }
+    }
+    let author: Author
+
+    init(store: VaultStore, author: Author, cacheBounds: CacheBounds = CacheBounds()) {
         self.store = store
+        self.author = author
         metadataCache = ItemRecordCodec.metadataCache(byteCapacity: cacheBounds.metadataBytes)
         // Kept clean by the scans (`forgetUnlisted`), not emptied when full: a query of more items
         // than fit keeps its hits on every pass.
@@ -159,6 +174,9 @@ struct ItemEngine: Sendable {
         throws(VaultError) -> R
     {
         try requireAllowedInGroup(record, group)
+        var record = record
+        record.client = author.client
+        record.writer = author.userID
         var bytes: [UInt8]
         do {
             bytes = try ItemRecordCodec.encode(record, cache: metadataCache)

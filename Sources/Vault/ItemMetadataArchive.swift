@@ -21,9 +21,22 @@ enum ItemMetadataArchive {
         var writer = CBORWriter(capacity: 192)
         writer.bytes.append(contentsOf: CBORWriter.envelope)
         // The map's keys in their deterministic order: the shorter first, then bytewise.
-        writer.writeHead(5, 6)
+        let optional = [metadata.client != nil, metadata.writer != nil, metadata.deleted != nil]
+        writer.writeHead(5, UInt64(6 + optional.count(where: \.self)))
+        if let client = metadata.client {
+            writer.writeText("client")
+            writer.writeText(client)
+        }
+        if let uid = metadata.writer {
+            writer.writeText("writer")
+            writer.writeHead(0, UInt64(uid))
+        }
         writer.writeText("created")
         guard writer.writeDate(metadata.created) else { return nil }
+        if let deleted = metadata.deleted {
+            writer.writeText("deleted")
+            writer.bytes.append(deleted ? 0xF5 : 0xF4)
+        }
         writer.writeText("modified")
         guard writer.writeDate(metadata.modified) else { return nil }
         writer.writeText("itemClass")
@@ -41,18 +54,41 @@ enum ItemMetadataArchive {
     static func decode(_ bytes: ArraySlice<UInt8>, maxSize: Int) -> ItemRecordCodec.Metadata? {
         guard bytes.count <= maxSize else { return nil }
         var reader = CBORReader(bytes)
-        guard reader.envelope(), reader.head(5) == 6,
-            reader.key("created"), let created = reader.date(),
-            reader.key("modified"), let modified = reader.date(),
+        guard reader.envelope(), let count = reader.head(5), (6...9).contains(count) else { return nil }
+        /// The key `key` when it comes next (the reader is a value: a copy looks ahead).
+        func optionalKey(_ key: String) -> Bool {
+            var ahead = reader
+            guard ahead.key(key) else { return false }
+            reader = ahead
+            return true
+        }
+        var client: String?
+        var writer: UInt32?
+        var deleted: Bool?
+        if optionalKey("client") {
+            guard let text = reader.text() else { return nil }
+            client = text
+        }
+        if optionalKey("writer") {
+            guard let uid = reader.unsigned().flatMap({ UInt32(exactly: $0) }) else { return nil }
+            writer = uid
+        }
+        guard reader.key("created"), let created = reader.date() else { return nil }
+        if optionalKey("deleted") {
+            guard let flag = reader.bool() else { return nil }
+            deleted = flag
+        }
+        guard reader.key("modified"), let modified = reader.date(),
             reader.key("itemClass"), let itemClass = reader.text().flatMap(ItemClass.init(rawValue:)),
             reader.key("attributes"), let attributes = readAttributes(&reader),
             reader.key("generation"), let generation = reader.unsigned(),
             reader.key("persistentID"), let persistentID = reader.bytes(),
-            reader.isAtEnd
+            reader.isAtEnd, count == 6 + [client != nil, writer != nil, deleted != nil].count(where: \.self)
         else { return nil }
         return ItemRecordCodec.Metadata(
             itemClass: itemClass, attributes: attributes, created: created, modified: modified,
-            persistentID: Data(persistentID), generation: generation)
+            persistentID: Data(persistentID), generation: generation, client: client, writer: writer,
+            deleted: deleted)
     }
 
     /// The date `date` reads back as after a write and a read of the archive; nil for one it refuses.

@@ -16,6 +16,12 @@ struct ItemRecord: Sendable, VersionedRecord {
     var modified: Date
     var persistentID: Data
     var generation: UInt64
+    /// Who wrote this version: the program (`ItemEngine.Author`) and the effective uid; nil in records
+    /// written before they were kept.
+    var client: String?
+    var writer: UInt32?
+    /// Whether this is a tombstone: the record of a deletion, kept in the item's history only.
+    var isDeletion = false
 
     var attributes: ItemAttributes {
         get { box.value }
@@ -78,7 +84,7 @@ struct ItemRecord: Sendable, VersionedRecord {
     /// The bytes this record owns beyond its inline size, for the caches' byte bounds
     /// (`BoundedCache`): the attribute box (counted whole even when shared) and the byte fields.
     var heapByteEstimate: Int {
-        box.heapByteEstimate + HeapBytes.of(data) + HeapBytes.of(persistentID)
+        box.heapByteEstimate + HeapBytes.of(data) + HeapBytes.of(persistentID) + HeapBytes.of(client)
     }
 
     /// The current time as the archive will give it back: a date that went through the archive once
@@ -158,7 +164,7 @@ struct ItemRecord: Sendable, VersionedRecord {
 /// (backups hold records): the same keys, in the same order.
 extension ItemRecord: Codable {
     enum CodingKeys: String, CodingKey {
-        case itemClass, attributes, data, created, modified, persistentID, generation
+        case itemClass, attributes, data, created, modified, persistentID, generation, client, writer
     }
 
     /// Refuses a persistent id that is not `persistentIDByteCount` bytes: a record from a file, a
@@ -182,6 +188,8 @@ extension ItemRecord: Codable {
             data: try c.decode(Data.self, forKey: .data), created: try c.decode(Date.self, forKey: .created),
             modified: try c.decode(Date.self, forKey: .modified),
             persistentID: persistentID, generation: try c.decode(UInt64.self, forKey: .generation))
+        client = try c.decodeIfPresent(String.self, forKey: .client)
+        writer = try c.decodeIfPresent(UInt32.self, forKey: .writer)
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -193,6 +201,8 @@ extension ItemRecord: Codable {
         try c.encode(modified, forKey: .modified)
         try c.encode(persistentID, forKey: .persistentID)
         try c.encode(generation, forKey: .generation)
+        try c.encodeIfPresent(client, forKey: .client)
+        try c.encodeIfPresent(writer, forKey: .writer)
     }
 }
 

@@ -17,6 +17,12 @@ enum ItemRecordCodec {
         var modified: Date
         var persistentID: Data
         var generation: UInt64
+        /// The program that wrote this version (its application identifier, or its name).
+        var client: String? = nil
+        /// The effective uid that wrote this version.
+        var writer: UInt32? = nil
+        /// True in a tombstone: the record of a deletion, kept in the item's history.
+        var deleted: Bool? = nil
     }
 
     static let metadataOptions = VaultArchive.Options(maxSize: 1 << 20)
@@ -28,7 +34,8 @@ enum ItemRecordCodec {
     static func encode(_ record: ItemRecord, cache: BoundedCache<MetadataBytes, ItemRecord>? = nil) throws -> [UInt8] {
         let fields = Metadata(
             itemClass: record.itemClass, attributes: record.attributes, created: record.created,
-            modified: record.modified, persistentID: record.persistentID, generation: record.generation)
+            modified: record.modified, persistentID: record.persistentID, generation: record.generation,
+            client: record.client, writer: record.writer, deleted: record.isDeletion ? true : nil)
         let metadata =
             try ItemMetadataArchive.encode(fields, maxSize: metadataOptions.maxSize)
             ?? VaultArchive.encode(fields, options: metadataOptions)
@@ -98,9 +105,12 @@ enum ItemRecordCodec {
             try ItemMetadataArchive.decode(key.bytes, maxSize: metadataOptions.maxSize)
             ?? VaultArchive.decode(Metadata.self, from: Array(key.bytes), options: metadataOptions)
         try ItemRecord.checkPersistentID(metadata.persistentID)
-        let record = ItemRecord(
+        var record = ItemRecord(
             itemClass: metadata.itemClass, attributes: metadata.attributes, data: Data(), created: metadata.created,
             modified: metadata.modified, persistentID: metadata.persistentID, generation: metadata.generation)
+        record.client = metadata.client
+        record.writer = metadata.writer
+        record.isDeletion = metadata.deleted ?? false
         cache?.insert(record, for: key)
         return record.with(data: secret)
     }

@@ -25,7 +25,7 @@ public final class Vault: Sendable {
         store: VaultStore, client: Client, cacheBounds: ItemEngine.CacheBounds = ItemEngine.CacheBounds(),
         upgradedOnOpen: Bool = false
     ) {
-        self.engine = ItemEngine(store: store, cacheBounds: cacheBounds)
+        self.engine = ItemEngine(store: store, author: ItemEngine.Author(client), cacheBounds: cacheBounds)
         self.client = client
         self.upgradedOnOpen = upgradedOnOpen
     }

@@ -63,13 +63,13 @@ extension VaultStore {
             let keys = try keys(for: group)
             // 2. Every item under the old generation, sealed again under the new one.
             var resealed = 0
-            for id in try itemIDs(in: group) {
+            for (fileName, id) in try sealedFiles(in: group, directory: directory) {
                 let item = ItemLocation(group: group, id: id)
-                let path = itemPath(item)
+                let path = groupPath(group) / fileName
                 let contents: [UInt8]
                 do throws(StoreError) {
                     contents = try SmallFile.read(
-                        id.fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
+                        fileName, in: directory, path: path, limit: ItemFile.maximumFileByteCount)
                 } catch  where error.errno == .noSuchFileOrDirectory {
                     continue
                 }
@@ -92,11 +92,11 @@ extension VaultStore {
                         generation: new.generation, binding: keys.binding, location: item)
                 }
                 try ItemWrite(
-                    contents: sealed, name: id.fileName, record: nil, durable: true, reusingSpare: false,
+                    contents: sealed, name: fileName, record: nil, durable: true, reusingSpare: false,
                     permissions: keys.isShared ? .ownerAndGroupReadWrite : .ownerReadWrite
                 )
                 .run(in: directory, directoryPath: groupPath(group))
-                resealed += 1
+                if fileName == id.fileName { resealed += 1 }
             }
             // 3. The new key alone.
             try writeGroupKeyFile(
@@ -108,6 +108,22 @@ extension VaultStore {
             keyCache.withLock { _ = $0.groupKeys.removeValue(forKey: group) }
             return resealed
         }
+    }
+
+    /// Every file of `group` sealed under its key: its items and their kept versions (`ItemHistory`),
+    /// each with the item id it is bound to, items first.
+    private func sealedFiles(in group: GroupName, directory: FileDescriptor) throws(StoreError)
+        -> [(fileName: String, id: ItemID)]
+    {
+        let names: [String]
+        do {
+            names = try directory.entryNames().sorted()
+        } catch {
+            throw StoreError.system(error, .readDirectory, "list", path: groupPath(group))
+        }
+        let items = names.compactMap { name in ItemID(fileName: name).map { (name, $0) } }
+        let versions = names.compactMap { name in ItemHistory.parse(name).map { (name, $0.id) } }
+        return items + versions
     }
 
     /// Replaces `group`'s key file (atomically and durably) with `file`.

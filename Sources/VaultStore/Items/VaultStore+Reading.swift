@@ -139,8 +139,12 @@ extension VaultStore {
     /// Reads and decrypts item `item` of the open `directory`; nil when it does not exist. A file that
     /// fails any check is an `integrity` error naming it, never garbage. Its path is built only for
     /// a message (it was a tenth of a get).
-    func readPlaintext(_ item: ItemLocation, in directory: FileDescriptor) throws(StoreError) -> TransientBytes? {
-        let fileName = item.id.fileName
+    /// `fileName`: another file of the item's (a version of it, `ItemHistory`), read the same way.
+    func readPlaintext(_ item: ItemLocation, in directory: FileDescriptor, fileName: String? = nil)
+        throws(StoreError) -> TransientBytes?
+    {
+        let fileName = fileName ?? item.id.fileName
+        func filePath() -> FilePath { fileName == item.id.fileName ? itemPath(item) : groupPath(item.group) / fileName }
         var failed: (contents: [UInt8], error: StoreError)?
         for attempt in 1...Self.readAttempts {
             let contents: [UInt8]
@@ -148,19 +152,19 @@ extension VaultStore {
             do {
                 if attempt == 1 {
                     contents = try SmallFile.read(
-                        fileName, in: directory, path: itemPath(item), limit: ItemFile.maximumFileByteCount)
+                        fileName, in: directory, path: filePath(), limit: ItemFile.maximumFileByteCount)
                 } else {
                     (contents, unchanged) = try SmallFile.readConfirmed(
-                        fileName, in: directory, path: itemPath(item), limit: ItemFile.maximumFileByteCount)
+                        fileName, in: directory, path: filePath(), limit: ItemFile.maximumFileByteCount)
                 }
             } catch  where error.errno == .noSuchFileOrDirectory {
                 return nil
             }
             do throws(StoreError) {
-                let header = try ItemFile.header(of: contents, path: itemPath(item))
+                let header = try ItemFile.header(of: contents, path: filePath())
                 let (key, keys) = try encryptionKey(header.protectionClass, for: item, generation: header.generation)
                 return try ItemFile.open(
-                    contents, key: key, binding: keys.binding, location: item, path: itemPath(item))
+                    contents, key: key, binding: keys.binding, location: item, path: filePath())
             } catch {
                 // A reader takes no lock, so the file it opened may have become the group's spare and be
                 // written over (`SpareFile`): what it read can be another item's file, zeros, or torn.

@@ -4,7 +4,8 @@ import VaultSystem
 /// The `VAULT` file: it marks a directory as a vault, says which format wrote it, and carries the vault
 /// id that every item file is bound to.
 ///
-/// Layout (56 bytes): "VLTV" | format version u8 (1, or 2: per-group keys) | reserved u8×3 (0) |
+/// Layout (56 bytes): "VLTV" | format version u8 (1, or 2: per-group keys) | flags u8 | versions kept u8
+/// (0: the default) | reserved u8 (0) |
 /// vault id (16 random bytes) |
 /// keyed BLAKE2b-256 of the first 24 bytes under the `always` class key ("vault.marker.v1"), which
 /// every opener has, locked or not. The version is
@@ -30,6 +31,8 @@ struct VaultMarker: Equatable {
     /// The vault keeps its item class keys in `classes.key` (flags bit 0). A vault made before that
     /// file existed has the bit clear, and its class keys stand in for them.
     var hasItemClassKeys = false
+    /// How many versions of each item the vault keeps (`ItemHistory`), or 0 for the default.
+    var versionsKept: UInt8 = 0
 
     static func random() throws(StoreError) -> VaultMarker {
         do {
@@ -40,7 +43,7 @@ struct VaultMarker: Equatable {
     }
 
     func header() -> [UInt8] {
-        Self.magic + [version, hasItemClassKeys ? 1 : 0, 0, 0] + vaultID
+        Self.magic + [version, hasItemClassKeys ? 1 : 0, versionsKept, 0] + vaultID
     }
 
     /// The marker as a member of a shared group reads it: the format and the vault id, unchecked (only
@@ -48,7 +51,8 @@ struct VaultMarker: Equatable {
     static func unverified(_ bytes: [UInt8], path: FilePath) throws(StoreError) -> VaultMarker {
         try checkLayout(bytes, path: path)
         return VaultMarker(
-            vaultID: Array(bytes[8..<headerByteCount]), version: bytes[4], hasItemClassKeys: bytes[5] == 1)
+            vaultID: Array(bytes[8..<headerByteCount]), version: bytes[4], hasItemClassKeys: bytes[5] == 1,
+            versionsKept: bytes[4] >= 2 ? bytes[6] : 0)
     }
 
     private static func checkLayout(_ bytes: [UInt8], path: FilePath) throws(StoreError) {
@@ -64,7 +68,7 @@ struct VaultMarker: Equatable {
                 path: path.string)
         }
         let flags: Set<UInt8> = bytes[4] >= 2 ? [0, 1] : [0]
-        guard bytes.count == byteCount, flags.contains(bytes[5]), bytes[6] == 0, bytes[7] == 0 else {
+        guard bytes.count == byteCount, flags.contains(bytes[5]), bytes[4] >= 2 || bytes[6] == 0, bytes[7] == 0 else {
             throw StoreError(
                 .integrity, "\(path) is damaged (\(bytes.count) bytes, expected \(byteCount))", path: path.string)
         }

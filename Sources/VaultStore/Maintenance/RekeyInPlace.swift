@@ -54,8 +54,9 @@ extension VaultStore {
                 RekeyJournal.fileName, contents: .plain(journal), in: directory, directoryPath: location)
             // 1. VAULT.new, then the key files. A vault made before classes.key existed gets one here: its
             // class keys are its item class keys (`itemClassKeys`), now sealed under the new class keys.
-            let marker = try VaultMarker(vaultID: vaultID, hasItemClassKeys: true).encoded(
-                key: newKeys.always)
+            let marker = try VaultMarker(
+                vaultID: vaultID, hasItemClassKeys: true, versionsKept: versionsKeptSetting
+            ).encoded(key: newKeys.always)
             try AtomicFile.replace(
                 VaultMarker.fileName + Rekey.newSuffix, contents: .plain(marker), in: directory,
                 directoryPath: location, permissions: .ownerWriteAllRead)

@@ -59,7 +59,8 @@ extension VaultStore {
                 groupsDirectoryName, in: directory, path: location / groupsDirectoryName, vaultOwner: owner)
             return VaultStore(
                 location: location, vaultID: marker.vaultID, directory: directory, groupsDirectory: groups,
-                lockFile: nil, classKeys: nil, versions: versions, replication: replication)
+                lockFile: nil, classKeys: nil, versions: versions, replication: replication,
+                versionsKeptSetting: marker.versionsKept)
         } catch {
             try? directory.close()
             throw error

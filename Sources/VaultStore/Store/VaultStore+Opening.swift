@@ -337,7 +337,7 @@ extension VaultStore {
             return VaultStore(
                 location: location, vaultID: marker.vaultID, directory: directory, groupsDirectory: groups,
                 lockFile: lockFile, classKeys: classKeys, itemClassKeys: itemClassKeys, versions: versions,
-                replication: replication)
+                replication: replication, versionsKeptSetting: marker.versionsKept)
         } catch {
             try? lockFile.close()
             throw error

@@ -38,6 +38,12 @@ public final class VaultStore: Sendable {
     let itemClassKeys: ClassKeys?
     /// How to read an item's version from its plaintext, for the recovery of interrupted moves.
     let versions: ItemVersionReader?
+    /// The marker's setting of how many versions of each item to keep (0: the default), as read at open.
+    let versionsKeptSetting: UInt8
+    /// How many versions of each item a write keeps (`ItemHistory`), the tombstone of a delete included.
+    public var versionsKept: Int {
+        versionsKeptSetting == 0 ? ItemHistory.defaultVersionsKept : Int(versionsKeptSetting)
+    }
     /// The replication of the vault's fleet groups, given by the layer that opened it (nil: none, and a
     /// fleet group is refused).
     package let replication: (any Replication)?
@@ -65,8 +71,9 @@ public final class VaultStore: Sendable {
     init(
         location: FilePath, vaultID: [UInt8], directory: FileDescriptor, groupsDirectory: FileDescriptor,
         lockFile: FileDescriptor?, classKeys: ClassKeys?, itemClassKeys: ClassKeys? = nil,
-        versions: ItemVersionReader?, replication: (any Replication)?
+        versions: ItemVersionReader?, replication: (any Replication)?, versionsKeptSetting: UInt8 = 0
     ) {
+        self.versionsKeptSetting = versionsKeptSetting
         self.location = location
         self.groupsPathPrefix = location.string + "/" + Self.groupsDirectoryName + "/"
         self.ownerID = (try? directory.status().ownerID) ?? ProcessIdentity.effectiveUserID

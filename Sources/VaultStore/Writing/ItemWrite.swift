@@ -17,6 +17,8 @@ struct ItemWrite {
     let reusingSpare: Bool
     /// The item file's mode: 0600, or 0660 in a shared group.
     var permissions: FilePermissions = .ownerReadWrite
+    /// The history the write keeps: the replaced file as a version, the oldest one pruned.
+    var history: ItemHistory.Step? = nil
 
     /// Whether the group is shared (its items' mode says so): the spare is then this user's own
     /// (`SpareFile`).
@@ -25,7 +27,15 @@ struct ItemWrite {
     func run(in directory: FileDescriptor, directoryPath: FilePath) throws(StoreError) {
         if durable, reusingSpare, let spare = SpareFile.open(in: directory, shared: shared) {
             try spare.write(contents, for: name, in: directory, directoryPath: directoryPath)
+            let kept: Bool
+            do {
+                kept = try history?.keepPrevious(of: name, in: directory, directoryPath: directoryPath) ?? false
+            } catch {
+                try? directory.unlinkAt(spare.name)
+                throw error
+            }
             try spare.exchange(with: name, in: directory, directoryPath: directoryPath)
+            if kept { history?.recycle(into: spare.name, in: directory) }
             do {
                 try finish(in: directory, directoryPath: directoryPath)
             } catch {
@@ -39,7 +49,15 @@ struct ItemWrite {
         }
         let temporary = try AtomicFile.writeTemporary(
             .plain(contents), in: directory, directoryPath: directoryPath, permissions, durable: durable)
+        let kept: Bool
+        do {
+            kept = try history?.keepPrevious(of: name, in: directory, directoryPath: directoryPath) ?? false
+        } catch {
+            try? directory.unlinkAt(temporary)
+            throw error
+        }
         try AtomicFile.rename(temporary, to: name, in: directory, directoryPath: directoryPath)
+        if kept { history?.prune(in: directory) }
         try finish(in: directory, directoryPath: directoryPath)
     }
 

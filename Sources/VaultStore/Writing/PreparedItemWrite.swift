@@ -19,6 +19,8 @@ public final class PreparedItemWrite {
     let binding: [UInt8]
     /// Whether `.slot.<k>.gen` holds the item's next generation record (from generation 2 on).
     let hasRecord: Bool
+    /// The generation it writes (nil: written without a version), for the item's history.
+    let generation: UInt64?
     var stage = Stage.prepared
 
     enum Stage {
@@ -31,8 +33,9 @@ public final class PreparedItemWrite {
 
     init(
         item: ItemLocation, store: VaultStore, slot: Int, directory: FileDescriptor, lockFile: FileDescriptor,
-        keys: GroupKeys, hasRecord: Bool
+        keys: GroupKeys, hasRecord: Bool, generation: UInt64?
     ) {
+        self.generation = generation
         self.item = item
         self.store = store
         self.slot = slot
@@ -72,7 +75,7 @@ extension VaultStore {
         guard let slot = claimCommitSlot(item.group, lockFile: lockFile, directory: directory) else { return nil }
         let prepared = PreparedItemWrite(
             item: item, store: self, slot: slot, directory: directory, lockFile: lockFile, keys: sealed.keys,
-            hasRecord: sealed.recordText != nil)
+            hasRecord: sealed.recordText != nil, generation: version.generation)
         guard let spare = SpareFile.open(prepared.spareName, in: directory, shared: sealed.keys.isShared),
             (try? spare.write(
                 sealed.contents, for: item.id.fileName, in: directory, directoryPath: groupPath(item.group)))
@@ -144,7 +147,13 @@ extension WriteTransaction {
             keys.binding == prepared.binding
         else { return false }
         let directoryPath = store.groupPath(item.group)
+        let history = prepared.generation.flatMap {
+            ItemHistory.Step(item.id, writing: $0, kept: store.versionsKept)
+        }
+        let kept = try history?.keepPrevious(of: item.id.fileName, in: directory, directoryPath: directoryPath) ?? false
         try SpareFile.exchange(prepared.spareName, with: item.id.fileName, in: directory, directoryPath: directoryPath)
+        // The slot's spare is then zeroed by `finish`, once the exchange is durable.
+        if kept { history?.recycle(into: prepared.spareName, in: directory) }
         var recordFailure: StoreError?
         let record = GenerationRecord.name(item.id)
         if prepared.hasRecord {

@@ -46,11 +46,15 @@ public struct WriteTransaction {
         // After a failed write through a spare, none is used until the next writer has removed them.
         // In a shared group each writing user has a spare of its own (`SpareFile`).
         let spare = durable && reusesSpares && !store.transactionState.withLock { $0.spareUntrusted }
+        // A fleet group's history would be this machine's alone: it keeps none.
+        let history =
+            replica == nil
+            ? version.flatMap { ItemHistory.Step(item.id, writing: $0.generation, kept: store.versionsKept) } : nil
         do {
             try ItemWrite(
                 contents: sealed.contents, name: item.id.fileName, record: record, durable: durable,
                 reusingSpare: spare,
-                permissions: sealed.keys.isShared ? .ownerAndGroupReadWrite : .ownerReadWrite
+                permissions: sealed.keys.isShared ? .ownerAndGroupReadWrite : .ownerReadWrite, history: history
             )
             .run(in: directory, directoryPath: store.groupPath(item.group))
         } catch {

@@ -1,0 +1,110 @@
+import VaultSystem
+
+/// An item's previous versions (docs/FORMAT.md, "History"). Each is the item file the item had at
+/// that generation, kept under `.v.<item id>.<generation, 16 hex digits>`: sealed as the item was, so
+/// it opens with the same keys and binding (the item id is in the file's associated data, not its
+/// name), and a rotation seals it again with the items. A delete leaves a tombstone: a version file
+/// holding the layer above's record of the deletion, and the item's generation record left at it, so
+/// that an item made again under the name carries on the numbering.
+///
+/// The previous file is hard-linked to its version name before the new file takes the item's name, so
+/// a writer that dies at any point leaves it under one name or both, never none. The version that
+/// falls off the bound is renamed over the writer's spare, which then holds a file no name needs and is
+/// zeroed and reused as before.
+enum ItemHistory {
+    static let prefix = ".v."
+    /// The versions kept of each item (the tombstone of a delete counts as one) when the vault's marker
+    /// does not say.
+    static let defaultVersionsKept = 10
+    /// The most a vault may keep.
+    static let maximumVersionsKept = 255
+
+    /// The version file of item `id` at `generation`.
+    static func name(_ id: ItemID, generation: UInt64) -> String {
+        var name = id.name(prefixedBy: prefix)
+        var digits: [UInt8] = [UInt8(ascii: ".")]
+        generation.forEachBigEndianByte { Hex.append($0, to: &digits) }
+        name += String(decoding: digits, as: UTF8.self)
+        return name
+    }
+
+    /// The item id and generation a version file's name gives; nil for any other name.
+    static func parse(_ name: String) -> (id: ItemID, generation: UInt64)? {
+        let bytes = Array(name.utf8)
+        let digits = 2 * ItemID.hashByteCount
+        guard bytes.count == prefix.utf8.count + digits + 17, name.hasPrefix(prefix),
+            bytes[prefix.utf8.count + digits] == UInt8(ascii: ".")
+        else { return nil }
+        let idDigits = bytes[prefix.utf8.count..<(prefix.utf8.count + digits)]
+        guard ItemID.areHexDigits(idDigits), let id = try? ItemID(String(decoding: idDigits, as: UTF8.self)) else {
+            return nil
+        }
+        var generation: UInt64 = 0
+        for byte in bytes[(bytes.count - 16)...] {
+            guard let value = Hex.value(ofDigit: byte) else { return nil }
+            generation = generation << 4 | UInt64(value)
+        }
+        return (id, generation)
+    }
+
+    /// What a write does to the history of the item it replaces: keep the file it had (at `previous`)
+    /// and drop the version that falls off the bound (`pruned`, when there is one).
+    struct Step {
+        let version: String
+        let pruned: String?
+
+        /// The step of a write that makes generation `generation` of `id`, keeping `kept` versions.
+        init?(_ id: ItemID, writing generation: UInt64, kept: Int) {
+            guard generation > 1, kept > 0 else { return nil }
+            let previous = generation - 1
+            version = ItemHistory.name(id, generation: previous)
+            pruned = previous > UInt64(kept) ? ItemHistory.name(id, generation: previous - UInt64(kept)) : nil
+        }
+
+        /// Gives the item's current file (`itemName`) its version name as well, before it is replaced;
+        /// false when there is no current file (a new item: nothing to keep). A version file already
+        /// there that is another file (the leftover of a delete that stopped half way) is replaced.
+        func keepPrevious(of itemName: String, in directory: FileDescriptor, directoryPath: FilePath)
+            throws(StoreError) -> Bool
+        {
+            do {
+                try directory.linkAt(itemName, to: version)
+                return true
+            } catch .noSuchFileOrDirectory {
+                return false
+            } catch .fileExists {
+                // Below.
+            } catch {
+                throw StoreError.system(error, .link, "keep the previous version as", path: directoryPath / version)
+            }
+            guard let current = try? directory.statusAt(itemName) else { return false }
+            if let kept = try? directory.statusAt(version), kept.inode == current.inode, kept.device == current.device {
+                return true  // linked by a writer that died before its exchange
+            }
+            let temporary = AtomicFile.temporaryName()
+            do {
+                try directory.linkAt(itemName, to: temporary)
+                try directory.renameAt(temporary, to: version)
+                return true
+            } catch {
+                try? directory.unlinkAt(temporary)
+                throw StoreError.system(error, .link, "keep the previous version as", path: directoryPath / version)
+            }
+        }
+
+        /// After the exchange that made the spare `spareName` hold the previous file (also named
+        /// `version` now): the pruned version takes the spare's name, to be zeroed and written over
+        /// like any spare; without one the spare's name goes (its file is the version's). Best effort:
+        /// a spare left with two links is never written in place (`SpareFile`), and a version left past
+        /// the bound goes at the next recovery (`pruneHistory`).
+        func recycle(into spareName: String, in directory: FileDescriptor) {
+            if let pruned, (try? directory.renameAt(pruned, to: spareName)) != nil { return }
+            try? directory.unlinkAt(spareName)
+        }
+
+        /// After a write through a temp file: the pruned version goes.
+        func prune(in directory: FileDescriptor) {
+            if let pruned { try? directory.unlinkAt(pruned) }
+        }
+    }
+}

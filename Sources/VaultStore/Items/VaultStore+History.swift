@@ -1,0 +1,72 @@
+import VaultCrypto
+import VaultSystem
+
+/// Reading an item's history (`ItemHistory`): which versions it has, one version's record, and where
+/// the numbering of a deleted item stands.
+extension VaultStore {
+    /// The generations of `item`'s kept versions (its tombstone included), oldest first; empty when it
+    /// has none. Lists the group's directory.
+    public func versionGenerations(of item: ItemLocation) throws(StoreError) -> [UInt64] {
+        _ = try refreshReplicaIfStale(item.group)
+        guard let directory = try groupDirectory(item.group, create: false) else { return [] }
+        let names: [String]
+        do {
+            names = try directory.entryNames()
+        } catch {
+            throw StoreError.system(error, .readDirectory, "list", path: groupPath(item.group))
+        }
+        return names.compactMap { name in
+            guard let version = ItemHistory.parse(name), version.id == item.id else { return nil }
+            return version.generation
+        }.sorted()
+    }
+
+    /// Version `generation` of `item`, read, authenticated and decoded as `read` does; nil when the
+    /// item has no such version. A version file whose record is of another generation (renamed by
+    /// hand) is an `integrity` error naming it.
+    public func readVersion<Record: VersionedRecord, Failure: StoreErrorConvertible>(
+        _ item: ItemLocation, generation: UInt64,
+        decoding decode: (_ plaintext: [UInt8], _ path: () -> String) throws(Failure) -> Record
+    ) throws(Failure) -> Record? {
+        let name = ItemHistory.name(item.id, generation: generation)
+        let path = groupPath(item.group) / name
+        let plaintext: TransientBytes
+        do throws(StoreError) {
+            _ = try refreshReplicaIfStale(item.group)
+            guard let directory = try groupDirectory(item.group, create: false),
+                let read = try readPlaintext(item, in: directory, fileName: name)
+            else { return nil }
+            plaintext = read
+        } catch {
+            throw Failure(error)
+        }
+        let record = try plaintext.withBytes { (bytes) throws(Failure) in try decode(bytes, { path.string }) }
+        guard record.version.generation == generation else {
+            throw Failure(
+                StoreError(
+                    .integrity,
+                    "\(path) holds generation \(record.version.generation), not \(generation): it was renamed or "
+                        + "copied; remove it",
+                    path: path.string))
+        }
+        return record
+    }
+
+    /// The generation `item` had when it was deleted (its tombstone's, which its generation record
+    /// keeps), when it has no file now; nil otherwise. An item made again under the name carries on
+    /// from there, so that its versions never share a number with the deleted item's.
+    public func deletedGeneration(of item: ItemLocation) throws(StoreError) -> UInt64? {
+        guard let directory = try groupDirectory(item.group, create: false) else { return nil }
+        let found = try GenerationRecord.read(item.id, in: directory, itemPath: itemPath(item))
+        guard let recorded = found.recorded, recorded.generation < UInt64.max / 2 else { return nil }
+        do {
+            _ = try directory.statusAt(item.id.fileName)
+            return nil
+        } catch {
+            guard error == .noSuchFileOrDirectory else {
+                throw StoreError.system(error, .stat, "inspect", path: itemPath(item))
+            }
+        }
+        return recorded.generation
+    }
+}

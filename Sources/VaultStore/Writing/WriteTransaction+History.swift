@@ -1,0 +1,86 @@
+import VaultSystem
+
+/// The writes of an item's history (`ItemHistory`): a delete that leaves a tombstone, and a purge.
+extension WriteTransaction {
+    /// Removes `item`, keeping it in its history: `tombstone` (the layer above's record of the
+    /// deletion, at `version`, the generation after the item's) is sealed into the item's next version
+    /// file, the item's file becomes its previous version, and the generation record is left at the
+    /// tombstone (so that an item made again under the name carries on the numbering). False when the
+    /// item did not exist. A fleet group, or a vault that keeps no history, removes it outright.
+    public func delete(
+        _ item: ItemLocation, leaving tombstone: [UInt8], protectionClass: ProtectionClass, version: ItemVersion
+    ) throws(StoreError) -> Bool {
+        try requireLocked(item.group)
+        guard !store.isFleetGroup(item.group),
+            let step = ItemHistory.Step(item.id, writing: version.generation, kept: store.versionsKept),
+            let directory = try store.groupDirectory(item.group, create: false)
+        else { return try delete(item) }
+        let directoryPath = store.groupPath(item.group)
+        do {
+            _ = try directory.statusAt(item.id.fileName)
+        } catch {
+            if error == .noSuchFileOrDirectory { return false }
+            throw StoreError.system(error, .stat, "inspect", path: store.itemPath(item))
+        }
+        let sealed = try store.seal(tombstone, as: item, protectionClass: protectionClass, version: version)
+        store.removeStaleTemporaryFiles(group: item.group, directory: directory)
+        // The tombstone first: a writer that dies after it leaves the item in place, and the tombstone,
+        // numbered as the item's next version, is replaced by that version when it is written.
+        let temporary = try AtomicFile.writeTemporary(
+            .plain(sealed.contents), in: directory, directoryPath: directoryPath,
+            sealed.keys.isShared ? .ownerAndGroupReadWrite : .ownerReadWrite, durable: true)
+        try AtomicFile.rename(
+            temporary, to: ItemHistory.name(item.id, generation: version.generation), in: directory,
+            directoryPath: directoryPath)
+        do {
+            try directory.renameAt(item.id.fileName, to: step.version)
+            // A rename between two names of one file (a writer that died after linking the version)
+            // changes nothing: the item's name must still go.
+            try? directory.unlinkAt(item.id.fileName)
+        } catch {
+            throw StoreError.system(error, .rename, "keep the last version of", path: store.itemPath(item))
+        }
+        var pending: StoreError?
+        if let recordText = sealed.recordText {
+            do throws(StoreError) {
+                try AtomicFile.replaceSymbolicLink(
+                    GenerationRecord.name(item.id), target: recordText, in: directory, directoryPath: directoryPath)
+            } catch {
+                pending = error
+            }
+        }
+        step.prune(in: directory)
+        try AtomicFile.syncDirectory(directory, path: directoryPath)
+        if let pending { throw pending }
+        return true
+    }
+
+    /// Removes `item` with every version of it and its generation record (`vault rm --purge`); the
+    /// version files are zeroed first, as a spare is. False when none of it existed.
+    public func purge(_ item: ItemLocation) throws(StoreError) -> Bool {
+        try requireLocked(item.group)
+        guard let directory = try store.groupDirectory(item.group, create: false) else { return false }
+        let directoryPath = store.groupPath(item.group)
+        let removed = try delete(item)
+        let versions: [String]
+        do {
+            versions = try directory.entryNames().filter { ItemHistory.parse($0)?.id == item.id }
+        } catch {
+            throw StoreError.system(error, .readDirectory, "list", path: directoryPath)
+        }
+        let shared = (try? store.keys(for: item.group))?.isShared ?? false
+        for name in versions {
+            SpareFile.scrub(name, in: directory, shared: shared)
+            do {
+                try directory.unlinkAt(name)
+            } catch {
+                guard error == .noSuchFileOrDirectory else {
+                    throw StoreError.system(error, .unlink, "remove", path: directoryPath / name)
+                }
+            }
+        }
+        try AtomicFile.removeIfPresent(GenerationRecord.name(item.id), in: directory, directoryPath: directoryPath)
+        try AtomicFile.syncDirectory(directory, path: directoryPath)
+        return removed || !versions.isEmpty
+    }
+}

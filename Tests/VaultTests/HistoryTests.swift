@@ -1,0 +1,191 @@
+import Foundation
+import Testing
+import VaultStore
+import VaultSystem
+import VaultTestSupport
+
+@testable import Vault
+
+/// Item history: versions kept, listed, read, restored and purged; check-and-set.
+@Suite struct HistoryTests {
+    /// The names of the version files in a group's directory.
+    static func versionFiles(_ t: TemporaryVault, group: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: t.path + "/groups/" + group).filter { $0.hasPrefix(".v.") }
+            .sorted()
+    }
+
+    @Test func everyChangeIsKeptAndListedWithoutSecrets() throws {
+        try withTemporaryVault { t in
+            let vault = try t.open()
+            let key = try ItemKey(service: "db", account: "app")
+            try vault.set("one", for: key)
+            try vault.set("two", for: key)
+            try vault.set("three", for: key)
+            let history = try vault.history(of: key)
+            #expect(history.map(\.number) == [1, 2, 3])
+            #expect(history.map(\.isCurrent) == [false, false, true])
+            #expect(history.allSatisfy { $0.writerID == ProcessIdentity.effectiveUserID && $0.client != nil })
+            #expect(history.allSatisfy { !$0.isDeletion })
+            #expect(try vault.data(for: key, version: 1) == Data("one".utf8))
+            #expect(try vault.data(for: key, version: 2) == Data("two".utf8))
+            #expect(try vault.data(for: key, version: 3) == Data("three".utf8))
+            #expect(try vault.data(for: key, version: 4) == nil)
+            // Each version is a file sealed as the item is: no secret in the clear.
+            let group = try #require(vault.client.defaultGroup).rawValue
+            for name in try Self.versionFiles(t, group: group) {
+                let bytes = try Data(contentsOf: URL(fileURLWithPath: t.path + "/groups/\(group)/" + name))
+                #expect(bytes.range(of: Data("one".utf8)) == nil && bytes.range(of: Data("two".utf8)) == nil)
+            }
+        }
+    }
+
+    @Test func restoreMakesANewVersionAndUndoesADelete() throws {
+        try withTemporaryVault { t in
+            let vault = try t.open()
+            let key = try ItemKey(service: "db", account: "app")
+            try vault.set("good", for: key)
+            try vault.set("bad", for: key)
+            #expect(try vault.restore(key, version: 1) == 3)
+            #expect(try vault.string(for: key) == "good")
+            #expect(try vault.history(of: key).map(\.number) == [1, 2, 3])
+            #expect(try vault.remove(key))
+            #expect(try vault.string(for: key) == nil)
+            let afterDelete = try vault.history(of: key)
+            #expect(afterDelete.map(\.number) == [1, 2, 3, 4])
+            #expect(afterDelete.last?.isDeletion == true && afterDelete.last?.isCurrent == false)
+            #expect(status { _ = try vault.data(for: key, version: 4) } == .param)
+            #expect(status { _ = try vault.restore(key, version: 4) } == .param)
+            #expect(try vault.restore(key, version: 2) == 5)
+            #expect(try vault.string(for: key) == "bad")
+            #expect(try vault.history(of: key).last?.isCurrent == true)
+        }
+    }
+
+    @Test func anItemMadeAgainAfterADeleteCarriesOnTheNumbering() throws {
+        try withTemporaryVault { t in
+            let vault = try t.open()
+            let key = try ItemKey(service: "db", account: "app")
+            try vault.set("first", for: key)
+            try vault.remove(key)
+            try vault.set("second", for: key)
+            #expect(try vault.currentVersion(of: key) == 3)
+            #expect(try vault.history(of: key).map(\.number) == [1, 2, 3])
+            #expect(try vault.data(for: key, version: 1) == Data("first".utf8))
+            // And through `add`, as `SecItemAdd` makes it.
+            try vault.remove(key)
+            try vault.add(
+                .genericPassword, attributes: key.attributes(accessibility: .afterFirstUnlock), data: Data("x".utf8))
+            #expect(try vault.currentVersion(of: key) == 5)
+        }
+    }
+
+    @Test func historyIsPrunedAtTheBound() throws {
+        try withTemporaryVault { t in
+            let vault = try t.open()
+            let key = try ItemKey(service: "db", account: "app")
+            let kept = vault.versionsKept
+            #expect(kept == 10)
+            for i in 1...(kept + 7) { try vault.set("v\(i)", for: key) }
+            let numbers = try vault.history(of: key).map(\.number)
+            // The current version and the `kept` before it.
+            #expect(numbers == Array(UInt64(7)...UInt64(kept + 7)))
+            let group = try #require(vault.client.defaultGroup).rawValue
+            #expect(try Self.versionFiles(t, group: group).count == kept)
+            #expect(try vault.data(for: key, version: 6) == nil)
+            #expect(try vault.data(for: key, version: 7) == Data("v7".utf8))
+        }
+    }
+
+    @Test func purgeRemovesEveryVersion() throws {
+        try withTemporaryVault { t in
+            let vault = try t.open()
+            let key = try ItemKey(service: "db", account: "app")
+            let other = try ItemKey(service: "db", account: "other")
+            try vault.set("a", for: key)
+            try vault.set("b", for: key)
+            try vault.set("c", for: other)
+            try vault.set("d", for: other)
+            #expect(try vault.purge(key))
+            #expect(status { _ = try vault.history(of: key) } == .itemNotFound)
+            let group = try #require(vault.client.defaultGroup).rawValue
+            #expect(try Self.versionFiles(t, group: group).count == 1)  // the other item's
+            #expect(try vault.purge(key) == false)
+            // A purge after a delete removes the tombstone and the versions.
+            try vault.remove(other)
+            #expect(try vault.purge(other))
+            #expect(try Self.versionFiles(t, group: group).isEmpty)
+        }
+    }
+
+    @Test func checkAndSetRefusesAStaleVersion() throws {
+        try withTemporaryVault { t in
+            let vault = try t.open()
+            let key = try ItemKey(service: "db", account: "app")
+            #expect(try vault.set(Data("a".utf8), for: key, ifVersion: 0) == 1)
+            #expect(status { try vault.set(Data("b".utf8), for: key, ifVersion: 0) } == .duplicateItem)
+            #expect(try vault.set(Data("b".utf8), for: key, ifVersion: 1) == 2)
+            let stale = #expect(throws: VaultError.self) { try vault.set(Data("c".utf8), for: key, ifVersion: 1) }
+            #expect(stale?.status == .duplicateItem)
+            #expect(stale?.message.contains("version 2 is current") == true)
+            #expect(try vault.string(for: key) == "b")
+        }
+    }
+
+    @Test func concurrentCheckAndSetWritersHaveOneWinnerARound() async throws {
+        try await withTemporaryVault { t in
+            let key = try ItemKey(service: "counter", account: "")
+            let setup = try t.open()
+            try setup.set(Data("0".utf8), for: key)
+            let writers = 6
+            let rounds = 8
+            for round in 0..<rounds {
+                let expected = try #require(try setup.currentVersion(of: key))
+                let wins = try await withThrowingTaskGroup(of: Bool.self) { tasks in
+                    for writer in 0..<writers {
+                        tasks.addTask {
+                            let vault = try t.open()
+                            do {
+                                try vault.set(Data("\(round).\(writer)".utf8), for: key, ifVersion: expected)
+                                return true
+                            } catch let error as VaultError where error.status == .duplicateItem {
+                                return false
+                            }
+                        }
+                    }
+                    return try await tasks.reduce(0) { $0 + ($1 ? 1 : 0) }
+                }
+                #expect(wins == 1, "round \(round)")
+                #expect(try setup.currentVersion(of: key) == expected + 1)
+            }
+        }
+    }
+
+    @Test func rotationKeepsTheHistoryReadable() throws {
+        try withTemporaryVault { t in
+            let vault = try t.open(groups: ["rotated"])
+            let group = try AccessGroup("rotated")
+            try vault.createGroup(group, unixGroup: nil)
+            let key = try ItemKey(service: "db", account: "app", group: group)
+            try vault.set("old", for: key)
+            try vault.set("new", for: key)
+            try vault.remove(key)
+            _ = try vault.rotateGroup(group)
+            #expect(try vault.data(for: key, version: 1) == Data("old".utf8))
+            #expect(try vault.data(for: key, version: 2) == Data("new".utf8))
+            #expect(try vault.history(of: key).last?.isDeletion == true)
+        }
+    }
+
+    @Test func rekeyKeepsTheHistoryReadable() throws {
+        try withTemporaryVault { t in
+            let vault = try t.open()
+            let key = try ItemKey(service: "db", account: "app")
+            try vault.set("old", for: key)
+            try vault.set("new", for: key)
+            try vault.rekey(newPassphrase: nil)
+            let reopened = try t.open()
+            #expect(try reopened.data(for: key, version: 1) == Data("old".utf8))
+            #expect(try reopened.history(of: key).map(\.number) == [1, 2])
+        }
+    }
+}
