@@ -80,19 +80,27 @@ import VaultTestSupport
             try vault.set(Data("two"), for: try key("a"))
             #expect(try vault.string(for: try key("a")) == "two")
             #expect(try generation(vault, "a") == 2)
-            // The slot's spare holds the replaced file, zeroed; its record went onto the item's.
+            // The replaced file is the item's version 1 now, so the slot's spare (its other name) went;
+            // the slot's record went onto the item's.
+            #expect(try slotFiles(t).isEmpty)
+            #expect(try t.entries("groups/\(Self.app)").contains { $0.hasPrefix(".gen.") })
+            #expect(try vault.data(for: try key("a"), version: 1) == Data("one"))
+            // Once the item has as many versions as the vault keeps, the one that falls off becomes the
+            // slot's spare, zeroed once the exchange is durable.
+            for value in 3...(vault.versionsKept + 3) { try vault.set(Data("v\(value)"), for: try key("a")) }
             let files = try slotFiles(t)
             #expect(files.count == 1 && !files[0].hasSuffix(".gen"), "\(files)")
-            #expect(try t.bytes("groups/\(Self.app)/\(files[0])").allSatisfy { $0 == 0 })
-            #expect(try t.entries("groups/\(Self.app)").contains { $0.hasPrefix(".gen.") })
-            // Every write took a ticket (four under the lock, two prepared), and the last directory fsync
-            // covered them all.
-            #expect(try counters(t).exchanged == 6)
-            #expect(try counters(t).flushed == 6)
+            if files.count == 1 { #expect(try t.bytes("groups/\(Self.app)/\(files[0])").allSatisfy { $0 == 0 }) }
+            // Every write took a ticket (four under the lock, the others prepared), and the last directory
+            // fsync covered them all.
+            let writes = 6 + vault.versionsKept + 1
+            #expect(try counters(t).exchanged == UInt64(writes))
+            #expect(try counters(t).flushed == UInt64(writes))
             // A fresh handle reads the value and its generation.
             let fresh = try t.open(app: Self.app)
-            #expect(try fresh.string(for: try key("a")) == "two")
-            #expect(try generation(fresh, "a") == 2)
+            let last = "v\(vault.versionsKept + 3)"
+            #expect(try fresh.string(for: try key("a")) == last)
+            #expect(try generation(fresh, "a") == UInt64(vault.versionsKept + 3))
         }
     }
 
@@ -187,10 +195,12 @@ import VaultTestSupport
             #expect(try slotFiles(t).contains(GroupCommit.recordName(prepared.write.slot)))
             // The next set of this process claims the same slot (its first choice): both files are unlinked
             // first, and only then a new spare made. A set through a clean slot unlinks nothing.
+            // Each write also unlinks the slot's spare name once the replaced file is kept as a version
+            // (until the item has as many versions as the vault keeps: then the pruned one is recycled).
             let cleaning = try systemCalls { try vault.set(Data("three"), for: try key("a")) }
-            #expect(cleaning.calls[.unlink] == 2)
+            #expect(cleaning.calls[.unlink] == 2 + 1)
             let clean = try systemCalls { try vault.set(Data("four"), for: try key("a")) }
-            #expect(clean.calls[.unlink, default: 0] == 0)
+            #expect(clean.calls[.unlink, default: 0] == 1)
             #expect(try vault.string(for: try key("a")) == "four")
             #expect(try slotFiles(t).allSatisfy { !$0.hasSuffix(".gen") })
         }
