@@ -46,14 +46,17 @@ extension Vault {
             var damaged: [ItemProblem] = []
             for group in groups {
                 let id = try engine.itemID(group, canonical)
+                let record: ItemRecord
                 do throws(VaultError) {
-                    guard let record = try engine.load(group, id), query.matches(record, group: group) else { continue }
+                    guard let loaded = try engine.load(group, id), query.matches(loaded, group: group) else { continue }
+                    record = loaded
                 } catch  where ItemProblem.isAuthenticationFailure(error) {
                     try remove(group, id, in: tx)
                     damaged.append(ItemProblem(path: engine.filePath(group, id), group: group, id: id, error: error))
                     continue
                 }
-                try remove(group, id, in: tx)
+                // A sound item leaves a tombstone in its history, as every delete does.
+                try engine.delete([LocatedItem(group: group, id: id, record: record)], in: tx)
                 removed += 1
             }
             guard removed > 0 || !damaged.isEmpty else { throw notFound(query) }

@@ -244,6 +244,10 @@ package enum Command: Sendable, Hashable {
     case run(RunCommand)
     /// `vault inject`.
     case inject(InjectCommand)
+    /// `vault history`.
+    case history(HistoryCommand)
+    /// `vault restore`.
+    case restore(RestoreCommand)
 }
 
 /// What each command declares about itself: its name, options, operands, help, and how to build it
@@ -318,6 +322,7 @@ package enum ArgumentParser {
         ("unlock", { UnlockCommand.info }), ("lock", { LockCommand.info }), ("export", { ExportCommand.info }),
         ("import", { ImportCommand.info }), ("rekey", { RekeyCommand.info }), ("upgrade", { UpgradeCommand.info }),
         ("run", { RunCommand.info }), ("inject", { InjectCommand.info }),
+        ("history", { HistoryCommand.info }), ("restore", { RestoreCommand.info }),
         ("help", { HelpCommand.info }),
     ]
 

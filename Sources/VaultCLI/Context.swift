@@ -98,6 +98,16 @@ struct Context {
         }
     }
 
+    /// The generic password `service`/`account` in the `--group` group, as the history commands name it.
+    func itemKey(service: String, account: String) throws(CLIError) -> ItemKey {
+        let group = try group()
+        do {
+            return try ItemKey(service: service, account: account, group: group)
+        } catch {
+            throw CLIError(.usage, "service \"\(service)\"", error.message)
+        }
+    }
+
     /// Where the master key comes from: `--key-file`, else the environment (`VAULT_KEY_FILE`, a systemd
     /// credential), else `master.key`; passphrases from `--passphrase-fd N`, else a prompt on the
     /// terminal.

@@ -121,6 +121,8 @@ package enum VaultCLI {
         case .rekey(let command): try command.run(in: context)
         case .run(let command): return try command.run(in: context)
         case .inject(let command): try command.run(in: context)
+        case .history(let command): try command.run(in: context)
+        case .restore(let command): try command.run(in: context)
         }
         return ExitCode.success.rawValue
     }

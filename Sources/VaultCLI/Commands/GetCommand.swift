@@ -10,6 +10,8 @@ package struct GetCommand: Sendable, Hashable {
     package var json: Bool
     /// `--fresh`: a fleet group's item only as etcd confirms it, never from the cache alone.
     package var fresh: Bool = false
+    /// `--version N`: that version's secret (`vault history`), not the current one.
+    package var version: UInt64? = nil
 
     static let info = CommandInfo(
         name: "get",
@@ -25,17 +27,29 @@ package struct GetCommand: Sendable, Hashable {
             In a fleet group, the item is read from etcd's copy when etcd answers. When it does not, the
             answer comes from this machine's cache and standard error says so and since when; with
             --fresh it does not come at all (exit status 9).
+
+            With --version N, prints the secret of version N of the item (`vault history` lists them);
+            a version that is not kept is exit status 1.
             """,
         options: [
             .flag("json", "print the attributes and the secret as JSON"),
             .flag("fresh", "in a fleet group, fail (exit status 9) rather than answer from the cache"),
+            .value("version", "N", "print version N of the secret (see `vault history`)"),
         ] + InternetOptions.specs,
         operands: ItemName.operands,
         make: { parsed throws(UsageError) in
-            .get(
-                GetCommand(
-                    name: try InternetOptions.itemName(parsed, command: "get"), json: parsed.flag("json"),
-                    fresh: parsed.flag("fresh")))
+            var command = GetCommand(
+                name: try InternetOptions.itemName(parsed, command: "get"), json: parsed.flag("json"),
+                fresh: parsed.flag("fresh"))
+            if let text = parsed.value("version") {
+                guard case .generic = command.name, !command.json else {
+                    throw UsageError(
+                        "--version reads a generic password (SERVICE [ACCOUNT]): leave out --server and --json",
+                        command: "get")
+                }
+                command.version = try RestoreCommand.versionNumber(text, command: "get", allowingZero: false)
+            }
+            return .get(command)
         })
 
     func run(in context: Context) throws(CLIError) {
@@ -43,6 +57,19 @@ package struct GetCommand: Sendable, Hashable {
         let vault = try context.openVault()
         if fresh { vault.requireFreshFleetReads(true) }
         defer { context.noteStaleFleetReads(vault) }
+        if let version, case .generic(let service, let account) = name {
+            let key = try context.itemKey(service: service, account: account)
+            let data = try context.attempt(vault, name.description) { () throws(VaultError) in
+                try vault.data(for: key, version: version)
+            }
+            guard var secret = data else {
+                throw CLIError(.notFound, name.description, "has no version \(version); `vault history` lists them")
+            }
+            defer { secret.wipe() }
+            try context.write(bytes: [UInt8](secret))
+            if context.output.isTerminal { try context.write("\n") }
+            return
+        }
         let item: MatchedItem
         do {
             item = try context.attempt(vault, name.description) { () throws(VaultError) in

@@ -16,6 +16,8 @@ package struct PutCommand: Sendable, Hashable {
     package var label: String?
     /// `--comment`.
     package var comment: String?
+    /// `--if-version N`: store only if the item's current version is N (0: only if there is none).
+    package var ifVersion: UInt64? = nil
 
     /// The largest secret accepted, in bytes: an item record holds at most 16 MiB, and this leaves room
     /// for the attributes.
@@ -37,18 +39,35 @@ package struct PutCommand: Sendable, Hashable {
                     newline), or, when standard input is a terminal, typed twice at a prompt that does not echo.
                     No option takes the secret itself: arguments are visible to every user of the machine.
                     A missing ACCOUNT is the empty account.
-                    """,
+                    """ + (add ? "" : """
+
+                        Each put keeps the previous secret as a version (`vault history`). With --if-version
+                        N, the secret is stored only if the item's current version is still N (0: only if
+                        there is no item); if another writer changed it first, nothing is written and the
+                        exit status is 3: read it again and retry.
+                        """),
             options: [
                 .flag("trim", "drop one trailing newline from standard input"),
                 .value("label", "TEXT", "the item's label"),
                 .value("comment", "TEXT", "the item's comment"),
-            ] + InternetOptions.specs,
+            ] + (add ? [] : [.value("if-version", "N", "store only if the current version is N (0: no item)")])
+                + InternetOptions.specs,
             operands: ItemName.operands,
             make: { parsed throws(UsageError) in
-                .put(
-                    PutCommand(
-                        name: try InternetOptions.itemName(parsed, command: name), addOnly: add,
-                        trim: parsed.flag("trim"), label: parsed.value("label"), comment: parsed.value("comment")))
+                var command = PutCommand(
+                    name: try InternetOptions.itemName(parsed, command: name), addOnly: add,
+                    trim: parsed.flag("trim"), label: parsed.value("label"), comment: parsed.value("comment"))
+                if let text = parsed.value("if-version") {
+                    guard case .generic = command.name, command.label == nil, command.comment == nil else {
+                        throw UsageError(
+                            "--if-version stores the secret of a generic password (SERVICE [ACCOUNT]) alone: "
+                                + "leave out --server, --label and --comment",
+                            command: name)
+                    }
+                    command.ifVersion = try RestoreCommand.versionNumber(
+                        text, command: name, option: "--if-version", allowingZero: true)
+                }
+                return .put(command)
             })
     }
 
@@ -62,6 +81,18 @@ package struct PutCommand: Sendable, Hashable {
         attributes.comment = comment
         attributes.accessGroup = group
         let subject = name.description
+        if let ifVersion, case .generic(let service, let account) = name {
+            let key = try context.itemKey(service: service, account: account)
+            do {
+                _ = try vault.set(secret, for: key, ifVersion: ifVersion)
+            } catch  where error.status == .duplicateItem {
+                // Not "already exists": the message says which version another writer made current.
+                throw CLIError(.duplicate, nil, error.message)
+            } catch {
+                throw CLIError(error, subject: subject, vaultPath: vault.path)
+            }
+            return
+        }
         if addOnly {
             try context.attempt(vault, subject) { () throws(VaultError) in
                 _ = try vault.add(name.itemClass, attributes: attributes, data: secret)

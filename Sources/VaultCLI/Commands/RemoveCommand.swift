@@ -15,6 +15,8 @@ package struct RemoveCommand: Sendable, Hashable {
 
     /// What to remove.
     package var target: Target
+    /// `--purge`: the item's history too (a generic password).
+    package var purge = false
 
     static let info = CommandInfo(
         name: "rm",
@@ -32,12 +34,27 @@ package struct RemoveCommand: Sendable, Hashable {
             secret is lost. A file whose class key is locked is never removed (exit status 5). --all
             cannot tell which damaged file held an item of the service: `vault check --remove-damaged`
             removes every damaged file.
+
+            A removed item stays in its history: `vault restore --version N` brings it back (`vault
+            history` lists the versions). With --purge, the item and every version of it are removed,
+            beyond restore.
             """,
-        options: [.flag("all", "remove every item of the service or server")] + InternetOptions.specs,
+        options: [
+            .flag("all", "remove every item of the service or server"),
+            .flag("purge", "also remove every version of the item, beyond restore"),
+        ] + InternetOptions.specs,
         operands: ItemName.operands,
         make: { parsed throws(UsageError) in
             guard parsed.flag("all") else {
-                return .remove(RemoveCommand(target: .item(try InternetOptions.itemName(parsed, command: "rm"))))
+                let name = try InternetOptions.itemName(parsed, command: "rm")
+                if parsed.flag("purge"), case .internet = name {
+                    throw UsageError(
+                        "--purge removes a generic password (SERVICE [ACCOUNT]): leave out --server", command: "rm")
+                }
+                return .remove(RemoveCommand(target: .item(name), purge: parsed.flag("purge")))
+            }
+            if parsed.flag("purge") {
+                throw UsageError("--purge removes one item with its versions: leave out --all", command: "rm")
             }
             if let internet = try InternetOptions.parse(parsed, command: "rm") {
                 _ = try parsed.operands([], minimum: 0, command: "rm")
@@ -58,6 +75,11 @@ package struct RemoveCommand: Sendable, Hashable {
         let query: Query
         let subject: String
         switch target {
+        case .item(.generic(let service, let account)) where purge:
+            let key = try context.itemKey(service: service, account: account)
+            let purged = try context.attempt(vault, key.description) { () throws(VaultError) in try vault.purge(key) }
+            guard purged else { throw CLIError(.notFound, key.description, "no such item, and no version of it") }
+            return
         case .item(let name):
             var key = name.attributes
             key.accessGroup = group
