@@ -188,3 +188,15 @@ extension Vault {
             isDeletion: record.isDeletion, isCurrent: isCurrent)
     }
 }
+
+extension Vault {
+    /// Sets how many previous versions of each item the vault keeps (0: none; nil: the default, 10),
+    /// the vault's owner only; versions past the new bound are removed at once. Other open handles keep
+    /// the bound they read until they open the vault again.
+    public func setVersionsKept(_ count: Int?) throws(VaultError) {
+        try translatingStoreErrors { () throws(StoreError) in try engine.store.setVersionsKept(count) }
+    }
+
+    /// The most versions of each item a vault can keep.
+    public static let maximumVersionsKept = VaultStore.maximumVersionsKept
+}

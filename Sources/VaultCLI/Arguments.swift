@@ -248,6 +248,8 @@ package enum Command: Sendable, Hashable {
     case history(HistoryCommand)
     /// `vault restore`.
     case restore(RestoreCommand)
+    /// `vault config`.
+    case config(ConfigCommand)
 }
 
 /// What each command declares about itself: its name, options, operands, help, and how to build it
@@ -323,6 +325,7 @@ package enum ArgumentParser {
         ("import", { ImportCommand.info }), ("rekey", { RekeyCommand.info }), ("upgrade", { UpgradeCommand.info }),
         ("run", { RunCommand.info }), ("inject", { InjectCommand.info }),
         ("history", { HistoryCommand.info }), ("restore", { RestoreCommand.info }),
+        ("config", { ConfigCommand.info }),
         ("help", { HelpCommand.info }),
     ]
 

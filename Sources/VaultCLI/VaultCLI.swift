@@ -123,6 +123,7 @@ package enum VaultCLI {
         case .inject(let command): try command.run(in: context)
         case .history(let command): try command.run(in: context)
         case .restore(let command): try command.run(in: context)
+        case .config(let command): try command.run(in: context)
         }
         return ExitCode.success.rawValue
     }

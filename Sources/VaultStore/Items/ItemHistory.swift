@@ -16,8 +16,8 @@ enum ItemHistory {
     /// The versions kept of each item (the tombstone of a delete counts as one) when the vault's marker
     /// does not say.
     static let defaultVersionsKept = 10
-    /// The most a vault may keep.
-    static let maximumVersionsKept = 255
+    /// The most a vault may keep (what the marker's byte holds).
+    package static let maximumVersionsKept = 254
 
     /// The version file of item `id` at `generation`.
     static func name(_ id: ItemID, generation: UInt64) -> String {
@@ -45,6 +45,23 @@ enum ItemHistory {
             generation = generation << 4 | UInt64(value)
         }
         return (id, generation)
+    }
+
+    /// The version files among a group's `names` (a whole listing) that lie past the bound: of an item
+    /// that has a file, the versions more than `kept` below it (its newest version + 1); of a deleted
+    /// one, those more than `kept` below its tombstone. A write prunes one version (the one its new
+    /// version pushes out); this catches what a writer that died before pruning, or a lowered bound,
+    /// left.
+    static func excess(among names: [String], kept: Int) -> [String] {
+        let versions = names.compactMap { name in parse(name).map { (name, $0.id, $0.generation) } }
+        guard !versions.isEmpty else { return [] }
+        var newest: [ItemID: UInt64] = [:]
+        for (_, id, generation) in versions { newest[id] = max(newest[id] ?? 0, generation) }
+        let present = Set(names.compactMap { ItemID(fileName: $0) })
+        return versions.compactMap { name, id, generation in
+            let current = newest[id]! + (present.contains(id) ? 1 : 0)
+            return generation + UInt64(kept) < current ? name : nil
+        }
     }
 
     /// What a write does to the history of the item it replaces: keep the file it had (at `previous`)

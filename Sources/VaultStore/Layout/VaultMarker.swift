@@ -4,8 +4,8 @@ import VaultSystem
 /// The `VAULT` file: it marks a directory as a vault, says which format wrote it, and carries the vault
 /// id that every item file is bound to.
 ///
-/// Layout (56 bytes): "VLTV" | format version u8 (1, or 2: per-group keys) | flags u8 | versions kept u8
-/// (0: the default) | reserved u8 (0) |
+/// Layout (56 bytes): "VLTV" | format version u8 (1, or 2: per-group keys) | flags u8 | versions kept + 1
+/// u8 (0: the default) | reserved u8 (0) |
 /// vault id (16 random bytes) |
 /// keyed BLAKE2b-256 of the first 24 bytes under the `always` class key ("vault.marker.v1"), which
 /// every opener has, locked or not. The version is
@@ -31,8 +31,14 @@ struct VaultMarker: Equatable {
     /// The vault keeps its item class keys in `classes.key` (flags bit 0). A vault made before that
     /// file existed has the bit clear, and its class keys stand in for them.
     var hasItemClassKeys = false
-    /// How many versions of each item the vault keeps (`ItemHistory`), or 0 for the default.
+    /// How many previous versions of each item the vault keeps (`ItemHistory`), plus one; 0 for the
+    /// default (`versionsKept(_:)`).
     var versionsKept: UInt8 = 0
+
+    /// The number of versions kept that the setting byte `setting` says.
+    static func versionsKept(_ setting: UInt8) -> Int {
+        setting == 0 ? ItemHistory.defaultVersionsKept : Int(setting) - 1
+    }
 
     static func random() throws(StoreError) -> VaultMarker {
         do {

@@ -38,12 +38,12 @@ public final class VaultStore: Sendable {
     let itemClassKeys: ClassKeys?
     /// How to read an item's version from its plaintext, for the recovery of interrupted moves.
     let versions: ItemVersionReader?
-    /// The marker's setting of how many versions of each item to keep (0: the default), as read at open.
+    /// The marker's setting of how many versions of each item to keep (`VaultMarker.versionsKept`), as
+    /// read at open.
     let versionsKeptSetting: UInt8
-    /// How many versions of each item a write keeps (`ItemHistory`), the tombstone of a delete included.
-    public var versionsKept: Int {
-        versionsKeptSetting == 0 ? ItemHistory.defaultVersionsKept : Int(versionsKeptSetting)
-    }
+    /// How many previous versions of each item a write keeps (`ItemHistory`), a deletion's tombstone
+    /// included; 0 keeps none.
+    public var versionsKept: Int { VaultMarker.versionsKept(versionsKeptSetting) }
     /// The replication of the vault's fleet groups, given by the layer that opened it (nil: none, and a
     /// fleet group is refused).
     package let replication: (any Replication)?

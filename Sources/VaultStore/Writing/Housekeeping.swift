@@ -1,8 +1,9 @@
 import VaultSystem
 
 /// What writers clean up under the lock: temp files of writers that died (they exist only while a
-/// writer holds the lock, so under the lock any temp file is a leftover), spares that may still be an
-/// item's file on disk, and a bulk load's deferred flush.
+/// writer holds the lock, so under the lock any temp file is a leftover), versions past the bound (a
+/// writer that died before its pruning, a bound lowered), spares that may still be an item's file on
+/// disk, and a bulk load's deferred flush.
 extension VaultStore {
     /// Removes `group`'s temp files once per group per open store (and again after a death); `listed`
     /// is the group's listing when the caller has just made one under the lock.
@@ -12,6 +13,7 @@ extension VaultStore {
         for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) {
             try? directory.unlinkAt(name)
         }
+        for name in ItemHistory.excess(among: names, kept: versionsKept) { try? directory.unlinkAt(name) }
         housekeeping.withLock { _ = $0.cleanedGroups.insert(group) }
     }
 
