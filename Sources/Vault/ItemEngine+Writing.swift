@@ -56,6 +56,10 @@ extension ItemEngine {
             record.advance(modifiedAt: now)
             let group = changes.attributes.accessGroup ?? match.group
             let id = try itemID(group, record.primaryKey, writing: true)
+            if group != match.group || id != match.id {
+                // A move onto the name of a deleted item carries on that item's numbering.
+                record.generation = max(record.generation, try firstGeneration(group, id))
+            }
             planned.append((match, LocatedItem(group: group, id: id, record: record)))
         }
         let oldKeys = Set(planned.map { Key(group: $0.old.group, id: $0.old.id) })
@@ -82,7 +86,8 @@ extension ItemEngine {
                 try translatingStoreErrors { () throws(StoreError) in
                     try tx.move(
                         old.location, to: new.location, plaintext: bytes, protectionClass: new.record.protectionClass,
-                        version: new.record.version, keepingSource: newKeys.contains(Key(group: old.group, id: old.id)))
+                        version: new.record.version, sourceGeneration: old.record.generation,
+                        keepingSource: newKeys.contains(Key(group: old.group, id: old.id)))
                 }
             }
         }

@@ -289,8 +289,8 @@ extension Vault {
                         duplicates.append(engine.describe(record.itemClass, record.attributes, group: group))
                         continue
                     }
-                    // The replacement moves the item's history forward, never back.
-                    record.generation = max(record.generation, existing.generation &+ 1)
+                    // The replacement is the item's next version: its history moves forward, never back.
+                    record.generation = existing.generation &+ 1
                     record.persistentID = existing.persistentID
                     try engine.save(record, group: group, id: id, in: tx)
                     replaced += 1
@@ -309,6 +309,8 @@ extension Vault {
                     }
                 }
                 persistentIDs[group]!.insert(record.persistentID)
+                // On the name of a deleted item, after that item's versions.
+                record.generation = max(record.generation, try engine.firstGeneration(group, id))
                 try engine.save(record, group: group, id: id, in: tx)
                 imported += 1
             }

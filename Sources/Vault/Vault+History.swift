@@ -32,8 +32,13 @@ extension Vault {
     public func history(of key: ItemKey) throws(VaultError) -> [ItemVersionInfo] {
         let (group, id) = try historyLocation(key)
         let current = try engine.loadCurrent(group, id)
+        let kept = try keptGenerations(group, id)
+        // Versions at or past the current one are leftovers of a writer that died (the current file
+        // linked, a tombstone whose delete never happened) and those below the bound await pruning.
+        let newest = current?.generation ?? kept.last ?? 0
+        let oldest = newest - min(newest, UInt64(versionsKept))
         var versions: [ItemVersionInfo] = []
-        for generation in try keptGenerations(group, id) where generation < current?.generation ?? .max {
+        for generation in kept where generation < current?.generation ?? .max && generation >= oldest {
             guard let record = try version(generation, group, id) else { continue }
             versions.append(Self.info(record, isCurrent: false))
         }
@@ -71,11 +76,13 @@ extension Vault {
                 throw VaultError(
                     .param, "version \(number) of \(key) is its deletion; restore a version before it")
             }
+            // After the current version, or after the deletion (its tombstone, or the number its record
+            // keeps when it left none).
             var latest = number
             if let current {
                 latest = current.generation
-            } else if let kept = try keptGenerations(group, id).max() {
-                latest = kept
+            } else {
+                latest = max(try keptGenerations(group, id).max() ?? number, try engine.firstGeneration(group, id) - 1)
             }
             var restored = old
             restored.generation = latest

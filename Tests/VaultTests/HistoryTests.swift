@@ -189,3 +189,88 @@ import VaultTestSupport
         }
     }
 }
+
+/// History across moves, damage, upgrades and backups.
+@Suite struct HistoryEdgeTests {
+    @Test func aMoveKeepsTheSourcesHistoryAndCarriesOnTheDestinationsNumbering() throws {
+        try withTemporaryVault { t in
+            let vault = try t.open()
+            let source = try ItemKey(service: "db", account: "a")
+            let destination = try ItemKey(service: "db", account: "b")
+            // The destination's name had an item once: 2 versions and a deletion.
+            try vault.set("b1", for: destination)
+            try vault.set("b2", for: destination)
+            try vault.remove(destination)
+            try vault.set("a1", for: source)
+            try vault.set("a2", for: source)
+            var account = ItemAttributes()
+            account.account = "b"
+            try vault.update(.genericPassword(service: "db", account: "a"), with: ItemChanges(attributes: account))
+            #expect(try vault.string(for: destination) == "a2")
+            #expect(try vault.currentVersion(of: destination) == 4)
+            #expect(try vault.history(of: destination).map(\.number) == [1, 2, 3, 4])
+            #expect(try vault.data(for: destination, version: 2) == Data("b2".utf8))
+            // The source keeps its versions, its last one included, and can be restored.
+            #expect(try vault.string(for: source) == nil)
+            #expect(try vault.history(of: source).map(\.number) == [1, 2])
+            #expect(try vault.restore(source, version: 2) == 4)
+            #expect(try vault.string(for: source) == "a2")
+        }
+    }
+
+    @Test func aDamagedItemRemovedLeavesItsVersionsAndTheirNumbering() throws {
+        try withTemporaryVault { t in
+            let vault = try t.open()
+            let key = try ItemKey(service: "db", account: "app")
+            try vault.set("one", for: key)
+            try vault.set("two", for: key)
+            let group = try #require(vault.client.defaultGroup).rawValue
+            let item = try #require(try t.entries("groups/\(group)").first { $0.hasSuffix(".item") })
+            var bytes = try t.bytes("groups/\(group)/\(item)")
+            bytes[bytes.count - 1] ^= 1
+            try t.write(bytes, to: "groups/\(group)/\(item)")
+            let removal = try vault.removeItem(.genericPassword, primaryKey: ItemAttributes(service: "db", account: "app"))
+            #expect(removal.damaged.count == 1)
+            #expect(try vault.history(of: key).map(\.number) == [1])
+            #expect(try vault.restore(key, version: 1) == 3)
+            #expect(try vault.string(for: key) == "one")
+        }
+    }
+
+    @Test func anUpgradedVaultKeepsHistoryFromItsFirstChange() throws {
+        try withTemporaryVault("history-upgrade") { t in
+            try FormatOneFixture.plain.copy(to: t.path)
+            let vault = try t.open(
+                try Client(applicationIdentifier: "vault", accessGroups: ["com.example.app", "team.shared"]))
+            #expect(vault.upgradedOnOpen)
+            // `postgres` was put twice in format 1: it is at generation 2, with no version kept.
+            let key = try ItemKey(service: "postgres", account: "app", group: try AccessGroup("com.example.app"))
+            #expect(try vault.history(of: key).map(\.number) == [2])
+            try vault.set("v3", for: key)
+            #expect(try vault.data(for: key, version: 2) == Data("v2".utf8))
+            #expect(try vault.history(of: key).map(\.number) == [2, 3])
+        }
+    }
+
+    @Test func backupsCarryTheCurrentVersionsAndAReplacementIsANewVersion() throws {
+        try withTemporaryDirectory("history-backup") { dir in
+            let vault = try Vault.create(at: dir.path + "/a", client: try Client(applicationIdentifier: "app"))
+            let key = try ItemKey(service: "db", account: "app")
+            try vault.set("one", for: key)
+            try vault.set("two", for: key)
+            let backup = dir.path + "/backup"
+            let passphrase = try SecureBytes(copying: Array("backup pw".utf8))
+            _ = try vault.export(to: backup, passphrase: passphrase, limits: .minimum)
+            let other = try Vault.create(at: dir.path + "/b", client: try Client(applicationIdentifier: "app"))
+            _ = try other.importBackup(from: backup, passphrase: passphrase)
+            #expect(try other.string(for: key) == "two")
+            #expect(try other.history(of: key).map(\.number) == [2])
+            // An import that replaces an item keeps what it replaced as a version.
+            try vault.set("three", for: key)
+            _ = try vault.importBackup(from: backup, passphrase: passphrase, replace: true)
+            #expect(try vault.string(for: key) == "two")
+            #expect(try vault.history(of: key).map(\.number) == [1, 2, 3, 4])
+            #expect(try vault.data(for: key, version: 3) == Data("three".utf8))
+        }
+    }
+}

@@ -77,6 +77,31 @@ enum GenerationRecord {
         return try tag(key: key, binding: binding, location: location, version: claimed) == recorded.tag
     }
 
+    /// What a deleted item's record says when no tombstone was written (a damaged item removed, a move
+    /// finished by recovery): the number its deletion took, so that an item made again under the name
+    /// carries on the numbering of its kept versions (`ItemHistory`).
+    static let deletedPrefix = "deleted:"
+
+    static func deletedText(_ generation: UInt64) -> String {
+        var digits: [UInt8] = []
+        generation.forEachBigEndianByte { Hex.append($0, to: &digits) }
+        return deletedPrefix + String(decoding: digits, as: UTF8.self)
+    }
+
+    /// The generation a record's text gives (a tagged record's, or a deletion's), unchecked.
+    static func generation(ofText text: String) -> UInt64? {
+        let digits: Substring
+        if text.hasPrefix(deletedPrefix) {
+            digits = text.dropFirst(deletedPrefix.count)
+        } else {
+            let fields = text.split(separator: ":", omittingEmptySubsequences: false)
+            guard fields.count == 3, fields[0] == "1" else { return nil }
+            digits = fields[1]
+        }
+        guard digits.utf8.count == 16, digits.utf8.allSatisfy({ Hex.value(ofDigit: $0) != nil }) else { return nil }
+        return UInt64(digits, radix: 16)
+    }
+
     static func text(generation: UInt64, tag: [UInt8]) -> String {
         // In one buffer: every update writes a record.
         var text: [UInt8] = []

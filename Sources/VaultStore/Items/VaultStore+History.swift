@@ -56,9 +56,10 @@ extension VaultStore {
     /// keeps), when it has no file now; nil otherwise. An item made again under the name carries on
     /// from there, so that its versions never share a number with the deleted item's.
     public func deletedGeneration(of item: ItemLocation) throws(StoreError) -> UInt64? {
-        guard let directory = try groupDirectory(item.group, create: false) else { return nil }
-        let found = try GenerationRecord.read(item.id, in: directory, itemPath: itemPath(item))
-        guard let recorded = found.recorded, recorded.generation < UInt64.max / 2 else { return nil }
+        guard let directory = try groupDirectory(item.group, create: false),
+            let text = try GenerationRecord.readText(item.id, in: directory, itemPath: itemPath(item)),
+            let generation = GenerationRecord.generation(ofText: text), generation < UInt64.max / 2
+        else { return nil }
         do {
             _ = try directory.statusAt(item.id.fileName)
             return nil
@@ -67,6 +68,6 @@ extension VaultStore {
                 throw StoreError.system(error, .stat, "inspect", path: itemPath(item))
             }
         }
-        return recorded.generation
+        return generation
     }
 }

@@ -93,7 +93,7 @@ extension VaultStore {
                     let new = try? readFile(destination, decoding: decode),
                     old.version.isSuperseded(by: new.version)
                 else { continue }
-                _ = try transaction.delete(source)
+                _ = try transaction.delete(source, deletedAt: old.version.generation + 1)
             }
         }
     }

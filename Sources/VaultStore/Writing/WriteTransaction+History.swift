@@ -55,13 +55,60 @@ extension WriteTransaction {
         return true
     }
 
+    /// `delete` in a group that keeps history: the item's file goes (kept as its last version when
+    /// `deletedAt` says which it was: a sound item's), its versions stay, and its record says
+    /// `deleted:<generation>` (no tag: no reader checks an absent item against it).
+    func deleteKeepingHistory(_ item: ItemLocation, deletedAt: UInt64?, in directory: FileDescriptor)
+        throws(StoreError) -> Bool
+    {
+        let directoryPath = store.groupPath(item.group)
+        var number = deletedAt
+        if number == nil, let newest = try store.versionGenerations(of: item).last { number = newest + 1 }
+        do {
+            if let deletedAt, deletedAt > 1 {
+                // A sound item (a move's source): its file is kept as its last version.
+                try directory.renameAt(item.id.fileName, to: ItemHistory.name(item.id, generation: deletedAt - 1))
+                try? directory.unlinkAt(item.id.fileName)
+            } else {
+                try directory.unlinkAt(item.id.fileName)
+            }
+        } catch {
+            if error == .noSuchFileOrDirectory { return false }
+            throw StoreError.system(error, .unlink, "remove", path: store.itemPath(item))
+        }
+        var pending: StoreError?
+        do throws(StoreError) {
+            let record = GenerationRecord.name(item.id)
+            if let number {
+                try AtomicFile.replaceSymbolicLink(
+                    record, target: GenerationRecord.deletedText(number), in: directory, directoryPath: directoryPath)
+            } else {
+                try AtomicFile.removeIfPresent(record, in: directory, directoryPath: directoryPath)
+            }
+        } catch {
+            pending = error
+        }
+        try AtomicFile.syncDirectory(directory, path: directoryPath)
+        if let pending { throw pending }
+        return true
+    }
+
     /// Removes `item` with every version of it and its generation record (`vault rm --purge`); the
     /// version files are zeroed first, as a spare is. False when none of it existed.
     public func purge(_ item: ItemLocation) throws(StoreError) -> Bool {
         try requireLocked(item.group)
         guard let directory = try store.groupDirectory(item.group, create: false) else { return false }
         let directoryPath = store.groupPath(item.group)
-        let removed = try delete(item)
+        let removed: Bool
+        do {
+            try directory.unlinkAt(item.id.fileName)
+            removed = true
+        } catch {
+            guard error == .noSuchFileOrDirectory else {
+                throw StoreError.system(error, .unlink, "remove", path: store.itemPath(item))
+            }
+            removed = false
+        }
         let versions: [String]
         do {
             versions = try directory.entryNames().filter { ItemHistory.parse($0)?.id == item.id }

@@ -71,13 +71,14 @@ public struct WriteTransaction {
 
     /// Moves an item to `destination` (another primary key or group) with the new contents `plaintext`,
     /// by the move protocol (`Moves`): the source is marked and an intent note written, then the new
-    /// item, then the source and its record are removed, then the note. A crash at any point leaves
+    /// item, then the source and its record are removed (the source kept as its last version when its
+    /// `sourceGeneration` is given), then the note. A crash at any point leaves
     /// the item at one of the two places for every reader, and the next writer finishes or undoes the
     /// move. `keepingSource`: another write of this transaction put an item at the source (two items
     /// swapping keys), so it is left in place.
     public func move(
         _ source: ItemLocation, to destination: ItemLocation, plaintext: [UInt8], protectionClass: ProtectionClass,
-        version: ItemVersion, keepingSource: Bool = false
+        version: ItemVersion, sourceGeneration: UInt64? = nil, keepingSource: Bool = false
     ) throws(StoreError) {
         try requireLocked(source.group)
         try requireLocked(destination.group)
@@ -92,16 +93,21 @@ public struct WriteTransaction {
         }
         try store.beginMove(MoveIntent(source: source, destination: destination))
         try write(plaintext, to: destination, protectionClass: protectionClass, version: version)
-        if !keepingSource { _ = try delete(source) }
+        if !keepingSource { _ = try delete(source, deletedAt: sourceGeneration.map { $0 + 1 }) }
         try store.endMove(of: source)
     }
 
     /// Durably removes `item` and its generation record, without reading it (so also a damaged file);
-    /// false when it did not exist.
+    /// false when it did not exist. Its kept versions stay (`ItemHistory`): the record then keeps the
+    /// number its deletion took (`deletedAt`, else one past its newest version), so that an item made
+    /// again under the name carries on the numbering.
     @discardableResult
-    public func delete(_ item: ItemLocation) throws(StoreError) -> Bool {
+    public func delete(_ item: ItemLocation, deletedAt: UInt64? = nil) throws(StoreError) -> Bool {
         try requireLocked(item.group)
         guard let directory = try store.groupDirectory(item.group, create: false) else { return false }
+        if store.versionsKept > 0, !store.isFleetGroup(item.group) {
+            return try deleteKeepingHistory(item, deletedAt: deletedAt, in: directory)
+        }
         let replica = try store.replica(for: item.group)
         if let replica {
             try store.requireUnchangedReplica(item.group)
