@@ -227,6 +227,83 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
         if groupCommit { #expect(slots > 0, "no set went through group commit") }
     }
 
+    /// 4 writer processes setting and deleting one key each, in a vault that keeps 5 versions, are
+    /// SIGKILLed at random points, also between a version's write and its pruning: after each round
+    /// every key's history is exactly the last 6 of its changes (the current one and 5 before it, a
+    /// deletion's tombstone counting as one), numbered from 1 without a gap: no version lost or
+    /// duplicated. Once a writer ran again, no key has more version files than the bound.
+    @Test func killedWritersLoseNoVersion() throws {
+        try withTemporaryDirectory("crash-history") { dir in
+            let path = dir.path + "/vault"
+            let setup = try Vault.create(at: path, client: try testClient())
+            try setup.setVersionsKept(5)
+            let writers = (0..<4).map { "w\($0)" }
+            // Every change each key has had, in order: its value, or nil for a deletion.
+            var changes: [String: [String?]] = [:]
+            var problems: [String] = []
+            var versionsChecked = 0
+            let longLived = try Vault.open(at: path, client: try testClient())
+            let iterations = Sizes.crashIterations / 4
+            for iteration in 0..<iterations {
+                let children = try writers.enumerated().map { index, writer in
+                    try Helper(["history-writer", path, testApp, writer, String(iteration * 1_000_000 + index * 100_000)])
+                }
+                usleep(UInt32.random(in: 30_000...150_000))
+                for child in children.shuffled() {
+                    child.kill()
+                    if Bool.random() { usleep(UInt32.random(in: 0...3000)) }
+                }
+                let vault = try Vault.open(at: path, client: try testClient())
+                for (writer, child) in zip(writers, children) {
+                    let journal = WriterJournal(output: child.finish().output)
+                    let key = try ItemKey(service: "history", account: writer)
+                    for operation in journal.acknowledged {
+                        if case .set(_, let value) = operation { changes[writer, default: []].append(value) }
+                        if case .delete = operation { changes[writer, default: []].append(nil) }
+                    }
+                    let current = try vault.string(for: key)
+                    switch journal.inFlight {
+                    case .set(_, let value) where current == value: changes[writer, default: []].append(value)
+                    case .delete where current == nil && changes[writer]?.last != nil:
+                        changes[writer, default: []].append(nil)
+                    default: break
+                    }
+                    let all = changes[writer] ?? []
+                    guard !all.isEmpty else { continue }
+                    let history = try vault.history(of: key)
+                    let expectedNumbers = Array(UInt64(max(1, all.count - 5))...UInt64(all.count))
+                    let expectedValues = Array(all.suffix(expectedNumbers.count))
+                    var values: [String?] = []
+                    for version in history {
+                        values.append(
+                            version.isDeletion
+                                ? nil
+                                : try vault.data(for: key, version: version.number).map { String(decoding: $0, as: UTF8.self) })
+                    }
+                    versionsChecked += history.count
+                    if history.map(\.number) != expectedNumbers || values != expectedValues {
+                        problems.append(
+                            "iteration \(iteration) \(writer): versions \(history.map(\.number)) \(values), expected "
+                                + "\(expectedNumbers) \(expectedValues)")
+                    }
+                }
+                // A writer runs again: it prunes what a killed writer left past the bound.
+                try longLived.set(Data("\(iteration)"), for: try ItemKey(service: "settle", account: "settle"))
+                let files = try FileManager.default.contentsOfDirectory(atPath: path + "/groups/" + testApp)
+                let versionFiles = Dictionary(grouping: files.filter { $0.hasPrefix(".v.") }) { $0.dropLast(17) }
+                if let crowded = versionFiles.values.first(where: { $0.count > 6 }) {
+                    problems.append("iteration \(iteration): \(crowded.count) version files of one item")
+                }
+            }
+            #expect(problems.isEmpty, "\(problems.prefix(5))")
+            #expect(versionsChecked > iterations)
+            figure(
+                "crash-history",
+                "\(iterations) SIGKILL iterations of 4 writers, \(changes.values.map(\.count).reduce(0, +)) changes, "
+                    + "\(versionsChecked) versions checked, \(problems.count) problems")
+        }
+    }
+
     /// 4 processes incrementing one shared counter (`Vault.modify`) are SIGKILLed at random points: the
     /// counter is at least the number of acknowledged increments and at most that plus the ones in
     /// flight, every time.

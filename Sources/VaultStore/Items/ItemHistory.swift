@@ -48,20 +48,30 @@ enum ItemHistory {
     }
 
     /// The version files among a group's `names` (a whole listing) that lie past the bound: of an item
-    /// that has a file, the versions more than `kept` below it (its newest version + 1); of a deleted
-    /// one, those more than `kept` below its tombstone. A write prunes one version (the one its new
-    /// version pushes out); this catches what a writer that died before pruning, or a lowered bound,
-    /// left.
-    static func excess(among names: [String], kept: Int) -> [String] {
+    /// that has a file, the versions more than `kept` below its current generation (which
+    /// `recordedGeneration` reads from its record, asked only of items with versions to spare; without
+    /// one nothing goes); of a deleted one, those more than `kept` below its newest version (its
+    /// tombstone). A write prunes one version (the one its new version pushes out); this catches what
+    /// a writer that died before pruning, or a lowered bound, left. A version at or past the current
+    /// generation (a tombstone whose delete never happened) is no reference: it is replaced by the
+    /// item's next version.
+    static func excess(among names: [String], kept: Int, recordedGeneration: (ItemID) -> UInt64?) -> [String] {
         let versions = names.compactMap { name in parse(name).map { (name, $0.id, $0.generation) } }
         guard !versions.isEmpty else { return [] }
-        var newest: [ItemID: UInt64] = [:]
-        for (_, id, generation) in versions { newest[id] = max(newest[id] ?? 0, generation) }
+        var byItem: [ItemID: [(name: String, generation: UInt64)]] = [:]
+        for (name, id, generation) in versions { byItem[id, default: []].append((name, generation)) }
         let present = Set(names.compactMap { ItemID(fileName: $0) })
-        return versions.compactMap { name, id, generation in
-            let current = newest[id]! + (present.contains(id) ? 1 : 0)
-            return generation + UInt64(kept) < current ? name : nil
+        var excess: [String] = []
+        for (id, files) in byItem where files.count > kept {
+            let current: UInt64
+            if present.contains(id) {
+                current = recordedGeneration(id) ?? 0
+            } else {
+                current = files.map(\.generation).max()!
+            }
+            excess += files.filter { $0.generation + UInt64(kept) < current }.map(\.name)
         }
+        return excess
     }
 
     /// What a write does to the history of the item it replaces: keep the file it had (at `previous`)

@@ -52,14 +52,13 @@ extension VaultStore {
         return record
     }
 
-    /// The generation `item` had when it was deleted (its tombstone's, which its generation record
-    /// keeps), when it has no file now; nil otherwise. An item made again under the name carries on
-    /// from there, so that its versions never share a number with the deleted item's.
+    /// The generation `item` had when it was deleted, when it has no file now: its tombstone's (which
+    /// its generation record keeps), or the number its record says its deletion took, or past either
+    /// while version files follow (a delete that stopped before its record was written); nil when it
+    /// has no history. An item made again under the name carries on from there, so that its versions
+    /// never share a number with the deleted item's.
     public func deletedGeneration(of item: ItemLocation) throws(StoreError) -> UInt64? {
-        guard let directory = try groupDirectory(item.group, create: false),
-            let text = try GenerationRecord.readText(item.id, in: directory, itemPath: itemPath(item)),
-            let generation = GenerationRecord.generation(ofText: text), generation < UInt64.max / 2
-        else { return nil }
+        guard let directory = try groupDirectory(item.group, create: false) else { return nil }
         do {
             _ = try directory.statusAt(item.id.fileName)
             return nil
@@ -68,6 +67,16 @@ extension VaultStore {
                 throw StoreError.system(error, .stat, "inspect", path: itemPath(item))
             }
         }
-        return generation
+        var generation: UInt64 = 0
+        if let text = try GenerationRecord.readText(item.id, in: directory, itemPath: itemPath(item)),
+            let recorded = GenerationRecord.generation(ofText: text), recorded < UInt64.max / 2
+        {
+            generation = recorded
+        }
+        // Bounded: a delete leaves at most its tombstone past the record, the item's file before it.
+        for _ in 0..<2 where (try? directory.statusAt(ItemHistory.name(item.id, generation: generation + 1))) != nil {
+            generation += 1
+        }
+        return generation == 0 ? nil : generation
     }
 }

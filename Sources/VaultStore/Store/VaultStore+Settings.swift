@@ -36,7 +36,11 @@ extension VaultStore {
                 } catch {
                     throw StoreError.system(error, .readDirectory, "list", path: groupPath(group))
                 }
-                for name in ItemHistory.excess(among: names, kept: kept) { try? groupDirectory.unlinkAt(name) }
+                let excess = ItemHistory.excess(among: names, kept: kept) { id in
+                    (try? GenerationRecord.readText(id, in: groupDirectory, itemPath: FilePath(id.fileName)))
+                        .flatMap { $0.flatMap(GenerationRecord.generation(ofText:)) }
+                }
+                for name in excess { try? groupDirectory.unlinkAt(name) }
                 try AtomicFile.syncDirectory(groupDirectory, path: groupPath(group))
             }
         }

@@ -13,7 +13,11 @@ extension VaultStore {
         for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) {
             try? directory.unlinkAt(name)
         }
-        for name in ItemHistory.excess(among: names, kept: versionsKept) { try? directory.unlinkAt(name) }
+        let excess = ItemHistory.excess(among: names, kept: versionsKept) { id in
+            (try? GenerationRecord.readText(id, in: directory, itemPath: FilePath(id.fileName)))
+                .flatMap { $0.flatMap(GenerationRecord.generation(ofText:)) }
+        }
+        for name in excess { try? directory.unlinkAt(name) }
         housekeeping.withLock { _ = $0.cleanedGroups.insert(group) }
     }
 

@@ -35,7 +35,7 @@ struct ItemWrite {
                 throw error
             }
             try spare.exchange(with: name, in: directory, directoryPath: directoryPath)
-            if kept { history?.recycle(into: spare.name, in: directory) }
+            if kept { history?.recycle(into: spare.name, in: directory) } else { history?.prune(in: directory) }
             do {
                 try finish(in: directory, directoryPath: directoryPath)
             } catch {
@@ -49,15 +49,14 @@ struct ItemWrite {
         }
         let temporary = try AtomicFile.writeTemporary(
             .plain(contents), in: directory, directoryPath: directoryPath, permissions, durable: durable)
-        let kept: Bool
         do {
-            kept = try history?.keepPrevious(of: name, in: directory, directoryPath: directoryPath) ?? false
+            _ = try history?.keepPrevious(of: name, in: directory, directoryPath: directoryPath)
         } catch {
             try? directory.unlinkAt(temporary)
             throw error
         }
         try AtomicFile.rename(temporary, to: name, in: directory, directoryPath: directoryPath)
-        if kept { history?.prune(in: directory) }
+        history?.prune(in: directory)
         try finish(in: directory, directoryPath: directoryPath)
     }
 

@@ -13,6 +13,9 @@ import VaultSystem
 ///     crash-writer PATH APP WRITER SEQ [OPS]  random set/delete/move on keys WRITER-k0..k7, printing
 ///                                             "start SEQ OP ARGS" before and "ack SEQ" after each;
 ///                                             forever, or OPS operations
+///     history-writer PATH APP WRITER SEQ      sets (3 in 4) and deletes of the key ("history", WRITER)
+///                                             forever, printing "start SEQ set|del WRITER [VALUE]"
+///                                             before and "ack SEQ" after each
 ///     crash-increment PATH APP                increment the shared counter forever, "start"/"ack" around
 ///                                             each increment
 ///     set PATH APP SERVICE ACCOUNT VALUE      store VALUE under (SERVICE, ACCOUNT)
@@ -70,6 +73,8 @@ enum ReliabilityCommands {
         case "crash-writer":
             let ops = arguments.count > 5 ? Int(arguments[5])! : Int.max
             try crashWriter(vault, writer: arguments[3], firstSequence: Int(arguments[4])!, operations: ops)
+        case "history-writer":
+            try historyWriter(vault, writer: arguments[3], firstSequence: Int(arguments[4])!)
         case "crash-increment":
             // "start" before and "ack" after each atomic increment of the shared counter, forever.
             let key = try ItemKey(service: "counter", account: "value")
@@ -155,6 +160,26 @@ enum ReliabilityCommands {
             say("ack \(sequence)\n")
             sequence += 1
             done += 1
+        }
+    }
+
+    static func historyWriter(_ vault: Vault, writer: String, firstSequence: Int) throws {
+        let key = try ItemKey(service: "history", account: writer)
+        var present = try vault.data(for: key) != nil
+        var sequence = firstSequence
+        while true {
+            if present && Int.random(in: 0..<4) == 0 {
+                say("start \(sequence) del \(writer)\n")
+                try vault.remove(key)
+                present = false
+            } else {
+                let value = "\(writer)-\(sequence)"
+                say("start \(sequence) set \(writer) \(value)\n")
+                try vault.set(Data(value.utf8), for: key)
+                present = true
+            }
+            say("ack \(sequence)\n")
+            sequence += 1
         }
     }
 
