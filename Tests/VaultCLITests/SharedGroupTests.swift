@@ -50,6 +50,41 @@ struct SharedGroupTests {
         }
     }
 
+    /// A shared group keeps history as a private one does: the versions are sealed like the items,
+    /// 0660 in the group's Unix group, each names the uid that wrote it, and a member restores what the
+    /// owner overwrote or removed; an outsider reads no version.
+    @Test func aSharedGroupKeepsHistoryForItsMembersAndTheOwner() throws {
+        try withSharedVault { vault, binary, users, groups in
+            let put = try run(users[0], binary, vault, ["--group", "db", "put", "postgres", "app"], input: "first")
+            #expect(put.status == 0, "\(put.errors)")
+            let owner = try Vault.open(at: vault, client: try Client(applicationIdentifier: "owner", accessGroups: ["db"]))
+            let key = try ItemKey(service: "postgres", account: "app", group: try AccessGroup("db"))
+            try owner.set("second", for: key)
+            #expect(try owner.remove(key))
+            let history = try owner.history(of: key)
+            #expect(history.map(\.number) == [1, 2, 3])
+            #expect(history.map(\.writerID) == [users[0].uid, 0, 0])
+            #expect(history.last?.isDeletion == true)
+            let directory = vault + "/groups/db"
+            for name in try FileManager.default.contentsOfDirectory(atPath: directory) where name.hasPrefix(".v.") {
+                let attributes = try FileManager.default.attributesOfItem(atPath: directory + "/" + name)
+                #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o660, "\(name)")
+                #expect((attributes[.groupOwnerAccountID] as? NSNumber)?.uint32Value == groups[0].gid, "\(name)")
+            }
+            // The member lists the versions and restores the owner's.
+            let listed = try run(users[0], binary, vault, ["--group", "db", "history", "postgres", "app"])
+            #expect(listed.status == 0 && listed.output.contains("deleted"), "\(listed.errors)")
+            let old = try run(users[0], binary, vault, ["--group", "db", "get", "--version", "2", "postgres", "app"])
+            #expect(old.status == 0 && old.output == "second", "\(old.errors)")
+            let restored = try run(users[0], binary, vault, ["--group", "db", "restore", "--version", "2", "postgres", "app"])
+            #expect(restored.status == 0, "\(restored.errors)")
+            #expect(try owner.string(for: key) == "second")
+            // A user outside the group reads no version.
+            let outsider = try run(users[2], binary, vault, ["--group", "db", "get", "--version", "1", "postgres", "app"])
+            #expect(outsider.status != 0 && !outsider.output.contains("first"))
+        }
+    }
+
     @Test func aNonMemberIsRefusedWhateverItClaims() throws {
         try withSharedVault { vault, binary, users, groups in
             #expect(
