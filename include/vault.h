@@ -267,6 +267,75 @@ int32_t vault_iter_next(vault_iter_t *iter, vault_item_t *out_item);
 int32_t vault_iter_free(vault_iter_t *iter);
 
 /* ---------------------------------------------------------------------------------------------- */
+/* History: every change to an item keeps the previous version (the vault keeps 10 by default;       */
+/* `vault config versions N`). A deletion is a version too (it holds no secret), so a removed item   */
+/* can be restored. Fleet groups keep no history.                                                    */
+/* ---------------------------------------------------------------------------------------------- */
+
+/** One version of an item, filled by vault_history. */
+typedef struct vault_version {
+    uint64_t number;          /* 1 for the item's first version, +1 for every change (a deletion too) */
+    int64_t written_unix_ms;  /* when it was written, milliseconds since 1970-01-01T00:00:00Z */
+    int64_t writer_uid;       /* the effective uid that wrote it; -1 when it was not recorded */
+    uint8_t is_current;       /* 1 for the item's current version */
+    uint8_t is_deletion;      /* 1 for a deletion: it holds no secret */
+} vault_version_t;
+
+/**
+ * Lists the versions of the item (group, service, account), oldest first (the current one, if the item
+ * has not been removed, last), with size negotiation as vault_get: `versions` is caller-owned storage
+ * for `capacity` entries (NULL only when capacity is 0), and `out_count` (required) receives how many
+ * there are. When capacity < *out_count the result is VAULT_ERR_BUFFER_TOO_SMALL and `versions` is
+ * untouched. Never a secret; the program that wrote each version is in `vault history`.
+ *
+ * Errors: VAULT_ERR_INVALID_HANDLE, VAULT_ERR_PARAM, VAULT_ERR_NOT_FOUND (no item and no version of it),
+ * VAULT_ERR_BUFFER_TOO_SMALL, VAULT_ERR_MISSING_ENTITLEMENT, VAULT_ERR_DECODE, VAULT_ERR_IO.
+ */
+int32_t vault_history(const vault_t *vault, const char *group, const char *service, const char *account,
+                      vault_version_t *versions, uint64_t capacity, uint64_t *out_count);
+
+/**
+ * Returns the secret of version `version` of the item in a new buffer of secure memory, as
+ * vault_get_secret does (release it with vault_free_secret).
+ *
+ * Errors: as vault_get_secret; VAULT_ERR_NOT_FOUND when the item has no such version (pruned, or never
+ * written), VAULT_ERR_PARAM when that version is a deletion.
+ */
+int32_t vault_get_version(const vault_t *vault, const char *group, const char *service, const char *account,
+                          uint64_t version, uint8_t **out_secret, uint64_t *out_len);
+
+/**
+ * Check-and-set: stores the secret as vault_put does, but only if the item's current version is
+ * `expected_version` (0: only if there is no item), as one step under the group's lock. When another
+ * writer changed the item first, nothing is written and the result is VAULT_ERR_DUPLICATE (the last
+ * error message says which version is current): read it again and retry. `out_version` may be NULL;
+ * it receives the new version's number.
+ *
+ * Errors: as vault_put, plus VAULT_ERR_DUPLICATE.
+ */
+int32_t vault_put_if_version(vault_t *vault, const char *group, const char *service, const char *account,
+                             const uint8_t *secret, uint64_t secret_len, uint64_t expected_version,
+                             uint64_t *out_version);
+
+/**
+ * Makes version `version` of the item current again, as a new version (history is never rewritten); it
+ * also brings back a removed item. `out_version` may be NULL; it receives the new version's number.
+ *
+ * Errors: VAULT_ERR_INVALID_HANDLE, VAULT_ERR_PARAM (also: that version is a deletion),
+ * VAULT_ERR_NOT_FOUND (no such version), VAULT_ERR_MISSING_ENTITLEMENT, VAULT_ERR_DECODE, VAULT_ERR_IO.
+ */
+int32_t vault_restore(vault_t *vault, const char *group, const char *service, const char *account,
+                      uint64_t version, uint64_t *out_version);
+
+/**
+ * Removes the item and every version of it, beyond restore.
+ *
+ * Errors: VAULT_ERR_INVALID_HANDLE, VAULT_ERR_PARAM, VAULT_ERR_NOT_FOUND (no item and no version of it),
+ * VAULT_ERR_MISSING_ENTITLEMENT, VAULT_ERR_IO.
+ */
+int32_t vault_purge(vault_t *vault, const char *group, const char *service, const char *account);
+
+/* ---------------------------------------------------------------------------------------------- */
 /* Device identity                                                                                  */
 /* ---------------------------------------------------------------------------------------------- */
 

@@ -203,19 +203,24 @@ public func vault_get_secret(
         let key = try Arguments.itemKey(group: group, service: service, account: account)
         var data = try secret(of: key, in: vault)
         defer { data.wipe() }
-        let memory: UnsafeMutableRawPointer
-        do throws(CryptoError) {
-            memory = try SecureAllocation.allocate(byteCount: data.count)
-        } catch {
-            throw Failure(error)
-        }
-        data.withUnsafeBytes { bytes in
-            if let base = bytes.baseAddress, bytes.count > 0 { memory.copyMemory(from: base, byteCount: bytes.count) }
-        }
-        Registry.secrets.withLock { _ = $0.insert(UInt(bitPattern: memory)) }
-        output.pointee = memory.assumingMemoryBound(to: UInt8.self)
+        output.pointee = try secureCopy(of: data)
         length.pointee = UInt64(data.count)
     }
+}
+
+/// `data` copied into a new buffer of secure memory, registered for `vault_free_secret`.
+func secureCopy(of data: Data) throws(Failure) -> UnsafeMutablePointer<UInt8> {
+    let memory: UnsafeMutableRawPointer
+    do throws(CryptoError) {
+        memory = try SecureAllocation.allocate(byteCount: data.count)
+    } catch {
+        throw Failure(error)
+    }
+    data.withUnsafeBytes { bytes in
+        if let base = bytes.baseAddress, bytes.count > 0 { memory.copyMemory(from: base, byteCount: bytes.count) }
+    }
+    Registry.secrets.withLock { _ = $0.insert(UInt(bitPattern: memory)) }
+    return memory.assumingMemoryBound(to: UInt8.self)
 }
 
 /// `vault_free_secret`: wipes and frees a registered buffer; refuses any other pointer.

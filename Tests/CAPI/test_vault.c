@@ -109,10 +109,18 @@ static const struct {
     int32_t (*iter_next)(vault_iter_t *, vault_item_t *);
     int32_t (*iter_free)(vault_iter_t *);
     int32_t (*device_id)(vault_t *, const char *, uint8_t *, uint8_t *);
+    int32_t (*history)(const vault_t *, const char *, const char *, const char *, vault_version_t *, uint64_t,
+                       uint64_t *);
+    int32_t (*get_version)(const vault_t *, const char *, const char *, const char *, uint64_t, uint8_t **,
+                           uint64_t *);
+    int32_t (*put_if_version)(vault_t *, const char *, const char *, const char *, const uint8_t *, uint64_t,
+                              uint64_t, uint64_t *);
+    int32_t (*restore)(vault_t *, const char *, const char *, const char *, uint64_t, uint64_t *);
+    int32_t (*purge)(vault_t *, const char *, const char *, const char *);
 } api = {
     vault_strerror, vault_last_error_message, vault_open, vault_close, vault_put, vault_add, vault_get,
     vault_get_secret, vault_free_secret, vault_remove, vault_list, vault_iter_next, vault_iter_free,
-    vault_device_id,
+    vault_device_id, vault_history, vault_get_version, vault_put_if_version, vault_restore, vault_purge,
 };
 
 static void test_exports(void) {
@@ -122,6 +130,8 @@ static void test_exports(void) {
     CHECK(api.free_secret != NULL && api.remove != NULL);
     CHECK(api.list != NULL && api.iter_next != NULL && api.iter_free != NULL);
     CHECK(api.device_id != NULL);
+    CHECK(api.history != NULL && api.get_version != NULL && api.put_if_version != NULL);
+    CHECK(api.restore != NULL && api.purge != NULL);
 }
 
 /* ------------------------------------------------------------------------------------------------ */
@@ -765,6 +775,61 @@ static void test_threads(void) {
 
 /* ------------------------------------------------------------------------------------------------ */
 
+static void test_history(void) {
+    char path[4096];
+    vault_path(path, sizeof path, "history");
+    vault_t *vault = open_or_die(path, "app.history", NULL, 0);
+    char text[64];
+    uint64_t version = 0;
+
+    /* Check-and-set: 0 means "no item yet"; a stale version changes nothing. */
+    EXPECT(vault_put_if_version(vault, NULL, "db", "app", bytes("one"), 3, 0, &version), VAULT_OK);
+    CHECK(version == 1);
+    EXPECT(vault_put_if_version(vault, NULL, "db", "app", bytes("two"), 3, 1, &version), VAULT_OK);
+    CHECK(version == 2);
+    EXPECT(vault_put_if_version(vault, NULL, "db", "app", bytes("late"), 4, 1, &version), VAULT_ERR_DUPLICATE);
+    EXPECT_MESSAGE_CONTAINS("version 2 is current");
+    CHECK(version == 0);
+    EXPECT(get_text(vault, NULL, "db", "app", text, sizeof text), VAULT_OK);
+    CHECK(strcmp(text, "two") == 0);
+
+    /* The list, with size negotiation. */
+    EXPECT(vault_remove(vault, NULL, "db", "app"), VAULT_OK);
+    uint64_t count = 0;
+    EXPECT(vault_history(vault, NULL, "db", "app", NULL, 0, &count), VAULT_ERR_BUFFER_TOO_SMALL);
+    CHECK(count == 3);
+    vault_version_t versions[3];
+    memset(versions, 0, sizeof versions);
+    EXPECT(vault_history(vault, NULL, "db", "app", versions, 3, &count), VAULT_OK);
+    CHECK(count == 3 && versions[0].number == 1 && versions[1].number == 2 && versions[2].number == 3);
+    CHECK(versions[2].is_deletion == 1 && versions[2].is_current == 0 && versions[0].is_deletion == 0);
+    CHECK(versions[0].writer_uid == (int64_t)geteuid() && versions[0].written_unix_ms > 0);
+    EXPECT(vault_history(vault, NULL, "db", "app", NULL, 3, &count), VAULT_ERR_PARAM);
+    EXPECT(vault_history(vault, NULL, "db", "none", versions, 3, &count), VAULT_ERR_NOT_FOUND);
+
+    /* An old version's secret, in secure memory; a deletion holds none. */
+    uint8_t *secret = NULL;
+    uint64_t length = 0;
+    EXPECT(vault_get_version(vault, NULL, "db", "app", 1, &secret, &length), VAULT_OK);
+    CHECK(secret != NULL && length == 3 && memcmp(secret, "one", 3) == 0);
+    EXPECT(vault_free_secret(secret), VAULT_OK);
+    EXPECT(vault_get_version(vault, NULL, "db", "app", 3, &secret, &length), VAULT_ERR_PARAM);
+    CHECK(secret == NULL && length == 0);
+    EXPECT(vault_get_version(vault, NULL, "db", "app", 9, &secret, &length), VAULT_ERR_NOT_FOUND);
+
+    /* Restore after the remove, then purge. */
+    EXPECT(vault_restore(vault, NULL, "db", "app", 1, &version), VAULT_OK);
+    CHECK(version == 4);
+    EXPECT(get_text(vault, NULL, "db", "app", text, sizeof text), VAULT_OK);
+    CHECK(strcmp(text, "one") == 0);
+    EXPECT(vault_restore(vault, NULL, "db", "app", 3, &version), VAULT_ERR_PARAM);
+    EXPECT(vault_purge(vault, NULL, "db", "app"), VAULT_OK);
+    EXPECT(vault_history(vault, NULL, "db", "app", versions, 3, &count), VAULT_ERR_NOT_FOUND);
+    EXPECT(vault_purge(vault, NULL, "db", "app"), VAULT_ERR_NOT_FOUND);
+
+    EXPECT(vault_close(vault), VAULT_OK);
+}
+
 static int run_suite(const char *directory) {
     scratch = directory;
     test_exports();
@@ -776,6 +841,7 @@ static int run_suite(const char *directory) {
     test_groups_and_entitlements();
     test_list();
     test_device_id();
+    test_history();
     test_invalid_handles();
     test_threads();
     if (failures) {
