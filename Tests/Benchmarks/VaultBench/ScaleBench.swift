@@ -81,6 +81,22 @@ struct ScaleBench {
         try recorder.record("delete (durable)", iterations: writeIterations, floor: write, durableWrite) { i in
             try vault.delete(.genericPassword(service: "added", account: "a\(i)"))
         }
+        // What history costs: an update that keeps the replaced version (this vault keeps the default
+        // number, and its item has that many by now) next to the same update in a vault of the same
+        // size that keeps none, interleaved.
+        if selected("update with history") {
+            let withoutHistory = try copyWithoutHistory()
+            for i in 0..<(vault.versionsKept + 1) {
+                try vault.update(get, with: ItemChanges(data: Data("warm-\(i)".utf8)))
+            }
+            try recorder.record(
+                "update with history (\(vault.versionsKept) versions kept)", iterations: writeIterations,
+                floor: "update without history (0 versions kept)",
+                { try withoutHistory.update(get, with: ItemChanges(data: Data("plain".utf8))) }
+            ) { i in
+                try vault.update(get, with: ItemChanges(data: Data("value-\(i)".utf8)))
+            }
+        }
         try recorder.record("device identifier (existing)", iterations: readIterations, floor: read, floors.readAndOpen)
         { _ in
             _ = try vault.deviceIdentifier()
@@ -105,6 +121,24 @@ struct ScaleBench {
                         client: try Client(applicationIdentifier: "bench"))
                 }))
         return results
+    }
+
+    /// A vault of the same size as this one that keeps no history.
+    func copyWithoutHistory() throws -> Vault {
+        let copy = try Vault.create(
+            at: FilePath(directory).appending("vault-no-history").string,
+            client: try Client(applicationIdentifier: "bench"))
+        try copy.setVersionsKept(0)
+        progress.show("filling \(items) items without history…")
+        try copy.withBulkLoad { () throws(VaultError) in
+            for i in 0..<items {
+                try copy.add(
+                    .genericPassword, attributes: ItemAttributes(service: "bench", account: "item-\(i)"), data: secret)
+            }
+        }
+        return try Vault.open(
+            at: FilePath(directory).appending("vault-no-history").string,
+            client: try Client(applicationIdentifier: "bench"))
     }
 
     /// Peak RSS of separate processes that open this vault and read from it (`MemoryBench`).
