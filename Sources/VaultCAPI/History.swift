@@ -39,7 +39,8 @@ public func vault_history(
 @c @implementation
 public func vault_get_version(
     _ vault: OpaquePointer?, _ group: UnsafePointer<CChar>?, _ service: UnsafePointer<CChar>?,
-    _ account: UnsafePointer<CChar>?, _ version: UInt64, _ out_secret: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?,
+    _ account: UnsafePointer<CChar>?, _ version: UInt64,
+    _ out_secret: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?,
     _ out_len: UnsafeMutablePointer<UInt64>?
 ) -> Int32 {
     reporting { () throws(Failure) in

@@ -57,7 +57,8 @@ struct SharedGroupTests {
         try withSharedVault { vault, binary, users, groups in
             let put = try run(users[0], binary, vault, ["--group", "db", "put", "postgres", "app"], input: "first")
             #expect(put.status == 0, "\(put.errors)")
-            let owner = try Vault.open(at: vault, client: try Client(applicationIdentifier: "owner", accessGroups: ["db"]))
+            let owner = try Vault.open(
+                at: vault, client: try Client(applicationIdentifier: "owner", accessGroups: ["db"]))
             let key = try ItemKey(service: "postgres", account: "app", group: try AccessGroup("db"))
             try owner.set("second", for: key)
             #expect(try owner.remove(key))
@@ -76,11 +77,13 @@ struct SharedGroupTests {
             #expect(listed.status == 0 && listed.output.contains("deleted"), "\(listed.errors)")
             let old = try run(users[0], binary, vault, ["--group", "db", "get", "--version", "2", "postgres", "app"])
             #expect(old.status == 0 && old.output == "second", "\(old.errors)")
-            let restored = try run(users[0], binary, vault, ["--group", "db", "restore", "--version", "2", "postgres", "app"])
+            let restored = try run(
+                users[0], binary, vault, ["--group", "db", "restore", "--version", "2", "postgres", "app"])
             #expect(restored.status == 0, "\(restored.errors)")
             #expect(try owner.string(for: key) == "second")
             // A user outside the group reads no version.
-            let outsider = try run(users[2], binary, vault, ["--group", "db", "get", "--version", "1", "postgres", "app"])
+            let outsider = try run(
+                users[2], binary, vault, ["--group", "db", "get", "--version", "1", "postgres", "app"])
             #expect(outsider.status != 0 && !outsider.output.contains("first"))
         }
     }

@@ -246,7 +246,9 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
             let iterations = Sizes.crashIterations / 4
             for iteration in 0..<iterations {
                 let children = try writers.enumerated().map { index, writer in
-                    try Helper(["history-writer", path, testApp, writer, String(iteration * 1_000_000 + index * 100_000)])
+                    try Helper([
+                        "history-writer", path, testApp, writer, String(iteration * 1_000_000 + index * 100_000),
+                    ])
                 }
                 usleep(UInt32.random(in: 30_000...150_000))
                 for child in children.shuffled() {
@@ -278,7 +280,9 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
                         values.append(
                             version.isDeletion
                                 ? nil
-                                : try vault.data(for: key, version: version.number).map { String(decoding: $0, as: UTF8.self) })
+                                : try vault.data(for: key, version: version.number).map {
+                                    String(decoding: $0, as: UTF8.self)
+                                })
                     }
                     versionsChecked += history.count
                     if history.map(\.number) != expectedNumbers || values != expectedValues {

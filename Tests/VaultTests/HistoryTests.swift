@@ -229,7 +229,8 @@ import VaultTestSupport
             var bytes = try t.bytes("groups/\(group)/\(item)")
             bytes[bytes.count - 1] ^= 1
             try t.write(bytes, to: "groups/\(group)/\(item)")
-            let removal = try vault.removeItem(.genericPassword, primaryKey: ItemAttributes(service: "db", account: "app"))
+            let removal = try vault.removeItem(
+                .genericPassword, primaryKey: ItemAttributes(service: "db", account: "app"))
             #expect(removal.damaged.count == 1)
             #expect(try vault.history(of: key).map(\.number) == [1])
             #expect(try vault.restore(key, version: 1) == 3)

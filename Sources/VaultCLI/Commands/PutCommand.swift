@@ -39,13 +39,16 @@ package struct PutCommand: Sendable, Hashable {
                     newline), or, when standard input is a terminal, typed twice at a prompt that does not echo.
                     No option takes the secret itself: arguments are visible to every user of the machine.
                     A missing ACCOUNT is the empty account.
-                    """ + (add ? "" : """
+                    """
+                + (add
+                    ? ""
+                    : """
 
-                        Each put keeps the previous secret as a version (`vault history`). With --if-version
-                        N, the secret is stored only if the item's current version is still N (0: only if
-                        there is no item); if another writer changed it first, nothing is written and the
-                        exit status is 3: read it again and retry.
-                        """),
+                    Each put keeps the previous secret as a version (`vault history`). With --if-version
+                    N, the secret is stored only if the item's current version is still N (0: only if
+                    there is no item); if another writer changed it first, nothing is written and the
+                    exit status is 3: read it again and retry.
+                    """),
             options: [
                 .flag("trim", "drop one trailing newline from standard input"),
                 .value("label", "TEXT", "the item's label"),
