@@ -229,7 +229,7 @@ struct CompletionScratch {
             #expect(
                 try completion.complete(["vault", "get", "--server", "h", "--protocol", "imap"]) == ["imap", "imaps"])
             #expect(try completion.complete(["vault", "completion", ""]) == ["bash", "fish", "zsh"])
-            #expect(try completion.complete(["vault", "help", "co"]) == ["completion"])
+            #expect(try completion.complete(["vault", "help", "co"]) == ["completion", "config"])
         }
     }
 

@@ -22,7 +22,7 @@ import VaultTestSupport
         return vault.engine.filePath(group, id)
     }
 
-    @Test func aDamagedItemIsRemovedByItsPrimaryKeyWithItsGenerationRecord() throws {
+    @Test func aDamagedItemIsRemovedByItsPrimaryKeyItsVersionsKept() throws {
         try withTemporaryVault { t in
             let vault = try t.open()
             try vault.set(Data("one"), for: try ItemKey(service: "a"))
@@ -40,7 +40,9 @@ import VaultTestSupport
             #expect(removal.damaged.map(\.path) == [file])
             #expect(removal.damaged.allSatisfy { $0.failedAuthentication })
             #expect(!FileManager.default.fileExists(atPath: file))
-            #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: record)) == nil)
+            // The record keeps the number the deletion took, after the item's kept version 1.
+            #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: record)) == "deleted:0000000000000002")
+            #expect(try vault.history(of: try ItemKey(service: "a")).map(\.number) == [1])
             // A sound item goes the ordinary way; then nothing is left to remove.
             let b = ItemAttributes(service: "b", account: nil)
             #expect(try vault.removeItem(.genericPassword, primaryKey: b).removed == 1)

@@ -348,11 +348,12 @@ import VaultTestSupport
             // No intent files or temp files are left.
             for group in ["g1", "g2"] {
                 let names = try FileManager.default.contentsOfDirectory(atPath: t.path + "/groups/\(group)")
-                // Item files and their generation records (rollback detection), the group's key and lock,
-                // nothing else.
+                // Item files, their generation records (rollback detection) and kept versions (the moved
+                // item's last version at its old name), the group's key and lock, nothing else.
                 #expect(
                     names.allSatisfy {
-                        $0.hasSuffix(".item") || $0.hasPrefix(".gen.") || $0 == "group.key" || $0 == ".lock"
+                        $0.hasSuffix(".item") || $0.hasPrefix(".gen.") || $0.hasPrefix(".v.") || $0 == "group.key"
+                            || $0 == ".lock"
                     }, "\(names)")
             }
         }

@@ -13,7 +13,7 @@ package struct ConfigCommand: Sendable, Hashable {
     static let info = CommandInfo(
         name: "config",
         synopsis: "vault config [versions [N|default]]",
-        summary: "show or change the vault's settings",
+        summary: "show or change the settings of the vault",
         details: """
             Without operands, prints every setting as NAME VALUE lines. `versions` is how many
             previous versions of each item the vault keeps (`vault history`): from 0 (none) to 254,
