@@ -13,6 +13,9 @@ extension ItemEngine {
         /// The item it was made from: its id and version (nil: there was none, and it adds one).
         let id: ItemID
         let basis: ItemVersion?
+        /// The generation it writes: of a new item, the one after a deleted item's of the name, which
+        /// another writer's add and delete may change before the lock.
+        let generation: UInt64
 
         /// Whether `current`, the item as read under the lock, is the one this write was made from.
         func wasMade(from current: LocatedItem?) -> Bool {
@@ -55,6 +58,7 @@ extension ItemEngine {
             store.prepareWrite(bytes, to: location, protectionClass: record.protectionClass, version: record.version)
         }
         guard let write = prepared ?? nil else { return nil }
-        return PreparedSet(write: write, data: data, id: id, basis: found.first?.record.version)
+        return PreparedSet(
+            write: write, data: data, id: id, basis: found.first?.record.version, generation: record.generation)
     }
 }

@@ -175,8 +175,15 @@ struct ItemEngine: Sendable {
     {
         try requireAllowedInGroup(record, group)
         var record = record
-        record.client = author.client
-        record.writer = author.userID
+        // Who wrote it, for the history. Not in a fleet group, which keeps none: its items travel to
+        // machines that may run an earlier build, which reads no record carrying these fields.
+        if !store.isFleetGroup(group.name) {
+            record.client = author.client
+            record.writer = author.userID
+        } else {
+            record.client = nil
+            record.writer = nil
+        }
         var bytes: [UInt8]
         do {
             bytes = try ItemRecordCodec.encode(record, cache: metadataCache)

@@ -161,10 +161,11 @@ struct ItemRecord: Sendable, VersionedRecord {
 }
 
 /// Coded as the synthesised conformance coded the stored fields before the attributes went into a box
-/// (backups hold records): the same keys, in the same order.
+/// (backups hold records): the same keys, in the same order. Who wrote a version (`client`, `writer`)
+/// is history, which backups do not carry; left out, a backup stays readable by earlier builds.
 extension ItemRecord: Codable {
     enum CodingKeys: String, CodingKey {
-        case itemClass, attributes, data, created, modified, persistentID, generation, client, writer
+        case itemClass, attributes, data, created, modified, persistentID, generation
     }
 
     /// Refuses a persistent id that is not `persistentIDByteCount` bytes: a record from a file, a
@@ -188,8 +189,6 @@ extension ItemRecord: Codable {
             data: try c.decode(Data.self, forKey: .data), created: try c.decode(Date.self, forKey: .created),
             modified: try c.decode(Date.self, forKey: .modified),
             persistentID: persistentID, generation: try c.decode(UInt64.self, forKey: .generation))
-        client = try c.decodeIfPresent(String.self, forKey: .client)
-        writer = try c.decodeIfPresent(UInt32.self, forKey: .writer)
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -201,8 +200,6 @@ extension ItemRecord: Codable {
         try c.encode(modified, forKey: .modified)
         try c.encode(persistentID, forKey: .persistentID)
         try c.encode(generation, forKey: .generation)
-        try c.encodeIfPresent(client, forKey: .client)
-        try c.encodeIfPresent(writer, forKey: .writer)
     }
 }
 

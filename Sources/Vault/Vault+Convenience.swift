@@ -154,6 +154,7 @@ extension Vault {
             let found = try engine.find(query, in: groups, underWriteLock: true)
             let current = found.first
             if let prepared, prepared.wasMade(from: current),
+                current != nil || (try? engine.firstGeneration(target, prepared.id)) == prepared.generation,
                 try translatingStoreErrors({ () throws(StoreError) in try tx.commit(prepared.write) })
             {
                 return prepared.data

@@ -23,12 +23,13 @@ public struct ItemVersionInfo: Sendable, Equatable {
 /// them, `versionsKept`), so that a bad rotation or a deletion can be undone; check-and-set for writers
 /// that must not overwrite each other. Fleet groups keep no history.
 extension Vault {
-    /// How many previous versions of each item this vault keeps (a deletion's tombstone counts as a
-    /// version): the vault's setting, or 10.
+    /// How many versions of each item this vault keeps before the current one (of a deleted item,
+    /// before its tombstone): the vault's setting, or 10.
     public var versionsKept: Int { engine.store.versionsKept }
 
     /// The versions of the item under `key`, oldest first, the current one (if it has not been deleted)
-    /// last. `itemNotFound` when it has neither a current version nor a kept one.
+    /// last; a version that fails its checks is left out (`data(for:version:)` reports it).
+    /// `itemNotFound` when it has neither a current version nor a kept one.
     public func history(of key: ItemKey) throws(VaultError) -> [ItemVersionInfo] {
         let (group, id) = try historyLocation(key)
         let current = try engine.loadCurrent(group, id)
@@ -39,7 +40,15 @@ extension Vault {
         let oldest = newest - min(newest, UInt64(versionsKept))
         var versions: [ItemVersionInfo] = []
         for generation in kept where generation < current?.generation ?? .max && generation >= oldest {
-            guard let record = try version(generation, group, id) else { continue }
+            // A version that fails its checks (damaged, or a file planted under a version's name) is
+            // left out, so that it hides none of the others; `data(for:version:)` says what is wrong.
+            let record: ItemRecord?
+            do {
+                record = try version(generation, group, id)
+            } catch  where error.status != .interactionNotAllowed {
+                continue
+            }
+            guard let record else { continue }
             versions.append(Self.info(record, isCurrent: false))
         }
         if let current { versions.append(Self.info(current, isCurrent: true)) }
@@ -67,7 +76,9 @@ extension Vault {
         let (group, id) = try historyLocation(key)
         return try withWriteLock(groups: [group]) { tx throws(VaultError) in
             let current = try engine.load(group, id)
-            guard let old = try version(number, group, id) ?? (current?.generation == number ? current : nil) else {
+            // The current version first: a file under its number is a leftover (`ItemHistory`).
+            let kept = current?.generation == number ? current : try version(number, group, id)
+            guard let old = kept else {
                 throw VaultError(
                     .itemNotFound,
                     "\(key) has no version \(number); `vault history` lists the versions it keeps")
@@ -108,8 +119,23 @@ extension Vault {
         } catch  where error.status == .itemNotFound {
             return false
         }
+        guard !engine.store.isFleetGroup(group.name) else {
+            throw VaultError(
+                .param,
+                "\(key) is in fleet group \(group), which keeps no history: remove it with `vault rm` (or "
+                    + "`Vault.remove`); nothing was changed")
+        }
         return try withWriteLock(groups: [group]) { tx throws(VaultError) in
-            try translatingStoreErrors { () throws(StoreError) in
+            // A file of a locked class is never removed unread, as a delete never removes one; a damaged
+            // one is (it holds nothing to keep).
+            do throws(VaultError) {
+                _ = try engine.load(group, id)
+            } catch  where error.status == .interactionNotAllowed {
+                throw error
+            } catch {
+                // Damaged: removed with the rest.
+            }
+            return try translatingStoreErrors { () throws(StoreError) in
                 try tx.purge(ItemLocation(group: group.name, id: id))
             }
         }

@@ -274,4 +274,93 @@ import VaultTestSupport
             #expect(try vault.data(for: key, version: 3) == Data("three".utf8))
         }
     }
+
+    @Test func aSettingChangedIsSeenByItsHandleAndKeptByARekey() throws {
+        try withTemporaryVault { t in
+            let vault = try t.open()
+            try vault.setVersionsKept(3)
+            #expect(vault.versionsKept == 3)
+            let key = try ItemKey(service: "db", account: "app")
+            for i in 1...6 { try vault.set("v\(i)", for: key) }
+            #expect(try vault.history(of: key).map(\.number) == [3, 4, 5, 6])
+            try vault.rekey(newPassphrase: nil)
+            #expect(try t.open().versionsKept == 3)
+            // Lowered, the versions past the bound go at once; 0 keeps none.
+            let reopened = try t.open()
+            try reopened.setVersionsKept(0)
+            #expect(try reopened.history(of: key).map(\.number) == [6])
+            #expect(
+                try t.entries("groups/\(try #require(reopened.client.defaultGroup).rawValue)").allSatisfy {
+                    !$0.hasPrefix(".v.")
+                })
+            try reopened.setVersionsKept(nil)
+            #expect(try t.open().versionsKept == 10)
+            #expect(status { try reopened.setVersionsKept(255) } == .param)
+        }
+    }
+
+    @Test func noHistoryLeavesNoSecretOfAMovedItemBehind() throws {
+        try withTemporaryVault { t in
+            let vault = try t.open()
+            try vault.set("a1", for: try ItemKey(service: "db", account: "a"))
+            try vault.set("a2", for: try ItemKey(service: "db", account: "a"))
+            var account = ItemAttributes()
+            account.account = "b"
+            try vault.update(.genericPassword(service: "db", account: "a"), with: ItemChanges(attributes: account))
+            try vault.setVersionsKept(0)
+            let group = try #require(vault.client.defaultGroup).rawValue
+            #expect(try t.entries("groups/\(group)").allSatisfy { !$0.hasPrefix(".v.") })
+        }
+    }
+
+    @Test func aMoveKilledBeforeItsRecordStillCarriesOnTheNumbering() throws {
+        try withTemporaryVault { t in
+            let vault = try t.open()
+            let key = try ItemKey(service: "db", account: "app")
+            try vault.set("one", for: key)
+            try vault.set("two", for: key)
+            // As a move killed between keeping the source as its last version and writing its record
+            // leaves it: the item gone, version 2 kept, the record still `moving`.
+            let group = "groups/\(try #require(vault.client.defaultGroup).rawValue)"
+            let item = try #require(try t.entries(group).first { $0.hasSuffix(".item") })
+            let id = String(item.dropLast(".item".count))
+            try FileManager.default.moveItem(
+                atPath: t.file("\(group)/\(item)"), toPath: t.file("\(group)/.v.\(id).0000000000000002"))
+            try FileManager.default.removeItem(atPath: t.file("\(group)/.gen.\(id)"))
+            try FileManager.default.createSymbolicLink(
+                atPath: t.file("\(group)/.gen.\(id)"), withDestinationPath: "moving")
+            let fresh = try t.open()
+            try fresh.set("three", for: key)
+            #expect(try fresh.history(of: key).map(\.number) == [1, 2, 3])
+            #expect(try fresh.data(for: key, version: 2) == Data("two".utf8))
+        }
+    }
+
+    @Test func plantedVersionNamesNeitherCrashNorCount() throws {
+        try withTemporaryVault { t in
+            let vault = try t.open()
+            try vault.setVersionsKept(1)
+            let key = try ItemKey(service: "db", account: "app")
+            try vault.set("one", for: key)
+            try vault.set("two", for: key)
+            let group = "groups/\(try #require(vault.client.defaultGroup).rawValue)"
+            let item = try #require(try t.entries(group).first { $0.hasSuffix(".item") })
+            let id = String(item.dropLast(".item".count))
+            // Names a writer never makes (near the top of the numbers) and a symlink under a kept one's name.
+            for suffix in ["ffffffffffffffff", "fffffffffffffff0", "8000000000000000"] {
+                try t.write([1, 2, 3], to: "\(group)/.v.\(id).\(suffix)")
+            }
+            try FileManager.default.createSymbolicLink(
+                atPath: t.file("\(group)/.v.\(id).0000000000000009"), withDestinationPath: "/etc/passwd")
+            let fresh = try t.open()
+            try fresh.set("three", for: key)
+            try fresh.set("four", for: key)
+            #expect(try fresh.string(for: key) == "four")
+            #expect(try fresh.data(for: key, version: 3) == Data("three".utf8))
+            #expect(status { _ = try fresh.data(for: key, version: 9) } != .success)
+            #expect(try fresh.history(of: key).map(\.number) == [3, 4])
+            #expect(try fresh.purge(key))
+            #expect(try String(contentsOfFile: "/etc/passwd", encoding: .utf8).contains("root"))
+        }
+    }
 }

@@ -17,10 +17,11 @@ package struct HistoryCommand: Sendable, Hashable {
             Lists the versions of the item, oldest first: its number, when it was written, the uid
             that wrote it and the program (client) that did, and whether it is the current version or
             a deletion. Never a secret: `vault get --version N` prints one. Each change (put, rm,
-            restore) is a new version; the vault keeps the 10 before the current one. `vault restore
-            --version N` makes an old version current again, also after `vault rm`; `vault rm --purge`
-            removes the item with all its versions. Fleet groups keep no history. With --json, prints
-            an array of {"version", "date", "uid", "client", "current", "deleted"}.
+            restore) is a new version; the vault keeps the 10 before the current one unless `vault
+            config versions` says otherwise. `vault restore --version N` makes an old version current
+            again, also after `vault rm`; `vault rm --purge` removes the item with all its versions.
+            Fleet groups keep no history. With --json, prints an array of {"version", "date", "uid",
+            "client", "current", "deleted"}.
             """,
         options: [.flag("json", "print the versions as a JSON array")],
         operands: ItemName.operands,

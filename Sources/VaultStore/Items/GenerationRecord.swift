@@ -102,6 +102,13 @@ enum GenerationRecord {
         return UInt64(digits, radix: 16)
     }
 
+    /// The generation item `id`'s record names (a tagged record's, or a deletion's), unchecked; nil
+    /// without a record or for one that names none (`moving`).
+    static func recordedGeneration(_ id: ItemID, in directory: FileDescriptor) -> UInt64? {
+        (try? readText(id, in: directory, itemPath: FilePath(id.fileName))).flatMap { $0 }
+            .flatMap(generation(ofText:))
+    }
+
     static func text(generation: UInt64, tag: [UInt8]) -> String {
         // In one buffer: every update writes a record.
         var text: [UInt8] = []

@@ -13,9 +13,11 @@ import VaultSystem
 /// zeroed and reused as before.
 enum ItemHistory {
     static let prefix = ".v."
-    /// The versions kept of each item (the tombstone of a delete counts as one) when the vault's marker
-    /// does not say.
+    /// The versions kept of each item before its current one (of a deleted item, before its tombstone)
+    /// when the vault's marker does not say.
     static let defaultVersionsKept = 10
+    /// Above every generation a writer makes (one a second for a billion years is below 2^55).
+    static let maximumGeneration: UInt64 = 1 << 62
     /// The most a vault may keep (what the marker's byte holds).
     package static let maximumVersionsKept = 254
 
@@ -44,17 +46,19 @@ enum ItemHistory {
             guard let value = Hex.value(ofDigit: byte) else { return nil }
             generation = generation << 4 | UInt64(value)
         }
+        // No writer numbers that far: a name planted to make arithmetic overflow is no version.
+        guard generation < maximumGeneration else { return nil }
         return (id, generation)
     }
 
-    /// The version files among a group's `names` (a whole listing) that lie past the bound: of an item
-    /// that has a file, the versions more than `kept` below its current generation (which
-    /// `recordedGeneration` reads from its record, asked only of items with versions to spare; without
-    /// one nothing goes); of a deleted one, those more than `kept` below its newest version (its
-    /// tombstone). A write prunes one version (the one its new version pushes out); this catches what
-    /// a writer that died before pruning, or a lowered bound, left. A version at or past the current
-    /// generation (a tombstone whose delete never happened) is no reference: it is replaced by the
-    /// item's next version.
+    /// The version files among a group's `names` (a whole listing) that lie past the bound: those more
+    /// than `kept` below the item's current generation, which `recordedGeneration` reads from its
+    /// record (the item's, a deleted item's tombstone's, or the number its deletion took), asked only
+    /// of items with versions to spare. Without a record, an item that has a file loses nothing, and a
+    /// deleted one is measured from its newest version. A write prunes one version (the one its new
+    /// version pushes out); this catches what a writer that died before pruning, or a lowered bound,
+    /// left. A version at or past the current generation (a tombstone whose delete never happened) is
+    /// no reference: the item's next version replaces it.
     static func excess(among names: [String], kept: Int, recordedGeneration: (ItemID) -> UInt64?) -> [String] {
         let versions = names.compactMap { name in parse(name).map { (name, $0.id, $0.generation) } }
         guard !versions.isEmpty else { return [] }
@@ -63,13 +67,9 @@ enum ItemHistory {
         let present = Set(names.compactMap { ItemID(fileName: $0) })
         var excess: [String] = []
         for (id, files) in byItem where files.count > kept {
-            let current: UInt64
-            if present.contains(id) {
-                current = recordedGeneration(id) ?? 0
-            } else {
-                current = files.map(\.generation).max()!
-            }
-            excess += files.filter { $0.generation + UInt64(kept) < current }.map(\.name)
+            let current = recordedGeneration(id) ?? (present.contains(id) ? 0 : files.map(\.generation).max()!)
+            guard current > UInt64(kept) else { continue }
+            excess += files.filter { $0.generation < current - UInt64(kept) }.map(\.name)
         }
         return excess
     }

@@ -68,10 +68,13 @@ extension VaultStore {
             }
         }
         var generation: UInt64 = 0
-        if let text = try GenerationRecord.readText(item.id, in: directory, itemPath: itemPath(item)),
-            let recorded = GenerationRecord.generation(ofText: text), recorded < UInt64.max / 2
-        {
-            generation = recorded
+        if let text = try GenerationRecord.readText(item.id, in: directory, itemPath: itemPath(item)) {
+            if let recorded = GenerationRecord.generation(ofText: text), recorded < ItemHistory.maximumGeneration {
+                generation = recorded
+            } else {
+                // `moving` (a move whose source went, killed before its record) or damage: the versions say.
+                generation = try versionGenerations(of: item).last ?? 0
+            }
         }
         // Bounded: a delete leaves at most its tombstone past the record, the item's file before it.
         for _ in 0..<2 where (try? directory.statusAt(ItemHistory.name(item.id, generation: generation + 1))) != nil {

@@ -25,7 +25,8 @@ extension VaultStore {
             throw StoreError(.locked, "rekey needs the vault's passphrase (it was opened without it)")
         }
         try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in
-            try requireCurrentKeys()
+            // The settings as they are now (another handle may have changed them since this one opened).
+            let current = try requireCurrentKeys()
             // Every group's key, opened as the owner, before anything is written: one that does not open
             // stops the rekey with nothing changed. Whatever is under `group.key.new` goes first (a
             // member's plant, or an earlier attempt's file, which a roll-forward must never take).
@@ -55,7 +56,7 @@ extension VaultStore {
             // 1. VAULT.new, then the key files. A vault made before classes.key existed gets one here: its
             // class keys are its item class keys (`itemClassKeys`), now sealed under the new class keys.
             let marker = try VaultMarker(
-                vaultID: vaultID, hasItemClassKeys: true, versionsKept: versionsKeptSetting
+                vaultID: vaultID, hasItemClassKeys: true, versionsKept: current?.versionsKept ?? 0
             ).encoded(key: newKeys.always)
             try AtomicFile.replace(
                 VaultMarker.fileName + Rekey.newSuffix, contents: .plain(marker), in: directory,

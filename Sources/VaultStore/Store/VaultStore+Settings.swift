@@ -7,8 +7,9 @@ extension VaultStore {
     public static let maximumVersionsKept = ItemHistory.maximumVersionsKept
 
     /// Sets how many previous versions of each item the vault keeps (0: none; nil: the default), the
-    /// owner only, under the whole-vault lock; versions past the new bound are removed at once. Handles
-    /// opened before keep the bound they read until they are opened again.
+    /// owner only, under the whole-vault lock; versions past the new bound are removed at once. Other
+    /// handles keep the bound they read until they are opened again (a rekey keeps the setting as it is
+    /// on disk).
     public func setVersionsKept(_ count: Int?) throws(StoreError) {
         if let count, !(0...ItemHistory.maximumVersionsKept).contains(count) {
             throw StoreError(
@@ -27,6 +28,7 @@ extension VaultStore {
             try AtomicFile.replace(
                 VaultMarker.fileName, contents: .plain(try marker.encoded(key: classKeys.always)), in: directory,
                 directoryPath: location, permissions: .ownerWriteAllRead)
+            versionsKeptSetting.store(marker.versionsKept, ordering: .relaxed)
             let kept = VaultMarker.versionsKept(marker.versionsKept)
             for group in try groups() {
                 guard let groupDirectory = try groupDirectory(group, create: false) else { continue }
@@ -37,8 +39,7 @@ extension VaultStore {
                     throw StoreError.system(error, .readDirectory, "list", path: groupPath(group))
                 }
                 let excess = ItemHistory.excess(among: names, kept: kept) { id in
-                    (try? GenerationRecord.readText(id, in: groupDirectory, itemPath: FilePath(id.fileName)))
-                        .flatMap { $0.flatMap(GenerationRecord.generation(ofText:)) }
+                    GenerationRecord.recordedGeneration(id, in: groupDirectory)
                 }
                 for name in excess { try? groupDirectory.unlinkAt(name) }
                 try AtomicFile.syncDirectory(groupDirectory, path: groupPath(group))

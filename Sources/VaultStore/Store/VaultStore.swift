@@ -39,11 +39,11 @@ public final class VaultStore: Sendable {
     /// How to read an item's version from its plaintext, for the recovery of interrupted moves.
     let versions: ItemVersionReader?
     /// The marker's setting of how many versions of each item to keep (`VaultMarker.versionsKept`), as
-    /// read at open.
-    let versionsKeptSetting: UInt8
-    /// How many previous versions of each item a write keeps (`ItemHistory`), a deletion's tombstone
-    /// included; 0 keeps none.
-    public var versionsKept: Int { VaultMarker.versionsKept(versionsKeptSetting) }
+    /// read at open or set through this store since.
+    let versionsKeptSetting: Atomic<UInt8>
+    /// How many versions of each item a write keeps before the current one (of a deleted item, before
+    /// its tombstone); 0 keeps none.
+    public var versionsKept: Int { VaultMarker.versionsKept(versionsKeptSetting.load(ordering: .relaxed)) }
     /// The replication of the vault's fleet groups, given by the layer that opened it (nil: none, and a
     /// fleet group is refused).
     package let replication: (any Replication)?
@@ -73,7 +73,7 @@ public final class VaultStore: Sendable {
         lockFile: FileDescriptor?, classKeys: ClassKeys?, itemClassKeys: ClassKeys? = nil,
         versions: ItemVersionReader?, replication: (any Replication)?, versionsKeptSetting: UInt8 = 0
     ) {
-        self.versionsKeptSetting = versionsKeptSetting
+        self.versionsKeptSetting = Atomic(versionsKeptSetting)
         self.location = location
         self.groupsPathPrefix = location.string + "/" + Self.groupsDirectoryName + "/"
         self.ownerID = (try? directory.status().ownerID) ?? ProcessIdentity.effectiveUserID

@@ -14,8 +14,7 @@ extension VaultStore {
             try? directory.unlinkAt(name)
         }
         let excess = ItemHistory.excess(among: names, kept: versionsKept) { id in
-            (try? GenerationRecord.readText(id, in: directory, itemPath: FilePath(id.fileName)))
-                .flatMap { $0.flatMap(GenerationRecord.generation(ofText:)) }
+            GenerationRecord.recordedGeneration(id, in: directory)
         }
         for name in excess { try? directory.unlinkAt(name) }
         housekeeping.withLock { _ = $0.cleanedGroups.insert(group) }

@@ -230,9 +230,11 @@ extension VaultStore {
 
     /// Refuses to go on when `VAULT` no longer verifies under this store's `always` key: the vault was
     /// rekeyed after this process opened it, and a key file written now would be sealed under keys the
-    /// vault no longer has. Under a lock that a rekey takes.
-    func requireCurrentKeys() throws(StoreError) {
-        guard let classKeys else { return }
+    /// vault no longer has. Under a lock that a rekey takes. Returns the marker as it is now (nil for a
+    /// member).
+    @discardableResult
+    func requireCurrentKeys() throws(StoreError) -> VaultMarker? {
+        guard let classKeys else { return nil }
         let markerPath = location / VaultMarker.fileName
         let bytes = try SmallFile.read(
             VaultMarker.fileName, in: directory, path: markerPath, limit: VaultMarker.maximumReadByteCount)
@@ -241,6 +243,7 @@ extension VaultStore {
             guard marker.vaultID == vaultID, marker.version == VaultMarker.formatVersion else {
                 throw StoreError(.integrity, "\(markerPath) changed", path: markerPath.string)
             }
+            return marker
         } catch {
             throw StoreError(
                 .integrity,

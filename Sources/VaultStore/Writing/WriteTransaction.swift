@@ -25,6 +25,15 @@ public struct WriteTransaction {
     public func write(
         _ plaintext: [UInt8], to item: ItemLocation, protectionClass: ProtectionClass, version: ItemVersion? = nil
     ) throws(StoreError) {
+        try write(plaintext, to: item, protectionClass: protectionClass, version: version, keepingHistory: true)
+    }
+
+    /// `write`; `keepingHistory: false` replaces a file that is not this item's previous version (a move
+    /// onto the name of an item that moves away in the same transaction) without keeping it.
+    func write(
+        _ plaintext: [UInt8], to item: ItemLocation, protectionClass: ProtectionClass, version: ItemVersion?,
+        keepingHistory: Bool
+    ) throws(StoreError) {
         try requireLocked(item.group)
         let directory = try store.existingGroupDirectory(item.group)
         let sealed = try store.seal(plaintext, as: item, protectionClass: protectionClass, version: version)
@@ -48,7 +57,7 @@ public struct WriteTransaction {
         let spare = durable && reusesSpares && !store.transactionState.withLock { $0.spareUntrusted }
         // A fleet group's history would be this machine's alone: it keeps none.
         let history =
-            replica == nil
+            replica == nil && keepingHistory
             ? version.flatMap { ItemHistory.Step(item.id, writing: $0.generation, kept: store.versionsKept) } : nil
         do {
             try ItemWrite(
@@ -92,7 +101,12 @@ public struct WriteTransaction {
                     + "changed")
         }
         try store.beginMove(MoveIntent(source: source, destination: destination))
-        try write(plaintext, to: destination, protectionClass: protectionClass, version: version)
+        // A file at the destination is another item's, moving away in this transaction: its history is
+        // not this one's.
+        let occupied =
+            (try? store.existingGroupDirectory(destination.group).statusAt(destination.id.fileName)) != nil
+        try write(
+            plaintext, to: destination, protectionClass: protectionClass, version: version, keepingHistory: !occupied)
         if !keepingSource { _ = try delete(source, deletedAt: sourceGeneration.map { $0 + 1 }) }
         try store.endMove(of: source)
     }
