@@ -54,8 +54,8 @@ enum ItemHistory {
     /// The version files among a group's `names` (a whole listing) that lie past the bound: those more
     /// than `kept` below the item's current generation, which `recordedGeneration` reads from its
     /// record (the item's, a deleted item's tombstone's, or the number its deletion took), asked only
-    /// of items with versions to spare. Without a record, an item that has a file loses nothing, and a
-    /// deleted one is measured from its newest version. A write prunes one version (the one its new
+    /// of items with versions to spare, or for a deleted item its newest version when that is newer.
+    /// Without a record, an item that has a file loses nothing. A write prunes one version (the one its new
     /// version pushes out); this catches what a writer that died before pruning, or a lowered bound,
     /// left. A version at or past the current generation (a tombstone whose delete never happened) is
     /// no reference: the item's next version replaces it.
@@ -67,7 +67,11 @@ enum ItemHistory {
         let present = Set(names.compactMap { ItemID(fileName: $0) })
         var excess: [String] = []
         for (id, files) in byItem where files.count > kept {
-            let current = recordedGeneration(id) ?? (present.contains(id) ? 0 : files.map(\.generation).max()!)
+            // A deleted item's record may lag its tombstone (a delete killed before the record): the
+            // newer of the two.
+            let recorded = recordedGeneration(id)
+            let current =
+                present.contains(id) ? recorded ?? 0 : max(recorded ?? 0, files.map(\.generation).max()!)
             guard current > UInt64(kept) else { continue }
             excess += files.filter { $0.generation < current - UInt64(kept) }.map(\.name)
         }
