@@ -173,7 +173,11 @@ extension Vault {
     /// counts, sorted by name.
     public func storedGroups() throws(VaultError) -> [StoredGroup] {
         let store = engine.store
-        let groups = try translatingStoreErrors { () throws(StoreError) in try store.groups() }
+        // A member may not list the groups: it sees those shared with its Unix groups.
+        let groups =
+            isMember
+            ? store.groupsSharedWithThisProcess()
+            : try translatingStoreErrors { () throws(StoreError) in try store.groups() }
         var result: [StoredGroup] = []
         for name in groups {
             let count = try translatingStoreErrors { () throws(StoreError) in try store.itemIDs(in: name).count }

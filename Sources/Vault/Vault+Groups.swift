@@ -8,6 +8,10 @@ extension Vault {
     /// Whether this process opened the vault as a member of shared groups, without `master.key`.
     public var isMember: Bool { engine.store.isMember }
 
+    /// The shared groups of this vault whose Unix group this process is in, as the owner's indexes name
+    /// them: what a member, which may not list the vault's groups, can find.
+    public var sharedGroups: [AccessGroup] { engine.store.groupsSharedWithThisProcess().map(AccessGroup.init) }
+
     /// One group as this process sees it.
     public struct GroupInfo: Sendable, Equatable {
         /// The group.
@@ -53,15 +57,19 @@ extension Vault {
     /// The groups this process can see, and every item file of them decrypted and verified as
     /// `verifyAll` does (no content is read out; a file of a locked class is counted, not verified).
     /// The owner sees every group of the vault; a member of shared groups (who may not list `groups/`)
-    /// those its client names, and verifies only those it holds the key of: of the others it learns
+    /// those its client names and those shared with its Unix groups (`sharedGroups`), and verifies only
+    /// those it holds the key of: of the others it learns
     /// neither item names nor a count. The client's groups that have no directory yet are listed too
     /// (`isPresent` false), so that the group adds go to is always there.
     public func listGroups() throws(VaultError) -> GroupListing {
         let store = engine.store
         let names: [GroupName]
         if isMember {
-            names = client.accessGroups.map(\.name)
+            names = client.accessGroups.map(\.name) + store.groupsSharedWithThisProcess()
         } else {
+            // The members' indexes made again (a vault whose shared groups are older than them gets
+            // them here); they only point, so a failure is no reason to list nothing.
+            try? store.refreshSharedGroupIndexes()
             names = try translatingStoreErrors { () throws(StoreError) in try store.groups() }
         }
         var infos: [GroupInfo] = []

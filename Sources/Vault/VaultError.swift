@@ -119,7 +119,7 @@ extension VaultError: StoreErrorConvertible {}
 
 extension VaultError {
     /// Whether the store said that the vault has no such group (as a member of shared groups sees it).
-    var isMissingGroup: Bool { (cause as? StoreError)?.code == .groupNotFound }
+    package var isMissingGroup: Bool { (cause as? StoreError)?.code == .groupNotFound }
 }
 
 /// Runs `body`, turning a `StoreError` into a `VaultError`.

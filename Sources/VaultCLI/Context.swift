@@ -131,9 +131,45 @@ struct Context {
 
     /// Opens the existing vault as the command's client; with `creatingIfMissing` (a credential
     /// helper's store, the first write as an Apple keychain's first add) a missing one is created,
-    /// unless the key is external (then nothing is created implicitly).
-    func openVault(creatingIfMissing: Bool = false, includingGroups extraGroups: [AccessGroup] = []) throws(CLIError)
-        -> Vault
+    /// unless the key is external (then nothing is created implicitly). A member of shared groups that
+    /// names no client (no `--app`, `--group`, `VAULT_APP_ID`,
+    /// `VAULT_ACCESS_GROUPS` or `VAULT_ENTITLEMENTS`) acts with the shared groups of its Unix groups
+    /// (`Vault.sharedGroups`): it finds its items without knowing their groups' names. An add then goes
+    /// to the one shared group; with several, `adding` asks for `--group`.
+    func openVault(
+        creatingIfMissing: Bool = false, includingGroups extraGroups: [AccessGroup] = [], adding: Bool = false
+    ) throws(CLIError) -> Vault {
+        let vault = try openVaultAsClient(creatingIfMissing: creatingIfMissing, includingGroups: extraGroups)
+        guard vault.isMember, extraGroups.isEmpty, namesNoClient else { return vault }
+        let shared = vault.sharedGroups
+        guard !shared.isEmpty else { return vault }
+        if adding, shared.count > 1 {
+            throw CLIError(
+                .usage, "--group",
+                "you are a member of shared groups \(shared.map(\.rawValue).joined(separator: ", ")) of the vault at "
+                    + "\(vault.path): say which one the item goes to with --group")
+        }
+        do {
+            return vault.asClient(
+                try Client(
+                    applicationIdentifier: Self.defaultApplicationIdentifier, accessGroups: shared.map(\.rawValue)))
+        } catch {
+            throw CLIError(ExitCode(error.status), "client", error.message)
+        }
+    }
+
+    /// Whether the command line and the environment name no client (`client()` falls back to the
+    /// tool's own identity).
+    var namesNoClient: Bool {
+        global.applicationIdentifier == nil && global.group == nil
+            && ["VAULT_ENTITLEMENTS", "VAULT_APP_ID", "VAULT_ACCESS_GROUPS"].allSatisfy {
+                (environment[$0] ?? "").isEmpty
+            }
+    }
+
+    /// Opens the existing vault as the command's client (`openVault`, before a member's shared groups).
+    private func openVaultAsClient(creatingIfMissing: Bool, includingGroups extraGroups: [AccessGroup])
+        throws(CLIError) -> Vault
     {
         let path = try vaultPath()
         let client = try client(including: extraGroups)

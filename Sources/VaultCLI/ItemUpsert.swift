@@ -68,7 +68,8 @@ enum ItemUpsert {
                     try vault.add(itemClass, attributes: attributes, data: secret)
                 }
                 return removed
-            } catch  where error.status == .itemNotFound || error.status == .duplicateItem {
+            } catch  where (error.status == .itemNotFound && !error.isMissingGroup) || error.status == .duplicateItem {
+                // The item appeared or went meanwhile; a group that is not there is no race.
                 continue
             }
         }

@@ -50,6 +50,53 @@ struct SharedGroupTests {
         }
     }
 
+    /// A member names no group and still finds its items: the owner's index of the groups shared with
+    /// each Unix group (`groups/.shared.<gid>`, 0640 of that gid) points it at them. A user of another
+    /// Unix group, or of none, is pointed at nothing it cannot open; an add among several shared groups
+    /// asks which; a removed group leaves the index.
+    @Test func aMemberFindsItsSharedGroupsWithoutNamingThem() throws {
+        try withSharedVault { vault, binary, users, groups in
+            let owner = try Vault.open(
+                at: vault, client: try Client(applicationIdentifier: "owner", accessGroups: ["db"]))
+            try owner.set("s3cret", for: try ItemKey(service: "postgres", account: "app", group: try AccessGroup("db")))
+            let index = vault + "/groups/.shared.\(groups[0].gid)"
+            let attributes = try FileManager.default.attributesOfItem(atPath: index)
+            #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o640)
+            #expect((attributes[.groupOwnerAccountID] as? NSNumber)?.uint32Value == groups[0].gid)
+            #expect(try String(contentsOfFile: index, encoding: .utf8) == "db\n")
+            // Without --group: the listing, the get and the group listing find db.
+            let ls = try run(users[0], binary, vault, ["ls"])
+            #expect(ls.status == 0 && ls.output.contains("postgres"), "\(ls.errors)")
+            let get = try run(users[0], binary, vault, ["get", "postgres", "app"])
+            #expect(get.status == 0 && get.output == "s3cret", "\(get.errors)")
+            let named = try run(users[0], binary, vault, ["ls"], environment: ["VAULT_ACCESS_GROUPS": "db,api"])
+            #expect(named.status == 0 && named.output.contains("postgres"), "\(named.errors)")
+            let groupList = try run(users[0], binary, vault, ["group", "ls"])
+            #expect(groupList.output.contains("db") && !groupList.output.contains("web"), "\(groupList.output)")
+            // An add goes to the one shared group.
+            let put = try run(users[0], binary, vault, ["put", "api", "token"], input: "t0ken")
+            #expect(put.status == 0, "\(put.errors)")
+            #expect(try ownerReads(vault, group: "db", service: "api", account: "token") == Data("t0ken".utf8))
+            // Another Unix group's member sees its own group only; a user of neither, none, and is told
+            // where items can go.
+            let other = try run(users[1], binary, vault, ["group", "ls"])
+            #expect(other.output.contains("web") && !other.output.contains("db"), "\(other.output)")
+            let outsider = try run(users[2], binary, vault, ["put", "x", "y"], input: "x")
+            #expect(outsider.status == 1 && outsider.errors.contains("--group NAME"), "\(outsider.errors)")
+            #expect(try run(users[2], binary, vault, ["ls"]).output.isEmpty)
+            // Two shared groups of one Unix group: an add without --group asks which.
+            try owner.createGroup(try AccessGroup("cache"), unixGroup: groups[0].gid)
+            #expect(try String(contentsOfFile: index, encoding: .utf8) == "cache\ndb\n")
+            let ambiguous = try run(users[0], binary, vault, ["put", "k", "v"], input: "x")
+            #expect(ambiguous.status == 2 && ambiguous.errors.contains("cache, db"), "\(ambiguous.errors)")
+            // A removed group leaves its index; the last one of a gid takes the index with it.
+            try owner.removeGroup(try AccessGroup("cache"), force: true)
+            #expect(try String(contentsOfFile: index, encoding: .utf8) == "db\n")
+            try owner.removeGroup(try AccessGroup("web"), force: true)
+            #expect(!FileManager.default.fileExists(atPath: vault + "/groups/.shared.\(groups[1].gid)"))
+        }
+    }
+
     /// A shared group keeps history as a private one does: the versions are sealed like the items,
     /// 0660 in the group's Unix group, each names the uid that wrote it, and a member restores what the
     /// owner overwrote or removed; an outsider reads no version.

@@ -76,7 +76,7 @@ package struct PutCommand: Sendable, Hashable {
 
     func run(in context: Context) throws(CLIError) {
         let group = try context.group()
-        let vault = try context.openVault()
+        let vault = try context.openVault(adding: true)
         var secret = try readSecret(context)
         defer { secret.wipe() }
         var attributes = name.attributes
@@ -97,17 +97,32 @@ package struct PutCommand: Sendable, Hashable {
             return
         }
         if addOnly {
-            try context.attempt(vault, subject) { () throws(VaultError) in
+            do {
                 _ = try vault.add(name.itemClass, attributes: attributes, data: secret)
+            } catch  where error.isMissingGroup {
+                throw Self.missingGroup(error)
+            } catch {
+                throw CLIError(error, subject: subject, vaultPath: vault.path)
             }
             return
         }
         do {
             let removed = try ItemUpsert.store(secret, as: name, group: group, attributes: attributes, in: vault)
             context.listRemoved(removed)
+        } catch  where error.isMissingGroup {
+            throw Self.missingGroup(error)
         } catch {
             throw CLIError(error, subject: subject, vaultPath: vault.path)
         }
+    }
+
+    /// An add to a group the vault does not have, by a process that cannot make it (a member of shared
+    /// groups, or no user of the vault at all): where its items can go instead.
+    static func missingGroup(_ error: VaultError) -> CLIError {
+        CLIError(
+            .notFound, nil,
+            error.message + "; a member of a shared group adds to it with --group NAME (`vault group ls` lists the "
+                + "groups shared with your Unix groups)")
     }
 
     /// The secret: all of standard input, or typed twice at a prompt without echo on a terminal.

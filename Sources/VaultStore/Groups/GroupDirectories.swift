@@ -54,7 +54,8 @@ extension VaultStore {
             if absent {
                 guard let classKeys else {
                     throw StoreError(
-                        .groupNotFound, "there is no group \(group) in the vault at \(path)",
+                        .groupNotFound,
+                        "there is no group \(group) in the vault at \(path), and only the vault's owner can make one",
                         path: groupPath(group).string)
                 }
                 try withGroupCreationLock { () throws(StoreError) in

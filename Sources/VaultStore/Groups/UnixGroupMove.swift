@@ -13,7 +13,7 @@ extension VaultStore {
     @discardableResult
     public func moveGroup(_ group: GroupName, toUnixGroup newGroupID: UInt32) throws(StoreError) -> Int {
         _ = try ownerClassKeys("move a group to another Unix group")
-        return try withWriteLock(finishingMoves: true, groups: [group]) { (_) throws(StoreError) -> Int in
+        let moved = try withWriteLock(finishingMoves: true, groups: [group]) { (_) throws(StoreError) -> Int in
             let path = groupPath(group)
             guard let directory = try groupDirectory(group, create: false) else {
                 throw StoreError(
@@ -63,5 +63,8 @@ extension VaultStore {
             }
             return names.count + 1
         }
+        // The members of the new gid find the group, those of the old one no longer do.
+        try refreshSharedGroupIndexes()
+        return moved
     }
 }

@@ -207,6 +207,7 @@ extension VaultStore {
                     path: groupPath(group).string)
             }
             try makeGroup(group, unixGroup: unixGroup, classKeys: classKeys)
+            if unixGroup != nil { try updateSharedGroupIndexes() }
         }
     }
 
@@ -385,6 +386,9 @@ extension VaultStore {
             replicas.withLock {
                 _ = $0.replicas.removeValue(forKey: group)
             }
+            // The group is gone whatever happens to the index, which only points: a stale entry names a
+            // directory that is no longer there, and the next update drops it.
+            try? updateSharedGroupIndexes()
             return count
         }
     }
