@@ -43,7 +43,8 @@ import VaultTestSupport
     /// Every regular file under the group directories, by relative path, with its bytes.
     func itemFiles(_ vault: TemporaryVault) throws -> [String: [UInt8]] {
         var files: [String: [UInt8]] = [:]
-        for group in try vault.entries("groups") {
+        // Group directories (a name never starts with "."; `.shared.<gid>` is the members' index).
+        for group in try vault.entries("groups") where !group.hasPrefix(".") {
             for name in try vault.entries("groups/\(group)") where name.hasSuffix(".item") {
                 files["\(group)/\(name)"] = try vault.bytes("groups/\(group)/\(name)")
             }
@@ -58,7 +59,8 @@ import VaultTestSupport
     /// The `.new` files and journal a rekey leaves while under way, anywhere in the vault.
     func leftovers(_ vault: TemporaryVault) throws -> [String] {
         var found = try vault.entries("").filter { $0.hasSuffix(".new") || $0 == "rekey.journal" }
-        for group in try vault.entries("groups") {
+        // Group directories (a name never starts with "."; `.shared.<gid>` is the members' index).
+        for group in try vault.entries("groups") where !group.hasPrefix(".") {
             found += try vault.entries("groups/\(group)").filter { $0.hasSuffix(".new") }.map { "\(group)/\($0)" }
         }
         return found
