@@ -60,11 +60,8 @@ extension VaultStore {
             return member
         }
         do {
-            return try openAsOwner(location, keySource: keySource, versions: versions, replication: replication)
-        } catch  where (error.code == .integrity || error.code == .wrongKey) && rekeyUnderWay(location) {
-            // A rekey switched the key files between this open's reads of them (it began after the open
-            // looked for its journal): once more, which waits for the rekey's lock and reads its result.
-            return try openAsOwner(location, keySource: keySource, versions: versions, replication: replication)
+            return try openAsOwnerThroughRekeys(
+                location, keySource: keySource, versions: versions, replication: replication)
         } catch  where error.errno != nil && FormatOneVault.isFormatOne(at: location) {
             // A format-1 vault is opened to be upgraded, which writes: say what it takes.
             throw StoreError(
@@ -78,6 +75,36 @@ extension VaultStore {
     /// Whether the vault at `vaultPath` is of the old format 1 (its marker, read unchecked): for a
     /// message about an upgrade that did not run.
     public static func isFormatOne(vaultPath: String) -> Bool { FormatOneVault.isFormatOne(at: FilePath(vaultPath)) }
+
+    /// `openAsOwner`, again when its key files did not match each other while a rekey was under way or
+    /// replaced `VAULT` meanwhile: the rekey may have switched them between this open's reads (it began
+    /// after the open looked for its journal, and may have ended before the open read the marker). Each
+    /// attempt waits for a running rekey's lock and reads its result; a damaged vault or a wrong key,
+    /// with no rekey about, fails at once.
+    private static func openAsOwnerThroughRekeys(
+        _ location: FilePath, keySource: KeySource, versions: ItemVersionReader?, replication: (any Replication)?
+    ) throws(StoreError) -> VaultStore {
+        var attempt = 1
+        while true {
+            let marker = markerIdentity(location)
+            do {
+                return try openAsOwner(location, keySource: keySource, versions: versions, replication: replication)
+            } catch  where (error.code == .integrity || error.code == .wrongKey) && attempt < 3
+                && (rekeyUnderWay(location) || markerIdentity(location) != marker)
+            {
+                attempt += 1
+            }
+        }
+    }
+
+    /// Which file `VAULT` is (device, inode, change time): every rekey replaces it.
+    private static func markerIdentity(_ location: FilePath) -> [Int64]? {
+        guard
+            let status = try? FileDescriptor.currentWorkingDirectory.statusAt(
+                (location / VaultMarker.fileName).string)
+        else { return nil }
+        return [Int64(bitPattern: status.device), Int64(bitPattern: status.inode), status.changeNanoseconds]
+    }
 
     /// Whether a rekey journal is in the vault at `location` now.
     private static func rekeyUnderWay(_ location: FilePath) -> Bool {
