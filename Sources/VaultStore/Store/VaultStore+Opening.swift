@@ -89,7 +89,8 @@ extension VaultStore {
             let marker = markerIdentity(location)
             do {
                 return try openAsOwner(location, keySource: keySource, versions: versions, replication: replication)
-            } catch  where (error.code == .integrity || error.code == .wrongKey) && attempt < 3
+            } catch
+                where (error.code == .integrity || error.code == .wrongKey) && attempt < 3
                 && (rekeyUnderWay(location) || markerIdentity(location) != marker)
             {
                 attempt += 1
