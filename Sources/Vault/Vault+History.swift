@@ -60,7 +60,11 @@ extension Vault {
     /// (pruned, or never written). A deletion's version is a `param` error: it holds no secret.
     public func data(for key: ItemKey, version number: UInt64) throws(VaultError) -> Data? {
         let (group, id) = try historyLocation(key)
-        if let current = try engine.loadCurrent(group, id), current.generation == number { return current.data }
+        if let current = try engine.loadCurrent(group, id) {
+            if current.generation == number { return current.data }
+            // Past the current version there is only what a writer that died left (`history(of:)`).
+            if number > current.generation { return nil }
+        }
         guard let record = try version(number, group, id) else { return nil }
         guard !record.isDeletion else {
             throw VaultError(
@@ -76,8 +80,13 @@ extension Vault {
         let (group, id) = try historyLocation(key)
         return try withWriteLock(groups: [group]) { tx throws(VaultError) in
             let current = try engine.load(group, id)
-            // The current version first: a file under its number is a leftover (`ItemHistory`).
-            let kept = current?.generation == number ? current : try version(number, group, id)
+            // The current version itself, and past it only what a writer that died left (`history(of:)`).
+            let kept: ItemRecord?
+            if let current, number >= current.generation {
+                kept = number == current.generation ? current : nil
+            } else {
+                kept = try version(number, group, id)
+            }
             guard let old = kept else {
                 throw VaultError(
                     .itemNotFound,

@@ -357,8 +357,14 @@ import VaultTestSupport
             try fresh.set("four", for: key)
             #expect(try fresh.string(for: key) == "four")
             #expect(try fresh.data(for: key, version: 3) == Data("three".utf8))
-            #expect(status { _ = try fresh.data(for: key, version: 9) } != .success)
-            #expect(try fresh.history(of: key).map(\.number) == [3, 4])
+            // Past the current version a planted name is nothing; below it, a symlink is refused, never
+            // followed, and left out of the listing.
+            #expect(try fresh.data(for: key, version: 9) == nil)
+            try FileManager.default.removeItem(atPath: t.file("\(group)/.v.\(id).0000000000000003"))
+            try FileManager.default.createSymbolicLink(
+                atPath: t.file("\(group)/.v.\(id).0000000000000003"), withDestinationPath: "/etc/passwd")
+            #expect(status { _ = try fresh.data(for: key, version: 3) } != .success)
+            #expect(try fresh.history(of: key).map(\.number) == [4])
             #expect(try fresh.purge(key))
             #expect(try String(contentsOfFile: "/etc/passwd", encoding: .utf8).contains("root"))
         }

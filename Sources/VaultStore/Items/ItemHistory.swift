@@ -32,11 +32,11 @@ enum ItemHistory {
 
     /// The item id and generation a version file's name gives; nil for any other name.
     static func parse(_ name: String) -> (id: ItemID, generation: UInt64)? {
-        let bytes = Array(name.utf8)
         let digits = 2 * ItemID.hashByteCount
-        guard bytes.count == prefix.utf8.count + digits + 17, name.hasPrefix(prefix),
-            bytes[prefix.utf8.count + digits] == UInt8(ascii: ".")
-        else { return nil }
+        // Every name of a group's listing comes here (the clean-up's pruning): most leave before a copy.
+        guard name.utf8.count == prefix.utf8.count + digits + 17, name.hasPrefix(prefix) else { return nil }
+        let bytes = Array(name.utf8)
+        guard bytes[prefix.utf8.count + digits] == UInt8(ascii: ".") else { return nil }
         let idDigits = bytes[prefix.utf8.count..<(prefix.utf8.count + digits)]
         guard ItemID.areHexDigits(idDigits), let id = try? ItemID(String(decoding: idDigits, as: UTF8.self)) else {
             return nil
@@ -59,19 +59,25 @@ enum ItemHistory {
     /// version pushes out); this catches what a writer that died before pruning, or a lowered bound,
     /// left. A version at or past the current generation (a tombstone whose delete never happened) is
     /// no reference: the item's next version replaces it.
-    static func excess(among names: [String], kept: Int, recordedGeneration: (ItemID) -> UInt64?) -> [String] {
+    static func excess(
+        among names: [String], kept: Int, exactly: Bool, recordedGeneration: (ItemID) -> UInt64?
+    ) -> [String] {
         let versions = names.compactMap { name in parse(name).map { (name, $0.id, $0.generation) } }
         guard !versions.isEmpty else { return [] }
         var byItem: [ItemID: [(name: String, generation: UInt64)]] = [:]
         for (name, id, generation) in versions { byItem[id, default: []].append((name, generation)) }
-        let present = Set(names.compactMap { ItemID(fileName: $0) })
+        // Unless `exactly`, an item is looked at only when it has more than its bound and a tombstone's
+        // worth: a deleted item has that many, and this runs at each writer's first write. Then one
+        // version past the bound (a writer killed before pruning) may stay until the next such leftover.
+        var listed: Set<String>?
         var excess: [String] = []
-        for (id, files) in byItem where files.count > kept {
+        for (id, files) in byItem where files.count > kept + (exactly ? 0 : 1) {
+            if listed == nil { listed = Set(names) }
             // A deleted item's record may lag its tombstone (a delete killed before the record): the
             // newer of the two.
             let recorded = recordedGeneration(id)
             let current =
-                present.contains(id) ? recorded ?? 0 : max(recorded ?? 0, files.map(\.generation).max()!)
+                listed!.contains(id.fileName) ? recorded ?? 0 : max(recorded ?? 0, files.map(\.generation).max()!)
             guard current > UInt64(kept) else { continue }
             excess += files.filter { $0.generation < current - UInt64(kept) }.map(\.name)
         }

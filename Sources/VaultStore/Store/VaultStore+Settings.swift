@@ -19,17 +19,13 @@ extension VaultStore {
         }
         let classKeys = try ownerClassKeys("change how many versions it keeps")
         try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in
-            try requireCurrentKeys()
-            let markerPath = location / VaultMarker.fileName
-            let bytes = try SmallFile.read(
-                VaultMarker.fileName, in: directory, path: markerPath, limit: VaultMarker.maximumReadByteCount)
-            var marker = try VaultMarker.decode(bytes, key: classKeys.always, path: markerPath)
+            // The owner's store has the class keys, so the marker as it is now is there.
+            guard var marker = try requireCurrentKeys() else { return }
             marker.versionsKept = count.map { UInt8($0 + 1) } ?? 0
             try AtomicFile.replace(
                 VaultMarker.fileName, contents: .plain(try marker.encoded(key: classKeys.always)), in: directory,
                 directoryPath: location, permissions: .ownerWriteAllRead)
             versionsKeptSetting.store(marker.versionsKept, ordering: .relaxed)
-            let kept = VaultMarker.versionsKept(marker.versionsKept)
             for group in try groups() {
                 guard let groupDirectory = try groupDirectory(group, create: false) else { continue }
                 let names: [String]
@@ -38,10 +34,7 @@ extension VaultStore {
                 } catch {
                     throw StoreError.system(error, .readDirectory, "list", path: groupPath(group))
                 }
-                let excess = ItemHistory.excess(among: names, kept: kept) { id in
-                    GenerationRecord.recordedGeneration(id, in: groupDirectory)
-                }
-                for name in excess { try? groupDirectory.unlinkAt(name) }
+                pruneHistory(names, in: groupDirectory, exactly: true)
                 try AtomicFile.syncDirectory(groupDirectory, path: groupPath(group))
             }
         }

@@ -2,8 +2,9 @@ import VaultSystem
 
 /// What writers clean up under the lock: temp files of writers that died (they exist only while a
 /// writer holds the lock, so under the lock any temp file is a leftover), versions past the bound (a
-/// writer that died before its pruning, a bound lowered), spares that may still be an item's file on
-/// disk, and a bulk load's deferred flush.
+/// writer that died before its pruning), spares that may still be an item's file on disk, and a bulk
+/// load's deferred flush. Temp files and versions go at each store's first write to a group, and again
+/// at any write that finds a dead writer's mark.
 extension VaultStore {
     /// Removes `group`'s temp files once per group per open store (and again after a death); `listed`
     /// is the group's listing when the caller has just made one under the lock.
@@ -13,11 +14,18 @@ extension VaultStore {
         for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) {
             try? directory.unlinkAt(name)
         }
-        let excess = ItemHistory.excess(among: names, kept: versionsKept) { id in
+        pruneHistory(names, in: directory)
+        housekeeping.withLock { _ = $0.cleanedGroups.insert(group) }
+    }
+
+    /// Removes the versions past the bound among a group directory's `names` (its listing), under the
+    /// group's lock: what a writer that died between a version's link and its pruning left, and
+    /// (`exactly`) what a lowered bound leaves (`setVersionsKept`).
+    func pruneHistory(_ names: [String], in directory: FileDescriptor, exactly: Bool = false) {
+        let excess = ItemHistory.excess(among: names, kept: versionsKept, exactly: exactly) { id in
             GenerationRecord.recordedGeneration(id, in: directory)
         }
         for name in excess { try? directory.unlinkAt(name) }
-        housekeeping.withLock { _ = $0.cleanedGroups.insert(group) }
     }
 
     /// Removes the temp files of `groups` (nil: every group), under their lock, after a writer died.
