@@ -231,7 +231,8 @@ func crashState(_ vault: Vault) throws -> (scan: [String: String], pointLookupDi
     /// SIGKILLed at random points, also between a version's write and its pruning: after each round
     /// every key's history is exactly the last 6 of its changes (the current one and 5 before it, a
     /// deletion's tombstone counting as one), numbered from 1 without a gap: no version lost or
-    /// duplicated. Once a writer ran again, no key has more version files than the bound.
+    /// duplicated. Once a writer ran again, no key has more version files than the bound and a
+    /// tombstone's worth.
     @Test func killedWritersLoseNoVersion() throws {
         try withTemporaryDirectory("crash-history") { dir in
             let path = dir.path + "/vault"
