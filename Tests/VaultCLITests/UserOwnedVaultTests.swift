@@ -42,6 +42,10 @@ struct UserOwnedVaultTests {
                 try #require(stat(scratch.vault + "/groups/db", &directory) == 0)
                 #expect(directory.st_uid == owner.uid && directory.st_gid == unix.gid)
                 #expect(directory.st_mode & 0o7777 == 0o2770)
+                // The members' index of the group is the owner's too, of the Unix group, 0640.
+                var index = stat()
+                try #require(stat(scratch.vault + "/groups/.shared.\(unix.gid)", &index) == 0)
+                #expect(index.st_uid == owner.uid && index.st_gid == unix.gid && index.st_mode & 0o7777 == 0o640)
                 #expect(FileManager.default.fileExists(atPath: scratch.vault + "/master.key") == !keyFile)
                 try withExecutableForOtherUsers(vaultExecutable.path) { binary in
                     try body(scratch, key, binary, member, outsider, unix)

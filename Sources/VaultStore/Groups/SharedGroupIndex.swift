@@ -57,7 +57,9 @@ extension VaultStore {
             let temporary = try AtomicFile.writeTemporary(
                 .plain(text), in: groupsDirectory, directoryPath: groupsPath, .ownerWriteGroupRead, durable: true)
             do throws(Errno) {
-                try groupsDirectory.setOwnerAt(temporary, group: groupID)
+                // Root acting as another user's owner makes it that user's, as the owner's own files are.
+                let user = ProcessIdentity.effectiveUserID == 0 ? ownerID : nil
+                try groupsDirectory.setOwnerAt(temporary, user: user, group: groupID)
             } catch {
                 try? groupsDirectory.unlinkAt(temporary)
                 throw StoreError.system(
