@@ -48,6 +48,13 @@ package struct RestoreCommand: Sendable, Hashable {
     func run(in context: Context) throws(CLIError) {
         let key = try context.itemKey(service: service, account: account)
         let vault = try context.openVault()
+        // Asked first so that a version that is not kept is said as such, not as a missing item.
+        let kept = try context.attempt(vault, key.description) { () throws(VaultError) in try vault.history(of: key) }
+        guard kept.contains(where: { $0.number == version }) else {
+            throw CLIError(
+                .notFound, key.description,
+                "has no version \(version); it keeps \(kept.map { String($0.number) }.joined(separator: ", "))")
+        }
         let restored = try context.attempt(vault, key.description) { () throws(VaultError) in
             try vault.restore(key, version: version)
         }
