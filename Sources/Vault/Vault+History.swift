@@ -21,7 +21,8 @@ public struct ItemVersionInfo: Sendable, Equatable {
 
 /// Item history: every change to a generic password keeps the previous version (a bounded number of
 /// them, `versionsKept`), so that a bad rotation or a deletion can be undone; check-and-set for writers
-/// that must not overwrite each other. Fleet groups keep no history.
+/// that must not overwrite each other. A fleet group's history is kept in etcd, beside its items: every
+/// machine reads the same versions, which record no writer there.
 extension Vault {
     /// How many versions of each item this vault keeps before the current one (of a deleted item,
     /// before its tombstone): the vault's setting, or 10.
@@ -127,12 +128,6 @@ extension Vault {
             (group, id) = try historyLocation(key)
         } catch  where error.status == .itemNotFound {
             return false
-        }
-        guard !engine.store.isFleetGroup(group.name) else {
-            throw VaultError(
-                .param,
-                "\(key) is in fleet group \(group), which keeps no history: remove it with `vault rm` (or "
-                    + "`Vault.remove`); nothing was changed")
         }
         return try withWriteLock(groups: [group]) { tx throws(VaultError) in
             // A file of a locked class is never removed unread, as a delete never removes one; a damaged

@@ -31,7 +31,7 @@ enum FleetHandoff {
         switch command {
         case .groupCreate(let create): return create.fleet != nil
         case .groupJoin, .groupExportKey, .groupResync: return true
-        case .put, .get, .remove, .list, .run, .inject:
+        case .put, .get, .remove, .list, .run, .inject, .history, .restore:
             guard let path = try? context.vaultPath() else { return false }
             var groups: [AccessGroup]
             if let named = context.global.group.flatMap({ try? AccessGroup($0) }) {

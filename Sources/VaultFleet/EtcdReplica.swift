@@ -8,7 +8,8 @@ import VaultStore
 /// item's file, byte for byte as on disk; `manifest` the sealed `FleetManifest`; `meta` the
 /// registration (name and the key's check value, never the key). Every write is one transaction that
 /// compares the item's and the manifest's `mod_revision` with what the last refresh saw
-/// (`create_revision` 0 for a new item) and puts the item with the next manifest.
+/// (`create_revision` 0 for a new item) and puts the item with the next manifest. Item versions are
+/// beside that prefix (`EtcdReplica+History.swift`), so that a refresh never reads them.
 final class EtcdReplica: Sendable {
     let identity: FleetGroupIdentity
     let client: EtcdClient
@@ -16,6 +17,8 @@ final class EtcdReplica: Sendable {
     let itemsPrefix: [UInt8]
     let metaKey: [UInt8]
     let manifestKey: [UInt8]
+    /// `/vault/v2/<group id hex>.versions/`: the items' kept versions.
+    let versionsPrefix: [UInt8]
     let watching: Bool
 
     /// What the last refresh (or this process's last write) saw, and the watch that vouches for it.
@@ -52,6 +55,7 @@ final class EtcdReplica: Sendable {
         itemsPrefix = Array((root + "items/").utf8)
         metaKey = Array((root + "meta").utf8)
         manifestKey = Array((root + "manifest").utf8)
+        versionsPrefix = Array(("/vault/v2/" + Hex.encode(identity.groupID) + ".versions/").utf8)
         var configuration: EtcdClient.Configuration
         do {
             configuration = try EtcdClient.Configuration(endpoints: identity.settings.endpoints)
@@ -259,7 +263,7 @@ final class EtcdReplica: Sendable {
     /// JSON carries both in base64 (4/3 of their size).
     static let maximumItemFileByteCount = 786_432
 
-    func write(_ id: ItemID, contents: [UInt8], cache: ReplicaCache) throws(StoreError) {
+    func write(_ id: ItemID, contents: [UInt8], history: ReplicaHistoryStep?, cache: ReplicaCache) throws(StoreError) {
         guard contents.count <= Self.maximumItemFileByteCount else {
             throw StoreError(
                 .invalidName,
@@ -271,12 +275,14 @@ final class EtcdReplica: Sendable {
         let digest = try identity.manifestKey.digest(of: contents)
         try commit(
             item: key,
-            change: .put(key: key, value: contents), cache: cache,
+            change: .put(key: key, value: contents),
+            history: try historyOperations(id, history, beside: contents.count),
+            cache: cache,
             manifest: { $0.items[id] = FleetManifest.Entry(digest: digest, version: $0.counter) },
             isOwn: { $0?.value == contents })
     }
 
-    func delete(_ id: ItemID, cache: ReplicaCache) throws(StoreError) {
+    func delete(_ id: ItemID, history: ReplicaHistoryStep?, cache: ReplicaCache) throws(StoreError) {
         let key = itemKey(id)
         if seen.withLock({ $0.revisions[key] }) == nil {
             // Not in etcd as this process last saw it, which the watch may have vouched for before
@@ -293,18 +299,19 @@ final class EtcdReplica: Sendable {
         }
         try commit(
             item: key,
-            change: .delete(key: key, rangeEnd: nil), cache: cache,
+            change: .delete(key: key, rangeEnd: nil), history: try historyOperations(id, history, beside: 0),
+            cache: cache,
             manifest: { _ = $0.items.removeValue(forKey: id) },
             isOwn: { $0 == nil })
     }
 
     /// One write of the group: `change` to item key `item` with the next manifest (`manifest` applied
-    /// to the last one seen), compared on the item's and the manifest's revisions (an item not seen:
+    /// to the last one seen) and the `history` operations on the item's versions, compared on the item's and the manifest's revisions (an item not seen:
     /// on its absence, `create_revision` 0). A failed compare
     /// whose item (`isOwn`) and manifest are this write's own (its answer was lost, and it was applied:
     /// manifests carry a random nonce) is its success. The mark is raised before the cache changes.
     private func commit(
-        item: [UInt8], change: EtcdOperation, cache: ReplicaCache,
+        item: [UInt8], change: EtcdOperation, history: [EtcdOperation], cache: ReplicaCache,
         manifest update: (inout FleetManifest) -> Void, isOwn: (EtcdKeyValue?) -> Bool
     ) throws(StoreError) {
         let (last, manifestRevision, itemRevision) = seen.withLock {
@@ -323,7 +330,7 @@ final class EtcdReplica: Sendable {
                     itemRevision.map { .modRevision(key: item, equals: $0) } ?? .createRevision(key: item, equals: 0),
                     .modRevision(key: manifestKey, equals: manifestRevision),
                 ],
-                success: [change, .put(key: manifestKey, value: sealed)],
+                success: [change, .put(key: manifestKey, value: sealed)] + history,
                 failure: [.range(key: item, rangeEnd: nil), .range(key: manifestKey, rangeEnd: nil)])
         } catch {
             throw storeError(error, "cannot write an item to etcd")

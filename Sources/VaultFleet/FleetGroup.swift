@@ -83,12 +83,24 @@ final class FleetGroup: GroupReplica {
         }
     }
 
-    func write(_ id: ItemID, contents: [UInt8], cache: ReplicaCache) throws(StoreError) {
-        try replica.write(id, contents: contents, cache: cache)
+    func write(_ id: ItemID, contents: [UInt8], history: ReplicaHistoryStep?, cache: ReplicaCache) throws(StoreError) {
+        try replica.write(id, contents: contents, history: history, cache: cache)
     }
 
-    func delete(_ id: ItemID, cache: ReplicaCache) throws(StoreError) {
-        try replica.delete(id, cache: cache)
+    func delete(_ id: ItemID, history: ReplicaHistoryStep?, cache: ReplicaCache) throws(StoreError) {
+        try replica.delete(id, history: history, cache: cache)
+    }
+
+    func versionGenerations(of id: ItemID) throws(StoreError) -> [UInt64] {
+        try replica.versionGenerations(of: id)
+    }
+
+    func version(of id: ItemID, generation: UInt64) throws(StoreError) -> (contents: [UInt8], place: String)? {
+        try replica.version(of: id, generation: generation)
+    }
+
+    func purgeVersions(of id: ItemID) throws(StoreError) {
+        try replica.purgeVersions(of: id)
     }
 
     func forgetCache() {

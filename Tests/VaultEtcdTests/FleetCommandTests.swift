@@ -53,6 +53,15 @@ import VaultTestSupport
             // etcd out of reach: a put is exit 9 and changes nothing; a get answers from the cache.
             #expect(try vault(["--vault", a, "--group", "fleet", "put", "db", "app"], input: "kept").status == 0)
             #expect(try vault(["--vault", b, "--group", "fleet", "get", "db", "app"]).output == "kept")
+            // The history is etcd's, the same on both hosts: a's first put, b's removal, a's second put.
+            let history = try vault(["--vault", b, "--group", "fleet", "history", "db", "app"])
+            #expect(history.status == 0 && history.output.split(separator: "\n").count >= 3, "\(history)")
+            #expect(!history.output.contains("fleet secret") && !history.output.contains("kept"))
+            let first = try vault(["--vault", b, "--group", "fleet", "get", "--version", "1", "db", "app"])
+            #expect(first.status == 0 && first.output == "fleet secret", "\(first.errors)")
+            let stale = try vault(
+                ["--vault", b, "--group", "fleet", "put", "--if-version", "2", "db", "app"], input: "late")
+            #expect(stale.status == 3 && stale.errors.contains("version 3 is current"), "\(stale.errors)")
             // `vault run` and `vault inject` naming the fleet group in a secret go through vault-fleet too.
             let run = try vault([
                 "--vault", b, "run", "--secret", "s=@fleet/db/app", "--", "sh", "-c",

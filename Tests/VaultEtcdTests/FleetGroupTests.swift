@@ -65,27 +65,6 @@ import VaultTestSupport
         }
     }
 
-    /// A fleet group keeps no history: its records carry no writer (machines on an earlier build read
-    /// them), a version is not there to read, and a purge, which would remove this machine's copy
-    /// alone, is refused with nothing changed.
-    @Test func aFleetGroupKeepsNoHistory() throws {
-        try withTwoHosts { a, b, _ in
-            try a.set(Data("first".utf8), for: try key("db"))
-            try a.set(Data("second".utf8), for: try key("db"))
-            let history = try a.history(of: try key("db"))
-            #expect(history.map(\.number) == [2])
-            #expect(history.first?.writerID == nil && history.first?.client == nil)
-            #expect(try a.data(for: try key("db"), version: 1) == nil)
-            let refused = #expect(throws: VaultError.self) { try a.purge(try key("db")) }
-            #expect(refused?.message.contains("keeps no history") == true)
-            #expect(try eventually { try b.data(for: try key("db")) == Data("second".utf8) })
-            #expect(
-                try FileManager.default.contentsOfDirectory(atPath: a.path(of: group)).allSatisfy {
-                    !$0.hasPrefix(".v.")
-                })
-        }
-    }
-
     /// etcd applied the write, then this machine failed to record it (its high-water mark's flush
     /// fails): the error says the change reached etcd, and both hosts read it.
     @Test func aLocalFailureAfterEtcdAppliedTheWriteSaysSo() throws {

@@ -36,7 +36,9 @@ import VaultTestSupport
             return false
         }
 
-        func write(_ id: ItemID, contents: [UInt8], cache: ReplicaCache) throws(StoreError) {
+        func write(_ id: ItemID, contents: [UInt8], history: ReplicaHistoryStep?, cache: ReplicaCache)
+            throws(StoreError)
+        {
             let cached = (try? cache.contents(of: id)) ?? nil
             record(cached == nil ? "write (not cached yet)" : "write (over the cached file)")
             if conflicts.load(ordering: .relaxed) > 0 {
@@ -45,7 +47,17 @@ import VaultTestSupport
             }
         }
 
-        func delete(_ id: ItemID, cache: ReplicaCache) throws(StoreError) { record("delete") }
+        func delete(_ id: ItemID, history: ReplicaHistoryStep?, cache: ReplicaCache) throws(StoreError) {
+            record("delete")
+        }
+
+        func versionGenerations(of id: ItemID) throws(StoreError) -> [UInt64] { [] }
+
+        func version(of id: ItemID, generation: UInt64) throws(StoreError) -> (contents: [UInt8], place: String)? {
+            nil
+        }
+
+        func purgeVersions(of id: ItemID) throws(StoreError) { record("purge versions") }
 
         func forgetCache() { record("forget") }
     }

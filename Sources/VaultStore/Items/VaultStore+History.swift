@@ -5,9 +5,10 @@ import VaultSystem
 /// the numbering of a deleted item stands.
 extension VaultStore {
     /// The generations of `item`'s kept versions (its tombstone included), oldest first; empty when it
-    /// has none. Lists the group's directory.
+    /// has none. Lists the group's directory (a fleet group's replica).
     public func versionGenerations(of item: ItemLocation) throws(StoreError) -> [UInt64] {
         _ = try refreshReplicaIfStale(item.group)
+        if let replica = try replica(for: item.group) { return try replica.versionGenerations(of: item.id) }
         guard let directory = try groupDirectory(item.group, create: false) else { return [] }
         let names: [String]
         do {
@@ -29,14 +30,20 @@ extension VaultStore {
         decoding decode: (_ plaintext: [UInt8], _ path: () -> String) throws(Failure) -> Record
     ) throws(Failure) -> Record? {
         let name = ItemHistory.name(item.id, generation: generation)
-        let path = groupPath(item.group) / name
+        var path = groupPath(item.group) / name
         let plaintext: TransientBytes
         do throws(StoreError) {
             _ = try refreshReplicaIfStale(item.group)
-            guard let directory = try groupDirectory(item.group, create: false),
-                let read = try readPlaintext(item, in: directory, fileName: name)
-            else { return nil }
-            plaintext = read
+            if let replica = try replica(for: item.group) {
+                guard let version = try replica.version(of: item.id, generation: generation) else { return nil }
+                path = FilePath(version.place)
+                plaintext = try openItemFile(version.contents, as: item, path: path)
+            } else {
+                guard let directory = try groupDirectory(item.group, create: false),
+                    let read = try readPlaintext(item, in: directory, fileName: name)
+                else { return nil }
+                plaintext = read
+            }
         } catch {
             throw Failure(error)
         }
@@ -67,6 +74,8 @@ extension VaultStore {
                 throw StoreError.system(error, .stat, "inspect", path: itemPath(item))
             }
         }
+        // A fleet group's replica removes an item and writes its tombstone in one write.
+        if let replica = try replica(for: item.group) { return try replica.versionGenerations(of: item.id).last }
         var generation: UInt64 = 0
         if let text = try GenerationRecord.readText(item.id, in: directory, itemPath: itemPath(item)) {
             if let recorded = GenerationRecord.generation(ofText: text), recorded < ItemHistory.maximumGeneration {

@@ -161,10 +161,7 @@ extension VaultStore {
                 return nil
             }
             do throws(StoreError) {
-                let header = try ItemFile.header(of: contents, path: filePath())
-                let (key, keys) = try encryptionKey(header.protectionClass, for: item, generation: header.generation)
-                return try ItemFile.open(
-                    contents, key: key, binding: keys.binding, location: item, path: filePath())
+                return try openItemFile(contents, as: item, path: filePath())
             } catch {
                 // A reader takes no lock, so the file it opened may have become the group's spare and be
                 // written over (`SpareFile`): what it read can be another item's file, zeros, or torn.
@@ -179,6 +176,14 @@ extension VaultStore {
         }
         // Every read failed and the bytes kept changing: report the last failure.
         throw failed!.error
+    }
+
+    /// The plaintext of `contents`, a sealed file of `item` (its current one or a version), read from
+    /// `path`: opened under the key its header names and bound to the item.
+    func openItemFile(_ contents: [UInt8], as item: ItemLocation, path: FilePath) throws(StoreError) -> TransientBytes {
+        let header = try ItemFile.header(of: contents, path: path)
+        let (key, keys) = try encryptionKey(header.protectionClass, for: item, generation: header.generation)
+        return try ItemFile.open(contents, key: key, binding: keys.binding, location: item, path: path)
     }
 }
 

@@ -21,15 +21,56 @@ package protocol GroupReplica: AnyObject, Sendable {
     /// In a transaction that holds the group's lock, at its first touch of the group: brings the cache
     /// up to date. Returns whether the cache changed (what the transaction read before may be stale).
     func refreshInTransaction(_ cache: ReplicaCache) throws(StoreError) -> Bool
-    /// Stores item `id`'s sealed file `contents` in the replica, before the store writes its own copy;
-    /// `conflict` when the replica changed since the cache was brought up to date (the store then runs
-    /// the transaction again).
-    func write(_ id: ItemID, contents: [UInt8], cache: ReplicaCache) throws(StoreError)
-    /// Removes item `id` from the replica, before the store removes its own copy; `conflict` as `write`.
-    func delete(_ id: ItemID, cache: ReplicaCache) throws(StoreError)
+    /// Stores item `id`'s sealed file `contents` in the replica, before the store writes its own copy,
+    /// with what `history` keeps and prunes of its versions; `conflict` when the replica changed since
+    /// the cache was brought up to date (the store then runs the transaction again).
+    func write(_ id: ItemID, contents: [UInt8], history: ReplicaHistoryStep?, cache: ReplicaCache) throws(StoreError)
+    /// Removes item `id` from the replica, before the store removes its own copy, with what `history`
+    /// keeps (its last file and tombstone) and prunes; `conflict` as `write`.
+    func delete(_ id: ItemID, history: ReplicaHistoryStep?, cache: ReplicaCache) throws(StoreError)
+    /// The generations of item `id`'s kept versions in the replica, oldest first. Versions are not
+    /// cached: each machine reads them from the replica.
+    func versionGenerations(of id: ItemID) throws(StoreError) -> [UInt64]
+    /// Item `id`'s sealed file at version `generation`, and where the replica keeps it (for messages);
+    /// nil when it keeps no such version.
+    func version(of id: ItemID, generation: UInt64) throws(StoreError) -> (contents: [UInt8], place: String)?
+    /// Removes every kept version of item `id` (`vault rm --purge`).
+    func purgeVersions(of id: ItemID) throws(StoreError)
     /// The store's copy of a change the replica took could not be written: the cache may not match what
     /// the replica last saw, and the next read must bring it up to date.
     func forgetCache()
+}
+
+/// What a replica write does to the history of the item it changes (`ItemHistory`, kept by the
+/// replica as the store keeps a local group's): the sealed files it keeps as versions (the item's file
+/// it replaces; on a delete, that and the tombstone), and the oldest generation still kept (older
+/// versions go in the same write; 0: none go).
+package struct ReplicaHistoryStep: Sendable, Equatable {
+    /// One kept version: the item's sealed file at `generation`.
+    package struct Version: Sendable, Equatable {
+        package let generation: UInt64
+        package let contents: [UInt8]
+    }
+    package let kept: [Version]
+    package let oldestKept: UInt64
+
+    /// The step of a write (or delete) that makes generation `generation`, keeping `kept` versions
+    /// before it (`versionsKept`): `previous`, the item's current file, becomes version `generation - 1`
+    /// and `tombstone` (a delete's) version `generation`. With none kept, every version goes. Nil for a
+    /// first generation (no history).
+    init?(writing generation: UInt64, versionsKept kept: Int, previous: [UInt8]?, tombstone: [UInt8]? = nil) {
+        guard generation > 1 else { return nil }
+        guard kept > 0 else {
+            self.kept = []
+            oldestKept = generation + 1
+            return
+        }
+        var versions: [Version] = []
+        if let previous { versions.append(Version(generation: generation - 1, contents: previous)) }
+        if let tombstone { versions.append(Version(generation: generation, contents: tombstone)) }
+        self.kept = versions
+        oldestKept = generation > UInt64(kept) ? generation - UInt64(kept) : 0
+    }
 }
 
 /// A replicated group's key as the replication needs it: its id (the same on every machine) and its

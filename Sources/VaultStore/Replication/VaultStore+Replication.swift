@@ -164,10 +164,7 @@ extension VaultStore {
 
     /// Checks that `contents` opens under the group's keys as `item`; `integrity` otherwise.
     func checkItemFile(_ contents: [UInt8], as item: ItemLocation) throws(StoreError) {
-        let path = itemPath(item)
-        let header = try ItemFile.header(of: contents, path: path)
-        let (key, keys) = try encryptionKey(header.protectionClass, for: item, generation: header.generation)
-        _ = try ItemFile.open(contents, key: key, binding: keys.binding, location: item, path: path)
+        _ = try openItemFile(contents, as: item, path: itemPath(item))
     }
 }
 

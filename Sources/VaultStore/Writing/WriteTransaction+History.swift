@@ -6,13 +6,17 @@ extension WriteTransaction {
     /// deletion, at `version`, the generation after the item's) is sealed into the item's next version
     /// file, the item's file becomes its previous version, and the generation record is left at the
     /// tombstone (so that an item made again under the name carries on the numbering). False when the
-    /// item did not exist. A fleet group, or a vault that keeps no history, removes it outright.
+    /// item did not exist. A fleet group's replica keeps the history; a vault that keeps none removes
+    /// the item outright.
     public func delete(
         _ item: ItemLocation, leaving tombstone: [UInt8], protectionClass: ProtectionClass, version: ItemVersion
     ) throws(StoreError) -> Bool {
         try requireLocked(item.group)
-        guard !store.isFleetGroup(item.group),
-            let step = ItemHistory.Step(item.id, writing: version.generation, kept: store.versionsKept),
+        if let replica = try store.replica(for: item.group) {
+            return try deleteReplicated(
+                item, leaving: tombstone, protectionClass: protectionClass, version: version, replica)
+        }
+        guard let step = ItemHistory.Step(item.id, writing: version.generation, kept: store.versionsKept),
             let directory = try store.groupDirectory(item.group, create: false)
         else { return try delete(item) }
         let directoryPath = store.groupPath(item.group)
@@ -52,6 +56,34 @@ extension WriteTransaction {
         step.prune(in: directory)
         try AtomicFile.syncDirectory(directory, path: directoryPath)
         if let pending { throw pending }
+        return true
+    }
+
+    /// `delete(_:leaving:protectionClass:version:)` in a fleet group: the replica removes the item and
+    /// keeps its cached file (current: the transaction brought the cache up to date) and the tombstone
+    /// as its last versions, in one write; then the cache's copy goes.
+    private func deleteReplicated(
+        _ item: ItemLocation, leaving tombstone: [UInt8], protectionClass: ProtectionClass, version: ItemVersion,
+        _ replica: any GroupReplica
+    ) throws(StoreError) -> Bool {
+        try store.requireUnchangedReplica(item.group)
+        guard let directory = try store.groupDirectory(item.group, create: false),
+            let previous = try store.cachedItemFile(item)
+        else { return false }
+        let sealed = try store.seal(tombstone, as: item, protectionClass: protectionClass, version: version)
+        let history = ReplicaHistoryStep(
+            writing: version.generation, versionsKept: store.versionsKept, previous: previous,
+            tombstone: sealed.contents)
+        try store.noticingConflicts { () throws(StoreError) in
+            try replica.delete(item.id, history: history, cache: ReplicaCache(store: store, group: item.group))
+        }
+        do throws(StoreError) {
+            _ = try AtomicFile.remove(
+                item.id.fileName, in: directory, directoryPath: store.groupPath(item.group),
+                alsoRemove: GenerationRecord.name(item.id))
+        } catch {
+            throw store.localHalfFailed(error, group: item.group, replica)
+        }
         return true
     }
 
@@ -97,6 +129,7 @@ extension WriteTransaction {
     /// version files are zeroed first, as a spare is. False when none of it existed.
     public func purge(_ item: ItemLocation) throws(StoreError) -> Bool {
         try requireLocked(item.group)
+        if let replica = try store.replica(for: item.group) { return try purgeReplicated(item, replica) }
         guard let directory = try store.groupDirectory(item.group, create: false) else { return false }
         let directoryPath = store.groupPath(item.group)
         let removed: Bool
@@ -129,5 +162,29 @@ extension WriteTransaction {
         try AtomicFile.removeIfPresent(GenerationRecord.name(item.id), in: directory, directoryPath: directoryPath)
         try AtomicFile.syncDirectory(directory, path: directoryPath)
         return removed || !versions.isEmpty
+    }
+
+    /// `purge` in a fleet group: the item goes from the replica (then the cache), then every version
+    /// the replica keeps of it.
+    private func purgeReplicated(_ item: ItemLocation, _ replica: any GroupReplica) throws(StoreError) -> Bool {
+        try store.requireUnchangedReplica(item.group)
+        let present = try store.cachedItemFile(item) != nil
+        if present {
+            try store.noticingConflicts { () throws(StoreError) in
+                try replica.delete(item.id, history: nil, cache: ReplicaCache(store: store, group: item.group))
+            }
+            do throws(StoreError) {
+                if let directory = try store.groupDirectory(item.group, create: false) {
+                    _ = try AtomicFile.remove(
+                        item.id.fileName, in: directory, directoryPath: store.groupPath(item.group),
+                        alsoRemove: GenerationRecord.name(item.id))
+                }
+            } catch {
+                throw store.localHalfFailed(error, group: item.group, replica)
+            }
+        }
+        let versions = try replica.versionGenerations(of: item.id)
+        if !versions.isEmpty { try replica.purgeVersions(of: item.id) }
+        return present || !versions.isEmpty
     }
 }

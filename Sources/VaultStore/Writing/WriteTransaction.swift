@@ -42,9 +42,17 @@ public struct WriteTransaction {
         let replica = try store.replica(for: item.group)
         if let replica {
             try store.requireUnchangedReplica(item.group)
+            // The cache is current now: its file is the version this write replaces.
+            var history: ReplicaHistoryStep?
+            if keepingHistory, let version, version.generation > 1 {
+                history = ReplicaHistoryStep(
+                    writing: version.generation, versionsKept: store.versionsKept,
+                    previous: try store.cachedItemFile(item))
+            }
             try store.noticingConflicts { () throws(StoreError) in
                 try replica.write(
-                    item.id, contents: sealed.contents, cache: ReplicaCache(store: store, group: item.group))
+                    item.id, contents: sealed.contents, history: history,
+                    cache: ReplicaCache(store: store, group: item.group))
             }
         }
         let durable = !store.housekeeping.withLock { $0.bulkLoading }
@@ -55,7 +63,7 @@ public struct WriteTransaction {
         // After a failed write through a spare, none is used until the next writer has removed them.
         // In a shared group each writing user has a spare of its own (`SpareFile`).
         let spare = durable && reusesSpares && !store.transactionState.withLock { $0.spareUntrusted }
-        // A fleet group's history would be this machine's alone: it keeps none.
+        // A fleet group's history is the replica's (above).
         let history =
             replica == nil && keepingHistory
             ? version.flatMap { ItemHistory.Step(item.id, writing: $0.generation, kept: store.versionsKept) } : nil
@@ -126,7 +134,7 @@ public struct WriteTransaction {
         if let replica {
             try store.requireUnchangedReplica(item.group)
             try store.noticingConflicts { () throws(StoreError) in
-                try replica.delete(item.id, cache: ReplicaCache(store: store, group: item.group))
+                try replica.delete(item.id, history: nil, cache: ReplicaCache(store: store, group: item.group))
             }
         }
         do throws(StoreError) {

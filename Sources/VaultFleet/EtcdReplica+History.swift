@@ -1,0 +1,94 @@
+import VaultEtcd
+import VaultStore
+
+/// A fleet group's item history in etcd: item `id`'s version at generation `g` is its sealed file
+/// under `/vault/v2/<group id hex>.versions/<id>/<g, 16 hex digits>`, beside the group's prefix so that
+/// refreshes and the watch never read them. A version is what the item's file was at that generation,
+/// which never changes, so a write may put its versions before it commits (a large item's must, to
+/// stay under etcd's request limit): a version put by a write that then lost its compare holds the
+/// same bytes as the next writer's. The manifest does not list versions: etcd can drop one unseen (a
+/// version is checked against its number when read, so it cannot be another's).
+extension EtcdReplica {
+    /// The prefix of item `id`'s versions.
+    private func versionsPrefix(of id: ItemID) -> [UInt8] {
+        versionsPrefix + Array(id.rawValue.utf8) + [UInt8(ascii: "/")]
+    }
+
+    /// The key of item `id`'s version at `generation`.
+    private func versionKey(_ id: ItemID, generation: UInt64) -> [UInt8] {
+        let key = versionsPrefix(of: id)
+        var bytes: [UInt8] = []
+        generation.forEachBigEndianByte { bytes.append($0) }
+        return key + Array(Hex.encode(bytes).utf8)
+    }
+
+    /// The operations of a write's history step, to go in its transaction: the kept versions' puts and
+    /// the removal of those past the bound. When the versions and the item's file (`itemByteCount`)
+    /// would exceed what one request takes, the versions are put first, in a transaction of their own.
+    func historyOperations(_ id: ItemID, _ step: ReplicaHistoryStep?, beside itemByteCount: Int)
+        throws(StoreError) -> [EtcdOperation]
+    {
+        guard let step else { return [] }
+        var puts = step.kept.map {
+            EtcdOperation.put(key: versionKey(id, generation: $0.generation), value: $0.contents)
+        }
+        if itemByteCount + step.kept.reduce(0, { $0 + $1.contents.count }) > Self.maximumItemFileByteCount {
+            do {
+                for put in puts { _ = try client.transaction(compare: [], success: [put]) }
+            } catch {
+                throw storeError(error, "cannot keep an item's previous version in etcd")
+            }
+            puts = []
+        }
+        guard step.oldestKept > 0 else { return puts }
+        return puts + [.delete(key: versionsPrefix(of: id), rangeEnd: versionKey(id, generation: step.oldestKept))]
+    }
+
+    /// The generations of item `id`'s versions in etcd, oldest first.
+    func versionGenerations(of id: ItemID) throws(StoreError) -> [UInt64] {
+        let prefix = versionsPrefix(of: id)
+        let found: EtcdRangeResult
+        do {
+            found = try client.range(prefix: prefix, keysOnly: true)
+        } catch {
+            throw storeError(error, "cannot read an item's history from etcd")
+        }
+        return found.keyValues.compactMap { Self.generation(ofKey: $0.key, prefix: prefix) }.sorted()
+    }
+
+    /// Item `id`'s file at version `generation`, and its key (for messages); nil when etcd has none.
+    func version(of id: ItemID, generation: UInt64) throws(StoreError) -> (contents: [UInt8], place: String)? {
+        let key = versionKey(id, generation: generation)
+        let found: EtcdRangeResult
+        do {
+            found = try client.range(key)
+        } catch {
+            throw storeError(error, "cannot read an item's version from etcd")
+        }
+        guard let value = found.keyValues.first?.value else { return nil }
+        return (value, "etcd key \(String(decoding: key, as: UTF8.self)) (fleet group \(group))")
+    }
+
+    /// Removes every version of item `id` from etcd.
+    func purgeVersions(of id: ItemID) throws(StoreError) {
+        let prefix = versionsPrefix(of: id)
+        // Every key that starts with the prefix: those below the prefix with its last byte, `/`, raised.
+        let end = prefix.dropLast() + [UInt8(ascii: "/") + 1]
+        do {
+            _ = try client.transaction(compare: [], success: [.delete(key: prefix, rangeEnd: Array(end))])
+        } catch {
+            throw storeError(error, "cannot remove an item's history from etcd")
+        }
+    }
+
+    /// The generation a version key under `prefix` names; nil for any other key.
+    private static func generation(ofKey key: [UInt8], prefix: [UInt8]) -> UInt64? {
+        guard key.count == prefix.count + 16, key.starts(with: prefix) else { return nil }
+        var generation: UInt64 = 0
+        for digit in key[prefix.count...] {
+            guard let value = Hex.value(ofDigit: digit) else { return nil }
+            generation = generation << 4 | UInt64(value)
+        }
+        return generation
+    }
+}
