@@ -11,6 +11,8 @@ let package = Package(
         .library(name: "Vault", targets: ["Vault"]),
         .executable(name: "vault", targets: ["vault"]),
         .executable(name: "vault-fleet", targets: ["vault-fleet"]),
+        // The freedesktop Secret Service over the vault, for libsecret, keyring and credential helpers.
+        .executable(name: "vault-secret-service", targets: ["vault-secret-service"]),
         // Apple's SecItem API (names, constants, statuses) over the vault.
         .library(name: "Security", targets: ["Security"]),
     ],
@@ -59,6 +61,18 @@ let package = Package(
         .executableTarget(
             name: "vault-fleet", dependencies: ["VaultCLI", "VaultFleet", "VaultSystem"], path: "Sources/VaultFleetMain"
         ),
+        // The Secret Service: D-Bus through Debian's libdbus-1 (VaultDBus is its one Swift wrapper), the
+        // session algorithm's Diffie-Hellman, HKDF and AES through OpenSSL's libcrypto (one wrapper in
+        // VaultSecretService), the service over the Vault API, and a thin executable.
+        .systemLibrary(name: "CVaultDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        .systemLibrary(name: "CVaultOpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .target(name: "VaultDBus", dependencies: ["CVaultDBus"]),
+        .target(
+            name: "VaultSecretService",
+            dependencies: ["VaultDBus", "CVaultOpenSSL", "Vault", "VaultCrypto", "VaultFleet", "VaultSystem"]),
+        .executableTarget(
+            name: "vault-secret-service", dependencies: ["VaultSecretService", "Vault", "VaultSystem"],
+            path: "Sources/VaultSecretServiceMain"),
         // A process for the multi-process tests to spawn.
         .executableTarget(
             name: "vault-test-helper", dependencies: ["Vault", "VaultCrypto", "VaultSystem"],

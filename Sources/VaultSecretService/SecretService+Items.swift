@@ -1,0 +1,209 @@
+import FoundationEssentials
+import Vault
+import VaultDBus
+
+/// Collections and items: searches (by the items' attributes, never reading secrets), creation,
+/// secrets in and out of a session, deletion.
+extension SecretService {
+    struct FoundItem {
+        let reference: PersistentReference
+        let attributes: ItemAttributes
+    }
+
+    /// The items of `group` whose Secret Service attributes include `wanted`.
+    func items(in group: AccessGroup, matching wanted: [String: String]) throws(ServiceError) -> [FoundItem] {
+        var attributes = groupAttributes(group)
+        // An item's attribute `service` is its vault service, whoever made it: the vault narrows by it.
+        attributes.service = wanted["service"]
+        let found: [MatchedItem]
+        do {
+            found = try vault.copyMatching(
+                Query(itemClass: .genericPassword, attributes: attributes, limit: .all),
+                returning: [.attributes, .persistentReference])
+        } catch {
+            if error.status == .itemNotFound { return [] }
+            throw ServiceError(error, "cannot search collection \(group)")
+        }
+        return found.compactMap { match in
+            guard SecretItemMapping.matches(wanted, SecretItemMapping.secretServiceAttributes(match.attributes)) else {
+                return nil
+            }
+            return FoundItem(reference: match.persistentReference, attributes: match.attributes)
+        }
+    }
+
+    /// The item `reference` names, with its secret when `withData`.
+    func item(_ reference: PersistentReference, in group: AccessGroup, withData: Bool = false)
+        throws(ServiceError) -> MatchedItem
+    {
+        do {
+            let found = try vault.copyMatching(
+                Query(itemClass: .genericPassword, attributes: groupAttributes(group), persistentReference: reference),
+                returning: withData ? [.attributes, .persistentReference, .data] : [.attributes, .persistentReference])
+            guard let item = found.first else { throw ServiceError(.noSuchObject, "the item is gone") }
+            return item
+        } catch let error as VaultError {
+            throw ServiceError(error, "item \(itemPath(reference, in: group))")
+        } catch {
+            throw error as? ServiceError ?? ServiceError(.failed, "\(error)")
+        }
+    }
+
+    func collectionMethod(_ member: String, _ arguments: [DBusValue], group: AccessGroup)
+        throws(ServiceError) -> [DBusValue]
+    {
+        switch member {
+        case "SearchItems":
+            guard arguments.count == 1, let wanted = arguments[0].stringDictionaryValue else { throw invalid(member) }
+            return [.objectPaths(try items(in: group, matching: wanted).map { itemPath($0.reference, in: group) })]
+        case "CreateItem":
+            guard arguments.count == 3, let properties = arguments[0].propertiesValue,
+                case .boolean(let replace) = arguments[2]
+            else { throw invalid(member) }
+            let attributes =
+                properties["org.freedesktop.Secret.Item.Attributes"]?.unwrapped.stringDictionaryValue ?? [:]
+            let label = properties["org.freedesktop.Secret.Item.Label"]?.unwrapped.stringValue ?? ""
+            let secret = try openSecret(arguments[1])
+            let path = try createItem(in: group, attributes: attributes, label: label, secret: secret, replace: replace)
+            return [.objectPath(path), .objectPath("/")]
+        case "Delete":
+            do {
+                try vault.removeGroup(group, force: true)
+            } catch {
+                throw ServiceError(error, "cannot delete collection \(group)")
+            }
+            groups.removeAll { $0 == group }
+            bus.emitSignal(
+                path: Self.servicePath, interface: Self.secretInterface + "Service", member: "CollectionDeleted",
+                [.objectPath(collectionPath(group))])
+            return [.objectPath("/")]
+        default:
+            throw unknown(member, collectionPath(group))
+        }
+    }
+
+    func createItem(
+        in group: AccessGroup, attributes: [String: String], label: String, secret: [UInt8], replace: Bool
+    ) throws(ServiceError) -> String {
+        let vaultAttributes = try SecretItemMapping.vaultAttributes(attributes, label: label, group: group)
+        // The same attributes are the same vault item: `replace` or not, it is replaced (a vault item's
+        // primary key is unique).
+        let key: ItemKey
+        do {
+            key = try ItemKey(service: vaultAttributes.service!, account: vaultAttributes.account!, group: group)
+            let existing = try vault.contains(key)
+            if existing {
+                var changes = ItemChanges(attributes: ItemAttributes(), data: Data(secret))
+                changes.attributes.label = label
+                try vault.update(
+                    Query(itemClass: .genericPassword, attributes: vaultAttributes.primaryKeyOnly(), limit: .one),
+                    with: changes)
+            } else {
+                _ = try vault.add(.genericPassword, attributes: vaultAttributes, data: Data(secret))
+            }
+            let found = try item(
+                try vault.copyMatching(
+                    Query(itemClass: .genericPassword, attributes: vaultAttributes.primaryKeyOnly()),
+                    returning: [.persistentReference]
+                )[0].persistentReference, in: group)
+            let path = itemPath(found.persistentReference, in: group)
+            bus.emitSignal(
+                path: collectionPath(group), interface: Self.secretInterface + "Collection",
+                member: existing ? "ItemChanged" : "ItemCreated", [.objectPath(path)])
+            _ = replace
+            return path
+        } catch let error as VaultError {
+            throw ServiceError(error, "cannot store the item in collection \(group)")
+        } catch {
+            throw error as? ServiceError ?? ServiceError(.failed, "\(error)")
+        }
+    }
+
+    func itemMethod(_ member: String, _ arguments: [DBusValue], group: AccessGroup, _ reference: PersistentReference)
+        throws(ServiceError) -> [DBusValue]
+    {
+        switch member {
+        case "GetSecret":
+            guard arguments.count == 1, let sessionPath = arguments[0].stringValue else { throw invalid(member) }
+            let session = try requireSession(sessionPath)
+            return [try secret(of: reference, in: group, session: session, sessionPath: sessionPath)]
+        case "SetSecret":
+            guard arguments.count == 1 else { throw invalid(member) }
+            let secret = try openSecret(arguments[0])
+            try change(reference, in: group, ItemChanges(attributes: ItemAttributes(), data: Data(secret)))
+            return []
+        case "Delete":
+            let path = itemPath(reference, in: group)
+            do {
+                _ = try vault.delete(
+                    Query(
+                        itemClass: .genericPassword, attributes: groupAttributes(group), persistentReference: reference)
+                )
+            } catch {
+                throw ServiceError(error, "cannot delete item \(path)")
+            }
+            bus.emitSignal(
+                path: collectionPath(group), interface: Self.secretInterface + "Collection", member: "ItemDeleted",
+                [.objectPath(path)])
+            return [.objectPath("/")]
+        default:
+            throw unknown(member, itemPath(reference, in: group))
+        }
+    }
+
+    func change(_ reference: PersistentReference, in group: AccessGroup, _ changes: ItemChanges) throws(ServiceError) {
+        let path = itemPath(reference, in: group)
+        do {
+            _ = try vault.update(
+                Query(itemClass: .genericPassword, attributes: groupAttributes(group), persistentReference: reference),
+                with: changes)
+        } catch {
+            throw ServiceError(error, "cannot change item \(path)")
+        }
+        bus.emitSignal(
+            path: collectionPath(group), interface: Self.secretInterface + "Collection", member: "ItemChanged",
+            [.objectPath(path)])
+    }
+
+    /// The secret of an item as the session hands it out: `(oayays)`.
+    func secret(of reference: PersistentReference, in group: AccessGroup, session: Session, sessionPath: String)
+        throws(ServiceError) -> DBusValue
+    {
+        let found = try item(reference, in: group, withData: true)
+        var bytes = [UInt8](found.data ?? Data())
+        defer { bytes.wipe() }
+        let contentType = "text/plain"
+        guard let crypto = session.crypto else {
+            return .structure([.objectPath(sessionPath), .bytes([]), .bytes(bytes), .string(contentType)])
+        }
+        do {
+            let (iv, ciphertext) = try crypto.encrypt(bytes)
+            return .structure([.objectPath(sessionPath), .bytes(iv), .bytes(ciphertext), .string(contentType)])
+        } catch {
+            throw ServiceError(.failed, "cannot encrypt the secret: \(error.message)")
+        }
+    }
+
+    /// The secret bytes a client sent: `(oayays)`, decrypted under its session's key.
+    func openSecret(_ value: DBusValue) throws(ServiceError) -> [UInt8] {
+        guard case .structure(let fields) = value, fields.count == 4, let sessionPath = fields[0].stringValue,
+            let parameters = fields[1].byteArray, let secret = fields[2].byteArray
+        else { throw ServiceError(.invalidArgs, "a secret is (oayays): session, parameters, value, content type") }
+        let session = try requireSession(sessionPath)
+        guard let crypto = session.crypto else { return secret }
+        do {
+            return try crypto.decrypt(secret, iv: parameters)
+        } catch {
+            throw ServiceError(.invalidArgs, "cannot read the secret: \(error.message)")
+        }
+    }
+}
+
+extension ItemAttributes {
+    /// Only what names the item (its group, service and account).
+    fileprivate func primaryKeyOnly() -> ItemAttributes {
+        var attributes = ItemAttributes(service: service, account: account)
+        attributes.accessGroup = accessGroup
+        return attributes
+    }
+}

@@ -1,0 +1,220 @@
+import FoundationEssentials
+import Vault
+import VaultDBus
+
+/// The methods of the Secret Service's objects: `Service`, `Collection`, `Item`, `Session`, `Prompt`.
+extension SecretService {
+    func dispatch(_ message: DBusReceivedMessage, _ arguments: [DBusValue]) throws(ServiceError) -> [DBusValue] {
+        let object = try resolve(message.path)
+        let member = message.member
+        switch (message.interface, member) {
+        case ("org.freedesktop.DBus.Introspectable", "Introspect"): return [.string(introspection(of: object))]
+        case ("org.freedesktop.DBus.Peer", "Ping"): return []
+        case ("org.freedesktop.DBus.Properties", "Get"):
+            guard arguments.count == 2, let interface = arguments[0].stringValue, let name = arguments[1].stringValue
+            else { throw invalid(member) }
+            return [.variant(try property(name, of: object, interface: interface))]
+        case ("org.freedesktop.DBus.Properties", "GetAll"):
+            guard arguments.count == 1, let interface = arguments[0].stringValue else { throw invalid(member) }
+            return [.properties(try properties(of: object, interface: interface))]
+        case ("org.freedesktop.DBus.Properties", "Set"):
+            guard arguments.count == 3, let interface = arguments[0].stringValue, let name = arguments[1].stringValue
+            else { throw invalid(member) }
+            try setProperty(name, of: object, interface: interface, to: arguments[2].unwrapped)
+            return []
+        default: break
+        }
+        switch object {
+        case .service: return try serviceMethod(member, arguments, sender: message.sender)
+        case .collection(let group): return try collectionMethod(member, arguments, group: group)
+        case .item(let group, let reference): return try itemMethod(member, arguments, group: group, reference)
+        case .session(let path):
+            guard member == "Close" else { throw unknown(member, message.path) }
+            sessions.removeValue(forKey: path)
+            return []
+        case .prompt(let path): return try promptMethod(member, path: path)
+        }
+    }
+
+    func invalid(_ member: String) -> ServiceError {
+        ServiceError(.invalidArgs, "wrong arguments for \(member)")
+    }
+
+    func unknown(_ member: String, _ path: String) -> ServiceError {
+        ServiceError(.unknownMethod, "\(path) has no method \(member)")
+    }
+
+    // MARK: Service
+
+    func serviceMethod(_ member: String, _ arguments: [DBusValue], sender: String) throws(ServiceError) -> [DBusValue] {
+        switch member {
+        case "OpenSession":
+            guard arguments.count == 2, let algorithm = arguments[0].stringValue else { throw invalid(member) }
+            let input = arguments[1].unwrapped
+            let path = newObjectPath(Self.sessionPrefix)
+            switch algorithm {
+            case "plain":
+                sessions[path] = Session(owner: sender, crypto: nil)
+                return [.variant(.string("")), .objectPath(path)]
+            case "dh-ietf1024-sha256-aes128-cbc-pkcs7":
+                guard let clientKey = input.byteArray else { throw invalid(member) }
+                do {
+                    let (crypto, publicKey) = try SessionCrypto.agree(clientPublicKey: clientKey)
+                    sessions[path] = Session(owner: sender, crypto: crypto)
+                    return [.variant(.bytes(publicKey)), .objectPath(path)]
+                } catch {
+                    throw ServiceError(.invalidArgs, "cannot open a session: \(error.message)")
+                }
+            default:
+                throw ServiceError(
+                    .notSupported,
+                    "algorithm \(algorithm) is not supported: plain and dh-ietf1024-sha256-aes128-cbc-pkcs7 are")
+            }
+        case "CreateCollection":
+            guard arguments.count == 2, let properties = arguments[0].propertiesValue,
+                let alias = arguments[1].stringValue
+            else { throw invalid(member) }
+            let group = try createCollection(
+                label: properties["org.freedesktop.Secret.Collection.Label"]?.unwrapped.stringValue ?? "", alias: alias)
+            return [.objectPath(collectionPath(group)), .objectPath("/")]
+        case "SearchItems":
+            guard arguments.count == 1, let wanted = arguments[0].stringDictionaryValue else { throw invalid(member) }
+            var unlocked: [String] = []
+            for group in allGroups {
+                unlocked += try items(in: group, matching: wanted).map { itemPath($0.reference, in: group) }
+            }
+            return [.objectPaths(unlocked), .objectPaths([])]
+        case "Unlock":
+            guard arguments.count == 1, let paths = arguments[0].objectPathArray else { throw invalid(member) }
+            return try unlock(paths, sender: sender)
+        case "Lock":
+            // The vault locks with `vault lock` (it forgets the unlock cache); a client cannot lock it.
+            guard arguments.count == 1, arguments[0].objectPathArray != nil else { throw invalid(member) }
+            return [.objectPaths([]), .objectPath("/")]
+        case "GetSecrets":
+            guard arguments.count == 2, let paths = arguments[0].objectPathArray,
+                let sessionPath = arguments[1].stringValue
+            else { throw invalid(member) }
+            let session = try requireSession(sessionPath)
+            var entries: [DBusValue] = []
+            for path in paths {
+                guard case .item(let group, let reference)? = try? resolve(path) else { continue }
+                guard let secret = try? secret(of: reference, in: group, session: session, sessionPath: sessionPath)
+                else { continue }
+                entries.append(.dictionaryEntry(.objectPath(path), secret))
+            }
+            return [.array(element: "{o(oayays)}", entries)]
+        case "ReadAlias":
+            guard arguments.count == 1, let name = arguments[0].stringValue else { throw invalid(member) }
+            return [.objectPath(name == "default" ? collectionPath(defaultGroup) : "/")]
+        case "SetAlias":
+            guard arguments.count == 2, let name = arguments[0].stringValue, let path = arguments[1].stringValue else {
+                throw invalid(member)
+            }
+            guard name == "default" else {
+                throw ServiceError(.notSupported, "only the alias default is kept (asked for \(name))")
+            }
+            guard case .collection(let group) = try resolve(path) else {
+                throw ServiceError(.noSuchObject, "no collection at \(path)")
+            }
+            defaultGroup = group
+            return []
+        default:
+            throw unknown(member, Self.servicePath)
+        }
+    }
+
+    func requireSession(_ path: String) throws(ServiceError) -> Session {
+        guard let session = sessions[path] else { throw ServiceError(.noSession, "no session at \(path)") }
+        return session
+    }
+
+    /// Unlocks what the vault can: with its key at hand (a plain key, or `vault unlock`'s cache) every
+    /// object is unlocked already; otherwise the prompt completes as dismissed (no prompt can be shown).
+    func unlock(_ paths: [String], sender: String) throws(ServiceError) -> [DBusValue] {
+        if isLocked {
+            // `vault unlock` may have run since the vault was opened.
+            if let reopened = try? Self.openVault(options) {
+                vault = reopened
+                try serveGroups(allGroups)
+            }
+        }
+        guard isLocked else { return [.objectPaths(paths), .objectPath("/")] }
+        let path = newObjectPath(Self.promptPrefix)
+        prompts[path] = Prompt(
+            owner: sender, result: nil,
+            message: "the vault at \(vault.path) is locked: run `vault unlock` in a terminal, then try again")
+        return [.objectPaths([]), .objectPath(path)]
+    }
+
+    func promptMethod(_ member: String, path: String) throws(ServiceError) -> [DBusValue] {
+        guard let prompt = prompts.removeValue(forKey: path) else {
+            throw ServiceError(.noSuchObject, "no prompt at \(path)")
+        }
+        switch member {
+        case "Prompt":
+            if prompt.result == nil { Self.printError(prompt.message) }
+            bus.emitSignal(
+                path: path, interface: Self.secretInterface + "Prompt", member: "Completed",
+                [.boolean(prompt.result == nil), .variant(prompt.result ?? .objectPaths([]))])
+            return []
+        case "Dismiss":
+            bus.emitSignal(
+                path: path, interface: Self.secretInterface + "Prompt", member: "Completed",
+                [.boolean(true), .variant(.objectPaths([]))])
+            return []
+        default:
+            throw unknown(member, path)
+        }
+    }
+
+    /// Whether the vault's default class key is out of reach (a passphrase vault not unlocked).
+    var isLocked: Bool {
+        do {
+            _ = try vault.copyMatching(
+                Query(itemClass: .genericPassword, attributes: groupAttributes(defaultGroup), limit: .one))
+            return false
+        } catch {
+            return error.status == .interactionNotAllowed
+        }
+    }
+
+    func groupAttributes(_ group: AccessGroup) -> ItemAttributes {
+        var attributes = ItemAttributes()
+        attributes.accessGroup = group
+        return attributes
+    }
+
+    /// Makes the vault's client name `groups`, so that its queries reach them.
+    func serveGroups(_ groups: [AccessGroup]) throws(ServiceError) {
+        do {
+            let client = try Client(applicationIdentifier: "secret-service", accessGroups: groups.map(\.rawValue))
+            vault = vault.asClient(client)
+        } catch {
+            throw ServiceError(error, "cannot serve the groups")
+        }
+    }
+
+    func createCollection(label: String, alias: String) throws(ServiceError) -> AccessGroup {
+        if alias == "default" { return defaultGroup }
+        let name = label.isEmpty ? alias : label
+        let group: AccessGroup
+        do {
+            group = try AccessGroup(name)
+        } catch {
+            throw ServiceError(error, "a collection is an access group, and \"\(name)\" cannot be one")
+        }
+        if allGroups.contains(group) { return group }
+        do {
+            try vault.createGroup(group, unixGroup: nil)
+        } catch {
+            throw ServiceError(error, "cannot make collection \(group)")
+        }
+        groups.append(group)
+        try serveGroups(allGroups)
+        bus.emitSignal(
+            path: Self.servicePath, interface: Self.secretInterface + "Service", member: "CollectionCreated",
+            [.objectPath(collectionPath(group))])
+        return group
+    }
+}
