@@ -146,6 +146,11 @@ public final class Vault: Sendable {
     /// Whether the vault's `master.key` is wrapped under a passphrase.
     public var isPassphraseProtected: Bool { engine.store.isPassphraseProtected }
 
+    /// Whether this handle opened the vault locked: a passphrase vault without its passphrase or
+    /// `vault unlock`'s cache, whose items other than `.always` ones are `interactionNotAllowed`. A
+    /// handle opened after `vault unlock` is not.
+    public var isLocked: Bool { engine.store.isLocked }
+
     /// The same vault seen as another client.
     public func asClient(_ other: Client) -> Vault {
         Vault(store: engine.store, client: other)

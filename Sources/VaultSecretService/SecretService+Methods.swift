@@ -132,13 +132,6 @@ extension SecretService {
     /// Unlocks what the vault can: with its key at hand (a plain key, or `vault unlock`'s cache) every
     /// object is unlocked already; otherwise the prompt completes as dismissed (no prompt can be shown).
     func unlock(_ paths: [String], sender: String) throws(ServiceError) -> [DBusValue] {
-        if isLocked {
-            // `vault unlock` may have run since the vault was opened.
-            if let reopened = try? Self.openVault(options) {
-                vault = reopened
-                try serveGroups(allGroups)
-            }
-        }
         guard isLocked else { return [.objectPaths(paths), .objectPath("/")] }
         let path = newObjectPath(Self.promptPrefix)
         prompts[path] = Prompt(
@@ -168,15 +161,18 @@ extension SecretService {
         }
     }
 
-    /// Whether the vault's default class key is out of reach (a passphrase vault not unlocked).
+    /// Whether the vault is locked (a passphrase vault not unlocked); after `vault unlock`, the next
+    /// look opens it again and finds it unlocked.
     var isLocked: Bool {
-        do {
-            _ = try vault.copyMatching(
-                Query(itemClass: .genericPassword, attributes: groupAttributes(defaultGroup), limit: .one))
-            return false
-        } catch {
-            return error.status == .interactionNotAllowed
-        }
+        if vault.isLocked { reopenVault() }
+        return vault.isLocked
+    }
+
+    /// Opens the vault again, to take up `vault unlock`'s cache.
+    func reopenVault() {
+        guard let reopened = try? Self.openVault(options) else { return }
+        vault = reopened
+        try? serveGroups(allGroups)
     }
 
     func groupAttributes(_ group: AccessGroup) -> ItemAttributes {

@@ -103,7 +103,8 @@ package final class SecretService {
         do {
             let client = try Client(
                 applicationIdentifier: "secret-service", accessGroups: [options.defaultGroup.rawValue])
-            return try Vault.open(at: options.vaultPath, client: client, fleet: .etcd(watching: false))
+            return try Vault.open(
+                at: options.vaultPath, client: client, createIfMissing: true, fleet: .etcd(watching: false))
         } catch {
             throw ServiceError(error, "cannot open the vault")
         }
@@ -145,7 +146,15 @@ package final class SecretService {
             guard let arguments = message.arguments else {
                 throw ServiceError(.invalidArgs, "the arguments of \(message.member) could not be read")
             }
-            let reply = try dispatch(message, arguments)
+            var reply: [DBusValue]
+            do {
+                reply = try dispatch(message, arguments)
+            } catch  where error.name == .isLocked && vault.isLocked {
+                // `vault unlock` may have run since the vault was opened: once more on a new handle.
+                reopenVault()
+                guard !vault.isLocked else { throw error }
+                reply = try dispatch(message, arguments)
+            }
             bus.reply(to: message, reply)
         } catch {
             bus.replyError(to: message, error.name.rawValue, error.message)

@@ -59,3 +59,13 @@ extension VaultStore {
         return try UnlockCache.remove(vaultID: vaultID, .whenUnlocked, path: location)
     }
 }
+
+extension VaultStore {
+    /// Whether this store opened without the keys of `afterFirstUnlock` or `whenUnlocked` items (a
+    /// passphrase vault that was not unlocked): such items say `locked` until it is opened again after
+    /// `vault unlock`. A member holds no class keys and is never locked.
+    package var isLocked: Bool {
+        guard let classKeys else { return false }
+        return classKeys.afterFirstUnlock == nil || classKeys.whenUnlocked == nil
+    }
+}
