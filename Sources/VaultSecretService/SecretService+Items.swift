@@ -8,28 +8,43 @@ extension SecretService {
     struct FoundItem {
         let reference: PersistentReference
         let attributes: ItemAttributes
+        let secretServiceAttributes: [String: String]
     }
 
     /// The items of `group` whose Secret Service attributes include `wanted`.
     func items(in group: AccessGroup, matching wanted: [String: String]) throws(ServiceError) -> [FoundItem] {
-        var attributes = groupAttributes(group)
-        // An item's attribute `service` is its vault service, whoever made it: the vault narrows by it.
-        attributes.service = wanted["service"]
+        try indexedItems(in: group).filter { SecretItemMapping.matches(wanted, $0.secretServiceAttributes) }
+    }
+
+    /// Every item of `group`, with its attributes (never its secret): from the index while the group's
+    /// directory has not changed since it was read (`DirectoryWatch`), else read again. A fleet group,
+    /// whose items change in etcd, is read each time (the read brings its cache up to date).
+    func indexedItems(in group: AccessGroup) throws(ServiceError) -> [FoundItem] {
+        let path = vault.path(of: group)
+        let indexable = !Vault.isFleetGroup(vaultPath: vault.path, group: group)
+        if indexable, let watch, let known = index[group], !watch.changed(path) { return known }
+        if indexable, let watch {
+            // Watched before the read: a change during it makes the next search read again.
+            if (try? watch.watch(path)) != nil {
+                _ = watch.changed(path)
+            }
+        }
         let found: [MatchedItem]
         do {
             found = try vault.copyMatching(
-                Query(itemClass: .genericPassword, attributes: attributes, limit: .all),
+                Query(itemClass: .genericPassword, attributes: groupAttributes(group), limit: .all),
                 returning: [.attributes, .persistentReference])
         } catch {
-            if error.status == .itemNotFound { return [] }
-            throw ServiceError(error, "cannot search collection \(group)")
+            guard error.status == .itemNotFound else { throw ServiceError(error, "cannot search collection \(group)") }
+            found = []
         }
-        return found.compactMap { match in
-            guard SecretItemMapping.matches(wanted, SecretItemMapping.secretServiceAttributes(match.attributes)) else {
-                return nil
-            }
-            return FoundItem(reference: match.persistentReference, attributes: match.attributes)
+        let items = found.map { match in
+            FoundItem(
+                reference: match.persistentReference, attributes: match.attributes,
+                secretServiceAttributes: SecretItemMapping.secretServiceAttributes(match.attributes))
         }
+        index[group] = indexable && watch != nil ? items : nil
+        return items
     }
 
     /// The item `reference` names, with its secret when `withData`.

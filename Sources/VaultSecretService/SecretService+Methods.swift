@@ -172,6 +172,7 @@ extension SecretService {
     func reopenVault() {
         guard let reopened = try? Self.openVault(options) else { return }
         vault = reopened
+        index = [:]
         try? serveGroups(allGroups)
     }
 

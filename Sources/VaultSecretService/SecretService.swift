@@ -49,6 +49,9 @@ package final class SecretService {
     var nextObjectNumber = 1
     /// The senders whose uid was checked, and whether it was this process's user.
     var checkedSenders: [String: Bool] = [:]
+    /// Each group's items as last read, while `watch` says its directory has not changed since.
+    var index: [AccessGroup: [FoundItem]] = [:]
+    let watch = try? DirectoryWatch()
 
     /// A client's session: its owner (the unique bus name that opened it) and its key (nil: `plain`).
     struct Session {

@@ -268,6 +268,28 @@ import VaultTestSupport
         }
     }
 
+    /// A handle that removed a group and then made it again (its next add) finds the new group's items
+    /// by a scan, by key and by reference: nothing it knew of the removed group stands for the new one.
+    @Test func aGroupRemovedAndMadeAgainByOneHandleIsSeenWhole() throws {
+        try withTemporaryVault("group-again") { t in
+            let vault = try formatTwo(t)
+            try vault.set(Data("one".utf8), for: try key("a"))
+            #expect(try vault.copyMatching(Query(itemClass: .genericPassword, limit: .all)).count == 1)
+            try vault.removeGroup(try AccessGroup(Self.app), force: true)
+            try vault.set(Data("two".utf8), for: try key("b"))
+            let all = try vault.copyMatching(
+                Query(itemClass: .genericPassword, limit: .all), returning: [.attributes, .persistentReference])
+            #expect(all.map(\.attributes.account) == ["b"])
+            #expect(try vault.data(for: try key("b")) == Data("two".utf8))
+            #expect(try vault.data(for: try key("a")) == nil)
+            if let reference = all.first?.persistentReference {
+                let byReference = try vault.copyMatching(
+                    Query(itemClass: .genericPassword, persistentReference: reference), returning: [.data])
+                #expect(byReference.first?.data == Data("two".utf8))
+            }
+        }
+    }
+
     /// Two handles make their group at once (as two processes' first writes would): the one that found
     /// no key file, while the other made the group and wrote into it, writes into that group instead of
     /// calling its key lost. The other writer runs just before each of this one's first opens in turn,
