@@ -72,14 +72,15 @@ extension SecretService {
             guard arguments.count == 1, let wanted = arguments[0].stringDictionaryValue else { throw invalid(member) }
             return [.objectPaths(try items(in: group, matching: wanted).map { itemPath($0.reference, in: group) })]
         case "CreateItem":
-            guard arguments.count == 3, let properties = arguments[0].propertiesValue,
-                case .boolean(let replace) = arguments[2]
+            // `replace` (the third argument) changes nothing: an item of the same attributes is the same
+            // vault item, so it is always replaced.
+            guard arguments.count == 3, let properties = arguments[0].propertiesValue, case .boolean = arguments[2]
             else { throw invalid(member) }
             let attributes =
                 properties["org.freedesktop.Secret.Item.Attributes"]?.unwrapped.stringDictionaryValue ?? [:]
             let label = properties["org.freedesktop.Secret.Item.Label"]?.unwrapped.stringValue ?? ""
             let secret = try openSecret(arguments[1])
-            let path = try createItem(in: group, attributes: attributes, label: label, secret: secret, replace: replace)
+            let path = try createItem(in: group, attributes: attributes, label: label, secret: secret)
             return [.objectPath(path), .objectPath("/")]
         case "Delete":
             do {
@@ -88,9 +89,7 @@ extension SecretService {
                 throw ServiceError(error, "cannot delete collection \(group)")
             }
             groups.removeAll { $0 == group }
-            bus.emitSignal(
-                path: Self.servicePath, interface: Self.secretInterface + "Service", member: "CollectionDeleted",
-                [.objectPath(collectionPath(group))])
+            announce(.collectionDeleted(group))
             return [.objectPath("/")]
         default:
             throw unknown(member, collectionPath(group))
@@ -98,7 +97,7 @@ extension SecretService {
     }
 
     func createItem(
-        in group: AccessGroup, attributes: [String: String], label: String, secret: [UInt8], replace: Bool
+        in group: AccessGroup, attributes: [String: String], label: String, secret: [UInt8]
     ) throws(ServiceError) -> String {
         let vaultAttributes = try SecretItemMapping.vaultAttributes(attributes, label: label, group: group)
         // The same attributes are the same vault item: `replace` or not, it is replaced (a vault item's
@@ -122,10 +121,10 @@ extension SecretService {
                     returning: [.persistentReference]
                 )[0].persistentReference, in: group)
             let path = itemPath(found.persistentReference, in: group)
-            bus.emitSignal(
-                path: collectionPath(group), interface: Self.secretInterface + "Collection",
-                member: existing ? "ItemChanged" : "ItemCreated", [.objectPath(path)])
-            _ = replace
+            announce(
+                existing
+                    ? .itemChanged(group, item: path, properties: ["Label", "Modified"])
+                    : .itemCreated(group, item: path))
             return path
         } catch let error as VaultError {
             throw ServiceError(error, "cannot store the item in collection \(group)")
@@ -145,7 +144,8 @@ extension SecretService {
         case "SetSecret":
             guard arguments.count == 1 else { throw invalid(member) }
             let secret = try openSecret(arguments[0])
-            try change(reference, in: group, ItemChanges(attributes: ItemAttributes(), data: Data(secret)))
+            try change(
+                reference, in: group, ItemChanges(attributes: ItemAttributes(), data: Data(secret)), properties: [])
             return []
         case "Delete":
             let path = itemPath(reference, in: group)
@@ -157,16 +157,17 @@ extension SecretService {
             } catch {
                 throw ServiceError(error, "cannot delete item \(path)")
             }
-            bus.emitSignal(
-                path: collectionPath(group), interface: Self.secretInterface + "Collection", member: "ItemDeleted",
-                [.objectPath(path)])
+            announce(.itemDeleted(group, item: path))
             return [.objectPath("/")]
         default:
             throw unknown(member, itemPath(reference, in: group))
         }
     }
 
-    func change(_ reference: PersistentReference, in group: AccessGroup, _ changes: ItemChanges) throws(ServiceError) {
+    /// Changes the item `reference` names; `properties` are the Secret Service properties that change.
+    func change(
+        _ reference: PersistentReference, in group: AccessGroup, _ changes: ItemChanges, properties: [String]
+    ) throws(ServiceError) {
         let path = itemPath(reference, in: group)
         do {
             _ = try vault.update(
@@ -175,9 +176,7 @@ extension SecretService {
         } catch {
             throw ServiceError(error, "cannot change item \(path)")
         }
-        bus.emitSignal(
-            path: collectionPath(group), interface: Self.secretInterface + "Collection", member: "ItemChanged",
-            [.objectPath(path)])
+        announce(.itemChanged(group, item: path, properties: properties + ["Modified"]))
     }
 
     /// The secret of an item as the session hands it out: `(oayays)`.

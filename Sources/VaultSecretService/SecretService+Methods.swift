@@ -209,9 +209,7 @@ extension SecretService {
         }
         groups.append(group)
         try serveGroups(allGroups)
-        bus.emitSignal(
-            path: Self.servicePath, interface: Self.secretInterface + "Service", member: "CollectionCreated",
-            [.objectPath(collectionPath(group))])
+        announce(.collectionCreated(group))
         return group
     }
 }

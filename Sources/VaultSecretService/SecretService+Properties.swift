@@ -53,7 +53,7 @@ extension SecretService {
             guard let label = value.stringValue else { throw ServiceError(.invalidArgs, "a label is a string") }
             var changes = ItemChanges(attributes: ItemAttributes())
             changes.attributes.label = label
-            try change(reference, in: group, changes)
+            try change(reference, in: group, changes, properties: ["Label"])
         case "Attributes":
             guard let attributes = value.stringDictionaryValue else {
                 throw ServiceError(.invalidArgs, "attributes are a{ss}")
@@ -63,7 +63,7 @@ extension SecretService {
                 attributes, label: SecretItemMapping.label(found.attributes), group: group)
             var changes = ItemChanges(attributes: ItemAttributes(service: renamed.service, account: renamed.account))
             changes.attributes.creator = SecretItemMapping.creator
-            try change(reference, in: group, changes)
+            try change(reference, in: group, changes, properties: ["Attributes"])
         default:
             throw ServiceError(.propertyReadOnly, "property \(name) of \(interface) cannot be set")
         }
