@@ -146,6 +146,7 @@ package final class SecretService {
         }
         do throws(ServiceError) {
             try requireSameUser(message.sender)
+            try refreshGroups()
             guard let arguments = message.arguments else {
                 throw ServiceError(.invalidArgs, "the arguments of \(message.member) could not be read")
             }
@@ -285,6 +286,19 @@ package final class SecretService {
     static func hexDigits(_ byte: UInt8) -> String {
         let digits = Array("0123456789abcdef".utf8)
         return String(decoding: [digits[Int(byte >> 4)], digits[Int(byte & 15)]], as: UTF8.self)
+    }
+
+    /// Takes up the groups made or removed by others (`vault group create`, another client) since the
+    /// last look: the vault's `groups` directory changed.
+    func refreshGroups() throws(ServiceError) {
+        let directory = vault.path + "/groups"
+        guard let watch, watch.changed(directory) else { return }
+        try? watch.watch(directory)
+        _ = watch.changed(directory)
+        let stored = try storedGroups()
+        guard stored != groups else { return }
+        groups = stored
+        try serveGroups(allGroups)
     }
 
     func storedGroups() throws(ServiceError) -> [AccessGroup] {
