@@ -73,6 +73,7 @@ let package = Package(
         .executableTarget(
             name: "vault-secret-service", dependencies: ["VaultSecretService", "Vault", "VaultSystem"],
             path: "Sources/VaultSecretServiceMain"),
+        .testTarget(name: "VaultSecretServiceTests", dependencies: ["VaultSecretService", "VaultDBus", "Vault"]),
         // A process for the multi-process tests to spawn.
         .executableTarget(
             name: "vault-test-helper", dependencies: ["Vault", "VaultCrypto", "VaultSystem"],
