@@ -3,23 +3,35 @@ import Vault
 
 /// How a Secret Service item is a vault item (docs/SECRET-SERVICE.md): a generic password of the
 /// collection's group whose service is the attribute `service` (else `xdg:schema`, else
-/// `secret-service`), whose account is the whole attribute map in one canonical text (so that items
-/// with the same attributes are the same item, as `CreateItem`'s `replace` wants), whose label is the
-/// item's label, and whose creator is `ssvc`. An item that vault's own faces wrote shows as the
-/// attributes `service` and `account`.
+/// `secret-service`), whose account is the whole attribute map in one canonical text (`#2`, `#3`, …
+/// after it for the second and later items of the same attributes that `CreateItem` made without
+/// `replace`), whose label is the item's label, whose description is the secret's content type, and
+/// whose creator is `ssvc`. An item that vault's own faces wrote shows as the attributes `service` and
+/// `account`, its secret as `text/plain`.
 struct SecretItemMapping {
     /// The creator code of the items made through the Secret Service ("ssvc").
     static let creator: UInt32 = 0x7373_7663
     static let fallbackService = "secret-service"
 
+    static let defaultContentType = "text/plain"
+
     /// The canonical text of `attributes`: `key=value` pairs sorted by key, joined by `&`, with `%`,
-    /// `&` and `=` written as `%25`, `%26` and `%3D`.
-    static func canonicalText(_ attributes: [String: String]) -> String {
-        attributes.sorted { $0.key < $1.key }.map { escape($0.key) + "=" + escape($0.value) }.joined(separator: "&")
+    /// `&`, `=` and `#` written as `%25`, `%26`, `%3D` and `%23`; for the `copy`th item of those
+    /// attributes (from 2), `#` and the number after it.
+    static func canonicalText(_ attributes: [String: String], copy: Int = 1) -> String {
+        let text = attributes.sorted { $0.key < $1.key }.map { escape($0.key) + "=" + escape($0.value) }
+            .joined(separator: "&")
+        return copy > 1 ? text + "#\(copy)" : text
     }
 
     /// The attribute map `text` spells; nil when it is no canonical text.
-    static func attributes(fromCanonicalText text: String) -> [String: String]? {
+    static func attributes(fromCanonicalText whole: String) -> [String: String]? {
+        var text = whole[...]
+        if let mark = whole.lastIndex(of: "#") {
+            guard let copy = Int(whole[whole.index(after: mark)...]), copy > 1 else { return nil }
+            text = whole[..<mark]
+            guard canonicalText([:], copy: copy) == whole[mark...] else { return nil }
+        }
         guard !text.isEmpty else { return [:] }
         var result: [String: String] = [:]
         for pair in text.split(separator: "&", omittingEmptySubsequences: false) {
@@ -37,6 +49,7 @@ struct SecretItemMapping {
             case "%": escaped += "%25"
             case "&": escaped += "%26"
             case "=": escaped += "%3D"
+            case "#": escaped += "%23"
             default: escaped.append(character)
             }
         }
@@ -53,6 +66,7 @@ struct SecretItemMapping {
             case "%25": result += "%"
             case "%26": result += "&"
             case "%3D": result += "="
+            case "%23": result += "#"
             default: return nil
             }
             rest = rest[index...].dropFirst(3)
@@ -60,11 +74,13 @@ struct SecretItemMapping {
         return result + rest
     }
 
-    /// The vault attributes of an item made through the Secret Service in `group`.
-    static func vaultAttributes(_ attributes: [String: String], label: String, group: AccessGroup)
-        throws(ServiceError) -> ItemAttributes
-    {
-        let account = canonicalText(attributes)
+    /// The vault attributes of an item made through the Secret Service in `group`: the `copy`th of
+    /// those attributes, its secret of `contentType`.
+    static func vaultAttributes(
+        _ attributes: [String: String], label: String, group: AccessGroup, copy: Int = 1,
+        contentType: String = defaultContentType
+    ) throws(ServiceError) -> ItemAttributes {
+        let account = canonicalText(attributes, copy: copy)
         guard account.utf8.count <= ItemKey.maximumLength else {
             throw ServiceError(
                 .failed,
@@ -75,8 +91,14 @@ struct SecretItemMapping {
             service: attributes["service"] ?? attributes["xdg:schema"] ?? fallbackService, account: account,
             label: label)
         result.creator = creator
+        result.itemDescription = contentType
         result.accessGroup = group
         return result
+    }
+
+    /// The content type of the secret of vault item `attributes`.
+    static func contentType(_ attributes: ItemAttributes) -> String {
+        attributes.creator == creator ? attributes.itemDescription ?? defaultContentType : defaultContentType
     }
 
     /// The Secret Service attributes of vault item `attributes`.

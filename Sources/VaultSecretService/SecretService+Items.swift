@@ -38,7 +38,7 @@ extension SecretService {
             guard error.status == .itemNotFound else { throw ServiceError(error, "cannot search collection \(group)") }
             found = []
         }
-        let items = found.map { match in
+        let items = found.filter { !Self.isCollectionLabel($0.attributes) }.map { match in
             FoundItem(
                 reference: match.persistentReference, attributes: match.attributes,
                 secretServiceAttributes: SecretItemMapping.secretServiceAttributes(match.attributes))
@@ -72,15 +72,15 @@ extension SecretService {
             guard arguments.count == 1, let wanted = arguments[0].stringDictionaryValue else { throw invalid(member) }
             return [.objectPaths(try items(in: group, matching: wanted).map { itemPath($0.reference, in: group) })]
         case "CreateItem":
-            // `replace` (the third argument) changes nothing: an item of the same attributes is the same
-            // vault item, so it is always replaced.
-            guard arguments.count == 3, let properties = arguments[0].propertiesValue, case .boolean = arguments[2]
+            guard arguments.count == 3, let properties = arguments[0].propertiesValue,
+                case .boolean(let replace) = arguments[2]
             else { throw invalid(member) }
             let attributes =
                 properties["org.freedesktop.Secret.Item.Attributes"]?.unwrapped.stringDictionaryValue ?? [:]
             let label = properties["org.freedesktop.Secret.Item.Label"]?.unwrapped.stringValue ?? ""
             let secret = try openSecret(arguments[1])
-            let path = try createItem(in: group, attributes: attributes, label: label, secret: secret)
+            let path = try createItem(
+                in: group, attributes: attributes, label: label, secret: secret, replace: replace)
             return [.objectPath(path), .objectPath("/")]
         case "Delete":
             do {
@@ -96,24 +96,31 @@ extension SecretService {
         }
     }
 
+    /// Stores an item of `attributes`: over the first of those attributes with `replace`, else as a new
+    /// one (the next copy number: a vault item's name is unique).
     func createItem(
-        in group: AccessGroup, attributes: [String: String], label: String, secret: [UInt8]
+        in group: AccessGroup, attributes: [String: String], label: String, secret: Secret, replace: Bool
     ) throws(ServiceError) -> String {
-        let vaultAttributes = try SecretItemMapping.vaultAttributes(attributes, label: label, group: group)
-        // The same attributes are the same vault item: `replace` or not, it is replaced (a vault item's
-        // primary key is unique).
-        let key: ItemKey
         do {
-            key = try ItemKey(service: vaultAttributes.service!, account: vaultAttributes.account!, group: group)
-            let existing = try vault.contains(key)
+            var copy = 1
+            var vaultAttributes = try SecretItemMapping.vaultAttributes(
+                attributes, label: label, group: group, contentType: secret.contentType)
+            var existing = try vault.contains(vaultAttributes.key(in: group))
+            while existing && !replace {
+                copy += 1
+                vaultAttributes = try SecretItemMapping.vaultAttributes(
+                    attributes, label: label, group: group, copy: copy, contentType: secret.contentType)
+                existing = try vault.contains(vaultAttributes.key(in: group))
+            }
             if existing {
-                var changes = ItemChanges(attributes: ItemAttributes(), data: Data(secret))
+                var changes = ItemChanges(attributes: ItemAttributes(), data: Data(secret.bytes))
                 changes.attributes.label = label
+                changes.attributes.itemDescription = secret.contentType
                 try vault.update(
                     Query(itemClass: .genericPassword, attributes: vaultAttributes.primaryKeyOnly(), limit: .one),
                     with: changes)
             } else {
-                _ = try vault.add(.genericPassword, attributes: vaultAttributes, data: Data(secret))
+                _ = try vault.add(.genericPassword, attributes: vaultAttributes, data: Data(secret.bytes))
             }
             let found = try item(
                 try vault.copyMatching(
@@ -144,8 +151,9 @@ extension SecretService {
         case "SetSecret":
             guard arguments.count == 1 else { throw invalid(member) }
             let secret = try openSecret(arguments[0])
-            try change(
-                reference, in: group, ItemChanges(attributes: ItemAttributes(), data: Data(secret)), properties: [])
+            var changes = ItemChanges(attributes: ItemAttributes(), data: Data(secret.bytes))
+            changes.attributes.itemDescription = secret.contentType
+            try change(reference, in: group, changes, properties: [])
             return []
         case "Delete":
             let path = itemPath(reference, in: group)
@@ -186,7 +194,7 @@ extension SecretService {
         let found = try item(reference, in: group, withData: true)
         var bytes = [UInt8](found.data ?? Data())
         defer { bytes.wipe() }
-        let contentType = "text/plain"
+        let contentType = SecretItemMapping.contentType(found.attributes)
         guard let crypto = session.crypto else {
             return .structure([.objectPath(sessionPath), .bytes([]), .bytes(bytes), .string(contentType)])
         }
@@ -198,15 +206,23 @@ extension SecretService {
         }
     }
 
-    /// The secret bytes a client sent: `(oayays)`, decrypted under its session's key.
-    func openSecret(_ value: DBusValue) throws(ServiceError) -> [UInt8] {
+    /// A secret a client sent, decrypted, and its content type.
+    struct Secret {
+        let bytes: [UInt8]
+        let contentType: String
+    }
+
+    /// The secret a client sent: `(oayays)`, decrypted under its session's key.
+    func openSecret(_ value: DBusValue) throws(ServiceError) -> Secret {
         guard case .structure(let fields) = value, fields.count == 4, let sessionPath = fields[0].stringValue,
-            let parameters = fields[1].byteArray, let secret = fields[2].byteArray
+            let parameters = fields[1].byteArray, let secret = fields[2].byteArray,
+            let contentType = fields[3].stringValue
         else { throw ServiceError(.invalidArgs, "a secret is (oayays): session, parameters, value, content type") }
         let session = try requireSession(sessionPath)
-        guard let crypto = session.crypto else { return secret }
+        let type = contentType.isEmpty ? SecretItemMapping.defaultContentType : contentType
+        guard let crypto = session.crypto else { return Secret(bytes: secret, contentType: type) }
         do {
-            return try crypto.decrypt(secret, iv: parameters)
+            return Secret(bytes: try crypto.decrypt(secret, iv: parameters), contentType: type)
         } catch {
             throw ServiceError(.invalidArgs, "cannot read the secret: \(error.message)")
         }
@@ -214,6 +230,11 @@ extension SecretService {
 }
 
 extension ItemAttributes {
+    /// The key of a generic password of these service and account in `group`.
+    fileprivate func key(in group: AccessGroup) throws(VaultError) -> ItemKey {
+        try ItemKey(service: service ?? "", account: account ?? "", group: group)
+    }
+
     /// Only what names the item (its group, service and account).
     fileprivate func primaryKeyOnly() -> ItemAttributes {
         var attributes = ItemAttributes(service: service, account: account)

@@ -192,21 +192,19 @@ extension SecretService {
         }
     }
 
+    /// Makes the group of a new collection labelled `label` (named after it), or gives the default
+    /// collection for alias `default`.
     func createCollection(label: String, alias: String) throws(ServiceError) -> AccessGroup {
         if alias == "default" { return defaultGroup }
-        let name = label.isEmpty ? alias : label
-        let group: AccessGroup
-        do {
-            group = try AccessGroup(name)
-        } catch {
-            throw ServiceError(error, "a collection is an access group, and \"\(name)\" cannot be one")
+        guard let group = groupName(forLabel: label.isEmpty ? alias : label) else {
+            throw ServiceError(.invalidArgs, "no group name can be made of the label \"\(label)\"")
         }
-        if allGroups.contains(group) { return group }
         do {
             try vault.createGroup(group, unixGroup: nil)
         } catch {
             throw ServiceError(error, "cannot make collection \(group)")
         }
+        if !label.isEmpty, label != group.rawValue { try setCollectionLabel(label, of: group) }
         groups.append(group)
         try serveGroups(allGroups)
         announce(.collectionCreated(group))

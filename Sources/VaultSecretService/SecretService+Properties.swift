@@ -13,7 +13,7 @@ extension SecretService {
             let modified = items.compactMap(\.attributes.modificationDate).max()
             return [
                 ("Items", .objectPaths(items.map { itemPath($0.reference, in: group) })),
-                ("Label", .string(group.rawValue)),
+                ("Label", .string(collectionLabel(group))),
                 ("Locked", .boolean(isLocked)),
                 ("Created", .uint64(0)),
                 ("Modified", .uint64(modified.map { UInt64(max(0, $0.timeIntervalSince1970)) } ?? 0)),
@@ -44,6 +44,11 @@ extension SecretService {
     }
 
     func setProperty(_ name: String, of object: Object, interface: String, to value: DBusValue) throws(ServiceError) {
+        if case .collection(let group) = object, name == "Label" {
+            guard let label = value.stringValue else { throw ServiceError(.invalidArgs, "a label is a string") }
+            try setCollectionLabel(label, of: group)
+            return
+        }
         guard case .item(let group, let reference) = object else {
             throw ServiceError(.propertyReadOnly, "property \(name) of \(interface) cannot be set")
         }

@@ -18,11 +18,15 @@ import VaultDBus
             #expect(SecretItemMapping.attributes(fromCanonicalText: text) == map, "\(map) → \(text)")
         }
         #expect(SecretItemMapping.canonicalText(["b": "2", "a": "1"]) == "a=1&b=2")
-        #expect(SecretItemMapping.canonicalText(["k": "a&b=c%"]) == "k=a%26b%3Dc%25")
+        #expect(SecretItemMapping.canonicalText(["k": "a&b=c%#"]) == "k=a%26b%3Dc%25%23")
+        // The second and later items of the same attributes.
+        #expect(SecretItemMapping.canonicalText(["k": "v"], copy: 2) == "k=v#2")
+        #expect(SecretItemMapping.attributes(fromCanonicalText: "k=v#2") == ["k": "v"])
+        #expect(SecretItemMapping.attributes(fromCanonicalText: "#3") == [:])
     }
 
     @Test func textsThatNoMapSpellsAreNone() {
-        for text in ["app", "a=1=2", "b=2&a=1", "a=%zz", "a=1&", "a=1&a=2"] {
+        for text in ["app", "a=1=2", "b=2&a=1", "a=%zz", "a=1&", "a=1&a=2", "a=1#1", "a=1#02", "a=1#x", "a#2=1"] {
             #expect(SecretItemMapping.attributes(fromCanonicalText: text) == nil, "\(text)")
         }
     }
