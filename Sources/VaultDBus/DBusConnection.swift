@@ -2,14 +2,18 @@ import CVaultDBus
 
 /// A failure of the bus or of a message, with libdbus's name and message for it.
 package struct DBusFailure: Error, CustomStringConvertible {
+    /// The D-Bus error name (`org.freedesktop.DBus.Error.…`).
     package let name: String
+    /// What failed, and libdbus's words for why.
     package let message: String
 
+    /// A failure named `name`.
     package init(_ name: String, _ message: String) {
         self.name = name
         self.message = message
     }
 
+    /// The message and the error name.
     package var description: String { "\(message) (\(name))" }
 }
 
@@ -17,12 +21,17 @@ package struct DBusFailure: Error, CustomStringConvertible {
 /// connection only for its reply.
 package final class DBusReceivedMessage {
     fileprivate let message: OpaquePointer
+    /// Whether it is a method call (else a signal, a reply or an error).
     package let isMethodCall: Bool
+    /// The unique bus name of its sender (the bus daemon's own for its signals).
     package let sender: String
+    /// The object path, interface and member it names; the interface may be empty in a call.
     package let path: String
     package let interface: String
     package let member: String
+    /// The signature of its arguments.
     package let signature: String
+    /// Whether the sender waits for a reply.
     package let expectsReply: Bool
     /// Nil when the arguments could not be read (a type this decoder does not take).
     package let arguments: [DBusValue]?
@@ -163,6 +172,14 @@ package final class DBusConnection {
         return result == DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER || result == DBUS_REQUEST_NAME_REPLY_ALREADY_OWNER
     }
 
+    /// Gives up well-known name `name`: the bus then starts another owner for the next call to it.
+    package func releaseName(_ name: String) {
+        var error = DBusError()
+        dbus_error_init(&error)
+        _ = dbus_bus_release_name(connection, name, &error)
+        dbus_error_free(&error)
+    }
+
     /// Asks the bus to send this connection the messages `rule` matches (a match rule).
     package func addMatch(_ rule: String) throws(DBusFailure) {
         var error = DBusError()
@@ -284,8 +301,8 @@ package final class DBusConnection {
         case .string(let text): return appendText(UInt8(ascii: "s"), text, to: &iterator)
         case .objectPath(let path): return appendText(UInt8(ascii: "o"), path, to: &iterator)
         case .signature(let signature): return appendText(UInt8(ascii: "g"), signature, to: &iterator)
-        case .array(let element, let values):
-            if element == "y", let bytes = value.byteArray {
+        case .bytes(let bytes):
+            do {
                 var inner = DBusMessageIter()
                 guard dbus_message_iter_open_container(&iterator, Int32(UInt8(ascii: "a")), "y", &inner) != 0 else {
                     return false
@@ -301,6 +318,7 @@ package final class DBusConnection {
                 }
                 return dbus_message_iter_close_container(&iterator, &inner) != 0
             }
+        case .array(let element, let values):
             return appendContainer(UInt8(ascii: "a"), element, values, to: &iterator)
         case .dictionaryEntry(let key, let entry):
             return appendContainer(UInt8(ascii: "e"), nil, [key, entry], to: &iterator)

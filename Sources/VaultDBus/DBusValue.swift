@@ -1,6 +1,6 @@
 /// A D-Bus value, as a message carries it: typed, with its signature (the D-Bus specification,
 /// "Type System"). Built and taken apart by the services; marshalled by `DBusConnection`.
-package indirect enum DBusValue: Equatable, Sendable {
+package enum DBusValue: Equatable, Sendable {
     case byte(UInt8)
     case boolean(Bool)
     case int32(Int32)
@@ -11,12 +11,14 @@ package indirect enum DBusValue: Equatable, Sendable {
     case string(String)
     case objectPath(String)
     case signature(String)
+    /// An `ay`, as the bytes (a secret travels as one: one buffer, not a value per byte).
+    case bytes([UInt8])
     /// An array of values of signature `element` (given, so that an empty array has a type).
     case array(element: String, [DBusValue])
     /// A dictionary entry: only as an element of an array (`a{…}`).
-    case dictionaryEntry(DBusValue, DBusValue)
+    indirect case dictionaryEntry(DBusValue, DBusValue)
     case structure([DBusValue])
-    case variant(DBusValue)
+    indirect case variant(DBusValue)
 
     /// The value's signature.
     package var signature: String {
@@ -31,15 +33,13 @@ package indirect enum DBusValue: Equatable, Sendable {
         case .string: "s"
         case .objectPath: "o"
         case .signature: "g"
+        case .bytes: "ay"
         case .array(let element, _): "a" + element
         case .dictionaryEntry(let key, let value): "{" + key.signature + value.signature + "}"
         case .structure(let fields): "(" + fields.map(\.signature).joined() + ")"
         case .variant: "v"
         }
     }
-
-    /// `ay`.
-    package static func bytes(_ bytes: [UInt8]) -> DBusValue { .array(element: "y", bytes.map { .byte($0) }) }
 
     /// `ao`.
     package static func objectPaths(_ paths: [String]) -> DBusValue {
@@ -70,6 +70,7 @@ package indirect enum DBusValue: Equatable, Sendable {
 
     /// The bytes of an `ay`.
     package var byteArray: [UInt8]? {
+        if case .bytes(let bytes) = self { return bytes }
         guard case .array("y", let elements) = self else { return nil }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(elements.count)

@@ -4,9 +4,9 @@ import VaultStore
 /// A fleet group's item history in etcd: item `id`'s version at generation `g` is its sealed file
 /// under `/vault/v2/<group id hex>.versions/<id>/<g, 16 hex digits>`, beside the group's prefix so that
 /// refreshes and the watch never read them. A version is what the item's file was at that generation,
-/// which never changes, so a write may put its versions before it commits (a large item's must, to
-/// stay under etcd's request limit): a version put by a write that then lost its compare holds the
-/// same bytes as the next writer's. The manifest does not list versions: etcd can drop one unseen (a
+/// which never changes, so a write may put the version it replaces before it commits (a large item's
+/// must, to stay under etcd's request limit): that version, put by a write that then lost its compare,
+/// holds the same bytes as the next writer's. The manifest does not list versions: etcd can drop one unseen (a
 /// version is checked against its number when read, so it cannot be another's).
 extension EtcdReplica {
     /// The prefix of item `id`'s versions.
@@ -23,25 +23,34 @@ extension EtcdReplica {
     }
 
     /// The operations of a write's history step, to go in its transaction: the kept versions' puts and
-    /// the removal of those past the bound. When the versions and the item's file (`itemByteCount`)
-    /// would exceed what one request takes, the versions are put first, in a transaction of their own.
+    /// the removal of those past the bound. When the previous version and the item's file
+    /// (`itemByteCount`) would exceed what one request takes, the previous version is put first, in a
+    /// transaction of its own (a delete's tombstone, small, always goes with the delete: a delete that
+    /// loses its compare leaves none).
     func historyOperations(_ id: ItemID, _ step: ReplicaHistoryStep?, beside itemByteCount: Int)
         throws(StoreError) -> [EtcdOperation]
     {
         guard let step else { return [] }
-        var puts = step.kept.map {
-            EtcdOperation.put(key: versionKey(id, generation: $0.generation), value: $0.contents)
-        }
-        if itemByteCount + step.kept.reduce(0, { $0 + $1.contents.count }) > Self.maximumItemFileByteCount {
-            do {
-                for put in puts { _ = try client.transaction(compare: [], success: [put]) }
-            } catch {
-                throw storeError(error, "cannot keep an item's previous version in etcd")
+        var operations: [EtcdOperation] = []
+        if let previous = step.previous {
+            let put = EtcdOperation.put(key: versionKey(id, generation: previous.generation), value: previous.contents)
+            if itemByteCount + previous.contents.count > Self.maximumItemFileByteCount {
+                do {
+                    _ = try client.transaction(compare: [], success: [put])
+                } catch {
+                    throw storeError(error, "cannot keep an item's previous version in etcd")
+                }
+            } else {
+                operations.append(put)
             }
-            puts = []
         }
-        guard step.oldestKept > 0 else { return puts }
-        return puts + [.delete(key: versionsPrefix(of: id), rangeEnd: versionKey(id, generation: step.oldestKept))]
+        if let tombstone = step.tombstone {
+            operations.append(.put(key: versionKey(id, generation: tombstone.generation), value: tombstone.contents))
+        }
+        guard step.oldestKept > 0 else { return operations }
+        return operations + [
+            .delete(key: versionsPrefix(of: id), rangeEnd: versionKey(id, generation: step.oldestKept))
+        ]
     }
 
     /// The generations of item `id`'s versions in etcd, oldest first.

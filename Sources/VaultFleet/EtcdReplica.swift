@@ -306,10 +306,11 @@ final class EtcdReplica: Sendable {
     }
 
     /// One write of the group: `change` to item key `item` with the next manifest (`manifest` applied
-    /// to the last one seen) and the `history` operations on the item's versions, compared on the item's and the manifest's revisions (an item not seen:
-    /// on its absence, `create_revision` 0). A failed compare
-    /// whose item (`isOwn`) and manifest are this write's own (its answer was lost, and it was applied:
-    /// manifests carry a random nonce) is its success. The mark is raised before the cache changes.
+    /// to the last one seen) and the `history` operations on the item's versions, compared on the
+    /// item's and the manifest's revisions (an item not seen: on its absence, `create_revision` 0). A
+    /// failed compare whose item (`isOwn`) and manifest are this write's own (its answer was lost, and
+    /// it was applied: manifests carry a random nonce) is its success. The mark is raised before the
+    /// cache changes.
     private func commit(
         item: [UInt8], change: EtcdOperation, history: [EtcdOperation], cache: ReplicaCache,
         manifest update: (inout FleetManifest) -> Void, isOwn: (EtcdKeyValue?) -> Bool

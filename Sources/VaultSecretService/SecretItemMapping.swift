@@ -80,6 +80,15 @@ struct SecretItemMapping {
         _ attributes: [String: String], label: String, group: AccessGroup, copy: Int = 1,
         contentType: String = defaultContentType
     ) throws(ServiceError) -> ItemAttributes {
+        // Exactly `service` and `account`: the item `vault put SERVICE ACCOUNT` names, so that a client
+        // storing those replaces it rather than making another.
+        if copy == 1, Set(attributes.keys) == ["service", "account"], let service = attributes["service"],
+            let account = attributes["account"], !service.isEmpty
+        {
+            var result = ItemAttributes(service: service, account: account, label: label)
+            result.accessGroup = group
+            return result
+        }
         let account = canonicalText(attributes, copy: copy)
         guard account.utf8.count <= ItemKey.maximumLength else {
             throw ServiceError(

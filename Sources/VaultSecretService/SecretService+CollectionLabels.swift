@@ -3,7 +3,8 @@ import Vault
 
 /// A collection's label: its group's name, unless a client set another, which is kept in the group as
 /// an invisible generic password (service `org.freedesktop.Secret.Collection`, account `label`, the
-/// label as its data) that no client sees as an item.
+/// label as its data) that no client sees as an item. A collection made through the Secret Service
+/// always has one: it also says that a client may delete the group.
 extension SecretService {
     static let labelService = "org.freedesktop.Secret.Collection"
     static let labelAccount = "label"
@@ -19,6 +20,14 @@ extension SecretService {
             let data = try? vault.data(for: key)
         else { return group.rawValue }
         return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Whether `group` was made through the Secret Service (`CreateCollection`).
+    func isMadeBySecretService(_ group: AccessGroup) -> Bool {
+        guard let key = try? ItemKey(service: Self.labelService, account: Self.labelAccount, group: group) else {
+            return false
+        }
+        return (try? vault.contains(key)) == true
     }
 
     func setCollectionLabel(_ label: String, of group: AccessGroup) throws(ServiceError) {

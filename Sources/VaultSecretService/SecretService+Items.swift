@@ -83,6 +83,14 @@ extension SecretService {
                 in: group, attributes: attributes, label: label, secret: secret, replace: replace)
             return [.objectPath(path), .objectPath("/")]
         case "Delete":
+            // Every group of the vault is a collection, but only one made through the Secret Service is a
+            // client's to delete: the others hold what other programs (or machines) keep there.
+            guard isMadeBySecretService(group), group != defaultGroup else {
+                throw ServiceError(
+                    .accessDenied,
+                    "collection \(group) is the vault's group \(group), which a client of the Secret Service did "
+                        + "not make; its owner removes it with `vault group rm \(group) --force`")
+            }
             do {
                 try vault.removeGroup(group, force: true)
             } catch {

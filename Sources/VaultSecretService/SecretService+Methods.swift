@@ -30,14 +30,25 @@ extension SecretService {
         case .item(let group, let reference): return try itemMethod(member, arguments, group: group, reference)
         case .session(let path):
             guard member == "Close" else { throw unknown(member, message.path) }
+            _ = try requireSession(path)
             sessions.removeValue(forKey: path)
             return []
         case .prompt(let path): return try promptMethod(member, path: path)
         }
     }
 
+    /// The arguments each method takes, for the message of a call that gave others.
+    static let signatures = [
+        "OpenSession": "sv", "CreateCollection": "a{sv}s", "SearchItems": "a{ss}", "Unlock": "ao", "Lock": "ao",
+        "GetSecrets": "aoo", "ReadAlias": "s", "SetAlias": "so", "CreateItem": "a{sv}(oayays)b", "GetSecret": "o",
+        "SetSecret": "(oayays)", "Get": "ss", "GetAll": "s", "Set": "ssv",
+    ]
+
     func invalid(_ member: String) -> ServiceError {
-        ServiceError(.invalidArgs, "wrong arguments for \(member)")
+        ServiceError(
+            .invalidArgs,
+            "wrong arguments for \(member): it takes (\(Self.signatures[member] ?? "")), as the "
+                + "Secret Service API 0.2 says")
     }
 
     func unknown(_ member: String, _ path: String) -> ServiceError {
@@ -79,10 +90,22 @@ extension SecretService {
             return [.objectPath(collectionPath(group)), .objectPath("/")]
         case "SearchItems":
             guard arguments.count == 1, let wanted = arguments[0].stringDictionaryValue else { throw invalid(member) }
+            // A group that cannot be read (a fleet group with etcd out of reach, a damaged one) hides
+            // nothing of the others; only when none can be read is the search an error.
             var unlocked: [String] = []
+            var failure: ServiceError?
+            var searched = 0
             for group in allGroups {
-                unlocked += try items(in: group, matching: wanted).map { itemPath($0.reference, in: group) }
+                do {
+                    unlocked += try items(in: group, matching: wanted).map { itemPath($0.reference, in: group) }
+                    searched += 1
+                } catch {
+                    if error.name == .isLocked { throw error }
+                    Self.printError(error.message)
+                    failure = failure ?? error
+                }
             }
+            if searched == 0, let failure { throw failure }
             return [.objectPaths(unlocked), .objectPaths([])]
         case "Unlock":
             guard arguments.count == 1, let paths = arguments[0].objectPathArray else { throw invalid(member) }
@@ -99,9 +122,13 @@ extension SecretService {
             var entries: [DBusValue] = []
             for path in paths {
                 guard case .item(let group, let reference)? = try? resolve(path) else { continue }
-                guard let secret = try? secret(of: reference, in: group, session: session, sessionPath: sessionPath)
-                else { continue }
-                entries.append(.dictionaryEntry(.objectPath(path), secret))
+                // An item gone meanwhile is left out; a locked vault is an error (`handle` opens it again).
+                do {
+                    let secret = try secret(of: reference, in: group, session: session, sessionPath: sessionPath)
+                    entries.append(.dictionaryEntry(.objectPath(path), secret))
+                } catch  where error.name == .noSuchObject {
+                    continue
+                }
             }
             return [.array(element: "{o(oayays)}", entries)]
         case "ReadAlias":
@@ -114,6 +141,8 @@ extension SecretService {
             guard name == "default" else {
                 throw ServiceError(.notSupported, "only the alias default is kept (asked for \(name))")
             }
+            // Removing the alias (path "/") keeps it where it is: there is always a default collection.
+            if path == "/" { return [] }
             guard case .collection(let group) = try resolve(path) else {
                 throw ServiceError(.noSuchObject, "no collection at \(path)")
             }
@@ -124,8 +153,11 @@ extension SecretService {
         }
     }
 
+    /// The session at `path`, which must be the calling client's.
     func requireSession(_ path: String) throws(ServiceError) -> Session {
-        guard let session = sessions[path] else { throw ServiceError(.noSession, "no session at \(path)") }
+        guard let session = sessions[path], session.owner == currentSender else {
+            throw ServiceError(.noSession, "no session of this client at \(path); open one with OpenSession")
+        }
         return session
     }
 
@@ -141,9 +173,11 @@ extension SecretService {
     }
 
     func promptMethod(_ member: String, path: String) throws(ServiceError) -> [DBusValue] {
-        guard let prompt = prompts.removeValue(forKey: path) else {
-            throw ServiceError(.noSuchObject, "no prompt at \(path)")
+        guard ["Prompt", "Dismiss"].contains(member) else { throw unknown(member, path) }
+        guard let prompt = prompts[path], prompt.owner == currentSender else {
+            throw ServiceError(.noSuchObject, "no prompt of this client at \(path)")
         }
+        prompts.removeValue(forKey: path)
         switch member {
         case "Prompt":
             if prompt.result == nil { Self.printError(prompt.message) }
@@ -204,7 +238,7 @@ extension SecretService {
         } catch {
             throw ServiceError(error, "cannot make collection \(group)")
         }
-        if !label.isEmpty, label != group.rawValue { try setCollectionLabel(label, of: group) }
+        try setCollectionLabel(label.isEmpty ? group.rawValue : label, of: group)
         groups.append(group)
         try serveGroups(allGroups)
         announce(.collectionCreated(group))

@@ -4,7 +4,20 @@ import VaultDBus
 
 /// `org.freedesktop.DBus.Properties` and `Introspectable` of the Secret Service's objects.
 extension SecretService {
+    /// The Secret Service interface of `object` (`Service`, `Collection`, …).
+    func secretInterface(of object: Object) -> String {
+        switch object {
+        case .service: Self.secretInterface + "Service"
+        case .collection: Self.secretInterface + "Collection"
+        case .item: Self.secretInterface + "Item"
+        case .session: Self.secretInterface + "Session"
+        case .prompt: Self.secretInterface + "Prompt"
+        }
+    }
+
+    /// The properties of `object`'s `interface` (none of another interface's).
     func properties(of object: Object, interface: String) throws(ServiceError) -> [(String, DBusValue)] {
+        guard interface.isEmpty || interface == secretInterface(of: object) else { return [] }
         switch object {
         case .service:
             return [("Collections", .objectPaths(allGroups.map(collectionPath)))]
@@ -22,7 +35,7 @@ extension SecretService {
             let found = try item(reference, in: group)
             let attributes = found.attributes
             return [
-                ("Locked", .boolean(false)),
+                ("Locked", .boolean(isLocked)),
                 ("Attributes", .stringDictionary(SecretItemMapping.secretServiceAttributes(attributes))),
                 ("Label", .string(SecretItemMapping.label(attributes))),
                 ("Type", .string(SecretItemMapping.secretServiceAttributes(attributes)["xdg:schema"] ?? "")),
@@ -47,6 +60,7 @@ extension SecretService {
         if case .collection(let group) = object, name == "Label" {
             guard let label = value.stringValue else { throw ServiceError(.invalidArgs, "a label is a string") }
             try setCollectionLabel(label, of: group)
+            announce(.collectionChanged(group, properties: ["Label"]))
             return
         }
         guard case .item(let group, let reference) = object else {

@@ -10,6 +10,7 @@ extension SecretService {
         case itemChanged(AccessGroup, item: String, properties: [String])
         case itemDeleted(AccessGroup, item: String)
         case collectionCreated(AccessGroup)
+        case collectionChanged(AccessGroup, properties: [String])
         case collectionDeleted(AccessGroup)
     }
 
@@ -28,6 +29,9 @@ extension SecretService {
         case .collectionCreated(let group):
             serviceSignal("CollectionCreated", group)
             propertiesChanged(Self.servicePath, interface: "Service", ["Collections"])
+        case .collectionChanged(let group, let properties):
+            serviceSignal("CollectionChanged", group)
+            propertiesChanged(collectionPath(group), interface: "Collection", properties)
         case .collectionDeleted(let group):
             serviceSignal("CollectionDeleted", group)
             propertiesChanged(Self.servicePath, interface: "Service", ["Collections"])

@@ -4,10 +4,6 @@ import VaultDBus
 import VaultFleet
 import VaultSystem
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// The freedesktop Secret Service API 0.2 (`org.freedesktop.secrets` on the session bus) over a vault:
 /// each collection is an access group of the vault, each item a vault item (`SecretItemMapping`). One
 /// thread reads one message at a time and answers it; the process exits after `idleExit` without a
@@ -49,6 +45,8 @@ package final class SecretService {
     var nextObjectNumber = 1
     /// The senders whose uid was checked, and whether it was this process's user.
     var checkedSenders: [String: Bool] = [:]
+    /// The unique bus name of the client whose call is being answered.
+    var currentSender = ""
     /// Each group's items as last read, while `watch` says its directory has not changed since.
     var index: [AccessGroup: [FoundItem]] = [:]
     let watch = try? DirectoryWatch()
@@ -129,10 +127,16 @@ package final class SecretService {
             }
             if let message {
                 handle(message)
-                idleSince = ContinuousClock.now
+                // A client's call keeps the service; the bus's signals (other clients coming and going)
+                // do not.
+                if message.isMethodCall { idleSince = ContinuousClock.now }
             } else if let idleExit = options.idleExit, sessions.isEmpty,
                 ContinuousClock.now - idleSince >= .seconds(idleExit)
             {
+                // The name goes first, so that the bus starts a new provider for the next client; a
+                // call that came before is still answered.
+                bus.releaseName(Self.busName)
+                while let late = try? bus.nextMessage(timeoutMilliseconds: 0) { handle(late) }
                 bus.flush()
                 return 0
             }
@@ -144,6 +148,7 @@ package final class SecretService {
             noteSignal(message)
             return
         }
+        currentSender = message.sender
         do throws(ServiceError) {
             try requireSameUser(message.sender)
             try refreshGroups()
@@ -165,9 +170,11 @@ package final class SecretService {
         }
     }
 
-    /// A client that leaves the bus loses its sessions and prompts.
+    /// A client that leaves the bus loses its sessions and prompts (the bus daemon says so; no client
+    /// can).
     func noteSignal(_ message: DBusReceivedMessage) {
-        guard message.member == "NameOwnerChanged", let arguments = message.arguments, arguments.count == 3,
+        guard message.sender == "org.freedesktop.DBus", message.member == "NameOwnerChanged",
+            let arguments = message.arguments, arguments.count == 3,
             let name = arguments[0].stringValue, arguments[2].stringValue == ""
         else { return }
         sessions = sessions.filter { $0.value.owner != name }
@@ -178,13 +185,14 @@ package final class SecretService {
     /// Only this process's user may use the service (the session bus is the user's, but a bus can be
     /// configured to let others in).
     func requireSameUser(_ sender: String) throws(ServiceError) {
+        let user = ProcessIdentity.effectiveUserID
         if let allowed = checkedSenders[sender] {
-            guard allowed else { throw ServiceError(.accessDenied, "only uid \(getuid()) may use this service") }
+            guard allowed else { throw ServiceError(.accessDenied, "only uid \(user) may use this service") }
             return
         }
-        let allowed = (try? bus.unixUser(of: sender)) == getuid()
+        let allowed = (try? bus.unixUser(of: sender)) == user
         checkedSenders[sender] = allowed
-        guard allowed else { throw ServiceError(.accessDenied, "only uid \(getuid()) may use this service") }
+        guard allowed else { throw ServiceError(.accessDenied, "only uid \(user) may use this service") }
     }
 
     func newObjectPath(_ prefix: String) -> String {
@@ -292,9 +300,11 @@ package final class SecretService {
     /// last look: the vault's `groups` directory changed.
     func refreshGroups() throws(ServiceError) {
         let directory = vault.path + "/groups"
-        guard let watch, watch.changed(directory) else { return }
-        try? watch.watch(directory)
-        _ = watch.changed(directory)
+        if let watch {
+            guard watch.changed(directory) else { return }
+            try? watch.watch(directory)
+            _ = watch.changed(directory)
+        }
         let stored = try storedGroups()
         guard stored != groups else { return }
         groups = stored

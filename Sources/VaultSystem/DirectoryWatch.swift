@@ -7,12 +7,12 @@ internal import Glibc
 /// is asked is reported. A full queue counts as a change of every directory; a path that now names
 /// another directory than the one watched (removed and made again: the kernel reports the old one's
 /// removal only when its last open descriptor goes) counts as changed, and `watch` moves to the new one.
-public final class DirectoryWatch: @unchecked Sendable {
+public final class DirectoryWatch {
     private let descriptor: Int32
     /// The watched paths by watch descriptor, with the device and inode watched.
     private var watches: [Int32: (path: String, device: UInt64, inode: UInt64)] = [:]
     private var changedPaths: Set<String> = []
-    private var everything = false
+    private var overflowed = false
 
     /// A watch of no directory yet (`inotify_init1`).
     public init() throws(Errno) {
@@ -57,9 +57,9 @@ public final class DirectoryWatch: @unchecked Sendable {
     /// watched); true also for a path not watched.
     public func changed(_ path: String) -> Bool {
         drain()
-        guard !everything, currentWatch(path) != nil else {
-            if everything {
-                everything = false
+        guard !overflowed, currentWatch(path) != nil else {
+            if overflowed {
+                overflowed = false
                 changedPaths = Set(watches.values.map(\.path))
             }
             changedPaths.remove(path)
@@ -83,7 +83,7 @@ public final class DirectoryWatch: @unchecked Sendable {
                     return (event.wd, event.mask, Int(event.len))
                 }
                 if mask & UInt32(IN_Q_OVERFLOW) != 0 {
-                    everything = true
+                    overflowed = true
                 } else if let path = watches[watch]?.path {
                     changedPaths.insert(path)
                     if mask & (UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF) | UInt32(IN_IGNORED)) != 0 {

@@ -37,6 +37,14 @@ import VaultDBus
         #expect(made.service == "git" && made.account == "service=git&user=bob" && made.label == "Git")
         #expect(made.creator == SecretItemMapping.creator && made.accessGroup == group)
         #expect(SecretItemMapping.secretServiceAttributes(made) == ["service": "git", "user": "bob"])
+        // Exactly service and account: the item `vault put db app` names, no creator code.
+        let plain = try SecretItemMapping.vaultAttributes(["service": "db", "account": "app"], label: "", group: group)
+        #expect(plain.service == "db" && plain.account == "app" && plain.creator == nil)
+        #expect(SecretItemMapping.secretServiceAttributes(plain) == ["service": "db", "account": "app"])
+        let second = try SecretItemMapping.vaultAttributes(
+            ["service": "db", "account": "app"], label: "", group: group, copy: 2)
+        #expect(second.account == "account=app&service=db#2")
+        #expect(SecretItemMapping.secretServiceAttributes(second) == ["service": "db", "account": "app"])
         let schema = try SecretItemMapping.vaultAttributes(["xdg:schema": "org.git.Password"], label: "", group: group)
         #expect(schema.service == "org.git.Password")
         #expect(try SecretItemMapping.vaultAttributes([:], label: "", group: group).service == "secret-service")

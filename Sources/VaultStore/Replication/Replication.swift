@@ -42,33 +42,30 @@ package protocol GroupReplica: AnyObject, Sendable {
 }
 
 /// What a replica write does to the history of the item it changes (`ItemHistory`, kept by the
-/// replica as the store keeps a local group's): the sealed files it keeps as versions (the item's file
-/// it replaces; on a delete, that and the tombstone), and the oldest generation still kept (older
-/// versions go in the same write; 0: none go).
+/// replica as the store keeps a local group's): the item's file it replaces, kept as the version
+/// before; a delete's tombstone, kept at the delete's generation; and the oldest generation still kept
+/// (older versions go in the same write; 0: none go).
 package struct ReplicaHistoryStep: Sendable, Equatable {
     /// One kept version: the item's sealed file at `generation`.
     package struct Version: Sendable, Equatable {
         package let generation: UInt64
         package let contents: [UInt8]
     }
-    package let kept: [Version]
+    /// What the item's file was before this write: it never changes once written, so a replica may
+    /// store it ahead of the write.
+    package let previous: Version?
+    /// A delete's record of the deletion: only with the delete.
+    package let tombstone: Version?
     package let oldestKept: UInt64
 
     /// The step of a write (or delete) that makes generation `generation`, keeping `kept` versions
     /// before it (`versionsKept`): `previous`, the item's current file, becomes version `generation - 1`
-    /// and `tombstone` (a delete's) version `generation`. With none kept, every version goes. Nil for a
-    /// first generation (no history).
+    /// and `tombstone` (a delete's) version `generation`. Nil for a first generation, or when the vault
+    /// keeps no history (as in a local group, the versions kept before stay until a purge).
     init?(writing generation: UInt64, versionsKept kept: Int, previous: [UInt8]?, tombstone: [UInt8]? = nil) {
-        guard generation > 1 else { return nil }
-        guard kept > 0 else {
-            self.kept = []
-            oldestKept = generation + 1
-            return
-        }
-        var versions: [Version] = []
-        if let previous { versions.append(Version(generation: generation - 1, contents: previous)) }
-        if let tombstone { versions.append(Version(generation: generation, contents: tombstone)) }
-        self.kept = versions
+        guard generation > 1, kept > 0 else { return nil }
+        self.previous = previous.map { Version(generation: generation - 1, contents: $0) }
+        self.tombstone = tombstone.map { Version(generation: generation, contents: $0) }
         oldestKept = generation > UInt64(kept) ? generation - UInt64(kept) : 0
     }
 }
