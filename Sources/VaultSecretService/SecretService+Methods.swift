@@ -5,6 +5,7 @@ import VaultDBus
 /// The methods of the Secret Service's objects: `Service`, `Collection`, `Item`, `Session`, `Prompt`.
 extension SecretService {
     func dispatch(_ message: DBusReceivedMessage, _ arguments: [DBusValue]) throws(ServiceError) -> [DBusValue] {
+        if message.member == "Introspect", let node = introspection(ofNode: message.path) { return [.string(node)] }
         let object = try resolve(message.path)
         let member = message.member
         switch (message.interface, member) {

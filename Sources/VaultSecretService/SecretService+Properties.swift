@@ -88,26 +88,39 @@ extension SecretService {
         }
     }
 
-    /// Enough introspection data for a browser of the bus: each object's interfaces and children.
+    /// The introspection data of `object`: its interfaces and its children.
     func introspection(of object: Object) -> String {
-        var interfaces = ["org.freedesktop.DBus.Properties", "org.freedesktop.DBus.Introspectable"]
-        var children: [String] = []
         switch object {
         case .service:
-            interfaces.append("org.freedesktop.Secret.Service")
-            children = ["collection", "aliases", "session", "prompt"]
+            return SecretServiceIntrospection.node(
+                interfaces: [SecretServiceIntrospection.service], children: ["collection", "aliases"])
         case .collection(let group):
-            interfaces.append("org.freedesktop.Secret.Collection")
-            children = ((try? items(in: group, matching: [:])) ?? []).map {
+            let children = ((try? items(in: group, matching: [:])) ?? []).map {
                 String(itemPath($0.reference, in: group).split(separator: "/").last ?? "")
             }
-        case .item: interfaces.append("org.freedesktop.Secret.Item")
-        case .session: interfaces.append("org.freedesktop.Secret.Session")
-        case .prompt: interfaces.append("org.freedesktop.Secret.Prompt")
+            return SecretServiceIntrospection.node(
+                interfaces: [SecretServiceIntrospection.collection], children: children)
+        case .item: return SecretServiceIntrospection.node(interfaces: [SecretServiceIntrospection.item], children: [])
+        case .session:
+            return SecretServiceIntrospection.node(interfaces: [SecretServiceIntrospection.session], children: [])
+        case .prompt:
+            return SecretServiceIntrospection.node(interfaces: [SecretServiceIntrospection.prompt], children: [])
         }
-        return "<!DOCTYPE node PUBLIC \"-//freedesktop//DTD D-BUS Object Introspection 1.0//EN\" "
-            + "\"http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd\">\n<node>\n"
-            + interfaces.map { "  <interface name=\"\($0)\"/>\n" }.joined()
-            + children.map { "  <node name=\"\($0)\"/>\n" }.joined() + "</node>\n"
+    }
+
+    /// The introspection data of a node between the objects (`/org`, …, `collection`, `aliases`); nil
+    /// for any other path.
+    func introspection(ofNode path: String) -> String? {
+        let children: [String]
+        switch path {
+        case "/": children = ["org"]
+        case "/org": children = ["freedesktop"]
+        case "/org/freedesktop": children = ["secrets"]
+        case "/org/freedesktop/secrets/collection":
+            children = allGroups.map { Self.pathElement($0.rawValue) }
+        case "/org/freedesktop/secrets/aliases": children = ["default"]
+        default: return nil
+        }
+        return SecretServiceIntrospection.node(interfaces: [], children: children)
     }
 }

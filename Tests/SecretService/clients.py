@@ -72,6 +72,15 @@ with step("jeepney: an unknown object is NoSuchObject (or UnknownObject)"):
 with step("jeepney: an unsupported algorithm is NotSupported"):
     name = error_name(new_method_call(service, 'OpenSession', 'sv', ('rot13', ('s', ''))))
     expect(name == 'org.freedesktop.DBus.Error.NotSupported', f"OpenSession('rot13') gave {name!r}")
+with step("jeepney: introspection of the service, the collection node and an item"):
+    def introspect(path):
+        address = DBusAddress(path, bus_name=bus, interface='org.freedesktop.DBus.Introspectable')
+        return call(new_method_call(address, 'Introspect'))[0]
+    xml = introspect('/org/freedesktop/secrets')
+    expect('name="OpenSession"' in xml and '<node name="collection"/>' in xml, f"the service's: {xml[:200]}")
+    expect('<node name="secret_2dservice"/>' in introspect('/org/freedesktop/secrets/collection'),
+           "the collection node lists no secret_2dservice")
+    expect('name="GetSecret"' in introspect(item.item_path), "an item's introspection has no GetSecret")
 with step("jeepney: a collection a client did not make (the default one) cannot be deleted"):
     default = DBusAddress('/org/freedesktop/secrets/aliases/default', bus_name=bus,
                           interface='org.freedesktop.Secret.Collection')
