@@ -129,6 +129,11 @@ import VaultTestSupport
             }
             done.wait()
             #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { Array($0.prefix(3)) })")
+            // Fresh reads: a long-lived handle otherwise answers from its cache while its watch vouches
+            // for it, and the other host's last increment may still be on its way (milliseconds): such
+            // a read once showed 99, a lag and not a lost increment. Read from etcd, a lost one shows.
+            a.requireFreshFleetReads(true)
+            b.requireFreshFleetReads(true)
             let final = String(decoding: try a.data(for: counter) ?? Data(), as: UTF8.self)
             #expect(final == String(4 * rounds), "2 hosts × 2 threads × \(rounds) increments")
             #expect(String(decoding: try b.data(for: counter) ?? Data(), as: UTF8.self) == final)

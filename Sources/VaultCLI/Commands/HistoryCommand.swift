@@ -20,8 +20,9 @@ package struct HistoryCommand: Sendable, Hashable {
             restore) is a new version; the vault keeps the 10 before the current one unless `vault
             config versions` says otherwise. `vault restore --version N` makes an old version current
             again, also after `vault rm`; `vault rm --purge` removes the item with all its versions.
-            A fleet group's history is kept in etcd, the same for every machine. With --json, prints an array of {"version", "date", "uid",
-            "client", "current", "deleted"}.
+            A fleet group's history is kept in etcd, the same for every machine (its versions name no
+            writer). With --json, prints an array of {"version", "date", "uid", "client", "current",
+            "deleted"}.
             """,
         options: [.flag("json", "print the versions as a JSON array")],
         operands: ItemName.operands,
