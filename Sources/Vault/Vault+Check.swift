@@ -16,8 +16,14 @@ public struct ItemProblem: Sendable, Hashable, CustomStringConvertible {
     /// file that is locked, cannot be read, is unsafe or of a newer format, or decrypted but does not
     /// decode: those may be sound, and are never removed.
     public let failedAuthentication: Bool
-    /// The item file's id, when the problem is an item file (not a group directory).
+    /// The item file's id, when the problem is an item file or one of its kept versions (not a group
+    /// directory).
     let itemID: ItemID?
+    /// The generation of the kept version the problem is, when it is one (not the item's file).
+    let version: UInt64?
+
+    /// Whether the problem is a kept version of an item (its history), not an item file.
+    public var isKeptVersion: Bool { version != nil }
 
     init(path: String, group: String, status: VaultStatus, reason: String, itemID: ItemID? = nil) {
         self.path = path
@@ -26,16 +32,18 @@ public struct ItemProblem: Sendable, Hashable, CustomStringConvertible {
         self.reason = reason
         self.failedAuthentication = false
         self.itemID = itemID
+        self.version = nil
     }
 
-    /// The problem of item file `id` of `group` that `error` is.
-    init(path: String, group: AccessGroup, id: ItemID, error: VaultError) {
+    /// The problem of item file `id` of `group` that `error` is (of its kept version `version`).
+    init(path: String, group: AccessGroup, id: ItemID, error: VaultError, version: UInt64? = nil) {
         self.path = path
         self.group = group.rawValue
         self.status = error.status
         self.reason = Vault.reason(error.message, path: path)
         self.failedAuthentication = Self.isAuthenticationFailure(error)
         self.itemID = id
+        self.version = version
     }
 
     /// Whether `error`, from reading an item file, says the file is not authentic. Only the store's
@@ -55,7 +63,10 @@ public struct VerificationReport: Sendable, Hashable {
     public let groupCount: Int
     /// The number of item files checked.
     public let itemCount: Int
-    /// The damaged or unreadable files, in group and file-name order; empty when all are sound.
+    /// The number of kept versions (item history) checked.
+    public let versionCount: Int
+    /// The damaged or unreadable files (items and kept versions), in group and file-name order; empty
+    /// when all are sound.
     public let problems: [ItemProblem]
 }
 
@@ -95,7 +106,7 @@ extension Vault {
         let checked = try verifyGroups(lockedIsProblem: true)
         return VerificationReport(
             groupCount: checked.groupCount, itemCount: checked.groups.map(\.itemCount).reduce(0, +),
-            problems: checked.problems)
+            versionCount: checked.versionCount, problems: checked.problems)
     }
 
     /// The groups that have a directory in the vault, as `storedGroups` gives them, with every item
@@ -108,17 +119,63 @@ extension Vault {
     }
 
     private func verifyGroups(lockedIsProblem: Bool) throws(VaultError) -> (
-        groupCount: Int, groups: [StoredGroup], problems: [ItemProblem]
+        groupCount: Int, groups: [StoredGroup], versionCount: Int, problems: [ItemProblem]
     ) {
         let names = try translatingStoreErrors { () throws(StoreError) in try engine.store.groups() }
         var problems: [ItemProblem] = []
         var groups: [StoredGroup] = []
+        var versionCount = 0
         for name in names {
             let verified = verifyGroup(name, lockedIsProblem: lockedIsProblem)
             problems += verified.problems
-            if let count = verified.itemCount { groups.append(StoredGroup(group: AccessGroup(name), itemCount: count)) }
+            if let count = verified.itemCount {
+                groups.append(StoredGroup(group: AccessGroup(name), itemCount: count))
+                let versions = verifyVersions(name, lockedIsProblem: lockedIsProblem)
+                versionCount += versions.count
+                problems += versions.problems
+            }
         }
-        return (names.count, groups, problems)
+        return (names.count, groups, versionCount, problems)
+    }
+
+    /// Decrypts and decodes every kept version of group `name`'s items (`verifyGroup` for history):
+    /// how many there are, and the problems met. A version must open as its item's and hold the
+    /// generation its name says.
+    func verifyVersions(_ name: GroupName, lockedIsProblem: Bool) -> (count: Int, problems: [ItemProblem]) {
+        let store = engine.store
+        let group = AccessGroup(name)
+        let versions: [(id: ItemID, generation: UInt64)]
+        do throws(VaultError) {
+            versions = try translatingStoreErrors { () throws(StoreError) in try store.versionFiles(in: name) }
+        } catch {
+            return (
+                0,
+                [
+                    ItemProblem(
+                        path: store.path(of: name), group: name.rawValue, status: error.status, reason: error.message)
+                ]
+            )
+        }
+        var problems: [ItemProblem] = []
+        var count = 0
+        for (id, generation) in versions {
+            let item = ItemLocation(group: name, id: id)
+            do throws(VaultError) {
+                let record = try store.readVersion(item, generation: generation) { (bytes, path) throws(VaultError) in
+                    try engine.decode(bytes, path: path)
+                }
+                guard record != nil else { continue }  // pruned meanwhile
+                count += 1
+            } catch {
+                count += 1
+                if error.status == .interactionNotAllowed && !lockedIsProblem { continue }
+                problems.append(
+                    ItemProblem(
+                        path: store.versionPath(item, generation: generation), group: group, id: id, error: error,
+                        version: generation))
+            }
+        }
+        return (count, problems)
     }
 
     /// Decrypts and decodes every item file of group `name`: how many there are (a damaged one

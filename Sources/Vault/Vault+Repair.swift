@@ -79,6 +79,10 @@ extension Vault {
             var removed: [ItemProblem] = []
             for problem in candidates {
                 guard let id = problem.itemID, let group = try? AccessGroup(problem.group) else { continue }
+                if let generation = problem.version {
+                    if try removeDamagedVersion(group, id, generation: generation, in: tx) { removed.append(problem) }
+                    continue
+                }
                 do throws(VaultError) {
                     _ = try engine.load(group, id)  // gone, or readable again: nothing to remove
                 } catch  where ItemProblem.isAuthenticationFailure(error) {
@@ -89,6 +93,25 @@ extension Vault {
                 }
             }
             return removed
+        }
+    }
+
+    /// Removes kept version `generation` of item `id` if it still fails authentication; whether it did.
+    private func removeDamagedVersion(_ group: AccessGroup, _ id: ItemID, generation: UInt64, in tx: WriteTransaction)
+        throws(VaultError) -> Bool
+    {
+        let item = ItemLocation(group: group.name, id: id)
+        do throws(VaultError) {
+            _ = try engine.store.readVersion(item, generation: generation) { (bytes, path) throws(VaultError) in
+                try engine.decode(bytes, path: path)
+            }
+            return false  // gone, or readable again
+        } catch  where ItemProblem.isAuthenticationFailure(error) {
+            return try translatingStoreErrors { () throws(StoreError) in
+                try tx.removeVersion(item, generation: generation)
+            }
+        } catch {
+            return false  // no longer an authentication failure: it may be sound
         }
     }
 

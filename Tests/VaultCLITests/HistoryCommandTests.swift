@@ -42,4 +42,39 @@ import VaultTestSupport
             #expect(try scratch.run(["config", "colour", "blue"]).status == 2)
         }
     }
+
+    /// `vault check` verifies kept versions too: a damaged one and one renamed to another number are
+    /// each reported by path, and `--remove-damaged` removes them and nothing else.
+    @Test func checkVerifiesKeptVersionsAndRemovesTheDamagedOnes() throws {
+        try withScratch { scratch in
+            #expect(try scratch.run(["init"]).status == 0)
+            for value in ["one", "two", "three", "four"] {
+                #expect(try scratch.run(["put", "db", "app"], input: Data(value.utf8)).status == 0)
+            }
+            #expect(try scratch.run(["check"]).status == 0)
+            let json = try scratch.run(["check", "--json"])
+            #expect(json.text.contains("\"versions\":3"), "\(json.text)")
+            let group = scratch.vault + "/groups/vault"
+            let versions = try FileManager.default.contentsOfDirectory(atPath: group).filter { $0.hasPrefix(".v.") }
+                .sorted()
+            #expect(versions.count == 3)
+            // Version 1 damaged (a byte flipped), version 2 renamed over version 3's name.
+            let first = group + "/" + versions[0]
+            var bytes = try Data(contentsOf: URL(fileURLWithPath: first))
+            bytes[bytes.count - 5] ^= 0x55
+            try bytes.write(to: URL(fileURLWithPath: first))
+            try FileManager.default.removeItem(atPath: group + "/" + versions[2])
+            try FileManager.default.moveItem(atPath: group + "/" + versions[1], toPath: group + "/" + versions[2])
+            let checked = try scratch.run(["check"])
+            #expect(checked.status == 6, "\(checked.errors)")
+            #expect(checked.errors.contains(versions[0]) && checked.errors.contains(versions[2]), "\(checked.errors)")
+            #expect(checked.errors.contains("0 of 1 item files and 2 of 2 kept versions failed"), "\(checked.errors)")
+            let removed = try scratch.run(["check", "--remove-damaged"])
+            #expect(removed.status == 0, "\(removed.errors)")
+            #expect(try scratch.run(["check"]).status == 0)
+            #expect(try scratch.run(["get", "db", "app"]).text == "four")
+            let left = try FileManager.default.contentsOfDirectory(atPath: group).filter { $0.hasPrefix(".v.") }
+            #expect(left.isEmpty, "\(left)")
+        }
+    }
 }

@@ -23,7 +23,8 @@ import VaultTestSupport
     @Test func aSoundVaultHasNoProblems() throws {
         try withTemporaryVault { dir in
             let vault = try dir.open(app: "com.example.app", groups: ["shared"])
-            #expect(try vault.verifyAll() == VerificationReport(groupCount: 0, itemCount: 0, problems: []))
+            #expect(
+                try vault.verifyAll() == VerificationReport(groupCount: 0, itemCount: 0, versionCount: 0, problems: []))
             try vault.set("one", for: ItemKey(service: "s", account: "a"))
             try vault.set("two", for: ItemKey(service: "s", account: "b", group: AccessGroup("com.example.app")))
             var internet = ItemAttributes()

@@ -14,11 +14,12 @@ package struct CheckCommand: Sendable, Hashable {
         summary: "verify every item file",
         details: """
             Decrypts and verifies every item file in every group (whatever groups the client has; no
-            content is shown). Each damaged file is reported on standard error as `vault: PATH: why`,
+            content is shown), and every kept version of an item (its history; a fleet group's are in
+            etcd). Each damaged file is reported on standard error as `vault: PATH: why`,
             and the exit status is 6 (or that of the failure when no file failed authentication: 4 for
             an unsafe file, 7 for an input/output error, 5 for a file whose class key is locked).
             Silent when all are sound. --json prints
-            {"groups", "items", "damaged": [{"path", "group", "reason"}]}.
+            {"groups", "items", "versions", "damaged": [{"path", "group", "reason"}]}.
             A damaged item cannot be read: `vault put SERVICE [ACCOUNT]` replaces it, `vault rm SERVICE
             [ACCOUNT]` removes it, and --remove-damaged removes, after listing them, every file that
             fails authentication (their secrets are lost: put them again, or `vault import --replace`
@@ -43,6 +44,7 @@ package struct CheckCommand: Sendable, Hashable {
         }
         var groups: Int
         var items: Int
+        var versions: Int
         var damaged: [Damaged]
         var removed: [String]?
     }
@@ -63,11 +65,15 @@ package struct CheckCommand: Sendable, Hashable {
             try context.write(
                 try Output.json(
                     JSON(
-                        groups: report.groupCount, items: report.itemCount, damaged: damaged,
+                        groups: report.groupCount, items: report.itemCount, versions: report.versionCount,
+                        damaged: damaged,
                         removed: removeDamaged ? removed.map(\.path) : nil)))
         }
         guard !report.problems.isEmpty else { return }
-        let failed = "\(report.problems.count) of \(report.itemCount) item files failed verification"
+        let versionProblems = report.problems.filter(\.isKeptVersion).count
+        var failed = "\(report.problems.count - versionProblems) of \(report.itemCount) item files"
+        if versionProblems > 0 { failed += " and \(versionProblems) of \(report.versionCount) kept versions" }
+        failed += " failed verification"
         guard removeDamaged else {
             var summary = failed
             if report.problems.contains(where: \.failedAuthentication) {

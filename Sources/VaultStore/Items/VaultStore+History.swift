@@ -22,6 +22,24 @@ extension VaultStore {
         }.sorted()
     }
 
+    /// Every kept version file of `group` (local groups: a fleet group's versions are in its replica,
+    /// which guards them), by item and generation, in name order. Lists the group's directory once.
+    public func versionFiles(in group: GroupName) throws(StoreError) -> [(id: ItemID, generation: UInt64)] {
+        guard !isFleetGroup(group), let directory = try groupDirectory(group, create: false) else { return [] }
+        let names: [String]
+        do {
+            names = try directory.entryNames()
+        } catch {
+            throw StoreError.system(error, .readDirectory, "list", path: groupPath(group))
+        }
+        return names.sorted().compactMap { ItemHistory.parse($0) }
+    }
+
+    /// The path of `item`'s version file at `generation` (for messages).
+    public func versionPath(_ item: ItemLocation, generation: UInt64) -> String {
+        (groupPath(item.group) / ItemHistory.name(item.id, generation: generation)).string
+    }
+
     /// Version `generation` of `item`, read, authenticated and decoded as `read` does; nil when the
     /// item has no such version. A version file whose record is of another generation (renamed by
     /// hand) is an `integrity` error naming it.

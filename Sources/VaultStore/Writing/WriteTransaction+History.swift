@@ -164,6 +164,24 @@ extension WriteTransaction {
         return removed || !versions.isEmpty
     }
 
+    /// Removes `item`'s version file at `generation` (a damaged one, `vault check --remove-damaged`),
+    /// zeroed first as a spare is; false when there was none.
+    public func removeVersion(_ item: ItemLocation, generation: UInt64) throws(StoreError) -> Bool {
+        try requireLocked(item.group)
+        guard let directory = try store.groupDirectory(item.group, create: false) else { return false }
+        let name = ItemHistory.name(item.id, generation: generation)
+        let directoryPath = store.groupPath(item.group)
+        SpareFile.scrub(name, in: directory, shared: (try? store.keys(for: item.group))?.isShared ?? false)
+        do {
+            try directory.unlinkAt(name)
+        } catch {
+            if error == .noSuchFileOrDirectory { return false }
+            throw StoreError.system(error, .unlink, "remove", path: directoryPath / name)
+        }
+        try AtomicFile.syncDirectory(directory, path: directoryPath)
+        return true
+    }
+
     /// `purge` in a fleet group: the item goes from the replica (then the cache), then every version
     /// the replica keeps of it.
     private func purgeReplicated(_ item: ItemLocation, _ replica: any GroupReplica) throws(StoreError) -> Bool {
