@@ -31,6 +31,9 @@ enum FleetHandoff {
         switch command {
         case .groupCreate(let create): return create.fleet != nil
         case .groupJoin, .groupExportKey, .groupResync: return true
+        case .groupRemove(let remove):
+            guard let path = try? context.vaultPath() else { return false }
+            return Vault.isFleetGroup(vaultPath: path, group: remove.group)
         case .put, .get, .remove, .list, .run, .inject, .history, .restore:
             guard let path = try? context.vaultPath() else { return false }
             var groups: [AccessGroup]

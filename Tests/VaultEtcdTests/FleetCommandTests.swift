@@ -94,6 +94,13 @@ import VaultTestSupport
             #expect(accepted.status == 0 && accepted.errors.contains("rollback accepted"), "\(accepted)")
             #expect(try vault(["--vault", a, "--group", "fleet", "get", "db", "app"]).output == "kept")
             #expect(try vault(["--vault", b, "group", "resync", "fleet"]).status == 9, "etcd out of reach")
+            // Removing a fleet group on one machine says what it removed: that machine's copy only.
+            let removed = try vault(["--vault", b, "group", "rm", "fleet", "--force"])
+            #expect(removed.status == 0, "\(removed.errors)")
+            #expect(
+                removed.errors.contains("removed this machine's copy of fleet group fleet")
+                    && removed.errors.contains("etcd and the other machines keep the group"), "\(removed.errors)")
+            #expect(try vault(["--vault", a, "--group", "fleet", "get", "db", "app"]).output == "kept")
         }
     }
 

@@ -123,6 +123,12 @@ extension VaultStore {
     /// are skipped.
     public func itemIDs(in group: GroupName, sorted: Bool = true) throws(StoreError) -> [ItemID] {
         _ = try refreshReplicaIfStale(group)
+        return try localItemIDs(in: group, sorted: sorted)
+    }
+
+    /// The ids of the item files in `group`'s directory as it is, a fleet group's cache not brought up
+    /// to date first (what a removal of this machine's copy removes).
+    func localItemIDs(in group: GroupName, sorted: Bool = true) throws(StoreError) -> [ItemID] {
         guard let directory = try groupDirectory(group, create: false) else { return [] }
         do {
             let ids = try directory.entryNames().compactMap { ItemID(fileName: $0) }

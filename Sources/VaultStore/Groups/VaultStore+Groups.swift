@@ -331,7 +331,8 @@ extension VaultStore {
                 .groupNotFound, "there is no group \(group) in the vault at \(path)", path: groupPath(group).string)
         }
         return try withWriteLock(finishingMoves: false) { (_) throws(StoreError) -> Int in
-            let count = try itemIDs(in: group, sorted: false).count
+            // The items here: a fleet group's cache as it is (removing this machine's copy needs no etcd).
+            let count = try localItemIDs(in: group, sorted: false).count
             guard count == 0 || force else {
                 throw StoreError(
                     .invalidName,
