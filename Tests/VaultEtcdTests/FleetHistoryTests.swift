@@ -10,9 +10,17 @@ import VaultTestSupport
 @Suite(.serialized) struct FleetHistoryTests {
     let group = try! AccessGroup("fleet")
 
+    /// Two machines whose reads go to etcd each time: a long-lived handle otherwise answers from its
+    /// cache while its watch vouches for it, and the other machine's last write may still be on its way
+    /// (under a loaded test run, long enough to see).
     func withTwoHosts<R>(_ body: (Vault, Vault) throws -> R) throws -> R {
         try FleetTestSupport.withTwoHosts(
-            group, a: try TestCluster.require(), b: try TestCluster.require(), label: "fleet-history", body)
+            group, a: try TestCluster.require(), b: try TestCluster.require(), label: "fleet-history"
+        ) { a, b in
+            a.requireFreshFleetReads(true)
+            b.requireFreshFleetReads(true)
+            return try body(a, b)
+        }
     }
 
     func key(_ service: String) throws -> ItemKey {

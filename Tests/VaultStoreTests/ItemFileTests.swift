@@ -137,7 +137,7 @@ import VaultTestSupport
             let contents = try vault.bytes("groups/\(group)/\(id.fileName)")
             let wrongKey = try SymmetricKey.random()
             let error = #expect(throws: StoreError.self) {
-                let header = try ItemFile.header(of: contents, path: "p")
+                _ = try ItemFile.header(of: contents, path: "p")
                 _ = try ItemFile.open(
                     contents, key: wrongKey, binding: try store.keys(for: group).binding,
                     location: ItemLocation(group: group, id: id), path: "p")
