@@ -110,7 +110,7 @@ extension Vault {
     }
 
     /// The groups that have a directory in the vault, as `storedGroups` gives them, with every item
-    /// file decrypted and verified as `verifyAll` does: the damaged or unreadable ones (and group
+    /// file and kept version decrypted and verified as `verifyAll` does: the damaged or unreadable ones (and group
     /// directories that cannot be listed, which are left out of `groups`) are the problems. A file of a
     /// locked class is counted but not verified, and is no problem.
     public func verifiedGroups() throws(VaultError) -> GroupVerification {

@@ -3,11 +3,13 @@ import Vault
 
 /// A collection's label: its group's name, unless a client set another, which is kept in the group as
 /// an invisible generic password (service `org.freedesktop.Secret.Collection`, account `label`, the
-/// label as its data) that no client sees as an item. A collection made through the Secret Service
-/// always has one: it also says that a client may delete the group.
+/// label as its data) that no client sees as an item. `CreateCollection` writes one with the
+/// description `madeByClient`, which says that a client may delete the group; a label set on another
+/// collection never carries it.
 extension SecretService {
     static let labelService = "org.freedesktop.Secret.Collection"
     static let labelAccount = "label"
+    static let madeByClient = "made by CreateCollection"
 
     /// Whether vault item `attributes` is a collection's label, not an item.
     static func isCollectionLabel(_ attributes: ItemAttributes) -> Bool {
@@ -23,14 +25,21 @@ extension SecretService {
     }
 
     /// Whether `group` was made through the Secret Service (`CreateCollection`).
-    func isMadeBySecretService(_ group: AccessGroup) -> Bool {
-        guard let key = try? ItemKey(service: Self.labelService, account: Self.labelAccount, group: group) else {
-            return false
+    func isMadeBySecretService(_ group: AccessGroup) throws(ServiceError) -> Bool {
+        var attributes = ItemAttributes(service: Self.labelService, account: Self.labelAccount)
+        attributes.accessGroup = group
+        do {
+            let found = try vault.copyMatching(Query(itemClass: .genericPassword, attributes: attributes))
+            return found.first.map {
+                Self.isCollectionLabel($0.attributes) && $0.attributes.itemDescription == Self.madeByClient
+            } ?? false
+        } catch {
+            if error.status == .itemNotFound { return false }
+            throw ServiceError(error, "cannot read collection \(group)")
         }
-        return (try? vault.contains(key)) == true
     }
 
-    func setCollectionLabel(_ label: String, of group: AccessGroup) throws(ServiceError) {
+    func setCollectionLabel(_ label: String, of group: AccessGroup, madeByClient: Bool = false) throws(ServiceError) {
         do {
             let key = try ItemKey(service: Self.labelService, account: Self.labelAccount, group: group)
             var attributes = ItemAttributes(service: Self.labelService, account: Self.labelAccount)
@@ -42,6 +51,7 @@ extension SecretService {
             } else {
                 attributes.isInvisible = true
                 attributes.creator = SecretItemMapping.creator
+                if madeByClient { attributes.itemDescription = Self.madeByClient }
                 _ = try vault.add(.genericPassword, attributes: attributes, data: Data(label.utf8))
             }
         } catch {

@@ -85,7 +85,10 @@ extension SecretService {
         case "Delete":
             // Every group of the vault is a collection, but only one made through the Secret Service is a
             // client's to delete: the others hold what other programs (or machines) keep there.
-            guard isMadeBySecretService(group), group != defaultGroup else {
+            guard group != defaultGroup else {
+                throw ServiceError(.accessDenied, "the default collection (group \(group)) cannot be deleted")
+            }
+            guard try isMadeBySecretService(group) else {
                 throw ServiceError(
                     .accessDenied,
                     "collection \(group) is the vault's group \(group), which a client of the Secret Service did "

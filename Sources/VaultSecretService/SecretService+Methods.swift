@@ -123,11 +123,13 @@ extension SecretService {
             var entries: [DBusValue] = []
             for path in paths {
                 guard case .item(let group, let reference)? = try? resolve(path) else { continue }
-                // An item gone meanwhile is left out; a locked vault is an error (`handle` opens it again).
+                // An item that cannot be read (gone meanwhile, damaged, a fleet group out of reach) is left
+                // out, its reason on standard error; a locked vault is an error (`handle` opens it again).
                 do {
                     let secret = try secret(of: reference, in: group, session: session, sessionPath: sessionPath)
                     entries.append(.dictionaryEntry(.objectPath(path), secret))
-                } catch  where error.name == .noSuchObject {
+                } catch  where error.name != .isLocked {
+                    if error.name != .noSuchObject { Self.printError(error.message) }
                     continue
                 }
             }
@@ -239,9 +241,9 @@ extension SecretService {
         } catch {
             throw ServiceError(error, "cannot make collection \(group)")
         }
-        try setCollectionLabel(label.isEmpty ? group.rawValue : label, of: group)
         groups.append(group)
         try serveGroups(allGroups)
+        try setCollectionLabel(label.isEmpty ? group.rawValue : label, of: group, madeByClient: true)
         announce(.collectionCreated(group))
         return group
     }

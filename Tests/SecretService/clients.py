@@ -86,6 +86,21 @@ with step("jeepney: a collection a client did not make (the default one) cannot 
                           interface='org.freedesktop.Secret.Collection')
     name = error_name(new_method_call(default, 'Delete'))
     expect(name == 'org.freedesktop.DBus.Error.AccessDenied', f"Delete of the default collection gave {name!r}")
+with step("jeepney: a group made by vault group create, even relabelled, cannot be deleted; a client's can"):
+    subprocess.run([vault_cli, '--vault', vault_dir, 'group', 'create', 'made-by-cli'], check=True,
+                   capture_output=True)
+    made = '/org/freedesktop/secrets/collection/made_2dby_2dcli'
+    properties = DBusAddress(made, bus_name=bus, interface='org.freedesktop.DBus.Properties')
+    call(new_method_call(properties, 'Set', 'ssv', ('org.freedesktop.Secret.Collection', 'Label', ('s', 'Mine now'))))
+    name = error_name(new_method_call(DBusAddress(made, bus_name=bus, interface='org.freedesktop.Secret.Collection'),
+                                      'Delete'))
+    expect(name == 'org.freedesktop.DBus.Error.AccessDenied', f"Delete of a relabelled CLI group gave {name!r}")
+    created = secretstorage.create_collection(conn, 'Made Here')
+    expect(created.get_label() == 'Made Here', f"the new collection's label is {created.get_label()!r}")
+    created.delete()
+    listed = subprocess.run([vault_cli, '--vault', vault_dir, 'group', 'ls'], check=True, capture_output=True,
+                            text=True).stdout
+    expect('made-by-cli' in listed and 'Made-Here' not in listed, f"vault group ls: {listed!r}")
 with step("jeepney: ItemCreated, CollectionChanged and PropertiesChanged signals of a new item"):
     from jeepney.bus_messages import MatchRule, message_bus
     from jeepney.io.blocking import open_dbus_connection

@@ -24,8 +24,9 @@ cat >"$bus_dir/bus.conf" <<CONF
   <auth>EXTERNAL</auth>
   <policy context="default">
     <allow user="*"/>
-    <allow send_destination="*" eavesdrop="true"/>
-    <allow eavesdrop="true"/>
+    <!-- No eavesdrop="true" rule: no connection may read others' traffic. -->
+    <allow send_destination="*"/>
+    <allow receive_sender="*"/>
     <allow own="*"/>
   </policy>
 </busconfig>
@@ -33,13 +34,19 @@ CONF
 dbus-daemon --config-file="$bus_dir/bus.conf" --nofork --nopidfile >/dev/null 2>&1 &
 daemon=$!
 for _ in $(seq 50); do [ -S "$bus_dir/bus" ] && break; sleep 0.1; done
+[ -S "$bus_dir/bus" ] || fail "the bus open to every user did not start"
 chmod 0666 "$bus_dir/bus"
 export DBUS_SESSION_BUS_ADDRESS="unix:path=$bus_dir/bus"
 "$vault" --vault "$tmp/shared-bus" init >/dev/null
 printf 'root-only' | "$vault" --vault "$tmp/shared-bus" --group secret-service put owner app
 "$provider" --vault "$tmp/shared-bus" --idle-exit 0 >"$tmp/shared-bus.log" 2>&1 &
 served=$!
-sleep 0.5
+for _ in $(seq 50); do
+    dbus-send --session --print-reply --dest=org.freedesktop.DBus /org/freedesktop/DBus \
+        org.freedesktop.DBus.NameHasOwner string:org.freedesktop.secrets 2>/dev/null | grep -q true && break
+    kill -0 "$served" 2>/dev/null || { cat "$tmp/shared-bus.log" >&2; fail "the provider exited"; }
+    sleep 0.1
+done
 [ "$(timeout 10 secret-tool lookup service owner account app)" = root-only ] || fail "the owner's own lookup"
 status=0
 output=$(timeout 10 setpriv --reuid="$user" --regid=nogroup --clear-groups env HOME=/nonexistent \

@@ -14,8 +14,8 @@ package struct CheckCommand: Sendable, Hashable {
         summary: "verify every item file",
         details: """
             Decrypts and verifies every item file in every group (whatever groups the client has; no
-            content is shown), and every kept version of an item (its history; a fleet group's are in
-            etcd). Each damaged file is reported on standard error as `vault: PATH: why`,
+            content is shown), and every kept version of an item (its history; not a fleet group's, which
+            etcd keeps). Each damaged file is reported on standard error as `vault: PATH: why`,
             and the exit status is 6 (or that of the failure when no file failed authentication: 4 for
             an unsafe file, 7 for an input/output error, 5 for a file whose class key is locked).
             Silent when all are sound. --json prints
