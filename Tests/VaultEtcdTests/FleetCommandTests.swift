@@ -94,7 +94,10 @@ import VaultTestSupport
             #expect(accepted.status == 0 && accepted.errors.contains("rollback accepted"), "\(accepted)")
             #expect(try vault(["--vault", a, "--group", "fleet", "get", "db", "app"]).output == "kept")
             #expect(try vault(["--vault", b, "group", "resync", "fleet"]).status == 9, "etcd out of reach")
-            // Removing a fleet group on one machine says what it removed: that machine's copy only.
+            // Removing a fleet group on one machine says what it removed: that machine's copy only; without
+            // --force, the advice is not to remove its items (which would go from every machine).
+            let refused = try vault(["--vault", b, "group", "rm", "fleet"])
+            #expect(refused.status == 2 && refused.errors.contains("--force removes this machine's copy"), "\(refused)")
             let removed = try vault(["--vault", b, "group", "rm", "fleet", "--force"])
             #expect(removed.status == 0, "\(removed.errors)")
             #expect(
