@@ -217,10 +217,18 @@ extension SecretService {
         }
     }
 
-    /// A secret a client sent, decrypted, and its content type.
-    struct Secret {
-        let bytes: [UInt8]
+    /// A secret a client sent, decrypted, and its content type; its bytes are wiped when it goes (the
+    /// copies handed to the vault are the vault's).
+    final class Secret {
+        private(set) var bytes: [UInt8]
         let contentType: String
+
+        init(bytes: [UInt8], contentType: String) {
+            self.bytes = bytes
+            self.contentType = contentType
+        }
+
+        deinit { bytes.wipe() }
     }
 
     /// The secret a client sent: `(oayays)`, decrypted under its session's key.

@@ -21,10 +21,16 @@ struct SessionCrypto {
     /// The AES key the exchange agreed on.
     let key: SecureBytes
 
+    /// OpenSSL's secure heap (locked, never dumped, cleared when freed), where `BN_secure_new` puts the
+    /// exchange's secret exponent and shared secret; without it (a memlock limit too low) they are on
+    /// the ordinary heap, and cleared when freed all the same.
+    static let secureHeap: Bool = CRYPTO_secure_malloc_init(32_768, 32) == 1
+
     /// Agrees on a key with a client whose public key is `clientPublicKey` (big-endian); also returns
     /// this side's public key (128 bytes, big-endian) for the client.
     static func agree(clientPublicKey: [UInt8]) throws(Failure) -> (SessionCrypto, publicKey: [UInt8]) {
-        guard let context = BN_CTX_new() else { throw Failure(message: "out of memory") }
+        _ = secureHeap
+        guard let context = BN_CTX_secure_new() else { throw Failure(message: "out of memory") }
         defer { BN_CTX_free(context) }
         let prime = BN_bin2bn(Self.prime, Int32(Self.prime.count), nil)
         let generator = BN_new()
