@@ -331,20 +331,18 @@ extension VaultStore {
                 .groupNotFound, "there is no group \(group) in the vault at \(path)", path: groupPath(group).string)
         }
         return try withWriteLock(finishingMoves: false) { (_) throws(StoreError) -> Int in
-            // The items here: a fleet group's cache as it is (removing this machine's copy needs no etcd).
+            // A fleet group's cache as it is: removing this machine's copy needs no etcd.
             let count = try localItemIDs(in: group, sorted: false).count
             guard count == 0 || force else {
                 let items = "\(count) item\(count == 1 ? "" : "s")"
-                // A fleet group's items removed one by one would go from every machine: only --force,
-                // which removes this machine's copy, is advice here.
-                throw StoreError(
-                    .invalidName,
+                // A fleet group's items removed one by one would go from every machine.
+                let advice =
                     isFleetGroup(group)
-                        ? "fleet group \(group) holds \(items) on this machine; --force removes this machine's copy "
-                            + "(etcd and the other machines keep the group; nothing was changed)"
-                        : "group \(group) still holds \(items); remove them first, or give --force to remove the "
-                            + "group with them (nothing was changed)",
-                    path: groupPath(group).string)
+                    ? "fleet group \(group) holds \(items) on this machine; --force removes this machine's copy (etcd "
+                        + "and the other machines keep the group; "
+                    : "group \(group) still holds \(items); remove them first, or give --force to remove the group "
+                        + "with them ("
+                throw StoreError(.invalidName, advice + "nothing was changed)", path: groupPath(group).string)
             }
             let directory = try existingGroupDirectory(group)
             let groupPath = groupPath(group)
