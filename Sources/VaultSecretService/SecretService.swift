@@ -79,6 +79,14 @@ package final class SecretService {
         let bus: DBusConnection
         do {
             bus = try DBusConnection()
+        } catch {
+            printError(
+                "\(error.message); the Secret Service lives on a session bus: run the client and this under "
+                    + "`dbus-run-session -- …`, or log in where dbus-user-session is installed (docs/SECRET-SERVICE.md)"
+            )
+            return 9
+        }
+        do {
             guard try bus.requestName(busName) else {
                 printError("another program already serves \(busName) on this session bus; nothing to do")
                 return 3
