@@ -123,22 +123,21 @@ extension SecretService {
                     attributes, label: label, group: group, copy: copy, contentType: secret.contentType)
                 existing = try vault.contains(vaultAttributes.key(in: group))
             }
+            let reference: PersistentReference
             if existing {
                 var changes = ItemChanges(attributes: ItemAttributes(), data: Data(secret.bytes))
                 changes.attributes.label = label
                 changes.attributes.itemDescription = secret.contentType
-                try vault.update(
-                    Query(itemClass: .genericPassword, attributes: vaultAttributes.primaryKeyOnly(), limit: .one),
-                    with: changes)
+                let query = Query(
+                    itemClass: .genericPassword, attributes: vaultAttributes.primaryKeyOnly(), limit: .one)
+                try vault.update(query, with: changes)
+                // An update keeps the item's persistent reference.
+                reference = try vault.copyMatching(query, returning: [.persistentReference])[0].persistentReference
             } else {
-                _ = try vault.add(.genericPassword, attributes: vaultAttributes, data: Data(secret.bytes))
+                reference = try vault.add(.genericPassword, attributes: vaultAttributes, data: Data(secret.bytes))
+                    .persistentReference
             }
-            let found = try item(
-                try vault.copyMatching(
-                    Query(itemClass: .genericPassword, attributes: vaultAttributes.primaryKeyOnly()),
-                    returning: [.persistentReference]
-                )[0].persistentReference, in: group)
-            let path = itemPath(found.persistentReference, in: group)
+            let path = itemPath(reference, in: group)
             announce(
                 existing
                     ? .itemChanged(group, item: path, properties: ["Label", "Modified"])
