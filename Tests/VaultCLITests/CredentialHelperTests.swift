@@ -215,4 +215,43 @@ import VaultTestSupport
             #expect(try JSONSerialization.jsonObject(with: empty.output) as? [String: String] == [:])
         }
     }
+
+    /// A docker credential is named by its server URL alone (the username is its comment), so that `store`
+    /// and `get` read one file, not every item. Credentials stored with the username as the account (0.1.0) are still read, are hidden by a
+    /// new `store` and go with `erase`; an item of the same name that is not docker's is not overwritten.
+    @Test func dockerCredentialsAreNamedByTheServerURL() throws {
+        try Setup.with { setup in
+            let url = "https://r.example:5000/v2/"
+            #expect(try setup.run(#""$V" init"#).status == 0)
+            let legacyPut = try setup.run(
+                #"printf old | "$V" put --server r.example --port 5000 --protocol https --path /v2/ "#
+                    + #"--label "Docker Credentials" alice"#)
+            #expect(legacyPut.status == 0, "\(legacyPut.errors)")
+            let legacy = try setup.run("docker-credential-vault get", input: url)
+            #expect(legacy.text.contains(#""Username":"alice""#) && legacy.text.contains(#""Secret":"old""#))
+
+            let store = try setup.run(
+                "docker-credential-vault store", input: #"{"ServerURL":"\#(url)","Username":"bob","Secret":"new"}"#)
+            #expect(store.status == 0, "\(store.text)")
+            let get = try setup.run("docker-credential-vault get", input: url)
+            #expect(get.text.contains(#""Username":"bob""#) && get.text.contains(#""Secret":"new""#), "\(get.text)")
+            let item = try setup.run(#""$V" ls --server r.example --json"#)
+            #expect(item.text.contains(#""account":"""#) && item.text.contains(#""comment":"bob""#), "\(item.text)")
+
+            let list = try setup.run("docker-credential-vault list")
+            // 0.1.0 also set the URL as the description, which `vault put` cannot: its item is listed by server.
+            let listed = try #require(try JSONSerialization.jsonObject(with: list.output) as? [String: String])
+            #expect(listed[url] == "bob", "\(listed)")
+            #expect(try setup.run("docker-credential-vault erase", input: url).status == 0)
+            let miss = try setup.run("docker-credential-vault get", input: url)
+            #expect(miss.text == "credentials not found in native keychain\n", "0.1.0's item went too: \(miss.text)")
+
+            #expect(try setup.run(#"printf mine | "$V" put --server q.example --protocol https"#).status == 0)
+            let refused = try setup.run(
+                "docker-credential-vault store",
+                input: #"{"ServerURL":"https://q.example","Username":"bob","Secret":"s"}"#)
+            #expect(refused.status == 3 && refused.text.contains("not a docker credential"), "\(refused.text)")
+            #expect(try setup.run(#""$V" get --server q.example --protocol https"#).text == "mine")
+        }
+    }
 }

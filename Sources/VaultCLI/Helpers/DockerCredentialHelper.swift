@@ -10,6 +10,9 @@ import VaultSystem
 /// protocol's clients read them; a miss is exactly "credentials not found in native keychain".
 /// Credentials are internet-password items of the CLI's client (server, port, protocol, path from the
 /// URL; the URL itself as the description) labelled "Docker Credentials", which `list` filters on.
+/// The account is empty and the username is the comment, so that the server URL alone names the item:
+/// `store`, `get` and `erase` are keyed reads and writes, not scans. Credentials that 0.1.0 stored with
+/// the username as the account are still read (a scan, only when the keyed read misses) and erased.
 enum DockerCredentialHelper {
     static let programName = "docker-credential-vault"
     static let label = "Docker Credentials"
@@ -103,10 +106,18 @@ enum DockerCredentialHelper {
         return url
     }
 
-    static func query(_ serverURL: String) -> Query {
+    /// The credential of `serverURL`, by its primary key (account empty): one file read.
+    static func keyedQuery(_ serverURL: String) -> Query {
         var query = ItemName.internet(itemName(serverURL)).query(group: nil)
-        query.attributes.account = nil
         query.attributes.label = label
+        return query
+    }
+
+    /// Every credential of `serverURL`, also those that 0.1.0 stored with the username as the account:
+    /// a scan.
+    static func query(_ serverURL: String) -> Query {
+        var query = keyedQuery(serverURL)
+        query.attributes.account = nil
         query.limit = .all
         return query
     }
@@ -122,31 +133,43 @@ enum DockerCredentialHelper {
         guard !credentials.ServerURL.isEmpty else { throw Failure("no credentials server URL", code: .usage) }
         guard !credentials.Username.isEmpty else { throw Failure("no credentials username", code: .usage) }
         let vault = try lift { () throws(CLIError) in try context.openVault(creatingIfMissing: true) }
-        let name = itemName(credentials.ServerURL, account: credentials.Username)
-        var attributes = ItemName.internet(name).attributes
+        var attributes = ItemName.internet(itemName(credentials.ServerURL)).attributes
         attributes.label = label
         attributes.itemDescription = credentials.ServerURL
+        attributes.comment = credentials.Username
+        var sameName = keyedQuery(credentials.ServerURL)
+        sameName.attributes.label = nil
+        if let other = try? vault.copyMatching(sameName, returning: [.attributes]).first,
+            other.attributes.label != label
+        {
+            throw Failure(
+                "\(programName): an internet password that is not a docker credential has the name of "
+                    + "\(credentials.ServerURL) (its server, port, protocol and path, no account): not stored; "
+                    + "remove it with `vault rm` or give it an account",
+                code: .duplicate)
+        }
         do {
             try ItemUpsert.store(
                 Data(credentials.Secret.utf8), itemClass: .internetPassword, attributes: attributes, in: vault)
-            // One credential per server, as docker expects: another username's goes, but only once the new
-            // one is stored (a failed store keeps the old credential).
-            for other in (try? vault.copyMatching(query(credentials.ServerURL), returning: [.attributes])) ?? []
-            where other.attributes.account != credentials.Username {
-                var stale = query(credentials.ServerURL)
-                stale.attributes.account = other.attributes.account
-                _ = try vault.delete(stale)
-            }
         } catch {
             throw vaultError(error)
         }
+        // One credential per server, as docker expects: 0.1.0's item of this username goes once the new one
+        // is stored (a keyed delete). Its items of other usernames are hidden by this one and go with `erase`.
+        var legacy = keyedQuery(credentials.ServerURL)
+        legacy.attributes.account = credentials.Username
+        _ = try? vault.delete(legacy)
     }
 
     static func get(_ serverURL: String, in context: Context) throws(Failure) {
         guard let vault = try existingVault(context) else { throw Failure(notFound) }
         let found: [MatchedItem]
         do {
-            found = try vault.copyMatching(query(serverURL), returning: [.data, .attributes])
+            do {
+                found = try vault.copyMatching(keyedQuery(serverURL), returning: [.data, .attributes])
+            } catch  where error.status == .itemNotFound {
+                found = try vault.copyMatching(query(serverURL), returning: [.data, .attributes])
+            }
         } catch {
             // A locked, damaged or unreadable vault is said as such, never as "not found".
             throw error.status == .itemNotFound ? Failure(notFound) : vaultError(error)
@@ -160,9 +183,14 @@ enum DockerCredentialHelper {
                     + "unchanged: not sent",
                 code: .integrity)
         }
-        let credentials = Credentials(ServerURL: serverURL, Username: item.attributes.account ?? "", Secret: secretText)
+        let credentials = Credentials(ServerURL: serverURL, Username: username(item.attributes), Secret: secretText)
         let text = try lift { () throws(CLIError) in try Output.json(credentials) }
         try write(text, context)
+    }
+
+    /// A credential's username: the comment, or the account of one that 0.1.0 stored.
+    static func username(_ attributes: ItemAttributes) -> String {
+        attributes.account.flatMap { $0.isEmpty ? nil : $0 } ?? attributes.comment ?? ""
     }
 
     static func erase(_ serverURL: String, in context: Context) throws(Failure) {
@@ -186,8 +214,11 @@ enum DockerCredentialHelper {
                 guard error.status == .itemNotFound else { throw vaultError(error) }
                 items = []
             }
-            for item in items {
-                map[item.attributes.itemDescription ?? item.attributes.server ?? ""] = item.attributes.account ?? ""
+            // A server's current credential (empty account) wins over those that 0.1.0 stored.
+            for current in [false, true] {
+                for item in items where (item.attributes.account ?? "").isEmpty == current {
+                    map[item.attributes.itemDescription ?? item.attributes.server ?? ""] = username(item.attributes)
+                }
             }
         }
         let text = try lift { () throws(CLIError) in try Output.json(map) }
