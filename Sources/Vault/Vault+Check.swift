@@ -41,16 +41,19 @@ public struct ItemProblem: Sendable, Hashable, CustomStringConvertible {
         self.group = group.rawValue
         self.status = error.status
         self.reason = Vault.reason(error.message, path: path)
-        self.failedAuthentication = Self.isAuthenticationFailure(error)
+        self.failedAuthentication = Self.isAuthenticationFailure(error, of: path)
         self.itemID = id
         self.version = version
     }
 
-    /// Whether `error`, from reading an item file, says the file is not authentic. Only the store's
-    /// integrity errors are: a locked class, an unreadable or unsafe file, a newer format (the store's
-    /// `unsupportedFormat`, also `decode` above it) and a record that does not decode are not.
-    static func isAuthenticationFailure(_ error: VaultError) -> Bool {
-        (error.cause as? StoreError)?.code == .integrity
+    /// Whether `error`, from reading the item file (or kept version) at `path`, says that file is not
+    /// authentic. Only the store's integrity errors about that file are: a locked class, an unreadable
+    /// or unsafe file, a newer format (the store's `unsupportedFormat`, also `decode` above it) and a
+    /// record that does not decode are not, and neither is a damaged `group.key` or vault marker met on
+    /// the way (a member can plant one): removing the file then would lose a sound item.
+    static func isAuthenticationFailure(_ error: VaultError, of path: String) -> Bool {
+        guard let cause = error.cause as? StoreError, cause.code == .integrity else { return false }
+        return cause.path == nil || cause.path == path
     }
 
     /// The path and the reason.

@@ -50,7 +50,7 @@ extension Vault {
                 do throws(VaultError) {
                     guard let loaded = try engine.load(group, id), query.matches(loaded, group: group) else { continue }
                     record = loaded
-                } catch  where ItemProblem.isAuthenticationFailure(error) {
+                } catch  where ItemProblem.isAuthenticationFailure(error, of: engine.filePath(group, id)) {
                     try remove(group, id, in: tx)
                     damaged.append(ItemProblem(path: engine.filePath(group, id), group: group, id: id, error: error))
                     continue
@@ -80,12 +80,14 @@ extension Vault {
             for problem in candidates {
                 guard let id = problem.itemID, let group = try? AccessGroup(problem.group) else { continue }
                 if let generation = problem.version {
-                    if try removeDamagedVersion(group, id, generation: generation, in: tx) { removed.append(problem) }
+                    if try removeDamagedVersion(group, id, generation: generation, path: problem.path, in: tx) {
+                        removed.append(problem)
+                    }
                     continue
                 }
                 do throws(VaultError) {
                     _ = try engine.load(group, id)  // gone, or readable again: nothing to remove
-                } catch  where ItemProblem.isAuthenticationFailure(error) {
+                } catch  where ItemProblem.isAuthenticationFailure(error, of: problem.path) {
                     try remove(group, id, in: tx)
                     removed.append(ItemProblem(path: engine.filePath(group, id), group: group, id: id, error: error))
                 } catch {
@@ -96,17 +98,18 @@ extension Vault {
         }
     }
 
-    /// Removes kept version `generation` of item `id` if it still fails authentication; whether it did.
-    private func removeDamagedVersion(_ group: AccessGroup, _ id: ItemID, generation: UInt64, in tx: WriteTransaction)
-        throws(VaultError) -> Bool
-    {
+    /// Removes kept version `generation` of item `id` (its file at `path`) if it still fails
+    /// authentication; whether it did.
+    private func removeDamagedVersion(
+        _ group: AccessGroup, _ id: ItemID, generation: UInt64, path: String, in tx: WriteTransaction
+    ) throws(VaultError) -> Bool {
         let item = ItemLocation(group: group.name, id: id)
         do throws(VaultError) {
             _ = try engine.store.readVersion(item, generation: generation) { (bytes, path) throws(VaultError) in
                 try engine.decode(bytes, path: path)
             }
             return false  // gone, or readable again
-        } catch  where ItemProblem.isAuthenticationFailure(error) {
+        } catch  where ItemProblem.isAuthenticationFailure(error, of: path) {
             return try translatingStoreErrors { () throws(StoreError) in
                 try tx.removeVersion(item, generation: generation)
             }

@@ -80,6 +80,31 @@ import VaultTestSupport
         }
     }
 
+    /// A group whose `group.key` is damaged (a member can write one: rename the owner's `.lock`, 0660, to
+    /// `group.key`): its items fail because of the key, not their own files, so `check --remove-damaged`
+    /// and `rm` keep them, and `check` neither counts them as failing authentication nor advises removal.
+    @Test func aDamagedGroupKeyNeverMakesItsItemsRemovable() throws {
+        try withScratch(initialized: true) { scratch in
+            for service in ["s1", "s2"] {
+                try #require(scratch.run(["--group", "g1", "put", service], input: Data("v")).status == 0)
+            }
+            let key = scratch.vault + "/groups/g1/group.key"
+            let sound = try Data(contentsOf: URL(fileURLWithPath: key))
+            try Data(repeating: 0x41, count: sound.count).write(to: URL(fileURLWithPath: key))
+            let check = try scratch.run(["check"])
+            #expect(check.status == 6 && check.errors.contains("group.key"), "\(check.errors)")
+            #expect(!check.errors.contains("--remove-damaged` removes"), "\(check.errors)")
+            _ = try scratch.run(["check", "--remove-damaged"])
+            let rm = try scratch.run(["--group", "g1", "rm", "s1"])
+            #expect(rm.status != 0, "\(rm.errors)")
+            let left = try FileManager.default.contentsOfDirectory(atPath: scratch.vault + "/groups/g1")
+            #expect(left.filter { $0.hasSuffix(".item") }.count == 2, "sound items were removed: \(left)")
+            try sound.write(to: URL(fileURLWithPath: key))
+            #expect(try scratch.run(["--group", "g1", "get", "s1"]).text == "v")
+            #expect(try scratch.run(["--group", "g1", "get", "s2"]).text == "v")
+        }
+    }
+
     /// Names are bounded (a documented limit), and an error line does not echo a long one in full.
     @Test func namesAreBoundedAndEchoesCut() throws {
         try withScratch(initialized: true) { scratch in
