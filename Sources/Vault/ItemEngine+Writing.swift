@@ -118,6 +118,7 @@ extension ItemEngine {
         let deleted = try translatingStoreErrors { () throws(StoreError) in
             try store.deletedGeneration(of: ItemLocation(group: group.name, id: id))
         }
+        // Bounded by the store (below 2^62), so the next one cannot overflow.
         return (deleted ?? 0) + 1
     }
 }

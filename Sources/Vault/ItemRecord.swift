@@ -168,27 +168,33 @@ extension ItemRecord: Codable {
         case itemClass, attributes, data, created, modified, persistentID, generation
     }
 
-    /// Refuses a persistent id that is not `persistentIDByteCount` bytes: a record from a file, a
-    /// backup or a peer is bounded before anything counts its bytes.
-    static func checkPersistentID(_ persistentID: Data) throws(DecodingError) {
+    /// Refuses a persistent id that is not `persistentIDByteCount` bytes, and a generation at or above
+    /// the store's bound (2^62), which the next write's would overflow: a record from a file, a backup
+    /// or a peer is bounded before anything counts its bytes or adds to its numbers.
+    static func checkBounds(persistentID: Data, generation: UInt64) throws(DecodingError) {
         guard persistentID.count == persistentIDByteCount else {
             throw DecodingError.dataCorrupted(
                 .init(
                     codingPath: [],
                     debugDescription: "a persistent id of \(persistentID.count) bytes, not \(persistentIDByteCount)"))
         }
+        guard generation < ItemHistory.maximumGeneration else {
+            throw DecodingError.dataCorrupted(
+                .init(codingPath: [], debugDescription: "generation \(generation), above what any write makes"))
+        }
     }
 
     init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         let persistentID = try c.decode(Data.self, forKey: .persistentID)
-        try Self.checkPersistentID(persistentID)
+        let generation = try c.decode(UInt64.self, forKey: .generation)
+        try Self.checkBounds(persistentID: persistentID, generation: generation)
         self.init(
             itemClass: try c.decode(ItemClass.self, forKey: .itemClass),
             attributes: try c.decode(ItemAttributes.self, forKey: .attributes),
             data: try c.decode(Data.self, forKey: .data), created: try c.decode(Date.self, forKey: .created),
             modified: try c.decode(Date.self, forKey: .modified),
-            persistentID: persistentID, generation: try c.decode(UInt64.self, forKey: .generation))
+            persistentID: persistentID, generation: generation)
     }
 
     func encode(to encoder: any Encoder) throws {

@@ -104,7 +104,7 @@ enum ItemRecordCodec {
         let metadata =
             try ItemMetadataArchive.decode(key.bytes, maxSize: metadataOptions.maxSize)
             ?? VaultArchive.decode(Metadata.self, from: Array(key.bytes), options: metadataOptions)
-        try ItemRecord.checkPersistentID(metadata.persistentID)
+        try ItemRecord.checkBounds(persistentID: metadata.persistentID, generation: metadata.generation)
         var record = ItemRecord(
             itemClass: metadata.itemClass, attributes: metadata.attributes, data: Data(), created: metadata.created,
             modified: metadata.modified, persistentID: metadata.persistentID, generation: metadata.generation)

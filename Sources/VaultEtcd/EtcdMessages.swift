@@ -186,6 +186,10 @@ enum EtcdJSON {
         guard revision > 0 else {
             throw EtcdError(.malformedResponse, "etcd's answer has no revision in its header")
         }
+        // The next revision (a watch's start) must exist: etcd never gets near the end of Int64.
+        guard revision < Int64.max else {
+            throw EtcdError(.malformedResponse, "etcd's answer has revision \(revision), which no etcd reaches")
+        }
         return (revision, try text(header, "cluster_id"))
     }
 

@@ -91,13 +91,15 @@ extension EtcdReplica {
     }
 
     /// The generation a version key under `prefix` names; nil for any other key.
-    private static func generation(ofKey key: [UInt8], prefix: [UInt8]) -> UInt64? {
+    static func generation(ofKey key: [UInt8], prefix: [UInt8]) -> UInt64? {
         guard key.count == prefix.count + 16, key.starts(with: prefix) else { return nil }
         var generation: UInt64 = 0
         for digit in key[prefix.count...] {
             guard let value = Hex.value(ofDigit: digit) else { return nil }
             generation = generation << 4 | UInt64(value)
         }
-        return generation
+        // Above every generation a writer makes: a key that etcd (or whoever writes it) made up, which
+        // would overflow the numbering of the item's next version.
+        return generation < ItemHistory.maximumGeneration ? generation : nil
     }
 }

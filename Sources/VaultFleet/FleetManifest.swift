@@ -55,11 +55,16 @@ struct FleetManifest: Sendable, Equatable {
         return bytes
     }
 
+    /// Above every counter that writes reach (one a nanosecond for a century is below 2^62): a counter
+    /// at the end of `UInt64` would overflow the next write's, so it is no manifest of ours.
+    static let maximumCounter: UInt64 = 1 << 62
+
     /// Parses `encoded()`'s bytes; nil when they are not a manifest.
     static func decode(_ bytes: [UInt8]) -> FleetManifest? {
         let header = magic.count + 12
         guard bytes.count >= header, Array(bytes[..<magic.count]) == magic else { return nil }
         let counter = UInt64(bigEndianBytes: bytes[magic.count..<magic.count + 8])
+        guard counter < maximumCounter else { return nil }
         let count = Int(UInt32(bigEndianBytes: bytes[magic.count + 8..<header]))
         let entry = ItemID.hashByteCount + digestByteCount + 8
         guard bytes.count == header + count * entry else { return nil }

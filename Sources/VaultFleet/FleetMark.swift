@@ -36,8 +36,8 @@ struct FleetMark: Sendable, Equatable {
         let text = String(decoding: bytes, as: UTF8.self)
         guard text.hasPrefix(header + " "), text.hasSuffix("\n") else { return nil }
         let fields = text.dropFirst(header.count + 1).dropLast().split(separator: " ", omittingEmptySubsequences: false)
-        guard fields.count == 2, let counter = UInt64(fields[0]), let digest = Hex.decode(String(fields[1])),
-            digest.count == FleetManifest.digestByteCount
+        guard fields.count == 2, let counter = UInt64(fields[0]), counter < FleetManifest.maximumCounter,
+            let digest = Hex.decode(String(fields[1])), digest.count == FleetManifest.digestByteCount
         else { return nil }
         return FleetMark(counter: counter, digest: digest)
     }

@@ -29,7 +29,7 @@ extension SecretService {
                 ("Label", .string(collectionLabel(group))),
                 ("Locked", .boolean(isLocked)),
                 ("Created", .uint64(0)),
-                ("Modified", .uint64(modified.map { UInt64(max(0, $0.timeIntervalSince1970)) } ?? 0)),
+                ("Modified", .uint64(Self.seconds(modified))),
             ]
         case .item(let group, let reference):
             let found = try item(reference, in: group)
@@ -47,7 +47,12 @@ extension SecretService {
         }
     }
 
-    static func seconds(_ date: Date?) -> UInt64 { date.map { UInt64(max(0, $0.timeIntervalSince1970)) } ?? 0 }
+    /// `date` in whole seconds since 1970 as the specification's `t`: 0 before 1970 or when unknown, and
+    /// held at the end of `UInt64` for a date beyond it (a restored backup's record can hold any date).
+    static func seconds(_ date: Date?) -> UInt64 {
+        guard let seconds = date?.timeIntervalSince1970, seconds > 0 else { return 0 }
+        return UInt64(exactly: seconds.rounded(.down)) ?? (seconds.isNaN ? 0 : .max)
+    }
 
     func property(_ name: String, of object: Object, interface: String) throws(ServiceError) -> DBusValue {
         guard let value = try properties(of: object, interface: interface).first(where: { $0.0 == name })?.1 else {

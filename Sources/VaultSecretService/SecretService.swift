@@ -287,7 +287,8 @@ package final class SecretService {
     }
 
     static func reference(fromPathElement element: Substring) -> PersistentReference? {
-        guard element.first == "i", element.count % 2 == 1 else { return nil }
+        // Bytes, not characters, are counted: two hex digits a byte.
+        guard element.first == "i", element.utf8.count % 2 == 1 else { return nil }
         let digits = Array(element.utf8.dropFirst())
         var bytes: [UInt8] = []
         for index in stride(from: 0, to: digits.count, by: 2) {

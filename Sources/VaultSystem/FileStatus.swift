@@ -75,7 +75,17 @@ public struct FileStatus: Sendable, Equatable {
         linkCount = UInt64(st.st_nlink)
         device = UInt64(st.st_dev)
         inode = UInt64(st.st_ino)
-        modificationNanoseconds = Int64(st.st_mtim.tv_sec) * 1_000_000_000 + Int64(st.st_mtim.tv_nsec)
-        changeNanoseconds = Int64(st.st_ctim.tv_sec) * 1_000_000_000 + Int64(st.st_ctim.tv_nsec)
+        modificationNanoseconds = Self.nanoseconds(st.st_mtim)
+        changeNanoseconds = Self.nanoseconds(st.st_ctim)
+    }
+
+    /// `time` in nanoseconds since the epoch, held at the ends of `Int64` (the years 1677 and 2262): a
+    /// file's owner can set any modification time (`touch -d 2300-01-01`), and file systems keep ones
+    /// far beyond; these are compared for change only.
+    static func nanoseconds(_ time: timespec) -> Int64 {
+        let (product, overflow) = Int64(time.tv_sec).multipliedReportingOverflow(by: 1_000_000_000)
+        if overflow { return time.tv_sec < 0 ? .min : .max }
+        let (sum, sumOverflow) = product.addingReportingOverflow(Int64(time.tv_nsec))
+        return sumOverflow ? .max : sum
     }
 }

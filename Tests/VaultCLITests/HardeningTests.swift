@@ -105,6 +105,30 @@ import VaultTestSupport
         }
     }
 
+    /// Numbers read from the disk that do not fit where they go are refused or held, never a trap (exit
+    /// 132): an item file's modification time past 2262 (its owner, a member for its own item, can set
+    /// any; ext4 keeps them to 2446), and a `rekey.journal` cut short after its path length.
+    @Test func outOfRangeNumbersOnDiskAreNoCrash() throws {
+        try withScratch(initialized: true) { scratch in
+            try #require(scratch.run(["put", "svc"], input: Data("v")).status == 0)
+            let group = scratch.vault + "/groups/vault"
+            let file = try #require(
+                try FileManager.default.contentsOfDirectory(atPath: group).first { $0.hasSuffix(".item") })
+            let touched = try scratch.shell("touch -d 2300-01-01 '\(group)/\(file)' && stat -c %Y '\(group)/\(file)'")
+            try #require(
+                touched.status == 0
+                    && (Int64(touched.text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 9_300_000_000)
+            #expect(try scratch.run(["get", "svc"]).text == "v")
+            #expect(try scratch.run(["ls"]).status == 0)
+
+            let journal = Data("VLTR".utf8) + Data([2, 0, 0, 0]) + Data(repeating: 0, count: 16) + Data([0, 1])
+            try journal.write(to: URL(fileURLWithPath: scratch.vault + "/rekey.journal"))
+            let get = try scratch.run(["get", "svc"])
+            #expect(
+                get.status == 6 && get.errors.contains("rekey.journal does not verify"), "\(get.status) \(get.errors)")
+        }
+    }
+
     /// Names are bounded (a documented limit), and an error line does not echo a long one in full.
     @Test func namesAreBoundedAndEchoesCut() throws {
         try withScratch(initialized: true) { scratch in

@@ -69,6 +69,8 @@ import Testing
         for (text, field) in [
             (#"{"header":"9"}"#, "header"), (#"{"header":{"revision":"9","cluster_id":7}}"#, "cluster_id"),
             (#"{"header":{"revision":"x"}}"#, "revision"),
+            // The next revision, where a watch starts, would overflow.
+            (#"{"header":{"revision":"9223372036854775807","cluster_id":"7"}}"#, "revision 9223372036854775807"),
         ] {
             try expectMalformed(text, naming: field) { answer throws(EtcdError) in _ = try EtcdJSON.header(answer) }
         }

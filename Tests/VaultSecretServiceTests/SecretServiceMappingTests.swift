@@ -126,4 +126,13 @@ import VaultDBus
         // (A wrong key's padding may pass by chance: what decrypts is never the secret.)
         #expect((try? other.decrypt(ciphertext, iv: iv)) != Array("secret".utf8))
     }
+
+    /// Dates go to D-Bus as whole seconds (`t`): one beyond `UInt64` (a restored backup's record can hold
+    /// any date) is held at its end, not a trap; before 1970 or unknown is 0.
+    @Test func datesOutsideUInt64AreHeld() {
+        #expect(SecretService.seconds(Date(timeIntervalSince1970: 1e300)) == .max)
+        #expect(SecretService.seconds(Date(timeIntervalSince1970: 1_700_000_000.5)) == 1_700_000_000)
+        #expect(SecretService.seconds(Date(timeIntervalSince1970: -5)) == 0)
+        #expect(SecretService.seconds(nil) == 0)
+    }
 }

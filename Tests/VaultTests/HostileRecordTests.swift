@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import VaultArchive
 import VaultCrypto
 import VaultStore
 import VaultTestSupport
@@ -82,6 +83,21 @@ import VaultTestSupport
             }
             #expect(
                 export?.status == .decode && export?.message.contains(words) == true, "\(String(describing: export))")
+        }
+    }
+
+    /// A record (sealed by a key holder, or in a backup) whose generation is at the end of `UInt64`: the
+    /// next write's generation would overflow, so it is refused as it is decoded, from a file or a backup.
+    @Test func aRecordWithAGenerationBeyondEveryWriteIsRefused() throws {
+        for generation in [UInt64.max, ItemHistory.maximumGeneration] {
+            let record = ItemRecord(
+                itemClass: .genericPassword, attributes: genp("svc", "acct", group: "g1"), data: Data("x".utf8),
+                created: Date(), modified: Date(), persistentID: Data(repeating: 7, count: 16), generation: generation)
+            let sealed = try ItemRecordCodec.encode(record)
+            let fromFile = #expect(throws: (any Error).self) { try ItemRecordCodec.decode(sealed, cache: nil) }
+            #expect("\(String(describing: fromFile))".contains("above what any write makes"))
+            let archived = try VaultArchive.encode(record)
+            #expect(throws: (any Error).self) { try VaultArchive.decode(ItemRecord.self, from: archived) }
         }
     }
 }

@@ -11,13 +11,13 @@ import VaultSystem
 /// a writer that dies at any point leaves it under one name or both, never none. The version that
 /// falls off the bound is renamed over the writer's spare, which then holds a file no name needs and is
 /// zeroed and reused as before.
-enum ItemHistory {
+package enum ItemHistory {
     static let prefix = ".v."
     /// The versions kept of each item before its current one (of a deleted item, before its tombstone)
     /// when the vault's marker does not say.
     static let defaultVersionsKept = 10
     /// Above every generation a writer makes (one a second for a billion years is below 2^55).
-    static let maximumGeneration: UInt64 = 1 << 62
+    package static let maximumGeneration: UInt64 = 1 << 62
     /// The most a vault may keep (what the marker's byte holds).
     package static let maximumVersionsKept = 254
 

@@ -82,7 +82,9 @@ struct RekeyJournal {
         case 2:
             guard bytes.count >= fixedHeaderByteCount + 2 else { return nil }
             let count = Int(UInt16(bigEndianBytes: bytes[fixedHeaderByteCount..<fixedHeaderByteCount + 2]))
-            guard count > 0, count <= maximumPathByteCount else { return nil }
+            guard count > 0, count <= maximumPathByteCount, bytes.count >= fixedHeaderByteCount + 2 + count else {
+                return nil
+            }
             return fixedHeaderByteCount + 2 + count
         default: return nil
         }
