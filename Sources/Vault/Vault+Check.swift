@@ -25,6 +25,10 @@ public struct ItemProblem: Sendable, Hashable, CustomStringConvertible {
     /// Whether the problem is a kept version of an item (its history), not an item file.
     public var isKeptVersion: Bool { version != nil }
 
+    /// Whether the problem is the group's, not one file's: its directory cannot be listed, or its
+    /// `group.key` cannot be read, so none of its items could be checked (they may all be sound).
+    public var concernsGroup: Bool { itemID == nil }
+
     init(path: String, group: String, status: VaultStatus, reason: String, itemID: ItemID? = nil) {
         self.path = path
         self.group = group
@@ -133,6 +137,8 @@ extension Vault {
             problems += verified.problems
             if let count = verified.itemCount {
                 groups.append(StoredGroup(group: AccessGroup(name), itemCount: count))
+                // Its versions need the key that its items could not get.
+                if verified.problems.contains(where: \.concernsGroup) { continue }
                 let versions = verifyVersions(name, lockedIsProblem: lockedIsProblem)
                 versionCount += versions.count
                 problems += versions.problems
@@ -183,7 +189,9 @@ extension Vault {
 
     /// Decrypts and decodes every item file of group `name`: how many there are (a damaged one
     /// counted) and the problems met; a directory that cannot be listed is a problem of its own, with
-    /// no count. A file of a locked class is counted, and a problem only when `lockedIsProblem`.
+    /// no count. A `group.key` that cannot be read is one problem for the group (its items are counted,
+    /// not checked), not one per item. A file of a locked class is counted, and a problem only when
+    /// `lockedIsProblem`.
     func verifyGroup(_ name: GroupName, lockedIsProblem: Bool) -> (itemCount: Int?, problems: [ItemProblem]) {
         let store = engine.store
         let group = AccessGroup(name)
@@ -217,6 +225,13 @@ extension Vault {
             } catch {
                 itemCount += 1
                 if error.status == .interactionNotAllowed && !lockedIsProblem { continue }
+                let keyPath = store.keyPath(of: name)
+                if (error.cause as? StoreError)?.path == keyPath {
+                    let reason = Self.reason(error.message, path: keyPath)
+                    problems.append(
+                        ItemProblem(path: keyPath, group: name.rawValue, status: error.status, reason: reason))
+                    return (ids.count, problems)
+                }
                 problems.append(ItemProblem(path: path, group: group, id: id, error: error))
             }
         }

@@ -94,6 +94,10 @@ import VaultTestSupport
             let check = try scratch.run(["check"])
             #expect(check.status == 6 && check.errors.contains("group.key"), "\(check.errors)")
             #expect(!check.errors.contains("--remove-damaged` removes"), "\(check.errors)")
+            // Said once, for the group, not as two damaged item files.
+            #expect(check.errors.components(separatedBy: "group.key").count == 2, "\(check.errors)")
+            #expect(check.errors.contains("group g1 was not checked"), "\(check.errors)")
+            #expect(try scratch.run(["check", "--json"]).text.contains(#""kind":"group""#))
             _ = try scratch.run(["check", "--remove-damaged"])
             let rm = try scratch.run(["--group", "g1", "rm", "s1"])
             #expect(rm.status != 0, "\(rm.errors)")

@@ -18,8 +18,10 @@ package struct CheckCommand: Sendable, Hashable {
             etcd keeps). Each damaged file is reported on standard error as `vault: PATH: why`,
             and the exit status is 6 (or that of the failure when no file failed authentication: 4 for
             an unsafe file, 7 for an input/output error, 5 for a file whose class key is locked).
-            Silent when all are sound. --json prints
-            {"groups", "items", "versions", "damaged": [{"path", "group", "reason"}]}.
+            A group whose `group.key` cannot be read (missing or damaged) is reported once, by that
+            file: its items are not checked, and never removed. Silent when all are sound. --json
+            prints {"groups", "items", "versions", "damaged": [{"path", "group", "reason", "kind"}]},
+            kind "item", "version" or "group".
             A damaged item cannot be read: `vault put SERVICE [ACCOUNT]` replaces it, `vault rm SERVICE
             [ACCOUNT]` removes it, and --remove-damaged removes, after listing them, every file that
             fails authentication (their secrets are lost: put them again, or `vault import --replace`
@@ -41,6 +43,9 @@ package struct CheckCommand: Sendable, Hashable {
             var path: String
             var group: String
             var reason: String
+            /// "item", "version", or "group" (the group could not be checked: `path` is its key file or
+            /// directory).
+            var kind: String
         }
         var groups: Int
         var items: Int
@@ -61,7 +66,11 @@ package struct CheckCommand: Sendable, Hashable {
             }
         }
         if json {
-            let damaged = report.problems.map { JSON.Damaged(path: $0.path, group: $0.group, reason: $0.reason) }
+            let damaged = report.problems.map {
+                JSON.Damaged(
+                    path: $0.path, group: $0.group, reason: $0.reason,
+                    kind: $0.concernsGroup ? "group" : $0.isKeptVersion ? "version" : "item")
+            }
             try context.write(
                 try Output.json(
                     JSON(
@@ -70,10 +79,7 @@ package struct CheckCommand: Sendable, Hashable {
                         removed: removeDamaged ? removed.map(\.path) : nil)))
         }
         guard !report.problems.isEmpty else { return }
-        let versionProblems = report.problems.filter(\.isKeptVersion).count
-        var failed = "\(report.problems.count - versionProblems) of \(report.itemCount) item files"
-        if versionProblems > 0 { failed += " and \(versionProblems) of \(report.versionCount) kept versions" }
-        failed += " failed verification"
+        let failed = Self.summary(report)
         guard removeDamaged else {
             var summary = failed
             if report.problems.contains(where: \.failedAuthentication) {
@@ -86,11 +92,36 @@ package struct CheckCommand: Sendable, Hashable {
         let removedPaths = Set(removed.map(\.path))
         let remaining = report.problems.filter { !removedPaths.contains($0.path) }
         let summary =
-            "\(failed); removed \(removed.count) damaged (their secrets are lost: put them again or import them from "
-            + "a backup)"
+            removed.isEmpty
+            ? "\(failed); nothing was removed"
+            : "\(failed); removed \(removed.count) damaged (their secrets are lost: put them again or import them "
+                + "from a backup)"
         guard remaining.isEmpty else {
             throw CLIError(ExitCode(problems: remaining), "check", summary + "; \(remaining.count) remain")
         }
         context.writeError(CLIError(.success, "check", summary))
+    }
+
+    /// "N of M item files and K of L kept versions failed verification", and the groups that could not
+    /// be checked at all (named above, each once, with the reason).
+    static func summary(_ report: VerificationReport) -> String {
+        let groups = report.problems.filter(\.concernsGroup).map(\.group)
+        let versionProblems = report.problems.filter(\.isKeptVersion).count
+        let itemProblems = report.problems.count - versionProblems - groups.count
+        var parts: [String] = []
+        if itemProblems > 0 || groups.isEmpty {
+            var failed = "\(itemProblems) of \(report.itemCount) item files"
+            if versionProblems > 0 { failed += " and \(versionProblems) of \(report.versionCount) kept versions" }
+            parts.append(failed + " failed verification")
+        } else if versionProblems > 0 {
+            parts.append("\(versionProblems) of \(report.versionCount) kept versions failed verification")
+        }
+        if !groups.isEmpty {
+            let names = groups.joined(separator: ", ")
+            parts.append(
+                (groups.count == 1 ? "group \(names) was" : "groups \(names) were")
+                    + " not checked: its items cannot be read until the file named above is restored or put right")
+        }
+        return parts.joined(separator: "; ")
     }
 }

@@ -117,7 +117,13 @@ package struct GroupListCommand: Sendable, Hashable {
         }
         try context.write(text)
         let problems = listing.problems
-        let files = problems.count == 1 ? "1 item file" : "\(problems.count) item files"
-        try context.report(problems, command: "group ls", summary: "\(files) failed verification (see `vault check`)")
+        let groups = problems.filter(\.concernsGroup).count
+        let files = problems.count - groups
+        var parts: [String] = []
+        if files > 0 { parts.append(files == 1 ? "1 item file" : "\(files) item files") }
+        if groups > 0 { parts.append(groups == 1 ? "1 group" : "\(groups) groups") }
+        try context.report(
+            problems, command: "group ls",
+            summary: parts.joined(separator: " and ") + " failed verification (see `vault check`)")
     }
 }

@@ -119,4 +119,7 @@ public final class VaultStore: Sendable {
 
     /// The path of the file of `item`, as messages name it.
     public func path(of item: ItemLocation) -> String { itemPath(item).string }
+
+    /// The path of `group`'s key file, as messages name it.
+    package func keyPath(of group: GroupName) -> String { (groupPath(group) / GroupKeyFile.fileName).string }
 }
