@@ -13,13 +13,16 @@ struct Context {
     let passphrases: PassphraseSource
     /// The external key, read before the tool took the identity of the vault's owner (`VaultOwner`).
     let preloadedKey: SymmetricKey?
+    /// The backup files root opened before it took the owner's identity (`RootOpenedFiles`).
+    let rootOpened: RootOpenedFiles
     /// How the vault reaches its fleet groups (`vault-fleet`'s etcd client); nil in the static `vault`,
     /// which hands a command that needs one to `vault-fleet` (`FleetHandoff`).
     let fleet: FleetClient?
 
     init(
         global: GlobalOptions, environment: [String: String], input: FileDescriptor, output: FileDescriptor,
-        errors: FileDescriptor, preloadedKey: SymmetricKey? = nil, fleet: FleetClient? = nil
+        errors: FileDescriptor, preloadedKey: SymmetricKey? = nil, rootOpened: RootOpenedFiles = .none,
+        fleet: FleetClient? = nil
     ) {
         self.fleet = fleet
         self.global = global
@@ -28,6 +31,7 @@ struct Context {
         self.output = output
         self.errors = errors
         self.preloadedKey = preloadedKey
+        self.rootOpened = rootOpened
         passphrases = PassphraseSource(
             descriptor: global.passphraseDescriptor.map { FileDescriptor(rawValue: $0) }, errors: errors)
     }

@@ -74,7 +74,7 @@ package enum VaultCLI {
                 global.vaultPath = owner.vaultPath
                 context = Context(
                     global: global, environment: environment, input: input, output: output, errors: errors,
-                    preloadedKey: owner.key, fleet: fleet)
+                    preloadedKey: owner.key, rootOpened: owner.files, fleet: fleet)
             }
             return try execute(invocation.command, in: context)
         } catch {

@@ -14,6 +14,8 @@ enum VaultOwner {
         let vaultPath: String
         /// The external key, read as root, if one is configured.
         let key: SymmetricKey?
+        /// The command's backup files that root opened (`RootOpenedFiles`).
+        let files: RootOpenedFiles
     }
 
     /// Takes the identity of the owner of the command's vault when root runs it and a directory on the
@@ -23,13 +25,14 @@ enum VaultOwner {
         guard ProcessIdentity.effectiveUserID == 0, touchesAVault(command) else { return nil }
         let creating: Bool
         if case .initialize = command { creating = true } else { creating = false }
-        return try actAsOwner(ofVaultAt: try context.vaultPath(), creatingKey: creating, in: context)
+        return try actAsOwner(ofVaultAt: try context.vaultPath(), creatingKey: creating, opening: command, in: context)
     }
 
-    /// The same for the vault at `path` (the credential helpers' too).
-    static func actAsOwner(ofVaultAt path: String, creatingKey: Bool, in context: Context) throws(CLIError)
-        -> Switch?
-    {
+    /// The same for the vault at `path` (the credential helpers' too); `command`'s backup files are
+    /// opened as root first (`RootOpenedFiles`).
+    static func actAsOwner(
+        ofVaultAt path: String, creatingKey: Bool, opening command: Command? = nil, in context: Context
+    ) throws(CLIError) -> Switch? {
         guard ProcessIdentity.effectiveUserID == 0 else { return nil }
         // Every component as written, links not followed: a user's symlink on the way (to a root-owned
         // vault, say) makes root act as that user, who cannot write what root's permissions protect.
@@ -57,6 +60,7 @@ enum VaultOwner {
                 throw CLIError(ExitCode(VaultError(error).status), path, error.description)
             }
         }
+        let files = try command.map(RootOpenedFiles.open) ?? .none
         do {
             try ProcessIdentity.become(
                 userID: owner, groupID: user.groupID, supplementaryGroups: UserDatabase.groupIDs(of: user))
@@ -64,7 +68,7 @@ enum VaultOwner {
             throw CLIError(
                 .accessDenied, path, "cannot act as \(user.name) (uid \(owner)), the vault's owner: \(error)")
         }
-        return Switch(vaultPath: path, key: key)
+        return Switch(vaultPath: path, key: key, files: files)
     }
 
     /// Whether the command opens, makes or changes a vault (help, version and completion do not).

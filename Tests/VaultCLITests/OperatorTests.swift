@@ -146,7 +146,7 @@ import VaultTestSupport
         let reader = FileDescriptor(rawValue: fds[0])
         defer { try? reader.close() }
         do {
-            _ = try ImportCommand.readRest(reader, limit: 4096)
+            _ = try ImportCommand.readRest(reader, limit: 4096, name: "standard input")
             Issue.record("read more than the limit")
         } catch {
             #expect(error.message.contains("more than"), "\(error.message)")

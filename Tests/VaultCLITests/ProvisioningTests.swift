@@ -105,6 +105,57 @@ import VaultTestSupport
         }
     }
 
+    /// Before: root acting as a service's owner opened `export`'s output and `--backup-key-file` as the
+    /// owner, so a backup key only root can read, and a backup directory only root can write, could not
+    /// be used. Root opens those first when no other user owns a directory on the way; a path through the
+    /// owner's own directory is still opened as the owner, who could point it anywhere.
+    @Test func rootBacksUpAServiceVaultWithItsOwnKeyAndDirectory() throws {
+        guard getuid() == 0 else {
+            print("SKIP rootBacksUpAServiceVaultWithItsOwnKeyAndDirectory: needs root (useradd)")
+            return
+        }
+        let user = "vault-bk-\(getpid())"
+        try #require(shell("useradd --system --no-create-home --shell /usr/sbin/nologin \(user)").status == 0)
+        defer { _ = try? shell("userdel \(user)") }
+        try withScratch { scratch in
+            let state = scratch.root + "/state"
+            let backups = scratch.root + "/backups"
+            let key = scratch.root + "/backup.key"
+            try #require(
+                shell(
+                    "chmod 755 \(scratch.root) && install -d -o \(user) -g \(user) -m 0700 \(state) "
+                        + "&& install -d -m 0700 \(backups) && head -c 32 /dev/urandom > \(key) && chmod 600 \(key)"
+                ).status == 0)
+            let vault = state + "/vault"
+            for arguments in [["init"], ["--app", "svc", "put", "db", "app"]] {
+                let run = try scratch.run(["--vault", vault] + arguments, input: Data("pw"), vaultOption: false)
+                try #require(run.status == 0, "\(run.errors)")
+            }
+            let export = try scratch.run(
+                ["--vault", vault, "export", "--backup-key-file", key, backups + "/b1"], vaultOption: false)
+            #expect(export.status == 0, "\(export.errors)")
+            #expect(try shell("stat -c '%U %a' \(backups)/b1").text == "root 600\n")
+
+            let restored = state + "/restored"
+            try #require(scratch.run(["--vault", restored, "init"], vaultOption: false).status == 0)
+            let imported = try scratch.run(
+                ["--vault", restored, "import", "--backup-key-file", key, backups + "/b1"], vaultOption: false)
+            #expect(imported.status == 0, "\(imported.errors)")
+            let read = try scratch.run(["--vault", restored, "--app", "svc", "get", "db", "app"], vaultOption: false)
+            #expect(read.text == "pw", "\(read.errors)")
+
+            // Into the owner's own directory: made as the owner, as before.
+            let own = try scratch.run(
+                ["--vault", vault, "export", "--backup-key-file", key, state + "/b2"], vaultOption: false)
+            #expect(own.status == 0, "\(own.errors)")
+            #expect(try shell("stat -c %U \(state)/b2").text == "\(user)\n")
+            // An existing file is never overwritten.
+            let again = try scratch.run(
+                ["--vault", vault, "export", "--backup-key-file", key, backups + "/b1"], vaultOption: false)
+            #expect(again.status == 3 && again.errors.contains("never overwrites"), "\(again.errors)")
+        }
+    }
+
     /// Before: a user's symlink on the way to a root-owned vault made root act as root there (the owner
     /// was looked up after the link), so the user steered root's writes into the system vault.
     @Test func aUsersSymlinkOnTheWayMakesRootActAsThatUser() throws {

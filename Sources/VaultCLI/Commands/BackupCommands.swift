@@ -79,7 +79,9 @@ package struct ExportCommand: Sendable, Hashable {
         }
         let vault = try context.openVault()
         let key: BackupKey
-        if let backupKeyFile {
+        if let rootKey = context.rootOpened.backupKey {
+            key = rootKey
+        } else if let backupKeyFile {
             key = try BackupOptions.load(backupKeyFile)
         } else {
             let what = toOutput ? "the backup on standard output" : "the backup \(path)"
@@ -95,6 +97,14 @@ package struct ExportCommand: Sendable, Hashable {
             try context.write(bytes: sealed.bytes)
             report = sealed.report
             destination = "standard output"
+        } else if let output = context.rootOpened.exportOutput {
+            // The file root made before it became the owner.
+            let sealed = try context.attempt(vault, "export") { () throws(VaultError) in
+                try vault.sealedBackup(key: key, leavingOutDamagedGroups: true)
+            }
+            try RootOpenedFiles.write(sealed.bytes, to: output)
+            report = sealed.report
+            destination = path
         } else {
             report = try context.attempt(vault, path) { () throws(VaultError) in
                 try vault.export(to: path, key: key, leavingOutDamagedGroups: true)
@@ -171,6 +181,8 @@ package struct ImportCommand: Sendable, Hashable {
     func run(in context: Context) throws(CLIError) {
         let fromInput = path == BackupOptions.stream
         let name = fromInput ? "standard input" : path
+        // A file root opened before it became the owner is read as a stream is.
+        let stream = context.rootOpened.importInput ?? (fromInput ? context.input : nil)
         if fromInput {
             if context.global.passphraseDescriptor == 0 {
                 throw CLIError(
@@ -188,10 +200,12 @@ package struct ImportCommand: Sendable, Hashable {
         var sealed: [UInt8] = []
         let sealing: BackupFile.Sealing
         do {
-            if fromInput {
-                let header = try Self.read(context.input, exactly: BackupFile.headerByteCount)
+            if let stream {
+                let header = try Self.read(stream, exactly: BackupFile.headerByteCount, name: name)
                 try Vault.inspectBackup(header: header, name: name)
-                sealed = header + (try Self.readRest(context.input, limit: BackupFile.maximumByteCount - header.count))
+                sealed =
+                    header
+                    + (try Self.readRest(stream, limit: BackupFile.maximumByteCount - header.count, name: name))
                 sealing = try Vault.checkBackup(sealed, name: name)
             } else {
                 sealing = try Vault.inspectBackup(at: path)
@@ -208,13 +222,17 @@ package struct ImportCommand: Sendable, Hashable {
         case (.passphrase, .some):
             throw CLIError(.usage, name, "the backup is sealed under a passphrase; import it without --backup-key-file")
         case (.keyFile, .some(let file)):
-            key = try BackupOptions.load(file)
+            if let rootKey = context.rootOpened.backupKey {
+                key = rootKey
+            } else {
+                key = try BackupOptions.load(file)
+            }
         case (.passphrase, nil):
             key = .passphrase(
                 try context.passphrase(PassphraseRequest(.openBackup, for: "the backup \(name)"), subject: name))
         }
         let report = try context.attempt(vault, name) { () throws(VaultError) in
-            fromInput
+            stream != nil
                 ? try vault.importBackup(sealed: sealed, name: name, key: key, replace: replace)
                 : try vault.importBackup(from: path, key: key, replace: replace)
         }
@@ -235,23 +253,23 @@ package struct ImportCommand: Sendable, Hashable {
     }
 
     /// The first `count` bytes of a stream (fewer only at its end): a backup's header, read before the rest.
-    static func read(_ input: FileDescriptor, exactly count: Int) throws(VaultError) -> [UInt8] {
+    static func read(_ input: FileDescriptor, exactly count: Int, name: String) throws(VaultError) -> [UInt8] {
         do {
             return try input.read(upTo: count)
         } catch {
-            throw VaultError(.io, "cannot read standard input: \(error)")
+            throw VaultError(.io, "cannot read \(name): \(error)")
         }
     }
 
     /// The rest of a stream, at most `limit` bytes.
-    static func readRest(_ input: FileDescriptor, limit: Int) throws(VaultError) -> [UInt8] {
+    static func readRest(_ input: FileDescriptor, limit: Int, name: String) throws(VaultError) -> [UInt8] {
         do {
             return try input.readAll(limit: limit)
         } catch  where error == .fileTooLarge {
             throw VaultError(
-                .decode, "standard input holds more than \(BackupFile.maximumByteCount) bytes: not a vault backup")
+                .decode, "\(name) holds more than \(BackupFile.maximumByteCount) bytes: not a vault backup")
         } catch {
-            throw VaultError(.io, "cannot read standard input: \(error)")
+            throw VaultError(.io, "cannot read \(name): \(error)")
         }
     }
 }
