@@ -109,6 +109,30 @@ import VaultTestSupport
         }
     }
 
+    /// A rekey needs every group's key (one it could not seal again would be lost with the old master
+    /// key): with one damaged or missing it changes nothing and says both ways out, and `group rm --force`,
+    /// one of them, removes such a group.
+    @Test func aRekeyNamesTheGroupItCannotOpenAndItsWaysOut() throws {
+        try withScratch(initialized: true) { scratch in
+            for group in ["g1", "g2", "g3"] {
+                try #require(scratch.run(["--group", group, "put", "s"], input: Data("v")).status == 0)
+            }
+            let damaged = scratch.vault + "/groups/g1/group.key"
+            try Data(repeating: 0x41, count: 136).write(to: URL(fileURLWithPath: damaged))
+            try FileManager.default.removeItem(atPath: scratch.vault + "/groups/g2/group.key")
+            for group in ["g1", "g2"] {
+                let rekey = try scratch.run(["rekey"])
+                #expect(rekey.status == 6, "\(rekey.errors)")
+                #expect(rekey.errors.contains("nothing was changed"), "\(rekey.errors)")
+                #expect(rekey.errors.contains("`vault group rm \(group) --force`"), "\(rekey.errors)")
+                let removed = try scratch.run(["group", "rm", group, "--force"])
+                #expect(removed.status == 0, "\(removed.errors)")
+            }
+            #expect(try scratch.run(["rekey"]).status == 0)
+            #expect(try scratch.run(["--group", "g3", "get", "s"]).text == "v")
+        }
+    }
+
     /// Numbers read from the disk that do not fit where they go are refused or held, never a trap (exit
     /// 132): an item file's modification time past 2262 (its owner, a member for its own item, can set
     /// any; ext4 keeps them to 2446), and a `rekey.journal` cut short after its path length.

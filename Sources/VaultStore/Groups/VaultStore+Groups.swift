@@ -344,7 +344,18 @@ extension VaultStore {
                         + "with them ("
                 throw StoreError(.invalidName, advice + "nothing was changed)", path: groupPath(group).string)
             }
-            let directory = try existingGroupDirectory(group)
+            let directory: FileDescriptor
+            do throws(StoreError) {
+                directory = try existingGroupDirectory(group)
+            } catch
+                where force && (error.code == .integrity || error.code == .missingKey)
+                && error.path == (groupPath(group) / GroupKeyFile.fileName).string
+            {
+                // A key file that is damaged or gone takes the items with it: --force removes them all.
+                // (One that another user put there is refused as unsafe, naming it, above.)
+                guard let found = try groupDirectory(group, create: false) else { return 0 }
+                directory = found
+            }
             let groupPath = groupPath(group)
             let names: [String]
             do throws(Errno) {

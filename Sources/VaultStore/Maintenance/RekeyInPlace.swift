@@ -37,11 +37,25 @@ extension VaultStore {
                     try VaultDirectory.removeTree(Self.newGroupKeyFileName, in: directory, path: groupPath(group))
                     try AtomicFile.syncDirectory(directory, path: groupPath(group))
                 }
-                guard let file = try loadGroupKeyFile(group) else {
+                let loaded: GroupKeyFile?
+                do throws(StoreError) {
+                    loaded = try loadGroupKeyFile(group)
+                } catch  where error.path == (groupPath(group) / GroupKeyFile.fileName).string {
+                    // A damaged or planted key file: sealed again under the new key it could never be, so
+                    // the group's items would be lost with the old key.
+                    throw StoreError(
+                        error.code,
+                        "\(error.message); vault will not rekey a vault with a group it cannot open (nothing was "
+                            + "changed): restore the file from a backup, or remove group \(group) with "
+                            + "`vault group rm \(group) --force` if its items may go",
+                        path: error.path, cause: error)
+                }
+                guard let file = loaded else {
                     try refuseItemsWithoutKey(
                         group,
                         "vault will not rekey a vault with a group it cannot open (nothing was changed); restore the "
-                            + "file from a backup")
+                            + "file from a backup, or remove group \(group) with `vault group rm \(group) --force` if "
+                            + "its items may go")
                     continue
                 }
                 groupFiles.append((group, file, directory))
