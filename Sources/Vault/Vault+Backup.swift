@@ -78,6 +78,20 @@ struct BackupBundle: Codable {
     static let readableVersions = 1...2
 }
 
+/// The first message of a streamed backup (`BackupStream`): the backup's own fields. Each message after
+/// it is one `BackupBundle.Item`.
+struct BackupFields: Codable {
+    /// 3: the first streamed version.
+    var version: Int
+    var created: Date
+    var sourceVaultID: Data
+    /// Every group of the vault, shared or private, as `BackupBundle.groups`.
+    var groups: [BackupBundle.Group]
+
+    /// The version this build writes and reads.
+    static let currentVersion = 3
+}
+
 /// Backups: every item of every group of the vault, sealed under a passphrase (Argon2id +
 /// XChaCha20-Poly1305) or a backup key file (`docs/FORMAT.md`). They are vault-wide operations for the owner of the vault's
 /// files, not scoped to the client's access groups.
@@ -102,9 +116,8 @@ extension Vault {
     public func export(to path: String, key: BackupKey, leavingOutDamagedGroups: Bool = false) throws(VaultError)
         -> ExportReport
     {
-        var (bytes, report) = try archiveEveryItem(leavingOutDamagedGroups: leavingOutDamagedGroups)
-        defer { bytes.wipe() }
-        try translatingStoreErrors { () throws(StoreError) in try BackupFile.write(bytes, to: path, key: key) }
+        let (sealed, report) = try sealEveryItem(key: key, leavingOutDamagedGroups: leavingOutDamagedGroups)
+        try translatingStoreErrors { () throws(StoreError) in try BackupFile.write(sealed: sealed, to: path) }
         return report
     }
 
@@ -113,14 +126,15 @@ extension Vault {
     public func sealedBackup(key: BackupKey, leavingOutDamagedGroups: Bool = false) throws(VaultError)
         -> SealedBackup
     {
-        var (bytes, report) = try archiveEveryItem(leavingOutDamagedGroups: leavingOutDamagedGroups)
-        defer { bytes.wipe() }
-        let sealed = try translatingStoreErrors { () throws(StoreError) in try BackupFile.seal(bytes, key: key) }
+        let (sealed, report) = try sealEveryItem(key: key, leavingOutDamagedGroups: leavingOutDamagedGroups)
         return SealedBackup(bytes: sealed, report: report)
     }
 
-    /// The archive of every item but the `…ThisDeviceOnly` ones (plaintext: the caller wipes it).
-    private func archiveEveryItem(leavingOutDamagedGroups: Bool) throws(VaultError) -> ([UInt8], ExportReport) {
+    /// Every item but the `…ThisDeviceOnly` ones, sealed under `key` as a streamed backup: the fields
+    /// first, then one message an item, each archive wiped once it is sealed.
+    private func sealEveryItem(key: BackupKey, leavingOutDamagedGroups: Bool) throws(VaultError)
+        -> ([UInt8], ExportReport)
+    {
         var items: [BackupBundle.Item] = []
         var leftOut = 0
         var leftOutDeviceIdentifiers = 0
@@ -155,169 +169,35 @@ extension Vault {
                 items.append(BackupBundle.Item(group: group.rawValue, record: item.record))
             }
         }
-        let bundle = BackupBundle(
-            version: 2, created: ItemRecord.now(), sourceVaultID: Data(engine.store.vaultID), items: items,
+        let fields = BackupFields(
+            version: BackupFields.currentVersion, created: ItemRecord.now(), sourceVaultID: Data(engine.store.vaultID),
             groups: try backupGroups(groupFile: Vault.systemGroupFile).filter { group in
                 !leftOutGroups.contains { $0.group == group.name }
             })
+        let writer = try translatingStoreErrors { () throws(StoreError) in try BackupStream.Writer(key: key) }
+        try add(fields, to: writer)
+        for item in items { try add(item, to: writer) }
+        let sealed = try translatingStoreErrors { () throws(StoreError) in try writer.finish() }
+        return (
+            sealed,
+            ExportReport(
+                exported: items.count, leftOut: leftOut, leftOutDeviceIdentifiers: leftOutDeviceIdentifiers,
+                leftOutGroups: leftOutGroups)
+        )
+    }
+
+    /// Archives `value` and seals it as the backup's next message; the archive is wiped.
+    private func add(_ value: some Encodable, to writer: BackupStream.Writer) throws(VaultError) {
+        var bytes: [UInt8]
         do {
-            let bytes = try VaultArchive.encode(
-                bundle, options: VaultArchive.Options(maxSize: BackupFile.maximumByteCount))
-            return (
-                bytes,
-                ExportReport(
-                    exported: items.count, leftOut: leftOut, leftOutDeviceIdentifiers: leftOutDeviceIdentifiers,
-                    leftOutGroups: leftOutGroups)
-            )
+            bytes = try VaultArchive.encode(
+                value, options: VaultArchive.Options(maxSize: BackupStream.maximumFrameByteCount))
         } catch let error as EncodingError {
             throw VaultError(.param, "cannot archive the backup: \(error.redactedDescription)")
         } catch {
             throw VaultError(.param, "cannot archive the backup: \(error)")
         }
-    }
-
-    /// Checks the backup at `path` without its passphrase or key and without reading it whole (a
-    /// regular file of a plausible size, the backup's magic, a version this build reads, an Argon2id
-    /// cost within `costCeiling`): what to run before asking for the passphrase. Says what the backup
-    /// is sealed under.
-    @discardableResult
-    public static func inspectBackup(at path: String, costCeiling: PassphraseKeyDerivation.Limits = .sensitive)
-        throws(VaultError) -> BackupFile.Sealing
-    {
-        try translatingStoreErrors { () throws(StoreError) in try BackupFile.inspect(at: path, ceiling: costCeiling) }
-    }
-
-    /// The same checks of the first `BackupFile.headerByteCount` bytes of a backup that comes on a
-    /// stream (named `name` in messages): what to run before reading the rest.
-    @discardableResult
-    public static func inspectBackup(
-        header: [UInt8], name: String, costCeiling: PassphraseKeyDerivation.Limits = .sensitive
-    ) throws(VaultError) -> BackupFile.Sealing {
-        try translatingStoreErrors { () throws(StoreError) in
-            try BackupFile.inspect(header: header, name: name, ceiling: costCeiling)
-        }
-    }
-
-    /// Every check of the whole backup `sealed` that needs no passphrase or key (size, checksum,
-    /// header): damage is reported as such before a passphrase is asked for.
-    @discardableResult
-    public static func checkBackup(
-        _ sealed: [UInt8], name: String, costCeiling: PassphraseKeyDerivation.Limits = .sensitive
-    ) throws(VaultError) -> BackupFile.Sealing {
-        try translatingStoreErrors { () throws(StoreError) in
-            try BackupFile.check(sealed, name: name, ceiling: costCeiling)
-        }
-    }
-
-    /// Adds the items of the backup at `path` to this vault with their attributes, dates and persistent
-    /// references. An item whose primary key exists is reported as a duplicate and left alone, unless
-    /// `replace` is set.
-    /// A backup that asks for more Argon2id work than `costCeiling` is refused before any work.
-    public func importBackup(
-        from path: String, passphrase: SecureBytes, replace: Bool = false,
-        costCeiling: PassphraseKeyDerivation.Limits = .sensitive
-    ) throws(VaultError) -> ImportReport {
-        try importBackup(from: path, key: .passphrase(passphrase), replace: replace, costCeiling: costCeiling)
-    }
-
-    /// Adds the items of the backup at `path`, opened with `key` (its passphrase or its backup key
-    /// file), as `importBackup(from:passphrase:replace:costCeiling:)` does.
-    public func importBackup(
-        from path: String, key: BackupKey, replace: Bool = false,
-        costCeiling: PassphraseKeyDerivation.Limits = .sensitive
-    ) throws(VaultError) -> ImportReport {
-        try importBackup(
-            from: path, key: key, replace: replace, costCeiling: costCeiling, groupFile: Vault.systemGroupFile)
-    }
-
-    /// `importBackup(from:key:replace:costCeiling:)` with the Unix groups of shared groups resolved in
-    /// `groupFile` (tests give their own).
-    func importBackup(
-        from path: String, key: BackupKey, replace: Bool, costCeiling: PassphraseKeyDerivation.Limits,
-        groupFile: String?
-    ) throws(VaultError) -> ImportReport {
-        let plaintext = try translatingStoreErrors { () throws(StoreError) in
-            try BackupFile.read(from: path, key: key, ceiling: costCeiling)
-        }
-        return try importBundle(plaintext, name: path, replace: replace, groupFile: groupFile)
-    }
-
-    /// Adds the items of the backup bytes `sealed` (read from a stream; `name` names it in messages),
-    /// opened with `key`, as `importBackup(from:key:replace:costCeiling:)` does.
-    public func importBackup(
-        sealed: [UInt8], name: String, key: BackupKey, replace: Bool = false,
-        costCeiling: PassphraseKeyDerivation.Limits = .sensitive
-    ) throws(VaultError) -> ImportReport {
-        let plaintext = try translatingStoreErrors { () throws(StoreError) in
-            try BackupFile.open(sealed, name: name, key: key, ceiling: costCeiling)
-        }
-        return try importBundle(plaintext, name: name, replace: replace, groupFile: Vault.systemGroupFile)
-    }
-
-    private func importBundle(_ plaintext: SecureBytes, name path: String, replace: Bool, groupFile: String?)
-        throws(VaultError) -> ImportReport
-    {
-        let bundle: BackupBundle
-        do {
-            bundle = try plaintext.withTransientCopy { bytes in
-                try VaultArchive.decode(
-                    BackupBundle.self, from: bytes, options: VaultArchive.Options(maxSize: BackupFile.maximumByteCount))
-            }
-        } catch {
-            throw VaultError(.decode, "\(path) opened but does not hold a vault backup: \(error)", cause: error)
-        }
-        guard BackupBundle.readableVersions.contains(bundle.version) else {
-            throw VaultError(
-                .decode,
-                "\(path) is a backup of version \(bundle.version); this build reads versions "
-                    + "\(BackupBundle.readableVersions.lowerBound) to \(BackupBundle.readableVersions.upperBound)")
-        }
-        // The groups first, as the backup records them: a shared group is made shared, or refused.
-        let preparation = try prepareGroups(of: bundle, name: path, groupFile: groupFile)
-        let groups = Set(bundle.items.compactMap { try? AccessGroup($0.group) })
-        var report = try withWriteLock(groups: [], creating: Array(groups)) { tx throws(VaultError) in
-            var imported = 0
-            var replaced = 0
-            var duplicates: [String] = []
-            var persistentIDs: [AccessGroup: Set<Data>] = [:]
-            for item in bundle.items {
-                let group = try AccessGroup(item.group)
-                var record = item.record
-                let id = try engine.itemID(group, record.primaryKey, writing: true)
-                if let existing = try engine.load(group, id) {
-                    guard replace else {
-                        duplicates.append(engine.describe(record.itemClass, record.attributes, group: group))
-                        continue
-                    }
-                    // The replacement is the item's next version: its history moves forward, never back.
-                    record.generation = existing.generation &+ 1
-                    record.persistentID = existing.persistentID
-                    try engine.save(record, group: group, id: id, in: tx)
-                    replaced += 1
-                    continue
-                }
-                // A persistent id that another item of the group already has (a backup imported twice,
-                // after a rename) would make two items one: such an item gets a fresh id.
-                if persistentIDs[group] == nil {
-                    persistentIDs[group] = Set(try engine.scan(group) { _ in true }.items.map(\.record.persistentID))
-                }
-                if persistentIDs[group]!.contains(record.persistentID) {
-                    do {
-                        record.persistentID = Data(try SecureRandom.bytes(count: 16))
-                    } catch {
-                        throw VaultError(.notAvailable, "cannot make a persistent id: \(error)")
-                    }
-                }
-                persistentIDs[group]!.insert(record.persistentID)
-                // On the name of a deleted item, after that item's versions.
-                record.generation = max(record.generation, try engine.firstGeneration(group, id))
-                try engine.save(record, group: group, id: id, in: tx)
-                imported += 1
-            }
-            return ImportReport(imported: imported, replaced: replaced, duplicates: duplicates)
-        }
-        report.madeGroups = preparation.made
-        report.differingGroups = preparation.differing
-        return report
+        defer { bytes.wipe() }
+        try translatingStoreErrors { () throws(StoreError) in try writer.add(bytes) }
     }
 }

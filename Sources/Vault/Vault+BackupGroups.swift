@@ -53,10 +53,10 @@ extension Vault {
     /// and any refusal leaves the vault as it was: a Unix group this machine does not know, or one that
     /// this process may not give a directory to (not root, not a member), is refused with the fix. A
     /// shared group is never made private in silence. A group that exists keeps its own sharing (reported when it differs).
-    func prepareGroups(of bundle: BackupBundle, name path: String, groupFile: String?) throws(VaultError)
-        -> GroupPreparation
+    func prepareGroups(_ recordedGroups: [BackupBundle.Group]?, name path: String, groupFile: String?)
+        throws(VaultError) -> GroupPreparation
     {
-        guard let groups = bundle.groups, !groups.isEmpty else { return GroupPreparation() }
+        guard let groups = recordedGroups, !groups.isEmpty else { return GroupPreparation() }
         let store = engine.store
         var preparation = GroupPreparation()
         var toMake: [(group: AccessGroup, unixGroup: UInt32?, description: String)] = []

@@ -47,11 +47,14 @@ extension FileDescriptor {
         }
     }
 
-    /// Opens a new regular file in this directory that has no name (`O_TMPFILE`, write-only): it
-    /// vanishes with its last descriptor until `link(unnamed:as:)` names it, so a process killed while
-    /// writing it leaves nothing. `EOPNOTSUPP` (or `EISDIR`) where the file system cannot.
-    public func openUnnamedFile(permissions: FilePermissions = .ownerReadWrite) throws(Errno) -> FileDescriptor {
-        let flags = vsys_o_tmpfile() | O_WRONLY | O_CLOEXEC
+    /// Opens a new regular file in this directory that has no name (`O_TMPFILE`; write-only, or also for
+    /// reading back when `readable`): it vanishes with its last descriptor until `link(unnamed:as:)` names
+    /// it, so a process killed while writing it leaves nothing. `EOPNOTSUPP` (or `EISDIR`) where the file
+    /// system cannot.
+    public func openUnnamedFile(permissions: FilePermissions = .ownerReadWrite, readable: Bool = false)
+        throws(Errno) -> FileDescriptor
+    {
+        let flags = vsys_o_tmpfile() | (readable ? O_RDWR : O_WRONLY) | O_CLOEXEC
         let fd = try retryingOnInterrupt(.open) { Glibc.openat(rawValue, ".", flags, permissions.rawValue) }
         return try Self.aboveStandardStreams(fd)
     }

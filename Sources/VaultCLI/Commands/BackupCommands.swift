@@ -198,15 +198,23 @@ package struct ImportCommand: Sendable, Hashable {
         // Everything that needs no key is checked first: a file that is no backup, is too large, or asks
         // for too much Argon2id work is refused before a passphrase is asked for or it is read whole.
         var sealed: [UInt8] = []
+        var spooled: SpooledBackup?
         let sealing: BackupFile.Sealing
         do {
             if let stream {
                 let header = try Self.read(stream, exactly: BackupFile.headerByteCount, name: name)
                 try Vault.inspectBackup(header: header, name: name)
-                sealed =
-                    header
-                    + (try Self.readRest(stream, limit: BackupFile.maximumByteCount - header.count, name: name))
-                sealing = try Vault.checkBackup(sealed, name: name)
+                if Vault.isStreamedBackup(header: header) {
+                    // Copied into a file of the vault's a part at a time: memory does not grow with it.
+                    let spool = try vault.spoolBackup(from: stream, header: header, name: name)
+                    spooled = spool
+                    sealing = spool.sealing
+                } else {
+                    sealed =
+                        header
+                        + (try Self.readRest(stream, limit: BackupFile.maximumByteCount - header.count, name: name))
+                    sealing = try Vault.checkBackup(sealed, name: name)
+                }
             } else {
                 sealing = try Vault.inspectBackup(at: path)
             }
@@ -232,7 +240,8 @@ package struct ImportCommand: Sendable, Hashable {
                 try context.passphrase(PassphraseRequest(.openBackup, for: "the backup \(name)"), subject: name))
         }
         let report = try context.attempt(vault, name) { () throws(VaultError) in
-            stream != nil
+            if let spooled { return try vault.importBackup(spooled, key: key, replace: replace) }
+            return stream != nil
                 ? try vault.importBackup(sealed: sealed, name: name, key: key, replace: replace)
                 : try vault.importBackup(from: path, key: key, replace: replace)
         }

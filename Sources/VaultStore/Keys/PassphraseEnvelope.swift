@@ -27,6 +27,9 @@ struct PassphraseEnvelope {
     let what: String
     /// Whether kdf 2 (a raw key) is accepted: for backups, never for a wrapped `master.key`.
     var acceptsRawKey = false
+    /// The version of the envelope whose payload is a secret stream of messages (`BackupStream`), where
+    /// there is one: backups only.
+    var streamVersion: UInt8? = nil
 
     /// What seals (or opens) an envelope.
     enum Key {
@@ -62,26 +65,34 @@ struct PassphraseEnvelope {
             throw StoreError(.invalidName, "\(what) is sealed under a passphrase only, never a key file")
         }
         do {
-            let salt = try SecureRandom.bytes(count: PassphraseKeyDerivation.saltByteCount)
             let nonce = try XChaCha20Poly1305.randomNonce()
-            var header = magic
-            let key: SymmetricKey
-            switch sealing {
-            case .passphrase(let passphrase, let limits):
-                header += [1, Self.argon2id, 1, 0]
-                header.appendBigEndian(UInt32(truncatingIfNeeded: limits.operations))
-                header.appendBigEndian(limits.memoryBytes)
-                key = try PassphraseKeyDerivation.deriveKey(passphrase: passphrase, salt: salt, limits: limits)
-            case .raw(let raw):
-                header += [1, Self.rawKey, 1, 0] + [UInt8](repeating: 0, count: 12)
-                key = try KeyDerivation.subkey(of: raw, domain: Self.rawKeyDomain, context: salt)
-            }
-            header += salt + nonce
+            var (header, key) = try headerPrefix(sealing, version: 1, cipher: 1)
+            header += nonce
             let body = header + (try encrypt(key, nonce, header))
             return body + (try Self.checksum(body))
         } catch {
             throw StoreError.crypto(error, "cannot seal \(what)")
         }
+    }
+
+    /// The first 36 bytes of a header for `sealing` (magic, version, kdf, cipher, cost, a fresh salt) and
+    /// the key it derives: what comes after them (24 bytes: a nonce, or a secret stream's header) is the
+    /// caller's.
+    func headerPrefix(_ sealing: Key, version: UInt8, cipher: UInt8) throws(CryptoError) -> ([UInt8], SymmetricKey) {
+        let salt = try SecureRandom.bytes(count: PassphraseKeyDerivation.saltByteCount)
+        var header = magic
+        let key: SymmetricKey
+        switch sealing {
+        case .passphrase(let passphrase, let limits):
+            header += [version, Self.argon2id, cipher, 0]
+            header.appendBigEndian(UInt32(truncatingIfNeeded: limits.operations))
+            header.appendBigEndian(limits.memoryBytes)
+            key = try PassphraseKeyDerivation.deriveKey(passphrase: passphrase, salt: salt, limits: limits)
+        case .raw(let raw):
+            header += [version, Self.rawKey, cipher, 0] + [UInt8](repeating: 0, count: 12)
+            key = try KeyDerivation.subkey(of: raw, domain: Self.rawKeyDomain, context: salt)
+        }
+        return (header + salt, key)
     }
 
     /// Checks what can be checked without the passphrase or key: magic, version, algorithms, and that
@@ -95,12 +106,17 @@ struct PassphraseEnvelope {
         guard bytes.count >= Self.headerByteCount, isSealed(bytes) else {
             throw StoreError(.integrity, "\(path) is not \(what) (bad magic or too short)", path: path)
         }
-        guard bytes[4] == 1 else {
+        let newest: UInt8 = streamVersion ?? 1
+        guard (1...newest).contains(bytes[4]) else {
             throw StoreError(
-                .unsupportedFormat, "\(path) has version \(bytes[4]); this build reads version 1", path: path)
+                .unsupportedFormat,
+                "\(path) has version \(bytes[4]); this build reads version\(newest == 1 ? "" : "s 1 and") \(newest)",
+                path: path)
         }
         let kdf = bytes[5]
-        guard kdf == Self.argon2id || (kdf == Self.rawKey && acceptsRawKey), bytes[6] == 1, bytes[7] == 0 else {
+        // Version 1 seals one message (cipher 1); the stream version, messages in a secret stream (cipher 2).
+        let cipher: UInt8 = bytes[4] == 1 ? 1 : 2
+        guard kdf == Self.argon2id || (kdf == Self.rawKey && acceptsRawKey), bytes[6] == cipher, bytes[7] == 0 else {
             throw StoreError(.unsupportedFormat, "\(path) names an unknown key derivation or cipher", path: path)
         }
         if kdf == Self.rawKey {
@@ -162,38 +178,43 @@ struct PassphraseEnvelope {
     ) throws(StoreError) -> SecureBytes {
         let body = try check(bytes, path: path, ceiling: ceiling)
         let header = Array(bytes[0..<Self.headerByteCount])
-        let salt = Array(bytes[20..<36])
         let nonce = Array(bytes[36..<60])
-        let key: SymmetricKey
-        let wrongKey: String
-        switch (opening, bytes[5]) {
+        let (key, wrongKey) = try Self.key(opening, header: header, path: path)
+        do {
+            return try XChaCha20Poly1305.open(
+                body, from: Self.headerByteCount, key: key, nonce: nonce, associatedData: header)
+        } catch {
+            throw StoreError(.wrongPassphrase, wrongKey, path: path)
+        }
+    }
+
+    /// The key that `opening` derives for the envelope whose header is `header` (its kdf, limits and
+    /// salt), and what to say when that key does not open it. `opening` must be of the kind the header
+    /// names: a passphrase for kdf 1, a key file for kdf 2.
+    static func key(_ opening: Key, header: [UInt8], path: String) throws(StoreError) -> (SymmetricKey, String) {
+        let salt = Array(header[20..<36])
+        switch (opening, header[5]) {
         case (.passphrase(let passphrase, _), Self.argon2id):
             do {
-                key = try PassphraseKeyDerivation.deriveKey(
-                    passphrase: passphrase, salt: salt, limits: Self.limits(bytes))
+                let key = try PassphraseKeyDerivation.deriveKey(
+                    passphrase: passphrase, salt: salt, limits: Self.limits(header))
+                return (key, "wrong passphrase for \(path)")
             } catch {
                 throw StoreError.crypto(error, "cannot derive the key of \(path)")
             }
-            wrongKey = "wrong passphrase for \(path)"
         case (.raw(let raw), Self.rawKey):
             do {
-                key = try KeyDerivation.subkey(of: raw, domain: Self.rawKeyDomain, context: salt)
+                let key = try KeyDerivation.subkey(of: raw, domain: Self.rawKeyDomain, context: salt)
+                return (key, "the key file given does not open \(path): it was sealed under another key file")
             } catch {
                 throw StoreError.crypto(error, "cannot derive the key of \(path)")
             }
-            wrongKey = "the key file given does not open \(path): it was sealed under another key file"
         case (.passphrase, _):
             throw StoreError(
                 .invalidName, "\(path) is sealed under a key file, not a passphrase; give that key file", path: path)
         case (.raw, _):
             throw StoreError(
                 .invalidName, "\(path) is sealed under a passphrase, not a key file; give that passphrase", path: path)
-        }
-        do {
-            return try XChaCha20Poly1305.open(
-                body, from: Self.headerByteCount, key: key, nonce: nonce, associatedData: header)
-        } catch {
-            throw StoreError(.wrongPassphrase, wrongKey, path: path)
         }
     }
 

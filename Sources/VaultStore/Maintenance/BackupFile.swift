@@ -33,7 +33,8 @@ public struct BackupKey: Sendable {
 /// (a `PassphraseEnvelope` with magic "VLTX"), written once (never over an existing file), 0600,
 /// durably; or the same bytes on a stream (`vault export -`).
 public enum BackupFile {
-    static let envelope = PassphraseEnvelope(magic: Array("VLTX".utf8), what: "a vault backup", acceptsRawKey: true)
+    static let envelope = PassphraseEnvelope(
+        magic: Array("VLTX".utf8), what: "a vault backup", acceptsRawKey: true, streamVersion: BackupStream.version)
     /// The largest backup read back (1 GiB).
     public static let maximumByteCount = 1 << 30
     /// The bytes of a backup's header: what `inspect(header:name:)` needs.
@@ -56,7 +57,11 @@ public enum BackupFile {
 
     /// Seals `payload` under `key` and writes it to `path`, which must not exist yet.
     public static func write(_ payload: [UInt8], to path: String, key: BackupKey) throws(StoreError) {
-        let sealed = try seal(payload, key: key)
+        try write(sealed: try seal(payload, key: key), to: path)
+    }
+
+    /// Writes the sealed backup `sealed` to `path`, which must not exist (0600, durably).
+    public static func write(sealed: [UInt8], to path: String) throws(StoreError) {
         let file = FilePath(path)
         let directoryPath = file.parent
         let directory = try VaultDirectory.openOutside(directoryPath, verb: "open the directory of the backup")
@@ -135,6 +140,9 @@ public enum BackupFile {
     ) throws(StoreError) -> SecureBytes {
         guard sealed.count <= maximumByteCount else {
             throw StoreError(.integrity, "\(name) is more than \(maximumByteCount) bytes: not a vault backup")
+        }
+        guard !BackupStream.isStreamed(sealed) else {
+            throw StoreError(.unsupportedFormat, "\(name) is a streamed backup: open it with `BackupStream.Reader`")
         }
         return try envelope.open(sealed, key: key.key, path: name, ceiling: ceiling)
     }
