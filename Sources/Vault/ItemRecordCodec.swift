@@ -70,6 +70,12 @@ enum ItemRecordCodec {
         return entry
     }
 
+    /// Where the secret is in a plaintext that `decode` read.
+    static func secretRange(of bytes: [UInt8]) -> Range<Int> {
+        let length = Int(UInt32(bigEndianBytes: bytes[0..<4]))
+        return (4 + length)..<bytes.count
+    }
+
     /// The version in a plaintext, for the store's recovery of interrupted moves (no cache: rare);
     /// nil for a plaintext that does not decode.
     @Sendable static func version(of bytes: [UInt8]) -> ItemVersion? {
@@ -86,7 +92,9 @@ enum ItemRecordCodec {
     /// this handle encoded them), so an entry is reused only while a file holds byte-for-byte the same
     /// metadata: never stale, whoever wrote the file, and never holding a secret (its records have
     /// empty data).
-    static func decode(_ bytes: [UInt8], cache: BoundedCache<MetadataBytes, ItemRecord>?) throws -> ItemRecord {
+    static func decode(
+        _ bytes: [UInt8], cache: BoundedCache<MetadataBytes, ItemRecord>?, keepingSecret: Bool = true
+    ) throws -> ItemRecord {
         guard bytes.count >= 4 else {
             throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "record of \(bytes.count) bytes"))
         }
@@ -98,7 +106,8 @@ enum ItemRecordCodec {
         // A slice of the plaintext to look up with; the key that goes into the cache is a copy of its
         // own, so the cache never keeps the plaintext (which holds the secret) alive.
         let lookup = MetadataBytes(bytes[4..<(4 + length)])
-        let secret = Data(bytes[(4 + length)...])
+        // Without the secret (`keepingSecret` false), the caller takes it from `secretRange` itself.
+        let secret = keepingSecret ? Data(bytes[(4 + length)...]) : Data()
         if let cached = cache?[lookup] { return cached.with(data: secret) }
         let key = MetadataBytes(copying: lookup.bytes)
         let metadata =

@@ -264,6 +264,15 @@ struct Context {
     }
 
     /// Writes bytes to standard output.
+    /// Writes `secret` to standard output from its secure memory, with no copy on the way.
+    func write(secret: SecureBytes) throws(CLIError) {
+        do {
+            try secret.withSpan { (span) throws(Errno) in try output.writeAll(span) }
+        } catch {
+            throw CLIError(.io, "standard output", "\(error)")
+        }
+    }
+
     func write(bytes: [UInt8]) throws(CLIError) {
         do {
             try output.writeAll(bytes)

@@ -140,6 +140,19 @@ public final class SecureBytes: @unchecked Sendable {
         }
     }
 
+    /// Copies the bytes of `bytes` in `range` into secure memory (no copy of them on the way). The
+    /// caller remains responsible for wiping its own copy.
+    public convenience init(copying bytes: [UInt8], range: Range<Int>) throws(CryptoError) {
+        precondition(range.lowerBound >= 0 && range.upperBound <= bytes.count, "range outside the bytes")
+        do {
+            try self.init(exactly: range.count) { (buffer) throws(Never) in
+                bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[range])) }
+            }
+        } catch {
+            throw error.allocationError
+        }
+    }
+
     /// Copies `bytes` into secure memory and wipes the array's storage.
     public convenience init(consuming bytes: inout [UInt8]) throws(CryptoError) {
         defer {

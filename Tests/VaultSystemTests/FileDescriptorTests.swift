@@ -18,6 +18,13 @@ import VaultTestSupport
             let back = try input.readAll(limit: 1 << 20)
             try input.close()
             #expect(back == payload)
+            // The wiping read (for secrets) reads the same bytes past its first buffer, within its limit.
+            let again = try fd.openAt("file", .readOnly)
+            #expect(try again.readAllWiping(limit: 1 << 20) == payload)
+            try again.close()
+            let short = try fd.openAt("file", .readOnly)
+            #expect(throws: Errno.fileTooLarge) { try short.readAllWiping(limit: 99_999) }
+            try short.close()
             #expect(try fd.statusAt("file").permissions == .ownerReadWrite)
             #expect(try fd.statusAt("file").kind == .regular)
             #expect(try fd.statusAt("file").size == 100_000)

@@ -346,4 +346,27 @@ struct Credentials: Codable, Equatable {
             #expect(error.map { "\($0)" }?.contains(marker) == false)
         }
     }
+
+    /// `secureSecret(for:)` (what `vault get` reads with) finds what `copyMatching` finds, the secret in
+    /// secure memory and the item without it; a miss is `itemNotFound`, a partial key `param`.
+    @Test func aSecretReadIntoSecureMemoryIsTheOneCopyMatchingFinds() throws {
+        try withTemporaryVault { t in
+            let vault = try t.open()
+            try vault.set("s3cret", for: try ItemKey(service: "svc", account: "acct"))
+            let query = Query.genericPassword(service: "svc", account: "acct")
+            let found = try vault.secureSecret(for: query)
+            #expect(found.secret.unprotectedCopy() == Array("s3cret".utf8))
+            #expect(found.item.data == nil && found.item.attributes.account == "acct")
+            #expect(
+                found.item.persistentReference
+                    == (try vault.copyMatching(query, returning: [.attributes]))[0]
+                    .persistentReference)
+            #expect(
+                status { _ = try vault.secureSecret(for: .genericPassword(service: "svc", account: "x")) }
+                    == .itemNotFound)
+            var partial = query
+            partial.attributes.account = nil
+            #expect(status { _ = try vault.secureSecret(for: partial) } == .param)
+        }
+    }
 }

@@ -65,15 +65,25 @@ package struct GetCommand: Sendable, Hashable {
             guard var secret = data else {
                 throw CLIError(.notFound, name.description, "has no version \(version); `vault history` lists them")
             }
-            defer { secret.wipe() }
-            try context.write(bytes: [UInt8](secret))
+            var bytes = [UInt8](secret)
+            defer {
+                secret.wipe()
+                bytes.wipe()
+            }
+            try context.write(bytes: bytes)
             if context.output.isTerminal { try context.write("\n") }
             return
         }
+        // The secret alone goes from the file into secure memory and from there to standard output; the
+        // JSON's text is built from a copy (docs/OPERATIONS.md, "Where a secret is in memory").
+        var secure: SecureBytes?
         let item: MatchedItem
         do {
             item = try context.attempt(vault, name.description) { () throws(VaultError) in
-                try vault.copyMatching(name.query(group: group), returning: [.data, .attributes])[0]
+                if json { return try vault.copyMatching(name.query(group: group), returning: [.data, .attributes])[0] }
+                let found = try vault.secureSecret(for: name.query(group: group))
+                secure = found.secret
+                return found.item
             }
         } catch  where error.code == .notFound {
             context.writeError(error)
@@ -87,13 +97,13 @@ package struct GetCommand: Sendable, Hashable {
             }
             throw CLIError(.notFound, nil, "", reported: true)
         }
-        var secret = item.data ?? Data()
-        defer { secret.wipe() }
-        if json {
-            try context.write(try Output.json(ItemJSON(item, secret: secret)))
+        if let secure {
+            try context.write(secret: secure)
+            if context.output.isTerminal { try context.write("\n") }
             return
         }
-        try context.write(bytes: [UInt8](secret))
-        if context.output.isTerminal { try context.write("\n") }
+        var secret = item.data ?? Data()
+        defer { secret.wipe() }
+        try context.write(try Output.json(ItemJSON(item, secret: secret)))
     }
 }

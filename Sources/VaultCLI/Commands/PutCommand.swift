@@ -133,7 +133,7 @@ package struct PutCommand: Sendable, Hashable {
         }
         var bytes: [UInt8]
         do {
-            bytes = try input.readAll(limit: Self.maximumSecretByteCount)
+            bytes = try input.readAllWiping(limit: Self.maximumSecretByteCount)
         } catch  where error == .fileTooLarge {
             throw CLIError(.usage, "standard input", "the secret is larger than 16 MB (16000000 bytes)")
         } catch {

@@ -1,0 +1,50 @@
+import VaultCrypto
+import VaultStore
+
+extension Vault {
+    /// The secret of the item that `query` names by its full primary key, copied from the decrypted file
+    /// straight into secure memory (locked against swap, between guard pages, wiped when it goes), with
+    /// the item (its attributes, never its secret): for a caller that only writes the secret out (`vault
+    /// get`), so that no ordinary heap copy of it outlives the read. The file's plaintext is in ordinary
+    /// memory while it is decoded, and wiped then. The same search, checks and errors as
+    /// `copyMatching`'s of one item; a query without a full primary key is `param`.
+    package func secureSecret(for query: Query) throws(VaultError) -> (secret: SecureBytes, item: MatchedItem) {
+        guard let primaryKey = query.fullPrimaryKey else {
+            throw VaultError(.param, "a secret in secure memory is read by the item's full primary key")
+        }
+        /// The secret the decoding took, handed out of the store's read.
+        final class Taken {
+            var secret: SecureBytes?
+        }
+        for group in try searchGroups(query) {
+            let id: ItemID
+            do {
+                id = try engine.itemID(group, primaryKey)
+            } catch  where query.attributes.accessGroup == nil && error.isMissingGroup {
+                continue  // as `find` does: a group of the client's that the vault does not have holds nothing
+            }
+            let taken = Taken()
+            let engine = engine
+            let record = try engine.store.read(ItemLocation(group: group.name, id: id)) {
+                (bytes, path) throws(VaultError) -> ItemRecord in
+                let record = try engine.decode(bytes, path: path, keepingSecret: false)
+                do {
+                    taken.secret = try SecureBytes(copying: bytes, range: ItemRecordCodec.secretRange(of: bytes))
+                } catch {
+                    throw VaultError(.notAvailable, "cannot hold the secret in secure memory: \(error)", cause: error)
+                }
+                return record
+            }
+            guard let record, let secret = taken.secret else { continue }
+            guard query.matches(record, group: group) else {
+                // The file of this key holds another item's record: damage, not "not found".
+                guard record.primaryKey == primaryKey else {
+                    throw VaultError(.decode, "\(engine.filePath(group, id)): \(ItemEngine.misnamedRecord)")
+                }
+                continue
+            }
+            return (secret, MatchedItem(LocatedItem(group: group, id: id, record: record), returning: [.attributes]))
+        }
+        throw notFound(query)
+    }
+}
