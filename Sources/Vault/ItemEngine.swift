@@ -151,13 +151,8 @@ struct ItemEngine: Sendable {
     static let misnamedRecord = "the item's primary key does not match its file name"
 
     func decode(_ bytes: [UInt8], path: () -> String) throws(VaultError) -> ItemRecord {
-        try decode(bytes, path: path, keepingSecret: true)
-    }
-
-    /// `decode`; without the secret (an empty `data`) unless `keepingSecret`.
-    func decode(_ bytes: [UInt8], path: () -> String, keepingSecret: Bool) throws(VaultError) -> ItemRecord {
         do {
-            return try ItemRecordCodec.decode(bytes, cache: metadataCache, keepingSecret: keepingSecret)
+            return try ItemRecordCodec.decode(bytes, cache: metadataCache)
         } catch {
             throw VaultError(.decode, "\(path()) decrypted but is not a valid item record: \(error)", cause: error)
         }

@@ -27,7 +27,7 @@ extension Vault {
             let engine = engine
             let record = try engine.store.read(ItemLocation(group: group.name, id: id)) {
                 (bytes, path) throws(VaultError) -> ItemRecord in
-                let record = try engine.decode(bytes, path: path, keepingSecret: false)
+                let record = try engine.decodeWithoutSecret(bytes, path: path)
                 do {
                     taken.secret = try SecureBytes(copying: bytes, range: ItemRecordCodec.secretRange(of: bytes))
                 } catch {
@@ -46,5 +46,17 @@ extension Vault {
             return (secret, MatchedItem(LocatedItem(group: group, id: id, record: record), returning: [.attributes]))
         }
         throw notFound(query)
+    }
+}
+
+extension ItemEngine {
+    /// `decode` without the secret: the record's `data` is empty, and the caller takes the secret from
+    /// the plaintext itself (`ItemRecordCodec.secretRange`).
+    func decodeWithoutSecret(_ bytes: [UInt8], path: () -> String) throws(VaultError) -> ItemRecord {
+        do {
+            return try ItemRecordCodec.decode(bytes, cache: metadataCache, keepingSecret: false)
+        } catch {
+            throw VaultError(.decode, "\(path()) decrypted but is not a valid item record: \(error)", cause: error)
+        }
     }
 }
