@@ -1,4 +1,4 @@
-import Glibc
+internal import Glibc
 
 extension FileDescriptor {
     /// Reads the rest of the file as `readAll(limit:)` does, for a secret: every buffer let go on the
