@@ -6,17 +6,22 @@ import VaultSystem
 
 /// What a backup holds, read as the import needs it: its groups, and its items in order, as often as
 /// asked (a streamed backup opens its messages again each time, one at a time).
-/// A streamed backup copied from a stream into a file of the vault's and checked without its key
-/// (`Vault.spoolBackup`), ready to import.
+/// A streamed backup copied into a file of the vault's and checked without its key (`Vault.spoolBackup`),
+/// ready to import.
 package struct SpooledBackup {
     let reader: BackupStream.Reader
     /// What the backup is sealed under.
     package var sealing: BackupFile.Sealing { reader.sealing }
 }
 
+/// What a backup holds, read as the import needs it: the groups it records, the groups its items are
+/// in (every item read, and authenticated, to learn them), and its items in order once more (a streamed
+/// backup opens its messages again, one at a time).
 private struct BackupContents {
     /// The groups the backup records (nil in a version-1 bundle).
     let groups: [BackupBundle.Group]?
+    /// The groups of its items.
+    let itemGroups: Set<String>
     /// Hands every item to the body, in order.
     let forEachItem: ((BackupBundle.Item) throws(VaultError) -> Void) throws(VaultError) -> Void
 }
@@ -101,10 +106,10 @@ extension Vault {
             return try importContents(
                 try Self.contents(plaintext, name: path), name: path, replace: replace, groupFile: groupFile)
         }
-        let reader = try translatingStoreErrors { () throws(StoreError) in
-            try BackupStream.Reader(file: file, name: path, ceiling: costCeiling)
-        }
-        return try importBackup(reader, key: key, replace: replace, groupFile: groupFile)
+        // Copied first, as a stream is: the import reads it more than once, and a file that changed in
+        // between (another user's directory, a network file system) must not import in part.
+        let spooled = try spoolBackup(from: file, header: header, name: path, costCeiling: costCeiling)
+        return try importBackup(spooled.reader, key: key, replace: replace, groupFile: groupFile)
     }
 
     /// Adds the items of the backup bytes `sealed` (read from a stream; `name` names it in messages),
@@ -183,11 +188,22 @@ extension Vault {
     func importBackup(_ reader: BackupStream.Reader, key: BackupKey, replace: Bool, groupFile: String?)
         throws(VaultError) -> ImportReport
     {
+        let streamKey = try translatingStoreErrors { () throws(StoreError) in try reader.streamKey(key) }
+        // Every message authenticated and decoded before anything is made or written.
         var fields: BackupFields?
+        var itemGroups: Set<String> = []
         try translatingStoreErrors { () throws(StoreError) in
-            try reader.forEachMessage(key: key) { (index, message) throws(StoreError) in
-                guard index == 0 else { return }
-                fields = try Self.decode(BackupFields.self, message, name: reader.name)
+            try reader.forEachMessage(key: streamKey) { (index, message) throws(StoreError) in
+                guard index > 0 else {
+                    fields = try Self.decode(BackupFields.self, message, name: reader.name)
+                    return
+                }
+                let item = try Self.decode(BackupBundle.Item.self, message, name: reader.name)
+                guard (try? AccessGroup(item.group)) != nil else {
+                    throw StoreError(
+                        .integrity, "\(reader.name) holds an item of group \"\(item.group)\", no group name")
+                }
+                itemGroups.insert(item.group)
             }
         }
         guard let fields, fields.version == BackupFields.currentVersion else {
@@ -196,11 +212,11 @@ extension Vault {
                 "\(reader.name) is a backup of version \(fields?.version ?? 0); this build reads streamed version "
                     + "\(BackupFields.currentVersion)")
         }
-        let contents = BackupContents(groups: fields.groups) { (body) throws(VaultError) in
+        let contents = BackupContents(groups: fields.groups, itemGroups: itemGroups) { (body) throws(VaultError) in
             // The body's own failure, carried out of the reader's loop as it is.
             var failure: VaultError?
             do throws(StoreError) {
-                try reader.forEachMessage(key: key) { (index, message) throws(StoreError) in
+                try reader.forEachMessage(key: streamKey) { (index, message) throws(StoreError) in
                     guard index > 0 else { return }
                     let item = try Self.decode(BackupBundle.Item.self, message, name: reader.name)
                     do throws(VaultError) {
@@ -234,7 +250,9 @@ extension Vault {
                 "\(path) is a backup of version \(bundle.version); this build reads versions "
                     + "\(BackupBundle.readableVersions.lowerBound) to \(BackupBundle.readableVersions.upperBound)")
         }
-        return BackupContents(groups: bundle.groups) { (body) throws(VaultError) in
+        for item in bundle.items { _ = try AccessGroup(item.group) }
+        return BackupContents(groups: bundle.groups, itemGroups: Set(bundle.items.map(\.group))) {
+            (body) throws(VaultError) in
             for item in bundle.items { try body(item) }
         }
     }
@@ -253,20 +271,15 @@ extension Vault {
         }
     }
 
-    /// Imports `contents`: every item is read (and, streamed, authenticated) once before anything is
-    /// made or written, so that a backup altered in its middle adds nothing; then the groups it records
-    /// are made, then its items added.
+    /// Imports `contents`, whose items were all read (and, streamed, authenticated) once already, so
+    /// that a backup altered in its middle adds nothing: the groups it records are made, then its
+    /// items added.
     private func importContents(_ contents: BackupContents, name path: String, replace: Bool, groupFile: String?)
         throws(VaultError) -> ImportReport
     {
-        var groupNames: Set<String> = []
-        try contents.forEachItem { (item) throws(VaultError) in
-            _ = try AccessGroup(item.group)
-            groupNames.insert(item.group)
-        }
         // The groups first, as the backup records them: a shared group is made shared, or refused.
         let preparation = try prepareGroups(contents.groups, name: path, groupFile: groupFile)
-        let groups = groupNames.compactMap { try? AccessGroup($0) }
+        let groups = contents.itemGroups.compactMap { try? AccessGroup($0) }
         var report = try withWriteLock(groups: [], creating: groups) { tx throws(VaultError) in
             var imported = 0
             var replaced = 0
@@ -313,10 +326,11 @@ extension Vault {
         return report
     }
 
-    /// The first `BackupFile.headerByteCount` bytes of `file` (fewer when it is shorter).
+    /// The first `BackupFile.headerByteCount` bytes of `file`, read from its start (fewer when it is
+    /// shorter): the file's offset is after them.
     private static func readHeader(of file: FileDescriptor, name: String) throws(VaultError) -> [UInt8] {
         do {
-            return try file.read(count: BackupFile.headerByteCount, at: 0)
+            return try file.read(upTo: BackupFile.headerByteCount)
         } catch {
             throw VaultError(.io, "cannot read \(name): \(error)")
         }

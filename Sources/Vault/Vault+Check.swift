@@ -27,16 +27,20 @@ public struct ItemProblem: Sendable, Hashable, CustomStringConvertible {
 
     /// Whether the problem is the group's, not one file's: its directory cannot be listed, or its
     /// `group.key` cannot be read, so none of its items could be checked (they may all be sound).
-    public var concernsGroup: Bool { itemID == nil }
+    public var concernsGroup: Bool { itemID == nil && version == nil }
 
-    init(path: String, group: String, status: VaultStatus, reason: String, itemID: ItemID? = nil) {
+    init(
+        path: String, group: String, status: VaultStatus, reason: String, itemID: ItemID? = nil,
+        concernsHistory: Bool = false
+    ) {
         self.path = path
         self.group = group
         self.status = status
         self.reason = reason
         self.failedAuthentication = false
         self.itemID = itemID
-        self.version = nil
+        // A history that cannot be listed counts among the kept versions (generation 0 is none's).
+        self.version = concernsHistory ? 0 : nil
     }
 
     /// The problem of item file `id` of `group` that `error` is (of its kept version `version`).
@@ -157,11 +161,13 @@ extension Vault {
         do throws(VaultError) {
             versions = try translatingStoreErrors { () throws(StoreError) in try store.versionFiles(in: name) }
         } catch {
+            // The group's items were checked; its history could not be listed.
             return (
                 0,
                 [
                     ItemProblem(
-                        path: store.path(of: name), group: name.rawValue, status: error.status, reason: error.message)
+                        path: store.path(of: name), group: name.rawValue, status: error.status, reason: error.message,
+                        concernsHistory: true)
                 ]
             )
         }

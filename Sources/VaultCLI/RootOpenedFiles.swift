@@ -5,8 +5,8 @@ import VaultSystem
 /// output and `import`'s input, and the `--backup-key-file` of either. Root opens (or, for the output,
 /// creates) them before it takes the owner's identity, as it reads the master key file: a backup key
 /// that only root can read, and a backup in a directory only root can write, are root's to use. Only
-/// paths on which no other user owns a directory (or the file) are opened so: where the owner owns one,
-/// the owner could point it anywhere root can reach, so the command opens it as the owner, afterwards.
+/// paths that no one but root can change are opened so (`isRootsOnly`): where another user could, that
+/// user could point it anywhere root can reach, so the command opens it as the owner, afterwards.
 struct RootOpenedFiles {
     /// The backup key, read as root.
     var backupKey: BackupKey?
@@ -45,8 +45,35 @@ struct RootOpenedFiles {
         error == .permissionDenied || error == .notPermitted ? .accessDenied : .io
     }
 
-    /// Whether no user but root owns a directory (or the file) on the way to `path`.
-    static func isRootsOnly(_ path: String) -> Bool { VaultLocation.owners(along: path).isEmpty }
+    /// Whether only root can change what `path` leads to: every component that exists (from `/`, a
+    /// relative path from the working directory) is root's, no directory on the way is writable by
+    /// group or others unless it is sticky (`/tmp`: others cannot replace root's entries), and none is
+    /// a symbolic link (whose target is not looked at). Then nothing can be swapped between this check
+    /// and root's open; anything else is opened as the owner, after the switch.
+    static func isRootsOnly(_ path: String) -> Bool {
+        var absolute = path
+        if !path.hasPrefix("/") {
+            guard let cwd = try? FileDescriptor.resolvedPath(".") else { return false }
+            absolute = cwd + "/" + path
+        }
+        var prefix = FilePath("/")
+        var components =
+            [""] + FilePath(absolute).removingTrailingSeparators.string.split(separator: "/").map(String.init)
+        components.removeAll { $0 == "." }
+        for component in components {
+            if !component.isEmpty { prefix = prefix / component }
+            guard let status = try? FileDescriptor.currentWorkingDirectory.statusAt(prefix.string) else {
+                return true  // the rest does not exist: root makes it
+            }
+            guard status.ownerID == 0, status.kind != .symbolicLink else { return false }
+            if status.kind == .directory, status.permissions.rawValue & FilePermissions.groupOrOtherWrite.rawValue != 0,
+                !status.isSticky
+            {
+                return false
+            }
+        }
+        return true
+    }
 
     /// The backup key file at `path`, read as root when the path is root's only; nil otherwise.
     static func rootKey(_ path: String) throws(CLIError) -> BackupKey? {
@@ -75,7 +102,7 @@ struct RootOpenedFiles {
     }
 
     /// Writes the sealed backup to the file root made, durably (the file, then its directory entry).
-    /// On a failure the file is emptied and said to be left: only root can remove it.
+    /// On a failure the file is emptied (the export says it is left: only root can remove it).
     static func write(_ sealed: [UInt8], to output: (file: FileDescriptor, directory: FileDescriptor, path: String))
         throws(CLIError)
     {
@@ -89,7 +116,7 @@ struct RootOpenedFiles {
             try output.directory.sync()
         } catch {
             try? output.file.truncate(to: 0)
-            throw CLIError(.io, output.path, "cannot write the backup: \(error); the file is left empty: remove it")
+            throw CLIError(.io, output.path, "cannot write the backup: \(error)")
         }
     }
 }

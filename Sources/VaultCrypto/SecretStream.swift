@@ -141,10 +141,8 @@ public final class StreamingHash {
                 keyBytes.baseAddress!.assumingMemoryBound(to: UInt8.self), keyBytes.count, outputByteCount, salt,
                 domain.personal)
         }
-        guard status == 0 else {
-            state.deallocate()
-            throw CryptoError(.invalidArgument, "BLAKE2b failed")
-        }
+        // On a failure the state is let go by deinit (the object is whole by now).
+        guard status == 0 else { throw CryptoError(.invalidArgument, "BLAKE2b failed") }
     }
 
     deinit {

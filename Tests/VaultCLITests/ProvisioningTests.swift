@@ -149,6 +149,18 @@ import VaultTestSupport
                 ["--vault", vault, "export", "--backup-key-file", key, state + "/b2"], vaultOption: false)
             #expect(own.status == 0, "\(own.errors)")
             #expect(try shell("stat -c %U \(state)/b2").text == "\(user)\n")
+            // A relative path from the owner's directory, and a root directory the owner's group may write:
+            // the owner's too.
+            let relative = try shell(
+                "cd \(state) && \(vaultExecutable.path) --vault \(vault) export --backup-key-file \(key) b3")
+            #expect(relative.status == 0, "\(relative.errors)")
+            #expect(try shell("stat -c %U \(state)/b3").text == "\(user)\n")
+            try #require(shell("install -d -g \(user) -m 0770 \(scratch.root)/shared-backups").status == 0)
+            let shared = try scratch.run(
+                ["--vault", vault, "export", "--backup-key-file", key, scratch.root + "/shared-backups/b4"],
+                vaultOption: false)
+            #expect(shared.status == 0, "\(shared.errors)")
+            #expect(try shell("stat -c %U \(scratch.root)/shared-backups/b4").text == "\(user)\n")
             // An existing file is never overwritten.
             let again = try scratch.run(
                 ["--vault", vault, "export", "--backup-key-file", key, backups + "/b1"], vaultOption: false)

@@ -78,4 +78,49 @@ import VaultTestSupport
             }
         }
     }
+
+    /// Every message is authenticated and decoded before anything is written: an item that a key holder
+    /// sealed but that is no item, or items in another order, add nothing; a backup in a file imports
+    /// the same way.
+    @Test func aBackupImportsWholeOrNotAtAll() throws {
+        try withTemporaryVault { t in
+            let vault = try t.open()
+            for index in 0..<3 { try vault.set("secret \(index)", for: try ItemKey(service: "svc\(index)")) }
+            let key = try keyFile(t, byte: 4)
+            let sealed = try vault.sealedBackup(key: key).bytes
+            let every = Query(itemClass: .genericPassword, limit: .all)
+            try withTemporaryVault { other in
+                let restored = try other.open()
+                // Items 1 and 2 swapped, the checksum made again.
+                let f = frames(sealed)
+                let item1 = Array(sealed[f[1].offset..<f[2].offset])
+                let item2 = Array(sealed[f[2].offset..<f[3].offset])
+                let swapped = Array(sealed[..<f[1].offset]) + item2 + item1 + Array(sealed[f[3].offset...])
+                #expect(
+                    status { _ = try restored.importBackup(sealed: try resummed(swapped), name: "b", key: key) }
+                        == .decode)
+                #expect(status { _ = try restored.copyMatching(every) } == .itemNotFound)
+
+                // Sealed under the right key, but its last item is no item.
+                let writer = try BackupStream.Writer(key: key)
+                var count = 0
+                let reader = try BackupStream.Reader(bytes: sealed, name: "b", ceiling: .sensitive)
+                try reader.forEachMessage(key: try reader.streamKey(key)) { (_, message) throws(StoreError) in
+                    try writer.add(message.unprotectedCopy())
+                    count += 1
+                }
+                try writer.add(Array("not an item".utf8))
+                let forged = try writer.finish()
+                #expect(count == 4)
+                #expect(status { _ = try restored.importBackup(sealed: forged, name: "b", key: key) } == .decode)
+                #expect(status { _ = try restored.copyMatching(every) } == .itemNotFound)
+
+                // From a file.
+                let path = t.root + "/backup"
+                _ = try vault.export(to: path, key: key)
+                #expect(try restored.importBackup(from: path, key: key).imported == 3)
+                #expect(try restored.data(for: try ItemKey(service: "svc1")) == Data("secret 1".utf8))
+            }
+        }
+    }
 }

@@ -72,6 +72,23 @@ package struct ExportCommand: Sendable, Hashable {
         })
 
     func run(in context: Context) throws(CLIError) {
+        let incomplete: CLIError?
+        do {
+            incomplete = try export(in: context)
+        } catch  where context.rootOpened.exportOutput != nil {
+            // Root made the file before it became the owner, who cannot remove it.
+            let note = "\(path), which root made for the backup, is left empty: remove it as root"
+            guard !error.reported else {
+                context.writeError("vault: \(note)\n")
+                throw error
+            }
+            throw CLIError(error.code, error.subject, error.message + "; " + note)
+        }
+        if let incomplete { throw incomplete }
+    }
+
+    /// Writes the backup; the failure to say when it left groups out (the backup is written then).
+    private func export(in context: Context) throws(CLIError) -> CLIError? {
         let toOutput = path == BackupOptions.stream
         if toOutput, context.output.isTerminal {
             throw CLIError(
@@ -115,11 +132,11 @@ package struct ExportCommand: Sendable, Hashable {
             "vault: exported \(Output.count(report.exported, "item")) to \(destination)" + Self.leftOut(report) + "\n")
         // One damaged or keyless group does not stop the backup of the others; it is named, and the status
         // says the backup is not whole.
-        guard let first = report.leftOutGroups.first else { return }
+        guard let first = report.leftOutGroups.first else { return nil }
         for left in report.leftOutGroups {
             context.writeError("vault: left out group \(left.group), which the backup does not hold: \(left.reason)\n")
         }
-        throw CLIError(
+        return CLIError(
             ExitCode(first.status), "export",
             "\(Output.count(report.leftOutGroups.count, "group")) left out (see above; `vault check` names each file)",
             reported: false)
@@ -181,8 +198,9 @@ package struct ImportCommand: Sendable, Hashable {
     func run(in context: Context) throws(CLIError) {
         let fromInput = path == BackupOptions.stream
         let name = fromInput ? "standard input" : path
-        // A file root opened before it became the owner is read as a stream is.
-        let stream = context.rootOpened.importInput ?? (fromInput ? context.input : nil)
+        // A file is read as a stream is (root's opened before it became the owner): a streamed backup is
+        // then checked whole, frame by frame, before a passphrase is asked for.
+        var stream = context.rootOpened.importInput ?? (fromInput ? context.input : nil)
         if fromInput {
             if context.global.passphraseDescriptor == 0 {
                 throw CLIError(
@@ -195,12 +213,25 @@ package struct ImportCommand: Sendable, Hashable {
             }
         }
         let vault = try context.openVault()
+        if stream == nil {
+            do {
+                try Vault.inspectBackup(at: path)
+            } catch {
+                throw CLIError(ExitCode(error.status), path, error.message)
+            }
+            do {
+                stream = try FileDescriptor.currentWorkingDirectory.openAt(path, .readOnly)
+            } catch {
+                throw CLIError(RootOpenedFiles.exitCode(error), path, "cannot open it: \(error)")
+            }
+        }
+        defer { if stream != context.input, let stream { try? stream.close() } }
         // Everything that needs no key is checked first: a file that is no backup, is too large, or asks
         // for too much Argon2id work is refused before a passphrase is asked for or it is read whole.
         var sealed: [UInt8] = []
         var spooled: SpooledBackup?
         let sealing: BackupFile.Sealing
-        do {
+        do throws(VaultError) {
             if let stream {
                 let header = try Self.read(stream, exactly: BackupFile.headerByteCount, name: name)
                 try Vault.inspectBackup(header: header, name: name)
@@ -216,7 +247,7 @@ package struct ImportCommand: Sendable, Hashable {
                     sealing = try Vault.checkBackup(sealed, name: name)
                 }
             } else {
-                sealing = try Vault.inspectBackup(at: path)
+                throw VaultError(.io, "no backup to read")
             }
         } catch {
             throw CLIError(ExitCode(error.status), fromInput ? "import" : path, error.message)
@@ -241,9 +272,7 @@ package struct ImportCommand: Sendable, Hashable {
         }
         let report = try context.attempt(vault, name) { () throws(VaultError) in
             if let spooled { return try vault.importBackup(spooled, key: key, replace: replace) }
-            return stream != nil
-                ? try vault.importBackup(sealed: sealed, name: name, key: key, replace: replace)
-                : try vault.importBackup(from: path, key: key, replace: replace)
+            return try vault.importBackup(sealed: sealed, name: name, key: key, replace: replace)
         }
         // The groups first: a shared group made by an import is something members must be told of.
         for made in report.madeGroups { context.writeError("vault: made \(made)\n") }

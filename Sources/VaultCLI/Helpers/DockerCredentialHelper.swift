@@ -11,8 +11,9 @@ import VaultSystem
 /// Credentials are internet-password items of the CLI's client (server, port, protocol, path from the
 /// URL; the URL itself as the description) labelled "Docker Credentials", which `list` filters on.
 /// The account is empty and the username is the comment, so that the server URL alone names the item:
-/// `store`, `get` and `erase` are keyed reads and writes, not scans. Credentials that 0.1.0 stored with
-/// the username as the account are still read (a scan, only when the keyed read misses) and erased.
+/// `store` and `get` are keyed reads and writes, not scans. Credentials that 0.1.0 stored with the
+/// username as the account are still read (a scan, only when the keyed read misses), and `erase` (a
+/// scan: rare, at a logout) removes them with the current one.
 enum DockerCredentialHelper {
     static let programName = "docker-credential-vault"
     static let label = "Docker Credentials"

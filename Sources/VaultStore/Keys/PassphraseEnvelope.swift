@@ -8,6 +8,9 @@ import VaultCrypto
 ///     ciphertext = AEAD(key, nonce, payload, ad = header)
 ///     checksum   = BLAKE2b-128 of header || ciphertext (personalisation "vault.mkey.sum.1", a fixed key)
 ///
+/// Backups are also written as version 2 (cipher 2): the last 24 bytes of the header start a secret
+/// stream, and the ciphertext is its frames (`BackupStream`, docs/FORMAT.md "Backups").
+///
 /// kdf 1: key = Argon2id v1.3(passphrase, salt, operations, memory). kdf 2 (backups only): key = keyed
 /// BLAKE2b-256 of the salt under the 32 raw bytes of a key file (personalisation "vault.backup.key"),
 /// no Argon2id, operations and memory 0: for unattended backups, where a key file takes the place of

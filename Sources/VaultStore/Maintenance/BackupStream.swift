@@ -15,7 +15,16 @@ public enum BackupStream {
     static let lengthByteCount = 4
 
     /// Whether `header` (at least its first 5 bytes) is of a streamed backup.
-    public static func isStreamed(_ header: [UInt8]) -> Bool { header.count > 4 && header[4] == version }
+    public static func isStreamed(_ header: [UInt8]) -> Bool {
+        BackupFile.envelope.isSealed(header) && header.count > 4 && header[4] == version
+    }
+
+    /// A streamed backup's key, derived from a passphrase or a backup key file (`Reader.streamKey`).
+    public struct StreamKey {
+        let key: SymmetricKey
+        /// What to say when it does not open the backup.
+        let wrongKey: String
+    }
 
     /// Seals a backup's messages in order, into memory.
     public final class Writer {
@@ -45,6 +54,17 @@ public enum BackupStream {
         }
 
         private func frame(_ message: [UInt8], isFinal: Bool) throws(StoreError) {
+            // What an import reads: this frame, then the final one, the end and the checksum, within the
+            // limit on a backup (a larger one could be written, never read back).
+            let after =
+                bytes.count + 2 * lengthByteCount + message.count + 2 * SecretStream.overheadByteCount + 4
+                + PassphraseEnvelope.checksumByteCount
+            guard after <= BackupFile.maximumByteCount else {
+                throw StoreError(
+                    .invalidName,
+                    "the backup would be more than \(BackupFile.maximumByteCount) bytes, more than an import reads: "
+                        + "back up the groups in parts (`vault --group G export`), or move large items out")
+            }
             do {
                 let sealed = try stream.seal(message, associatedData: count == 0 ? header : [], isFinal: isFinal)
                 bytes.appendBigEndian(UInt32(sealed.count))
@@ -152,15 +172,22 @@ public enum BackupStream {
             StoreError(.integrity, "\(name) is damaged (\(why)); restore it from a backup", path: name)
         }
 
+        /// The stream's key that `key` derives (a passphrase's Argon2id runs here, once for every
+        /// `forEachMessage`).
+        public func streamKey(_ key: BackupKey) throws(StoreError) -> StreamKey {
+            let (derived, wrongKey) = try PassphraseEnvelope.key(key.key, header: header, path: name)
+            return StreamKey(key: derived, wrongKey: wrongKey)
+        }
+
         /// Opens every message in order with `key` and hands it to `body` with its number (0: the
         /// backup's fields, then the items). A wrong key is said at the first message; a message that
         /// does not authenticate later, or a stream that ends before its final message, is damage (the
         /// checksum matched: it was altered on purpose). Nothing of a message reaches `body` before it
         /// authenticated.
         public func forEachMessage(
-            key: BackupKey, _ body: (Int, SecureBytes) throws(StoreError) -> Void
+            key: StreamKey, _ body: (Int, SecureBytes) throws(StoreError) -> Void
         ) throws(StoreError) {
-            let (derived, wrongKey) = try PassphraseEnvelope.key(key.key, header: header, path: name)
+            let (derived, wrongKey) = (key.key, key.wrongKey)
             let stream: SecretStream.Reader
             do {
                 stream = try SecretStream.Reader(
@@ -181,9 +208,11 @@ public enum BackupStream {
                 let opened: (message: SecureBytes, isFinal: Bool)
                 do {
                     opened = try stream.open(sealed, associatedData: index == 0 ? header : [])
-                } catch {
+                } catch  where error.code == .authenticationFailed {
                     guard index > 0 else { throw StoreError(.wrongPassphrase, wrongKey, path: name) }
                     throw damaged("message \(index) does not authenticate: it was altered")
+                } catch {
+                    throw StoreError.crypto(error, "cannot open message \(index) of \(name)")
                 }
                 if opened.isFinal {
                     guard opened.message.count == 0 else { throw damaged("its final message is not empty") }
@@ -238,6 +267,18 @@ extension VaultStore {
     package func unnamedFile() throws(StoreError) -> FileDescriptor {
         do {
             return try directory.openUnnamedFile(permissions: .ownerReadWrite, readable: true)
+        } catch  where error == .notSupported || error == .isDirectory {
+            // A file system without O_TMPFILE (NFS, FUSE, older overlayfs): a new name, removed at once.
+            do {
+                let name = ".spool." + Hex.encode(try SecureRandom.bytes(count: 8))
+                let file = try directory.openAt(name, [.readWrite, .create, .exclusiveCreate])
+                try? directory.unlinkAt(name)
+                return file
+            } catch let error as Errno {
+                throw StoreError.system(error, .open, "make a file to read a backup into in", path: location)
+            } catch {
+                throw StoreError(.io, "cannot make a file to read a backup into in \(location): \(error)")
+            }
         } catch {
             throw StoreError.system(error, .open, "make a file without a name in", path: location)
         }

@@ -40,7 +40,10 @@ extension VaultStore {
                 let loaded: GroupKeyFile?
                 do throws(StoreError) {
                     loaded = try loadGroupKeyFile(group)
-                } catch  where error.path == (groupPath(group) / GroupKeyFile.fileName).string {
+                } catch
+                    where (error.code == .integrity || error.code == .missingKey)
+                    && error.path == (groupPath(group) / GroupKeyFile.fileName).string
+                {
                     // A damaged or planted key file: sealed again under the new key it could never be, so
                     // the group's items would be lost with the old key.
                     throw StoreError(
