@@ -15,6 +15,19 @@ public struct ExportReport: Sendable, Hashable {
     /// The groups left out whole because a file of theirs could not be read (with
     /// `leavingOutDamagedGroups`), each with the first failure: the backup does not hold them.
     public let leftOutGroups: [LeftOutGroup]
+    /// The item files left out because they could not be read (damaged, or another user's), whose
+    /// groups were exported otherwise (with `leavingOutDamagedGroups`): the backup does not hold them.
+    public var leftOutFiles: [LeftOutFile] = []
+
+    /// An item file that a backup does not hold, and why.
+    public struct LeftOutFile: Sendable, Hashable {
+        /// The file's path.
+        public let path: String
+        /// Why it could not be read.
+        public let reason: String
+        /// Its status.
+        public let status: VaultStatus
+    }
 
     /// A group that a backup does not hold, and why.
     public struct LeftOutGroup: Sendable, Hashable {
@@ -111,8 +124,9 @@ extension Vault {
 
     /// Writes a backup of every item to `path` (which must not exist; 0600, durably), sealed under
     /// `key` (a passphrase or a backup key file), leaving out the `…ThisDeviceOnly` items. A damaged
-    /// item file stops the export (run `vault check`); with `leavingOutDamagedGroups`, its group is
-    /// left out instead, and the others are exported (`ExportReport.leftOutGroups` names them).
+    /// item file stops the export (run `vault check`); with `leavingOutDamagedGroups`, it is left out
+    /// instead (`ExportReport.leftOutFiles`), or its whole group when what failed is the group's (its
+    /// key: `ExportReport.leftOutGroups`), and the rest is exported.
     public func export(to path: String, key: BackupKey, leavingOutDamagedGroups: Bool = false) throws(VaultError)
         -> ExportReport
     {
@@ -139,6 +153,7 @@ extension Vault {
         var leftOut = 0
         var leftOutDeviceIdentifiers = 0
         var leftOutGroups: [ExportReport.LeftOutGroup] = []
+        var leftOutFiles: [ExportReport.LeftOutFile] = []
         for name in try translatingStoreErrors({ () throws(StoreError) in try engine.store.groups() }) {
             let group = try AccessGroup(name.rawValue)
             let scanned = try engine.scan(group) { _ in true }
@@ -146,11 +161,23 @@ extension Vault {
                 throw VaultError(locked.status, "cannot export a locked vault: \(locked.message)", cause: locked)
             }
             if let damage = scanned.damage, leavingOutDamagedGroups {
-                leftOutGroups.append(
-                    ExportReport.LeftOutGroup(group: group.rawValue, reason: damage.message, status: damage.status))
-                continue
+                // Damage of the files themselves (a member can plant one) leaves those files out; anything
+                // else (the group's key) leaves the group out whole.
+                let ownDamage = scanned.damaged.allSatisfy { file in
+                    (file.error.cause as? StoreError)?.path.map { $0 == file.path } ?? true
+                }
+                guard ownDamage else {
+                    leftOutGroups.append(
+                        ExportReport.LeftOutGroup(group: group.rawValue, reason: damage.message, status: damage.status))
+                    continue
+                }
+                leftOutFiles += scanned.damaged.map { file in
+                    ExportReport.LeftOutFile(
+                        path: file.path, reason: Self.reason(file.error.message, path: file.path),
+                        status: file.error.status)
+                }
             }
-            if let damage = scanned.damage {
+            if let damage = scanned.damage, !leavingOutDamagedGroups {
                 // A group whose key is missing holds sound items: nothing is to be removed, the key restored.
                 let keyMissing = (damage.cause as? StoreError)?.code == .missingKey
                 throw VaultError(
@@ -178,12 +205,11 @@ extension Vault {
         try add(fields, to: writer)
         for item in items { try add(item, to: writer) }
         let sealed = try translatingStoreErrors { () throws(StoreError) in try writer.finish() }
-        return (
-            sealed,
-            ExportReport(
-                exported: items.count, leftOut: leftOut, leftOutDeviceIdentifiers: leftOutDeviceIdentifiers,
-                leftOutGroups: leftOutGroups)
-        )
+        var report = ExportReport(
+            exported: items.count, leftOut: leftOut, leftOutDeviceIdentifiers: leftOutDeviceIdentifiers,
+            leftOutGroups: leftOutGroups)
+        report.leftOutFiles = leftOutFiles
+        return (sealed, report)
     }
 
     /// Archives `value` and seals it as the backup's next message; the archive is wiped.

@@ -109,6 +109,37 @@ import VaultTestSupport
         }
     }
 
+    /// A damaged item file (a member can plant one) leaves that file out of a backup, not its whole
+    /// group: the group's other items are backed up, the file is named, and the status says the backup
+    /// is not whole.
+    @Test func aDamagedItemFileLeavesOnlyItselfOutOfABackup() throws {
+        try withScratch(initialized: true) { scratch in
+            for service in ["s1", "s2"] {
+                try #require(scratch.run(["--group", "g1", "put", service], input: Data("v")).status == 0)
+            }
+            let planted = scratch.vault + "/groups/g1/" + String(repeating: "b", count: 64) + ".item"
+            #expect(FileManager.default.createFile(atPath: planted, contents: Data(repeating: 9, count: 116)))
+            let key = scratch.root + "/backup.key"
+            #expect(
+                FileManager.default.createFile(
+                    atPath: key, contents: Data(repeating: 7, count: 32), attributes: [.posixPermissions: 0o600]))
+            let export = try scratch.run(["export", "--backup-key-file", key, scratch.root + "/b"])
+            #expect(export.status == 6, "\(export.errors)")
+            #expect(export.errors.contains("left out \(planted)"), "\(export.errors)")
+            #expect(!export.errors.contains("left out group g1"), "\(export.errors)")
+            let other = scratch.root + "/other"
+            try #require(scratch.run(["--vault", other, "init"], vaultOption: false).status == 0)
+            let imported = try scratch.run(
+                ["--vault", other, "import", "--backup-key-file", key, scratch.root + "/b"], vaultOption: false)
+            #expect(imported.status == 0, "\(imported.errors)")
+            for service in ["s1", "s2"] {
+                #expect(
+                    try scratch.run(["--vault", other, "--group", "g1", "get", service], vaultOption: false).text == "v"
+                )
+            }
+        }
+    }
+
     /// A rekey needs every group's key (one it could not seal again would be lost with the old master
     /// key): with one damaged or missing it changes nothing and says both ways out, and `group rm --force`,
     /// one of them, removes such a group.

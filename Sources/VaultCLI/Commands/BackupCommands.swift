@@ -132,7 +132,16 @@ package struct ExportCommand: Sendable, Hashable {
             "vault: exported \(Output.count(report.exported, "item")) to \(destination)" + Self.leftOut(report) + "\n")
         // One damaged or keyless group does not stop the backup of the others; it is named, and the status
         // says the backup is not whole.
-        guard let first = report.leftOutGroups.first else { return nil }
+        for file in report.leftOutFiles {
+            context.writeError("vault: left out \(file.path), which could not be read: \(file.reason)\n")
+        }
+        guard let first = report.leftOutGroups.first else {
+            guard let file = report.leftOutFiles.first else { return nil }
+            return CLIError(
+                ExitCode(file.status), "export",
+                "\(Output.count(report.leftOutFiles.count, "damaged item file")) left out (see above; `vault check` "
+                    + "says more)")
+        }
         for left in report.leftOutGroups {
             context.writeError("vault: left out group \(left.group), which the backup does not hold: \(left.reason)\n")
         }
