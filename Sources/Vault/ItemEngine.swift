@@ -200,7 +200,8 @@ struct ItemEngine: Sendable {
     /// An item file that could not be read or failed authentication or decoding.
     struct DamagedFile: Sendable {
         let group: AccessGroup
-        let id: ItemID
+        /// The item file's id; nil when the group itself could not be read (its key).
+        let id: ItemID?
         let path: String
         let error: VaultError
     }
@@ -242,6 +243,9 @@ struct ItemEngine: Sendable {
         var found: [LocatedItem] = []
         var damaged: [DamagedFile] = []
         if let primaryKey = query.fullPrimaryKey {
+            // Searching several groups, one that cannot be read (its key damaged by a member, say) is set
+            // aside, as a scan does, and thrown only when no other group holds the item.
+            let asideToo = settingDamageAside || (query.attributes.accessGroup == nil && groups.count > 1)
             for group in groups {
                 let id: ItemID
                 do {
@@ -250,13 +254,17 @@ struct ItemEngine: Sendable {
                     // A member of shared groups searching all its client's groups: one that the vault
                     // does not have (its application identifier, say) holds nothing, as in a scan.
                     continue
+                } catch  where asideToo && error.status != .interactionNotAllowed {
+                    let path = (error.cause as? StoreError)?.path ?? store.path(of: group.name)
+                    damaged.append(DamagedFile(group: group, id: nil, path: path, error: error))
+                    continue
                 }
                 let record: ItemRecord?
                 do {
                     record = try underWriteLock ? load(group, id) : loadCurrent(group, id)
                 } catch  where error.status == .interactionNotAllowed && lockedFilesCannotMatch {
                     continue
-                } catch  where error.status != .interactionNotAllowed && settingDamageAside {
+                } catch  where error.status != .interactionNotAllowed && asideToo {
                     damaged.append(DamagedFile(group: group, id: id, path: filePath(group, id), error: error))
                     continue
                 }
@@ -302,86 +310,6 @@ struct ItemEngine: Sendable {
         }
         if scanned.items.isEmpty, let locked = scanned.locked, !lockedFilesCannotMatch { throw locked }
         return (scanned.items, scanned.damaged)
-    }
-
-    /// What `scan` found in a group.
-    struct ScanResult {
-        /// The items `include` accepted.
-        var items: [LocatedItem]
-        /// Every file that failed, but locked ones.
-        var damaged: [DamagedFile]
-        /// The first locked file's error.
-        var locked: VaultError?
-
-        /// The first damaged file's error.
-        var damage: VaultError? { damaged.first?.error }
-    }
-
-    /// Decrypts every item of `group` and keeps those `include` accepts. Of two files with one
-    /// persistent id (a crash in the middle of a move), the higher generation wins. Files that fail are
-    /// set aside: every damaged one and the first locked one are returned with the items.
-    func scan(_ group: AccessGroup, cached: Bool = false, include: (ItemRecord) -> Bool) throws(VaultError)
-        -> ScanResult
-    {
-        let ids = try translatingStoreErrors { () throws(StoreError) in try store.itemIDs(in: group.name, sorted: false)
-        }
-        // The items in an array, and by persistent id only their index: a scan of 100,000 items
-        // holds each once (a dictionary of whole items was the peak of a full query's memory).
-        var items: [LocatedItem] = []
-        items.reserveCapacity(ids.count)
-        var indexByPersistentID: [Data: Int] = [:]
-        indexByPersistentID.reserveCapacity(ids.count)
-        var damaged: [DamagedFile] = []
-        var locked: VaultError?
-        let now = FileTimestampClock.now()
-        for id in ids {
-            let record: ItemRecord
-            do {
-                if cached {
-                    let key = Key(group: group, id: id)
-                    // The fingerprint is taken before the read: a file replaced in between is only a
-                    // miss next time, never a stale hit.
-                    guard
-                        let fingerprint = try translatingStoreErrors({ () throws(StoreError) in
-                            try store.fingerprint(group: group.name, id: id)
-                        })
-                    else { continue }
-                    if let hit = attributeCache[key], hit.fingerprint == fingerprint {
-                        record = hit.record
-                    } else {
-                        guard let loaded = try load(group, id) else { continue }
-                        try requireNamedByItsFile(loaded, group: group, id: id)
-                        // The caller wants no secret: none is kept, in the cache or in what is found.
-                        record = loaded.with(data: Data())
-                        if fingerprint.isSettled(now: now) {
-                            attributeCache.insert(CachedAttributes(fingerprint: fingerprint, record: record), for: key)
-                        }
-                    }
-                } else {
-                    guard let loaded = try load(group, id) else { continue }  // removed meanwhile
-                    try requireNamedByItsFile(loaded, group: group, id: id)
-                    record = loaded
-                }
-            } catch  where error.status == .interactionNotAllowed {
-                locked = locked ?? error
-                continue
-            } catch {
-                damaged.append(DamagedFile(group: group, id: id, path: filePath(group, id), error: error))
-                continue
-            }
-            guard include(record) else { continue }
-            let item = LocatedItem(group: group, id: id, record: record)
-            if let index = indexByPersistentID[record.persistentID] {
-                if items[index].record.generation < record.generation { items[index] = item }
-                continue
-            }
-            indexByPersistentID[record.persistentID] = items.count
-            items.append(item)
-        }
-        indexByPersistentID = [:]
-        if cached { forgetUnlisted(in: group, listed: ids) }
-        items.sort { ($0.record.created, $0.id) < ($1.record.created, $1.id) }
-        return ScanResult(items: items, damaged: damaged, locked: locked)
     }
 
     /// Drops the cached attributes of `group`'s items that are not in `listed` (a full listing of the

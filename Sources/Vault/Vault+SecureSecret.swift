@@ -16,26 +16,41 @@ extension Vault {
         final class Taken {
             var secret: SecureBytes?
         }
-        for group in try searchGroups(query) {
+        let groups = try searchGroups(query)
+        // As `find` does: searching several groups, one that cannot be read is said only when no other
+        // holds the item.
+        let asideToo = query.attributes.accessGroup == nil && groups.count > 1
+        var setAside: VaultError?
+        for group in groups {
             let id: ItemID
             do {
                 id = try engine.itemID(group, primaryKey)
             } catch  where query.attributes.accessGroup == nil && error.isMissingGroup {
                 continue  // as `find` does: a group of the client's that the vault does not have holds nothing
+            } catch  where asideToo && error.status != .interactionNotAllowed {
+                setAside = setAside ?? error
+                continue
             }
             let taken = Taken()
             let engine = engine
-            let record = try engine.store.read(ItemLocation(group: group.name, id: id)) {
-                (bytes, path) throws(VaultError) -> ItemRecord in
-                let record = try engine.decodeWithoutSecret(bytes, path: path)
-                do {
-                    taken.secret = try SecureBytes(copying: bytes, range: ItemRecordCodec.secretRange(of: bytes))
-                } catch {
-                    throw VaultError(.notAvailable, "cannot hold the secret in secure memory: \(error)", cause: error)
+            let read: ItemRecord?
+            do {
+                read = try engine.store.read(ItemLocation(group: group.name, id: id)) {
+                    (bytes, path) throws(VaultError) -> ItemRecord in
+                    let record = try engine.decodeWithoutSecret(bytes, path: path)
+                    do {
+                        taken.secret = try SecureBytes(copying: bytes, range: ItemRecordCodec.secretRange(of: bytes))
+                    } catch {
+                        throw VaultError(
+                            .notAvailable, "cannot hold the secret in secure memory: \(error)", cause: error)
+                    }
+                    return record
                 }
-                return record
+            } catch  where asideToo && error.status != .interactionNotAllowed {
+                setAside = setAside ?? error
+                continue
             }
-            guard let record, let secret = taken.secret else { continue }
+            guard let record = read, let secret = taken.secret else { continue }
             guard query.matches(record, group: group) else {
                 // The file of this key holds another item's record: damage, not "not found".
                 guard record.primaryKey == primaryKey else {
@@ -45,7 +60,7 @@ extension Vault {
             }
             return (secret, MatchedItem(LocatedItem(group: group, id: id, record: record), returning: [.attributes]))
         }
-        throw notFound(query)
+        throw setAside ?? notFound(query)
     }
 }
 

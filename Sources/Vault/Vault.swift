@@ -228,7 +228,14 @@ public final class Vault: Sendable {
         let groups = try searchGroups(query)
         let found = try engine.find(
             query, in: groups, underWriteLock: false, needsData: returning.contains(.data), settingDamageAside: true)
-        let problems = found.damaged.map { ItemProblem(path: $0.path, group: $0.group, id: $0.id, error: $0.error) }
+        let problems = found.damaged.map { file in
+            guard let id = file.id else {
+                return ItemProblem(
+                    path: file.path, group: file.group.rawValue, status: file.error.status,
+                    reason: Self.reason(file.error.message, path: file.path))
+            }
+            return ItemProblem(path: file.path, group: file.group, id: id, error: file.error)
+        }
         return SearchResult(
             items: Self.matched(found.items, limit: query.limit.maximum, returning: returning),
             problems: problems.sorted { $0.path < $1.path })

@@ -140,6 +140,23 @@ import VaultTestSupport
         }
     }
 
+    /// A client of several groups (a member of several shared groups, or `VAULT_ACCESS_GROUPS`) finds an
+    /// item by its name in the groups it can read when another of its groups cannot be read (a member
+    /// damaged its key): that group's failure is said only when no group holds the item.
+    @Test func aGroupThatCannotBeReadHidesNoItemOfTheOtherGroups() throws {
+        try withScratch(initialized: true) { scratch in
+            try #require(scratch.run(["--group", "g1", "put", "in-g1"], input: Data("one")).status == 0)
+            try #require(scratch.run(["--group", "g2", "put", "in-g2"], input: Data("two")).status == 0)
+            try Data(repeating: 0x41, count: 136).write(
+                to: URL(fileURLWithPath: scratch.vault + "/groups/g1/group.key"))
+            let both = ["VAULT_ACCESS_GROUPS": "g1,g2"]
+            let found = try scratch.run(["get", "in-g2"], environment: both)
+            #expect(found.status == 0 && found.text == "two", "\(found.errors)")
+            let lost = try scratch.run(["get", "in-g1"], environment: both)
+            #expect(lost.status == 6 && lost.errors.contains("group.key"), "\(lost.errors)")
+        }
+    }
+
     /// A rekey needs every group's key (one it could not seal again would be lost with the old master
     /// key): with one damaged or missing it changes nothing and says both ways out, and `group rm --force`,
     /// one of them, removes such a group.
