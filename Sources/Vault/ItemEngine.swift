@@ -245,7 +245,8 @@ struct ItemEngine: Sendable {
         if let primaryKey = query.fullPrimaryKey {
             // Searching several groups, one that cannot be read (its key damaged by a member, say) is set
             // aside, as a scan does, and thrown only when no other group holds the item.
-            let asideToo = settingDamageAside || (query.attributes.accessGroup == nil && groups.count > 1)
+            let severalGroups = query.attributes.accessGroup == nil && groups.count > 1
+            let asideToo = settingDamageAside || severalGroups
             for group in groups {
                 let id: ItemID
                 do {
@@ -254,7 +255,7 @@ struct ItemEngine: Sendable {
                     // A member of shared groups searching all its client's groups: one that the vault
                     // does not have (its application identifier, say) holds nothing, as in a scan.
                     continue
-                } catch  where asideToo && error.status != .interactionNotAllowed {
+                } catch  where severalGroups && error.status != .interactionNotAllowed {
                     let path = (error.cause as? StoreError)?.path ?? store.path(of: group.name)
                     damaged.append(DamagedFile(group: group, id: nil, path: path, error: error))
                     continue

@@ -157,6 +157,22 @@ import VaultTestSupport
         }
     }
 
+    /// A group whose `.lock` a member replaced (here with a directory) stops writes to that group, naming
+    /// the file, and does not stop the owner from making another group.
+    @Test func aReplacedLockOfOneGroupDoesNotStopMakingAnother() throws {
+        try withScratch(initialized: true) { scratch in
+            try #require(scratch.run(["--group", "g1", "put", "s"], input: Data("v")).status == 0)
+            let lock = scratch.vault + "/groups/g1/.lock"
+            try FileManager.default.removeItem(atPath: lock)
+            try FileManager.default.createDirectory(atPath: lock, withIntermediateDirectories: false)
+            let write = try scratch.run(["--group", "g1", "put", "s"], input: Data("w"))
+            #expect(write.status != 0 && write.errors.contains(lock), "\(write.errors)")
+            let create = try scratch.run(["group", "create", "g2"])
+            #expect(create.status == 0, "\(create.errors)")
+            #expect(try scratch.run(["--group", "g2", "put", "t"], input: Data("x")).status == 0)
+        }
+    }
+
     /// A rekey needs every group's key (one it could not seal again would be lost with the old master
     /// key): with one damaged or missing it changes nothing and says both ways out, and `group rm --force`,
     /// one of them, removes such a group.

@@ -274,4 +274,34 @@ struct SharedGroupTests {
             }
         }
     }
+
+    /// The attack behind issue 39's damaged key: a member renames the owner's `.lock` (0660) to
+    /// `group.key` and writes into it, a key file of the owner's that does not open. The owner's `check`
+    /// names the key once, and `check --remove-damaged` and `rm` keep every item of the group; the
+    /// owner's backup holds the other group.
+    @Test func aMemberDamagingItsGroupsKeyMakesTheOwnerRemoveNothing() throws {
+        try withSharedVault { vault, binary, users, groups in
+            for service in ["one", "two"] {
+                let put = try run(users[0], binary, vault, ["--group", "db", "put", service], input: "s")
+                try #require(put.status == 0, "\(put.errors)")
+            }
+            let directory = vault + "/groups/db"
+            let attack = try runAs(
+                users[0], "/bin/sh", ["-c", "cd '\(directory)' && mv .lock group.key && printf garbage >> group.key"],
+                environment: [:])
+            try #require(attack.status == 0, "\(attack.errors)")
+            let scratch = URL(fileURLWithPath: vault).deletingLastPathComponent().path
+            func asOwner(_ arguments: [String]) throws -> RunResult {
+                try runVault(
+                    ["--vault", vault] + arguments, input: Data(),
+                    environment: ["HOME": "/nonexistent", "PATH": "/usr/bin:/bin"], scratch: scratch)
+            }
+            let check = try asOwner(["check"])
+            #expect(check.status == 6 && check.errors.contains("group db was not checked"), "\(check.errors)")
+            _ = try asOwner(["check", "--remove-damaged"])
+            _ = try asOwner(["--group", "db", "rm", "one"])
+            let left = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".item") }
+            #expect(left.count == 2, "the owner removed items of the group: \(left)")
+        }
+    }
 }

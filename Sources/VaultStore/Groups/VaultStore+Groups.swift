@@ -197,8 +197,9 @@ extension VaultStore {
     /// (`vaultAlreadyExists`) a group that exists.
     public func createGroup(_ group: GroupName, unixGroup: UInt32?) throws(StoreError) {
         let classKeys = try ownerClassKeys("create a group")
-        try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in
-            try requireCurrentKeys()
+        // Under the vault's lock only, as every group is made (`withGroupCreationLock`): the other groups'
+        // locks are not needed, and one that a member replaced must not stop a new group.
+        try withGroupCreationLock { () throws(StoreError) in
             if let directory = try groupDirectory(group, create: false),
                 try readGroupKeyFile(group, in: directory) != nil
             {
