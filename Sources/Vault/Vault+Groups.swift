@@ -90,6 +90,13 @@ extension Vault {
                 let verified = verifyGroup(name, lockedIsProblem: false)
                 problems += verified.problems
                 itemCount = verified.itemCount
+            } else if let failure = summary.keyFailure {
+                // A member's group whose key is damaged or unsafe is said, not shown as merely unusable.
+                let path = failure.path ?? store.path(of: name)
+                problems.append(
+                    ItemProblem(
+                        path: path, group: name.rawValue, status: VaultError(failure).status,
+                        reason: Self.reason(failure.message, path: path)))
             }
             infos.append(
                 GroupInfo(

@@ -302,6 +302,9 @@ struct SharedGroupTests {
             _ = try asOwner(["--group", "db", "rm", "one"])
             let left = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".item") }
             #expect(left.count == 2, "the owner removed items of the group: \(left)")
+            // The member's own listing says what is wrong with the group, not only that it is unusable.
+            let listed = try run(users[0], binary, vault, ["group", "ls"])
+            #expect(listed.status == 6 && listed.errors.contains(directory + "/group.key"), "\(listed.errors)")
         }
     }
 }

@@ -1,7 +1,7 @@
 import VaultSystem
 
 /// What a caller can learn of one group.
-public struct GroupSummary: Sendable, Equatable {
+public struct GroupSummary: Sendable {
     /// The group's name.
     public let name: GroupName
     /// Whether its key is kept for the members of a Unix group; nil when the caller cannot tell.
@@ -12,6 +12,9 @@ public struct GroupSummary: Sendable, Equatable {
     public let itemCount: Int?
     /// Whether this process can read and write the group.
     public let usable: Bool
+    /// Why the group's key could not be read, when that is neither its absence nor the kernel keeping
+    /// a non-member out: damage (a member can write a `group.key` that does not open), an unsafe file.
+    public var keyFailure: StoreError? = nil
 }
 
 extension VaultStore {
@@ -27,10 +30,18 @@ extension VaultStore {
         }
         guard status.kind == .directory else { return nil }
         let shared = status.permissions.rawValue == FilePermissions.sharedDirectory.rawValue
-        let keys = try? keys(for: group)
+        var keys: GroupKeys?
+        var keyFailure: StoreError?
+        do {
+            keys = try self.keys(for: group)
+        } catch {
+            if ![.notAMember, .groupNotFound, .permissionDenied].contains(error.code) { keyFailure = error }
+        }
         let count = try? itemIDs(in: group, sorted: false).count
-        return GroupSummary(
+        var summary = GroupSummary(
             name: group, isShared: keys.map(\.isShared) ?? (shared ? true : nil),
             unixGroupID: shared ? status.groupID : nil, itemCount: count, usable: keys.map { !$0.isAbsent } ?? false)
+        summary.keyFailure = keyFailure
+        return summary
     }
 }

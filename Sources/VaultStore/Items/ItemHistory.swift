@@ -66,13 +66,16 @@ package enum ItemHistory {
         guard !versions.isEmpty else { return [] }
         var byItem: [ItemID: [(name: String, generation: UInt64)]] = [:]
         for (name, id, generation) in versions { byItem[id, default: []].append((name, generation)) }
-        // Unless `exactly`, an item is looked at only when it has more than its bound and a tombstone's
-        // worth: a deleted item has that many, and this runs at each writer's first write. Then one
-        // version past the bound (a writer killed before pruning) may stay until the next such leftover.
+        // An item is looked at only when it has more than its bound, and, unless `exactly`, a deleted
+        // one (no file) only past its bound and a tombstone's worth: a deleted item has that many, and
+        // this runs at each writer's first write. An item that still has its file never has more than
+        // its bound but for a leftover (or a tombstone whose delete never happened), which a record
+        // read tells apart.
         var listed: Set<String>?
         var excess: [String] = []
-        for (id, files) in byItem where files.count > kept + (exactly ? 0 : 1) {
+        for (id, files) in byItem where files.count > kept {
             if listed == nil { listed = Set(names) }
+            if !exactly, files.count == kept + 1, !listed!.contains(id.fileName) { continue }
             // A deleted item's record may lag its tombstone (a delete killed before the record): the
             // newer of the two.
             let recorded = recordedGeneration(id)
