@@ -156,7 +156,16 @@ extension Vault {
         var leftOutFiles: [ExportReport.LeftOutFile] = []
         for name in try translatingStoreErrors({ () throws(StoreError) in try engine.store.groups() }) {
             let group = try AccessGroup(name.rawValue)
-            let scanned = try engine.scan(group) { _ in true }
+            let scanned: ItemEngine.ScanResult
+            do {
+                scanned = try engine.scan(group) { _ in true }
+            } catch  where leavingOutDamagedGroups && error.status != .interactionNotAllowed {
+                // A group that cannot be listed or refreshed at all (a fleet group's planted `fleet.conf`,
+                // say) is left out whole, named, and the others are backed up.
+                leftOutGroups.append(
+                    ExportReport.LeftOutGroup(group: group.rawValue, reason: error.message, status: error.status))
+                continue
+            }
             if let locked = scanned.locked {
                 throw VaultError(locked.status, "cannot export a locked vault: \(locked.message)", cause: locked)
             }
