@@ -43,6 +43,12 @@ public struct ItemProblem: Sendable, Hashable, CustomStringConvertible {
         self.version = concernsHistory ? 0 : nil
     }
 
+    /// The problem of `group` as a whole (its key, its directory) about `path`: `status`, and `message`
+    /// without its leading copy of the path.
+    init(path: String, group: String, status: VaultStatus, message: String) {
+        self.init(path: path, group: group, status: status, reason: Vault.reason(message, path: path))
+    }
+
     /// The problem of item file `id` of `group` that `error` is (of its kept version `version`).
     init(path: String, group: AccessGroup, id: ItemID, error: VaultError, version: UInt64? = nil) {
         self.path = path
@@ -233,9 +239,8 @@ extension Vault {
                 if error.status == .interactionNotAllowed && !lockedIsProblem { continue }
                 let keyPath = store.keyPath(of: name)
                 if (error.cause as? StoreError)?.path == keyPath {
-                    let reason = Self.reason(error.message, path: keyPath)
                     problems.append(
-                        ItemProblem(path: keyPath, group: name.rawValue, status: error.status, reason: reason))
+                        ItemProblem(path: keyPath, group: name.rawValue, status: error.status, message: error.message))
                     return (ids.count, problems)
                 }
                 problems.append(ItemProblem(path: path, group: group, id: id, error: error))

@@ -95,8 +95,7 @@ extension Vault {
                 let path = failure.path ?? store.path(of: name)
                 problems.append(
                     ItemProblem(
-                        path: path, group: name.rawValue, status: VaultError(failure).status,
-                        reason: Self.reason(failure.message, path: path)))
+                        path: path, group: name.rawValue, status: VaultError(failure).status, message: failure.message))
             }
             infos.append(
                 GroupInfo(

@@ -231,8 +231,7 @@ public final class Vault: Sendable {
         let problems = found.damaged.map { file in
             guard let id = file.id else {
                 return ItemProblem(
-                    path: file.path, group: file.group.rawValue, status: file.error.status,
-                    reason: Self.reason(file.error.message, path: file.path))
+                    path: file.path, group: file.group.rawValue, status: file.error.status, message: file.error.message)
             }
             return ItemProblem(path: file.path, group: file.group, id: id, error: file.error)
         }
