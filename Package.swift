@@ -9,6 +9,8 @@ let package = Package(
         .library(name: "VaultC", type: .dynamic, targets: ["VaultCAPI"]),
         .library(name: "VaultArchive", targets: ["VaultArchive"]),
         .library(name: "Vault", targets: ["Vault"]),
+        // Fleet groups for the Swift API: one call, `FleetClient.etcd(watching:)`, for `Vault.open(fleet:)`.
+        .library(name: "VaultFleet", targets: ["VaultFleet"]),
         .executable(name: "vault", targets: ["vault"]),
         .executable(name: "vault-fleet", targets: ["vault-fleet"]),
         // The freedesktop Secret Service over the vault, for libsecret, keyring and credential helpers.
@@ -55,7 +57,7 @@ let package = Package(
         // it. The installed executable is built by scripts/build-cli, static and laid out for start-up
         // (which is most of what a `vault get` costs: docs/PERFORMANCE.md); this manifest has no unusual
         // flags, so that a package that depends on this one builds as any other.
-        .target(name: "VaultCLI", dependencies: ["Vault", "VaultArchive", "VaultSystem"]),
+        .target(name: "VaultCLI", dependencies: ["Vault", "VaultArchive", "VaultStore", "VaultCrypto", "VaultSystem"]),
         .executableTarget(name: "vault", dependencies: ["VaultCLI", "VaultSystem"], exclude: ["startup.order"]),
         // The same tool with an etcd client, dynamically linked: `vault` hands fleet-group commands to it.
         .executableTarget(

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import VaultArchive
+import VaultStore
 
 /// The common cases, in the spirit of KeychainAccess and Valet, but without swallowing errors: "not
 /// found" is nil (or false), every other failure throws.

@@ -80,7 +80,8 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
     public let status: VaultStatus
     /// A sentence naming the item, group or path, and the fix where there is one.
     public let message: String
-    /// The underlying error (a `StoreError`, an archive `DecodingError`, …), if any.
+    /// The underlying error (the store's, the crypto library's, the system's or the archive's), if any:
+    /// for its description; its type is not part of this API.
     public let cause: (any Error & Sendable)?
 
     /// Makes an error.
@@ -94,7 +95,7 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 
     /// Translates a store failure, keeping its message (which names the path).
-    public init(_ error: StoreError) {
+    package init(_ error: StoreError) {
         let status: VaultStatus
         switch error.code {
         case .vaultAlreadyExists: status = .duplicateVault

@@ -1,6 +1,7 @@
 public import CVaultAPI
 import FoundationEssentials
 import Vault
+import VaultCrypto
 
 // The history functions of include/vault.h (`vault_history` to `vault_purge`), as `Exports.swift`
 // implements the others: each body runs inside `reporting`.

@@ -1,5 +1,7 @@
 import FoundationEssentials
 import Vault
+import VaultCrypto
+import VaultStore
 import VaultSystem
 
 /// What a command runs with: the global options, the environment, and the three standard streams.

@@ -1,5 +1,7 @@
 import Synchronization
 import Vault
+import VaultCrypto
+import VaultStore
 import VaultSystem
 
 /// Where the tool gets passphrases: from a file descriptor (`--passphrase-fd N`: one passphrase per

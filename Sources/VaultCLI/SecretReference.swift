@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Vault
+import VaultCrypto
 import VaultSystem
 
 /// A generic password named on a command line or in a template: `SERVICE`, `SERVICE/ACCOUNT`, and either

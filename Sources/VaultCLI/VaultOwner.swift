@@ -1,4 +1,6 @@
 import Vault
+import VaultCrypto
+import VaultStore
 import VaultSystem
 
 /// Root acting on a vault that belongs to another user (a service's, provisioned by an operator) acts

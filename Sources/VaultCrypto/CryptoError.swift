@@ -1,7 +1,7 @@
 /// An error from the crypto layer. Its message never contains key or plaintext bytes.
-public struct CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
+package struct CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
     /// What went wrong.
-    public enum Code: Sendable, Equatable {
+    package enum Code: Sendable, Equatable {
         /// libsodium could not be initialised.
         case initializationFailed
         /// Secure memory could not be allocated (`sodium_malloc` failed).
@@ -13,16 +13,16 @@ public struct CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 
     /// What went wrong.
-    public let code: Code
+    package let code: Code
     /// A sentence for people.
-    public let message: String
+    package let message: String
 
     /// Makes an error.
-    public init(_ code: Code, _ message: String) {
+    package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
     /// The message.
-    public var description: String { message }
+    package var description: String { message }
 }

@@ -3,14 +3,14 @@ internal import CSodium
 /// Keyed BLAKE2b (`crypto_generichash_blake2b_salt_personal`) for subkeys and keyed hashes. The
 /// 16-byte personalisation string separates domains: the same master key and the same input give
 /// unrelated outputs for different purposes.
-public enum KeyDerivation {
+package enum KeyDerivation {
     /// A domain label, at most 16 bytes of ASCII; padded with zeros to BLAKE2b's 16-byte
     /// personalisation.
-    public struct Domain: Sendable, Hashable {
+    package struct Domain: Sendable, Hashable {
         let personal: [UInt8]
 
         /// A label such as "vault.enc.v1". Traps if longer than 16 bytes: labels are constants in code.
-        public init(_ label: StaticString) {
+        package init(_ label: StaticString) {
             let bytes = label.withUTF8Buffer { Array($0) }
             precondition(bytes.count <= 16, "a BLAKE2b personalisation label is at most 16 bytes")
             personal = bytes + [UInt8](repeating: 0, count: 16 - bytes.count)
@@ -18,7 +18,7 @@ public enum KeyDerivation {
     }
 
     /// Derives a subkey of `key` for `domain` and `context` (e.g. a group name).
-    public static func subkey(of key: SymmetricKey, domain: Domain, context: [UInt8]) throws(CryptoError)
+    package static func subkey(of key: SymmetricKey, domain: Domain, context: [UInt8]) throws(CryptoError)
         -> SymmetricKey
     {
         try context.withTypedBytes { (input) throws(CryptoError) in try derive(key, domain, input) }
@@ -27,20 +27,20 @@ public enum KeyDerivation {
     /// Derives a subkey of `key` for `domain` and `context` that also depends on the secret `other`
     /// (e.g. a class key and a group key: the result needs both): BLAKE2b keyed with `key` over
     /// `other`'s bytes followed by `context`, the message kept in secure memory.
-    public static func subkey(of key: SymmetricKey, domain: Domain, context: [UInt8], mixing other: SymmetricKey)
+    package static func subkey(of key: SymmetricKey, domain: Domain, context: [UInt8], mixing other: SymmetricKey)
         throws(CryptoError) -> SymmetricKey
     {
         try subkeys([Derivation(of: key, domain: domain, context: context, mixing: other)])[0]
     }
 
     /// The subkey that `derivation` makes (of a key at hand, not `ofEarlier`).
-    public static func subkey(_ derivation: Derivation) throws(CryptoError) -> SymmetricKey {
+    package static func subkey(_ derivation: Derivation) throws(CryptoError) -> SymmetricKey {
         try subkeys([derivation])[0]
     }
 
     /// One subkey of `subkeys(_:)`: of `key` for `domain` and `context`, also depending on the secret
     /// `mixing` when it is given (as `subkey(of:domain:context:mixing:)`).
-    public struct Derivation: Sendable {
+    package struct Derivation: Sendable {
         enum Key: Sendable {
             case key(SymmetricKey)
             /// The key that derivation `index` of the same `subkeys` call makes.
@@ -53,7 +53,7 @@ public enum KeyDerivation {
         let mixing: SymmetricKey?
 
         /// The subkey of `key` for `domain` and `context`, mixing in `other` when given.
-        public init(of key: SymmetricKey, domain: Domain, context: [UInt8], mixing other: SymmetricKey? = nil) {
+        package init(of key: SymmetricKey, domain: Domain, context: [UInt8], mixing other: SymmetricKey? = nil) {
             self.key = .key(key)
             self.domain = domain
             self.context = context
@@ -62,7 +62,7 @@ public enum KeyDerivation {
 
         /// The subkey for `domain` and `context` of the key that derivation `index` of the same
         /// `subkeys` call makes (an earlier one): a chain of keys in one allocation.
-        public init(ofEarlier index: Int, domain: Domain, context: [UInt8]) {
+        package init(ofEarlier index: Int, domain: Domain, context: [UInt8]) {
             self.key = .earlier(index)
             self.domain = domain
             self.context = context
@@ -103,7 +103,7 @@ public enum KeyDerivation {
     /// secure allocation (the keys share it: it is wiped when the last of them goes). A mixed
     /// derivation's message is built in a scratch tail of the same allocation, wiped before the keys
     /// are handed out.
-    public static func subkeys(_ derivations: [Derivation]) throws(CryptoError) -> [SymmetricKey] {
+    package static func subkeys(_ derivations: [Derivation]) throws(CryptoError) -> [SymmetricKey] {
         guard !derivations.isEmpty else {
             try Sodium.ensureInitialized()
             return []
@@ -122,14 +122,14 @@ public enum KeyDerivation {
     /// one secure allocation: the key is first, and `Derivation(ofEarlier: 0, …)` is keyed by it
     /// (`ofEarlier: i` by the key at `i`). `fill` returns how many bytes it wrote: anything but all
     /// `SymmetricKey.byteCount` is `invalidArgument`, and no key is made of a partly written one.
-    public static func key<Failure: Error>(
+    package static func key<Failure: Error>(
         filledBy fill: (inout MutableRawSpan) throws(Failure) -> Int, thenDeriving derivations: [Derivation]
     ) throws(SeededKeyError<Failure>) -> [SymmetricKey] {
         try make(seeded: true, seed: fill, derivations)
     }
 
     /// Why `key(filledBy:thenDeriving:)` failed: no memory or a derivation, or the fill.
-    public enum SeededKeyError<Failure: Error>: Error {
+    package enum SeededKeyError<Failure: Error>: Error {
         /// The allocation or a derivation failed.
         case crypto(CryptoError)
         /// The fill threw.
@@ -228,7 +228,7 @@ public enum KeyDerivation {
     /// under the key that `key` makes (a derivation of a key at hand, not `ofEarlier`). The key and
     /// the message are built in one secure allocation, wiped and freed before this returns: a MAC over
     /// secrets under a subkey, without a secure allocation for each.
-    public static func keyedHash(
+    package static func keyedHash(
         _ parts: [PlainOrSecretBytes], keyedBy key: Derivation, domain: Domain, outputByteCount: Int = 32
     ) throws(CryptoError) -> [UInt8] {
         guard case .key(let root) = key.key else {
@@ -271,7 +271,7 @@ public enum KeyDerivation {
 
     /// A keyed hash of `message` under `key` for `domain`, `outputByteCount` bytes (16...64). Not
     /// secret: used for item ids and marker checks.
-    public static func keyedHash(
+    package static func keyedHash(
         _ message: [UInt8],
         key: SymmetricKey,
         domain: Domain,
@@ -284,7 +284,7 @@ public enum KeyDerivation {
 
     /// A keyed hash (as `keyedHash(_:key:domain:outputByteCount:)`) of a message that holds secrets:
     /// it stays in secure memory.
-    public static func keyedHash(
+    package static func keyedHash(
         _ message: SecureBytes,
         key: SymmetricKey,
         domain: Domain,

@@ -2,9 +2,9 @@
 /// that a file's size tells only the bucket of its secret's length: multiples of 64 bytes up to
 /// 1 KiB, powers of two above (and multiples of 1 MiB above 1 MiB, so that the largest item does not
 /// double).
-public enum Padding {
+package enum Padding {
     /// The padded size for a plaintext of `count` bytes (at least `count + 1`).
-    public static func paddedCount(_ count: Int) -> Int {
+    package static func paddedCount(_ count: Int) -> Int {
         let minimum = count + 1
         if minimum <= 1024 { return (minimum + 63) / 64 * 64 }
         if minimum <= 1 << 20 {
@@ -16,7 +16,7 @@ public enum Padding {
     }
 
     /// `plaintext` followed by 0x80 and zeros up to `paddedCount(plaintext.count)`.
-    public static func padded(_ plaintext: [UInt8]) -> [UInt8] {
+    package static func padded(_ plaintext: [UInt8]) -> [UInt8] {
         var result = [UInt8]()
         result.reserveCapacity(paddedCount(plaintext.count))
         result += plaintext
@@ -26,7 +26,7 @@ public enum Padding {
     }
 
     /// The length of the plaintext inside padded `bytes`, or nil when they are not padded this way.
-    public static func unpaddedCount(_ bytes: [UInt8]) -> Int? {
+    package static func unpaddedCount(_ bytes: [UInt8]) -> Int? {
         var index = bytes.count - 1
         while index >= 0, bytes[index] == 0 { index -= 1 }
         guard index >= 0, bytes[index] == 0x80 else { return nil }

@@ -43,11 +43,11 @@ public enum PassphraseKeyDerivation {
     }
 
     /// The salt size: 16 bytes.
-    public static let saltByteCount = 16
+    package static let saltByteCount = 16
 
     /// Derives a key. Throws `invalidArgument` for a bad salt or limits, and `allocationFailed` when
     /// the memory limit cannot be met.
-    public static func deriveKey(passphrase: SecureBytes, salt: [UInt8], limits: Limits) throws(CryptoError)
+    package static func deriveKey(passphrase: SecureBytes, salt: [UInt8], limits: Limits) throws(CryptoError)
         -> SymmetricKey
     {
         try Sodium.ensureInitialized()

@@ -4,11 +4,11 @@ internal import CSodium
 /// authenticated and chained to the ones before it, the last marked final, so that a reader can open a
 /// long stream one message at a time and still learn of a message dropped, reordered, repeated or cut
 /// off at the end. The state holds a key: it lives in secure memory and is wiped when the stream goes.
-public enum SecretStream {
+package enum SecretStream {
     /// The bytes of the header that starts a stream (its random nonce).
-    public static let headerByteCount = Int(crypto_secretstream_xchacha20poly1305_headerbytes())
+    package static let headerByteCount = Int(crypto_secretstream_xchacha20poly1305_headerbytes())
     /// The bytes a message grows by when sealed.
-    public static let overheadByteCount = Int(crypto_secretstream_xchacha20poly1305_abytes())
+    package static let overheadByteCount = Int(crypto_secretstream_xchacha20poly1305_abytes())
 
     /// Secure memory for one stream's state.
     final class State {
@@ -24,13 +24,13 @@ public enum SecretStream {
     }
 
     /// Seals the messages of a new stream in order.
-    public final class Writer {
+    package final class Writer {
         let state: State
         /// The stream's header, to store before its first message.
-        public let header: [UInt8]
+        package let header: [UInt8]
 
         /// A new stream under `key`, with a fresh random header.
-        public init(key: SymmetricKey) throws(CryptoError) {
+        package init(key: SymmetricKey) throws(CryptoError) {
             let state = try State()
             var header = [UInt8](repeating: 0, count: SecretStream.headerByteCount)
             let status = key.withUnsafeBytes { keyBytes in
@@ -44,7 +44,7 @@ public enum SecretStream {
 
         /// Seals `message` (with `associatedData` authenticated, not stored) as the stream's next message,
         /// the last one when `isFinal`.
-        public func seal(_ message: UnsafeRawBufferPointer, associatedData: [UInt8] = [], isFinal: Bool = false)
+        package func seal(_ message: UnsafeRawBufferPointer, associatedData: [UInt8] = [], isFinal: Bool = false)
             throws(CryptoError) -> [UInt8]
         {
             var sealed = [UInt8](repeating: 0, count: message.count + SecretStream.overheadByteCount)
@@ -62,7 +62,7 @@ public enum SecretStream {
         }
 
         /// `seal` of an array's bytes.
-        public func seal(_ message: [UInt8], associatedData: [UInt8] = [], isFinal: Bool = false)
+        package func seal(_ message: [UInt8], associatedData: [UInt8] = [], isFinal: Bool = false)
             throws(CryptoError) -> [UInt8]
         {
             let sealed = message.withUnsafeBytes { bytes in
@@ -73,11 +73,11 @@ public enum SecretStream {
     }
 
     /// Opens the messages of a stream in order.
-    public final class Reader {
+    package final class Reader {
         let state: State
 
         /// The stream under `key` that `header` starts.
-        public init(key: SymmetricKey, header: [UInt8]) throws(CryptoError) {
+        package init(key: SymmetricKey, header: [UInt8]) throws(CryptoError) {
             guard header.count == SecretStream.headerByteCount else {
                 throw CryptoError(.invalidArgument, "a secret stream's header is \(SecretStream.headerByteCount) bytes")
             }
@@ -93,7 +93,7 @@ public enum SecretStream {
         /// Opens the stream's next message `sealed` into secure memory, and whether it is the last one.
         /// A message that does not authenticate (under this key, at this place in the stream, with
         /// `associatedData`) is `authenticationFailed`; the stream cannot go on after it.
-        public func open(_ sealed: [UInt8], associatedData: [UInt8] = []) throws(CryptoError)
+        package func open(_ sealed: [UInt8], associatedData: [UInt8] = []) throws(CryptoError)
             -> (message: SecureBytes, isFinal: Bool)
         {
             guard sealed.count >= SecretStream.overheadByteCount else {
@@ -122,12 +122,12 @@ public enum SecretStream {
 }
 
 /// Keyed BLAKE2b over bytes that come in parts (`KeyDerivation.keyedHash` of their concatenation).
-public final class StreamingHash {
+package final class StreamingHash {
     let state: UnsafeMutableRawPointer
     let outputByteCount: Int
 
     /// A hash under `key` with personalisation `domain`, of `outputByteCount` (16 to 64) bytes.
-    public init(key: SymmetricKey, domain: KeyDerivation.Domain, outputByteCount: Int) throws(CryptoError) {
+    package init(key: SymmetricKey, domain: KeyDerivation.Domain, outputByteCount: Int) throws(CryptoError) {
         guard (16...64).contains(outputByteCount) else {
             throw CryptoError(.invalidArgument, "BLAKE2b output must be 16 to 64 bytes")
         }
@@ -151,13 +151,13 @@ public final class StreamingHash {
     }
 
     /// Adds `bytes`.
-    public func update(_ bytes: [UInt8]) {
+    package func update(_ bytes: [UInt8]) {
         _ = crypto_generichash_blake2b_update(
             OpaquePointer(state), bytes, UInt64(bytes.count))
     }
 
     /// The hash of everything added.
-    public func finish() -> [UInt8] {
+    package func finish() -> [UInt8] {
         var output = [UInt8](repeating: 0, count: outputByteCount)
         _ = crypto_generichash_blake2b_final(
             OpaquePointer(state), &output, outputByteCount)

@@ -6,11 +6,11 @@ internal import CSodium
 ///
 /// The memory is between guard pages, locked against swap (`mlock`), excluded from core dumps, and
 /// wiped when freed.
-public enum SecureAllocation {
+package enum SecureAllocation {
     /// Allocates `byteCount` zeroed bytes of secure memory (at least one byte is reserved, so that the
     /// pointer of an empty allocation is still a valid, freeable pointer). Throws `CryptoError` when
     /// `byteCount` is negative, libsodium cannot be initialised, or the allocation fails.
-    public static func allocate(byteCount: Int) throws(CryptoError) -> UnsafeMutableRawPointer {
+    package static func allocate(byteCount: Int) throws(CryptoError) -> UnsafeMutableRawPointer {
         guard byteCount >= 0 else {
             throw CryptoError(.invalidArgument, "a secure allocation cannot have \(byteCount) bytes")
         }
@@ -29,7 +29,7 @@ public enum SecureAllocation {
     /// Wipes, unlocks and frees memory that `allocate(byteCount:)` returned. Any other pointer, or one
     /// already freed, is undefined behaviour (libsodium may abort): callers that accept pointers from
     /// outside must track their live allocations.
-    public static func free(_ pointer: UnsafeMutableRawPointer) {
+    package static func free(_ pointer: UnsafeMutableRawPointer) {
         sodium_free(pointer)
     }
 }

@@ -23,7 +23,7 @@ public final class SecureBytes: @unchecked Sendable {
     /// Allocates `count` bytes and lets `initializer` fill them (they start zeroed). Throws
     /// `CryptoError` when libsodium or the allocation fails; if `initializer` throws, the memory is
     /// wiped and freed and its error is passed on.
-    public convenience init(count: Int, initializer: (UnsafeMutableRawBufferPointer) throws -> Void) throws {
+    package convenience init(count: Int, initializer: (UnsafeMutableRawBufferPointer) throws -> Void) throws {
         let memory = try Self.allocate(count)
         do {
             try initializer(UnsafeMutableRawBufferPointer(start: memory, count: count))
@@ -37,7 +37,7 @@ public final class SecureBytes: @unchecked Sendable {
     /// Allocates `count` bytes and lets `initializer` fill them (they start zeroed), keeping the
     /// initializer's error type: a failure is `.allocation` or the initializer's, as `.filling`; after
     /// either the memory is wiped and freed.
-    public convenience init<Failure: Error>(
+    package convenience init<Failure: Error>(
         exactly count: Int, initializer: (UnsafeMutableRawBufferPointer) throws(Failure) -> Void
     ) throws(SecureFillError<Failure>) {
         let memory: UnsafeMutableRawPointer
@@ -73,7 +73,7 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// These bytes as consecutive parts of `size` bytes each (the count must be a multiple of it),
     /// sharing this allocation: for keys filled in one go, which then cost one secure allocation.
-    public func split(into size: Int) -> [SecureBytes] {
+    package func split(into size: Int) -> [SecureBytes] {
         precondition(size > 0 && count % size == 0, "a secure buffer splits into parts of equal size")
         return views(ofSizes: Array(repeating: size, count: count / size))
     }
@@ -106,7 +106,7 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// Allocates `count` bytes and lets `fill` write them through a span (they start zeroed), keeping its
     /// error type: for a reader that fills a key from a file or the kernel keyring.
-    public convenience init<Failure: Error>(count: Int, filling fill: (inout MutableRawSpan) throws(Failure) -> Void)
+    package convenience init<Failure: Error>(count: Int, filling fill: (inout MutableRawSpan) throws(Failure) -> Void)
         throws(SecureFillError<Failure>)
     {
         try self.init(exactly: count) { (buffer) throws(Failure) in
@@ -121,7 +121,7 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     /// Copies `bytes` into secure memory. The caller remains responsible for wiping its own copy.
-    public convenience init(copying bytes: UnsafeRawBufferPointer) throws(CryptoError) {
+    package convenience init(copying bytes: UnsafeRawBufferPointer) throws(CryptoError) {
         do {
             try self.init(exactly: bytes.count) { (buffer) throws(Never) in buffer.copyMemory(from: bytes) }
         } catch {
@@ -130,7 +130,7 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     /// Copies `bytes` into secure memory. The caller remains responsible for wiping its own copy.
-    public convenience init(copying bytes: [UInt8]) throws(CryptoError) {
+    package convenience init(copying bytes: [UInt8]) throws(CryptoError) {
         do {
             try self.init(exactly: bytes.count) { (buffer) throws(Never) in
                 bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
@@ -142,7 +142,7 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// Copies the bytes of `bytes` in `range` into secure memory (no copy of them on the way). The
     /// caller remains responsible for wiping its own copy.
-    public convenience init(copying bytes: [UInt8], range: Range<Int>) throws(CryptoError) {
+    package convenience init(copying bytes: [UInt8], range: Range<Int>) throws(CryptoError) {
         precondition(range.lowerBound >= 0 && range.upperBound <= bytes.count, "range outside the bytes")
         do {
             try self.init(exactly: range.count) { (buffer) throws(Never) in
@@ -154,7 +154,7 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     /// Copies `bytes` into secure memory and wipes the array's storage.
-    public convenience init(consuming bytes: inout [UInt8]) throws(CryptoError) {
+    package convenience init(consuming bytes: inout [UInt8]) throws(CryptoError) {
         defer {
             bytes.wipe()
             bytes = []
@@ -163,7 +163,7 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     /// These bytes followed by `tail` (not secret), in a new secure buffer.
-    public func appending(_ tail: [UInt8]) throws(CryptoError) -> SecureBytes {
+    package func appending(_ tail: [UInt8]) throws(CryptoError) -> SecureBytes {
         do {
             return try SecureBytes(exactly: count + tail.count) { (buffer) throws(Never) in
                 buffer.baseAddress!.copyMemory(from: pointer, byteCount: count)
@@ -175,7 +175,7 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     /// The bytes of `parts`, one after the other, in a new secure buffer.
-    public static func joined(_ parts: [SecureBytes]) throws(CryptoError) -> SecureBytes {
+    package static func joined(_ parts: [SecureBytes]) throws(CryptoError) -> SecureBytes {
         let total = parts.reduce(0) { $0 + $1.count }
         do {
             return try SecureBytes(exactly: total) { (buffer) throws(Never) in
@@ -194,7 +194,7 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// `count` random bytes from the system's CSPRNG (`randombytes_buf`, getrandom(2) on Linux, so a
     /// forked child never repeats its parent's stream).
-    public static func random(count: Int) throws(CryptoError) -> SecureBytes {
+    package static func random(count: Int) throws(CryptoError) -> SecureBytes {
         do {
             return try SecureBytes(exactly: count) { (buffer) throws(Never) in
                 if count > 0 { randombytes_buf(buffer.baseAddress!, count) }
@@ -217,7 +217,7 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// Gives `body` a copy of the bytes in an ordinary array, wiped when `body` returns: for decoders
     /// that take arrays. `body` must not keep the array.
-    public func withTransientCopy<R, E: Error>(_ body: ([UInt8]) throws(E) -> R) throws(E) -> R {
+    package func withTransientCopy<R, E: Error>(_ body: ([UInt8]) throws(E) -> R) throws(E) -> R {
         var copy = unprotectedCopy()
         defer { copy.wipe() }
         return try body(copy)
@@ -259,7 +259,7 @@ extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible, Cu
 }
 
 /// Why a secure buffer filled by a closure could not be made: no memory, or the closure failed.
-public enum SecureFillError<Failure: Error>: Error {
+package enum SecureFillError<Failure: Error>: Error {
     /// The secure memory could not be allocated.
     case allocation(CryptoError)
     /// The initializer threw.
@@ -268,7 +268,7 @@ public enum SecureFillError<Failure: Error>: Error {
 
 extension SecureFillError where Failure == Never {
     /// The allocation failure, the only one an initializer that cannot fail leaves.
-    public var allocationError: CryptoError {
+    package var allocationError: CryptoError {
         switch self {
         case .allocation(let error): return error
         case .filling(let never): switch never {}
@@ -278,7 +278,7 @@ extension SecureFillError where Failure == Never {
 
 extension SecureFillError where Failure == CryptoError {
     /// The failure, whichever step it came from.
-    public var cryptoError: CryptoError {
+    package var cryptoError: CryptoError {
         switch self {
         case .allocation(let error), .filling(let error): return error
         }

@@ -1,7 +1,7 @@
 /// A short-lived plaintext in ordinary memory (no `mlock`, no guard pages: those cost nine system
 /// calls, more than a whole item read), owned by this one object and wiped with `sodium_memzero` when
 /// it goes. Read it only through `withBytes`, so that no copy of the array outlives the object.
-public final class TransientBytes {
+package final class TransientBytes {
     @usableFromInline var bytes: [UInt8]
 
     init(_ bytes: consuming [UInt8]) {
@@ -26,12 +26,12 @@ public final class TransientBytes {
     }
 
     /// The number of bytes.
-    public var count: Int { bytes.count }
+    package var count: Int { bytes.count }
 
     /// Drops the padding that `Padding.padded` appended (zeros after a final 0x80); false, and
     /// nothing dropped, when the bytes do not end that way. The dropped bytes are not secret; the
     /// array keeps its buffer, so the wipe at the end still covers every byte that was the plaintext.
-    public func removePadding() -> Bool {
+    package func removePadding() -> Bool {
         guard let end = Padding.unpaddedCount(bytes) else { return false }
         bytes.removeLast(bytes.count - end)
         return true
@@ -39,16 +39,16 @@ public final class TransientBytes {
 
     /// Gives `body` the bytes; do not keep them.
     @inlinable
-    public func withBytes<R, E: Error>(_ body: ([UInt8]) throws(E) -> R) throws(E) -> R {
+    package func withBytes<R, E: Error>(_ body: ([UInt8]) throws(E) -> R) throws(E) -> R {
         try body(bytes)
     }
 }
 
 extension TransientBytes: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// Redacted: the byte count only.
-    public var description: String { "TransientBytes(\(count) bytes, redacted)" }
+    package var description: String { "TransientBytes(\(count) bytes, redacted)" }
     /// Redacted: the byte count only.
-    public var debugDescription: String { description }
+    package var debugDescription: String { description }
     /// An empty mirror, so that `dump` and debuggers' summaries show no bytes.
-    public var customMirror: Mirror { Mirror(self, children: [:]) }
+    package var customMirror: Mirror { Mirror(self, children: [:]) }
 }

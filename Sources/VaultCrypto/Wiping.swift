@@ -3,9 +3,9 @@ import FoundationEssentials
 
 /// The one way the vault zeroes secret bytes: libsodium's `sodium_memzero`, a store the optimiser
 /// cannot drop (a plain loop of zeros into memory that is freed next may be removed as dead).
-public enum Wiping {
+package enum Wiping {
     /// Overwrites `bytes` with zeros.
-    public static func wipe(_ bytes: UnsafeMutableRawBufferPointer) {
+    package static func wipe(_ bytes: UnsafeMutableRawBufferPointer) {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         sodium_memzero(base, bytes.count)
     }
@@ -14,7 +14,7 @@ public enum Wiping {
 extension Array where Element == UInt8 {
     /// Overwrites the array's bytes with zeros in place (`Wiping.wipe`). A copy that shares the
     /// storage gets its own first, and copies made earlier are not reached.
-    public mutating func wipe() {
+    package mutating func wipe() {
         withUnsafeMutableBytes { Wiping.wipe($0) }
     }
 }
@@ -22,7 +22,7 @@ extension Array where Element == UInt8 {
 extension Data {
     /// Overwrites the bytes this value owns with zeros (`Wiping.wipe`). A copy that shares the storage
     /// gets its own first, and copies made earlier are not reached.
-    public mutating func wipe() {
+    package mutating func wipe() {
         guard !isEmpty else { return }
         withUnsafeMutableBytes { Wiping.wipe($0) }
     }

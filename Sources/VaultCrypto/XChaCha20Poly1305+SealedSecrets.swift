@@ -4,7 +4,7 @@
 extension XChaCha20Poly1305 {
     /// A box that `openSecrets(_:)` opens: a ciphertext (followed by its tag) sealed with `nonce` and
     /// `associatedData` under the key that a derivation makes.
-    public struct SealedSecret: Sendable {
+    package struct SealedSecret: Sendable {
         let ciphertext: ArraySlice<UInt8>
         let nonce: ArraySlice<UInt8>
         let associatedData: [UInt8]
@@ -12,7 +12,7 @@ extension XChaCha20Poly1305 {
 
         /// The box of `ciphertext` sealed with `nonce` and `associatedData` under the key that `key`
         /// makes (a derivation of a key at hand, not `ofEarlier`).
-        public init(
+        package init(
             ciphertext: ArraySlice<UInt8>, nonce: ArraySlice<UInt8>, associatedData: [UInt8],
             sealedUnder key: KeyDerivation.Derivation
         ) {
@@ -25,11 +25,11 @@ extension XChaCha20Poly1305 {
 
     /// Why `openSecrets(_:)` failed: the box at `index` (nil when no one box failed: no secure memory),
     /// and how (`authenticationFailed` for a damaged box or one sealed under another key).
-    public struct SealedSecretFailure: Error, Sendable {
+    package struct SealedSecretFailure: Error, Sendable {
         /// The position of the box that failed, nil for a failure of the whole (no memory).
-        public let index: Int?
+        package let index: Int?
         /// The failure.
-        public let error: CryptoError
+        package let error: CryptoError
     }
 
     /// The plaintexts of `secrets`, in order, each opened under the key its derivation makes. One secure
@@ -37,7 +37,7 @@ extension XChaCha20Poly1305 {
     /// plaintext is a view of it, so they are wiped and freed together when the last of them goes, and
     /// only secrets that live as long as each other belong in one call. Nothing is returned unless
     /// every box opens.
-    public static func openSecrets(_ secrets: [SealedSecret]) throws(SealedSecretFailure) -> [SecureBytes] {
+    package static func openSecrets(_ secrets: [SealedSecret]) throws(SealedSecretFailure) -> [SecureBytes] {
         do {
             try Sodium.ensureInitialized()
         } catch {

@@ -2,22 +2,22 @@ internal import CSodium
 
 /// XChaCha20-Poly1305-IETF authenticated encryption with associated data (libsodium's
 /// `crypto_aead_xchacha20poly1305_ietf_*`). Its 24-byte nonces are random, so they never need a counter.
-public enum XChaCha20Poly1305 {
+package enum XChaCha20Poly1305 {
     /// The key size: 32 bytes.
-    public static let keyByteCount = SymmetricKey.byteCount
+    package static let keyByteCount = SymmetricKey.byteCount
     /// The nonce size: 24 bytes.
-    public static let nonceByteCount = 24
+    package static let nonceByteCount = 24
     /// The authentication tag size: 16 bytes, appended to the ciphertext.
-    public static let tagByteCount = 16
+    package static let tagByteCount = 16
 
     /// A fresh random nonce.
-    public static func randomNonce() throws(CryptoError) -> [UInt8] {
+    package static func randomNonce() throws(CryptoError) -> [UInt8] {
         try SecureRandom.bytes(count: nonceByteCount)
     }
 
     /// Encrypts `plaintext` and authenticates it together with `associatedData`; returns
     /// ciphertext followed by the tag.
-    public static func seal(
+    package static func seal(
         _ plaintext: UnsafeRawBufferPointer,
         key: SymmetricKey,
         nonce: [UInt8],
@@ -45,7 +45,7 @@ public enum XChaCha20Poly1305 {
     }
 
     /// Encrypts `plaintext` (see `seal(_:key:nonce:associatedData:)`).
-    public static func seal(
+    package static func seal(
         _ plaintext: [UInt8], key: SymmetricKey, nonce: [UInt8], associatedData: [UInt8]
     ) throws(CryptoError) -> [UInt8] {
         try plaintext.withTypedBytes { (bytes) throws(CryptoError) in
@@ -54,7 +54,7 @@ public enum XChaCha20Poly1305 {
     }
 
     /// Encrypts the contents of `plaintext` (see `seal(_:key:nonce:associatedData:)`).
-    public static func seal(
+    package static func seal(
         _ plaintext: SecureBytes, key: SymmetricKey, nonce: [UInt8], associatedData: [UInt8]
     ) throws(CryptoError) -> [UInt8] {
         try plaintext.withUnsafeBytes { (bytes) throws(CryptoError) in
@@ -68,7 +68,7 @@ public enum XChaCha20Poly1305 {
     /// system calls (mmap, mprotect, mlock, …) would cost more than the read itself. Any mismatch is
     /// `authenticationFailed`; no byte of an unauthenticated plaintext is ever returned.
     @inlinable
-    public static func open<Plaintext: PlaintextStorage>(
+    package static func open<Plaintext: PlaintextStorage>(
         _ ciphertext: UnsafeRawBufferPointer, key: SymmetricKey, nonce: [UInt8], associatedData: [UInt8],
         as storage: Plaintext.Type = SecureBytes.self
     ) throws(CryptoError) -> Plaintext {
@@ -93,7 +93,7 @@ public enum XChaCha20Poly1305 {
     /// opens one such box on every look-up). Ranges that overlap are no layout a sealer writes: such a
     /// box fails authentication.
     @inlinable
-    public static func open<Plaintext: PlaintextStorage>(
+    package static func open<Plaintext: PlaintextStorage>(
         _ bytes: [UInt8], nonceAt nonceStart: Int, from start: Int, key: SymmetricKey, associatedData: [UInt8],
         as storage: Plaintext.Type = SecureBytes.self
     ) throws(CryptoError) -> Plaintext {
@@ -112,7 +112,7 @@ public enum XChaCha20Poly1305 {
 
     /// `open(_:key:nonce:associatedData:as:)` of the ciphertext that fills `bytes` from `start` on.
     @inlinable
-    public static func open<Plaintext: PlaintextStorage>(
+    package static func open<Plaintext: PlaintextStorage>(
         _ bytes: [UInt8], from start: Int, key: SymmetricKey, nonce: [UInt8], associatedData: [UInt8],
         as storage: Plaintext.Type = SecureBytes.self
     ) throws(CryptoError) -> Plaintext {
@@ -178,7 +178,7 @@ public enum XChaCha20Poly1305 {
 }
 
 /// Memory that a decryption writes a plaintext into.
-public protocol PlaintextStorage {
+package protocol PlaintextStorage {
     /// `count` bytes that `fill` writes; wiped (and freed) if `fill` fails.
     static func filled(count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(CryptoError) -> Void)
         throws(CryptoError) -> Self
@@ -186,7 +186,7 @@ public protocol PlaintextStorage {
 
 extension SecureBytes: PlaintextStorage {
     /// Secure memory of `count` bytes that `fill` writes.
-    public static func filled(count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(CryptoError) -> Void)
+    package static func filled(count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(CryptoError) -> Void)
         throws(CryptoError) -> SecureBytes
     {
         do {
@@ -199,7 +199,7 @@ extension SecureBytes: PlaintextStorage {
 
 extension TransientBytes: PlaintextStorage {
     /// Ordinary memory of `count` bytes that `fill` writes, wiped when the object goes.
-    public static func filled(count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(CryptoError) -> Void)
+    package static func filled(count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(CryptoError) -> Void)
         throws(CryptoError) -> TransientBytes
     {
         try TransientBytes(count: count, fill)

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Vault
+import VaultCrypto
 import VaultDBus
 
 /// Collections and items: searches (by the items' attributes, never reading secrets), creation,

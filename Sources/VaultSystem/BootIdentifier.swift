@@ -1,9 +1,9 @@
 /// The kernel's identifier of the current boot (`/proc/sys/kernel/random/boot_id`, a random UUID made
 /// at each boot): what tells a counter that a process of this boot wrote from one that survived a
 /// reboot on disk (`GroupCommit`'s counters in `.lock`, which are never synced).
-public enum BootIdentifier {
+package enum BootIdentifier {
     /// The 16 bytes of this boot's identifier; nil when the kernel does not give it (no `/proc`).
-    public static let current: [UInt8]? = read()
+    package static let current: [UInt8]? = read()
 
     private static func read() -> [UInt8]? {
         guard

@@ -3,18 +3,18 @@ internal import Glibc
 
 /// Runs a program as a child process (`posix_spawn`), for tools that measure whole processes: no
 /// shell, standard input from a file (or /dev/null), standard output and error to /dev/null.
-public enum ChildProcess {
+package enum ChildProcess {
     /// How a child ended and what it cost.
-    public struct Result: Sendable, Equatable {
+    package struct Result: Sendable, Equatable {
         /// The exit status (0...255), or 128 + the signal number when a signal ended it.
-        public let exitStatus: Int32
+        package let exitStatus: Int32
         /// The child's peak resident set size in KiB (`ru_maxrss` from wait4).
-        public let peakResidentKilobytes: Int
+        package let peakResidentKilobytes: Int
     }
 
     /// Replaces this process with `executable` (`execv`), `arguments` its whole argv (argv[0] first),
     /// the environment and descriptors kept; returns only on failure, with the reason.
-    public static func replaceProcess(with executable: String, arguments: [String]) -> Errno {
+    package static func replaceProcess(with executable: String, arguments: [String]) -> Errno {
         let argv = arguments.map { strdup($0) } + [nil]
         defer { for pointer in argv { free(pointer) } }
         execv(executable, argv)
@@ -23,7 +23,7 @@ public enum ChildProcess {
 
     /// Starts `executable` with `arguments` (not including argv[0]) and `environment` ("NAME=value"
     /// entries; nil keeps this process's), waits for it, and returns its status and peak memory.
-    public static func run(
+    package static func run(
         _ executable: String,
         arguments: [String],
         environment: [String]? = nil,
@@ -66,7 +66,7 @@ public enum ChildProcess {
     /// the process ignores SIGCHLD (the status is then lost), the status is 0 when the program wrote
     /// anything, else 1.
     /// With `mergingErrors`, standard error goes where standard output does.
-    public static func output(
+    package static func output(
         of executable: String, arguments: [String], limit: Int = 1 << 20, mergingErrors: Bool = false
     ) throws(Errno) -> (status: Int32, output: [UInt8]) {
         var ends: [Int32] = [-1, -1]
@@ -114,7 +114,7 @@ public enum ChildProcess {
     }
 
     /// How a program that `runForwardingSignals` started ended.
-    public enum Termination: Sendable, Equatable {
+    package enum Termination: Sendable, Equatable {
         /// It exited with this status (0...255).
         case exited(Int32)
         /// A signal ended it.
@@ -127,7 +127,7 @@ public enum ChildProcess {
         }
 
         /// The shell's number for it: the exit status, or 128 + the signal number.
-        public var shellStatus: Int32 {
+        package var shellStatus: Int32 {
             switch self {
             case .exited(let status): return status
             case .signaled(let signal): return 128 + signal
@@ -140,7 +140,7 @@ public enum ChildProcess {
     /// should (`vsys_run_forwarding_signals`), and waits for it to end. The environment can hold secrets
     /// the caller chose to put there: `environment` is zeroed before the program starts, and this
     /// process's own copy once the program has its own, so none is kept while it runs.
-    public static func runForwardingSignals(
+    package static func runForwardingSignals(
         _ executable: String, arguments: [String], environment: inout [[UInt8]]
     ) throws(SystemCallError) -> Termination {
         let argv = arguments.map { strdup($0) } + [nil]
@@ -181,7 +181,7 @@ public enum ChildProcess {
 
     /// This process's environment as `NAME=value` entries, byte for byte, without those whose name is in
     /// `removing`.
-    public static func inheritedEnvironment(removing: Set<String> = []) -> [[UInt8]] {
+    package static func inheritedEnvironment(removing: Set<String> = []) -> [[UInt8]] {
         guard var entry = vsys_environment() else { return [] }
         var entries: [[UInt8]] = []
         while let pointer = entry.pointee {
@@ -196,7 +196,7 @@ public enum ChildProcess {
     /// The program a command names, as a shell finds it: `command` itself when it holds a `/`, else the
     /// first executable regular file of that name in the directories of `searchPath` (`$PATH`; an empty
     /// entry is the working directory); nil when there is none.
-    public static func executablePath(for command: String, searchPath: String?) -> String? {
+    package static func executablePath(for command: String, searchPath: String?) -> String? {
         if command.contains("/") { return command }
         let directories = (searchPath ?? "/usr/local/bin:/usr/bin:/bin").split(
             separator: ":", omittingEmptySubsequences: false)

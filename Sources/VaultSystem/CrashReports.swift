@@ -11,7 +11,7 @@ extension ProcessIdentity {
     /// process serves the memory reads itself. For programs (the CLI), not libraries: it changes
     /// process-wide signal dispositions, which is the program's decision. Setting
     /// `SWIFT_BACKTRACE=enable=no` in the environment has the same effect from outside.
-    public static func disableCrashBacktraces() {
+    package static func disableCrashBacktraces() {
         for signalNumber in backtracedSignals {
             _ = signal(signalNumber, SIG_DFL)
         }
@@ -20,7 +20,7 @@ extension ProcessIdentity {
     /// Makes a write past the file-size limit (`ulimit -f`, RLIMIT_FSIZE) fail with EFBIG, which the
     /// vault reports with the old value intact, instead of killing the process with SIGXFSZ. For
     /// programs, not libraries, like `disableCrashBacktraces`.
-    public static func ignoreFileSizeLimitSignal() {
+    package static func ignoreFileSizeLimitSignal() {
         _ = signal(SIGXFSZ, SIG_IGN)
     }
 }

@@ -5,9 +5,9 @@ internal import Glibc
 /// program, one file per name, as systemd's `$CREDENTIALS_DIRECTORY` does. Nothing of it outlives this
 /// process: a remover process, started before the first file is written, deletes the directory's files
 /// and the directory once this process ends, however it ends (SIGKILL included), or `remove()` is called.
-public final class CredentialDirectory {
+package final class CredentialDirectory {
     /// The directory's path.
-    public let path: String
+    package let path: String
     private let parent: FileDescriptor
     private let directory: FileDescriptor
     private let remover: pid_t
@@ -16,7 +16,7 @@ public final class CredentialDirectory {
     /// Makes a new directory `vault-run.<random>` (0700) in `parentPath`, which must be on a file system
     /// that keeps files in memory only; `ENOTSUP` when it is not. The error's operation says which step
     /// failed.
-    public init(inParent parentPath: String) throws(SystemCallError) {
+    package init(inParent parentPath: String) throws(SystemCallError) {
         let parent: FileDescriptor
         do {
             parent = try FileDescriptor.currentWorkingDirectory.openDirectoryFollowingAt(parentPath)
@@ -82,7 +82,7 @@ public final class CredentialDirectory {
     }
 
     /// Writes a new file `fileName` (mode 0400) holding `contents`.
-    public func write(_ fileName: String, contents: [UInt8]) throws(SystemCallError) {
+    package func write(_ fileName: String, contents: [UInt8]) throws(SystemCallError) {
         let file: FileDescriptor
         do {
             file = try directory.openAt(fileName, [.writeOnly, .create, .exclusiveCreate], permissions: .ownerRead)
@@ -99,14 +99,14 @@ public final class CredentialDirectory {
     }
 
     /// Makes the directory read-only (0500), as systemd leaves a service's credentials.
-    public func seal() throws(SystemCallError) {
+    package func seal() throws(SystemCallError) {
         do { try directory.setPermissions(FilePermissions(rawValue: 0o500)) } catch {
             throw SystemCallError(systemCall: .chmod, errno: error)
         }
     }
 
     /// Removes the files and the directory now, and lets the remover end. Calling it again does nothing.
-    public func remove() {
+    package func remove() {
         guard let release else { return }
         // The remover does it, as it would were this process killed: one way to remove the directory.
         try? directory.close()

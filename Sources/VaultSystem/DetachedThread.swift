@@ -3,9 +3,9 @@ internal import Glibc
 
 /// A POSIX thread that runs one closure and is never joined: for work that blocks for as long as it
 /// lasts (an etcd watch's stream), which a Dispatch queue's bounded pool of workers should not hold.
-public enum DetachedThread {
+package enum DetachedThread {
     /// Starts a thread named `name` (at most 15 bytes are kept) that runs `body`.
-    public static func start(named name: String, _ body: @escaping @Sendable () -> Void) throws(Errno) {
+    package static func start(named name: String, _ body: @escaping @Sendable () -> Void) throws(Errno) {
         #if DEBUG
             if let injected = FaultInjection.fault(for: .startThread) { throw injected }
         #endif

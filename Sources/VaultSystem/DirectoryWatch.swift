@@ -7,7 +7,7 @@ internal import Glibc
 /// is asked is reported. A full queue counts as a change of every directory; a path that now names
 /// another directory than the one watched (removed and made again: the kernel reports the old one's
 /// removal only when its last open descriptor goes) counts as changed, and `watch` moves to the new one.
-public final class DirectoryWatch {
+package final class DirectoryWatch {
     private let descriptor: Int32
     /// The watched paths by watch descriptor, with the device and inode watched.
     private var watches: [Int32: (path: String, device: UInt64, inode: UInt64)] = [:]
@@ -15,7 +15,7 @@ public final class DirectoryWatch {
     private var overflowed = false
 
     /// A watch of no directory yet (`inotify_init1`).
-    public init() throws(Errno) {
+    package init() throws(Errno) {
         descriptor = try retryingOnInterrupt(nil) { inotify_init1(Int32(IN_NONBLOCK | IN_CLOEXEC)) }
     }
 
@@ -40,7 +40,7 @@ public final class DirectoryWatch {
     }
 
     /// Watches the directory at `path` (again: a no-op while it is the same directory).
-    public func watch(_ path: String) throws(Errno) {
+    package func watch(_ path: String) throws(Errno) {
         guard currentWatch(path) == nil else { return }
         let mask =
             UInt32(IN_CREATE) | UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM) | UInt32(IN_MOVED_TO)
@@ -55,7 +55,7 @@ public final class DirectoryWatch {
 
     /// Whether the directory at `path` changed since the last call for it (or since it was first
     /// watched); true also for a path not watched.
-    public func changed(_ path: String) -> Bool {
+    package func changed(_ path: String) -> Bool {
         drain()
         guard !overflowed, currentWatch(path) != nil else {
             if overflowed {

@@ -5,9 +5,9 @@ internal import Glibc
 /// each time. A text with a NUL byte or a `/`, or more than fits, makes a name that every call refuses
 /// (`EINVAL`, `ENAMETOOLONG`) rather than one the kernel would cut short or walk as a path; a refused
 /// name stays refused.
-public struct EntryName: Sendable {
+package struct EntryName: Sendable {
     /// The most bytes a name holds: one less than `bytes` has, so that a zero always follows the name.
-    public static let capacity = 127
+    package static let capacity = 127
 
     /// The bytes, then zeros: the byte after the last is the C string's terminator.
     @usableFromInline var bytes = InlineArray<128, UInt8>(repeating: 0)
@@ -15,14 +15,14 @@ public struct EntryName: Sendable {
     @usableFromInline var refusal: Errno?
 
     /// An empty name.
-    @inlinable public init() {}
+    @inlinable package init() {}
 
     /// Whether calls refuse this name.
-    public var isRefused: Bool { refusal != nil }
+    package var isRefused: Bool { refusal != nil }
 
     /// Appends the bytes of `text` but its last `dropped` (none when `dropped` is negative).
     @inlinable
-    public mutating func append(_ text: String, droppingLast dropped: Int = 0) {
+    package mutating func append(_ text: String, droppingLast dropped: Int = 0) {
         let source = text.utf8.span
         let added = source.count - min(max(dropped, 0), source.count)
         guard refusal == nil, added <= Self.capacity - count else {

@@ -1,12 +1,12 @@
 internal import Glibc
 
 /// A POSIX error number, as a typed error.
-public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
+package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     /// The raw `errno` value.
-    public let rawValue: Int32
+    package let rawValue: Int32
 
     /// Wraps a raw `errno` value.
-    public init(rawValue: Int32) {
+    package init(rawValue: Int32) {
         self.rawValue = rawValue
     }
 
@@ -14,7 +14,7 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     static var current: Errno { Errno(rawValue: errno) }
 
     /// The system's text for this error, e.g. "No space left on device".
-    public var description: String {
+    package var description: String {
         var buffer = [CChar](repeating: 0, count: 256)
         // The XSI strerror_r fills the buffer; strerror itself is not thread-safe.
         let status = buffer.withUnsafeMutableBufferPointer { strerror_r(rawValue, $0.baseAddress!, $0.count) }
@@ -23,45 +23,45 @@ public struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// EINTR: interrupted by a signal (retried by this module, never returned).
-    public static let interrupted = Errno(rawValue: EINTR)
+    package static let interrupted = Errno(rawValue: EINTR)
     /// ENOENT: no such file or directory.
-    public static let noSuchFileOrDirectory = Errno(rawValue: ENOENT)
+    package static let noSuchFileOrDirectory = Errno(rawValue: ENOENT)
     /// EEXIST: the file exists.
-    public static let fileExists = Errno(rawValue: EEXIST)
+    package static let fileExists = Errno(rawValue: EEXIST)
     /// EIO: input/output error.
-    public static let ioError = Errno(rawValue: EIO)
+    package static let ioError = Errno(rawValue: EIO)
     /// ENOSPC: no space left on device.
-    public static let noSpace = Errno(rawValue: ENOSPC)
+    package static let noSpace = Errno(rawValue: ENOSPC)
     /// EFBIG: file too large.
-    public static let fileTooLarge = Errno(rawValue: EFBIG)
+    package static let fileTooLarge = Errno(rawValue: EFBIG)
     /// EDQUOT: disk quota exceeded.
-    public static let diskQuotaExceeded = Errno(rawValue: EDQUOT)
+    package static let diskQuotaExceeded = Errno(rawValue: EDQUOT)
     /// EACCES: permission denied.
-    public static let permissionDenied = Errno(rawValue: EACCES)
+    package static let permissionDenied = Errno(rawValue: EACCES)
     /// EPERM: operation not permitted.
-    public static let notPermitted = Errno(rawValue: EPERM)
+    package static let notPermitted = Errno(rawValue: EPERM)
     /// ELOOP: a symbolic link where `O_NOFOLLOW` forbids one.
-    public static let tooManySymbolicLinks = Errno(rawValue: ELOOP)
+    package static let tooManySymbolicLinks = Errno(rawValue: ELOOP)
     /// ENOTDIR: not a directory.
-    public static let notDirectory = Errno(rawValue: ENOTDIR)
+    package static let notDirectory = Errno(rawValue: ENOTDIR)
     /// EISDIR: is a directory.
-    public static let isDirectory = Errno(rawValue: EISDIR)
+    package static let isDirectory = Errno(rawValue: EISDIR)
     /// ENOTEMPTY: directory not empty.
-    public static let directoryNotEmpty = Errno(rawValue: ENOTEMPTY)
+    package static let directoryNotEmpty = Errno(rawValue: ENOTEMPTY)
     /// EBADF: bad file descriptor.
-    public static let badFileDescriptor = Errno(rawValue: EBADF)
+    package static let badFileDescriptor = Errno(rawValue: EBADF)
     /// EAGAIN / EWOULDBLOCK: try again (a non-blocking lock is held elsewhere).
-    public static let wouldBlock = Errno(rawValue: EAGAIN)
+    package static let wouldBlock = Errno(rawValue: EAGAIN)
     /// EINVAL: invalid argument.
-    public static let invalidArgument = Errno(rawValue: EINVAL)
+    package static let invalidArgument = Errno(rawValue: EINVAL)
     /// ENAMETOOLONG: file name too long.
-    public static let nameTooLong = Errno(rawValue: ENAMETOOLONG)
+    package static let nameTooLong = Errno(rawValue: ENAMETOOLONG)
     /// EROFS: read-only file system.
-    public static let readOnlyFileSystem = Errno(rawValue: EROFS)
+    package static let readOnlyFileSystem = Errno(rawValue: EROFS)
     /// ENOSYS: the system call is not implemented.
-    public static let notImplemented = Errno(rawValue: ENOSYS)
+    package static let notImplemented = Errno(rawValue: ENOSYS)
     /// ENXIO: no such device or address (opening a socket, or a FIFO for writing without a reader).
-    public static let noSuchDeviceOrAddress = Errno(rawValue: ENXIO)
+    package static let noSuchDeviceOrAddress = Errno(rawValue: ENXIO)
     /// EOPNOTSUPP (ENOTSUP on Linux): the operation is not supported, here by the file system.
-    public static let notSupported = Errno(rawValue: EOPNOTSUPP)
+    package static let notSupported = Errno(rawValue: EOPNOTSUPP)
 }

@@ -4,11 +4,11 @@
     /// The debug-only fault seam: a test installs a `FaultPlan` for the task it runs in, and every system
     /// call of this module made from that task asks the plan whether to fail. Task-local, so tests that run
     /// in parallel do not see each other's faults. Compiled out of release builds.
-    public enum FaultInjection {
+    package enum FaultInjection {
         @TaskLocal static var plan: FaultPlan?
 
         /// Runs `body` with `plan` deciding the fate of each system call made from this task.
-        public static func withPlan<R>(_ plan: FaultPlan, _ body: () throws -> R) rethrows -> R {
+        package static func withPlan<R>(_ plan: FaultPlan, _ body: () throws -> R) rethrows -> R {
             try $plan.withValue(plan) { try body() }
         }
 
@@ -29,7 +29,7 @@
     }
 
     /// What the seam does to a system call it matches.
-    public enum FaultEffect: Sendable {
+    package enum FaultEffect: Sendable {
         /// The call fails with this error and has no effect.
         case fail(Errno)
         /// A write transfers fewer bytes than asked (as the kernel may), then the caller must loop.
@@ -41,7 +41,7 @@
     }
 
     /// A schedule of faults: fail the k-th call of an operation, once or from then on.
-    public final class FaultPlan: Sendable {
+    package final class FaultPlan: Sendable {
         enum Decision {
             case proceed, fail(Errno), shortWrite
             case interleave(@Sendable () -> Void)
@@ -60,7 +60,7 @@
 
         /// Fails (or cuts short) the `occurrence`-th call (1-based) of `operation`; with `persistent`,
         /// also every later call of it.
-        public init(_ operation: SystemOperation, occurrence: Int, effect: FaultEffect, persistent: Bool = false) {
+        package init(_ operation: SystemOperation, occurrence: Int, effect: FaultEffect, persistent: Bool = false) {
             self.operation = operation
             self.occurrence = occurrence
             self.effect = effect
@@ -68,17 +68,17 @@
         }
 
         /// A plan that injects nothing and only counts calls.
-        public static func counting() -> FaultPlan {
+        package static func counting() -> FaultPlan {
             FaultPlan(.open, occurrence: Int.max, effect: .fail(.ioError))
         }
 
         /// How many calls of `operation` went through the seam so far.
-        public func count(of operation: SystemOperation) -> Int {
+        package func count(of operation: SystemOperation) -> Int {
             state.withLock { $0.counts[operation, default: 0] }
         }
 
         /// How many faults were injected so far.
-        public var injectedCount: Int { state.withLock { $0.injected } }
+        package var injectedCount: Int { state.withLock { $0.injected } }
 
         func next(_ op: SystemOperation) -> Decision {
             state.withLock { state in

@@ -3,7 +3,7 @@ internal import Glibc
 
 extension FileDescriptor {
     /// Creates a directory relative to this one.
-    public func makeDirectoryAt(_ path: String, permissions: FilePermissions = .ownerAll) throws(Errno) {
+    package func makeDirectoryAt(_ path: String, permissions: FilePermissions = .ownerAll) throws(Errno) {
         _ = try retryingOnInterrupt(.mkdir) {
             path.withCString { Glibc.mkdirat(rawValue, $0, permissions.rawValue) }
         }
@@ -11,7 +11,7 @@ extension FileDescriptor {
 
     /// Atomically renames `source` (relative to this directory) to `destination` (relative to
     /// `destinationDirectory`), replacing an existing destination.
-    public func renameAt(_ source: String, to destination: String, in destinationDirectory: FileDescriptor? = nil)
+    package func renameAt(_ source: String, to destination: String, in destinationDirectory: FileDescriptor? = nil)
         throws(Errno)
     {
         let target = (destinationDirectory ?? self).rawValue
@@ -23,7 +23,7 @@ extension FileDescriptor {
     /// Atomically swaps the names `first` and `second` in this directory (`renameat2` with
     /// `RENAME_EXCHANGE`): each then names the other's file. Both must exist (`ENOENT` otherwise); a
     /// file system that cannot exchange fails with `EINVAL` or `ENOTSUP`.
-    public func exchangeAt(_ first: String, with second: String) throws(Errno) {
+    package func exchangeAt(_ first: String, with second: String) throws(Errno) {
         _ = try retryingOnInterrupt(.rename) {
             first.withCString { a in second.withCString { b in vsys_exchange_at(rawValue, a, b) } }
         }
@@ -33,7 +33,7 @@ extension FileDescriptor {
     /// (`renameat2` with `RENAME_NOREPLACE`): an atomic create-if-absent of a complete file that, unlike a
     /// hard link, never shows the file with two links. `EEXIST` when `destination` exists; a file
     /// system that cannot fails with `EINVAL` or `ENOTSUP`.
-    public func renameIfAbsentAt(_ source: String, to destination: String) throws(Errno) {
+    package func renameIfAbsentAt(_ source: String, to destination: String) throws(Errno) {
         _ = try retryingOnInterrupt(.rename) {
             source.withCString { s in destination.withCString { d in vsys_rename_noreplace_at(rawValue, s, d) } }
         }
@@ -41,7 +41,7 @@ extension FileDescriptor {
 
     /// Makes a hard link `destination` to `source`, both relative to this directory; fails with
     /// `EEXIST` when `destination` exists, which makes it an atomic create-if-absent of a complete file.
-    public func linkAt(_ source: String, to destination: String) throws(Errno) {
+    package func linkAt(_ source: String, to destination: String) throws(Errno) {
         _ = try retryingOnInterrupt(.link) {
             source.withCString { s in destination.withCString { d in Glibc.linkat(rawValue, s, rawValue, d, 0) } }
         }
@@ -51,7 +51,7 @@ extension FileDescriptor {
     /// reading back when `readable`): it vanishes with its last descriptor until `link(unnamed:as:)` names
     /// it, so a process killed while writing it leaves nothing. `EOPNOTSUPP` (or `EISDIR`) where the file
     /// system cannot.
-    public func openUnnamedFile(permissions: FilePermissions = .ownerReadWrite, readable: Bool = false)
+    package func openUnnamedFile(permissions: FilePermissions = .ownerReadWrite, readable: Bool = false)
         throws(Errno) -> FileDescriptor
     {
         let flags = vsys_o_tmpfile() | (readable ? O_RDWR : O_WRONLY) | O_CLOEXEC
@@ -61,7 +61,7 @@ extension FileDescriptor {
 
     /// Gives the unnamed file `file` (from `openUnnamedFile`) the name `name` in this directory
     /// (`linkat` of `/proc/self/fd/N`, following that link): `EEXIST` when the name is taken.
-    public func link(unnamed file: FileDescriptor, as name: String) throws(Errno) {
+    package func link(unnamed file: FileDescriptor, as name: String) throws(Errno) {
         let source = "/proc/self/fd/\(file.rawValue)"
         _ = try retryingOnInterrupt(.link) {
             source.withCString { s in
@@ -73,7 +73,7 @@ extension FileDescriptor {
     /// Creates a symbolic link `name` relative to this directory whose target is the text `target`.
     /// The vault never follows links; it uses them as tiny records whose text is file system metadata,
     /// made durable by an fsync of the directory alone (no data fsync of their own).
-    public func makeSymbolicLinkAt(_ name: String, target: String) throws(Errno) {
+    package func makeSymbolicLinkAt(_ name: String, target: String) throws(Errno) {
         _ = try retryingOnInterrupt(.symlink) {
             target.withCString { t in name.withCString { n in Glibc.symlinkat(t, rawValue, n) } }
         }
@@ -82,14 +82,14 @@ extension FileDescriptor {
     /// The target of the symbolic link `name` relative to this directory, into `buffer`; returns its
     /// length (a length equal to the buffer's means it may have been cut: treat as too long). Never
     /// follows the link. Not a link is `EINVAL`.
-    public func readSymbolicLinkAt(_ name: String, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+    package func readSymbolicLinkAt(_ name: String, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
         try retryingOnInterrupt(.readLink) {
             name.withCString { Glibc.readlinkat(rawValue, $0, buffer.baseAddress!, buffer.count) }
         }
     }
 
     /// `readSymbolicLinkAt` of a name assembled in place.
-    public func readSymbolicLinkAt(_ name: EntryName, into buffer: UnsafeMutableRawBufferPointer)
+    package func readSymbolicLinkAt(_ name: EntryName, into buffer: UnsafeMutableRawBufferPointer)
         throws(Errno) -> Int
     {
         try name.withCString { (name) throws(Errno) in
@@ -102,7 +102,7 @@ extension FileDescriptor {
     /// cut): for a look-up on every read, with no allocation. Never follows the link; not a link is
     /// `EINVAL`.
     @inlinable
-    public func withSymbolicLinkAt<R>(_ name: EntryName, _ body: (Span<UInt8>?) -> R) throws(Errno) -> R {
+    package func withSymbolicLinkAt<R>(_ name: EntryName, _ body: (Span<UInt8>?) -> R) throws(Errno) -> R {
         var buffer = InlineArray<128, UInt8>(repeating: 0)
         var target = buffer.mutableSpan
         let result: Result<Int, Errno> = target.withUnsafeMutableBytes { raw in
@@ -114,12 +114,12 @@ extension FileDescriptor {
 
     /// The target text of the symbolic link `name` relative to this directory (`readlinkat`, which
     /// never follows it); at most 255 bytes are read, more is `ENAMETOOLONG`. Not a link is `EINVAL`.
-    public func readSymbolicLinkAt(_ name: String) throws(Errno) -> String {
+    package func readSymbolicLinkAt(_ name: String) throws(Errno) -> String {
         try Self.symbolicLinkText { (raw) throws(Errno) in try readSymbolicLinkAt(name, into: raw) }
     }
 
     /// `readSymbolicLinkAt` of a name assembled in place.
-    public func readSymbolicLinkAt(_ name: EntryName) throws(Errno) -> String {
+    package func readSymbolicLinkAt(_ name: EntryName) throws(Errno) -> String {
         try Self.symbolicLinkText { (raw) throws(Errno) in try readSymbolicLinkAt(name, into: raw) }
     }
 
@@ -132,17 +132,17 @@ extension FileDescriptor {
     }
 
     /// Removes the file `path` relative to this directory.
-    public func unlinkAt(_ path: String) throws(Errno) {
+    package func unlinkAt(_ path: String) throws(Errno) {
         _ = try retryingOnInterrupt(.unlink) { path.withCString { Glibc.unlinkat(rawValue, $0, 0) } }
     }
 
     /// Removes the empty directory `path` relative to this directory.
-    public func removeDirectoryAt(_ path: String) throws(Errno) {
+    package func removeDirectoryAt(_ path: String) throws(Errno) {
         _ = try retryingOnInterrupt(.unlink) { path.withCString { Glibc.unlinkat(rawValue, $0, AT_REMOVEDIR) } }
     }
 
     /// The names in this directory (without "." and ".."), in no particular order.
-    public func entryNames() throws(Errno) -> [String] {
+    package func entryNames() throws(Errno) -> [String] {
         // A descriptor of its own, from a new open of "." rather than a dup: a dup shares the
         // directory offset with every other copy (other threads, and a forked child's inherited
         // descriptor), and two listings through one offset skip entries.

@@ -4,7 +4,7 @@ extension FileDescriptor {
     /// Reads the rest of the file as `readAll(limit:)` does, for a secret: every buffer let go on the
     /// way (one outgrown, the read buffer) is wiped first, so that the returned array is the one copy of
     /// the bytes in memory (the caller wipes it).
-    public func readAllWiping(limit: Int) throws(Errno) -> [UInt8] {
+    package func readAllWiping(limit: Int) throws(Errno) -> [UInt8] {
         func wipe(_ bytes: inout [UInt8]) {
             bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { explicit_bzero(base, $0.count) } }
         }

@@ -5,19 +5,19 @@ internal import Glibc
 /// line.
 extension FileDescriptor {
     /// Whether the descriptor is a terminal (`isatty`).
-    public var isTerminal: Bool {
+    package var isTerminal: Bool {
         Glibc.isatty(rawValue) == 1
     }
 
     /// Whether this terminal echoes what is typed; `ENOTTY` when it is not a terminal.
-    public func isEchoEnabled() throws(Errno) -> Bool {
+    package func isEchoEnabled() throws(Errno) -> Bool {
         try retryingOnInterrupt(nil) { vsys_echo_enabled(rawValue) } == 1
     }
 
     /// Opens a new pseudo-terminal pair, both ends close-on-exec and neither the controlling
     /// terminal: the primary side is what a terminal emulator holds, the secondary side what a
     /// program reads as its terminal. For tests and tools that drive a program through a terminal.
-    public static func openPseudoTerminal() throws(Errno) -> (primary: FileDescriptor, secondary: FileDescriptor) {
+    package static func openPseudoTerminal() throws(Errno) -> (primary: FileDescriptor, secondary: FileDescriptor) {
         var primary: Int32 = -1
         var secondary: Int32 = -1
         _ = try retryingOnInterrupt(.open) { vsys_open_pseudo_terminal(&primary, &secondary) }
@@ -28,7 +28,7 @@ extension FileDescriptor {
     /// `body` throws or the process gets SIGINT, SIGTERM, SIGHUP or SIGQUIT meanwhile (the signal then takes its
     /// previous action; an ignored one stays ignored). Type-ahead is
     /// discarded, as getpass(3) does. Calls do not nest: a second one while echo is off is `EBUSY`.
-    public func withEchoDisabled<R, E: Error>(_ body: () throws(E) -> R) throws -> R {
+    package func withEchoDisabled<R, E: Error>(_ body: () throws(E) -> R) throws -> R {
         _ = try retryingOnInterrupt(nil) { vsys_echo_off(rawValue) }
         let result: Result<R, E>
         do {
@@ -46,7 +46,7 @@ extension FileDescriptor {
     /// Reads one line, one byte at a time so that nothing after the newline is consumed: the bytes
     /// before the `\n` (which is dropped), or nil at end of file before any byte. A line longer than
     /// `limit` bytes is `EFBIG`.
-    public func readLine(limit: Int) throws(Errno) -> [UInt8]? {
+    package func readLine(limit: Int) throws(Errno) -> [UInt8]? {
         var line: [UInt8] = []
         // Grown once: a reallocation would leave copies of a passphrase in freed memory.
         line.reserveCapacity(limit + 1)

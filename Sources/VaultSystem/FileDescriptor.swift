@@ -3,61 +3,61 @@ internal import Glibc
 
 /// An open file descriptor. It is a plain value: whoever opens it closes it (`close()` or
 /// `closeAfter(_:)`).
-public struct FileDescriptor: Hashable, Sendable {
+package struct FileDescriptor: Hashable, Sendable {
     /// The raw descriptor number.
-    public let rawValue: Int32
+    package let rawValue: Int32
 
     /// Wraps a raw descriptor that the caller owns.
-    public init(rawValue: Int32) {
+    package init(rawValue: Int32) {
         self.rawValue = rawValue
     }
 
     /// Standard input.
-    public static let standardInput = FileDescriptor(rawValue: 0)
+    package static let standardInput = FileDescriptor(rawValue: 0)
     /// Standard output.
-    public static let standardOutput = FileDescriptor(rawValue: 1)
+    package static let standardOutput = FileDescriptor(rawValue: 1)
     /// Standard error.
-    public static let standardError = FileDescriptor(rawValue: 2)
+    package static let standardError = FileDescriptor(rawValue: 2)
 
     /// The current working directory, as a base for `*at` calls.
-    public static let currentWorkingDirectory = FileDescriptor(rawValue: AT_FDCWD)
+    package static let currentWorkingDirectory = FileDescriptor(rawValue: AT_FDCWD)
 
     /// How a file is opened. `O_CLOEXEC` and `O_NOFOLLOW` are always added.
-    public struct OpenOptions: OptionSet, Sendable {
+    package struct OpenOptions: OptionSet, Sendable {
         /// The raw `open(2)` flags.
-        public let rawValue: Int32
+        package let rawValue: Int32
         /// Wraps raw `open(2)` flags.
-        public init(rawValue: Int32) { self.rawValue = rawValue }
+        package init(rawValue: Int32) { self.rawValue = rawValue }
 
         /// O_RDONLY.
-        public static let readOnly = OpenOptions([])
+        package static let readOnly = OpenOptions([])
         /// O_WRONLY.
-        public static let writeOnly = OpenOptions(rawValue: O_WRONLY)
+        package static let writeOnly = OpenOptions(rawValue: O_WRONLY)
         /// O_RDWR.
-        public static let readWrite = OpenOptions(rawValue: O_RDWR)
+        package static let readWrite = OpenOptions(rawValue: O_RDWR)
         /// O_CREAT.
-        public static let create = OpenOptions(rawValue: O_CREAT)
+        package static let create = OpenOptions(rawValue: O_CREAT)
         /// O_EXCL: with `create`, fail if the name exists (even as a dangling symlink).
-        public static let exclusiveCreate = OpenOptions(rawValue: O_EXCL)
+        package static let exclusiveCreate = OpenOptions(rawValue: O_EXCL)
         /// O_TRUNC.
-        public static let truncate = OpenOptions(rawValue: O_TRUNC)
+        package static let truncate = OpenOptions(rawValue: O_TRUNC)
         /// O_APPEND.
-        public static let append = OpenOptions(rawValue: O_APPEND)
+        package static let append = OpenOptions(rawValue: O_APPEND)
         /// O_NONBLOCK: opening a FIFO or device does not wait (a FIFO without a reader is `ENXIO`);
         /// no effect on regular files.
-        public static let nonBlocking = OpenOptions(rawValue: O_NONBLOCK)
+        package static let nonBlocking = OpenOptions(rawValue: O_NONBLOCK)
         /// O_DIRECTORY: fail unless the path is a directory.
-        public static let directory = OpenOptions(rawValue: O_DIRECTORY)
+        package static let directory = OpenOptions(rawValue: O_DIRECTORY)
         /// `O_PATH`: a descriptor for lookups relative to it, without read access.
-        public static let searchOnly = OpenOptions(rawValue: vsys_o_path())
+        package static let searchOnly = OpenOptions(rawValue: vsys_o_path())
         /// O_NOATIME: reading does not update the access time, so a read dirties no inode (and adds
         /// nothing to the next fsync). Allowed only to the file's owner (EPERM otherwise).
-        public static let noAccessTime = OpenOptions(rawValue: vsys_o_noatime())
+        package static let noAccessTime = OpenOptions(rawValue: vsys_o_noatime())
     }
 
     /// Opens `path` relative to this directory descriptor, never following a symlink in the last
     /// component and never leaking the descriptor into a child process.
-    public func openAt(
+    package func openAt(
         _ path: String,
         _ options: OpenOptions,
         permissions: FilePermissions = .ownerReadWrite
@@ -87,7 +87,7 @@ public struct FileDescriptor: Hashable, Sendable {
     /// A directory this process may search but not read (mode `--x` for it, as a shared vault's
     /// directories are for members) is opened `O_PATH`: the descriptor serves `*at` calls and `fstat`,
     /// not listings or `fsync` (those fail with `EBADF`).
-    public func openDirectoryAt(_ path: String) throws(Errno) -> FileDescriptor {
+    package func openDirectoryAt(_ path: String) throws(Errno) -> FileDescriptor {
         do {
             return try openAt(path, [.readOnly, .directory])
         } catch  where error == .permissionDenied {
@@ -97,7 +97,7 @@ public struct FileDescriptor: Hashable, Sendable {
 
     /// Opens `path` relative to this directory for reading, following a symlink in the last component
     /// (as `cat` would): for a file the user names as input, never for a file of the vault.
-    public func openForReadingFollowingAt(_ path: String) throws(Errno) -> FileDescriptor {
+    package func openForReadingFollowingAt(_ path: String) throws(Errno) -> FileDescriptor {
         let fd = try retryingOnInterrupt(.open) {
             path.withCString { Glibc.openat(rawValue, $0, O_RDONLY | O_CLOEXEC) }
         }
@@ -106,7 +106,7 @@ public struct FileDescriptor: Hashable, Sendable {
 
     /// Opens a directory relative to this one following a symlink in the last component
     /// (`O_DIRECTORY` without `O_NOFOLLOW`): for a link the caller has checked is trusted.
-    public func openDirectoryFollowingAt(_ path: String) throws(Errno) -> FileDescriptor {
+    package func openDirectoryFollowingAt(_ path: String) throws(Errno) -> FileDescriptor {
         let fd = try retryingOnInterrupt(.open) {
             path.withCString { Glibc.openat(rawValue, $0, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         }
@@ -115,12 +115,12 @@ public struct FileDescriptor: Hashable, Sendable {
 
     /// Closes the descriptor. On Linux the descriptor is released even when close reports an error,
     /// so it is never retried; the error still matters (it can carry a delayed write failure).
-    public func close() throws(Errno) {
+    package func close() throws(Errno) {
         try notRetrying(.close) { Glibc.close(rawValue) }
     }
 
     /// Runs `body`, then closes the descriptor; an error from `body` wins over one from close.
-    public func closeAfter<R>(_ body: () throws -> R) throws -> R {
+    package func closeAfter<R>(_ body: () throws -> R) throws -> R {
         let result: R
         do {
             result = try body()
@@ -133,25 +133,25 @@ public struct FileDescriptor: Hashable, Sendable {
     }
 
     /// Reads up to `buffer.count` bytes; returns how many were read (0 at end of file).
-    public func read(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int {
         try retryingOnInterrupt(.read) { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
     }
 
     /// Writes from `buffer`, possibly fewer bytes than asked; returns how many were written.
-    public func write(_ buffer: UnsafeRawBufferPointer) throws(Errno) -> Int {
+    package func write(_ buffer: UnsafeRawBufferPointer) throws(Errno) -> Int {
         let limited = try writableCount(buffer.count)
         // The seam was consulted above, so the call itself passes no operation.
         return try retryingOnInterrupt(nil) { Glibc.write(rawValue, buffer.baseAddress, limited) }
     }
 
     /// Reads up to `buffer.count` bytes at `offset` without moving the file offset (`pread`).
-    public func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
         try retryingOnInterrupt(.read) { Glibc.pread(rawValue, buffer.baseAddress, buffer.count, off_t(offset)) }
     }
 
     /// Writes from `buffer` at `offset` without moving the file offset (`pwrite`), possibly fewer bytes
     /// than asked.
-    public func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
+    package func write(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) -> Int {
         let limited = try writableCount(buffer.count)
         // The seam was consulted above, so the call itself passes no operation.
         return try retryingOnInterrupt(nil) { Glibc.pwrite(rawValue, buffer.baseAddress, limited, off_t(offset)) }
@@ -173,7 +173,7 @@ public struct FileDescriptor: Hashable, Sendable {
     }
 
     /// Writes every byte of `buffer`, looping over short writes.
-    public func writeAll(_ buffer: UnsafeRawBufferPointer) throws(Errno) {
+    package func writeAll(_ buffer: UnsafeRawBufferPointer) throws(Errno) {
         var offset = 0
         while offset < buffer.count {
             let written = try write(UnsafeRawBufferPointer(rebasing: buffer[offset...]))
@@ -185,7 +185,7 @@ public struct FileDescriptor: Hashable, Sendable {
     }
 
     /// Writes every byte of `bytes`, looping over short writes.
-    public func writeAll(_ bytes: [UInt8]) throws(Errno) {
+    package func writeAll(_ bytes: [UInt8]) throws(Errno) {
         let result: Result<Void, Errno> = bytes.withUnsafeBytes { buffer in
             Result { () throws(Errno) in try writeAll(buffer) }
         }
@@ -194,7 +194,7 @@ public struct FileDescriptor: Hashable, Sendable {
 
     /// Writes every byte of `buffer` at `offset` (`pwrite`, looping over short writes), without moving
     /// the file offset.
-    public func writeAll(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) {
+    package func writeAll(_ buffer: UnsafeRawBufferPointer, at offset: Int64) throws(Errno) {
         var done = 0
         while done < buffer.count {
             let written = try write(UnsafeRawBufferPointer(rebasing: buffer[done...]), at: offset + Int64(done))
@@ -205,7 +205,7 @@ public struct FileDescriptor: Hashable, Sendable {
 
     /// Writes every byte of `bytes` at `offset` (`pwrite`, looping over short writes), without moving
     /// the file offset.
-    public func writeAll(_ bytes: [UInt8], at offset: Int64) throws(Errno) {
+    package func writeAll(_ bytes: [UInt8], at offset: Int64) throws(Errno) {
         let result: Result<Void, Errno> = bytes.withUnsafeBytes { buffer in
             Result { () throws(Errno) in try writeAll(buffer, at: offset) }
         }
@@ -213,17 +213,17 @@ public struct FileDescriptor: Hashable, Sendable {
     }
 
     /// Writes every byte of `bytes`, looping over short writes.
-    public func writeAll(_ bytes: RawSpan) throws(Errno) {
+    package func writeAll(_ bytes: RawSpan) throws(Errno) {
         try bytes.withUnsafeBytes { (raw) throws(Errno) in try writeAll(raw) }
     }
 
     /// Writes every byte of `bytes` at `offset` (`pwrite`, looping over short writes).
-    public func writeAll(_ bytes: RawSpan, at offset: Int64) throws(Errno) {
+    package func writeAll(_ bytes: RawSpan, at offset: Int64) throws(Errno) {
         try bytes.withUnsafeBytes { (raw) throws(Errno) in try writeAll(raw, at: offset) }
     }
 
     /// Reads into `span` until it is full or the file ends; returns how many bytes were read.
-    public func read(filling span: inout MutableRawSpan) throws(Errno) -> Int {
+    package func read(filling span: inout MutableRawSpan) throws(Errno) -> Int {
         try span.withUnsafeMutableBytes { (raw) throws(Errno) in
             var filled = 0
             while filled < raw.count {
@@ -236,7 +236,7 @@ public struct FileDescriptor: Hashable, Sendable {
     }
 
     /// The first `count` bytes of the file from its offset, fewer only at its end (`read` until then).
-    public func read(upTo count: Int) throws(Errno) -> [UInt8] {
+    package func read(upTo count: Int) throws(Errno) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         let filled = try bytes.withUnsafeMutableBytes { raw in
             Result { () throws(Errno) in
@@ -249,7 +249,7 @@ public struct FileDescriptor: Hashable, Sendable {
 
     /// Up to `count` bytes at `offset` (one `pread`), without moving the file offset; fewer at the end
     /// of the file.
-    public func read(count: Int, at offset: Int64) throws(Errno) -> [UInt8] {
+    package func read(count: Int, at offset: Int64) throws(Errno) -> [UInt8] {
         var bytes = [UInt8](repeating: 0, count: count)
         let n = try bytes.withUnsafeMutableBytes { buffer in
             Result { () throws(Errno) in try read(into: buffer, at: offset) }
@@ -259,20 +259,20 @@ public struct FileDescriptor: Hashable, Sendable {
 
     /// Writes `bytes` at `offset` (one `pwrite`), without moving the file offset; returns how many were
     /// written.
-    public func write(_ bytes: [UInt8], at offset: Int64) throws(Errno) -> Int {
+    package func write(_ bytes: [UInt8], at offset: Int64) throws(Errno) -> Int {
         try bytes.withUnsafeBytes { buffer in
             Result { () throws(Errno) in try write(buffer, at: offset) }
         }.get()
     }
 
     /// Sets the file's size to `size` bytes (`ftruncate`).
-    public func truncate(to size: Int64) throws(Errno) {
+    package func truncate(to size: Int64) throws(Errno) {
         _ = try retryingOnInterrupt(.write) { Glibc.ftruncate(rawValue, off_t(size)) }
     }
 
     /// Reads the rest of the file, refusing more than `limit` bytes (a file that grew past what the
     /// caller accepts is `EFBIG`, never an unbounded allocation).
-    public func readAll(limit: Int) throws(Errno) -> [UInt8] {
+    package func readAll(limit: Int) throws(Errno) -> [UInt8] {
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -287,7 +287,7 @@ public struct FileDescriptor: Hashable, Sendable {
 
     /// Reads the rest of the file, expecting about `sizeHint` bytes (from `status()`): one allocation
     /// and, for a file that did not change, one read. Refuses more than `limit` bytes (`EFBIG`).
-    public func readAll(sizeHint: Int, limit: Int) throws(Errno) -> [UInt8] {
+    package func readAll(sizeHint: Int, limit: Int) throws(Errno) -> [UInt8] {
         let capacity = min(max(sizeHint, 0), limit) + 1
         var failure: Errno?
         var result = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
@@ -321,28 +321,28 @@ public struct FileDescriptor: Hashable, Sendable {
 
     /// Flushes the file's data and metadata to stable storage. A failure is returned once and never
     /// retried: after a failed fsync the kernel may have dropped the dirty pages.
-    public func sync() throws(Errno) {
+    package func sync() throws(Errno) {
         _ = try retryingOnInterrupt(.fsync) { Glibc.fsync(rawValue) }
     }
 
     /// Flushes the file's data, and the metadata needed to read it back (size, block map), to stable
     /// storage (`fdatasync`): when neither changed, no journal commit. Never retried after a failure.
-    public func syncData() throws(Errno) {
+    package func syncData() throws(Errno) {
         _ = try retryingOnInterrupt(.fsync) { Glibc.fdatasync(rawValue) }
     }
 
     /// Flushes every file of the file system that holds this file (`syncfs`).
-    public func syncFileSystem() throws(Errno) {
+    package func syncFileSystem() throws(Errno) {
         _ = try retryingOnInterrupt(.fsync) { vsys_syncfs(rawValue) }
     }
 
     /// Sets the file's mode bits exactly (`fchmod`), whatever the umask was at its creation.
-    public func setPermissions(_ permissions: FilePermissions) throws(Errno) {
+    package func setPermissions(_ permissions: FilePermissions) throws(Errno) {
         _ = try retryingOnInterrupt(.chmod) { Glibc.fchmod(rawValue, mode_t(permissions.rawValue)) }
     }
 
     /// Sets the file's owner and group (`fchown`); nil leaves that one as it is.
-    public func setOwner(user: UInt32? = nil, group: UInt32? = nil) throws(Errno) {
+    package func setOwner(user: UInt32? = nil, group: UInt32? = nil) throws(Errno) {
         _ = try retryingOnInterrupt(.chmod) {
             Glibc.fchown(rawValue, user.map { uid_t($0) } ?? uid_t.max, group.map { gid_t($0) } ?? gid_t.max)
         }
@@ -350,7 +350,7 @@ public struct FileDescriptor: Hashable, Sendable {
 
     /// Sets the owner and group of `name` in this directory (`fchownat`, a symlink itself, never its
     /// target); nil leaves that one as it is.
-    public func setOwnerAt(_ name: String, user: UInt32? = nil, group: UInt32? = nil) throws(Errno) {
+    package func setOwnerAt(_ name: String, user: UInt32? = nil, group: UInt32? = nil) throws(Errno) {
         _ = try retryingOnInterrupt(.chmod) {
             name.withCString {
                 Glibc.fchownat(
@@ -361,7 +361,7 @@ public struct FileDescriptor: Hashable, Sendable {
     }
 
     /// The file's status (`fstat`).
-    public func status() throws(Errno) -> FileStatus {
+    package func status() throws(Errno) -> FileStatus {
         var st = stat()
         _ = try retryingOnInterrupt(.stat) { Glibc.fstat(rawValue, &st) }
         return FileStatus(st)
@@ -369,7 +369,7 @@ public struct FileDescriptor: Hashable, Sendable {
 
     /// The status of `path` relative to this directory, without following a symlink (`fstatat` with
     /// `AT_SYMLINK_NOFOLLOW`).
-    public func statusAt(_ path: String) throws(Errno) -> FileStatus {
+    package func statusAt(_ path: String) throws(Errno) -> FileStatus {
         var st = stat()
         _ = try retryingOnInterrupt(.stat) {
             path.withCString { Glibc.fstatat(rawValue, $0, &st, AT_SYMLINK_NOFOLLOW) }

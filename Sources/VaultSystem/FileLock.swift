@@ -2,7 +2,7 @@ internal import CVaultSystem
 
 extension FileDescriptor {
     /// The kind of open-file-description lock.
-    public enum LockKind: Int32, Sendable {
+    package enum LockKind: Int32, Sendable {
         /// Many holders at once.
         case shared = 1
         /// One holder.
@@ -14,12 +14,12 @@ extension FileDescriptor {
     /// descriptor do not), and the kernel drops the lock when the last descriptor of it closes,
     /// including when the process dies. Locks on different bytes are independent: the vault's write
     /// lock is byte 0 of a `.lock` file, and group commit locks others (`GroupCommit`).
-    public func lock(_ kind: LockKind, byte: Int64 = 0) throws(Errno) {
+    package func lock(_ kind: LockKind, byte: Int64 = 0) throws(Errno) {
         _ = try retryingOnInterrupt(.lock) { vsys_ofd_lock(rawValue, kind.rawValue, 1, byte) }
     }
 
     /// Tries to take an OFD lock on byte `byte` without waiting; returns false when another holder has it.
-    public func tryLock(_ kind: LockKind, byte: Int64 = 0) throws(Errno) -> Bool {
+    package func tryLock(_ kind: LockKind, byte: Int64 = 0) throws(Errno) -> Bool {
         do {
             _ = try retryingOnInterrupt(.lock) { vsys_ofd_lock(rawValue, kind.rawValue, 0, byte) }
             return true
@@ -29,7 +29,7 @@ extension FileDescriptor {
     }
 
     /// Releases the OFD lock on byte `byte` held through this descriptor (locks on other bytes stay).
-    public func unlock(byte: Int64 = 0) throws(Errno) {
+    package func unlock(byte: Int64 = 0) throws(Errno) {
         _ = try retryingOnInterrupt(.lock) { vsys_ofd_lock(rawValue, 0, 0, byte) }
     }
 }

@@ -1,46 +1,46 @@
 /// A path as the vault builds it and names it in messages (in the manner of swift-system's
 /// `FilePath`): components joined by "/", nothing resolved or normalised, so that a message shows the
 /// path the user gave with the vault's own names after it.
-public struct FilePath: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+package struct FilePath: Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
     /// The path as text.
-    public let string: String
+    package let string: String
 
     /// The path `string`, as given.
-    public init(_ string: String) {
+    package init(_ string: String) {
         self.string = string
     }
 
     /// The path `value`, as given.
-    public init(stringLiteral value: String) {
+    package init(stringLiteral value: String) {
         self.string = value
     }
 
     /// This path with `component` (a name, or a relative path) after a "/".
-    public func appending(_ component: String) -> FilePath {
+    package func appending(_ component: String) -> FilePath {
         FilePath(string + "/" + component)
     }
 
     /// `path.appending(component)`.
-    public static func / (path: FilePath, component: String) -> FilePath {
+    package static func / (path: FilePath, component: String) -> FilePath {
         path.appending(component)
     }
 
     /// The directory part: "a/b" → "a", "b" → ".", "/b" → "/".
-    public var parent: FilePath {
+    package var parent: FilePath {
         guard let slash = string.lastIndex(of: "/") else { return "." }
         let directory = String(string[..<slash])
         return FilePath(directory.isEmpty ? "/" : directory)
     }
 
     /// The last component: "a/b" → "b", "b" → "b".
-    public var lastComponent: String {
+    package var lastComponent: String {
         guard let slash = string.lastIndex(of: "/") else { return string }
         return String(string[string.index(after: slash)...])
     }
 
     /// The path without trailing "/" and "/." components, which would make the kernel follow a symlink
     /// in the last component that `O_NOFOLLOW` and `AT_SYMLINK_NOFOLLOW` exist to refuse.
-    public var removingTrailingSeparators: FilePath {
+    package var removingTrailingSeparators: FilePath {
         var result = Substring(string)
         while result.count > 1 {
             if result.hasSuffix("/") {
@@ -56,8 +56,8 @@ public struct FilePath: Hashable, Sendable, CustomStringConvertible, Expressible
     }
 
     /// Whether the path starts at the root.
-    public var isAbsolute: Bool { string.hasPrefix("/") }
+    package var isAbsolute: Bool { string.hasPrefix("/") }
 
     /// The path as text.
-    public var description: String { string }
+    package var description: String { string }
 }

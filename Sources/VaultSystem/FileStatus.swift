@@ -1,9 +1,9 @@
 internal import Glibc
 
 /// What `stat` says of a file, in the few fields the vault checks.
-public struct FileStatus: Sendable, Equatable {
+package struct FileStatus: Sendable, Equatable {
     /// The kind of file.
-    public enum Kind: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
         /// A regular file.
         case regular
         /// A directory.
@@ -15,29 +15,29 @@ public struct FileStatus: Sendable, Equatable {
     }
 
     /// The kind of file.
-    public let kind: Kind
+    package let kind: Kind
     /// The permission bits.
-    public let permissions: FilePermissions
+    package let permissions: FilePermissions
     /// The owner's user id.
-    public let ownerID: UInt32
+    package let ownerID: UInt32
     /// The file's group id.
-    public let groupID: UInt32
+    package let groupID: UInt32
     /// The size in bytes.
-    public let size: Int64
+    package let size: Int64
     /// The number of hard links.
-    public let linkCount: UInt64
+    package let linkCount: UInt64
     /// Device and inode: together they identify the file.
-    public let device: UInt64
+    package let device: UInt64
     /// Device and inode: together they identify the file.
-    public let inode: UInt64
+    package let inode: UInt64
     /// Last modification, in nanoseconds since 1970.
-    public let modificationNanoseconds: Int64
+    package let modificationNanoseconds: Int64
     /// Last status change (set by the kernel on every write, rename or chmod; no user can set it), in
     /// nanoseconds since 1970.
-    public let changeNanoseconds: Int64
+    package let changeNanoseconds: Int64
 
     /// What kind of file it is, in words for messages: "a regular file", "a FIFO", "a socket", …
-    public var kindDescription: String {
+    package var kindDescription: String {
         switch typeBits {
         case S_IFREG: return "a regular file"
         case S_IFDIR: return "a directory"
@@ -52,7 +52,7 @@ public struct FileStatus: Sendable, Equatable {
 
     /// Whether the sticky bit is set: in a directory, only an entry's owner (or the directory's, or
     /// root) may rename or remove it.
-    public var isSticky: Bool { typeBits & S_IFMT == S_IFDIR && modeBits & S_ISVTX != 0 }
+    package var isSticky: Bool { typeBits & S_IFMT == S_IFDIR && modeBits & S_ISVTX != 0 }
 
     /// The file type bits of `st_mode` (`S_IFMT`).
     private let typeBits: UInt32

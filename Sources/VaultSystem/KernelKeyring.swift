@@ -3,17 +3,17 @@ internal import Glibc
 
 /// The Linux kernel keyring (the user keyring, `@u`): small secrets that outlive a process, shared by
 /// the processes of one user, dropped on expiry, on invalidation, or with the keyring (at reboot).
-public enum KernelKeyring {
+package enum KernelKeyring {
     /// Stores `bytes` as the "user" key `description`, replacing an older one, readable by every
     /// process of this user, expiring after `timeoutSeconds` (0: no timeout).
-    public static func store(_ bytes: RawSpan, description: String, timeoutSeconds: UInt32) throws(Errno) {
+    package static func store(_ bytes: RawSpan, description: String, timeoutSeconds: UInt32) throws(Errno) {
         try bytes.withUnsafeBytes { (raw) throws(Errno) in
             try store(raw, description: description, timeoutSeconds: timeoutSeconds)
         }
     }
 
     /// Stores `bytes` (see `store(_:description:timeoutSeconds:)` of a span).
-    public static func store(_ bytes: UnsafeRawBufferPointer, description: String, timeoutSeconds: UInt32)
+    package static func store(_ bytes: UnsafeRawBufferPointer, description: String, timeoutSeconds: UInt32)
         throws(Errno)
     {
         _ = try retryingOnInterrupt(.keyring) {
@@ -24,7 +24,7 @@ public enum KernelKeyring {
     /// Reads the key `description` into the bytes `range` of `span` (several keys can share one secure
     /// buffer); returns its length, or nil when there is no such key (never added, expired, revoked or
     /// invalidated). A length larger than the range means the key did not fit.
-    public static func read(description: String, into span: inout MutableRawSpan, range: Range<Int>) throws(Errno)
+    package static func read(description: String, into span: inout MutableRawSpan, range: Range<Int>) throws(Errno)
         -> Int?
     {
         precondition(range.lowerBound >= 0 && range.upperBound <= span.byteCount, "a range outside the span")
@@ -34,7 +34,7 @@ public enum KernelKeyring {
     }
 
     /// Reads the key into `buffer` (see `read(description:into:range:)`).
-    public static func read(description: String, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int? {
+    package static func read(description: String, into buffer: UnsafeMutableRawBufferPointer) throws(Errno) -> Int? {
         do {
             return try retryingOnInterrupt(.keyring) {
                 description.withCString { vsys_keyring_read($0, buffer.baseAddress, UInt(buffer.count)) }
@@ -46,7 +46,7 @@ public enum KernelKeyring {
 
     /// Drops the key `description`; false when there was none.
     @discardableResult
-    public static func remove(description: String) throws(Errno) -> Bool {
+    package static func remove(description: String) throws(Errno) -> Bool {
         do {
             _ = try retryingOnInterrupt(.keyring) { description.withCString { vsys_keyring_remove($0) } }
             return true
@@ -58,18 +58,18 @@ public enum KernelKeyring {
 
 extension KernelKeyring {
     /// A key linked into the user keyring.
-    public struct Entry: Sendable, Hashable {
+    package struct Entry: Sendable, Hashable {
         /// The key's serial number.
-        public let id: Int32
+        package let id: Int32
         /// Its type ("user", "keyring", …).
-        public let type: String
+        package let type: String
         /// Its description (the name it is found by).
-        public let description: String
+        package let description: String
     }
 
     /// The keys linked directly into the user keyring that this process may view (others are left
     /// out), in the keyring's order.
-    public static func userKeys() throws(Errno) -> [Entry] {
+    package static func userKeys() throws(Errno) -> [Entry] {
         var capacity = 64
         var ids: [Int32] = []
         while true {
@@ -110,7 +110,7 @@ extension KernelKeyring {
 
     /// Invalidates the key `id` (found with `userKeys`); false when it was gone already.
     @discardableResult
-    public static func remove(id: Int32) throws(Errno) -> Bool {
+    package static func remove(id: Int32) throws(Errno) -> Bool {
         do {
             _ = try retryingOnInterrupt(.keyring) { vsys_keyring_invalidate(id) }
             return true
@@ -122,7 +122,7 @@ extension KernelKeyring {
 
 extension Errno {
     /// ENOKEY, EKEYEXPIRED or EKEYREVOKED: the keyring has no usable key of that name.
-    public var isNoKey: Bool {
+    package var isNoKey: Bool {
         rawValue == ENOKEY || rawValue == EKEYEXPIRED || rawValue == EKEYREVOKED
     }
 }

@@ -2,16 +2,16 @@ internal import CVaultSystem
 internal import Glibc
 
 /// Facts about the running process that the vault's permission checks need.
-public enum ProcessIdentity {
+package enum ProcessIdentity {
     /// The effective user id.
-    public static var effectiveUserID: UInt32 { Glibc.geteuid() }
+    package static var effectiveUserID: UInt32 { Glibc.geteuid() }
 
     /// Whether the process may be dumped or traced (`PR_GET_DUMPABLE`).
-    public static var isDumpable: Bool { vsys_get_dumpable() == 1 }
+    package static var isDumpable: Bool { vsys_get_dumpable() == 1 }
 
     /// Turns off core dumps and ptrace attach by the same user for this process (`PR_SET_DUMPABLE` 0);
     /// called once a key is held.
-    public static func disableDumps() throws(Errno) {
+    package static func disableDumps() throws(Errno) {
         if vsys_set_dumpable(0) != 0 { throw Errno.current }
     }
 
@@ -20,12 +20,12 @@ public enum ProcessIdentity {
     /// (to a root-owned file or a pipe), and the heap holds decrypted secrets while they are used. The
     /// hard limit stays, so that `vault run` gives the program it starts the limit the user had. For programs:
     /// a library leaves this to its caller (see `Vault.hardenProcess`).
-    public static func disableCoreFiles() throws(Errno) {
+    package static func disableCoreFiles() throws(Errno) {
         if vsys_disable_core_files() != 0 { throw Errno.current }
     }
 
     /// The soft core file size limit in bytes (`UInt64.max` for unlimited).
-    public static func coreFileLimit() throws(Errno) -> UInt64 {
+    package static func coreFileLimit() throws(Errno) -> UInt64 {
         let limit = vsys_core_file_limit()
         if limit == -1 { throw Errno.current }
         return UInt64(bitPattern: limit)
@@ -34,7 +34,7 @@ public enum ProcessIdentity {
     /// Opens `/dev/null` on each standard descriptor (0, 1, 2) that is closed, before anything else is
     /// opened, so that no file of the vault ever gets one of those numbers and receives what the
     /// program writes to standard output (as OpenSSH's `sanitise_stdfd`).
-    public static func openClosedStandardStreams() throws(Errno) {
+    package static func openClosedStandardStreams() throws(Errno) {
         if vsys_sanitize_standard_descriptors() != 0 { throw Errno.current }
     }
 
@@ -42,7 +42,7 @@ public enum ProcessIdentity {
     /// good (real, effective and saved ids): what root does before it touches a vault that belongs to
     /// another user, so that every file it leaves is that user's and the user cannot steer it into
     /// writing anywhere else. Needs root.
-    public static func become(userID: UInt32, groupID: UInt32, supplementaryGroups: [UInt32]) throws(Errno) {
+    package static func become(userID: UInt32, groupID: UInt32, supplementaryGroups: [UInt32]) throws(Errno) {
         let status = supplementaryGroups.withUnsafeBufferPointer {
             vsys_become_user(userID, groupID, $0.baseAddress, Int32($0.count))
         }
@@ -51,7 +51,7 @@ public enum ProcessIdentity {
 
     /// The effective group id and the supplementary groups (`getegid`, `getgroups`): the groups that
     /// a process without root's privileges may give its files to.
-    public static var groupIDs: [UInt32] {
+    package static var groupIDs: [UInt32] {
         var ids = [Glibc.getegid()]
         let count = Glibc.getgroups(0, nil)
         guard count > 0 else { return ids }
@@ -62,20 +62,20 @@ public enum ProcessIdentity {
     }
 
     /// The process id (`getpid`): a forked child has its own.
-    public static var processID: Int32 { vsys_process_id() }
+    package static var processID: Int32 { vsys_process_id() }
 
     /// Sleeps the calling thread for `microseconds`.
-    public static func sleep(microseconds: UInt32) {
+    package static func sleep(microseconds: UInt32) {
         _ = Glibc.usleep(microseconds)
     }
 
     /// The calling thread's identity (`pthread_self`), to tell threads apart while they run.
-    public static var threadID: UInt { UInt(Glibc.pthread_self()) }
+    package static var threadID: UInt { UInt(Glibc.pthread_self()) }
 
     /// The command line as the kernel passed it, or the index of the first argument that is not valid
     /// UTF-8. (`CommandLine.arguments` repairs bad bytes to U+FFFD, so two different byte strings
     /// would become one name.)
-    public static func commandLineArguments() -> Result<[String], InvalidArgument> {
+    package static func commandLineArguments() -> Result<[String], InvalidArgument> {
         var arguments: [String] = []
         for index in 0..<Int(CommandLine.argc) {
             guard let pointer = CommandLine.unsafeArgv[index] else { break }
@@ -94,7 +94,7 @@ public enum ProcessIdentity {
     /// but split at the first `=` byte, as `getenv` reads a name, and without Foundation's work:
     /// `ProcessInfo` compares each entry character by character and was a sixth of a `vault get`'s
     /// instructions. Read it before threads start: nothing stops a `setenv` on another thread.
-    public static func environmentVariables() -> [String: String] {
+    package static func environmentVariables() -> [String: String] {
         guard let first = vsys_environment() else { return [:] }
         var count = 0
         while first[count] != nil { count += 1 }
@@ -113,13 +113,13 @@ public enum ProcessIdentity {
     }
 
     /// A command-line argument that is not valid UTF-8.
-    public struct InvalidArgument: Error, Sendable, Equatable {
+    package struct InvalidArgument: Error, Sendable, Equatable {
         /// Its position in argv (0 is the program name).
-        public let index: Int
+        package let index: Int
         /// Its first bytes (at most `keptByteCount`), for a message that shows it.
-        public let bytes: [UInt8]
+        package let bytes: [UInt8]
 
         /// How many bytes of the argument are kept.
-        public static let keptByteCount = 64
+        package static let keptByteCount = 64
     }
 }

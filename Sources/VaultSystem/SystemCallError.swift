@@ -1,17 +1,17 @@
 /// A system call that failed, and how (in the manner of swift-nio's `SystemCallError`): the cause that
 /// the layers above carry, so that an error says which call failed as well as its error number.
-public struct SystemCallError: Error, Hashable, Sendable, CustomStringConvertible {
+package struct SystemCallError: Error, Hashable, Sendable, CustomStringConvertible {
     /// The call that failed.
-    public let systemCall: SystemOperation
+    package let systemCall: SystemOperation
     /// Its error number.
-    public let errno: Errno
+    package let errno: Errno
 
     /// A failure of `systemCall` with `errno`.
-    public init(systemCall: SystemOperation, errno: Errno) {
+    package init(systemCall: SystemOperation, errno: Errno) {
         self.systemCall = systemCall
         self.errno = errno
     }
 
     /// The system's text for the error number, as `Errno` gives it.
-    public var description: String { errno.description }
+    package var description: String { errno.description }
 }

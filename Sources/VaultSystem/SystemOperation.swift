@@ -1,5 +1,5 @@
 /// The system calls that go through this module, named so that the fault seam can target them.
-public enum SystemOperation: String, Sendable, CaseIterable, Hashable {
+package enum SystemOperation: String, Sendable, CaseIterable, Hashable {
     /// open(2) and openat(2).
     case open
     /// read(2) and pread(2).

@@ -1,12 +1,12 @@
 /// A moment as ISO 8601 in UTC to the second, `2026-12-01T21:05:03Z`: what
 /// `Date.ISO8601FormatStyle()` prints, without it. Making that format style resolves its generic
 /// types at run time, which scans every protocol conformance in the binary: half of a `vault ls`.
-public enum UTCTimestamp {
+package enum UTCTimestamp {
     /// `seconds` since 1970-01-01T00:00:00Z, rounded down to the second; nil when it is not finite or
     /// falls outside the years 1583 to 9999: Foundation prints later years with more digits, and
     /// earlier dates in the Julian calendar (its Gregorian calendar starts on 1582-10-15), where this
     /// would print the proleptic Gregorian date.
-    public static func iso8601(secondsSince1970 seconds: Double) -> String? {
+    package static func iso8601(secondsSince1970 seconds: Double) -> String? {
         // 1583-01-01 is 12,212,553,600 s before 1970, 10000-01-01 253,402,300,800 s after it.
         guard seconds.isFinite, seconds >= -12_212_553_600, seconds < 253_402_300_800 else { return nil }
         return iso8601(wholeSeconds: Int64(seconds.rounded(.down)))
@@ -14,7 +14,7 @@ public enum UTCTimestamp {
 
     /// `nanoseconds` since 1970-01-01T00:00:00Z, rounded down to the second (an `Int64` of nanoseconds
     /// spans the years 1677 to 2262, always in range).
-    public static func iso8601(nanosecondsSince1970 nanoseconds: Int64) -> String {
+    package static func iso8601(nanosecondsSince1970 nanoseconds: Int64) -> String {
         let (quotient, remainder) = nanoseconds.quotientAndRemainder(dividingBy: 1_000_000_000)
         return iso8601(wholeSeconds: remainder < 0 ? quotient - 1 : quotient)
     }

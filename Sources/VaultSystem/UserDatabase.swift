@@ -5,55 +5,55 @@
 /// must be the same in every program of the package. They are made by administrative commands, by
 /// messages, and by root acting as the owner of another user's vault (two lookups per command), never
 /// by a get or a put of the vault's own user; and never kept: accounts change while a service runs.
-public enum UserDatabase {
+package enum UserDatabase {
     /// A user of the system.
-    public struct User: Sendable, Equatable {
+    package struct User: Sendable, Equatable {
         /// The login name.
-        public let name: String
+        package let name: String
         /// The user id.
-        public let id: UInt32
+        package let id: UInt32
         /// The primary group id.
-        public let groupID: UInt32
+        package let groupID: UInt32
     }
 
     /// A group of the system.
-    public struct Group: Sendable, Equatable {
+    package struct Group: Sendable, Equatable {
         /// The group name.
-        public let name: String
+        package let name: String
         /// The group id.
-        public let id: UInt32
+        package let id: UInt32
         /// The members listed in the group's entry (not those who have it as their primary group).
-        public let members: [String]
+        package let members: [String]
     }
 
     /// The user with id `id`, if the system knows one.
-    public static func user(id: UInt32) -> User? {
+    package static func user(id: UInt32) -> User? {
         users(parsing: lookUp("passwd", String(id))).first { $0.id == id }
     }
 
     /// The user named `name`, if the system knows one.
-    public static func user(named name: String) -> User? {
+    package static func user(named name: String) -> User? {
         guard isPlausibleName(name) else { return nil }
         return users(parsing: lookUp("passwd", name)).first { $0.name == name }
     }
 
     /// The group named `name`: the system's, or with `groupFile` the one that file lists (a group
     /// file standing for another machine's, in tests).
-    public static func group(named name: String, groupFile: String? = nil) -> Group? {
+    package static func group(named name: String, groupFile: String? = nil) -> Group? {
         if let groupFile { return groups(groupFile).first { $0.name == name } }
         guard isPlausibleName(name) else { return nil }
         return groups(parsing: lookUp("group", name)).first { $0.name == name }
     }
 
     /// The group with id `id`: the system's, or with `groupFile` the one that file lists.
-    public static func group(id: UInt32, groupFile: String? = nil) -> Group? {
+    package static func group(id: UInt32, groupFile: String? = nil) -> Group? {
         if let groupFile { return groups(groupFile).first { $0.id == id } }
         return groups(parsing: lookUp("group", String(id))).first { $0.id == id }
     }
 
     /// The groups a login as `user` has (`initgroups`): its primary group, then every other group the
     /// system gives it (`getent initgroups`).
-    public static func groupIDs(of user: User) -> [UInt32] {
+    package static func groupIDs(of user: User) -> [UInt32] {
         var ids = [user.groupID]
         let answer = lookUp("initgroups", user.name)
         for field in answer.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }).dropFirst() {
@@ -85,7 +85,7 @@ public enum UserDatabase {
     /// (taken as is, whether the system knows it or not), else a name the system knows (or with
     /// `groupFile`, that file lists). The name is nil for a gid that has none. Empty text, a negative
     /// or out-of-range number, a name with ':' or a line break, and an unknown name are refused.
-    public static func resolveGroup(_ text: String, groupFile: String? = nil) throws(UnixGroupError) -> (
+    package static func resolveGroup(_ text: String, groupFile: String? = nil) throws(UnixGroupError) -> (
         id: UInt32, name: String?
     ) {
         guard !text.isEmpty else {
@@ -170,12 +170,12 @@ public enum UserDatabase {
 }
 
 /// A Unix group that cannot be resolved (`UserDatabase.resolveGroup`): the text as given, and why.
-public struct UnixGroupError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct UnixGroupError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The text that was to name a group.
-    public let text: String
+    package let text: String
     /// A sentence for people that names the text.
-    public let message: String
+    package let message: String
 
     /// The message.
-    public var description: String { message }
+    package var description: String { message }
 }

@@ -113,7 +113,7 @@ func passphrase(_ text: String) -> KeySource {
             var source = passphrase("pw")
             source.usesUnlockCache = false
             let inner = source.passphrase!
-            source.passphrase = { (request) throws(StoreError) in
+            source.passphrase = { (request) throws in
                 asked.withLock { $0 = true }
                 return try inner(request)
             }

@@ -5,9 +5,9 @@ import VaultSystem
 /// by `.ci/run`, which starts a 3-member cluster with `scripts/etcd-cluster start`), else one this test
 /// process starts on ports of its own with the same script, which stops it when the process is gone.
 /// One per process, whichever test target asks first (the test targets share one test binary).
-public enum EtcdTestCluster {
+package enum EtcdTestCluster {
     /// The endpoints, or why there is no cluster; computed once.
-    public static let endpoints: Result<[String], ClusterError> = {
+    package static let endpoints: Result<[String], ClusterError> = {
         if let given = ProcessInfo.processInfo.environment["VAULT_TEST_ETCD"], !given.isEmpty {
             return .success(given.split(separator: ",").map(String.init))
         }
@@ -43,15 +43,15 @@ public enum EtcdTestCluster {
     }()
 
     /// Why there is no cluster.
-    public struct ClusterError: Error, CustomStringConvertible {
+    package struct ClusterError: Error, CustomStringConvertible {
         /// What failed, and how to give the tests a cluster.
-        public let message: String
+        package let message: String
         /// The message.
-        public var description: String { message }
+        package var description: String { message }
     }
 
     /// The endpoints, or the test fails saying why there is no cluster.
-    public static func require() throws -> [String] {
+    package static func require() throws -> [String] {
         try endpoints.get()
     }
 }

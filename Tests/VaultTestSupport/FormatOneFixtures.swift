@@ -2,7 +2,7 @@ import Foundation
 
 /// The committed vaults of the old format 1 (`Tests/VaultTests/Fixtures`), which the upgrade reads:
 /// the only way a test gets one, since this build writes no format-1 vault.
-public enum FormatOneFixture: String, CaseIterable, Sendable, CustomStringConvertible {
+package enum FormatOneFixture: String, CaseIterable, Sendable, CustomStringConvertible {
     /// A plain `master.key`; `postgres`/`app` is "v2" (put twice, so it has a generation record),
     /// `api`/`ci` is "api-token" in `com.example.app`, `cache`/`key` is "shared" in `team.shared`.
     case plain = "v1-vault"
@@ -15,10 +15,10 @@ public enum FormatOneFixture: String, CaseIterable, Sendable, CustomStringConver
     case passphrase = "v1-passphrase"
 
     /// The fixture's name.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     /// The passphrase of `passphrase`.
-    public static let passphraseText = "correct horse battery staple"
+    package static let passphraseText = "correct horse battery staple"
 
     /// Where the fixture is in the source tree.
     var source: String {
@@ -30,7 +30,7 @@ public enum FormatOneFixture: String, CaseIterable, Sendable, CustomStringConver
 
     /// Copies the fixture's vault to `vaultPath` (which must not exist) with the modes a vault has (git
     /// keeps none of them); the key file of `keyFile` goes to `keyFilePath` (0600).
-    public func copy(to vaultPath: String, keyFilePath: String? = nil) throws {
+    package func copy(to vaultPath: String, keyFilePath: String? = nil) throws {
         let files = FileManager.default
         try files.copyItem(atPath: source, toPath: vaultPath)
         try files.setAttributes([.posixPermissions: 0o700], ofItemAtPath: vaultPath)
@@ -49,7 +49,7 @@ public enum FormatOneFixture: String, CaseIterable, Sendable, CustomStringConver
     }
 
     /// The format version that the `VAULT` marker at `vaultPath` says (its byte 4).
-    public static func version(at vaultPath: String) throws -> UInt8 {
+    package static func version(at vaultPath: String) throws -> UInt8 {
         try [UInt8](Data(contentsOf: URL(fileURLWithPath: vaultPath + "/VAULT")))[4]
     }
 }

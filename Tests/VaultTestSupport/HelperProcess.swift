@@ -6,24 +6,24 @@ import Synchronization
 #endif
 
 /// The `vault-test-helper` executable built next to the test bundle.
-public let helperPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+package let helperPath = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
     .appendingPathComponent("vault-test-helper").path
 
 /// A running `vault-test-helper` whose standard output and error are pipes.
-public final class Helper {
+package final class Helper {
     /// The process.
-    public let process = Process()
+    package let process = Process()
     /// Its standard output.
-    public let output = Pipe()
+    package let output = Pipe()
     /// Its standard error.
-    public let errors = Pipe()
+    package let errors = Pipe()
     /// Its standard input, when started with one.
-    public let input = Pipe()
+    package let input = Pipe()
 
     /// Starts the helper with `arguments` (and `environment`, else this process's); with `user`, as
     /// that user with its groups (`setpriv --init-groups`, which then becomes the helper at
     /// `executable`: the pid is the helper's).
-    public init(
+    package init(
         _ arguments: [String], environment: [String: String]? = nil, standardInput: Bool = false,
         as user: ThrowawayUser? = nil, executable: String = helperPath
     ) throws {
@@ -43,20 +43,20 @@ public final class Helper {
     }
 
     /// The process id.
-    public var pid: Int32 { process.processIdentifier }
+    package var pid: Int32 { process.processIdentifier }
 
     /// Writes `text` to the process's standard input (when it was started with one).
-    public func send(_ text: String) {
+    package func send(_ text: String) {
         input.fileHandleForWriting.write(Data(text.utf8))
     }
 
     /// Sends SIGKILL.
-    public func kill() {
+    package func kill() {
         _ = Glibc.kill(process.processIdentifier, SIGKILL)
     }
 
     /// Waits for the process; returns its status and everything it wrote.
-    public func finish() -> (status: Int32, output: String, errors: String) {
+    package func finish() -> (status: Int32, output: String, errors: String) {
         let errorData = Mutex<Data>(Data())
         let errorHandle = errors.fileHandleForReading
         let thread = Thread { errorData.withLock { $0 = errorHandle.readDataToEndOfFile() } }
@@ -69,7 +69,7 @@ public final class Helper {
     }
 
     /// Reads standard output until it contains `marker` (or the process ends).
-    public func waitFor(_ marker: String) -> String {
+    package func waitFor(_ marker: String) -> String {
         var seen = ""
         while !seen.contains(marker) {
             let data = output.fileHandleForReading.availableData
@@ -82,7 +82,7 @@ public final class Helper {
 
 /// Runs the helper with `arguments` to the end.
 @discardableResult
-public func runHelper(_ arguments: [String], environment: [String: String]? = nil) throws -> (
+package func runHelper(_ arguments: [String], environment: [String: String]? = nil) throws -> (
     status: Int32, output: String, errors: String
 ) {
     try Helper(arguments, environment: environment).finish()

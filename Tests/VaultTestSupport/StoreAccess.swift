@@ -4,7 +4,7 @@ import VaultStore
 /// records of the layer above).
 extension VaultStore {
     /// Writes `bytes` as item `id` of `group`, under the write lock.
-    public func put(_ bytes: [UInt8], group: GroupName, id: ItemID, protectionClass: ProtectionClass = .always)
+    package func put(_ bytes: [UInt8], group: GroupName, id: ItemID, protectionClass: ProtectionClass = .always)
         throws(StoreError)
     {
         try withWriteLock(groups: [], creating: [group]) { (tx) throws(StoreError) in
@@ -13,13 +13,13 @@ extension VaultStore {
     }
 
     /// The plaintext of item `id` of `group`, or nil when there is none.
-    public func get(group: GroupName, id: ItemID) throws(StoreError) -> [UInt8]? {
+    package func get(group: GroupName, id: ItemID) throws(StoreError) -> [UInt8]? {
         try readPlaintext(group: group, id: id)?.withBytes { $0 }
     }
 
     /// Removes item `id` of `group` under the write lock; false when there was none.
     @discardableResult
-    public func delete(group: GroupName, id: ItemID) throws(StoreError) -> Bool {
+    package func delete(group: GroupName, id: ItemID) throws(StoreError) -> Bool {
         try withWriteLock(groups: [group]) { (tx) throws(StoreError) in
             try tx.delete(ItemLocation(group: group, id: id))
         }

@@ -7,46 +7,46 @@ import VaultSystem
 #endif
 
 /// A system user made for one test by `withThrowawayAccounts`, with its own primary group.
-public struct ThrowawayUser: Sendable, Equatable {
+package struct ThrowawayUser: Sendable, Equatable {
     /// The login name (`vt-…`).
-    public let name: String
+    package let name: String
     /// The user id.
-    public let uid: UInt32
+    package let uid: UInt32
     /// The primary group id (the user's own group, of the same name).
-    public let gid: UInt32
+    package let gid: UInt32
 }
 
 /// A system group made for one test by `withThrowawayAccounts`.
-public struct ThrowawayGroup: Sendable, Equatable {
+package struct ThrowawayGroup: Sendable, Equatable {
     /// The group name (`vt-…`).
-    public let name: String
+    package let name: String
     /// The group id.
-    public let gid: UInt32
+    package let gid: UInt32
 }
 
 /// A test-account operation that failed: what was being done, and what the tool or system said.
-public struct UnixAccountError: Error, Sendable, CustomStringConvertible {
+package struct UnixAccountError: Error, Sendable, CustomStringConvertible {
     /// A sentence for people that names the command, user, group or directory.
-    public let message: String
+    package let message: String
 
     /// The message.
-    public var description: String { message }
+    package var description: String { message }
 }
 
 /// Whether this process can make and remove throwaway users and groups: it runs as root and the
 /// shadow tools are installed.
-public var canManageAccounts: Bool {
+package var canManageAccounts: Bool {
     geteuid() == 0 && ["useradd", "groupadd", "usermod", "userdel", "groupdel"].allSatisfy { tool($0) != nil }
 }
 
 /// Whether `runAs` can work here: `canManageAccounts`, and util-linux's `setpriv` is installed.
-public var canRunAsOtherUsers: Bool { canManageAccounts && tool("setpriv") != nil }
+package var canRunAsOtherUsers: Bool { canManageAccounts && tool("setpriv") != nil }
 
 /// Runs `body` with `users` new system users (each with its own group, no home directory, no login
 /// shell) and `groups` new system groups, all named `vt-` and 12 random hex digits, and removes them
 /// all when `body` ends, however it ends. A removal that fails is thrown after a `body` that did not
 /// throw (an account left behind is a bug of the test), else written to standard error.
-public func withThrowawayAccounts<R>(
+package func withThrowawayAccounts<R>(
     users: Int, groups: Int, _ body: ([ThrowawayUser], [ThrowawayGroup]) throws -> R
 ) throws -> R {
     var made = MadeAccounts()
@@ -72,7 +72,7 @@ public func withThrowawayAccounts<R>(
 }
 
 /// Adds `user` to `group` as a supplementary member (`usermod -aG`), as `/etc/group` then lists it.
-public func addMember(_ user: ThrowawayUser, to group: ThrowawayGroup) throws {
+package func addMember(_ user: ThrowawayUser, to group: ThrowawayGroup) throws {
     try runAccountTool("usermod", ["-aG", group.name, user.name])
 }
 
@@ -81,7 +81,7 @@ public func addMember(_ user: ThrowawayUser, to group: ThrowawayGroup) throws {
 /// (`environment`'s, else the usual one), and `input` (else nothing) on standard input. Returns the exit
 /// status (128 + the signal for a signal), standard output and standard error. `executable` must be
 /// reachable by `user`: see `makeTraversable` and `copyExecutableForOtherUsers`.
-public func runAs(
+package func runAs(
     _ user: ThrowawayUser, _ executable: String, _ arguments: [String], environment: [String: String],
     input: Data? = nil
 ) throws -> (status: Int32, output: Data, errors: String) {
@@ -102,7 +102,7 @@ public func runAs(
 /// get o+x added; any other directory is never changed, and the first that is not searchable is
 /// thrown, named (e.g. a checkout under `/root`: copy the executable instead, with
 /// `copyExecutableForOtherUsers`).
-public func makeTraversable(_ path: String) throws {
+package func makeTraversable(_ path: String) throws {
     try makeTraversable(path, changingOnlyUnder: FileManager.default.temporaryDirectory.path)
 }
 
@@ -145,7 +145,7 @@ func makeTraversable(_ path: String, changingOnlyUnder root: String) throws {
 ///
 /// A debug build's executable still loads the Swift runtime from the toolchain, which must be
 /// readable by others (it normally is).
-public func copyExecutableForOtherUsers(_ path: String) throws -> String {
+package func copyExecutableForOtherUsers(_ path: String) throws -> String {
     var template = Array("/tmp/vault-exec-XXXXXX".utf8CString)
     guard let made = mkdtemp(&template) else {
         throw UnixAccountError(
@@ -166,7 +166,7 @@ public func copyExecutableForOtherUsers(_ path: String) throws -> String {
 
 /// Runs `body` with a copy of the executable at `path` that other users can run
 /// (`copyExecutableForOtherUsers`), removed when `body` ends.
-public func withExecutableForOtherUsers<R>(_ path: String, _ body: (String) throws -> R) throws -> R {
+package func withExecutableForOtherUsers<R>(_ path: String, _ body: (String) throws -> R) throws -> R {
     let copy = try copyExecutableForOtherUsers(path)
     defer { try? FileManager.default.removeItem(atPath: (copy as NSString).deletingLastPathComponent) }
     return try body(copy)

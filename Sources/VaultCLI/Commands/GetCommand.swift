@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Vault
+import VaultCrypto
 import VaultSystem
 
 /// `vault get`: the secret's bytes to standard output, exactly as stored.

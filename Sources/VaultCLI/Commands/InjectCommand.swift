@@ -1,4 +1,5 @@
 import Vault
+import VaultCrypto
 import VaultSystem
 
 /// `vault inject`: renders a configuration file from a template whose placeholders name secrets.

@@ -34,7 +34,7 @@ package struct PasswdCommand: Sendable, Hashable {
         var newPassphrase: SecureBytes?
         if !remove {
             do {
-                newPassphrase = try source.passphrase!(PassphraseRequest(.newPassphrase, for: vault.masterKeyPath))
+                newPassphrase = try source.askPassphrase(PassphraseRequest(.newPassphrase, for: vault.masterKeyPath))
             } catch {
                 throw CLIError(VaultError(error), subject: vault.path, vaultPath: vault.path)
             }

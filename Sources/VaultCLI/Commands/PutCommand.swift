@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Vault
+import VaultCrypto
 import VaultSystem
 
 /// `vault put` (add or update) and `vault add` (add only): stores a secret read from standard input,

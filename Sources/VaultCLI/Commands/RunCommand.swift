@@ -1,4 +1,5 @@
 import Vault
+import VaultCrypto
 import VaultSystem
 
 /// `vault run`: starts a program with secrets from the vault, delivered as systemd delivers

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Vault
+import VaultCrypto
 import VaultSystem
 
 /// `docker-credential-vault store|get|erase|list|version` (the `vault` binary under that name): the

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Vault
+import VaultCrypto
 import VaultSystem
 
 /// `git-credential-vault get|store|erase` (the `vault` binary under that name): git's credential

@@ -84,7 +84,7 @@ extension VaultStore {
     }
 
     /// The groups that have a directory in the vault, sorted.
-    public func groups() throws(StoreError) -> [GroupName] {
+    package func groups() throws(StoreError) -> [GroupName] {
         let names: [String]
         do {
             names = try groupsDirectory.entryNames()
@@ -121,7 +121,7 @@ extension VaultStore {
 
     /// The ids of the items in `group`, sorted unless `sorted` is false; temp files and foreign names
     /// are skipped.
-    public func itemIDs(in group: GroupName, sorted: Bool = true) throws(StoreError) -> [ItemID] {
+    package func itemIDs(in group: GroupName, sorted: Bool = true) throws(StoreError) -> [ItemID] {
         _ = try refreshReplicaIfStale(group)
         return try localItemIDs(in: group, sorted: sorted)
     }

@@ -6,7 +6,7 @@ extension VaultStore {
     /// group's; refuses a group that still holds items unless `force`. Returns the number of items
     /// removed.
     @discardableResult
-    public func removeGroup(_ group: GroupName, force: Bool) throws(StoreError) -> Int {
+    package func removeGroup(_ group: GroupName, force: Bool) throws(StoreError) -> Int {
         _ = try ownerClassKeys("remove a group")
         guard try groupDirectory(group, create: false) != nil else {
             throw StoreError(

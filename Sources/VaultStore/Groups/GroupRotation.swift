@@ -19,7 +19,7 @@ extension VaultStore {
     /// of items sealed again. A removed member who kept the old key file can no longer read what is
     /// written after this (the secrets themselves should be changed too: they may have been copied).
     @discardableResult
-    public func rotateGroup(_ group: GroupName) throws(StoreError) -> Int {
+    package func rotateGroup(_ group: GroupName) throws(StoreError) -> Int {
         let classKeys = try ownerClassKeys("rotate a group's key")
         if try loadGroupKeyFile(group)?.isFleet == true {
             throw StoreError(

@@ -1,25 +1,25 @@
 import VaultSystem
 
 /// What a caller can learn of one group.
-public struct GroupSummary: Sendable {
+package struct GroupSummary: Sendable {
     /// The group's name.
-    public let name: GroupName
+    package let name: GroupName
     /// Whether its key is kept for the members of a Unix group; nil when the caller cannot tell.
-    public let isShared: Bool?
+    package let isShared: Bool?
     /// The Unix group of a shared group's directory.
-    public let unixGroupID: UInt32?
+    package let unixGroupID: UInt32?
     /// The number of items, when the caller may list the directory.
-    public let itemCount: Int?
+    package let itemCount: Int?
     /// Whether this process can read and write the group.
-    public let usable: Bool
+    package let usable: Bool
     /// Why the group's key could not be read, when that is neither its absence nor the kernel keeping
     /// a non-member out: damage (a member can write a `group.key` that does not open), an unsafe file.
-    public var keyFailure: StoreError? = nil
+    package var keyFailure: StoreError? = nil
 }
 
 extension VaultStore {
     /// What this process can learn of `group`; nil when the vault has no such group.
-    public func summary(of group: GroupName) -> GroupSummary? {
+    package func summary(of group: GroupName) -> GroupSummary? {
         let status: FileStatus
         do {
             status = try groupsDirectory.statusAt(group.rawValue)

@@ -79,7 +79,7 @@ extension VaultStore {
     }
 
     /// `updateSharedGroupIndexes` under the vault's lock (the owner only).
-    public func refreshSharedGroupIndexes() throws(StoreError) {
+    package func refreshSharedGroupIndexes() throws(StoreError) {
         _ = try ownerClassKeys("index its shared groups")
         try withWriteLock(finishingMoves: false) { (_) throws(StoreError) in try updateSharedGroupIndexes() }
     }
@@ -87,7 +87,7 @@ extension VaultStore {
     /// The shared groups whose Unix group this process is in, as the indexes it can read name them
     /// (what a member, which may not list `groups/`, can know of the vault's groups): sorted, each a
     /// directory that is there. Unreadable or malformed indexes count as none.
-    public func groupsSharedWithThisProcess() -> [GroupName] {
+    package func groupsSharedWithThisProcess() -> [GroupName] {
         var found: Set<GroupName> = []
         for groupID in ProcessIdentity.groupIDs {
             let name = SharedGroupIndex.name(groupID)

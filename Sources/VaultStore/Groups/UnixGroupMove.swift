@@ -11,7 +11,7 @@ extension VaultStore {
     /// owner only; as another user than root it needs the new gid among its own groups, and fails on an
     /// entry another user owns (`permissionDenied`, naming it).
     @discardableResult
-    public func moveGroup(_ group: GroupName, toUnixGroup newGroupID: UInt32) throws(StoreError) -> Int {
+    package func moveGroup(_ group: GroupName, toUnixGroup newGroupID: UInt32) throws(StoreError) -> Int {
         _ = try ownerClassKeys("move a group to another Unix group")
         let moved = try withWriteLock(finishingMoves: true, groups: [group]) { (_) throws(StoreError) -> Int in
             let path = groupPath(group)

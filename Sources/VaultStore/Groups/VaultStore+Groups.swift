@@ -195,7 +195,7 @@ extension VaultStore {
     /// lock 0660, and the vault directory and `groups/` made traversable (0711) so that members reach
     /// it. Without, a private group (0700, 0600). Finishes a creation that was interrupted; refuses
     /// (`vaultAlreadyExists`) a group that exists.
-    public func createGroup(_ group: GroupName, unixGroup: UInt32?) throws(StoreError) {
+    package func createGroup(_ group: GroupName, unixGroup: UInt32?) throws(StoreError) {
         let classKeys = try ownerClassKeys("create a group")
         // Under the vault's lock only, as every group is made (`withGroupCreationLock`): the other groups'
         // locks are not needed, and one that a member replaced must not stop a new group.

@@ -5,9 +5,9 @@ import VaultSystem
 /// generation record, and any replacement of the file changes its inode or change time (which no user
 /// can set), so an unchanged fingerprint means unchanged contents, once the file is settled
 /// (`isSettled`).
-public struct ItemFingerprint: Sendable, Hashable {
+package struct ItemFingerprint: Sendable, Hashable {
     /// The generation record's text as read (nil: there was none).
-    public let recordText: String?
+    package let recordText: String?
     let device: UInt64
     let inode: UInt64
     let size: Int64
@@ -19,7 +19,7 @@ public struct ItemFingerprint: Sendable, Hashable {
     /// current tick could be deleted and re-added (no record at generation 1, its inode reused) within
     /// it with an equal fingerprint: such a fingerprint must not be trusted yet ("racy clean", as git
     /// treats its index). Any later change is stamped at `now` or after.
-    public func isSettled(now: Int64) -> Bool {
+    package func isSettled(now: Int64) -> Bool {
         changeNanoseconds < now
     }
 }

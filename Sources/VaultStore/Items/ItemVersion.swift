@@ -2,14 +2,14 @@
 /// the generation that grows with every update. The store keeps an authenticated copy of the latest
 /// generation next to the item (`GenerationRecord`), so that an item file replaced with an older copy
 /// of itself is caught, and compares versions to finish a move that a writer left half-done.
-public struct ItemVersion: Sendable, Equatable {
+package struct ItemVersion: Sendable, Equatable {
     /// The item's persistent id (stable across updates).
-    public let persistentID: [UInt8]
+    package let persistentID: [UInt8]
     /// The item's generation (1 when added, +1 on every update).
-    public let generation: UInt64
+    package let generation: UInt64
 
     /// A version.
-    public init(persistentID: [UInt8], generation: UInt64) {
+    package init(persistentID: [UInt8], generation: UInt64) {
         self.persistentID = persistentID
         self.generation = generation
     }
@@ -21,11 +21,11 @@ public struct ItemVersion: Sendable, Equatable {
 }
 
 /// A record of the layer above as decoded from an item's plaintext: the store needs its version.
-public protocol VersionedRecord {
+package protocol VersionedRecord {
     /// The record's persistent id and generation.
     var version: ItemVersion { get }
 }
 
 /// Reads the version out of an item's plaintext without the caller at hand: what the store's own
 /// recovery of an interrupted move needs (nil for a plaintext it cannot decode).
-public typealias ItemVersionReader = @Sendable (_ plaintext: [UInt8]) -> ItemVersion?
+package typealias ItemVersionReader = @Sendable (_ plaintext: [UInt8]) -> ItemVersion?

@@ -6,7 +6,7 @@ import VaultSystem
 extension VaultStore {
     /// The generations of `item`'s kept versions (its tombstone included), oldest first; empty when it
     /// has none. Lists the group's directory (a fleet group's replica).
-    public func versionGenerations(of item: ItemLocation) throws(StoreError) -> [UInt64] {
+    package func versionGenerations(of item: ItemLocation) throws(StoreError) -> [UInt64] {
         _ = try refreshReplicaIfStale(item.group)
         if let replica = try replica(for: item.group) { return try replica.versionGenerations(of: item.id) }
         guard let directory = try groupDirectory(item.group, create: false) else { return [] }
@@ -24,7 +24,7 @@ extension VaultStore {
 
     /// Every kept version file of `group` (local groups: a fleet group's versions are in its replica,
     /// which guards them), by item and generation, in name order. Lists the group's directory once.
-    public func versionFiles(in group: GroupName) throws(StoreError) -> [(id: ItemID, generation: UInt64)] {
+    package func versionFiles(in group: GroupName) throws(StoreError) -> [(id: ItemID, generation: UInt64)] {
         guard !isFleetGroup(group), let directory = try groupDirectory(group, create: false) else { return [] }
         let names: [String]
         do {
@@ -36,14 +36,14 @@ extension VaultStore {
     }
 
     /// The path of `item`'s version file at `generation` (for messages).
-    public func versionPath(_ item: ItemLocation, generation: UInt64) -> String {
+    package func versionPath(_ item: ItemLocation, generation: UInt64) -> String {
         (groupPath(item.group) / ItemHistory.name(item.id, generation: generation)).string
     }
 
     /// Version `generation` of `item`, read, authenticated and decoded as `read` does; nil when the
     /// item has no such version. A version file whose record is of another generation (renamed by
     /// hand) is an `integrity` error naming it.
-    public func readVersion<Record: VersionedRecord, Failure: StoreErrorConvertible>(
+    package func readVersion<Record: VersionedRecord, Failure: StoreErrorConvertible>(
         _ item: ItemLocation, generation: UInt64,
         decoding decode: (_ plaintext: [UInt8], _ path: () -> String) throws(Failure) -> Record
     ) throws(Failure) -> Record? {
@@ -82,7 +82,7 @@ extension VaultStore {
     /// while version files follow (a delete that stopped before its record was written); nil when it
     /// has no history. An item made again under the name carries on from there, so that its versions
     /// never share a number with the deleted item's.
-    public func deletedGeneration(of item: ItemLocation) throws(StoreError) -> UInt64? {
+    package func deletedGeneration(of item: ItemLocation) throws(StoreError) -> UInt64? {
         guard let directory = try groupDirectory(item.group, create: false) else { return nil }
         do {
             _ = try directory.statusAt(item.id.fileName)

@@ -14,7 +14,7 @@ extension VaultStore {
     /// replaced with an older copy of itself is an `integrity` error naming it. Failures of the store
     /// come as `Failure(storeError)`, those of `decode` as they are.
     @inlinable
-    public func read<Record: VersionedRecord, Failure: StoreErrorConvertible>(
+    package func read<Record: VersionedRecord, Failure: StoreErrorConvertible>(
         _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: () -> String) throws(Failure) -> Record
     ) throws(Failure) -> Record? {
         guard let found = try readVerified(item, decoding: decode) else { return nil }
@@ -25,7 +25,7 @@ extension VaultStore {
     /// Item `item`'s file as it is, verified as `read` verifies it, including the old half of a move
     /// under way: for scans, which see both halves and keep the later one, and for checks of every file.
     @inlinable
-    public func readFile<Record: VersionedRecord, Failure: StoreErrorConvertible>(
+    package func readFile<Record: VersionedRecord, Failure: StoreErrorConvertible>(
         _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: () -> String) throws(Failure) -> Record
     ) throws(Failure) -> Record? {
         try readVerified(item, decoding: decode)?.record
@@ -34,7 +34,7 @@ extension VaultStore {
     /// The decrypted plaintext of item `id` of `group`, or nil when there is none, without the version
     /// checks (which need the layer above's decoding): for plaintexts that carry no version. Wiped when
     /// the result goes.
-    public func readPlaintext(group: GroupName, id: ItemID) throws(StoreError) -> TransientBytes? {
+    package func readPlaintext(group: GroupName, id: ItemID) throws(StoreError) -> TransientBytes? {
         let item = ItemLocation(group: group, id: id)
         _ = try refreshReplicaIfStale(group)
         guard let directory = try groupDirectory(group, create: false) else { return nil }
@@ -43,7 +43,7 @@ extension VaultStore {
 
     /// The fingerprint of item `id` of `group`, or nil when there is no such file (one readlink and
     /// one stat, no decryption).
-    public func fingerprint(group: GroupName, id: ItemID) throws(StoreError) -> ItemFingerprint? {
+    package func fingerprint(group: GroupName, id: ItemID) throws(StoreError) -> ItemFingerprint? {
         let item = ItemLocation(group: group, id: id)
         _ = try refreshReplicaIfStale(group)
         guard let directory = try groupDirectory(group, create: false) else { return nil }

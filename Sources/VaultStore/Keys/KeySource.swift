@@ -10,9 +10,9 @@ import VaultSystem
 public struct KeySource: Sendable {
     /// Asked for a passphrase: `request` says what for (so whether to ask twice) and names the file
     /// it protects. The returned bytes are wiped when released; never hand a passphrase over as a
-    /// `String` that lives on. A provider that cannot give one throws (`locked` when nobody can be
-    /// asked).
-    public typealias PassphraseProvider = @Sendable (_ request: PassphraseRequest) throws(StoreError) -> SecureBytes
+    /// `String` that lives on. A provider that cannot give one throws: the vault's call then fails as
+    /// locked (`errSecInteractionNotAllowed`), naming the file, with the provider's error as its cause.
+    public typealias PassphraseProvider = @Sendable (_ request: PassphraseRequest) throws -> SecureBytes
 
     /// An external key file, used instead of `<vault>/master.key`.
     public var keyFile: String?
@@ -39,12 +39,12 @@ public struct KeySource: Sendable {
     /// The external key, read ahead of time from `keyFile`: root reads (or creates) a root-owned key
     /// file before it takes the identity of the vault's owner, who cannot read it. Used instead of
     /// reading `keyFile` again.
-    public var loadedKey: SymmetricKey?
+    package var loadedKey: SymmetricKey?
 
     /// This source with its external key file read now (`loadedKey`), or created when `creating` and
     /// the file does not exist (32 random bytes, 0600, in a directory that must exist). Unchanged when
     /// there is no external key file.
-    public func loadingExternalKey(creating: Bool) throws(StoreError) -> KeySource {
+    package func loadingExternalKey(creating: Bool) throws(StoreError) -> KeySource {
         guard let keyFile, loadedKey == nil else { return self }
         var source = self
         source.loadedKey =
@@ -55,11 +55,11 @@ public struct KeySource: Sendable {
     /// This source, asking its provider for the vault's passphrase (`unlock`) at most once and giving the
     /// same bytes to later requests: an open that upgrades a vault and then opens it again asks the
     /// user (or reads a line of `--passphrase-fd`) once. The copy is wiped when the source goes.
-    public func askingForThePassphraseOnce() -> KeySource {
+    package func askingForThePassphraseOnce() -> KeySource {
         guard let provider = passphrase else { return self }
         let remembered = RememberedPassphrase()
         var source = self
-        source.passphrase = { (request) throws(StoreError) -> SecureBytes in
+        source.passphrase = { (request) throws -> SecureBytes in
             guard request.purpose == .unlock else { return try provider(request) }
             if let known = remembered.bytes.withLock({ $0 }) { return try RememberedPassphrase.copy(known) }
             let given = try provider(request)
@@ -68,6 +68,21 @@ public struct KeySource: Sendable {
             return given
         }
         return source
+    }
+
+    /// The passphrase for `request` from the provider (nil when there is none). A provider's own error
+    /// that is not the store's is `locked`, naming what the passphrase was for, with that error as cause.
+    package func askPassphrase(_ request: PassphraseRequest) throws(StoreError) -> SecureBytes? {
+        guard let passphrase else { return nil }
+        do {
+            return try passphrase(request)
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(
+                .locked, "no \(request.prompt) was given (the passphrase provider failed: \(error))",
+                cause: error as? any Error & Sendable)
+        }
     }
 
     /// The name of the systemd credential that holds the key (`LoadCredential=vault.key:…`).

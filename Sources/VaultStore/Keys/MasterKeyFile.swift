@@ -59,7 +59,7 @@ enum MasterKeyFile {
     static func unwrap(_ bytes: [UInt8], path: FilePath, vaultPath: FilePath, source: KeySource) throws(StoreError)
         -> SymmetricKey
     {
-        guard let provider = source.passphrase else {
+        guard source.passphrase != nil else {
             throw StoreError(
                 .locked,
                 "the vault at \(vaultPath) is locked: \(path) is protected by a passphrase and none was given "
@@ -69,7 +69,9 @@ enum MasterKeyFile {
         // Before the passphrase is asked for: a damaged file, or one that asks for more Argon2id work
         // than the ceiling, is refused without a prompt and without the work.
         try WrappedMasterKey.check(bytes, path: path, ceiling: source.costCeiling)
-        let passphrase = try provider(PassphraseRequest(.unlock, for: path.string))
+        guard let passphrase = try source.askPassphrase(PassphraseRequest(.unlock, for: path.string)) else {
+            throw StoreError(.locked, "the vault at \(vaultPath) is locked", path: path.string)
+        }
         return try WrappedMasterKey.unwrap(bytes, passphrase: passphrase, path: path, ceiling: source.costCeiling)
     }
 
@@ -100,8 +102,7 @@ enum MasterKeyFile {
         let key = try KeyFile.randomKey()
         let path = vaultPath / fileName
         var contents = FileContents.secret(key.bytes)
-        if let provider = source.passphrase {
-            let passphrase = try provider(PassphraseRequest(.newPassphrase, for: path.string))
+        if let passphrase = try source.askPassphrase(PassphraseRequest(.newPassphrase, for: path.string)) {
             contents = .plain(try WrappedMasterKey.wrap(key, passphrase: passphrase, limits: source.limits))
         }
         do {

@@ -66,7 +66,7 @@ extension VaultStore {
 
     /// The id of the item whose canonical primary key is `primaryKey` in `group`: a keyed BLAKE2b
     /// under the group's index key, so names reveal nothing and differ between groups.
-    public func itemID(group: GroupName, primaryKey: [UInt8]) throws(StoreError) -> ItemID {
+    package func itemID(group: GroupName, primaryKey: [UInt8]) throws(StoreError) -> ItemID {
         try keys(for: group).itemID(primaryKey)
     }
 
@@ -106,22 +106,22 @@ extension VaultStore {
     }
 
     /// The path of `master.key`, as messages and prompts name it.
-    public var masterKeyPath: String { (location / MasterKeyFile.fileName).string }
+    package var masterKeyPath: String { (location / MasterKeyFile.fileName).string }
 
     /// Whether `master.key` is wrapped under a passphrase (read now: `passwd` may have changed it).
-    public var isPassphraseProtected: Bool {
+    package var isPassphraseProtected: Bool {
         (try? directory.statusAt(MasterKeyFile.fileName))?.size == Int64(WrappedMasterKey.byteCount)
     }
 
     /// Whether this store can write items of `protectionClass` in `group`: a shared group cannot be
     /// locked, so there every class is available; elsewhere as `isAvailable(_:)`.
-    public func isAvailable(_ protectionClass: ProtectionClass, in group: GroupName) -> Bool {
+    package func isAvailable(_ protectionClass: ProtectionClass, in group: GroupName) -> Bool {
         if (try? keys(for: group))?.isShared == true { return true }
         return isAvailable(protectionClass)
     }
 
     /// Whether this store holds the key of `protectionClass` (always true for a key-file vault).
-    public func isAvailable(_ protectionClass: ProtectionClass) -> Bool {
+    package func isAvailable(_ protectionClass: ProtectionClass) -> Bool {
         // A member uses shared groups only, where every class behaves as `always`.
         guard let classKeys else { return true }
         return classKeys.key(protectionClass) != nil
@@ -130,7 +130,7 @@ extension VaultStore {
     /// Re-wraps the master key in `master.key` under `newPassphrase` (nil stores it plainly), under the
     /// write lock; the key itself and every item stay as they are. Atomic: a crash leaves the old file
     /// (old passphrase) or the new one. Refused for a vault whose key is in an external key file.
-    public func changePassphrase(
+    package func changePassphrase(
         to newPassphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits = .moderate,
         keySource: KeySource = KeySource()
     ) throws(StoreError) {

@@ -16,7 +16,7 @@ extension VaultStore {
     /// without the passphrase. A vault without a passphrase has nothing to unlock: nothing is cached
     /// (its keys would only sit in the keyring, counted against the user's quota).
     @discardableResult
-    public static func unlock(at path: String, keySource: KeySource, timeoutSeconds: UInt32) throws(StoreError)
+    package static func unlock(at path: String, keySource: KeySource, timeoutSeconds: UInt32) throws(StoreError)
         -> UnlockOutcome
     {
         var source = keySource
@@ -39,14 +39,14 @@ extension VaultStore {
     /// and `whenUnlocked` alike, including those of vaults that no longer exist; needs no vault.
     /// Returns how many keys were dropped. Processes that already opened a vault keep their keys until
     /// they close it.
-    public static func lockEveryVault() throws(StoreError) -> Int {
+    package static func lockEveryVault() throws(StoreError) -> Int {
         try UnlockCache.removeEveryVaultKey()
     }
 
     /// Drops the cached `whenUnlocked` key of the vault at `path` (the `afterFirstUnlock` key stays
     /// until reboot, as Apple's does); false when none was cached. Processes that already opened the
     /// vault keep their keys until they close it.
-    public static func lock(at path: String) throws(StoreError) -> Bool {
+    package static func lock(at path: String) throws(StoreError) -> Bool {
         let location = FilePath(path)
         let directory = try VaultDirectory.open(location)
         defer { try? directory.close() }

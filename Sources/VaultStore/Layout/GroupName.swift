@@ -1,14 +1,14 @@
 /// A validated access-group name, which is also a directory name under `groups/`: 1 to 200 bytes of
 /// `[A-Za-z0-9._-]`, not starting with '.'. So it can never be "..", a hidden temp name or a path.
-public struct GroupName: Hashable, Sendable, Comparable, CustomStringConvertible {
+package struct GroupName: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The name.
-    public let rawValue: String
+    package let rawValue: String
 
     /// The longest accepted name, in bytes.
-    public static let maximumLength = 200
+    package static let maximumLength = 200
 
     /// Validates `rawValue`; throws `invalidName` naming it and the rule it breaks.
-    public init(_ rawValue: String) throws(StoreError) {
+    package init(_ rawValue: String) throws(StoreError) {
         let bytes = Array(rawValue.utf8)
         guard !bytes.isEmpty else {
             throw StoreError(.invalidName, "access group name is empty")
@@ -39,7 +39,7 @@ public struct GroupName: Hashable, Sendable, Comparable, CustomStringConvertible
     }
 
     /// The name.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     /// Appends the name as records that bind to a group hold it: its byte count in two bytes, most
     /// significant first, then its bytes.
@@ -49,7 +49,7 @@ public struct GroupName: Hashable, Sendable, Comparable, CustomStringConvertible
     }
 
     /// Orders by the name's bytes.
-    public static func < (lhs: GroupName, rhs: GroupName) -> Bool { lhs.rawValue < rhs.rawValue }
+    package static func < (lhs: GroupName, rhs: GroupName) -> Bool { lhs.rawValue < rhs.rawValue }
 }
 
 extension String {

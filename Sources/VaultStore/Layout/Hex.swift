@@ -1,9 +1,9 @@
 /// Lowercase hexadecimal, as the vault writes it in file names, records and key descriptions.
-public enum Hex {
+package enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
     /// Two lowercase hex digits per byte.
-    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+    package static func encode(_ bytes: some Sequence<UInt8>) -> String {
         var text: [UInt8] = []
         text.reserveCapacity(bytes.underestimatedCount * 2)
         for byte in bytes { append(byte, to: &text) }
@@ -17,7 +17,7 @@ public enum Hex {
     }
 
     /// The value of one lowercase hex digit, or nil.
-    public static func value(ofDigit c: UInt8) -> UInt8? {
+    package static func value(ofDigit c: UInt8) -> UInt8? {
         switch c {
         case 0x30...0x39: return c - 0x30
         case 0x61...0x66: return c - 0x61 + 10
@@ -26,7 +26,7 @@ public enum Hex {
     }
 
     /// The bytes of an even number of lowercase hex digits, or nil for anything else.
-    public static func decode(_ text: some StringProtocol) -> [UInt8]? {
+    package static func decode(_ text: some StringProtocol) -> [UInt8]? {
         let utf8 = Array(text.utf8)
         guard utf8.count % 2 == 0 else { return nil }
         var bytes: [UInt8] = []

@@ -1,13 +1,13 @@
 /// An item's file name stem: 64 lowercase hex digits of a keyed BLAKE2b hash of the item's canonical
 /// primary key, so that a directory listing reveals no service or account. Held as the whole file name,
 /// `<stem>.item`.
-public struct ItemID: Hashable, Sendable, Comparable, CustomStringConvertible {
+package struct ItemID: Hashable, Sendable, Comparable, CustomStringConvertible {
     /// The item's file name, `<id>.item`. Held rather than the bare hex digits: every read opens the
     /// file by this name, and appending the suffix was an allocation a read.
-    public let fileName: String
+    package let fileName: String
 
     /// The 64 hex digits.
-    public var rawValue: String { String(hexDigits) }
+    package var rawValue: String { String(hexDigits) }
 
     private var hexDigits: Substring { Substring(fileName.utf8.dropLast(Self.fileSuffix.utf8.count)) }
 
@@ -29,12 +29,12 @@ public struct ItemID: Hashable, Sendable, Comparable, CustomStringConvertible {
     }
 
     /// The number of hash bytes behind an id.
-    public static let hashByteCount = 32
+    package static let hashByteCount = 32
     /// The file name suffix of item files.
-    public static let fileSuffix = ".item"
+    package static let fileSuffix = ".item"
 
     /// Validates an id read back from a file name or handed in by a caller.
-    public init(_ rawValue: String) throws(StoreError) {
+    package init(_ rawValue: String) throws(StoreError) {
         guard Self.areHexDigits(rawValue.utf8) else {
             throw StoreError(.invalidName, "\"\(rawValue.debugDescriptionEscaped)\" is not an item id (64 hex digits)")
         }
@@ -46,7 +46,7 @@ public struct ItemID: Hashable, Sendable, Comparable, CustomStringConvertible {
     }
 
     /// The id of the 32 hash bytes `hashBytes` (e.g. from a persistent reference).
-    public init(hashBytes: [UInt8]) throws(StoreError) {
+    package init(hashBytes: [UInt8]) throws(StoreError) {
         guard hashBytes.count == Self.hashByteCount else {
             throw StoreError(.invalidName, "an item id is \(Self.hashByteCount) bytes, not \(hashBytes.count)")
         }
@@ -54,10 +54,10 @@ public struct ItemID: Hashable, Sendable, Comparable, CustomStringConvertible {
     }
 
     /// The 32 hash bytes behind the id.
-    public var hashBytes: [UInt8] { Hex.decode(hexDigits) ?? [] }
+    package var hashBytes: [UInt8] { Hex.decode(hexDigits) ?? [] }
 
     /// The id of a file name `<id>.item`, or nil for any other name (temp files, foreign files).
-    public init?(fileName: String) {
+    package init?(fileName: String) {
         guard fileName.hasSuffix(Self.fileSuffix), Self.areHexDigits(fileName.utf8.dropLast(Self.fileSuffix.utf8.count))
         else { return nil }
         self.fileName = fileName
@@ -70,8 +70,8 @@ public struct ItemID: Hashable, Sendable, Comparable, CustomStringConvertible {
     }
 
     /// The hex digits.
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 
     /// Orders by the hex digits (every file name has the same suffix after them).
-    public static func < (lhs: ItemID, rhs: ItemID) -> Bool { lhs.fileName < rhs.fileName }
+    package static func < (lhs: ItemID, rhs: ItemID) -> Bool { lhs.fileName < rhs.fileName }
 }

@@ -16,7 +16,7 @@ public struct BackupKey: Sendable {
     /// The backup key file at `path`: 32 raw bytes, a regular file owned by this user or root that group
     /// and others cannot access, checked as an external master key file is. Make one with
     /// `(umask 077 && head -c 32 /dev/urandom > FILE)`, and keep it apart from the backups it opens.
-    public static func keyFile(_ path: String) throws(StoreError) -> BackupKey {
+    package static func keyFile(_ path: String) throws(StoreError) -> BackupKey {
         do {
             return BackupKey(key: .raw(try ExternalKeyFile.load(path)))
         } catch  where error.errno == .noSuchFileOrDirectory {
@@ -36,11 +36,11 @@ public enum BackupFile {
     static let envelope = PassphraseEnvelope(
         magic: Array("VLTX".utf8), what: "a vault backup", acceptsRawKey: true, streamVersion: BackupStream.version)
     /// The largest backup read back (1 GiB).
-    public static let maximumByteCount = 1 << 30
+    package static let maximumByteCount = 1 << 30
     /// The bytes of a backup's header: what `inspect(header:name:)` needs.
-    public static let headerByteCount = PassphraseEnvelope.headerByteCount
+    package static let headerByteCount = PassphraseEnvelope.headerByteCount
     /// The fewest bytes a backup can have.
-    public static let minimumByteCount = PassphraseEnvelope.overheadByteCount
+    package static let minimumByteCount = PassphraseEnvelope.overheadByteCount
 
     /// What a backup is sealed under, as its header says.
     public enum Sealing: Sendable, Hashable {
@@ -51,17 +51,17 @@ public enum BackupFile {
     }
 
     /// Seals `payload` (the archive of a backup) under `key`: the bytes of a backup file.
-    public static func seal(_ payload: [UInt8], key: BackupKey) throws(StoreError) -> [UInt8] {
+    package static func seal(_ payload: [UInt8], key: BackupKey) throws(StoreError) -> [UInt8] {
         try envelope.seal(payload, key: key.key)
     }
 
     /// Seals `payload` under `key` and writes it to `path`, which must not exist yet.
-    public static func write(_ payload: [UInt8], to path: String, key: BackupKey) throws(StoreError) {
+    package static func write(_ payload: [UInt8], to path: String, key: BackupKey) throws(StoreError) {
         try write(sealed: try seal(payload, key: key), to: path)
     }
 
     /// Writes the sealed backup `sealed` to `path`, which must not exist (0600, durably).
-    public static func write(sealed: [UInt8], to path: String) throws(StoreError) {
+    package static func write(sealed: [UInt8], to path: String) throws(StoreError) {
         let file = FilePath(path)
         let directoryPath = file.parent
         let directory = try VaultDirectory.openOutside(directoryPath, verb: "open the directory of the backup")
@@ -80,7 +80,7 @@ public enum BackupFile {
     /// reads, and an Argon2id cost within `ceiling`. Run before asking for the passphrase; says
     /// what the backup is sealed under.
     @discardableResult
-    public static func inspect(at path: String, ceiling: PassphraseKeyDerivation.Limits = .sensitive)
+    package static func inspect(at path: String, ceiling: PassphraseKeyDerivation.Limits = .sensitive)
         throws(StoreError) -> Sealing
     {
         let file = FilePath(path)
@@ -95,7 +95,7 @@ public enum BackupFile {
     /// `inspect`'s checks of the first `headerByteCount` bytes of a backup read from a stream, named
     /// `name` in messages: what to run before reading the rest.
     @discardableResult
-    public static func inspect(header: [UInt8], name: String, ceiling: PassphraseKeyDerivation.Limits = .sensitive)
+    package static func inspect(header: [UInt8], name: String, ceiling: PassphraseKeyDerivation.Limits = .sensitive)
         throws(StoreError) -> Sealing
     {
         try envelope.checkHeader(header, path: name, ceiling: ceiling) == PassphraseEnvelope.rawKey
@@ -105,7 +105,7 @@ public enum BackupFile {
     /// Every check but the passphrase or key of the whole backup `sealed` (size, checksum, header),
     /// named `name` in messages: damage is told apart from a wrong key before either is asked for.
     @discardableResult
-    public static func check(_ sealed: [UInt8], name: String, ceiling: PassphraseKeyDerivation.Limits = .sensitive)
+    package static func check(_ sealed: [UInt8], name: String, ceiling: PassphraseKeyDerivation.Limits = .sensitive)
         throws(StoreError) -> Sealing
     {
         guard sealed.count <= maximumByteCount else {
@@ -116,7 +116,7 @@ public enum BackupFile {
     }
 
     /// Reads the backup at `path` and opens it with `key`, after `inspect`'s checks.
-    public static func read(from path: String, key: BackupKey, ceiling: PassphraseKeyDerivation.Limits = .sensitive)
+    package static func read(from path: String, key: BackupKey, ceiling: PassphraseKeyDerivation.Limits = .sensitive)
         throws(StoreError) -> SecureBytes
     {
         try inspect(at: path, ceiling: ceiling)
@@ -128,14 +128,14 @@ public enum BackupFile {
     }
 
     /// Reads the backup at `path` and opens it with `passphrase`, after `inspect`'s checks.
-    public static func read(
+    package static func read(
         from path: String, passphrase: SecureBytes, ceiling: PassphraseKeyDerivation.Limits = .sensitive
     ) throws(StoreError) -> SecureBytes {
         try read(from: path, key: .passphrase(passphrase), ceiling: ceiling)
     }
 
     /// Opens the backup bytes `sealed` (named `name` in messages) with `key`.
-    public static func open(
+    package static func open(
         _ sealed: [UInt8], name: String, key: BackupKey, ceiling: PassphraseKeyDerivation.Limits = .sensitive
     ) throws(StoreError) -> SecureBytes {
         guard sealed.count <= maximumByteCount else {

@@ -7,34 +7,34 @@ import VaultSystem
 /// backup's own fields, each next one an item, and the last, marked final, is empty. It is checked and
 /// opened one frame at a time from a file (a stream is first copied into an unnamed file): memory is
 /// bounded by the largest item, not by the backup.
-public enum BackupStream {
+package enum BackupStream {
     static let version: UInt8 = 2
     static let cipher: UInt8 = 2
     /// The largest frame: the largest item (16 MiB of secret and 1 MiB of metadata) and its archive, sealed.
-    public static let maximumFrameByteCount = 20 << 20
+    package static let maximumFrameByteCount = 20 << 20
     static let lengthByteCount = 4
 
     /// Whether `header` (at least its first 5 bytes) is of a streamed backup.
-    public static func isStreamed(_ header: [UInt8]) -> Bool {
+    package static func isStreamed(_ header: [UInt8]) -> Bool {
         BackupFile.envelope.isSealed(header) && header.count > 4 && header[4] == version
     }
 
     /// A streamed backup's key, derived from a passphrase or a backup key file (`Reader.streamKey`).
-    public struct StreamKey {
+    package struct StreamKey {
         let key: SymmetricKey
         /// What to say when it does not open the backup.
         let wrongKey: String
     }
 
     /// Seals a backup's messages in order, into memory.
-    public final class Writer {
+    package final class Writer {
         private let stream: SecretStream.Writer
         private let header: [UInt8]
         private var bytes: [UInt8]
         private var count = 0
 
         /// A backup under `key` (a passphrase's Argon2id runs here).
-        public init(key: BackupKey) throws(StoreError) {
+        package init(key: BackupKey) throws(StoreError) {
             do {
                 let (prefix, derived) = try BackupFile.envelope.headerPrefix(key.key, version: version, cipher: cipher)
                 stream = try SecretStream.Writer(key: derived)
@@ -46,7 +46,7 @@ public enum BackupStream {
         }
 
         /// Adds `message` (message 0 is bound to the header).
-        public func add(_ message: [UInt8]) throws(StoreError) {
+        package func add(_ message: [UInt8]) throws(StoreError) {
             guard message.count + SecretStream.overheadByteCount <= maximumFrameByteCount else {
                 throw StoreError(.invalidName, "an item of \(message.count) bytes is too large for a backup")
             }
@@ -76,7 +76,7 @@ public enum BackupStream {
         }
 
         /// The backup's bytes: the messages added, the final one, the end and the checksum.
-        public func finish() throws(StoreError) -> [UInt8] {
+        package func finish() throws(StoreError) -> [UInt8] {
             try frame([], isFinal: true)
             bytes.appendBigEndian(UInt32(0))
             do {
@@ -89,7 +89,7 @@ public enum BackupStream {
 
     /// A streamed backup in a file read by position (never moved, never written), checked without its
     /// key when it is made; `forEachMessage` then opens it as often as asked.
-    public final class Reader {
+    package final class Reader {
         /// Where the backup's bytes are.
         enum Source {
             case file(FileDescriptor)
@@ -100,19 +100,19 @@ public enum BackupStream {
         package let name: String
         let header: [UInt8]
         /// What the backup is sealed under, as its header says.
-        public let sealing: BackupFile.Sealing
+        package let sealing: BackupFile.Sealing
 
         /// Checks the backup in `file` (named `name` in messages) from its start, without the key: the
         /// header and its cost within `ceiling`, every frame's length, the end, the checksum, nothing
         /// after it. Damage is said as damage here, before a passphrase is asked for.
-        public convenience init(file: FileDescriptor, name: String, ceiling: PassphraseKeyDerivation.Limits)
+        package convenience init(file: FileDescriptor, name: String, ceiling: PassphraseKeyDerivation.Limits)
             throws(StoreError)
         {
             try self.init(.file(file), name: name, ceiling: ceiling)
         }
 
         /// The same checks of a backup in memory.
-        public convenience init(bytes: [UInt8], name: String, ceiling: PassphraseKeyDerivation.Limits)
+        package convenience init(bytes: [UInt8], name: String, ceiling: PassphraseKeyDerivation.Limits)
             throws(StoreError)
         {
             try self.init(.bytes(bytes), name: name, ceiling: ceiling)
@@ -174,7 +174,7 @@ public enum BackupStream {
 
         /// The stream's key that `key` derives (a passphrase's Argon2id runs here, once for every
         /// `forEachMessage`).
-        public func streamKey(_ key: BackupKey) throws(StoreError) -> StreamKey {
+        package func streamKey(_ key: BackupKey) throws(StoreError) -> StreamKey {
             let (derived, wrongKey) = try PassphraseEnvelope.key(key.key, header: header, path: name)
             return StreamKey(key: derived, wrongKey: wrongKey)
         }
@@ -184,7 +184,7 @@ public enum BackupStream {
         /// does not authenticate later, or a stream that ends before its final message, is damage (the
         /// checksum matched: it was altered on purpose). Nothing of a message reaches `body` before it
         /// authenticated.
-        public func forEachMessage(
+        package func forEachMessage(
             key: StreamKey, _ body: (Int, SecureBytes) throws(StoreError) -> Void
         ) throws(StoreError) {
             let (derived, wrongKey) = (key.key, key.wrongKey)

@@ -38,7 +38,7 @@ extension VaultStore {
     /// `rekey(newKeyFile:keySource:)`. The store is stale afterwards: open the vault again. A failure
     /// at any step leaves a vault that `open` recovers (rolled back before the commit point, forward
     /// after it).
-    public func rekey(
+    package func rekey(
         newPassphrase: SecureBytes?, limits: PassphraseKeyDerivation.Limits = .moderate, keySource: KeySource
     ) throws(StoreError) {
         if let keyFile = keySource.keyFile {
@@ -58,7 +58,7 @@ extension VaultStore {
     /// by the next open with the old key file, the new one, or neither; afterwards the vault opens
     /// with the new key file only. The old key file is left in place (a service may still be started
     /// with it until its unit names the new one). The store is stale afterwards.
-    public func rekey(newKeyFile: String, keySource: KeySource) throws(StoreError) {
+    package func rekey(newKeyFile: String, keySource: KeySource) throws(StoreError) {
         guard keySource.keyFile != nil else {
             throw StoreError(
                 .invalidName,

@@ -15,14 +15,14 @@ extension VaultStore {
     /// What the upgrade reads of an item's plaintext with the layer above's record format: its version,
     /// and its canonical primary key, which names its file under the new index keys; nil for a
     /// plaintext that is no valid record.
-    public typealias ItemRecordReader = (_ plaintext: [UInt8]) -> (version: ItemVersion, primaryKey: [UInt8])?
+    package typealias ItemRecordReader = (_ plaintext: [UInt8]) -> (version: ItemVersion, primaryKey: [UInt8])?
 
     /// Converts the format-1 vault at `path` to the current format, holding its lock; the master key
     /// stays where it is (`master.key`, or the external file of `keySource`). Returns false, changing
     /// nothing, when the vault is current already (another process may have upgraded it). Needs the
     /// master key: a passphrase vault opened without its passphrase (or only through the unlock cache)
     /// is `locked`. A damaged item stops it before anything is written, named.
-    public static func upgrade(
+    package static func upgrade(
         at path: String, keySource: KeySource, records: ItemRecordReader
     ) throws(StoreError) -> Bool {
         let location = FilePath(path)

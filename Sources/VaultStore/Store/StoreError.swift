@@ -4,9 +4,9 @@ import VaultSystem
 /// An error from the on-disk store: what kind, a message that names the file, group or item, the path
 /// and the system call where there is one, and the underlying cause (a `SystemCallError` or a
 /// `CryptoError`). Never contains key or secret bytes.
-public struct StoreError: Error, Sendable, CustomStringConvertible {
+package struct StoreError: Error, Sendable, CustomStringConvertible {
     /// The kind of failure; the layers above map it to a status code.
-    public enum Code: Sendable, Equatable {
+    package enum Code: Sendable, Equatable {
         /// `init` found a vault (or its master key) already there; nothing was overwritten.
         case vaultAlreadyExists
         /// There is no vault at the path.
@@ -50,16 +50,16 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     }
 
     /// The kind of failure.
-    public let code: Code
+    package let code: Code
     /// A sentence that names the file, group or item, and the fix where there is one.
-    public let message: String
+    package let message: String
     /// The path concerned, when there is one.
-    public let path: String?
+    package let path: String?
     /// The underlying error (a `SystemCallError`, a `CryptoError`, another `StoreError`), if any.
-    public let cause: (any Error & Sendable)?
+    package let cause: (any Error & Sendable)?
 
     /// Makes an error.
-    public init(_ code: Code, _ message: String, path: String? = nil, cause: (any Error & Sendable)? = nil) {
+    package init(_ code: Code, _ message: String, path: String? = nil, cause: (any Error & Sendable)? = nil) {
         self.code = code
         self.message = message
         self.path = path
@@ -68,7 +68,7 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 
     /// The message, followed by the cause when it adds something: not when the message says it already,
     /// in its words or the system's ("… does not exist", "Permission denied").
-    public var description: String {
+    package var description: String {
         guard let cause else { return message }
         let text = "\(cause)"
         let said = message.lowercased()
@@ -89,11 +89,11 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
     ]
 
     /// The system call that failed, if the cause is one.
-    public var systemCall: SystemOperation? { (cause as? SystemCallError)?.systemCall }
+    package var systemCall: SystemOperation? { (cause as? SystemCallError)?.systemCall }
 
     /// The system error underneath: of the cause, or of the cause's cause when that is a `StoreError`
     /// (an error that wraps another keeps its errno visible).
-    public var errno: Errno? { (cause as? SystemCallError)?.errno ?? (cause as? StoreError)?.errno }
+    package var errno: Errno? { (cause as? SystemCallError)?.errno ?? (cause as? StoreError)?.errno }
 
     /// An error of `code` about `path` whose cause is a failed `call`.
     init(_ code: Code, _ message: String, path: FilePath, failed call: SystemOperation, _ error: Errno) {
@@ -123,14 +123,14 @@ public struct StoreError: Error, Sendable, CustomStringConvertible {
 /// An error type that a store failure can become: the store's reads and writes that run the caller's
 /// code (decoding a record, the body of a transaction) throw the caller's error type, so that neither
 /// side needs a ladder of casts.
-public protocol StoreErrorConvertible: Error {
+package protocol StoreErrorConvertible: Error {
     /// The caller's error for `error`.
     init(_ error: StoreError)
 }
 
 extension StoreError: StoreErrorConvertible {
     /// `error` itself.
-    public init(_ error: StoreError) {
+    package init(_ error: StoreError) {
         self = error
     }
 }

@@ -74,7 +74,7 @@ extension VaultStore {
 
     /// Whether the vault at `vaultPath` is of the old format 1 (its marker, read unchecked): for a
     /// message about an upgrade that did not run.
-    public static func isFormatOne(vaultPath: String) -> Bool { FormatOneVault.isFormatOne(at: FilePath(vaultPath)) }
+    package static func isFormatOne(vaultPath: String) -> Bool { FormatOneVault.isFormatOne(at: FilePath(vaultPath)) }
 
     /// `open` as the vault's owner (or root): rekey recovery, the marker, the class keys.
     static func openAsOwner(

@@ -4,13 +4,13 @@ import VaultSystem
 /// reads them with the vault id: how many versions of each item to keep.
 extension VaultStore {
     /// The most versions of each item a vault can keep.
-    public static let maximumVersionsKept = ItemHistory.maximumVersionsKept
+    package static let maximumVersionsKept = ItemHistory.maximumVersionsKept
 
     /// Sets how many previous versions of each item the vault keeps (0: none; nil: the default), the
     /// owner only, under the whole-vault lock; versions past the new bound are removed at once. Other
     /// handles keep the bound they read until they are opened again (a rekey keeps the setting as it is
     /// on disk).
-    public func setVersionsKept(_ count: Int?) throws(StoreError) {
+    package func setVersionsKept(_ count: Int?) throws(StoreError) {
         if let count, !(0...ItemHistory.maximumVersionsKept).contains(count) {
             throw StoreError(
                 .invalidName,

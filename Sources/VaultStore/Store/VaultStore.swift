@@ -9,11 +9,11 @@ import VaultSystem
 ///
 /// Layout (docs/FORMAT.md): `VAULT` (marker), `master.key`, `.lock`, `groups/<group>/<item-id>.item`.
 /// Where each part of the protocol is implemented: docs/FORMAT.md, "Where the code is".
-public final class VaultStore: Sendable {
+package final class VaultStore: Sendable {
     /// The vault directory as given.
-    public var path: String { location.string }
+    package var path: String { location.string }
     /// The vault's 16-byte id from its marker.
-    public let vaultID: [UInt8]
+    package let vaultID: [UInt8]
 
     /// The vault directory as given, for the paths in messages.
     let location: FilePath
@@ -43,7 +43,7 @@ public final class VaultStore: Sendable {
     let versionsKeptSetting: Atomic<UInt8>
     /// How many versions of each item a write keeps before the current one (of a deleted item, before
     /// its tombstone); 0 keeps none.
-    public var versionsKept: Int { VaultMarker.versionsKept(versionsKeptSetting.load(ordering: .relaxed)) }
+    package var versionsKept: Int { VaultMarker.versionsKept(versionsKeptSetting.load(ordering: .relaxed)) }
     /// The replication of the vault's fleet groups, given by the layer that opened it (nil: none, and a
     /// fleet group is refused).
     package let replication: (any Replication)?
@@ -51,7 +51,7 @@ public final class VaultStore: Sendable {
     /// was opened with only the `always` key and cached class keys.
     var masterKey: SymmetricKey? { classKeys?.master }
     /// Whether this process opened the vault as a member of shared groups, not as its owner.
-    public var isMember: Bool { classKeys == nil }
+    package var isMember: Bool { classKeys == nil }
 
     /// What the store learns while it is open, each part under a lock of its own, defined where it is
     /// used: the open group directories, the groups' keys, the `.lock` descriptors and group commit's
@@ -115,10 +115,10 @@ public final class VaultStore: Sendable {
     }
 
     /// The path of the directory of `group`, as messages name it.
-    public func path(of group: GroupName) -> String { groupPath(group).string }
+    package func path(of group: GroupName) -> String { groupPath(group).string }
 
     /// The path of the file of `item`, as messages name it.
-    public func path(of item: ItemLocation) -> String { itemPath(item).string }
+    package func path(of item: ItemLocation) -> String { itemPath(item).string }
 
     /// The path of `group`'s key file, as messages name it.
     package func keyPath(of group: GroupName) -> String { (groupPath(group) / GroupKeyFile.fileName).string }

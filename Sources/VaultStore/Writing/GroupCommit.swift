@@ -66,7 +66,7 @@ extension VaultStore {
     /// there, as the group's exchange counter told under the lock. Writers that share a group gain by
     /// preparing their writes (`prepareWrite`); a lone writer writes under the lock at less cost (no read
     /// before it, no slot, no shared flush). False until this store has written to the group twice.
-    public func othersWriteToo(_ group: GroupName) -> Bool {
+    package func othersWriteToo(_ group: GroupName) -> Bool {
         groupCommit.withLock { $0.preparedWritesLeft[group, default: 0] > 0 }
     }
 

@@ -5,9 +5,9 @@ import VaultSystem
 /// flushed, and its generation record made beside it. The transaction that takes the lock checks that
 /// the item is still the one the write was made from and publishes it (`WriteTransaction.commit`);
 /// `VaultStore.finish` then makes it durable and lets the slot go. Used by one thread at a time.
-public final class PreparedItemWrite {
+package final class PreparedItemWrite {
     /// The item it writes.
-    public let item: ItemLocation
+    package let item: ItemLocation
     let store: VaultStore
     let slot: Int
     /// The group's directory and `.lock` as the store held them (never closed while it is open).
@@ -63,7 +63,7 @@ extension VaultStore {
     /// group, a group without a directory or key yet, a bulk load, no free slot, no boot id, or
     /// a failure on the way): the caller then writes in its transaction as usual, which reports what is
     /// wrong. A prepared write must be ended with `finish`, whatever happens to it.
-    public func prepareWrite(
+    package func prepareWrite(
         _ plaintext: [UInt8], to item: ItemLocation, protectionClass: ProtectionClass, version: ItemVersion
     ) -> PreparedItemWrite? {
         guard BootIdentifier.current != nil, !housekeeping.withLock({ $0.bulkLoading }),
@@ -100,7 +100,7 @@ extension VaultStore {
     /// zeroed and its record removed. Throws when a published write may not be durable (the fsync
     /// failed) or its generation record could not be written: the new value is in place, as after
     /// those failures of an ordinary write. Does nothing the second time.
-    public func finish(_ prepared: PreparedItemWrite) throws(StoreError) {
+    package func finish(_ prepared: PreparedItemWrite) throws(StoreError) {
         let group = prepared.item.group
         switch prepared.stage {
         case .finished:
@@ -137,7 +137,7 @@ extension WriteTransaction {
     /// checked under this lock that the item is still the one the write was made from. False, changing
     /// nothing, when the write no longer fits the group (removed and made again, rotated, its `.lock`
     /// opened anew after a fork, or the write made by another store): the caller then writes as usual.
-    public func commit(_ prepared: PreparedItemWrite) throws(StoreError) -> Bool {
+    package func commit(_ prepared: PreparedItemWrite) throws(StoreError) -> Bool {
         let item = prepared.item
         try requireLocked(item.group)
         guard case .prepared = prepared.stage, prepared.store === store,

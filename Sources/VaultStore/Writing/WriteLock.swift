@@ -15,7 +15,7 @@ extension VaultStore {
     /// transaction cleans up after a writer that died (and, at the first write of this store, after any
     /// writer since the vault was last written): temp files, spares and interrupted moves. Failures of
     /// the store come as `Failure(storeError)`.
-    public func withWriteLock<R, Failure: StoreErrorConvertible>(
+    package func withWriteLock<R, Failure: StoreErrorConvertible>(
         _ body: (WriteTransaction) throws(Failure) -> R
     ) throws(Failure) -> R {
         try withWriteLock(finishingMoves: true, groups: nil, body)
@@ -24,7 +24,7 @@ extension VaultStore {
     /// `withWriteLock` for a transaction that changes only `groups` and `creating`. Groups of `creating` that do not exist yet are made first (private to
     /// the owner); those of `groups` that do not exist are skipped (they hold nothing to change). A
     /// change in the transaction to a group whose lock it does not hold is refused.
-    public func withWriteLock<R, Failure: StoreErrorConvertible>(
+    package func withWriteLock<R, Failure: StoreErrorConvertible>(
         groups: [GroupName], creating: [GroupName] = [], _ body: (WriteTransaction) throws(Failure) -> R
     ) throws(Failure) -> R {
         try withWriteLock(finishingMoves: true, groups: groups, creating: creating, body)

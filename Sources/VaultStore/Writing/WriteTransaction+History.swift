@@ -8,7 +8,7 @@ extension WriteTransaction {
     /// tombstone (so that an item made again under the name carries on the numbering). False when the
     /// item did not exist. A fleet group's replica keeps the history; a vault that keeps none removes
     /// the item outright.
-    public func delete(
+    package func delete(
         _ item: ItemLocation, leaving tombstone: [UInt8], protectionClass: ProtectionClass, version: ItemVersion
     ) throws(StoreError) -> Bool {
         try requireLocked(item.group)
@@ -127,7 +127,7 @@ extension WriteTransaction {
 
     /// Removes `item` with every version of it and its generation record (`vault rm --purge`); the
     /// version files are zeroed first, as a spare is. False when none of it existed.
-    public func purge(_ item: ItemLocation) throws(StoreError) -> Bool {
+    package func purge(_ item: ItemLocation) throws(StoreError) -> Bool {
         try requireLocked(item.group)
         if let replica = try store.replica(for: item.group) { return try purgeReplicated(item, replica) }
         guard let directory = try store.groupDirectory(item.group, create: false) else { return false }
@@ -166,7 +166,7 @@ extension WriteTransaction {
 
     /// Removes `item`'s version file at `generation` (a damaged one, `vault check --remove-damaged`),
     /// zeroed first as a spare is; false when there was none.
-    public func removeVersion(_ item: ItemLocation, generation: UInt64) throws(StoreError) -> Bool {
+    package func removeVersion(_ item: ItemLocation, generation: UInt64) throws(StoreError) -> Bool {
         try requireLocked(item.group)
         guard let directory = try store.groupDirectory(item.group, create: false) else { return false }
         let name = ItemHistory.name(item.id, generation: generation)

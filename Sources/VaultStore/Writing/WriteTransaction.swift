@@ -4,7 +4,7 @@ import VaultSystem
 /// The write side of a vault, handed out only inside `VaultStore.withWriteLock`; do not keep it past
 /// the closure, whose end releases the lock. It says what happens to items; how (spares, temp files,
 /// generation records, move notes, fsyncs) is the store's.
-public struct WriteTransaction {
+package struct WriteTransaction {
     let store: VaultStore
     /// Whether durable item writes may go through the groups' spare files (see `WriteLock`).
     let reusesSpares: Bool
@@ -22,7 +22,7 @@ public struct WriteTransaction {
     /// replacing any previous value; `locked` when the store lacks that class key. With `version`, the
     /// item's generation record is kept (from generation 2 on), so that a later read can tell when the
     /// file was replaced with an older copy of itself; it shares the item's directory fsync.
-    public func write(
+    package func write(
         _ plaintext: [UInt8], to item: ItemLocation, protectionClass: ProtectionClass, version: ItemVersion? = nil
     ) throws(StoreError) {
         try write(plaintext, to: item, protectionClass: protectionClass, version: version, keepingHistory: true)
@@ -93,7 +93,7 @@ public struct WriteTransaction {
     /// the item at one of the two places for every reader, and the next writer finishes or undoes the
     /// move. `keepingSource`: another write of this transaction put an item at the source (two items
     /// swapping keys), so it is left in place.
-    public func move(
+    package func move(
         _ source: ItemLocation, to destination: ItemLocation, plaintext: [UInt8], protectionClass: ProtectionClass,
         version: ItemVersion, sourceGeneration: UInt64? = nil, keepingSource: Bool = false
     ) throws(StoreError) {
@@ -124,7 +124,7 @@ public struct WriteTransaction {
     /// number its deletion took (`deletedAt`, else one past its newest version), so that an item made
     /// again under the name carries on the numbering.
     @discardableResult
-    public func delete(_ item: ItemLocation, deletedAt: UInt64? = nil) throws(StoreError) -> Bool {
+    package func delete(_ item: ItemLocation, deletedAt: UInt64? = nil) throws(StoreError) -> Bool {
         try requireLocked(item.group)
         guard let directory = try store.groupDirectory(item.group, create: false) else { return false }
         if store.versionsKept > 0, !store.isFleetGroup(item.group) {
@@ -149,7 +149,7 @@ public struct WriteTransaction {
 
     /// Reads `item` under the lock, as `VaultStore.readFile` does: no move is half done under the lock
     /// (those of writers that died were finished when it was taken).
-    public func read<Record: VersionedRecord, Failure: StoreErrorConvertible>(
+    package func read<Record: VersionedRecord, Failure: StoreErrorConvertible>(
         _ item: ItemLocation, decoding decode: (_ plaintext: [UInt8], _ path: () -> String) throws(Failure) -> Record
     ) throws(Failure) -> Record? {
         try store.readFile(item, decoding: decode)
