@@ -10,7 +10,8 @@ internal import CSodium
 /// goes: dropping one of them wipes nothing, and the guard pages fence the allocation, not each key
 /// from its neighbours. So only keys that live as long as each other are made together. Each
 /// allocation costs a dozen system calls (mmap, mprotect of two guard pages, madvise, mlock, and their
-/// undoing), more than a whole read of an item.
+/// undoing), more than a whole read of an item: so buffers of up to `SecureSlab.largestPart` bytes are
+/// parts of a shared page (`SecureSlab`), wiped one by one when they go.
 public final class SecureBytes: @unchecked Sendable {
     // @unchecked: the memory is written only inside `init` and is read-only (mprotect) afterwards, so
     // sharing the reference between threads shares immutable bytes.
@@ -19,19 +20,22 @@ public final class SecureBytes: @unchecked Sendable {
     public let count: Int
     /// The buffer whose allocation these bytes are part of; nil when this object owns its allocation.
     private let owner: SecureBytes?
+    /// The shared page these bytes are a part of (small buffers: `SecureSlab`); nil when they have an
+    /// allocation of their own, or are a view.
+    private let slab: SecureSlab?
 
     /// Allocates `count` bytes and lets `initializer` fill them (they start zeroed). Throws
     /// `CryptoError` when libsodium or the allocation fails; if `initializer` throws, the memory is
     /// wiped and freed and its error is passed on.
     package convenience init(count: Int, initializer: (UnsafeMutableRawBufferPointer) throws -> Void) throws {
-        let memory = try Self.allocate(count)
+        let (memory, slab) = try Self.allocate(count)
         do {
             try initializer(UnsafeMutableRawBufferPointer(start: memory, count: count))
         } catch {
-            sodium_free(memory)
+            Self.discard(memory, slab: slab, count: count)
             throw error
         }
-        self.init(filled: memory, count: count)
+        self.init(filled: memory, count: count, slab: slab)
     }
 
     /// Allocates `count` bytes and lets `initializer` fill them (they start zeroed), keeping the
@@ -41,27 +45,33 @@ public final class SecureBytes: @unchecked Sendable {
         exactly count: Int, initializer: (UnsafeMutableRawBufferPointer) throws(Failure) -> Void
     ) throws(SecureFillError<Failure>) {
         let memory: UnsafeMutableRawPointer
+        let slab: SecureSlab?
         do {
-            memory = try Self.allocate(count)
+            (memory, slab) = try Self.allocate(count)
         } catch {
             throw .allocation(error)
         }
         do {
             try initializer(UnsafeMutableRawBufferPointer(start: memory, count: count))
         } catch {
-            sodium_free(memory)
+            Self.discard(memory, slab: slab, count: count)
             throw .filling(error)
         }
-        self.init(filled: memory, count: count)
+        self.init(filled: memory, count: count, slab: slab)
     }
 
     /// Takes over `memory`, filled: read-only from now on. Set only after filling: a throw from a fully
     /// initialised class would run deinit and free the memory a second time.
-    private init(filled memory: UnsafeMutableRawPointer, count: Int) {
-        _ = sodium_mprotect_readonly(memory)
+    private init(filled memory: UnsafeMutableRawPointer, count: Int, slab: SecureSlab?) {
+        if let slab {
+            SecureSlab.finishedFilling(slab)
+        } else {
+            _ = sodium_mprotect_readonly(memory)
+        }
         self.pointer = memory
         self.count = count
         self.owner = nil
+        self.slab = slab
     }
 
     /// A view of `count` bytes of `owner` from `offset`, keeping it alive.
@@ -69,6 +79,7 @@ public final class SecureBytes: @unchecked Sendable {
         self.pointer = owner.pointer + offset
         self.count = count
         self.owner = owner.owner ?? owner
+        self.slab = nil
     }
 
     /// These bytes as consecutive parts of `size` bytes each (the count must be a multiple of it),
@@ -89,11 +100,15 @@ public final class SecureBytes: @unchecked Sendable {
         }
     }
 
-    /// `count` zeroed bytes from `sodium_malloc` (one byte at least: `sodium_malloc(0)` returns a
-    /// pointer that must not be touched).
-    private static func allocate(_ count: Int) throws(CryptoError) -> UnsafeMutableRawPointer {
+    /// `count` zeroed, writable bytes (one byte at least: `sodium_malloc(0)` returns a pointer that must
+    /// not be touched): a part of a shared slab when small, else an allocation of their own.
+    private static func allocate(_ count: Int) throws(CryptoError) -> (UnsafeMutableRawPointer, SecureSlab?) {
         guard count >= 0 else { throw CryptoError(.invalidArgument, "a secure buffer cannot have \(count) bytes") }
         try Sodium.ensureInitialized()
+        if count <= SecureSlab.largestPart {
+            let part = try SecureSlab.allocatePart(max(count, 1))
+            return (part.pointer, part.slab)
+        }
         guard let memory = sodium_malloc(max(count, 1)) else {
             throw CryptoError(
                 .allocationFailed,
@@ -101,7 +116,16 @@ public final class SecureBytes: @unchecked Sendable {
             )
         }
         Wiping.wipe(UnsafeMutableRawBufferPointer(start: memory, count: max(count, 1)))
-        return memory
+        return (memory, nil)
+    }
+
+    /// Wipes and gives back memory that `allocate` gave and whose filling failed.
+    private static func discard(_ memory: UnsafeMutableRawPointer, slab: SecureSlab?, count: Int) {
+        if let slab {
+            SecureSlab.release(slab, memory, count: max(count, 1), filling: true)
+        } else {
+            sodium_free(memory)
+        }
     }
 
     /// Allocates `count` bytes and lets `fill` write them through a span (they start zeroed), keeping its
@@ -205,9 +229,14 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     deinit {
-        // sodium_free makes the pages writable, checks the canary, wipes, unlocks and unmaps. A view's
-        // owner does that when the last view of it goes.
-        if owner == nil { sodium_free(pointer) }
+        // sodium_free makes the pages writable, checks the canary, wipes, unlocks and unmaps; a slab
+        // wipes the part. A view's owner does that when the last view of it goes.
+        guard owner == nil else { return }
+        if let slab {
+            SecureSlab.release(slab, pointer, count: max(count, 1), filling: false)
+        } else {
+            sodium_free(pointer)
+        }
     }
 
     /// Gives `body` read access to the bytes. Do not let the pointer escape.

@@ -81,7 +81,7 @@ public struct KeySource: Sendable {
         } catch {
             throw StoreError(
                 .locked, "no \(request.prompt) was given (the passphrase provider failed: \(error))",
-                cause: error as? any Error & Sendable)
+                cause: error)
         }
     }
 
