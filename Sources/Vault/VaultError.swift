@@ -95,7 +95,7 @@ public struct VaultError: Error, Sendable, CustomStringConvertible {
     public var description: String { message }
 
     /// Translates a store failure, keeping its message (which names the path).
-    package init(_ error: StoreError) {
+    @usableFromInline package init(_ error: StoreError) {
         let status: VaultStatus
         switch error.code {
         case .vaultAlreadyExists: status = .duplicateVault

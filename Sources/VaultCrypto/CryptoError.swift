@@ -1,7 +1,7 @@
 /// An error from the crypto layer. Its message never contains key or plaintext bytes.
-package struct CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
+@usableFromInline package struct CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
     /// What went wrong.
-    package enum Code: Sendable, Equatable {
+    @usableFromInline package enum Code: Sendable, Equatable {
         /// libsodium could not be initialised.
         case initializationFailed
         /// Secure memory could not be allocated (`sodium_malloc` failed).
@@ -18,11 +18,11 @@ package struct CryptoError: Error, Equatable, Sendable, CustomStringConvertible 
     package let message: String
 
     /// Makes an error.
-    package init(_ code: Code, _ message: String) {
+    @usableFromInline package init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message
     }
 
     /// The message.
-    package var description: String { message }
+    @usableFromInline package var description: String { message }
 }

@@ -27,9 +27,13 @@ package enum Padding {
 
     /// The length of the plaintext inside padded `bytes`, or nil when they are not padded this way.
     package static func unpaddedCount(_ bytes: [UInt8]) -> Int? {
-        var index = bytes.count - 1
-        while index >= 0, bytes[index] == 0 { index -= 1 }
-        guard index >= 0, bytes[index] == 0x80 else { return nil }
-        return index
+        bytes.withUnsafeBytes { raw -> Int? in
+            // Eight zero bytes at a time first: every read of an item runs this over up to 63 of them.
+            var end = raw.count
+            while end >= 8, raw.loadUnaligned(fromByteOffset: end - 8, as: UInt64.self) == 0 { end -= 8 }
+            while end > 0, raw[end - 1] == 0 { end -= 1 }
+            guard end > 0, raw[end - 1] == 0x80 else { return nil }
+            return end - 1
+        }
     }
 }

@@ -1,7 +1,7 @@
 /// A 256-bit secret key in secure memory (as swift-crypto's `SymmetricKey`): what XChaCha20-Poly1305
 /// encrypts under and keyed BLAKE2b hashes under. Its size is fixed, so a key of another size cannot
 /// reach a cipher; the bytes are reachable only inside a closure; equality is constant-time.
-package struct SymmetricKey: Sendable, Equatable, CustomStringConvertible {
+@usableFromInline package struct SymmetricKey: Sendable, Equatable, CustomStringConvertible {
     /// The size of every key: 32 bytes.
     package static let byteCount = 32
 
@@ -37,10 +37,10 @@ package struct SymmetricKey: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// Constant-time equality of the keys' bytes.
-    package static func == (lhs: SymmetricKey, rhs: SymmetricKey) -> Bool {
+    @usableFromInline package static func == (lhs: SymmetricKey, rhs: SymmetricKey) -> Bool {
         lhs.bytes.constantTimeEquals(rhs.bytes)
     }
 
     /// Redacted.
-    package var description: String { "SymmetricKey(redacted)" }
+    @usableFromInline package var description: String { "SymmetricKey(redacted)" }
 }

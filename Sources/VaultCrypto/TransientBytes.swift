@@ -1,7 +1,7 @@
 /// A short-lived plaintext in ordinary memory (no `mlock`, no guard pages: those cost nine system
 /// calls, more than a whole item read), owned by this one object and wiped with `sodium_memzero` when
 /// it goes. Read it only through `withBytes`, so that no copy of the array outlives the object.
-package final class TransientBytes {
+@usableFromInline package final class TransientBytes {
     @usableFromInline var bytes: [UInt8]
 
     init(_ bytes: consuming [UInt8]) {
@@ -46,9 +46,9 @@ package final class TransientBytes {
 
 extension TransientBytes: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// Redacted: the byte count only.
-    package var description: String { "TransientBytes(\(count) bytes, redacted)" }
+    @usableFromInline package var description: String { "TransientBytes(\(count) bytes, redacted)" }
     /// Redacted: the byte count only.
-    package var debugDescription: String { description }
+    @usableFromInline package var debugDescription: String { description }
     /// An empty mirror, so that `dump` and debuggers' summaries show no bytes.
-    package var customMirror: Mirror { Mirror(self, children: [:]) }
+    @usableFromInline package var customMirror: Mirror { Mirror(self, children: [:]) }
 }

@@ -2,11 +2,11 @@ internal import CSodium
 
 /// XChaCha20-Poly1305-IETF authenticated encryption with associated data (libsodium's
 /// `crypto_aead_xchacha20poly1305_ietf_*`). Its 24-byte nonces are random, so they never need a counter.
-package enum XChaCha20Poly1305 {
+@usableFromInline package enum XChaCha20Poly1305 {
     /// The key size: 32 bytes.
     package static let keyByteCount = SymmetricKey.byteCount
     /// The nonce size: 24 bytes.
-    package static let nonceByteCount = 24
+    @usableFromInline package static let nonceByteCount = 24
     /// The authentication tag size: 16 bytes, appended to the ciphertext.
     package static let tagByteCount = 16
 
@@ -178,7 +178,7 @@ package enum XChaCha20Poly1305 {
 }
 
 /// Memory that a decryption writes a plaintext into.
-package protocol PlaintextStorage {
+@usableFromInline package protocol PlaintextStorage {
     /// `count` bytes that `fill` writes; wiped (and freed) if `fill` fails.
     static func filled(count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(CryptoError) -> Void)
         throws(CryptoError) -> Self
@@ -186,7 +186,9 @@ package protocol PlaintextStorage {
 
 extension SecureBytes: PlaintextStorage {
     /// Secure memory of `count` bytes that `fill` writes.
-    package static func filled(count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(CryptoError) -> Void)
+    @usableFromInline package static func filled(
+        count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(CryptoError) -> Void
+    )
         throws(CryptoError) -> SecureBytes
     {
         do {
@@ -199,7 +201,9 @@ extension SecureBytes: PlaintextStorage {
 
 extension TransientBytes: PlaintextStorage {
     /// Ordinary memory of `count` bytes that `fill` writes, wiped when the object goes.
-    package static func filled(count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(CryptoError) -> Void)
+    @usableFromInline package static func filled(
+        count: Int, _ fill: (UnsafeMutableRawBufferPointer) throws(CryptoError) -> Void
+    )
         throws(CryptoError) -> TransientBytes
     {
         try TransientBytes(count: count, fill)

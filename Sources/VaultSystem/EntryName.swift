@@ -5,9 +5,9 @@ internal import Glibc
 /// each time. A text with a NUL byte or a `/`, or more than fits, makes a name that every call refuses
 /// (`EINVAL`, `ENAMETOOLONG`) rather than one the kernel would cut short or walk as a path; a refused
 /// name stays refused.
-package struct EntryName: Sendable {
+@usableFromInline package struct EntryName: Sendable {
     /// The most bytes a name holds: one less than `bytes` has, so that a zero always follows the name.
-    package static let capacity = 127
+    @usableFromInline package static let capacity = 127
 
     /// The bytes, then zeros: the byte after the last is the C string's terminator.
     @usableFromInline var bytes = InlineArray<128, UInt8>(repeating: 0)

@@ -1,7 +1,7 @@
 internal import Glibc
 
 /// A POSIX error number, as a typed error.
-package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
+@usableFromInline package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     /// The raw `errno` value.
     package let rawValue: Int32
 
@@ -14,7 +14,7 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     static var current: Errno { Errno(rawValue: errno) }
 
     /// The system's text for this error, e.g. "No space left on device".
-    package var description: String {
+    @usableFromInline package var description: String {
         var buffer = [CChar](repeating: 0, count: 256)
         // The XSI strerror_r fills the buffer; strerror itself is not thread-safe.
         let status = buffer.withUnsafeMutableBufferPointer { strerror_r(rawValue, $0.baseAddress!, $0.count) }
@@ -55,7 +55,7 @@ package struct Errno: Error, Hashable, Sendable, CustomStringConvertible {
     /// EINVAL: invalid argument.
     package static let invalidArgument = Errno(rawValue: EINVAL)
     /// ENAMETOOLONG: file name too long.
-    package static let nameTooLong = Errno(rawValue: ENAMETOOLONG)
+    @usableFromInline package static let nameTooLong = Errno(rawValue: ENAMETOOLONG)
     /// EROFS: read-only file system.
     package static let readOnlyFileSystem = Errno(rawValue: EROFS)
     /// ENOSYS: the system call is not implemented.

@@ -89,7 +89,7 @@ extension FileDescriptor {
     }
 
     /// `readSymbolicLinkAt` of a name assembled in place.
-    package func readSymbolicLinkAt(_ name: EntryName, into buffer: UnsafeMutableRawBufferPointer)
+    @usableFromInline package func readSymbolicLinkAt(_ name: EntryName, into buffer: UnsafeMutableRawBufferPointer)
         throws(Errno) -> Int
     {
         try name.withCString { (name) throws(Errno) in

@@ -3,7 +3,7 @@ internal import Glibc
 
 /// An open file descriptor. It is a plain value: whoever opens it closes it (`close()` or
 /// `closeAfter(_:)`).
-package struct FileDescriptor: Hashable, Sendable {
+@usableFromInline package struct FileDescriptor: Hashable, Sendable {
     /// The raw descriptor number.
     package let rawValue: Int32
 
@@ -23,11 +23,11 @@ package struct FileDescriptor: Hashable, Sendable {
     package static let currentWorkingDirectory = FileDescriptor(rawValue: AT_FDCWD)
 
     /// How a file is opened. `O_CLOEXEC` and `O_NOFOLLOW` are always added.
-    package struct OpenOptions: OptionSet, Sendable {
+    @usableFromInline package struct OpenOptions: OptionSet, Sendable {
         /// The raw `open(2)` flags.
-        package let rawValue: Int32
+        @usableFromInline package let rawValue: Int32
         /// Wraps raw `open(2)` flags.
-        package init(rawValue: Int32) { self.rawValue = rawValue }
+        @inlinable package init(rawValue: Int32) { self.rawValue = rawValue }
 
         /// O_RDONLY.
         package static let readOnly = OpenOptions([])

@@ -28,6 +28,20 @@ import Testing
         #expect(Padding.unpaddedCount([1, 2, 0]) == nil)
     }
 
+    @Test func theMarkerIsFoundAtEveryOffsetFromTheWordsScannedAtOnce() {
+        for count in 1...40 {
+            #expect(Padding.unpaddedCount([UInt8](repeating: 0, count: count)) == nil)
+            for marker in 0..<count {
+                var bytes = (0..<count).map { UInt8(truncatingIfNeeded: $0 + 1) }
+                bytes[marker] = 0x80
+                for i in (marker + 1)..<count { bytes[i] = 0 }
+                #expect(Padding.unpaddedCount(bytes) == marker, "marker at \(marker) of \(count)")
+                bytes[marker] = 0x7f
+                #expect(Padding.unpaddedCount(bytes) == nil, "no marker, \(count) bytes")
+            }
+        }
+    }
+
     @Test func aMixedSubkeyNeedsBothKeys() throws {
         let a = try SymmetricKey.random()
         let b = try SymmetricKey.random()

@@ -40,7 +40,7 @@ enum ItemFile {
         // Appended in place into one buffer: this runs on every read.
         let groupCount = group.rawValue.utf8.count
         var ad: [UInt8] = []
-        ad.reserveCapacity(header.count + binding.count + 2 + groupCount + id.fileName.utf8.count)
+        ad.reserveCapacity(header.count + binding.count + 2 + groupCount + 2 * ItemID.hashByteCount)
         ad += header
         ad += binding
         group.appendLengthPrefixed(to: &ad)

@@ -2,7 +2,7 @@
 /// the generation that grows with every update. The store keeps an authenticated copy of the latest
 /// generation next to the item (`GenerationRecord`), so that an item file replaced with an older copy
 /// of itself is caught, and compares versions to finish a move that a writer left half-done.
-package struct ItemVersion: Sendable, Equatable {
+@usableFromInline package struct ItemVersion: Sendable, Equatable {
     /// The item's persistent id (stable across updates).
     package let persistentID: [UInt8]
     /// The item's generation (1 when added, +1 on every update).
@@ -21,7 +21,7 @@ package struct ItemVersion: Sendable, Equatable {
 }
 
 /// A record of the layer above as decoded from an item's plaintext: the store needs its version.
-package protocol VersionedRecord {
+@usableFromInline package protocol VersionedRecord {
     /// The record's persistent id and generation.
     var version: ItemVersion { get }
 }

@@ -179,11 +179,13 @@ extension VaultStore {
     }
 
     /// The plaintext of `contents`, a sealed file of `item` (its current one or a version), read from
-    /// `path`: opened under the key its header names and bound to the item.
-    func openItemFile(_ contents: [UInt8], as item: ItemLocation, path: FilePath) throws(StoreError) -> TransientBytes {
-        let header = try ItemFile.header(of: contents, path: path)
+    /// `path` (made only for a message): opened under the key its header names and bound to the item.
+    func openItemFile(_ contents: [UInt8], as item: ItemLocation, path: @autoclosure () -> FilePath)
+        throws(StoreError) -> TransientBytes
+    {
+        let header = try ItemFile.header(of: contents, path: path())
         let (key, keys) = try encryptionKey(header.protectionClass, for: item, generation: header.generation)
-        return try ItemFile.open(contents, key: key, binding: keys.binding, location: item, path: path)
+        return try ItemFile.open(contents, key: key, binding: keys.binding, location: item, path: path())
     }
 }
 

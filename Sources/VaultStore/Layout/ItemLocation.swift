@@ -1,5 +1,5 @@
 /// Where an item lives: its group and its id (and so its file, `groups/<group>/<id>.item`).
-package struct ItemLocation: Hashable, Sendable, CustomStringConvertible {
+@usableFromInline package struct ItemLocation: Hashable, Sendable, CustomStringConvertible {
     /// The group.
     package let group: GroupName
     /// The item's id in the group.
@@ -12,5 +12,5 @@ package struct ItemLocation: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// "item <id> in group <group>", for messages.
-    package var description: String { "item \(id) in group \(group)" }
+    @usableFromInline package var description: String { "item \(id) in group \(group)" }
 }

@@ -4,7 +4,7 @@ import VaultSystem
 /// An error from the on-disk store: what kind, a message that names the file, group or item, the path
 /// and the system call where there is one, and the underlying cause (a `SystemCallError` or a
 /// `CryptoError`). Never contains key or secret bytes.
-package struct StoreError: Error, Sendable, CustomStringConvertible {
+@usableFromInline package struct StoreError: Error, Sendable, CustomStringConvertible {
     /// The kind of failure; the layers above map it to a status code.
     package enum Code: Sendable, Equatable {
         /// `init` found a vault (or its master key) already there; nothing was overwritten.
@@ -68,7 +68,7 @@ package struct StoreError: Error, Sendable, CustomStringConvertible {
 
     /// The message, followed by the cause when it adds something: not when the message says it already,
     /// in its words or the system's ("… does not exist", "Permission denied").
-    package var description: String {
+    @usableFromInline package var description: String {
         guard let cause else { return message }
         let text = "\(cause)"
         let said = message.lowercased()
@@ -123,14 +123,14 @@ package struct StoreError: Error, Sendable, CustomStringConvertible {
 /// An error type that a store failure can become: the store's reads and writes that run the caller's
 /// code (decoding a record, the body of a transaction) throw the caller's error type, so that neither
 /// side needs a ladder of casts.
-package protocol StoreErrorConvertible: Error {
+@usableFromInline package protocol StoreErrorConvertible: Error {
     /// The caller's error for `error`.
     init(_ error: StoreError)
 }
 
 extension StoreError: StoreErrorConvertible {
     /// `error` itself.
-    package init(_ error: StoreError) {
+    @usableFromInline package init(_ error: StoreError) {
         self = error
     }
 }

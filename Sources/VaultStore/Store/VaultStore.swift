@@ -9,7 +9,7 @@ import VaultSystem
 ///
 /// Layout (docs/FORMAT.md): `VAULT` (marker), `master.key`, `.lock`, `groups/<group>/<item-id>.item`.
 /// Where each part of the protocol is implemented: docs/FORMAT.md, "Where the code is".
-package final class VaultStore: Sendable {
+@usableFromInline package final class VaultStore: Sendable {
     /// The vault directory as given.
     package var path: String { location.string }
     /// The vault's 16-byte id from its marker.
@@ -118,7 +118,7 @@ package final class VaultStore: Sendable {
     package func path(of group: GroupName) -> String { groupPath(group).string }
 
     /// The path of the file of `item`, as messages name it.
-    package func path(of item: ItemLocation) -> String { itemPath(item).string }
+    @usableFromInline package func path(of item: ItemLocation) -> String { itemPath(item).string }
 
     /// The path of `group`'s key file, as messages name it.
     package func keyPath(of group: GroupName) -> String { (groupPath(group) / GroupKeyFile.fileName).string }
