@@ -1,10 +1,10 @@
 /// Unix permission bits (the low 12 bits of a mode).
-package struct FilePermissions: OptionSet, Hashable, Sendable, CustomStringConvertible {
+@usableFromInline package struct FilePermissions: OptionSet, Hashable, Sendable, CustomStringConvertible {
     /// The raw mode bits.
-    package let rawValue: UInt32
+    @usableFromInline package let rawValue: UInt32
 
     /// Wraps raw mode bits.
-    package init(rawValue: UInt32) { self.rawValue = rawValue & 0o7777 }
+    @inlinable package init(rawValue: UInt32) { self.rawValue = rawValue & 0o7777 }
 
     /// 0600.
     package static let ownerReadWrite = FilePermissions(rawValue: 0o600)
@@ -28,7 +28,7 @@ package struct FilePermissions: OptionSet, Hashable, Sendable, CustomStringConve
     package static let groupOrOtherWrite = FilePermissions(rawValue: 0o022)
 
     /// Octal, as `ls` and `chmod` speak it: "0600".
-    package var description: String {
+    @usableFromInline package var description: String {
         let octal = String(rawValue, radix: 8)
         return String(repeating: "0", count: max(0, 4 - octal.count)) + octal
     }
