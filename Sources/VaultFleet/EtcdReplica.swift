@@ -66,6 +66,9 @@ final class EtcdReplica: Sendable {
         configuration.certificateFile = identity.settings.certificateFile
         configuration.keyFile = identity.settings.keyFile
         configuration.user = identity.settings.user
+        if let refusal = identity.settings.credentialsRefusal {
+            throw StoreError(.insecureFile, "fleet group \(identity.group): \(refusal); nothing was sent")
+        }
         if let passwordFile = identity.settings.passwordFile {
             configuration.password = try identity.readPassword(passwordFile)
         }

@@ -37,15 +37,25 @@ struct FleetGroupIdentity: Sendable {
         }
     }
 
-    /// The first line of etcd password file `path` in secure memory (a regular file of at most 4 KiB).
+    /// The first line of etcd password file `path` in secure memory (a regular file of at most 4 KiB that
+    /// other users cannot read).
     /// A process other than the vault's owner (a member of a shared fleet group) takes it only when it
     /// is the owner's file: the owner wrote the settings that name it, and a file of anyone else's (the
     /// member's own credentials, a file the member may read through one of its groups) would go to the
     /// owner's endpoint as the password.
     func readPassword(_ path: String) throws(StoreError) -> SecureBytes {
-        var (bytes, fileOwner) = try VaultStore.readOperatorFile(
+        var (bytes, fileOwner, permissions) = try VaultStore.readOperatorFile(
             path, limit: 4096, what: "the etcd password file of fleet group \(group)")
         defer { bytes.wipe() }
+        // Its owner's, and a shared fleet group's Unix group's (0640): never every user's.
+        guard permissions.rawValue & 0o007 == 0 else {
+            throw StoreError(
+                .insecureFile,
+                "\(path), the etcd password file of fleet group \(group), can be read by every user (mode "
+                    + "\(permissions)): `chmod o-rwx \(path)` (0600, or 0640 for a shared group's Unix group), and "
+                    + "change the password if anyone else may have read it; nothing was sent",
+                path: path)
+        }
         if ProcessIdentity.effectiveUserID != vaultOwnerID, fileOwner != vaultOwnerID {
             throw StoreError(
                 .insecureFile,

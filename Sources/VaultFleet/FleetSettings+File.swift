@@ -16,6 +16,7 @@ extension FleetSettings {
         ] {
             if let value { lines.append("\(name)=\(value)") }
         }
+        if sendsCredentialsInTheClear { lines.append("plain-http-credentials=yes") }
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -33,6 +34,7 @@ extension FleetSettings {
             case "key-file": settings.keyFile = value
             case "user": settings.user = value
             case "password-file": settings.passwordFile = value
+            case "plain-http-credentials" where value == "yes": settings.sendsCredentialsInTheClear = true
             default: return nil
             }
         }

@@ -11,7 +11,7 @@ import VaultTestSupport
 /// so, a member uses it, and the imports that cannot do that are refused with the fix.
 @Suite(.enabled(if: canRunAsOtherUsers, "needs root, the shadow tools and setpriv"), .serialized)
 struct BackupGroupsCLITests {
-    /// A format-2 vault in `scratch` with `db` shared with `unix` and one item in it, exported under the
+    /// A vault in `scratch` with `db` shared with `unix` and one item in it, exported under the
     /// backup key file `scratch.root/backup.key` to `scratch.root/backup.vbk`.
     func exportSharedGroup(_ scratch: Scratch, _ unix: ThrowawayGroup) throws -> (backup: String, key: [String]) {
         try #require(try scratch.run(["init"]).status == 0)

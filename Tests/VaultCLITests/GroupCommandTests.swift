@@ -57,7 +57,7 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
         }
     }
 
-    @Test func theHelpOfInitSaysWhatFormatTwoGivesAndRekeyKeepsItsItemFiles() throws {
+    @Test func theHelpOfInitSaysEachGroupHasItsOwnKeyAndRekeyKeepsItsItemFiles() throws {
         let details = try #require(ArgumentParser.commandTable.command("init")).details
         #expect(!details.contains("--format") && details.contains("its own key"))
         #expect(!details.contains("cannot rekey"))
@@ -93,7 +93,7 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
             #expect(empty.status == 0 && empty.errors.isEmpty)
             #expect(empty.text == "db\tprivate\t-\t0\tyes\tno\nvault\t-\t-\t0\tyes\tdefault\n")
 
-            // Format 2 works end to end for the owner: put and get through the group.
+            // Groups work end to end for the owner: put and get through the group.
             let put = try scratch.run(["--group", "db", "put", "postgres", "app"], input: Data("s3cret"))
             #expect(put.status == 0 && put.output.isEmpty && put.errors.isEmpty, "\(put.errors)")
             let got = try scratch.run(["--vault", scratch.vault, "--group", "db", "get", "postgres", "app"])

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import VaultTestSupport
 
-/// `vault rekey` of a format-2 vault killed with SIGKILL at random points: every next command reads
+/// `vault rekey` of a vault killed with SIGKILL at random points: every next command reads
 /// every item, under the old key or the new one, and no rekey file is left once a command has run.
 @Suite struct RekeyKillTests {
     @Test func aRekeyKilledAnywhereLosesNothing() throws {

@@ -2,7 +2,7 @@ import Foundation
 import Vault
 import VaultTestSupport
 
-/// Runs `body` with a root-owned format-2 vault in a traversable temp directory with groups `db`
+/// Runs `body` with a root-owned vault in a traversable temp directory with groups `db`
 /// (shared with `groups[0]`) and `web` (shared with `groups[1]`); `users[0]` is in `groups[0]`,
 /// `users[1]` in `groups[1]`, `users[2]` in neither. `body` gets the vault's path and copies of
 /// `executables` (in order) that the throwaway users can run; accounts, vault and copies are removed

@@ -11,7 +11,7 @@ import VaultTestSupport
 /// exit 4, and that holds when the vault's key is in an external key file (no `master.key` in it).
 @Suite(.enabled(if: canRunAsOtherUsers, "needs root, the shadow tools and setpriv"), .serialized)
 struct UserOwnedVaultTests {
-    /// Runs `body` with a format-2 vault of a throwaway owner (in a directory of the owner's, made
+    /// Runs `body` with a vault of a throwaway owner (in a directory of the owner's, made
     /// traversable) holding group `db` shared with a Unix group that the owner and `member` are in;
     /// `outsider` is in none. With `keyFile`, the vault's key is in a root-owned key file beside it.
     func withOwnedVault(

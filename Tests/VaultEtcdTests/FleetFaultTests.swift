@@ -13,7 +13,7 @@ import VaultTestSupport
 
     let group = try! AccessGroup("fleet")
 
-    /// Two format-2 vaults on `cluster`, the first with a new fleet group and the second joined to it.
+    /// Two vaults on `cluster`, the first with a new fleet group and the second joined to it.
     func withTwoHosts<R>(
         _ cluster: FleetTestSupport.Cluster,
         _ body: (_ a: Vault, _ b: Vault, _ aPath: String, _ bPath: String) throws -> R

@@ -19,7 +19,7 @@ import VaultTestSupport
         try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
     }
 
-    /// Two format-2 vaults, the first with a new fleet group and the second joined to it (each group's
+    /// Two vaults, the first with a new fleet group and the second joined to it (each group's
     /// name in etcd's eyes is its id: a fresh name per test run is not needed).
     func withTwoHosts<R>(_ body: (Vault, Vault, String) throws -> R) throws -> R {
         let endpoints = try TestCluster.require()
@@ -224,6 +224,31 @@ import VaultTestSupport
             #expect(error?.status == .notAvailable, "\(String(describing: error))")
             #expect(try reopened.data(for: try key("db")) == Data("cached".utf8), "nothing changed here")
             #expect(try a.data(for: try key("db")) == Data("cached".utf8), "nothing changed in etcd")
+        }
+    }
+
+    /// Settings changed to send a user's password over plain http off this machine: refused on use,
+    /// before anything is sent; with the lab's `plain-http-credentials=yes`, the group is used again.
+    @Test func settingsThatWouldSendThePasswordInClearTextAreRefusedOnUse() throws {
+        try withTwoHosts { a, b, _ in
+            try a.set(Data("cached".utf8), for: try key("db"))
+            #expect(try eventually { try b.data(for: try key("db")) == Data("cached".utf8) })
+            let directory = b.path + "/groups/fleet"
+            let passwordFile = directory + "/../../etcd-password"
+            try "not-sent\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: passwordFile)
+            let plain = "endpoint=http://192.0.2.1:2379\nuser=app\npassword-file=\(passwordFile)\n"
+            try plain.write(toFile: directory + "/fleet.conf", atomically: true, encoding: .utf8)
+            let reopened = try Vault.open(at: b.path, client: try client(), fleet: .etcd())
+            let error = #expect(throws: VaultError.self) { try reopened.data(for: try key("db")) }
+            #expect(error?.status == .permissionDenied, "\(String(describing: error))")
+            #expect(error?.message.contains("clear text to http://192.0.2.1:2379") == true)
+            #expect(error?.message.contains("nothing was sent") == true, "\(String(describing: error))")
+            // The lab's setting: etcd is not there, so the read comes from the cache.
+            try (plain + "plain-http-credentials=yes\n").write(
+                toFile: directory + "/fleet.conf", atomically: true, encoding: .utf8)
+            let lab = try Vault.open(at: b.path, client: try client(), fleet: .etcd())
+            #expect(try lab.data(for: try key("db")) == Data("cached".utf8))
         }
     }
 

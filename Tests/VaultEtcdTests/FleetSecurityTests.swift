@@ -14,6 +14,42 @@ import VaultTestSupport
         try FleetTestSupport.vault(["--vault", path] + arguments, input: input)
     }
 
+    static func setMode(_ path: String, _ mode: Int) throws {
+        try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+    }
+
+    @Test func credentialsOverPlainHTTPOffThisMachineAreRefusedUnlessALabSaysSo() throws {
+        try withTemporaryVault("fleet-plain-http") { t in
+            #expect(try Self.vault(t.path, ["init"]).status == 0)
+            let passwordFile = t.root + "/etcd-password"
+            try "not-sent\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
+            try Self.setMode(passwordFile, 0o600)
+            // TEST-NET-1 (RFC 5737): no host answers there, and nothing may be sent to it either way.
+            let options = [
+                "--etcd", "http://192.0.2.1:2379", "--etcd-user", "app", "--etcd-password-file", passwordFile,
+            ]
+            let refused = try Self.vault(t.path, ["group", "create", "fleet"] + options)
+            #expect(refused.status == 2, "\(refused)")
+            #expect(refused.errors.contains("clear text to http://192.0.2.1:2379"), "\(refused.errors)")
+            #expect(refused.errors.contains("https://") && refused.errors.contains("--etcd-plain-http-credentials"))
+            #expect(!FileManager.default.fileExists(atPath: t.path + "/groups/fleet"))
+            // Loopback and https endpoints keep the password on this machine or inside TLS.
+            for endpoint in ["http://127.0.0.1:9", "http://localhost:9", "http://[::1]:9", "https://192.0.2.1:2379"] {
+                var settings = FleetSettings(endpoints: [endpoint])
+                settings.user = "app"
+                #expect(settings.credentialsRefusal == nil, "\(endpoint)")
+            }
+            var lab = FleetSettings(endpoints: ["http://127.0.0.1:9", "http://10.1.2.3:2379"])
+            lab.user = "app"
+            #expect(lab.credentialsRefusal?.contains("http://10.1.2.3:2379") == true)
+            lab.sendsCredentialsInTheClear = true
+            #expect(lab.credentialsRefusal == nil)
+            lab.user = nil
+            lab.sendsCredentialsInTheClear = false
+            #expect(lab.credentialsRefusal == nil, "no user, no credentials to keep")
+        }
+    }
+
     @Test func aFleetGroupOverMutualTLSWorksFromTheCLIAndAWrongCAOrNoClientCertificateIsRefused() throws {
         try withTemporaryVault("fleet-tls") { t in
             let certificates = t.root + "/certs"
@@ -109,6 +145,7 @@ import VaultTestSupport
                     try (password + "\n").write(toFile: path, atomically: true, encoding: .utf8)
                 }
                 try (wrongPassword + "\n").write(toFile: wrong, atomically: true, encoding: .utf8)
+                for path in [good, goodOnB, wrong] { try Self.setMode(path, 0o600) }
                 let a = t.root + "/a"
                 let b = t.root + "/b"
                 let keyFile = t.root + "/fleet.key"
@@ -126,6 +163,12 @@ import VaultTestSupport
                 }
                 // A group made with the wrong password: refused, and none is made (the create that follows
                 // would be refused otherwise).
+                // A password file every user can read: refused before anything is sent, naming the fix.
+                try Self.setMode(good, 0o644)
+                let readable = try Self.vault(a, ["group", "create", "fleet"] + options(good))
+                #expect(readable.status == 4 && readable.errors.contains("chmod o-rwx \(good)"), "\(readable)")
+                #expect(!readable.errors.contains(password) && !readable.output.contains(password))
+                try Self.setMode(good, 0o640)  // its owner's and its group's, as a shared group's members need
                 expectRefusal(
                     try Self.vault(a, ["group", "create", "fleet"] + options(wrong)), "create, wrong password")
                 let create = try Self.vault(a, ["group", "create", "fleet"] + options(good))
@@ -138,6 +181,12 @@ import VaultTestSupport
                 expectRefusal(
                     try Self.vault(b, ["group", "join", "fleet", "--group-key", keyFile] + options(wrong)),
                     "join, wrong password")
+                // A key file that others can read holds the group's keys for them too: refused, nothing joined.
+                try Self.setMode(keyFile, 0o640)
+                let exposed = try Self.vault(b, ["group", "join", "fleet", "--group-key", keyFile] + options(goodOnB))
+                #expect(exposed.status == 4 && exposed.errors.contains("chmod 600 \(keyFile)"), "\(exposed)")
+                #expect(!FileManager.default.fileExists(atPath: b + "/groups/fleet"), "a refused join made the group")
+                try Self.setMode(keyFile, 0o600)
                 let join = try Self.vault(b, ["group", "join", "fleet", "--group-key", keyFile] + options(goodOnB))
                 #expect(join.status == 0, "the right join after a refused one: \(join)")
 
@@ -152,6 +201,7 @@ import VaultTestSupport
                 // user, through the CLI and the Swift API, and nothing changes.
                 let cacheBefore = FleetFaultTests.itemFiles(a + "/groups/fleet")
                 try (wrongPassword + "\n").write(toFile: good, atomically: true, encoding: .utf8)
+                try Self.setMode(good, 0o600)
                 expectRefusal(
                     try Self.vault(
                         a, ["--group", "fleet", "put", "auth-service", "auth-account"], input: "auth-secret-lost"),

@@ -315,7 +315,7 @@ enum FleetTestSupport {
         return false
     }
 
-    /// Two format-2 vaults standing for two hosts of fleet group `group`: the first makes it on
+    /// Two vaults standing for two hosts of fleet group `group`: the first makes it on
     /// `endpointsA`, the second joins it on `endpointsB` (the same cluster's).
     static func withTwoHosts<R>(
         _ group: AccessGroup, a endpointsA: [String], b endpointsB: [String], label: String,

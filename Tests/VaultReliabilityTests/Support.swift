@@ -91,7 +91,7 @@ func temporaryFiles(in vaultPath: String) -> [String] {
     return found
 }
 
-/// How many of group commit's slot spares (`.slot.<k>`, format 2) are in `group` of the vault at
+/// How many of group commit's slot spares (`.slot.<k>`) are in `group` of the vault at
 /// `vaultPath`: that its writers' sets went through group commit.
 func groupCommitSlotsUsed(in vaultPath: String, group: String) -> Int {
     let names = (try? FileManager.default.contentsOfDirectory(atPath: vaultPath + "/groups/" + group)) ?? []

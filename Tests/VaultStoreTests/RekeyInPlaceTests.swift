@@ -6,14 +6,14 @@ import VaultTestSupport
 
 @testable import VaultStore
 
-/// `rekey` of a format-2 vault: a new master key, every key file sealed again, no item file or
+/// `rekey` of a vault: a new master key, every key file sealed again, no item file or
 /// directory changed.
 @Suite struct RekeyInPlaceTests {
     let privateGroup = try! GroupName("app")
     let sharedGroup = try! GroupName("db")
     let classes: [ProtectionClass] = [.always, .afterFirstUnlock, .whenUnlocked]
 
-    /// A format-2 vault with one item of each class in a private group and in a group shared with gid
+    /// A vault with one item of each class in a private group and in a group shared with gid
     /// 65534; returns the ids (the same index per group).
     func filled(_ vault: TemporaryVault, keySource: KeySource = KeySource()) throws -> [ItemID] {
         let store = try VaultStore.create(at: vault.path, keySource: keySource)
@@ -329,10 +329,10 @@ import VaultTestSupport
         }
     }
 
-    /// A format-2 vault made before `classes.key` existed (the fixture, made by `vault init --format 2`
+    /// A vault made before `classes.key` existed (the fixture, made by `vault init --format 2`
     /// and three `vault put`s of commit cea5a1d): it opens and works, and its rekey gives it a
     /// `classes.key` (its class keys were its item class keys) and the marker's flag.
-    @Test func aFormatTwoVaultWithoutItemClassKeysWorksAndItsRekeyGivesItThem() throws {
+    @Test func aVaultMadeBeforeClassesKeyWorksAndItsRekeyGivesItItemClassKeys() throws {
         try withTemporaryVault("rekey2-dev") { vault in
             try copyStoreFixture("v2-dev-vault", to: vault.path)
             func values(_ store: VaultStore) throws -> [String] {

@@ -24,7 +24,7 @@ struct BackupGroupsTests {
         return try BackupKey.keyFile(path)
     }
 
-    /// A backup at `root/backup.vbk` of a format-2 vault with `db` shared with `gid` (one item) and
+    /// A backup at `root/backup.vbk` of a vault with `db` shared with `gid` (one item) and
     /// `web` private (one item), sealed under `root/backup.key`.
     func makeBackup(in root: String, sharedWith gid: UInt32) throws -> (path: String, key: BackupKey) {
         let key = try makeKeyFile(root + "/backup.key")

@@ -7,13 +7,13 @@ import VaultTestSupport
 @testable import Vault
 @testable import VaultStore
 
-/// Group commit (`PreparedItemWrite`, `GroupCommit`): a `set` in a format-2 group writes and flushes
+/// Group commit (`PreparedItemWrite`, `GroupCommit`): a `set` in a group writes and flushes
 /// the item's next file before the write lock, publishes it under the lock only if the item is still the
 /// one it read, and shares the directory fsync with other writers afterwards.
 @Suite struct GroupCommitTests {
     static let app = "com.example.app"
 
-    func formatTwo(_ t: TemporaryVault) throws -> Vault {
+    func newVault(_ t: TemporaryVault) throws -> Vault {
         try Vault.create(at: t.path, client: try Client(applicationIdentifier: Self.app))
     }
 
@@ -61,7 +61,7 @@ import VaultTestSupport
     /// before the lock; its writes are counted all the same.
     @Test func aLoneWriterWritesUnderTheLock() throws {
         try withTemporaryVault("group-commit") { t in
-            let vault = try formatTwo(t)
+            let vault = try newVault(t)
             for value in ["one", "two", "three"] { try vault.set(Data(value), for: try key("a")) }
             #expect(try vault.string(for: try key("a")) == "three")
             #expect(try slotFiles(t).isEmpty)
@@ -72,7 +72,7 @@ import VaultTestSupport
 
     @Test func aSetAmongOtherWritersGoesThroughASlotAndLeavesItZeroed() throws {
         try withTemporaryVault("group-commit") { t in
-            let vault = try formatTwo(t)
+            let vault = try newVault(t)
             let other = try t.open(app: Self.app)
             try share(vault, other)
             #expect(try slotFiles(t).isEmpty)
@@ -119,7 +119,7 @@ import VaultTestSupport
     /// again under the lock, one generation later, and the slot is left clean.
     @Test func aWriteMadeStaleBeforeTheLockIsWrittenAgainUnderIt() throws {
         try withTemporaryVault("group-commit") { t in
-            let vault = try formatTwo(t)
+            let vault = try newVault(t)
             let other = try t.open(app: Self.app)
             try share(vault, other)
             try vault.set(Data("first"), for: try key("a"))
@@ -155,7 +155,7 @@ import VaultTestSupport
     /// covered by that flush: it makes no directory fsync of its own.
     @Test func aLaterWritersFlushCoversAnEarlierExchange() throws {
         try withTemporaryVault("group-commit") { t in
-            let vault = try formatTwo(t)
+            let vault = try newVault(t)
             let other = try t.open(app: Self.app)
             try share(vault, other)
             try vault.set(Data("a0"), for: try key("a"))
@@ -182,7 +182,7 @@ import VaultTestSupport
     /// not written over.
     @Test func aSlotWhoseHolderDiedIsRemovedBeforeUse() throws {
         try withTemporaryVault("group-commit") { t in
-            let vault = try formatTwo(t)
+            let vault = try newVault(t)
             try share(vault, try t.open(app: Self.app))
             try vault.set(Data("one"), for: try key("a"))
             let group = try AccessGroup(Self.app)
@@ -213,7 +213,7 @@ import VaultTestSupport
     @Test(arguments: ["torn", "another boot", "last number"])
     func aFlushCounterOfAnotherRunCoversNothing(exchangeCounter: String) throws {
         try withTemporaryVault("group-commit") { t in
-            let vault = try formatTwo(t)
+            let vault = try newVault(t)
             try share(vault, try t.open(app: Self.app))
             let lock = "groups/\(Self.app)/.lock"
             let store = vault.engine.store
@@ -254,7 +254,7 @@ import VaultTestSupport
     /// listed the directory) do not leave the removal half done.
     @Test func aGroupIsRemovedWhileAWriterPreparesInIt() throws {
         try withTemporaryVault("group-commit") { t in
-            let vault = try formatTwo(t)
+            let vault = try newVault(t)
             try vault.set(Data("one"), for: try key("a"))
             let slot = t.file("groups/\(Self.app)/.slot.9")
             let planting = FaultPlan(
@@ -272,7 +272,7 @@ import VaultTestSupport
     /// by a scan, by key and by reference: nothing it knew of the removed group stands for the new one.
     @Test func aGroupRemovedAndMadeAgainByOneHandleIsSeenWhole() throws {
         try withTemporaryVault("group-again") { t in
-            let vault = try formatTwo(t)
+            let vault = try newVault(t)
             try vault.set(Data("one".utf8), for: try key("a"))
             #expect(try vault.copyMatching(Query(itemClass: .genericPassword, limit: .all)).count == 1)
             try vault.removeGroup(try AccessGroup(Self.app), force: true)
@@ -297,7 +297,7 @@ import VaultTestSupport
     @Test func aGroupMadeByAnotherWriterMeanwhileIsNoLostKey() throws {
         for position in 1...10 {
             try withTemporaryVault("group-race") { t in
-                _ = try formatTwo(t)
+                _ = try newVault(t)
                 let other = try t.open(app: Self.app)
                 let this = try t.open(app: Self.app)
                 let failures = Mutex<[String]>([])
@@ -334,7 +334,7 @@ import VaultTestSupport
     /// ends at its last value, every slot's spare is zeroed, no prepared record is left.
     @Test func concurrentSettersOfOneGroupLoseNothing() throws {
         try withTemporaryVault("group-commit") { t in
-            _ = try formatTwo(t)
+            _ = try newVault(t)
             let writers = 8
             let rounds = 25
             let handles = try (0..<writers).map { _ in try t.open(app: Self.app) }

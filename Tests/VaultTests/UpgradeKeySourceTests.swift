@@ -108,7 +108,7 @@ import VaultTestSupport
                     #expect(try t.bytes("groups/\(group)/\(name)")[4] == 2, "\(name)")
                 }
             }
-            // Another key opens nothing, and writes with the same key work in format 2.
+            // Another key opens nothing, and writes with the same key work after the upgrade.
             let wrong = try wrongKeySource(kind, t)
             #expect(
                 status { _ = try Vault.open(at: t.path, client: client, keySource: wrong).data(for: key) } != .success)

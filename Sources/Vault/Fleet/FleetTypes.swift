@@ -1,3 +1,5 @@
+import FoundationEssentials
+
 /// Where a fleet group's items live besides its directory, and how to reach them: the etcd cluster and
 /// the files that authenticate to it (paths and names, never a secret).
 public struct FleetSettings: Sendable, Hashable {
@@ -11,12 +13,36 @@ public struct FleetSettings: Sendable, Hashable {
     public var keyFile: String?
     /// An etcd user, and the file that holds its password (the password itself is never stored here).
     public var user: String?
-    /// The file with `user`'s password (its first line).
+    /// The file with `user`'s password (its first line): readable by its owner (and a shared fleet
+    /// group's Unix group) only.
     public var passwordFile: String?
+    /// Whether `user`'s password may go over plain `http://` to endpoints off this machine's loopback,
+    /// where anyone on the path reads it: for a lab only. Refused otherwise, before anything is sent.
+    public var sendsCredentialsInTheClear = false
 
     /// Settings for `endpoints`.
     public init(endpoints: [String]) {
         self.endpoints = endpoints
+    }
+
+    /// Why these settings may not send etcd credentials (nil when they may): a user to authenticate as,
+    /// and an `http://` endpoint off this machine's loopback, not allowed by `sendsCredentialsInTheClear`.
+    package var credentialsRefusal: String? {
+        guard let user, !sendsCredentialsInTheClear,
+            let endpoint = endpoints.first(where: { !Self.keepsCredentialsPrivate($0) })
+        else { return nil }
+        return "etcd user \(user)'s password would go in clear text to \(endpoint): give https:// endpoints "
+            + "(with --etcd-ca), or allow plain http for a lab (--etcd-plain-http-credentials)"
+    }
+
+    /// Whether credentials sent to `endpoint` stay private to its path: https, or http to a loopback
+    /// address of this machine (127.0.0.0/8, ::1, localhost).
+    static func keepsCredentialsPrivate(_ endpoint: String) -> Bool {
+        guard let url = URL(string: endpoint), url.scheme?.lowercased() == "http" else { return true }
+        guard let host = url.host?.lowercased() else { return false }
+        if host == "localhost" || host == "::1" || host == "[::1]" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
     }
 }
 

@@ -11,6 +11,7 @@ enum FleetOptions {
         .value("etcd-key", "FILE", "the private key of --etcd-cert"),
         .value("etcd-user", "NAME", "authenticate to etcd as this user (with --etcd-password-file)"),
         .value("etcd-password-file", "FILE", "the etcd user's password: the first line of FILE"),
+        .flag("etcd-plain-http-credentials", "let the password go over http:// off this machine (a lab only)"),
     ]
 
     /// The settings the options give, or nil without --etcd; `command` names the command in errors.
@@ -19,6 +20,9 @@ enum FleetOptions {
             for name in ["etcd-ca", "etcd-cert", "etcd-key", "etcd-user", "etcd-password-file"]
             where parsed.value(name) != nil {
                 throw UsageError("--\(name) goes with --etcd URL[,URL…]", command: command)
+            }
+            if parsed.flag("etcd-plain-http-credentials") {
+                throw UsageError("--etcd-plain-http-credentials goes with --etcd URL[,URL…]", command: command)
             }
             return nil
         }
@@ -39,6 +43,8 @@ enum FleetOptions {
         if (settings.user == nil) != (settings.passwordFile == nil) {
             throw UsageError("--etcd-user and --etcd-password-file go together", command: command)
         }
+        settings.sendsCredentialsInTheClear = parsed.flag("etcd-plain-http-credentials")
+        if let refusal = settings.credentialsRefusal { throw UsageError(refusal, command: command) }
         return settings
     }
 }

@@ -118,17 +118,26 @@ extension VaultStore {
 
     /// The bytes of a key file that `exportReplicatedGroupKey(_:to:)` wrote.
     package static func readExportedGroupKey(_ path: String) throws(StoreError) -> [UInt8] {
-        let file = FilePath(path)
-        let directory = try VaultDirectory.openOutside(file.parent, verb: "open the directory of the key file")
-        defer { try? directory.close() }
-        return try SmallFile.read(file.lastComponent, in: directory, path: file, limit: GroupKeyFile.maximumByteCount)
+        var (bytes, _, permissions) = try readOperatorFile(
+            path, limit: GroupKeyFile.maximumByteCount, what: "the group key file")
+        // The file holds the group's keys in the clear: anyone else who could read it holds them too.
+        guard permissions.rawValue & 0o077 == 0 else {
+            bytes.wipe()
+            throw StoreError(
+                .insecureFile,
+                "\(path) holds a fleet group's keys in the clear and others can access it (mode "
+                    + "\(permissions)): `chmod 600 \(path)`, and rotate the group's key if anyone else may have "
+                    + "read it; nothing was joined",
+                path: path)
+        }
+        return bytes
     }
 
-    /// A small file outside the vault that an operator names (a replica's password file): a regular file
-    /// (no symlink, FIFO or device) of at most `limit` bytes, with the uid that owns it. `what` names it
-    /// in messages.
+    /// A small file outside the vault that an operator names (a replica's password file, a group key
+    /// file): a regular file (no symlink, FIFO or device) of at most `limit` bytes, with the uid that owns
+    /// it and its permissions. `what` names it in messages.
     package static func readOperatorFile(_ path: String, limit: Int, what: String) throws(StoreError)
-        -> (bytes: [UInt8], ownerID: UInt32)
+        -> (bytes: [UInt8], ownerID: UInt32, permissions: FilePermissions)
     {
         let file = FilePath(path)
         let directory = try VaultDirectory.openOutside(file.parent, verb: "open the directory of \(what)")
@@ -141,6 +150,6 @@ extension VaultStore {
             throw StoreError(error.code, "\(what): \(error.message)", path: path, cause: error)
         }
         defer { try? fd.close() }
-        return (try SmallFile.read(fd, status: status, path: file, limit: limit), status.ownerID)
+        return (try SmallFile.read(fd, status: status, path: file, limit: limit), status.ownerID, status.permissions)
     }
 }

@@ -1,18 +1,18 @@
 // `swift run -c release vault-bench [--items 1000,10000] [--quick] [--json] [--dir DIR]
-// [--rows TEXT[,TEXT...]] [--format-two-only | --first-read-only | --cli-only | --fleet]`
+// [--rows TEXT[,TEXT...]] [--groups-only | --first-read-only | --cli-only | --fleet]`
 //
 // Per-operation latency of the vault next to the physical floor of the same machine, measured in the
 // same run on the same directory: a durable write floor (create + write + fsync + rename + fsync of
 // the directory, same size as an item file), a read floor (open + read + close of the same file plus
-// one AEAD open of the same size), and a scan floor (that read for every file of a group). Format 2
-// (FormatTwoBench.swift) runs once, at the smallest --items: its groups as owner and member, and
+// one AEAD open of the same size), and a scan floor (that read for every file of a group). The group
+// rows (GroupBench.swift) run once, at the smallest --items: its groups as owner and member, and
 // writers in parallel groups (`vault-bench --writer PATH GROUP COUNT FIRST` is one writer process). The
 // first reads (FirstReadBench.swift) are a fresh process's open and read of one item through the CLI,
 // `Security` and the C API, in the same rounds. Fleet
 // groups (FleetBench.swift) run only with --fleet, which runs nothing else: they need etcd (a cluster
 // the bench starts, or VAULT_BENCH_ETCD), so neither a default nor a --quick run starts one.
 // `--rows` measures only the per-size rows (and peak RSS rows) whose names contain one of its texts,
-// with their floors, and none of the archive, CLI or format-2 rows: for iterating on a few rows at
+// with their floors, and none of the archive, CLI or group rows: for iterating on a few rows at
 // 100,000 items. Peak RSS rows come from fresh processes of this binary (MemoryBench.swift).
 import Foundation
 import Vault
@@ -28,9 +28,9 @@ struct Options {
     var holdVault: String?
     var archiveOnly = false
     var profileArchive = false
-    /// Only the format-2 rows (groups, members, parallel writers): for iterating on them without the
-    /// minutes the archive, scale and process rows take.
-    var formatTwoOnly = false
+    /// Only the group rows (private and shared groups, members, parallel writers): for iterating on them
+    /// without the minutes the archive, scale and process rows take.
+    var groupsOnly = false
     /// Only the first-read rows (FirstReadBench.swift): the CLI, `Security` and the C API as fresh
     /// processes.
     var firstReadOnly = false
@@ -70,7 +70,7 @@ struct Options {
             case "--hold-vault": options.holdVault = value()
             case "--archive-only": options.archiveOnly = true
             case "--profile-archive": options.profileArchive = true
-            case "--format-two-only": options.formatTwoOnly = true
+            case "--groups-only": options.groupsOnly = true
             case "--cli-only": options.cliOnly = true
             case "--fleet": options.fleet = true
             case "--first-read-only": options.firstReadOnly = true
@@ -100,7 +100,7 @@ struct Options {
             case "-h", "--help":
                 print(
                     "usage: vault-bench [--items N[,N...]] [--quick] [--json] [--dir DIR] [--rows TEXT[,TEXT...]]"
-                        + " [--archive-only | --format-two-only | --first-read-only | --cli-only | --fleet]")
+                        + " [--archive-only | --groups-only | --first-read-only | --cli-only | --fleet]")
                 exit(0)
             default:
                 FileHandle.standardError.write(Data("vault-bench: unknown argument \(arguments[i])\n".utf8))
@@ -196,13 +196,13 @@ struct VaultBench {
             try output(report, json: options.json)
             return
         }
-        if !options.formatTwoOnly && options.rows == nil {
+        if !options.groupsOnly && options.rows == nil {
             progress.show("archive coders…")
             let archive = archiveTimings(try compareArchives(iterations: options.quick ? 500 : 20_000))
             report.measurements += archive.timings
             report.archiveSizes = archive.sizes
         }
-        for scale in options.archiveOnly || options.formatTwoOnly ? [] : options.scales {
+        for scale in options.archiveOnly || options.groupsOnly ? [] : options.scales {
             let bench = try ScaleBench(
                 directory: FilePath(runDirectory).appending("items-\(scale)").string, items: scale,
                 quick: options.quick, progress: progress, selected: options.selects)
@@ -213,7 +213,7 @@ struct VaultBench {
             }
         }
         if !options.archiveOnly && options.rows == nil {
-            if !options.formatTwoOnly {
+            if !options.groupsOnly {
                 report.measurements += try ProcessBench(
                     directory: runDirectory, quick: options.quick, progress: progress
                 ).run(memory: &report.memory)
@@ -222,15 +222,15 @@ struct VaultBench {
                 ).run()
             }
             let scale = options.scales.min() ?? 1000
-            let formatTwo = try FormatTwoBench(
+            let groups = try GroupBench(
                 directory: FilePath(runDirectory).appending("format2-\(scale)").string, items: scale,
                 quick: options.quick, progress: progress
             ).run()
-            report.measurements += formatTwo.timings
-            let writers = "format 2, \(ParallelWriters.processes) writer processes"
+            report.measurements += groups.timings
+            let writers = "\(ParallelWriters.processes) writer processes"
             report.throughputRatios["\(writers) in their own groups / 1 in one group (target ≥ 3×)"] =
-                formatTwo.ownGroups
-            report.throughputRatios["\(writers) in one group / 1 in one group (target ≥ 1.5×)"] = formatTwo.oneGroup
+                groups.ownGroups
+            report.throughputRatios["\(writers) in one group / 1 in one group (target ≥ 1.5×)"] = groups.oneGroup
         }
         progress.clear()
         report.loadAtEnd = loadAverage()

@@ -6,16 +6,17 @@ import VaultSystem
     import Glibc
 #endif
 
-/// Format 2 (a key per access group, shared groups): get and put in a private group and in a shared
-/// one, as the owner and as a member opens it, each next to the same floors as the format-1 rows; and
-/// writers in different groups in parallel against one writer doing all their puts in one group.
+/// Access groups (a key per group, shared groups): get and put in a private group and in a shared
+/// one, as the owner and as a member opens it, each next to the same floors as the default group's
+/// rows; and writers in different groups in parallel against one writer doing all their puts in one
+/// group.
 ///
 /// A member is a process that cannot read `master.key` and is in the shared group's Unix group. When
 /// the bench runs as root it becomes one in-process: an unused uid and gid (no account is made), set
 /// with setgroups/setegid/seteuid around the member rows and restored after them; and it runs the
 /// `vault` CLI as that identity through `setpriv`. Otherwise those rows are skipped and only the
 /// owner's view of the shared group is measured.
-struct FormatTwoBench {
+struct GroupBench {
     let directory: String
     let items: Int
     let quick: Bool
@@ -38,7 +39,7 @@ struct FormatTwoBench {
             client: try Client(applicationIdentifier: "bench", accessGroups: ["private", "shared"]))
         try owner.createGroup(privateGroup, unixGroup: nil)
         try owner.createGroup(sharedGroup, unixGroup: member?.gid ?? getegid())
-        progress.show("format 2: filling \(items) items in two groups…")
+        progress.show("groups: filling \(items) items in two groups…")
         try owner.withBulkLoad { () throws(VaultError) in
             for group in [privateGroup, sharedGroup] {
                 for i in 0..<items {
@@ -72,16 +73,16 @@ struct FormatTwoBench {
     ) throws {
         let key = try ItemKey(service: "bench", account: "item-\(items / 2)", group: group)
         guard try vault.data(for: key) == secret else {
-            throw BenchError("format 2: \(key) in \(vault.path(of: group)) does not hold the bench's secret")
+            throw BenchError("groups: \(key) in \(vault.path(of: group)) does not hold the bench's secret")
         }
         try recorder.record(
-            "format 2, \(name): get (data)", iterations: readIterations, floor: Floors.readName, floors.readAndOpen
+            "\(name): get (data)", iterations: readIterations, floor: Floors.readName, floors.readAndOpen
         ) { _ in
             _ = try vault.data(for: key)
         }
         var floorRun = 0
         try recorder.record(
-            "format 2, \(name): put (update, durable)", iterations: writeIterations, floor: Floors.writeName,
+            "\(name): put (update, durable)", iterations: writeIterations, floor: Floors.writeName,
             {
                 floorRun += 1
                 try floors.durableWrite(floorRun)
@@ -132,9 +133,9 @@ struct FormatTwoBench {
                 "`vault get` as uid \(member.uid) exited \(check.exitStatus) (can that uid reach \(cli)?): the "
                     + "member CLI row is skipped")
         }
-        progress.show("format 2: member CLI get…")
+        progress.show("groups: member CLI get…")
         try recorder.record(
-            "format 2, shared group: CLI vault get as member (process)", iterations: processIterations,
+            "shared group: CLI vault get as member (process)", iterations: processIterations,
             floor: "floor: /bin/true process via setpriv as member",
             {
                 _ = try ChildProcess.run(
@@ -151,7 +152,7 @@ struct FormatTwoBench {
             let name = try FileManager.default.contentsOfDirectory(atPath: directory).first(where: {
                 $0.hasSuffix(".item")
             })
-        else { throw BenchError("format 2: no item file in \(directory)") }
+        else { throw BenchError("groups: no item file in \(directory)") }
         return try FileManager.default.attributesOfItem(atPath: (FilePath(directory) / name).string)[.size] as! Int
     }
 
@@ -202,7 +203,7 @@ struct MemberIdentity {
     }
 }
 
-/// Eight writer processes putting into eight groups of one format-2 vault (one each), and into one
+/// Eight writer processes putting into eight groups of one vault (one each), and into one
 /// group (their own items), against one process doing all their puts in one group; each writer is
 /// `vault-bench --writer PATH GROUP COUNT [FIRST]`.
 struct ParallelWriters {
@@ -233,7 +234,7 @@ struct ParallelWriters {
         let total = Self.processes * perProcess
         // Alternating, so that all three see the same disk.
         for round in 0..<rounds {
-            progress.show("format 2: parallel writers, round \(round + 1) of \(rounds)…")
+            progress.show("groups: parallel writers, round \(round + 1) of \(rounds)…")
             one.append(try spawn([(path, "one-writer", total, 0)]) / Double(total))
             spread.append(try spawn(groups.map { (path, $0, perProcess, 0) }) / Double(total))
             shared.append(
@@ -241,15 +242,15 @@ struct ParallelWriters {
                     / Double(total))
         }
         let serial = OperationTiming(
-            operation: "format 2: 1 writer process, \(total) puts in 1 group (per put)", items: Self.keys,
+            operation: "groups: 1 writer process, \(total) puts in 1 group (per put)", items: Self.keys,
             nanoseconds: one)
         let rows = [
             serial,
             Self.row(
-                "format 2: \(Self.processes) writer processes × \(perProcess) puts, own groups (per put)", spread,
+                "groups: \(Self.processes) writer processes × \(perProcess) puts, own groups (per put)", spread,
                 against: serial),
             Self.row(
-                "format 2: \(Self.processes) writer processes × \(perProcess) puts, one group (per put)", shared,
+                "groups: \(Self.processes) writer processes × \(perProcess) puts, one group (per put)", shared,
                 against: serial),
         ]
         return (

@@ -7,12 +7,12 @@ import VaultTestSupport
 
 @testable import VaultStore
 
-/// Format 2: a key per group, items bound to the group's id, padded, per-group locks.
-@Suite struct FormatTwoTests {
+/// A key per group, items bound to the group's id, padded, per-group locks.
+@Suite struct GroupKeyTests {
     let group = try! GroupName("com.example.app")
     let other = try! GroupName("com.example.other")
 
-    @Test func aFormatTwoVaultStoresItemsUnderAKeyOfEachGroup() throws {
+    @Test func aVaultStoresItemsUnderAKeyOfEachGroup() throws {
         try withTemporaryVault("v2") { vault in
             let store = try VaultStore.create(at: vault.path)
             #expect(try vault.bytes("VAULT")[4] == 2)
@@ -40,7 +40,7 @@ import VaultTestSupport
         }
     }
 
-    /// A format-2 vault an earlier build wrote (the fixture: `vault init --format 2`, a private group
+    /// A vault an earlier build wrote (the fixture: `vault init --format 2`, a private group
     /// `app` and a group `team` shared with gid 0, rotated once, an item put in each before and after,
     /// by the `vault` of commit 982165f): its `classes.key`, both `group.key`s (the owner's sealed part and
     /// the members' part with its MAC) and its items read as they were written.
