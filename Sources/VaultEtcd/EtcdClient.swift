@@ -93,11 +93,13 @@ package final class EtcdClient: Sendable {
     /// response grows with the range): the first page linearizable, the others at its revision, so
     /// that together they are one consistent view. When etcd compacts past that revision between two
     /// pages, the read starts again at a new revision (three times at most, then `rejected`).
-    package func range(prefix: [UInt8], pageSize: Int) throws(EtcdError) -> EtcdRangeResult {
+    /// More than `maximumKeys` keys under the prefix is refused as an answer no caller can use (an
+    /// endpoint that says "more" for ever, or keys nobody should have put there).
+    package func range(prefix: [UInt8], pageSize: Int, maximumKeys: Int = .max) throws(EtcdError) -> EtcdRangeResult {
         var attempt = 1
         while true {
             do {
-                return try pagedRange(prefix: prefix, pageSize: pageSize)
+                return try pagedRange(prefix: prefix, pageSize: pageSize, maximumKeys: maximumKeys)
             } catch  where error.grpcCode == Self.outOfRange && attempt < 3 {
                 attempt += 1
             }
@@ -108,7 +110,7 @@ package final class EtcdClient: Sendable {
     static let outOfRange = 11
 
     /// One attempt of `range(prefix:pageSize:)`.
-    private func pagedRange(prefix: [UInt8], pageSize: Int) throws(EtcdError) -> EtcdRangeResult {
+    private func pagedRange(prefix: [UInt8], pageSize: Int, maximumKeys: Int) throws(EtcdError) -> EtcdRangeResult {
         let end = EtcdJSON.prefixEnd(prefix)
         var start = prefix
         var revision: Int64 = 0
@@ -125,6 +127,11 @@ package final class EtcdClient: Sendable {
                 if more, page.keyValues.isEmpty {
                     throw EtcdError(.malformedResponse, "etcd said more keys follow a page that had none")
                 }
+                // Each page starts at or after `start` (so the next one does too): a page that does not
+                // would be read again and again.
+                if let first = page.keyValues.first, first.key.lexicographicallyPrecedes(start) {
+                    throw EtcdError(.malformedResponse, "a page of keys started before the key it was asked from")
+                }
                 return (page, more)
             }
             if revision == 0 {
@@ -132,6 +139,12 @@ package final class EtcdClient: Sendable {
                 clusterID = page.clusterID
             }
             keyValues += page.keyValues
+            guard keyValues.count <= maximumKeys else {
+                throw EtcdError(
+                    .rejected,
+                    "more than \(maximumKeys) keys are under \(String(decoding: prefix, as: UTF8.self)) in etcd: not "
+                        + "what this prefix holds (keys put there by something else, or an endpoint that is not etcd)")
+            }
             pages += 1
             if let afterPage = afterPage.withLock({ $0 }) { afterPage(pages) }
             guard more, let last = page.keyValues.last else { break }
@@ -221,7 +234,20 @@ package final class EtcdClient: Sendable {
                     }
                     failures.append("\(endpoint): \(failure.message)")
                 case .response(let status, let answer):
-                    let object = try decode(answer, from: endpoint)
+                    guard let object = JSONValue.parse(answer), object.isObject else {
+                        // Not etcd's gateway, which answers every request with JSON (a proxy's error page, a
+                        // stray web server): the next endpoint is tried, unless a write may have gone through.
+                        let what = "answered HTTP \(status) with \(answer.count) bytes that are not etcd's JSON"
+                        guard idempotent else {
+                            state.preferred = (index + 1) % configuration.endpoints.count
+                            throw EtcdError(
+                                .outcomeUnknown,
+                                "\(endpoint) \(what) to a write (\(path)): it may or may not have reached etcd")
+                        }
+                        failures.append("\(endpoint) \(what)")
+                        attempt += 1
+                        continue
+                    }
                     if status == 200, object["error"] == nil {
                         state.preferred = index
                         do throws(EtcdError) {

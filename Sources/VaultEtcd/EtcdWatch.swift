@@ -82,6 +82,7 @@ package final class EtcdWatch: Sendable {
             return .failed(error.message)
         }
         var pending: [UInt8] = []
+        var scanned = 0  // bytes at the start of `pending` known to hold no newline
         var verdict: EtcdWatchEnd?
         let (status, failure) = transport.stream(target.endpoint + "/v3/watch", body: body, options: target.options) {
             chunk in
@@ -91,10 +92,11 @@ package final class EtcdWatch: Sendable {
             }
             guard let chunk else { return true }
             pending += chunk
-            // The gateway sends one JSON object per line.
-            while let newline = pending.firstIndex(of: 10) {
+            // The gateway sends one JSON object per line. Each byte is looked at once.
+            while let newline = pending[scanned...].firstIndex(of: 10) {
                 let line = Array(pending[..<newline])
                 pending.removeSubrange(...newline)
+                scanned = 0
                 guard !line.isEmpty else { continue }
                 switch Self.decode(line) {
                 case .events(let events, let revision):
@@ -109,12 +111,21 @@ package final class EtcdWatch: Sendable {
                     onStart()
                 }
             }
+            scanned = pending.count
+            guard pending.count <= Self.maximumLineByteCount else {
+                verdict = .failed(
+                    "etcd at \(target.endpoint) sent a watch line of more than \(Self.maximumLineByteCount) bytes")
+                return false
+            }
             return true
         }
         if let verdict { return verdict }
         if let failure { return .failed("the watch on \(target.endpoint) ended: \(failure.message)") }
         return .failed("the watch on \(target.endpoint) ended (HTTP \(status))")
     }
+
+    /// The longest line of the watch's stream taken (as the largest answer to a request).
+    static let maximumLineByteCount = 64 << 20
 
     enum Message: Equatable {
         case events([EtcdEvent], Int64)

@@ -150,7 +150,9 @@ final class EtcdReplica: Sendable {
     /// Everything under the group's prefix, in pages, as of one revision.
     func readGroup() throws(StoreError) -> EtcdRangeResult {
         do {
-            return try client.range(prefix: rootPrefix, pageSize: Self.pageSize)
+            // The group's items, its manifest and its registration, and nothing else.
+            return try client.range(
+                prefix: rootPrefix, pageSize: Self.pageSize, maximumKeys: FleetManifest.maximumItemCount + 2)
         } catch {
             throw storeError(error, "cannot read its items from etcd")
         }

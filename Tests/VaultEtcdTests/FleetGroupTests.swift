@@ -252,6 +252,24 @@ import VaultTestSupport
         }
     }
 
+    /// A first endpoint that is not etcd (a proxy's HTML error page) made every read and write of the
+    /// group fail, though the members after it were healthy: both now go through the members.
+    @Test func anEndpointThatIsNotEtcdBeforeTheMembersIsPassed() throws {
+        try withTwoHosts { a, b, endpoints in
+            let html = FakeGateway.Page(status: 502, type: "text/html", body: "<html>502 Bad Gateway</html>")
+            let proxy = try FakeGateway(pages: ["/v3/kv/range": html, "/v3/kv/txn": html, "/v3/watch": html])
+            let settings = ([proxy.endpoint] + endpoints.split(separator: ",")).map { "endpoint=\($0)\n" }.joined()
+            try settings.write(toFile: b.path + "/groups/fleet/fleet.conf", atomically: true, encoding: .utf8)
+            let reopened = try Vault.open(at: b.path, client: try client(), fleet: .etcd(watching: false))
+            try reopened.set(Data("through the members".utf8), for: try key("proxied"))
+            #expect(try a.data(for: try key("proxied")) == Data("through the members".utf8))
+            try a.set(Data("back".utf8), for: try key("proxied"))
+            let fresh = try Vault.open(at: b.path, client: try client(), fleet: .etcd(watching: false))
+            #expect(try fresh.data(for: try key("proxied")) == Data("back".utf8))
+            #expect(fresh.fleetCacheStatus(of: try AccessGroup("fleet"))?.isStale == false)
+        }
+    }
+
     @Test func etcdHoldsNoPlaintextAndAMovedValueFailsAuthentication() throws {
         try withTwoHosts { a, b, endpoints in
             let secret = "plaintext-secret-\(UUID().uuidString)"
