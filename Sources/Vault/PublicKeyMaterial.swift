@@ -4,12 +4,12 @@ import VaultStore
 // The ways a client makes the key material that `Vault`'s API takes, throwing the API's one error.
 
 extension SecureBytes {
-    /// A copy of `bytes` (a passphrase, a secret) in secure memory: locked against swap, between guard
-    /// pages, left out of core dumps, wiped when released. Wipe `bytes` yourself, or use
+    /// A copy of `bytes` (a passphrase, a secret) in secure memory of its own: locked against swap,
+    /// between guard pages, left out of core dumps, wiped when released. Wipe `bytes` yourself, or use
     /// `init(wipingSecret:)`.
     public convenience init(copyingSecret bytes: [UInt8]) throws(VaultError) {
         do {
-            try self.init(copying: bytes)
+            try self.init(copying: bytes, sharingAPage: false)
         } catch {
             throw VaultError(.allocate, "cannot hold \(bytes.count) bytes in secure memory: \(error)", cause: error)
         }
@@ -19,7 +19,7 @@ extension SecureBytes {
     public convenience init(wipingSecret bytes: inout [UInt8]) throws(VaultError) {
         let count = bytes.count
         do {
-            try self.init(consuming: &bytes)
+            try self.init(consuming: &bytes, sharingAPage: false)
         } catch {
             throw VaultError(.allocate, "cannot hold \(count) bytes in secure memory: \(error)", cause: error)
         }

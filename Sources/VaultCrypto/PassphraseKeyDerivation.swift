@@ -62,7 +62,8 @@ public enum PassphraseKeyDerivation {
         }
         let key: SecureBytes
         do {
-            key = try SecureBytes(exactly: SymmetricKey.byteCount) { (out) throws(CryptoError) in
+            // Argon2id takes seconds: in an allocation of its own, so that no shared page stays writable.
+            key = try SecureBytes(exactly: SymmetricKey.byteCount, sharingAPage: false) { (out) throws(CryptoError) in
                 let status = passphrase.withUnsafeBytes { phrase in
                     // libsodium wants a non-null pointer even for an empty passphrase.
                     let empty: CChar = 0

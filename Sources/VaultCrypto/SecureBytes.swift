@@ -41,13 +41,17 @@ public final class SecureBytes: @unchecked Sendable {
     /// Allocates `count` bytes and lets `initializer` fill them (they start zeroed), keeping the
     /// initializer's error type: a failure is `.allocation` or the initializer's, as `.filling`; after
     /// either the memory is wiped and freed.
+    /// `sharingAPage: false` gives the bytes an allocation of their own whatever their size: for bytes a
+    /// client holds (an over-read through its pointer then meets a guard page, not the vault's keys), and
+    /// for a fill that takes long (Argon2id), during which a shared page would stay writable.
     package convenience init<Failure: Error>(
-        exactly count: Int, initializer: (UnsafeMutableRawBufferPointer) throws(Failure) -> Void
+        exactly count: Int, sharingAPage: Bool = true,
+        initializer: (UnsafeMutableRawBufferPointer) throws(Failure) -> Void
     ) throws(SecureFillError<Failure>) {
         let memory: UnsafeMutableRawPointer
         let slab: SecureSlab?
         do {
-            (memory, slab) = try Self.allocate(count)
+            (memory, slab) = try Self.allocate(count, sharingAPage: sharingAPage)
         } catch {
             throw .allocation(error)
         }
@@ -102,10 +106,12 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// `count` zeroed, writable bytes (one byte at least: `sodium_malloc(0)` returns a pointer that must
     /// not be touched): a part of a shared slab when small, else an allocation of their own.
-    private static func allocate(_ count: Int) throws(CryptoError) -> (UnsafeMutableRawPointer, SecureSlab?) {
+    private static func allocate(_ count: Int, sharingAPage: Bool = true) throws(CryptoError)
+        -> (UnsafeMutableRawPointer, SecureSlab?)
+    {
         guard count >= 0 else { throw CryptoError(.invalidArgument, "a secure buffer cannot have \(count) bytes") }
         try Sodium.ensureInitialized()
-        if count <= SecureSlab.largestPart {
+        if sharingAPage, count <= SecureSlab.largestPart {
             let part = try SecureSlab.allocatePart(max(count, 1))
             return (part.pointer, part.slab)
         }
@@ -153,10 +159,11 @@ public final class SecureBytes: @unchecked Sendable {
         }
     }
 
-    /// Copies `bytes` into secure memory. The caller remains responsible for wiping its own copy.
-    package convenience init(copying bytes: [UInt8]) throws(CryptoError) {
+    /// Copies `bytes` into secure memory (`sharingAPage` as for `init(exactly:sharingAPage:initializer:)`).
+    /// The caller remains responsible for wiping its own copy.
+    package convenience init(copying bytes: [UInt8], sharingAPage: Bool = true) throws(CryptoError) {
         do {
-            try self.init(exactly: bytes.count) { (buffer) throws(Never) in
+            try self.init(exactly: bytes.count, sharingAPage: sharingAPage) { (buffer) throws(Never) in
                 bytes.withUnsafeBytes { buffer.copyMemory(from: $0) }
             }
         } catch {
@@ -177,13 +184,25 @@ public final class SecureBytes: @unchecked Sendable {
         }
     }
 
-    /// Copies `bytes` into secure memory and wipes the array's storage.
-    package convenience init(consuming bytes: inout [UInt8]) throws(CryptoError) {
+    /// Copies `bytes` into secure memory and wipes the array's storage; `sharingAPage` as for
+    /// `init(exactly:sharingAPage:initializer:)`.
+    package convenience init(consuming bytes: inout [UInt8], sharingAPage: Bool = true) throws(CryptoError) {
         defer {
             bytes.wipe()
             bytes = []
         }
-        try self.init(copying: bytes)
+        try self.init(copying: bytes, sharingAPage: sharingAPage)
+    }
+
+    /// A copy of these bytes in an allocation of their own: for bytes handed to a client.
+    package func copiedApart() throws(CryptoError) -> SecureBytes {
+        do {
+            return try SecureBytes(exactly: count, sharingAPage: false) { (buffer) throws(Never) in
+                if count > 0 { buffer.baseAddress!.copyMemory(from: pointer, byteCount: count) }
+            }
+        } catch {
+            throw error.allocationError
+        }
     }
 
     /// These bytes followed by `tail` (not secret), in a new secure buffer.
@@ -254,7 +273,7 @@ public final class SecureBytes: @unchecked Sendable {
 
     /// A copy of the bytes in ordinary memory, not wiped by anyone: only for bytes that are not secret
     /// although they came in secure memory (a wrapped key's envelope, check values).
-    public func unprotectedCopy() -> [UInt8] {
+    package func unprotectedCopy() -> [UInt8] {
         withUnsafeBytes { Array($0) }
     }
 

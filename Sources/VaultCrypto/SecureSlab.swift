@@ -19,7 +19,8 @@ final class SecureSlab: @unchecked Sendable {
     static let byteCount = 4080
     /// The largest part taken from a slab; a larger buffer gets an allocation of its own.
     static let largestPart = 512
-    /// Parts are multiples of this, so that each starts aligned for any key or state type.
+    /// Parts are multiples of this, so that each starts 16-byte aligned (keys and byte strings; not
+    /// libsodium's hash states, which want 64 and are never kept here).
     static let alignment = 16
 
     private let base: UnsafeMutableRawPointer

@@ -353,7 +353,11 @@ package final class EtcdClient: Sendable {
         case .failed(let failure):
             throw EtcdError(.unavailable, failure.message)
         case .response(let status, let answer):
-            let object = try decode(answer, from: endpoint)
+            guard let object = JSONValue.parse(answer), object.isObject else {
+                // Not etcd's gateway (a proxy's error page): the next endpoint is asked.
+                throw EtcdError(
+                    .unavailable, "answered HTTP \(status) with \(answer.count) bytes that are not etcd's JSON")
+            }
             if status == 200, object["error"] == nil {
                 guard let token = object["token"]?.string, !token.isEmpty else {
                     throw EtcdError(

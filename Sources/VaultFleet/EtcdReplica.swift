@@ -67,7 +67,10 @@ final class EtcdReplica: Sendable {
         configuration.keyFile = identity.settings.keyFile
         configuration.user = identity.settings.user
         if let refusal = identity.settings.credentialsRefusal {
-            throw StoreError(.insecureFile, "fleet group \(identity.group): \(refusal); nothing was sent")
+            throw StoreError(
+                .insecureFile,
+                "fleet group \(identity.group): \(refusal); nothing was sent. For a group made so, its owner "
+                    + "adds the line plain-http-credentials=yes to its fleet.conf")
         }
         if let passwordFile = identity.settings.passwordFile {
             configuration.password = try identity.readPassword(passwordFile)

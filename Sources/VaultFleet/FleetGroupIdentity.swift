@@ -51,7 +51,7 @@ struct FleetGroupIdentity: Sendable {
         guard permissions.rawValue & 0o007 == 0 else {
             throw StoreError(
                 .insecureFile,
-                "\(path), the etcd password file of fleet group \(group), can be read by every user (mode "
+                "\(path), the etcd password file of fleet group \(group), is open to every user (mode "
                     + "\(permissions)): `chmod o-rwx \(path)` (0600, or 0640 for a shared group's Unix group), and "
                     + "change the password if anyone else may have read it; nothing was sent",
                 path: path)

@@ -34,7 +34,8 @@ extension FleetSettings {
             case "key-file": settings.keyFile = value
             case "user": settings.user = value
             case "password-file": settings.passwordFile = value
-            case "plain-http-credentials" where value == "yes": settings.sendsCredentialsInTheClear = true
+            case "plain-http-credentials" where value == "yes" || value == "no":
+                settings.sendsCredentialsInTheClear = value == "yes"
             default: return nil
             }
         }

@@ -145,6 +145,14 @@ final class FakeGateway {
         #expect(error?.code == .outcomeUnknown, "\(String(describing: error))")
         #expect(error?.message.contains("\(proxy.endpoint) answered HTTP 502") == true, "\(String(describing: error))")
         #expect(try writer.put([1], [2]) == 9, "the next write goes to the member")
+        // The same with an etcd user: the proxy's answer to the authentication is passed too.
+        let authenticating = try FakeGateway([
+            "/v3/auth/authenticate": #"{\#(Self.header),"token":"t"}"#,
+            "/v3/kv/range": #"{\#(Self.header),"kvs":[\#(Self.entry)],"count":"1"}"#,
+        ])
+        let proxyFirst = try FakeGateway(pages: ["/v3/auth/authenticate": html, "/v3/kv/range": html])
+        let reader = try authenticating.client(user: "vault", after: [proxyFirst])
+        #expect(try reader.range([1]).keyValues.map(\.key) == [Array("a".utf8)])
         // With no member at all, a read names each endpoint's answer.
         let alone = #expect(throws: EtcdError.self) { _ = try proxy.client().range([1]) }
         #expect(alone?.code == .unavailable && alone?.message.contains("not etcd's JSON") == true)

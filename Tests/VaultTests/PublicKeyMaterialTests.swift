@@ -45,6 +45,9 @@ import VaultTestSupport
         #expect(moved.constantTimeEquals(Array("passphrase".utf8)))
         let copied = try SecureBytes(copyingSecret: Array("passphrase".utf8))
         #expect(copied == moved)
+        // Each in memory of its own (guard pages right after it), not on a page shared with keys.
+        let pages = [moved, copied].map { $0.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) >> 12 } }
+        #expect(pages[0] != pages[1])
         #expect("\(copied)".contains("redacted"))
     }
 

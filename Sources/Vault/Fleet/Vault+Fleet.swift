@@ -39,7 +39,16 @@ extension Vault {
 
     /// Fleet group `group`'s key, for other machines to join with (secret: write it 0600).
     public func exportFleetGroupKey(_ group: AccessGroup) throws(VaultError) -> SecureBytes {
-        try translatingStoreErrors { () throws(StoreError) in try engine.store.exportReplicatedGroupKey(group.name) }
+        let exported = try translatingStoreErrors { () throws(StoreError) in
+            try engine.store.exportReplicatedGroupKey(group.name)
+        }
+        // The caller holds it: in memory of its own, not on a page shared with this vault's keys.
+        do {
+            return try exported.copiedApart()
+        } catch {
+            throw VaultError(
+                .allocate, "cannot hold the key of group \(group) in secure memory: \(error)", cause: error)
+        }
     }
 
     /// Writes fleet group `group`'s key to the new file `path` (0600, never over an existing file).

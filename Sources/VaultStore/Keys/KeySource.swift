@@ -10,8 +10,9 @@ import VaultSystem
 public struct KeySource: Sendable {
     /// Asked for a passphrase: `request` says what for (so whether to ask twice) and names the file
     /// it protects. The returned bytes are wiped when released; never hand a passphrase over as a
-    /// `String` that lives on. A provider that cannot give one throws: the vault's call then fails as
-    /// locked (`errSecInteractionNotAllowed`), naming the file, with the provider's error as its cause.
+    /// `String` that lives on. A provider that cannot give one throws any error: a new vault is then not
+    /// made (locked, `errSecInteractionNotAllowed`, naming the key file and the provider's error), and an
+    /// existing one opens locked, as with no passphrase: its `Always` items read, the others say locked.
     public typealias PassphraseProvider = @Sendable (_ request: PassphraseRequest) throws -> SecureBytes
 
     /// An external key file, used instead of `<vault>/master.key`.
