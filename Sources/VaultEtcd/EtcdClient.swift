@@ -234,10 +234,9 @@ package final class EtcdClient: Sendable {
                     }
                     failures.append("\(endpoint): \(failure.message)")
                 case .response(let status, let answer):
-                    guard let object = JSONValue.parse(answer), object.isObject else {
-                        // Not etcd's gateway, which answers every request with JSON (a proxy's error page, a
-                        // stray web server): the next endpoint is tried, unless a write may have gone through.
-                        let what = "answered HTTP \(status) with \(answer.count) bytes that are not etcd's JSON"
+                    guard let object = Self.gatewayObject(answer) else {
+                        // The next endpoint is tried, unless a write may have gone through.
+                        let what = Self.notEtcd(status, answer)
                         guard idempotent else {
                             state.preferred = (index + 1) % configuration.endpoints.count
                             throw EtcdError(
@@ -329,13 +328,16 @@ package final class EtcdClient: Sendable {
             connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds)
     }
 
-    private func decode(_ answer: [UInt8], from endpoint: String) throws(EtcdError) -> JSONValue {
-        guard let object = JSONValue.parse(answer), object.isObject else {
-            throw EtcdError(
-                .malformedResponse,
-                "\(endpoint) did not answer with etcd's JSON (\(answer.count) bytes): is it etcd 3.4?")
-        }
+    /// `answer` as etcd's gateway sends every answer, a JSON object; nil for anything else (a proxy's
+    /// error page, another web server), which the callers take for an endpoint that did not answer.
+    private static func gatewayObject(_ answer: [UInt8]) -> JSONValue? {
+        guard let object = JSONValue.parse(answer), object.isObject else { return nil }
         return object
+    }
+
+    /// What an endpoint that is not etcd's gateway answered with.
+    private static func notEtcd(_ status: Int, _ answer: [UInt8]) -> String {
+        "answered HTTP \(status) with \(answer.count) bytes that are not etcd's JSON"
     }
 
     /// A token for `configuration.user` from `endpoint` (`/v3/auth/authenticate`).
@@ -353,10 +355,8 @@ package final class EtcdClient: Sendable {
         case .failed(let failure):
             throw EtcdError(.unavailable, failure.message)
         case .response(let status, let answer):
-            guard let object = JSONValue.parse(answer), object.isObject else {
-                // Not etcd's gateway (a proxy's error page): the next endpoint is asked.
-                throw EtcdError(
-                    .unavailable, "answered HTTP \(status) with \(answer.count) bytes that are not etcd's JSON")
+            guard let object = Self.gatewayObject(answer) else {
+                throw EtcdError(.unavailable, Self.notEtcd(status, answer))  // the next endpoint is asked
             }
             if status == 200, object["error"] == nil {
                 guard let token = object["token"]?.string, !token.isEmpty else {
