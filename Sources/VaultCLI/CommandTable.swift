@@ -122,7 +122,9 @@ extension ExitCode {
         case .integrity: return "integrity error (a damaged or tampered file)"
         case .io: return "input/output error"
         case .noVault: return "no vault at the path (create one with `vault init`)"
-        case .notAvailable: return "not available (a fleet group's etcd cannot be reached; nothing was changed)"
+        case .notAvailable:
+            return "not available (a fleet group's etcd cannot be reached or has no quorum; nothing was changed)"
+        case .stale: return "with --report-stale: answered from a fleet group's cache, etcd out of reach"
         }
     }
 }

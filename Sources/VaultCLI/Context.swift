@@ -247,10 +247,16 @@ struct Context {
     }
 
     /// Says on standard error which fleet groups this command answered from the cache of, etcd being
-    /// out of reach, and as of when.
-    func noteStaleFleetReads(_ vault: Vault) {
+    /// out of reach, and as of when, and a rollback accepted on another machine that a read took;
+    /// whether any answer came from the cache.
+    @discardableResult
+    func noteStaleFleetReads(_ vault: Vault) -> Bool {
+        var any = false
         for group in searchedGroups(vault) {
-            guard let status = vault.fleetCacheStatus(of: group), status.isStale else { continue }
+            guard let status = vault.fleetCacheStatus(of: group) else { continue }
+            if let accepted = status.acceptedRollback { writeError("vault: note: \(accepted)\n") }
+            guard status.isStale else { continue }
+            any = true
             let since =
                 status.knownCurrentAt.map {
                     "as it was at " + UTCTimestamp.iso8601(nanosecondsSince1970: $0)
@@ -258,6 +264,13 @@ struct Context {
             writeError(
                 "vault: etcd is out of reach: answered from this machine's cache of fleet group \(group), \(since)\n")
         }
+        return any
+    }
+
+    /// Notes the fleet groups answered from the cache (`noteStaleFleetReads`) once the command's answer is
+    /// written; with `report` (`--report-stale`), such an answer is then exit status 10.
+    func finishFleetReads(_ vault: Vault, report: Bool) throws(CLIError) {
+        if noteStaleFleetReads(vault), report { throw CLIError(.stale, nil, "", reported: true) }
     }
 
     /// Writes text to standard output.

@@ -25,6 +25,9 @@ package enum ExitCode: Int32, Sendable, CaseIterable {
     /// Not available now: a fleet group's etcd cannot be reached or has no quorum (nothing was changed),
     /// or what the command needs is not there (the crypto library, `vault-fleet`).
     case notAvailable = 9
+    /// With `--report-stale`: the answer (printed all the same) came from this machine's cache of a fleet
+    /// group, etcd being out of reach or without quorum.
+    case stale = 10
 
     /// The exit status for a vault status.
     package init(_ status: VaultStatus) {

@@ -30,6 +30,9 @@ package final class EtcdClient: Sendable {
         package var requestTimeoutMilliseconds = 2000
         /// The time a connection to one endpoint may take.
         package var connectTimeoutMilliseconds = 500
+        /// The time a read may take in all, over every endpoint it tries (each gets a share of what is
+        /// left); a read's caller answers from its cache after it.
+        package var readDeadlineMilliseconds = 1000
 
         /// A configuration for `endpoints`; refused when one is not an http or https URL with a host.
         package init(endpoints: [String]) throws(EtcdError) {
@@ -48,11 +51,12 @@ package final class EtcdClient: Sendable {
     }
 
     private struct State {
-        var transport: HTTPTransport?
+        /// Transports no request is using, made by process `processID`.
+        var idle: [HTTPTransport] = []
         var preferred = 0
         var token: String?
-        /// The process that made `transport`: a forked child makes its own (it must never share the
-        /// parent's connection, where each could read the other's answers).
+        /// The process that made `idle`: a forked child makes its own (it must never share the parent's
+        /// connections, where each could read the other's answers).
         var processID: Int32 = 0
     }
 
@@ -196,125 +200,160 @@ package final class EtcdClient: Sendable {
         } catch {
             throw EtcdError(.invalidRequest, "cannot encode the request to \(path): \(error)")
         }
-        return try state.withLock { (state) throws(EtcdError) -> Answer in
-            let pid = ProcessIdentity.processID
-            if state.processID != pid {
-                state.transport = nil
-                state.token = nil
-                state.processID = pid
+        let transport = try takeTransport()
+        defer { giveBack(transport) }
+        // A read's time is bounded as a whole, whatever the endpoints do: the cache answers after it.
+        let deadline = idempotent ? ContinuousClock.now + .milliseconds(configuration.readDeadlineMilliseconds) : nil
+        let endpoints = configuration.endpoints
+        let preferred = state.withLock { $0.preferred }
+        var failures: [String] = []
+        var reauthenticated = false
+        var attempt = 0
+        while attempt < endpoints.count {
+            let index = (preferred + attempt) % endpoints.count
+            let endpoint = endpoints[index]
+            var requestOptions = options(token: nil)
+            if let deadline {
+                let left = deadline - ContinuousClock.now
+                guard left > .zero else {
+                    failures.append(
+                        "\(endpoint) and after: not tried, the read's deadline of "
+                            + "\(configuration.readDeadlineMilliseconds) ms had passed")
+                    break
+                }
+                // The time left is shared by the endpoints not yet tried, so that one that never answers
+                // leaves time for the next.
+                requestOptions.limit(to: left / (endpoints.count - attempt))
             }
-            if state.transport == nil { state.transport = HTTPTransport() }
-            guard let transport = state.transport else {
-                throw EtcdError(.noTransport, HTTPTransport.unavailableReason)
-            }
-            var failures: [String] = []
-            var reauthenticated = false
-            var attempt = 0
-            while attempt < configuration.endpoints.count {
-                let index = (state.preferred + attempt) % configuration.endpoints.count
-                let endpoint = configuration.endpoints[index]
-                if configuration.user != nil, state.token == nil {
+            if configuration.user != nil {
+                var token = state.withLock { $0.token }
+                if token == nil {
                     do throws(EtcdError) {
-                        state.token = try authenticate(transport, endpoint)
+                        token = try authenticate(transport, endpoint, options: requestOptions)
+                        state.withLock { $0.token = token }
                     } catch  where error.code == .unavailable {
                         failures.append("\(endpoint): \(error.message)")
                         attempt += 1
                         continue
                     }
                 }
-                var requestOptions = options(token: state.token)
-                requestOptions.freshConnection = !idempotent
-                switch transport.post(endpoint + path, body: body, options: requestOptions) {
-                case .failed(let failure):
-                    guard idempotent || failure.neverSent else {
+                requestOptions.authorization = token
+            }
+            requestOptions.freshConnection = !idempotent
+            switch transport.post(endpoint + path, body: body, options: requestOptions) {
+            case .failed(let failure):
+                guard idempotent || failure.neverSent else {
+                    throw EtcdError(
+                        .outcomeUnknown,
+                        "the write to etcd at \(endpoint) (\(path)) got no answer (\(failure.message)): it may or may "
+                            + "not have been applied")
+                }
+                failures.append("\(endpoint): \(failure.message)")
+            case .response(let status, let answer):
+                guard let object = Self.gatewayObject(answer) else {
+                    // The next endpoint is tried, unless a write may have gone through.
+                    let what = Self.notEtcd(status, answer)
+                    guard idempotent else {
+                        state.withLock { $0.preferred = (index + 1) % endpoints.count }
                         throw EtcdError(
                             .outcomeUnknown,
-                            "the write to etcd at \(endpoint) (\(path)) got no answer (\(failure.message)): it may or may "
-                                + "not have been applied")
+                            "\(endpoint) \(what) to a write (\(path)): it may or may not have reached etcd")
                     }
-                    failures.append("\(endpoint): \(failure.message)")
-                case .response(let status, let answer):
-                    guard let object = Self.gatewayObject(answer) else {
-                        // The next endpoint is tried, unless a write may have gone through.
-                        let what = Self.notEtcd(status, answer)
-                        guard idempotent else {
-                            state.preferred = (index + 1) % configuration.endpoints.count
-                            throw EtcdError(
-                                .outcomeUnknown,
-                                "\(endpoint) \(what) to a write (\(path)): it may or may not have reached etcd")
-                        }
-                        failures.append("\(endpoint) \(what)")
-                        attempt += 1
-                        continue
-                    }
-                    if status == 200, object["error"] == nil {
-                        state.preferred = index
-                        do throws(EtcdError) {
-                            return try read(object)
-                        } catch {
-                            throw EtcdError(
-                                error.code, "etcd at \(endpoint) (\(path)): \(error.message)", grpcCode: error.grpcCode)
-                        }
-                    }
-                    let message = object["message"]?.string ?? object["error"]?.string ?? "HTTP \(status)"
-                    let grpcCode = object["code"]?.integer
-                    if grpcCode == 16 || message.contains("invalid auth token"), configuration.user != nil,
-                        !reauthenticated
-                    {
-                        // An expired token, or one a restarted member no longer knows: once more, with a new one.
-                        state.token = nil
-                        reauthenticated = true
-                        continue
-                    }
-                    let credentials = ["user name is empty", "permission denied", "authentication failed"]
-                    if grpcCode == 16 || grpcCode == 7 || credentials.contains(where: message.contains) {
-                        throw EtcdError(
-                            .authentication, "etcd at \(endpoint) refused the request to \(path): \(message)",
-                            grpcCode: grpcCode)
-                    }
-                    let noLeader = message.contains("no leader") || message.contains("leader changed")
-                    let retry = grpcCode == 14 && (idempotent || noLeader) || (grpcCode == 4 && idempotent)
-                    guard retry else {
-                        if grpcCode == 4 || grpcCode == 14 {
-                            throw EtcdError(
-                                .outcomeUnknown,
-                                "etcd at \(endpoint) did not confirm the write (\(path)): \(message); it may or may not "
-                                    + "have been applied", grpcCode: grpcCode)
-                        }
-                        throw EtcdError(
-                            .rejected, "etcd at \(endpoint) refused the request to \(path): \(message)",
-                            grpcCode: grpcCode)
-                    }
-                    failures.append("\(endpoint): \(message)")
+                    failures.append("\(endpoint) \(what)")
+                    attempt += 1
+                    continue
                 }
-                attempt += 1
+                if status == 200, object["error"] == nil {
+                    state.withLock { $0.preferred = index }
+                    do throws(EtcdError) {
+                        return try read(object)
+                    } catch {
+                        throw EtcdError(
+                            error.code, "etcd at \(endpoint) (\(path)): \(error.message)", grpcCode: error.grpcCode)
+                    }
+                }
+                let message = object["message"]?.string ?? object["error"]?.string ?? "HTTP \(status)"
+                let grpcCode = object["code"]?.integer
+                if grpcCode == 16 || message.contains("invalid auth token"), configuration.user != nil,
+                    !reauthenticated
+                {
+                    // An expired token, or one a restarted member no longer knows: once more, with a new one.
+                    state.withLock { if $0.token == requestOptions.authorization { $0.token = nil } }
+                    reauthenticated = true
+                    continue
+                }
+                let credentials = ["user name is empty", "permission denied", "authentication failed"]
+                if grpcCode == 16 || grpcCode == 7 || credentials.contains(where: message.contains) {
+                    throw EtcdError(
+                        .authentication, "etcd at \(endpoint) refused the request to \(path): \(message)",
+                        grpcCode: grpcCode)
+                }
+                let noLeader = message.contains("no leader") || message.contains("leader changed")
+                let retry = grpcCode == 14 && (idempotent || noLeader) || (grpcCode == 4 && idempotent)
+                guard retry else {
+                    if grpcCode == 4 || grpcCode == 14 {
+                        throw EtcdError(
+                            .outcomeUnknown,
+                            "etcd at \(endpoint) did not confirm the write (\(path)): \(message); it may or may not "
+                                + "have been applied", grpcCode: grpcCode)
+                    }
+                    throw EtcdError(
+                        .rejected, "etcd at \(endpoint) refused the request to \(path): \(message)",
+                        grpcCode: grpcCode)
+                }
+                failures.append("\(endpoint): \(message)")
             }
-            throw EtcdError(
-                .unavailable, "no etcd endpoint answered \(path): " + failures.joined(separator: "; "))
+            attempt += 1
+        }
+        throw EtcdError(.unavailable, "no etcd endpoint answered \(path): " + failures.joined(separator: "; "))
+    }
+
+    /// A transport of this process that no other request is using: an idle one, or a new one. Each
+    /// request has its own, so that threads never wait for each other's requests (a member that does not
+    /// answer would hold every reader for its time limit in turn).
+    private func takeTransport() throws(EtcdError) -> HTTPTransport {
+        let pid = ProcessIdentity.processID
+        let idle = state.withLock { (state) -> HTTPTransport? in
+            if state.processID != pid {
+                // A forked child makes its own: it must never share the parent's connections, where each
+                // could read the other's answers.
+                state.idle = []
+                state.token = nil
+                state.processID = pid
+            }
+            return state.idle.popLast()
+        }
+        if let idle { return idle }
+        guard let transport = HTTPTransport() else { throw EtcdError(.noTransport, HTTPTransport.unavailableReason) }
+        return transport
+    }
+
+    /// Keeps `transport` (and its connections) for the next request, up to a few per client.
+    private func giveBack(_ transport: HTTPTransport) {
+        let pid = ProcessIdentity.processID
+        state.withLock { state in
+            if state.processID == pid, state.idle.count < Self.idleTransportLimit { state.idle.append(transport) }
         }
     }
+
+    /// How many idle transports a client keeps.
+    static let idleTransportLimit = 4
 
     /// Where a stream (a watch) connects: the endpoint that answered last, and the options with a
     /// token (taken first, when the client authenticates). A stream has no overall time limit.
     ///
-    /// The watch's thread is the library's own: it holds the client's lock only to read what it needs
-    /// (no handle made, no request sent under it), so that a process that forks meanwhile hands its
-    /// child no lock held by a thread the child does not have. Only a client that must first take a
-    /// token does that under the lock, as every request does.
+    /// The watch's thread is the library's own: it holds the client's lock only to read and store what
+    /// it needs (no request is sent under it), so that a process that forks meanwhile hands its child no
+    /// lock held by a thread the child does not have.
     func streamTarget() throws(EtcdError) -> (endpoint: String, options: TransportOptions) {
         let (endpoint, token) = state.withLock { (configuration.endpoints[$0.preferred], $0.token) }
-        var options: TransportOptions
+        var options = self.options(token: token)
         if configuration.user != nil, token == nil {
-            options = try state.withLock { (state) throws(EtcdError) in
-                if state.transport == nil { state.transport = HTTPTransport() }
-                guard let transport = state.transport else {
-                    throw EtcdError(.noTransport, HTTPTransport.unavailableReason)
-                }
-                if state.token == nil { state.token = try authenticate(transport, endpoint) }
-                return self.options(token: state.token)
-            }
-        } else {
-            options = self.options(token: token)
+            let transport = try takeTransport()
+            defer { giveBack(transport) }
+            let token = try authenticate(transport, endpoint, options: options)
+            state.withLock { $0.token = token }
+            options.authorization = token
         }
         options.timeoutMilliseconds = 0
         return (endpoint, options)
@@ -341,7 +380,9 @@ package final class EtcdClient: Sendable {
     }
 
     /// A token for `configuration.user` from `endpoint` (`/v3/auth/authenticate`).
-    private func authenticate(_ transport: HTTPTransport, _ endpoint: String) throws(EtcdError) -> String {
+    private func authenticate(_ transport: HTTPTransport, _ endpoint: String, options: TransportOptions)
+        throws(EtcdError) -> String
+    {
         guard let user = configuration.user, let password = configuration.password else {
             throw EtcdError(.invalidRequest, "etcd user \(configuration.user ?? "") has no password")
         }
@@ -351,7 +392,10 @@ package final class EtcdClient: Sendable {
             return (try? JSONValue.object(["name": .string(user), "password": .string(text)]).serialized()) ?? []
         }
         defer { body.wipe() }
-        switch transport.post(endpoint + "/v3/auth/authenticate", body: body, options: options(token: nil)) {
+        var options = options
+        options.authorization = nil
+        options.freshConnection = false
+        switch transport.post(endpoint + "/v3/auth/authenticate", body: body, options: options) {
         case .failed(let failure):
             throw EtcdError(.unavailable, failure.message)
         case .response(let status, let answer):

@@ -13,6 +13,14 @@ struct TransportOptions: Sendable {
     var maximumBodyByteCount = 64 << 20
     /// A new connection for this request, not kept afterwards (writes: see `vcurl_options`).
     var freshConnection = false
+
+    /// Bounds the request, its connection included, to `limit` (at least a millisecond).
+    mutating func limit(to limit: Duration) {
+        let milliseconds = max(
+            1, Int(limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000))
+        timeoutMilliseconds = min(timeoutMilliseconds, milliseconds)
+        connectTimeoutMilliseconds = min(connectTimeoutMilliseconds, milliseconds)
+    }
 }
 
 /// The outcome of a POST: a response (status and body), or a transport failure with curl's code and
@@ -38,8 +46,8 @@ struct TransportFailure: Sendable {
 }
 
 /// One libcurl easy handle (its connections are kept alive between requests). Not safe to use from
-/// two threads at once: `EtcdClient` holds it under its lock.
-final class HTTPTransport {
+/// two threads at once: `EtcdClient` hands each to one request at a time.
+final class HTTPTransport: @unchecked Sendable {
     private let handle: UnsafeMutableRawPointer
 
     init?() {

@@ -41,7 +41,7 @@ final class EtcdFleet: FleetEngine {
     {
         let key = try ReplicatedGroupKey.random()
         try add(group, key: key, settings: settings, unixGroup: unixGroup, in: store, what: "create a group") {
-            (replica) throws(StoreError) in try replica.register(check: try FleetGroupIdentity.check(of: key))
+            (replica) throws(StoreError) in try replica.register(key)
         }
     }
 
@@ -49,7 +49,7 @@ final class EtcdFleet: FleetEngine {
         _ group: GroupName, key: ReplicatedGroupKey, settings: FleetSettings, unixGroup: UInt32?, in store: VaultStore
     ) throws(StoreError) {
         try add(group, key: key, settings: settings, unixGroup: unixGroup, in: store, what: "join a group") {
-            (replica) throws(StoreError) in try replica.verifyRegistration(check: try FleetGroupIdentity.check(of: key))
+            (replica) throws(StoreError) in try replica.verifyRegistration(key)
         }
         try store.refreshReplicatedGroup(group)
     }

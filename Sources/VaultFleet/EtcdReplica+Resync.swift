@@ -1,6 +1,7 @@
 import Vault
 import VaultEtcd
 import VaultStore
+import VaultSystem
 
 /// The resynchronisation of a fleet group with etcd, and the operator's acceptance of a rollback.
 extension EtcdReplica {
@@ -16,10 +17,13 @@ extension EtcdReplica {
                 itemCount: now?.items.count ?? 0, removedCount: 0)
         }
         let found = try readGroup()
-        let (manifestValue, items) = contents(found)
+        let contents = contents(found)
+        let (manifestValue, items) = (contents.manifest, contents.items)
         let replicaManifest = manifestValue.flatMap { try? identity.manifestKey.open($0.value) }
-        var next = FleetManifest(
-            counter: max(previous?.counter ?? 0, replicaManifest?.counter ?? 0) + 1, items: [:])
+        // Above what any machine reported seeing too, so that each takes the new state as newer.
+        let reported = contents.rollback.flatMap { try? identity.manifestKey.open($0.value, as: .rollback) }
+        let seen = max(previous?.counter ?? 0, reported?.refusedThrough ?? 0)
+        var next = FleetManifest(counter: max(seen, replicaManifest?.counter ?? 0) + 1, items: [:])
         var removals: [EtcdOperation] = []
         for (id, keyValue) in items {
             if try cache.opens(keyValue.value, as: id) {
@@ -38,6 +42,13 @@ extension EtcdReplica {
                     + "was changed")
         }
         let sealed = try identity.manifestKey.seal(next)
+        // Every machine that takes the new manifest says that a rollback was accepted, and by whom.
+        let acceptance = try identity.manifestKey.seal(
+            FleetWitness(
+                kind: .accepted, seenCounter: seen,
+                seenDigest: [UInt8](repeating: 0, count: FleetManifest.digestByteCount),
+                replicaCounter: replicaManifest?.counter ?? 0,
+                newCounter: next.counter, userID: ProcessIdentity.effectiveUserID, time: FileTimestampClock.now()))
         let result: EtcdTransactionResult
         do {
             result = try client.transaction(
@@ -45,7 +56,10 @@ extension EtcdReplica {
                     manifestValue.map { .modRevision(key: manifestKey, equals: $0.modRevision) }
                         ?? .createRevision(key: manifestKey, equals: 0)
                 ],
-                success: [.put(key: manifestKey, value: sealed)] + removals)
+                success: [
+                    .put(key: manifestKey, value: sealed), .put(key: acceptedKey, value: acceptance),
+                    .delete(key: rollbackKey, rangeEnd: nil),
+                ] + removals)
         } catch {
             throw storeError(error, "cannot write the group's manifest to etcd")
         }

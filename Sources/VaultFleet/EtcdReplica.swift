@@ -1,12 +1,13 @@
 import FoundationEssentials
 import Synchronization
+import Vault
 import VaultCrypto
 import VaultEtcd
 import VaultStore
 
 /// A fleet group's items in etcd, under `/vault/v2/<group id hex>/`: `items/<item id>` holds each
 /// item's file, byte for byte as on disk; `manifest` the sealed `FleetManifest`; `meta` the
-/// registration (name and the key's check value, never the key). Every write is one transaction that
+/// registration (`EtcdReplica+Registration.swift`). Every write is one transaction that
 /// compares the item's and the manifest's `mod_revision` with what the last refresh saw
 /// (`create_revision` 0 for a new item) and puts the item with the next manifest. Item versions are
 /// beside that prefix (`EtcdReplica+History.swift`), so that a refresh never reads them.
@@ -17,6 +18,9 @@ final class EtcdReplica: Sendable {
     let itemsPrefix: [UInt8]
     let metaKey: [UInt8]
     let manifestKey: [UInt8]
+    /// `rollback` and `accepted`: what machines tell each other of the group's history (`FleetWitness`).
+    let rollbackKey: [UInt8]
+    let acceptedKey: [UInt8]
     /// `/vault/v2/<group id hex>.versions/`: the items' kept versions.
     let versionsPrefix: [UInt8]
     let watching: Bool
@@ -44,6 +48,8 @@ final class EtcdReplica: Sendable {
         var watchLiveSince: ContinuousClock.Instant?
         var watchFailures = 0
         var watchRetryAt: ContinuousClock.Instant?
+        /// The rollback accepted on another machine that this process's refresh took, said in words.
+        var acceptedRollback: String?
     }
     let seen = Mutex(Seen())
 
@@ -55,6 +61,8 @@ final class EtcdReplica: Sendable {
         itemsPrefix = Array((root + "items/").utf8)
         metaKey = Array((root + "meta").utf8)
         manifestKey = Array((root + "manifest").utf8)
+        rollbackKey = Array((root + "rollback").utf8)
+        acceptedKey = Array((root + "accepted").utf8)
         versionsPrefix = Array(("/vault/v2/" + Hex.encode(identity.groupID) + ".versions/").utf8)
         var configuration: EtcdClient.Configuration
         do {
@@ -66,6 +74,14 @@ final class EtcdReplica: Sendable {
         configuration.certificateFile = identity.settings.certificateFile
         configuration.keyFile = identity.settings.keyFile
         configuration.user = identity.settings.user
+        guard FleetSettings.readDeadlineRange.contains(identity.settings.readDeadlineMilliseconds) else {
+            throw StoreError(
+                .invalidName,
+                "fleet group \(identity.group): a read deadline of \(identity.settings.readDeadlineMilliseconds) ms is "
+                    + "outside \(FleetSettings.readDeadlineRange.lowerBound)...\(FleetSettings.readDeadlineRange.upperBound)"
+            )
+        }
+        configuration.readDeadlineMilliseconds = identity.settings.readDeadlineMilliseconds
         if let refusal = identity.settings.credentialsRefusal {
             throw StoreError(
                 .insecureFile,
@@ -96,54 +112,12 @@ final class EtcdReplica: Sendable {
         }
     }
 
-    private func meta(check: [UInt8]) -> [UInt8] {
-        Array(
-            "vault fleet group v1\nname=\(identity.group)\ncheck=\(Hex.encode(check))\n"
-                .utf8)
-    }
-
-    func register(check: [UInt8]) throws(StoreError) {
-        let empty = try identity.manifestKey.seal(FleetManifest(counter: 0, items: [:]))
-        let result: EtcdTransactionResult
-        do {
-            result = try client.transaction(
-                compare: [.createRevision(key: metaKey, equals: 0), .createRevision(key: manifestKey, equals: 0)],
-                success: [.put(key: metaKey, value: meta(check: check)), .put(key: manifestKey, value: empty)])
-        } catch {
-            throw storeError(error, "cannot register it in etcd")
-        }
-        guard result.succeeded else {
-            throw StoreError(.vaultAlreadyExists, "fleet group \(identity.group): its id is registered in etcd already")
-        }
-    }
-
-    func verifyRegistration(check: [UInt8]) throws(StoreError) {
-        let found: EtcdRangeResult
-        do {
-            found = try client.range(metaKey)
-        } catch {
-            throw storeError(error, "cannot read its registration")
-        }
-        guard let registered = found.keyValues.first?.value else {
-            throw StoreError(
-                .groupNotFound,
-                "fleet group \(identity.group): etcd at \(identity.settings.endpoints.joined(separator: ",")) has no "
-                    + "group with this key's id (made with `vault group create --etcd`, on the same cluster?)")
-        }
-        guard registered == meta(check: check) else {
-            throw StoreError(
-                .integrity,
-                "fleet group \(identity.group): the key file does not match the group etcd has under its id (another "
-                    + "group's key, or the name differs)")
-        }
-    }
-
     private func itemKey(_ id: ItemID) -> [UInt8] { itemsPrefix + Array(id.rawValue.utf8) }
 
     var group: GroupName { identity.group }
 
     /// The hint every refusal of the replica's state ends with.
-    private var resyncHint: String {
+    var resyncHint: String {
         "; nothing was taken from etcd. If etcd was restored on purpose, `vault group resync \(group) "
             + "--accept-rollback` makes its state the group's"
     }
@@ -153,36 +127,20 @@ final class EtcdReplica: Sendable {
     /// Everything under the group's prefix, in pages, as of one revision.
     func readGroup() throws(StoreError) -> EtcdRangeResult {
         do {
-            // The group's items, its manifest and its registration, and nothing else.
+            // The group's items, its manifest, its registration and its two witness records, and nothing else.
             return try client.range(
-                prefix: rootPrefix, pageSize: Self.pageSize, maximumKeys: FleetManifest.maximumItemCount + 2)
+                prefix: rootPrefix, pageSize: Self.pageSize, maximumKeys: FleetManifest.maximumItemCount + 4)
         } catch {
             throw storeError(error, "cannot read its items from etcd")
         }
     }
 
-    /// The manifest and the items of a range of the group's prefix (keys under `items/` that name no
-    /// item id are left out, as the check leaves out nothing: a stray key makes neither fail).
-    func contents(_ found: EtcdRangeResult) -> (manifest: EtcdKeyValue?, items: [ItemID: EtcdKeyValue]) {
-        var manifest: EtcdKeyValue?
-        var items: [ItemID: EtcdKeyValue] = [:]
-        for keyValue in found.keyValues {
-            if keyValue.key == manifestKey {
-                manifest = keyValue
-            } else if keyValue.key.starts(with: itemsPrefix),
-                let id = try? ItemID(String(decoding: keyValue.key.dropFirst(itemsPrefix.count), as: UTF8.self))
-            {
-                items[id] = keyValue
-            }
-        }
-        return (manifest, items)
-    }
-
     func refresh(_ cache: ReplicaCache) throws(StoreError) {
         let started = ContinuousClock.now
         let found = try readGroup()
-        let (manifestValue, items) = contents(found)
-        guard let manifestValue else {
+        let contents = contents(found)
+        let items = contents.items
+        guard let manifestValue = contents.manifest else {
             throw StoreError(
                 .integrity,
                 "fleet group \(group): etcd holds no manifest for it (deleted outside the vault, or etcd was restored "
@@ -192,21 +150,7 @@ final class EtcdReplica: Sendable {
         let mark = FleetMark(
             counter: manifest.counter, digest: try identity.manifestKey.digest(of: manifestValue.value))
         let previous = try cache.highWaterMark()
-        if let previous {
-            guard manifest.counter >= previous.counter else {
-                throw StoreError(
-                    .integrity,
-                    "fleet group \(group): etcd's copy is older than this machine has seen (its manifest is at "
-                        + "\(manifest.counter), this machine saw \(previous.counter)): etcd was restored from an older "
-                        + "snapshot, or a member went back" + resyncHint)
-            }
-            guard manifest.counter > previous.counter || mark.digest == previous.digest else {
-                throw StoreError(
-                    .integrity,
-                    "fleet group \(group): etcd's manifest \(manifest.counter) is not the one this machine saw under "
-                        + "that number (etcd was restored, then written to)" + resyncHint)
-            }
-        }
+        let acceptance = try checkHistory(manifest, mark: mark, previous: previous, contents: contents, cache: cache)
         for (id, keyValue) in items {
             guard let expected = manifest.items[id] else {
                 throw StoreError(
@@ -227,22 +171,6 @@ final class EtcdReplica: Sendable {
                 "fleet group \(group): item \(id), which the group's manifest lists, is missing from etcd (deleted "
                     + "outside the vault)" + resyncHint)
         }
-        // A newer manifest may still descend from an older state than this machine saw (etcd restored, then
-        // written to by a machine that had not seen more): an item it lists as last written at or before the
-        // mark must be the one this machine has cached since.
-        if let previous, manifest.counter > previous.counter {
-            for (id, entry) in manifest.items where entry.version <= previous.counter {
-                let cached = try cache.contents(of: id)
-                guard let cached, try identity.manifestKey.digest(of: cached) == entry.digest else {
-                    throw StoreError(
-                        .integrity,
-                        "fleet group \(group): etcd's manifest \(manifest.counter) lists item \(id) as written at "
-                            + "\(entry.version), which this machine saw (up to \(previous.counter)) "
-                            + (cached == nil ? "without it" : "with another value")
-                            + ": etcd went back to an older state, and was written to since" + resyncHint)
-                }
-            }
-        }
         // The mark first: a crash never leaves cached items newer than it.
         if previous != mark { try cache.record(mark) }
         for (id, keyValue) in items where try cache.contents(of: id) != keyValue.value {
@@ -256,6 +184,7 @@ final class EtcdReplica: Sendable {
             seen.manifestRevision = manifestValue.modRevision
             seen.confirmedRevision = found.revision
             seen.confirmedAt = now
+            if let acceptance { seen.acceptedRollback = acceptance }
         }
         watchIfNeeded(from: found.revision + 1)
     }

@@ -64,8 +64,23 @@ final class FleetGroup: GroupReplica {
             if current {
                 noteConfirmed()
             } else {
-                // The check found the cache stale: refreshed under the lock, whatever the watch says.
-                _ = try cache.withGroupLock { () throws(StoreError) in try refresh(cache) }
+                // The check found the cache stale: refreshed under the lock, whatever the watch says, unless
+                // another thread did (or found etcd out of reach) while this one waited for the lock.
+                let asked = ContinuousClock.now
+                _ = try cache.withGroupLock { () throws(StoreError) in
+                    let done = state.withLock { state in
+                        state.refreshedAt.map { $0 > asked } == true
+                            || !freshOnly && state.unreachableUntil.map { ContinuousClock.now < $0 } == true
+                    }
+                    if done { return false }
+                    do throws(StoreError) {
+                        return try refresh(cache)
+                    } catch  where error.code == .unavailable {
+                        // Before the lock goes: the threads waiting for it answer from the cache at once.
+                        state.withLock { $0.unreachableUntil = ContinuousClock.now + Self.unreachableRetryInterval }
+                        throw error
+                    }
+                }
             }
         } catch  where error.code == .unavailable {
             let since = state.withLock { $0.status?.knownCurrentAt } ?? cache.highWaterMarkTime
@@ -128,6 +143,7 @@ final class FleetGroup: GroupReplica {
     func status() -> FleetCacheStatus? {
         guard var status = state.withLock({ $0.status }) else { return nil }
         status.watchFailure = replica.watchFailure()
+        status.acceptedRollback = replica.seen.withLock { $0.acceptedRollback }
         return status
     }
 

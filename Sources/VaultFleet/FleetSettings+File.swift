@@ -17,6 +17,9 @@ extension FleetSettings {
             if let value { lines.append("\(name)=\(value)") }
         }
         if sendsCredentialsInTheClear { lines.append("plain-http-credentials=yes") }
+        if readDeadlineMilliseconds != Self.defaultReadDeadlineMilliseconds {
+            lines.append("read-deadline-ms=\(readDeadlineMilliseconds)")
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 
@@ -36,6 +39,9 @@ extension FleetSettings {
             case "password-file": settings.passwordFile = value
             case "plain-http-credentials" where value == "yes" || value == "no":
                 settings.sendsCredentialsInTheClear = value == "yes"
+            case "read-deadline-ms":
+                guard let milliseconds = Int(value), readDeadlineRange.contains(milliseconds) else { return nil }
+                settings.readDeadlineMilliseconds = milliseconds
             default: return nil
             }
         }

@@ -293,4 +293,34 @@ import VaultTestSupport
             #expect(error?.status == .decode, "\(String(describing: error))")
         }
     }
+
+    /// The registration held the group's name in the clear (`name=…`); it holds a keyed hash of it
+    /// now. An earlier build's registration is accepted on join and replaced; a key file joined under
+    /// another name is refused either way.
+    @Test func theRegistrationDoesNotNameTheGroupAndAnOlderOneIsReplacedOnJoin() throws {
+        let endpoints = try TestCluster.require()
+        let named = try AccessGroup("named-\(UUID().uuidString.prefix(8).lowercased())")
+        try FleetTestSupport.withTwoHosts(named, a: endpoints, b: endpoints, label: "fleet-name") { a, _ in
+            let etcd = EtcdClient(try EtcdClient.Configuration(endpoints: endpoints))
+            let metaKey = try FleetTestSupport.etcdRoot(of: named, in: a) + Array("meta".utf8)
+            let registration = String(
+                decoding: try #require(try etcd.range(metaKey).keyValues.first).value, as: UTF8.self)
+            #expect(!registration.contains(named.rawValue) && registration.contains("name-check="), "\(registration)")
+            let check = try #require(registration.split(separator: "\n").first { $0.hasPrefix("check=") })
+            try etcd.put(metaKey, Array("vault fleet group v1\nname=\(named.rawValue)\n\(check)\n".utf8))
+            let keyFile = try a.exportFleetGroupKey(named).unprotectedCopy()
+            try withTemporaryVault("fleet-name-c") { c in
+                let client = try Client(applicationIdentifier: "svc", accessGroups: [named.rawValue, "renamed"])
+                let third = try Vault.create(at: c.path, client: client, fleet: .etcd())
+                try third.joinFleetGroup(named, keyFile: keyFile, settings: FleetSettings(endpoints: endpoints))
+                #expect(try etcd.range(metaKey).keyValues.first?.value == Array(registration.utf8), "replaced")
+                // Under another name, the key file does not match.
+                let error = #expect(throws: VaultError.self) {
+                    try third.joinFleetGroup(
+                        try AccessGroup("renamed"), keyFile: keyFile, settings: FleetSettings(endpoints: endpoints))
+                }
+                #expect(error?.status == .param || error?.status == .decode, "\(String(describing: error))")
+            }
+        }
+    }
 }

@@ -22,24 +22,18 @@ import VaultTestSupport
         return try FleetTestSupport.withTwoHosts(group, a: endpoints, b: endpoints, label: "fleet-rb") { a, b in
             a.requireFreshFleetReads(true)
             b.requireFreshFleetReads(true)
-            return try body(a, b, group, try GroupKeys(group, endpoints: endpoints))
+            return try body(a, b, group, try GroupKeys(group, of: a, endpoints: endpoints))
         }
     }
 
-    /// The group's keys in etcd, found by the name its registration holds.
+    /// The group's keys in etcd, found by the id its key file holds.
     struct GroupKeys {
         let etcd: EtcdClient
         let root: [UInt8]
 
-        init(_ group: AccessGroup, endpoints: [String]) throws {
+        init(_ group: AccessGroup, of vault: Vault, endpoints: [String]) throws {
             etcd = EtcdClient(try EtcdClient.Configuration(endpoints: endpoints))
-            let all = try etcd.range(prefix: Array("/vault/v2/".utf8))
-            let meta = all.keyValues.first {
-                String(decoding: $0.key, as: UTF8.self).hasSuffix("/meta")
-                    && String(decoding: $0.value, as: UTF8.self).contains("name=\(group.rawValue)\n")
-            }
-            let key = try #require(meta?.key)
-            root = Array(key.dropLast("meta".utf8.count))
+            root = try FleetTestSupport.etcdRoot(of: group, in: vault)
         }
 
         var manifest: [UInt8] { root + Array("manifest".utf8) }
@@ -130,6 +124,37 @@ import VaultTestSupport
         }
     }
 
+    /// The CLI's put (an add and an update) and rm on a rolled-back group are the integrity error with
+    /// the resync hint (exit 6), at once: not "added on another machine meanwhile" or "other processes
+    /// kept changing the item" (exit 7) after retries.
+    @Test func theCLIsWritesOnARolledBackGroupAreIntegrityErrors() throws {
+        try withTwoHosts(on: try TestCluster.require()) { a, b, group, keys in
+            let db = try key("db", group)
+            try a.set(Data("v1".utf8), for: db)
+            let oldItem = try keys.newestItem()
+            let oldManifest = try keys.value(keys.manifest)
+            try a.set(Data("v2".utf8), for: db)
+            #expect(try b.data(for: db) == Data("v2".utf8))
+            _ = try keys.etcd.transaction(
+                compare: [],
+                success: [.put(key: keys.manifest, value: oldManifest), .put(key: oldItem.key, value: oldItem.value)])
+            let vault = FleetCommandTests.binaries.appendingPathComponent("vault").path
+            for (arguments, input) in [
+                (["get", "db", "app"], ""), (["ls"], ""), (["put", "new", "app"], "added"),
+                (["put", "db", "app"], "updated"),
+                (["rm", "db", "app"], ""),
+            ] {
+                let outcome = try FleetTestSupport.run(
+                    vault, ["--vault", b.path, "--group", group.rawValue] + arguments, input: input,
+                    environment: ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"], seconds: 60)
+                #expect(
+                    outcome.status == 6 && outcome.errors.contains("vault group resync"),
+                    "\(arguments): \(outcome)")
+            }
+            #expect(try keys.value(keys.manifest) == oldManifest, "the refused writes changed nothing in etcd")
+        }
+    }
+
     @Test func aReplayedOlderManifestWithItsItemsIsARollback() throws {
         try withTwoHosts(on: try TestCluster.require()) { a, b, group, keys in
             let db = try key("db", group)
@@ -171,6 +196,52 @@ import VaultTestSupport
             for round in 1...3 { try b.set(Data("other \(round)".utf8), for: try key("other", group)) }
             #expect(try b.data(for: db) == Data("P1".utf8), "b never saw more")
             expectIntegrityError("went back to an older state") { _ = try a.data(for: db) }
+        }
+    }
+
+    /// One machine's knowledge protects the others: b was away while a saw the newer state, and c joins
+    /// after etcd went back; once a has found the rollback, b and c refuse it too (they served it
+    /// silently before). An acceptance on a is then said on b (its status, the CLI, syslog).
+    @Test func aRollbackOneMachineFoundIsRefusedByOneThatWasAwayAndOneThatJoinsAfter() throws {
+        let endpoints = try TestCluster.require()
+        try withTwoHosts(on: endpoints) { a, b, group, keys in
+            let db = try key("db", group)
+            try a.set(Data("P1".utf8), for: db)
+            #expect(try b.data(for: db) == Data("P1".utf8), "b saw P1, then was away")
+            let oldItem = try keys.newestItem()
+            let oldManifest = try keys.value(keys.manifest)
+            try a.set(Data("P2, the rotated password".utf8), for: db)
+            _ = try keys.etcd.transaction(
+                compare: [],
+                success: [.put(key: keys.manifest, value: oldManifest), .put(key: oldItem.key, value: oldItem.value)])
+            expectIntegrityError("older than this machine has seen") { _ = try a.data(for: db) }
+            expectIntegrityError("older than another machine has seen") { _ = try b.data(for: db) }
+            expectIntegrityError("older than another machine has seen") {
+                try b.set(Data("written on the old state".utf8), for: db)
+            }
+            let keyFile = try a.exportFleetGroupKey(group).unprotectedCopy()
+            try withTemporaryVault("fleet-rb-c") { t in
+                let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
+                let c = try Vault.create(at: t.path, client: client, fleet: .etcd())
+                expectIntegrityError("older than another machine has seen") {
+                    try c.joinFleetGroup(group, keyFile: keyFile, settings: FleetSettings(endpoints: endpoints))
+                    _ = try c.data(for: db)
+                }
+                // The operator accepts etcd's state on a: every machine takes it, and b says so.
+                let report = try a.resyncFleetGroup(group, acceptingRollback: true)
+                #expect(report.counter > report.previousCounter ?? 0)
+                #expect(try a.data(for: db) == Data("P1".utf8))
+                #expect(a.fleetCacheStatus(of: group)?.acceptedRollback == nil, "a accepted it: nothing to tell")
+                #expect(try b.data(for: db) == Data("P1".utf8))
+                let said = b.fleetCacheStatus(of: group)?.acceptedRollback ?? ""
+                #expect(said.contains("accepted a rollback") && said.contains("this machine had seen"), "\(said)")
+                if (try? c.data(for: db)) == nil {
+                    try c.joinFleetGroup(group, keyFile: keyFile, settings: FleetSettings(endpoints: endpoints))
+                }
+                #expect(try c.data(for: db) == Data("P1".utf8), "c joined the accepted state")
+                try b.set(Data("P3".utf8), for: db)
+                #expect(try a.data(for: db) == Data("P3".utf8))
+            }
         }
     }
 

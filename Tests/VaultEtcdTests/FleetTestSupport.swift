@@ -3,6 +3,7 @@ import Synchronization
 import Testing
 import Vault
 import VaultEtcd
+import VaultStore
 import VaultSystem
 import VaultTestSupport
 
@@ -21,6 +22,14 @@ enum FleetTestSupport {
     /// The next candidate base port: the clusters that tests start for themselves use 45300 + 20 k
     /// (clients BASE+1…3, peers BASE+11…13).
     static let nextBase = Mutex(0)
+
+    /// Where fleet group `group` of `vault` keeps its keys in etcd (`/vault/v2/<group id hex>/`), from the
+    /// id in its exported key: its registration does not name it.
+    static func etcdRoot(of group: AccessGroup, in vault: Vault) throws -> [UInt8] {
+        let key = try ReplicatedGroupKey(
+            exported: try vault.exportFleetGroupKey(group).unprotectedCopy(), group: try GroupName(group.rawValue))
+        return Array("/vault/v2/\(Hex.encode(key.groupID))/".utf8)
+    }
 
     /// 127.0.0.1:`port` (0: any port) as a socket address.
     static func loopback(port: Int) -> sockaddr_in {

@@ -19,6 +19,14 @@ public struct FleetSettings: Sendable, Hashable {
     /// Whether `user`'s password may go over plain `http://` to endpoints off this machine's loopback,
     /// where anyone on the path reads it: for a lab only. Refused otherwise, before anything is sent.
     public var sendsCredentialsInTheClear = false
+    /// How long a read may wait for etcd in all, over every endpoint it tries, before it is answered from
+    /// this machine's cache (marked stale); in `readDeadlineRange`.
+    public var readDeadlineMilliseconds = FleetSettings.defaultReadDeadlineMilliseconds
+
+    /// The read deadline unless the settings say otherwise.
+    public static let defaultReadDeadlineMilliseconds = 1000
+    /// The read deadlines settings may give: long enough for a request, short enough to be one.
+    public static let readDeadlineRange = 50...60_000
 
     /// Settings for `endpoints`.
     public init(endpoints: [String]) {
@@ -61,12 +69,17 @@ public struct FleetCacheStatus: Sendable, Equatable {
     /// failure starts the next watch. Nil once etcd has made a watch again, in a process that does not
     /// watch, or when the last watch ended otherwise. Read when asked, not at the last read.
     public var watchFailure: String?
+    /// When this process took a state of the group that an operator accepted as a rollback on another
+    /// machine (`resyncFleetGroup(_:acceptingRollback: true)`) after this machine had seen a newer one:
+    /// who, when, and which manifests, in words (also sent to syslog). Nil otherwise.
+    public var acceptedRollback: String?
 
     /// A status.
-    public init(isStale: Bool, knownCurrentAt: Int64?, watchFailure: String? = nil) {
+    public init(isStale: Bool, knownCurrentAt: Int64?, watchFailure: String? = nil, acceptedRollback: String? = nil) {
         self.isStale = isStale
         self.knownCurrentAt = knownCurrentAt
         self.watchFailure = watchFailure
+        self.acceptedRollback = acceptedRollback
     }
 }
 

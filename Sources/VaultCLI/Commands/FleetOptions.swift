@@ -12,12 +12,13 @@ enum FleetOptions {
         .value("etcd-user", "NAME", "authenticate to etcd as this user (with --etcd-password-file)"),
         .value("etcd-password-file", "FILE", "the etcd user's password: the first line of FILE"),
         .flag("etcd-plain-http-credentials", "let the password go over http:// off this machine (a lab only)"),
+        .value("etcd-read-deadline", "MS", "answer reads from the cache when etcd has not within MS ms (default 1000)"),
     ]
 
     /// The settings the options give, or nil without --etcd; `command` names the command in errors.
     static func settings(_ parsed: ParsedArguments, command: String) throws(UsageError) -> FleetSettings? {
         guard let urls = parsed.value("etcd") else {
-            for name in ["etcd-ca", "etcd-cert", "etcd-key", "etcd-user", "etcd-password-file"]
+            for name in ["etcd-ca", "etcd-cert", "etcd-key", "etcd-user", "etcd-password-file", "etcd-read-deadline"]
             where parsed.value(name) != nil {
                 throw UsageError("--\(name) goes with --etcd URL[,URL…]", command: command)
             }
@@ -44,6 +45,14 @@ enum FleetOptions {
             throw UsageError("--etcd-user and --etcd-password-file go together", command: command)
         }
         settings.sendsCredentialsInTheClear = parsed.flag("etcd-plain-http-credentials")
+        if let text = parsed.value("etcd-read-deadline") {
+            guard let milliseconds = Int(text), FleetSettings.readDeadlineRange.contains(milliseconds) else {
+                throw UsageError(
+                    "--etcd-read-deadline is a number of milliseconds from \(FleetSettings.readDeadlineRange.lowerBound) "
+                        + "to \(FleetSettings.readDeadlineRange.upperBound), not \"\(text)\"", command: command)
+            }
+            settings.readDeadlineMilliseconds = milliseconds
+        }
         if let refusal = settings.credentialsRefusal { throw UsageError(refusal, command: command) }
         return settings
     }

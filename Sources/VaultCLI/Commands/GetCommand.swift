@@ -13,6 +13,8 @@ package struct GetCommand: Sendable, Hashable {
     package var fresh: Bool = false
     /// `--version N`: that version's secret (`vault history`), not the current one.
     package var version: UInt64? = nil
+    /// `--report-stale`: exit status 10 when a fleet group's answer came from the cache.
+    package var reportStale = false
 
     static let info = CommandInfo(
         name: "get",
@@ -27,7 +29,8 @@ package struct GetCommand: Sendable, Hashable {
 
             In a fleet group, the item is read from etcd's copy when etcd answers. When it does not, the
             answer comes from this machine's cache and standard error says so and since when; with
-            --fresh it does not come at all (exit status 9).
+            --report-stale the exit status is then 10 (the secret is printed all the same), and with
+            --fresh the answer does not come at all (exit status 9).
 
             With --version N, prints the secret of version N of the item (`vault history` lists them);
             a version that is not kept is exit status 1.
@@ -35,6 +38,7 @@ package struct GetCommand: Sendable, Hashable {
         options: [
             .flag("json", "print the attributes and the secret as JSON"),
             .flag("fresh", "in a fleet group, fail (exit status 9) rather than answer from the cache"),
+            .flag("report-stale", "in a fleet group, exit status 10 when the answer came from the cache"),
             .value("version", "N", "print version N of the secret (see `vault history`)"),
         ] + InternetOptions.specs,
         operands: ItemName.operands,
@@ -42,6 +46,7 @@ package struct GetCommand: Sendable, Hashable {
             var command = GetCommand(
                 name: try InternetOptions.itemName(parsed, command: "get"), json: parsed.flag("json"),
                 fresh: parsed.flag("fresh"))
+            command.reportStale = parsed.flag("report-stale")
             if let text = parsed.value("version") {
                 guard case .generic = command.name, !command.json else {
                     throw UsageError(
@@ -57,7 +62,17 @@ package struct GetCommand: Sendable, Hashable {
         let group = try context.group()
         let vault = try context.openVault()
         if fresh { vault.requireFreshFleetReads(true) }
-        defer { context.noteStaleFleetReads(vault) }
+        do {
+            try answer(vault, group: group, in: context)
+        } catch {
+            context.noteStaleFleetReads(vault)
+            throw error
+        }
+        try context.finishFleetReads(vault, report: reportStale)
+    }
+
+    /// Writes the secret (or the JSON) of the item.
+    private func answer(_ vault: Vault, group: AccessGroup?, in context: Context) throws(CLIError) {
         if let version, case .generic(let service, let account) = name {
             let key = try context.itemKey(service: service, account: account)
             let data = try context.attempt(vault, name.description) { () throws(VaultError) in

@@ -11,6 +11,8 @@ package struct ListCommand: Sendable, Hashable {
     package var json: Bool
     /// `--all`: the device identifiers of `vault uuid` too.
     package var all = false
+    /// `--report-stale`: exit status 10 when a fleet group's answer came from the cache.
+    package var reportStale = false
 
     static let info = CommandInfo(
         name: "ls",
@@ -35,11 +37,13 @@ package struct ListCommand: Sendable, Hashable {
             .value("service", "S", "only generic passwords of service S", kind: .service),
             .flag("json", "print a JSON array"),
             .flag("all", "also list the device identifiers of `vault uuid`"),
+            .flag("report-stale", "exit status 10 when a fleet group was listed from this machine's cache"),
         ] + InternetOptions.specs,
         make: { parsed throws(UsageError) in
             _ = try parsed.operands([], minimum: 0, command: "ls")
             var command = ListCommand(service: parsed.value("service"), server: nil, json: parsed.flag("json"))
             command.all = parsed.flag("all")
+            command.reportStale = parsed.flag("report-stale")
             if let internet = try InternetOptions.parse(parsed, command: "ls") {
                 guard command.service == nil else {
                     throw UsageError(
@@ -68,7 +72,17 @@ package struct ListCommand: Sendable, Hashable {
             query.attributes.path = server.path
         }
         query.attributes.accessGroup = group
-        defer { context.noteStaleFleetReads(vault) }
+        do {
+            try list(vault, query, in: context)
+        } catch {
+            context.noteStaleFleetReads(vault)
+            throw error
+        }
+        try context.finishFleetReads(vault, report: reportStale)
+    }
+
+    /// Writes the items `query` finds, then names the files that could not be read.
+    private func list(_ vault: Vault, _ query: Query, in context: Context) throws(CLIError) {
         let found: SearchResult
         do {
             found = try vault.search(query, returning: [.attributes])

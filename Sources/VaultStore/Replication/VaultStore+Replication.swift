@@ -23,9 +23,14 @@ extension VaultStore {
                     + "open it with one",
                 path: groupPath(group).string)
         }
-        let replica = try replication.replica(of: group, cache: ReplicaCache(store: self, group: group))
-        replicas.withLock { $0.replicas[group] = .some(replica) }
-        return replica
+        let made = try replication.replica(of: group, cache: ReplicaCache(store: self, group: group))
+        // Threads that made one at once all use the first kept: its state (when etcd was last out of
+        // reach, its watch) is the group's in this process.
+        return replicas.withLock { (state) -> (any GroupReplica)? in
+            if let kept = state.replicas[group] { return kept }
+            state.replicas[group] = .some(made)
+            return made
+        }
     }
 
     /// The replica of `group` if this store has made it already (for its status), without making it.
@@ -69,12 +74,19 @@ extension VaultStore {
             return false
         }
         let cache = ReplicaCache(store: self, group: group)
-        switch inTransaction {
-        case true?: return false
-        case false?: return try replica.refreshInTransaction(cache)
-        case nil:
-            try replica.prepareRead(cache)
-            return false
+        do throws(StoreError) {
+            switch inTransaction {
+            case true?: return false
+            case false?: return try replica.refreshInTransaction(cache)
+            case nil:
+                try replica.prepareRead(cache)
+                return false
+            }
+        } catch  where error.path == nil {
+            // The group's failure (a replica that went back, etcd out of reach), named by its directory:
+            // without a path it would read as a failure of the item file being read, which a repair
+            // removes.
+            throw StoreError(error.code, error.message, path: cache.groupPath, cause: error.cause)
         }
     }
 

@@ -1,0 +1,126 @@
+import VaultEtcd
+import VaultStore
+import VaultSystem
+
+/// Whether etcd's state of the group went back: against this machine's mark (`fleet.mark`), and
+/// against what other machines reported (`FleetWitness`). A machine that finds etcd gone back reports
+/// it in etcd, so that one that was offline meanwhile, or joins since, refuses the older state too.
+extension EtcdReplica {
+    /// What a read of the group's prefix holds.
+    struct GroupContents {
+        var manifest: EtcdKeyValue?
+        var items: [ItemID: EtcdKeyValue] = [:]
+        var rollback: EtcdKeyValue?
+        var accepted: EtcdKeyValue?
+    }
+
+    /// The manifest, the items and the witness records of a range of the group's prefix (keys under
+    /// `items/` that name no item id are left out: a stray key makes nothing fail).
+    func contents(_ found: EtcdRangeResult) -> GroupContents {
+        var contents = GroupContents()
+        for keyValue in found.keyValues {
+            switch keyValue.key {
+            case manifestKey: contents.manifest = keyValue
+            case rollbackKey: contents.rollback = keyValue
+            case acceptedKey: contents.accepted = keyValue
+            default:
+                if keyValue.key.starts(with: itemsPrefix),
+                    let id = try? ItemID(String(decoding: keyValue.key.dropFirst(itemsPrefix.count), as: UTF8.self))
+                {
+                    contents.items[id] = keyValue
+                }
+            }
+        }
+        return contents
+    }
+
+    /// Refuses `manifest` (sealed with digest `mark.digest`) when it is older than this machine's mark
+    /// `previous` or than a machine reported seeing, or forks from what this machine saw; a refusal
+    /// against this machine's own mark is reported in etcd for the others. Returns the words for a
+    /// rollback that an operator accepted on another machine, when this refresh is this machine's first
+    /// past it.
+    func checkHistory(
+        _ manifest: FleetManifest, mark: FleetMark, previous: FleetMark?, contents: GroupContents, cache: ReplicaCache
+    ) throws(StoreError) -> String? {
+        let reported = try contents.rollback.map { (keyValue) throws(StoreError) in
+            try identity.manifestKey.open(keyValue.value, as: .rollback)
+        }
+        if let previous {
+            do throws(StoreError) {
+                try checkAgainstMark(manifest, mark: mark, previous: previous, cache: cache)
+            } catch {
+                if error.code == .integrity {
+                    report(seen: previous, found: manifest.counter, over: contents.rollback, reported: reported)
+                }
+                throw error
+            }
+        }
+        if let reported, reported.refuses(counter: manifest.counter, digest: mark.digest) {
+            throw StoreError(
+                .integrity,
+                "fleet group \(group): etcd's copy is older than another machine has seen (its manifest is at "
+                    + "\(manifest.counter); uid \(reported.userID) on a machine of the group had seen manifest "
+                    + "\(reported.seenCounter) and found \(reported.replicaCounter) gone back, reported at "
+                    + "\(UTCTimestamp.iso8601(nanosecondsSince1970: reported.time))): etcd was restored from an "
+                    + "older snapshot, or a member went back" + resyncHint)
+        }
+        guard let previous, let sealed = contents.accepted?.value else { return nil }
+        let accepted = try identity.manifestKey.open(sealed, as: .accepted)
+        guard previous.counter < accepted.newCounter, accepted.newCounter <= manifest.counter else { return nil }
+        let words =
+            "fleet group \(group): uid \(accepted.userID) accepted a rollback on a machine of the group at "
+            + "\(UTCTimestamp.iso8601(nanosecondsSince1970: accepted.time)): etcd had gone back from manifest "
+            + "\(accepted.seenCounter) to \(accepted.replicaCounter), and that state is the group's since manifest "
+            + "\(accepted.newCounter); this machine had seen \(previous.counter)"
+        SystemLog.notice("vault: \(words) (vault at \(cache.vaultPath))")
+        return words
+    }
+
+    /// Refuses a manifest below this machine's mark, another under the mark's counter, or one above it
+    /// that lists an item as last written at or before the mark with other bytes than this machine
+    /// cached since (etcd went back, then a machine that had not seen more wrote past the mark).
+    private func checkAgainstMark(_ manifest: FleetManifest, mark: FleetMark, previous: FleetMark, cache: ReplicaCache)
+        throws(StoreError)
+    {
+        guard manifest.counter >= previous.counter else {
+            throw StoreError(
+                .integrity,
+                "fleet group \(group): etcd's copy is older than this machine has seen (its manifest is at "
+                    + "\(manifest.counter), this machine saw \(previous.counter)): etcd was restored from an older "
+                    + "snapshot, or a member went back" + resyncHint)
+        }
+        guard manifest.counter > previous.counter || mark.digest == previous.digest else {
+            throw StoreError(
+                .integrity,
+                "fleet group \(group): etcd's manifest \(manifest.counter) is not the one this machine saw under "
+                    + "that number (etcd was restored, then written to)" + resyncHint)
+        }
+        guard manifest.counter > previous.counter else { return }
+        for (id, entry) in manifest.items where entry.version <= previous.counter {
+            let cached = try cache.contents(of: id)
+            guard let cached, try identity.manifestKey.digest(of: cached) == entry.digest else {
+                throw StoreError(
+                    .integrity,
+                    "fleet group \(group): etcd's manifest \(manifest.counter) lists item \(id) as written at "
+                        + "\(entry.version), which this machine saw (up to \(previous.counter)) "
+                        + (cached == nil ? "without it" : "with another value")
+                        + ": etcd went back to an older state, and was written to since" + resyncHint)
+            }
+        }
+    }
+
+    /// Reports in etcd that this machine saw manifest `seen` and found `found` gone back (unless a report
+    /// that refuses as much is there): compared on the record it read, so that two reports never
+    /// overwrite each other unseen. Best effort: the refusal stands whether or not it is written.
+    private func report(seen: FleetMark, found: UInt64, over existing: EtcdKeyValue?, reported: FleetWitness?) {
+        if let reported, reported.refusedThrough >= max(seen.counter, found) { return }
+        let witness = FleetWitness(
+            kind: .rollback, seenCounter: seen.counter, seenDigest: seen.digest, replicaCounter: found,
+            newCounter: 0, userID: ProcessIdentity.effectiveUserID, time: FileTimestampClock.now())
+        guard let sealed = try? identity.manifestKey.seal(witness) else { return }
+        let compare: EtcdCompare =
+            existing.map { .modRevision(key: rollbackKey, equals: $0.modRevision) }
+            ?? .createRevision(key: rollbackKey, equals: 0)
+        _ = try? client.transaction(compare: [compare], success: [.put(key: rollbackKey, value: sealed)])
+    }
+}
