@@ -23,6 +23,19 @@ extension ItemEngine {
     func scan(_ group: AccessGroup, cached: Bool = false, include: (ItemRecord) -> Bool) throws(VaultError)
         -> ScanResult
     {
+        // A fleet group is checked against its replica once, for the whole scan.
+        let scanned = try translatingStoreErrors { () throws(StoreError) in
+            try store.scanning(group.name) { () throws(VaultError) in
+                try scanChecked(group, cached: cached, include: include)
+            }
+        }
+        return try scanned.get()
+    }
+
+    /// `scan`, its group's replica checked.
+    private func scanChecked(_ group: AccessGroup, cached: Bool, include: (ItemRecord) -> Bool) throws(VaultError)
+        -> ScanResult
+    {
         let ids = try translatingStoreErrors { () throws(StoreError) in try store.itemIDs(in: group.name, sorted: false)
         }
         // The items in an array, and by persistent id only their index: a scan of 100,000 items

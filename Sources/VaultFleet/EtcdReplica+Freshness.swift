@@ -17,7 +17,58 @@ extension EtcdReplica {
         }
     }
 
-    func isCurrent() throws(StoreError) -> Bool {
+    /// The `mod_revision`s of the group's manifest and rollback report (0: none) and the store's
+    /// revision, in one keys-only read of the keys from `manifest` to `rollback`: every change of the
+    /// group's state changes one of them.
+    func headRevisions() throws(StoreError) -> (manifest: Int64, rollback: Int64, revision: Int64) {
+        let found: EtcdRangeResult
+        do {
+            found = try client.range(manifestKey, rangeEnd: rollbackKey + [0], keysOnly: true)
+        } catch {
+            throw storeError(error, "cannot read its manifest's revision from etcd")
+        }
+        let revisions = Self.revisions(found)
+        return (revisions[manifestKey] ?? 0, revisions[rollbackKey] ?? 0, found.revision)
+    }
+
+    /// Whether the cache is what etcd holds: with `checkingItems`, by every key's revision under the
+    /// group's prefix (an item changed behind the manifest's back counts); else by the manifest's and
+    /// the rollback report's alone.
+    func isCurrent(checkingItems: Bool) throws(StoreError) -> Bool {
+        guard !checkingItems else { return try everyRevisionIsCurrent() }
+        let now = ContinuousClock.now
+        let head = try headRevisions()
+        let same = seen.withLock { seen in
+            guard seen.manifestRevision != 0, seen.manifestRevision == head.manifest,
+                seen.rollbackRevision == head.rollback
+            else { return false }
+            seen.confirmedRevision = max(seen.confirmedRevision, head.revision)
+            seen.confirmedAt = now
+            return true
+        }
+        if same { watchIfNeeded(from: head.revision + 1) }
+        return same
+    }
+
+    /// A process's first read: whether this machine's cache is the state etcd holds now, by the
+    /// revisions its last complete refresh recorded (`fleet.cached`, made under the present mark).
+    func cacheIsCurrent(_ cache: ReplicaCache) throws(StoreError) -> Bool {
+        guard let record = cache.currentRecord(), let mark = try? cache.highWaterMark(),
+            mark.digest == record.markDigest
+        else { return false }
+        let now = ContinuousClock.now
+        let head = try headRevisions()
+        guard head.manifest == record.manifestRevision, head.rollback == record.rollbackRevision else { return false }
+        seen.withLock { seen in
+            seen.manifestRevision = head.manifest
+            seen.rollbackRevision = head.rollback
+            seen.confirmedRevision = max(seen.confirmedRevision, head.revision)
+            seen.confirmedAt = now
+        }
+        return true
+    }
+
+    private func everyRevisionIsCurrent() throws(StoreError) -> Bool {
         // The second counts from before the request: what the answer confirms is at least that old.
         let now = ContinuousClock.now
         let found: EtcdRangeResult

@@ -32,6 +32,8 @@ final class EtcdReplica: Sendable {
         /// The manifest those revisions hold, and its `mod_revision`.
         var manifest: FleetManifest?
         var manifestRevision: Int64 = 0
+        /// The `mod_revision` of the group's rollback report (0: none) those revisions hold.
+        var rollbackRevision: Int64 = 0
         /// The store revision at which `revisions` were last confirmed, and when (this process's clock).
         var confirmedRevision: Int64 = 0
         var confirmedAt: ContinuousClock.Instant?
@@ -135,7 +137,10 @@ final class EtcdReplica: Sendable {
         }
     }
 
-    func refresh(_ cache: ReplicaCache) throws(StoreError) {
+    /// Brings the cache up to date with everything etcd holds of the group, checked against the
+    /// manifest, this machine's mark and the other machines' reports. With `recording`, the revisions
+    /// that made it current are recorded for this machine's next processes (`FleetCacheRecord`).
+    func refresh(_ cache: ReplicaCache, recording: Bool = false) throws(StoreError) {
         let started = ContinuousClock.now
         let found = try readGroup()
         let contents = contents(found)
@@ -182,9 +187,16 @@ final class EtcdReplica: Sendable {
             seen.revisions = Self.revisions(found)
             seen.manifest = manifest
             seen.manifestRevision = manifestValue.modRevision
+            seen.rollbackRevision = contents.rollback?.modRevision ?? 0
             seen.confirmedRevision = found.revision
             seen.confirmedAt = now
             if let acceptance { seen.acceptedRollback = acceptance }
+        }
+        if recording {
+            try cache.recordCurrent(
+                FleetCacheRecord(
+                    manifestRevision: manifestValue.modRevision, rollbackRevision: contents.rollback?.modRevision ?? 0,
+                    markDigest: mark.digest))
         }
         watchIfNeeded(from: found.revision + 1)
     }

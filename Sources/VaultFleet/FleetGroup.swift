@@ -60,7 +60,14 @@ final class FleetGroup: GroupReplica {
         }
         do throws(StoreError) {
             var current = false
-            if refreshedBefore { current = try replica.isCurrent() }
+            if refreshedBefore {
+                current = try replica.isCurrent(checkingItems: freshOnly)
+            } else if !freshOnly, !replica.watching {
+                // A process that does not watch (a command, the C API) takes the cache for current when
+                // etcd's manifest is the one its last complete refresh recorded: no read of every item.
+                current = try replica.cacheIsCurrent(cache)
+                if current { state.withLock { $0.refreshedAt = ContinuousClock.now } }
+            }
             if current {
                 noteConfirmed()
             } else {
@@ -74,7 +81,7 @@ final class FleetGroup: GroupReplica {
                     }
                     if done { return false }
                     do throws(StoreError) {
-                        return try refresh(cache)
+                        return try refresh(cache, recording: !replica.watching)
                     } catch  where error.code == .unavailable {
                         // Before the lock goes: the threads waiting for it answer from the cache at once.
                         state.withLock { $0.unreachableUntil = ContinuousClock.now + Self.unreachableRetryInterval }
@@ -125,9 +132,9 @@ final class FleetGroup: GroupReplica {
 
     /// Brings the cache up to date now (under the group's lock, which the caller holds); whether it
     /// changed.
-    func refresh(_ cache: ReplicaCache) throws(StoreError) -> Bool {
+    func refresh(_ cache: ReplicaCache, recording: Bool = false) throws(StoreError) -> Bool {
         let before = cache.changeCount
-        try replica.refresh(cache)
+        try replica.refresh(cache, recording: recording)
         noteRefreshed()
         return cache.changeCount > before
     }

@@ -74,3 +74,53 @@ extension ReplicaCache {
     /// nanoseconds since the epoch), or nil.
     var highWaterMarkTime: Int64? { modificationTime(of: FleetMark.fileName) }
 }
+
+/// The revisions of etcd's keys that a complete refresh of the group brought this machine's cache to
+/// (`fleet.cached`), and the mark it was made under: a process's first read finds the cache current by
+/// reading those keys' revisions alone (`EtcdReplica.cacheIsCurrent`), not every item. Every change of
+/// the group's state changes its manifest or its rollback report; an item changed in etcd behind the
+/// manifest's back is found by the next complete refresh (a write's, a fresh-only read's, a resync).
+struct FleetCacheRecord: Sendable, Equatable {
+    var manifestRevision: Int64
+    var rollbackRevision: Int64
+    var markDigest: [UInt8]
+
+    static let fileName = "fleet.cached"
+    static let header = "vault fleet cache v1"
+
+    /// One line, `vault fleet cache v1 <manifest revision, 20 digits> <rollback revision, 20 digits>
+    /// <mark digest hex>`, always of one length (written in place).
+    func encoded() -> [UInt8] {
+        func digits(_ value: Int64) -> String {
+            let text = String(max(0, value))
+            return String(repeating: "0", count: max(0, 20 - text.count)) + text
+        }
+        return Array(
+            "\(Self.header) \(digits(manifestRevision)) \(digits(rollbackRevision)) \(Hex.encode(markDigest))\n".utf8)
+    }
+
+    static func decode(_ bytes: [UInt8]) -> FleetCacheRecord? {
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard text.hasPrefix(header + " "), text.hasSuffix("\n") else { return nil }
+        let fields = text.dropFirst(header.count + 1).dropLast().split(separator: " ", omittingEmptySubsequences: false)
+        guard fields.count == 3, let manifest = Int64(fields[0]), manifest > 0, let rollback = Int64(fields[1]),
+            rollback >= 0, let digest = Hex.decode(String(fields[2])), digest.count == FleetManifest.digestByteCount
+        else { return nil }
+        return FleetCacheRecord(manifestRevision: manifest, rollbackRevision: rollback, markDigest: digest)
+    }
+}
+
+extension ReplicaCache {
+    /// What the last complete refresh recorded, nil when nothing (or nothing readable) was.
+    func currentRecord() -> FleetCacheRecord? {
+        guard let bytes = try? readFile(FleetCacheRecord.fileName, limit: 4096) else { return nil }
+        return FleetCacheRecord.decode(bytes)
+    }
+
+    /// Records that the cache is `record`'s state, durably (a removal the refresh made is on disk before
+    /// a later process takes the record for current).
+    func recordCurrent(_ record: FleetCacheRecord) throws(StoreError) {
+        guard currentRecord() != record else { return }
+        try writeFixedLengthFile(FleetCacheRecord.fileName, record.encoded())
+    }
+}

@@ -106,7 +106,10 @@ func onThreads(_ count: Int, _ body: @escaping @Sendable () -> Void) {
         let key = try ItemKey(service: "db", account: "app", group: group)
         try FleetTestSupport.withTwoHosts(group, a: endpoints, b: endpoints, label: "fleet-deadline") { a, b in
             try a.set(Data("cached".utf8), for: key)
+            // Asked of etcd now, not vouched for by b's watch (which may not have reported a's write yet).
+            b.requireFreshFleetReads(true)
             #expect(try b.data(for: key) == Data("cached".utf8))
+            b.requireFreshFleetReads(false)
             let silent = try (0..<3).map { _ in try SilentEndpoint() }
             try (silent.map { "endpoint=\($0.endpoint)\n" }.joined()).write(
                 toFile: b.path + "/groups/\(group.rawValue)/fleet.conf", atomically: true, encoding: .utf8)

@@ -245,6 +245,38 @@ import VaultTestSupport
         }
     }
 
+    /// A command's read asks etcd for the revisions of the manifest and the rollback report alone once
+    /// its last complete refresh recorded them (`fleet.cached`): an item put back in etcd behind the
+    /// manifest's back is not read (the cache's verified value is served), while `--fresh`, which checks
+    /// every item's revision, refuses it; another host's write, which changes the manifest, is read.
+    @Test func aCommandsReadChecksTheManifestAndTheReportAloneAndAFreshOneEveryItem() throws {
+        try withTwoHosts(on: try TestCluster.require()) { a, b, group, keys in
+            let db = try key("db", group)
+            try a.set(Data("old".utf8), for: db)
+            let old = try keys.newestItem()
+            try a.set(Data("new".utf8), for: db)
+            let vault = FleetCommandTests.binaries.appendingPathComponent("vault").path
+            func get(_ options: [String] = []) throws -> FleetTestSupport.Outcome {
+                try FleetTestSupport.run(
+                    vault, ["--vault", b.path, "--group", group.rawValue, "get"] + options + ["db", "app"], input: "",
+                    environment: ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"], seconds: 60)
+            }
+            let first = try get()
+            #expect(first.status == 0 && first.output == "new", "\(first)")
+            #expect(FileManager.default.fileExists(atPath: b.path + "/groups/\(group.rawValue)/fleet.cached"))
+            try keys.etcd.put(old.key, old.value)
+            let light = try get()
+            #expect(light.status == 0 && light.output == "new", "the cache's verified value: \(light)")
+            let fresh = try get(["--fresh"])
+            #expect(
+                fresh.status == 6 && fresh.errors.contains("not the version the group's manifest lists"), "\(fresh)")
+            _ = try b.resyncFleetGroup(group, acceptingRollback: true)
+            try a.set(Data("newer".utf8), for: db)
+            let next = try get()
+            #expect(next.status == 0 && next.output == "newer", "another host's write changes the manifest: \(next)")
+        }
+    }
+
     @Test func aClusterRestoredFromAnOlderSnapshotIsDetectedAndResyncAcceptsIt() throws {
         try FleetTestSupport.withCluster("rollback", members: 1) { cluster in
             let endpoint = cluster.endpoints[0]

@@ -67,7 +67,10 @@ extension VaultStore {
         guard let replica = try replica(for: group) else { return false }
         let thread = ProcessIdentity.threadID
         let inTransaction = transactionState.withLock { (state) -> Bool? in
-            guard state.writerThread == thread else { return nil }
+            guard state.writerThread == thread else {
+                // Outside a transaction, in a scan of the group by this thread: checked once, before it.
+                return state.scans[thread]?[group] != nil ? true : nil
+            }
             guard state.transactionGroups?.contains(group) ?? true, !state.refreshedInTransaction.contains(group)
             else { return true }
             state.refreshedInTransaction.insert(group)
@@ -87,6 +90,27 @@ extension VaultStore {
             // without a path it would read as a failure of the item file being read, which a repair
             // removes.
             throw StoreError(error.code, error.message, path: cache.groupPath, cause: error.cause)
+        }
+    }
+
+    /// Runs `body`, a scan of `group` on this thread, after one check of a replicated group's cache
+    /// (`refreshReplicaIfStale`): its reads of the group's items inside skip theirs, and see the state
+    /// that check confirmed (a check an item would cost a scan one request to the replica each).
+    package func scanning<R, E: Error>(_ group: GroupName, _ body: () throws(E) -> R) throws(StoreError) -> Result<R, E> {
+        _ = try refreshReplicaIfStale(group)
+        let thread = ProcessIdentity.threadID
+        transactionState.withLock { $0.scans[thread, default: [:]][group, default: 0] += 1 }
+        defer {
+            transactionState.withLock { state in
+                state.scans[thread]?[group]? -= 1
+                if state.scans[thread]?[group] == 0 { state.scans[thread]?[group] = nil }
+                if state.scans[thread]?.isEmpty == true { state.scans[thread] = nil }
+            }
+        }
+        do throws(E) {
+            return .success(try body())
+        } catch {
+            return .failure(error)
         }
     }
 

@@ -313,4 +313,7 @@ struct TransactionState {
     /// The threads whose transaction's replica write met a conflict: `withWriteLock` runs it again (by
     /// thread: another thread's transaction may start before this one's caller looks).
     var conflictedThreads: Set<UInt> = []
+    /// The replicated groups each thread is scanning (with how many scans): its reads of their items
+    /// skip the replica's check, which the scan made once before them.
+    var scans: [UInt: [GroupName: Int]] = [:]
 }

@@ -27,6 +27,8 @@ struct FleetBench {
     let directory: String
     let quick: Bool
     let progress: Progress
+    /// Group sizes for the rows at scale (`FleetScaleBench`), run on the same cluster first.
+    var scales: [Int] = []
 
     var readIterations: Int { quick ? 50 : 1000 }
     var writeIterations: Int { quick ? 10 : 200 }
@@ -50,6 +52,14 @@ struct FleetBench {
         progress.show("fleet: starting etcd…")
         let cluster = try BenchCluster.startOrGiven()
         defer { cluster.stop() }
+
+        var scaleRows: (timings: [OperationTiming], goals: [String]) = ([], [])
+        if !scales.isEmpty {
+            scaleRows = try FleetScaleBench(
+                directory: directory, endpoints: cluster.endpoints, etcdctl: etcdctl, scales: scales, quick: quick,
+                progress: progress
+            ).run()
+        }
 
         let client = try Client(applicationIdentifier: "bench", accessGroups: ["fleet", "local"])
         let pathA = FilePath(directory).appending("fleet-a").string
@@ -216,7 +226,9 @@ struct FleetBench {
             }
         }
 
-        return (recorder.results, Self.goals(recorder.results, cacheRow: cacheRow))
+        return (
+            scaleRows.timings + recorder.results, scaleRows.goals + Self.goals(recorder.results, cacheRow: cacheRow)
+        )
     }
 
     static let localGetName = "local group, long-lived handle: get"

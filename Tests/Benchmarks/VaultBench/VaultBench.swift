@@ -38,6 +38,8 @@ struct Options {
     var cliOnly = false
     /// Only the fleet-group rows (FleetBench.swift), against etcd's own tools on one cluster.
     var fleet = false
+    /// With `--fleet`, the group sizes of the rows at scale (`FleetScaleBench`); none unless given.
+    var fleetScales: [Int] = []
     var writer: (path: String, group: String, count: Int, first: Int)?
     /// Texts that the names of the measured rows must contain one of (nil: every row).
     var rows: [String]?
@@ -73,6 +75,7 @@ struct Options {
             case "--groups-only": options.groupsOnly = true
             case "--cli-only": options.cliOnly = true
             case "--fleet": options.fleet = true
+            case "--fleet-items": options.fleetScales = value().split(separator: ",").compactMap { Int($0) }
             case "--first-read-only": options.firstReadOnly = true
             case "--fill", "--profile-gets", "--profile-query", "--profile-floor":
                 let mode = arguments[i]
@@ -173,7 +176,8 @@ struct VaultBench {
         let progress = Progress(enabled: !options.json && isatty(2) == 1)
         if options.fleet {
             let fleet = try FleetBench(
-                directory: FilePath(runDirectory).appending("fleet").string, quick: options.quick, progress: progress
+                directory: FilePath(runDirectory).appending("fleet").string, quick: options.quick, progress: progress,
+                scales: options.fleetScales
             ).run()
             report.measurements = fleet.timings
             report.goals = fleet.goals
