@@ -96,7 +96,8 @@ extension VaultStore {
     /// Runs `body`, a scan of `group` on this thread, after one check of a replicated group's cache
     /// (`refreshReplicaIfStale`): its reads of the group's items inside skip theirs, and see the state
     /// that check confirmed (a check an item would cost a scan one request to the replica each).
-    package func scanning<R, E: Error>(_ group: GroupName, _ body: () throws(E) -> R) throws(StoreError) -> Result<R, E> {
+    package func scanning<R, E: Error>(_ group: GroupName, _ body: () throws(E) -> R) throws(StoreError) -> Result<R, E>
+    {
         _ = try refreshReplicaIfStale(group)
         let thread = ProcessIdentity.threadID
         transactionState.withLock { $0.scans[thread, default: [:]][group, default: 0] += 1 }
