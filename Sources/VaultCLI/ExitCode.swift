@@ -82,6 +82,9 @@ struct CLIError: Error, Sendable {
     init(_ error: VaultError, subject: String, vaultPath: String, searched groups: [AccessGroup] = []) {
         let code = ExitCode(error.status)
         switch error.status {
+        case .itemNotFound where error.isMissingGroup:
+            // The group itself is not there: why (no such group here, a fleet group removed from the fleet).
+            self.init(code, subject, "not found: " + error.message)
         case .itemNotFound:
             let scope =
                 groups.isEmpty

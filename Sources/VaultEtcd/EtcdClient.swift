@@ -86,6 +86,9 @@ package final class EtcdClient: Sendable {
         ) { answer throws(EtcdError) in try EtcdJSON.rangeResult(answer, header: try EtcdJSON.header(answer)) }
     }
 
+    /// The end of the range of every key that starts with `prefix` (for a range or a deletion).
+    package static func rangeEnd(ofPrefix prefix: [UInt8]) -> [UInt8] { EtcdJSON.prefixEnd(prefix) }
+
     /// Every key that starts with `prefix`.
     package func range(prefix: [UInt8], serializable: Bool = false, keysOnly: Bool = false) throws(EtcdError)
         -> EtcdRangeResult

@@ -70,6 +70,19 @@ final class EtcdFleet: FleetEngine {
         }
     }
 
+    func removeFromReplica(_ group: GroupName, in store: VaultStore) throws(StoreError) -> Int {
+        guard let fleetGroup = try store.requireReplica(of: group) as? FleetGroup else {
+            throw StoreError(.invalidName, "group \(group) is not a fleet group of etcd")
+        }
+        let cache = store.replicaCache(of: group)
+        let removed = try cache.withGroupLock { () throws(StoreError) -> Int in try fleetGroup.replica.removeFromEtcd()
+        }
+        SystemLog.notice(
+            "vault: fleet group \(group) of the vault at \(store.path) removed from the fleet (etcd included, "
+                + "\(removed) items) by uid \(ProcessIdentity.effectiveUserID)")
+        return removed
+    }
+
     func cacheStatus(of group: GroupName, in store: VaultStore) -> FleetCacheStatus? {
         (store.knownReplica(of: group) as? FleetGroup)?.status()
     }

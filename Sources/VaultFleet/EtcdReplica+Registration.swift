@@ -48,11 +48,13 @@ extension EtcdReplica {
     func verifyRegistration(_ key: ReplicatedGroupKey) throws(StoreError) {
         let found: EtcdRangeResult
         do {
-            found = try client.range(metaKey)
+            // The registration, and the record of a removal from the fleet (which took its place).
+            found = try client.range(metaKey, rangeEnd: removedKey + [0])
         } catch {
             throw storeError(error, "cannot read its registration")
         }
-        guard let registered = found.keyValues.first?.value else {
+        if let removed = found.keyValues.first(where: { $0.key == removedKey }) { throw try removal(removed.value) }
+        guard let registered = found.keyValues.first(where: { $0.key == metaKey })?.value else {
             throw StoreError(
                 .groupNotFound,
                 "fleet group \(identity.group): etcd at \(identity.settings.endpoints.joined(separator: ",")) has no "

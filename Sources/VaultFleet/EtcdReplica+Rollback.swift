@@ -12,6 +12,7 @@ extension EtcdReplica {
         var items: [ItemID: EtcdKeyValue] = [:]
         var rollback: EtcdKeyValue?
         var accepted: EtcdKeyValue?
+        var removed: EtcdKeyValue?
     }
 
     /// The manifest, the items and the witness records of a range of the group's prefix (keys under
@@ -23,6 +24,7 @@ extension EtcdReplica {
             case manifestKey: contents.manifest = keyValue
             case rollbackKey: contents.rollback = keyValue
             case acceptedKey: contents.accepted = keyValue
+            case removedKey: contents.removed = keyValue
             default:
                 if keyValue.key.starts(with: itemsPrefix),
                     let id = try? ItemID(String(decoding: keyValue.key.dropFirst(itemsPrefix.count), as: UTF8.self))

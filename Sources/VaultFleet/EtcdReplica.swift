@@ -21,6 +21,8 @@ final class EtcdReplica: Sendable {
     /// `rollback` and `accepted`: what machines tell each other of the group's history (`FleetWitness`).
     let rollbackKey: [UInt8]
     let acceptedKey: [UInt8]
+    /// `removed`: the record that the group was removed from the fleet (`EtcdReplica+Removal.swift`).
+    let removedKey: [UInt8]
     /// `/vault/v2/<group id hex>.versions/`: the items' kept versions.
     let versionsPrefix: [UInt8]
     let watching: Bool
@@ -65,6 +67,7 @@ final class EtcdReplica: Sendable {
         manifestKey = Array((root + "manifest").utf8)
         rollbackKey = Array((root + "rollback").utf8)
         acceptedKey = Array((root + "accepted").utf8)
+        removedKey = Array((root + "removed").utf8)
         versionsPrefix = Array(("/vault/v2/" + Hex.encode(identity.groupID) + ".versions/").utf8)
         var configuration: EtcdClient.Configuration
         do {
@@ -129,9 +132,9 @@ final class EtcdReplica: Sendable {
     /// Everything under the group's prefix, in pages, as of one revision.
     func readGroup() throws(StoreError) -> EtcdRangeResult {
         do {
-            // The group's items, its manifest, its registration and its two witness records, and nothing else.
+            // The group's items, its manifest, its registration and its three witness records, nothing else.
             return try client.range(
-                prefix: rootPrefix, pageSize: Self.pageSize, maximumKeys: FleetManifest.maximumItemCount + 4)
+                prefix: rootPrefix, pageSize: Self.pageSize, maximumKeys: FleetManifest.maximumItemCount + 5)
         } catch {
             throw storeError(error, "cannot read its items from etcd")
         }
@@ -145,6 +148,7 @@ final class EtcdReplica: Sendable {
         let found = try readGroup()
         let contents = contents(found)
         let items = contents.items
+        if let removed = contents.removed { throw try removal(removed.value) }
         guard let manifestValue = contents.manifest else {
             throw StoreError(
                 .integrity,

@@ -15,6 +15,8 @@ struct FleetWitness: Sendable, Equatable {
     enum Kind: UInt8, Sendable {
         case rollback = 1
         case accepted = 2
+        /// The group was removed from the fleet (`removed`): `seenCounter` is its last manifest's.
+        case removed = 3
     }
 
     var kind: Kind
@@ -94,7 +96,7 @@ extension FleetManifestKey {
         let nonceCount = XChaCha20Poly1305.nonceByteCount
         let failure = StoreError(
             .integrity,
-            "fleet group \(group): its \(kind == .rollback ? "rollback" : "accepted-rollback") record in etcd does "
+            "fleet group \(group): its \(kind) record in etcd does "
                 + "not open under the group's key (replaced, or another group's); nothing was read from etcd")
         guard sealed.count > nonceCount + XChaCha20Poly1305.tagByteCount else { throw failure }
         let plain: TransientBytes

@@ -110,10 +110,12 @@ ok "3000 malformed calls (random paths, members and arguments) each answered, th
 # runs: a collection at once, and what a client stores there another machine's vault reads.
 if [ -n "${VAULT_TEST_ETCD:-}" ]; then
     "$vault" --vault "$tmp/vault" group create fleetss --etcd "$VAULT_TEST_ETCD" 2>/dev/null || fail "group create --etcd"
-    "$vault" --vault "$tmp/vault" group export-key fleetss "$tmp/fleet.key" 2>/dev/null || fail "group export-key"
+    (umask 077 && head -c 32 /dev/urandom >"$tmp/transport.key")
+    "$vault" --vault "$tmp/vault" group export-key fleetss "$tmp/fleet.key" --backup-key-file "$tmp/transport.key" \
+        2>/dev/null || fail "group export-key"
     "$vault" --vault "$tmp/other-machine" init >/dev/null
     "$vault" --vault "$tmp/other-machine" group join fleetss --etcd "$VAULT_TEST_ETCD" --group-key "$tmp/fleet.key" \
-        2>/dev/null || fail "group join on the other machine"
+        --backup-key-file "$tmp/transport.key" 2>/dev/null || fail "group join on the other machine"
     timeout 30 "$py" -c '
 import secretstorage
 connection = secretstorage.dbus_init()

@@ -32,7 +32,7 @@ extension GroupCommandTests {
                 help.text.hasPrefix(
                     "usage: vault group create NAME [--unix-group UNIXGROUP] [--etcd URL[,URL…] [etcd options]]\n"
                         + "       vault group ls [--json]\n"
-                        + "       vault group rm NAME [--force]\n"))
+                        + "       vault group rm NAME [--force [--everywhere]]\n"))
             for line in [
                 "  create         make an access group, private or shared with a Unix group",
                 "  ls             list the access groups, shared or private, with their items",

@@ -26,15 +26,57 @@ import VaultTestSupport
             let create = try vault(["--vault", a, "group", "create", "fleet", "--etcd", endpoints])
             #expect(create.status == 0, "\(create.errors)")
             #expect(create.errors.contains("created fleet group fleet"))
-            let export = try vault(["--vault", a, "group", "export-key", "fleet", keyFile])
-            #expect(export.status == 0, "\(export.errors)")
+            // The key file is sealed under a transport key (or a passphrase, below), never in the clear.
+            let transport = t.root + "/transport.key"
+            FileManager.default.createFile(
+                atPath: transport, contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }),
+                attributes: [.posixPermissions: 0o600])
+            let export = try vault(
+                ["--vault", a, "group", "export-key", "fleet", keyFile, "--backup-key-file", transport])
+            #expect(export.status == 0 && export.errors.contains("sealed under \(transport)"), "\(export.errors)")
             let mode = (try FileManager.default.attributesOfItem(atPath: keyFile)[.posixPermissions] as? NSNumber)?
                 .intValue
             #expect(mode == 0o600)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: keyFile)).prefix(4) == Data("VFKX".utf8))
             #expect(
-                try vault(["--vault", a, "group", "export-key", "fleet", keyFile]).status == 3, "never over a file")
-            let join = try vault(["--vault", b, "group", "join", "fleet", "--etcd", endpoints, "--group-key", keyFile])
+                try vault(["--vault", a, "group", "export-key", "fleet", keyFile, "--backup-key-file", transport])
+                    .status == 3, "never over a file")
+            let withoutKey = try vault([
+                "--vault", b, "group", "join", "fleet", "--etcd", endpoints, "--group-key", keyFile,
+            ])
+            #expect(withoutKey.status == 2 && withoutKey.errors.contains("--backup-key-file"), "\(withoutKey)")
+            let join = try vault(
+                [
+                    "--vault", b, "group", "join", "fleet", "--etcd", endpoints, "--group-key", keyFile,
+                    "--backup-key-file", transport,
+                ])
             #expect(join.status == 0, "\(join.errors)")
+            // Under a passphrase: a wrong one opens nothing, and without a terminal or --passphrase-fd the
+            // join says how to give one.
+            let sealedKey = t.root + "/fleet.passphrase.key"
+            let sealedExport = try vault(
+                ["--vault", a, "--passphrase-fd", "0", "group", "export-key", "fleet", sealedKey], input: "pass one\n")
+            #expect(sealedExport.status == 0, "\(sealedExport)")
+            let c = t.root + "/c"
+            #expect(try vault(["--vault", c, "init"]).status == 0)
+            let wrong = try vault(
+                [
+                    "--vault", c, "--passphrase-fd", "0", "group", "join", "fleet", "--etcd", endpoints, "--group-key",
+                    sealedKey,
+                ],
+                input: "pass two\n")
+            #expect(wrong.status == 4 && !wrong.errors.contains("pass two"), "\(wrong)")
+            let noTerminal = try vault([
+                "--vault", c, "group", "join", "fleet", "--etcd", endpoints, "--group-key", sealedKey,
+            ])
+            #expect(noTerminal.status == 5 && noTerminal.errors.contains("--passphrase-fd"), "\(noTerminal)")
+            let right = try vault(
+                [
+                    "--vault", c, "--passphrase-fd", "0", "group", "join", "fleet", "--etcd", endpoints, "--group-key",
+                    sealedKey,
+                ],
+                input: "pass one\n")
+            #expect(right.status == 0, "\(right)")
             #expect(
                 try vault(["--vault", a, "--group", "fleet", "put", "db", "app"], input: "fleet secret").status == 0)
             let get = try vault(["--vault", b, "--group", "fleet", "get", "db", "app"])
@@ -104,6 +146,20 @@ import VaultTestSupport
                 removed.errors.contains("removed this machine's copy of fleet group fleet")
                     && removed.errors.contains("etcd and the other machines keep the group"), "\(removed.errors)")
             #expect(try vault(["--vault", a, "--group", "fleet", "get", "db", "app"]).output == "kept")
+            // Removed from the fleet, etcd included: only with --force, and the message says what went.
+            let unforced = try vault(["--vault", a, "group", "rm", "fleet", "--everywhere"])
+            #expect(unforced.status == 2 && unforced.errors.contains("give --force"), "\(unforced)")
+            let everywhere = try vault(["--vault", a, "group", "rm", "fleet", "--force", "--everywhere"])
+            #expect(
+                everywhere.status == 0
+                    && everywhere.errors.contains("removed fleet group fleet from the fleet: from etcd (1 item"),
+                "\(everywhere)")
+            let rejoin = try vault(
+                [
+                    "--vault", b, "group", "join", "fleet", "--etcd", endpoints, "--group-key", keyFile,
+                    "--backup-key-file", transport,
+                ])
+            #expect(rejoin.status == 1 && rejoin.errors.contains("removed from the fleet"), "\(rejoin)")
         }
     }
 

@@ -323,4 +323,96 @@ import VaultTestSupport
             }
         }
     }
+
+    /// A key file is written sealed (a passphrase here), opens with its passphrase only, and a key file
+    /// in the clear that an earlier build wrote still joins.
+    @Test func aKeyFileIsSealedAndOpensWithItsPassphraseAndAnEarlierClearOneStillJoins() throws {
+        try withTwoHosts { a, _, endpoints in
+            let settings = FleetSettings(endpoints: endpoints.split(separator: ",").map(String.init))
+            try withTemporaryVault("fleet-sealed-key") { t in
+                let path = t.root + "/fleet.key"
+                let passphrase = { (text: String) throws -> BackupKey in
+                    .passphrase(try SecureBytes(copyingSecret: Array(text.utf8)), limits: .minimum)
+                }
+                try a.exportFleetGroupKey(group, to: path, sealedWith: try passphrase("right"))
+                #expect(try Vault.sealingOfFleetGroupKeyFile(at: path) == .passphrase)
+                let sealed = try Data(contentsOf: URL(fileURLWithPath: path))
+                let clear = try a.exportFleetGroupKey(group).unprotectedCopy()
+                #expect(sealed.range(of: Data(clear.suffix(32))) == nil, "no key bytes in the clear")
+                let c = try Vault.create(at: t.path + "-c", client: try client(), fleet: .etcd())
+                defer { try? FileManager.default.removeItem(atPath: t.path + "-c") }
+                let unopened = #expect(throws: VaultError.self) {
+                    try c.joinFleetGroup(group, keyFileAt: path, settings: settings)
+                }
+                #expect(unopened?.status == .param, "\(String(describing: unopened))")
+                let wrong = #expect(throws: VaultError.self) {
+                    try c.joinFleetGroup(
+                        group, keyFileAt: path, settings: settings, openingWith: try passphrase("wrong"))
+                }
+                #expect(wrong?.status == .authFailed, "\(String(describing: wrong))")
+                try c.joinFleetGroup(group, keyFileAt: path, settings: settings, openingWith: try passphrase("right"))
+                try a.set(Data("sealed".utf8), for: try key("db"))
+                c.requireFreshFleetReads(true)
+                #expect(try c.data(for: try key("db")) == Data("sealed".utf8))
+                // An earlier build's export: the keys in the clear, 0600.
+                let clearPath = t.root + "/clear.key"
+                FileManager.default.createFile(
+                    atPath: clearPath, contents: Data(clear), attributes: [.posixPermissions: 0o600])
+                #expect(try Vault.sealingOfFleetGroupKeyFile(at: clearPath) == nil)
+                let d = try Vault.create(at: t.path + "-d", client: try client(), fleet: .etcd())
+                defer { try? FileManager.default.removeItem(atPath: t.path + "-d") }
+                try d.joinFleetGroup(group, keyFileAt: clearPath, settings: settings)
+                d.requireFreshFleetReads(true)
+                #expect(try d.data(for: try key("db")) == Data("sealed".utf8))
+            }
+        }
+    }
+
+    /// `group rm --force` left etcd holding every key and the other machines reading on. Removed
+    /// everywhere, etcd keeps only the sealed record of who removed the group; the other host refuses
+    /// it naming that, a kept key file joins nothing, and the CLI says exactly what went.
+    @Test func aGroupRemovedEverywhereLeavesEtcdAndTheOtherMachinesRefuseIt() throws {
+        let endpoints = try TestCluster.require()
+        let removed = try AccessGroup("removed-\(UUID().uuidString.prefix(8).lowercased())")
+        try FleetTestSupport.withTwoHosts(removed, a: endpoints, b: endpoints, label: "fleet-rm") { a, b in
+            let db = try ItemKey(service: "db", account: "app", group: removed)
+            try a.set(Data("v1".utf8), for: db)
+            try a.set(Data("v2".utf8), for: db)
+            try a.set(Data("other".utf8), for: try ItemKey(service: "other", account: "app", group: removed))
+            b.requireFreshFleetReads(true)
+            #expect(try b.data(for: db) == Data("v2".utf8))
+            let root = try FleetTestSupport.etcdRoot(of: removed, in: a)
+            let keyFile = try a.exportFleetGroupKey(removed).unprotectedCopy()
+            let etcd = EtcdClient(try EtcdClient.Configuration(endpoints: endpoints))
+            let versions = Array(root.dropLast()) + Array(".versions/".utf8)
+            #expect(try !etcd.range(prefix: versions).keyValues.isEmpty, "the history is in etcd before")
+            #expect(try a.removeFleetGroupEverywhere(removed) == 2)
+            let left = try etcd.range(prefix: root).keyValues.map {
+                String(decoding: $0.key.dropFirst(root.count), as: UTF8.self)
+            }
+            #expect(left == ["removed"], "\(left)")
+            #expect(try etcd.range(prefix: versions).keyValues.isEmpty)
+            #expect(!FileManager.default.fileExists(atPath: a.path + "/groups/\(removed.rawValue)"))
+            // Not found, naming why (`data(for:)` is nil, as for any item that is not there).
+            #expect(try b.data(for: db) == nil)
+            let refused = #expect(throws: VaultError.self) {
+                _ = try b.copyMatching(
+                    .genericPassword(service: "db", account: "app", group: removed), returning: [.data])
+            }
+            #expect(refused?.status == .itemNotFound, "\(String(describing: refused))")
+            #expect(
+                refused?.message.contains("removed from the fleet (etcd included) by uid") == true,
+                "\(String(describing: refused))")
+            let vault = FleetCommandTests.binaries.appendingPathComponent("vault").path
+            let get = try FleetTestSupport.run(
+                vault, ["--vault", b.path, "--group", removed.rawValue, "get", "db", "app"], input: "",
+                environment: ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"], seconds: 60)
+            #expect(get.status == 1 && get.errors.contains("removed from the fleet"), "\(get)")
+            #expect(try b.removeGroup(removed, force: true) >= 0)
+            let rejoined = #expect(throws: VaultError.self) {
+                try b.joinFleetGroup(removed, keyFile: keyFile, settings: FleetSettings(endpoints: endpoints))
+            }
+            #expect(rejoined != nil, "a kept key file joins nothing")
+        }
+    }
 }

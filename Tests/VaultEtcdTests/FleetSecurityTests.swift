@@ -79,7 +79,10 @@ import VaultTestSupport
                 }
                 let create = try Self.vault(a, ["group", "create", "fleet"] + options())
                 #expect(create.status == 0 && create.errors.contains("created fleet group fleet"), "\(create)")
-                #expect(try Self.vault(a, ["group", "export-key", "fleet", keyFile]).status == 0)
+                #expect(
+                    try Self.vault(
+                        a, ["--passphrase-fd", "0", "group", "export-key", "fleet", keyFile], input: "transport\n"
+                    ).status == 0)
                 // fleet.conf names the files, and holds nothing of theirs.
                 let conf = try String(contentsOfFile: a + "/groups/fleet/fleet.conf", encoding: .utf8)
                 #expect(conf.contains("ca-file=\(certificates)/ca.pem"), "\(conf)")
@@ -88,15 +91,21 @@ import VaultTestSupport
 
                 // A CA that did not sign the server's certificate: refused, naming the certificate problem.
                 let wrongCA = try Self.vault(
-                    b, ["group", "join", "fleet", "--group-key", keyFile] + options(ca: "other.pem"))
+                    b,
+                    ["--passphrase-fd", "0", "group", "join", "fleet", "--group-key", keyFile]
+                        + options(ca: "other.pem"), input: "transport\n")
                 #expect(wrongCA.status != 0 && wrongCA.errors.contains("certificate"), "\(wrongCA)")
                 print("join with a wrong CA: \(wrongCA)")
                 // etcd asks for a client certificate (--client-cert-auth): none is refused.
                 let noCertificate = try Self.vault(
-                    b, ["group", "join", "fleet", "--group-key", keyFile] + options(certificate: false))
+                    b,
+                    ["--passphrase-fd", "0", "group", "join", "fleet", "--group-key", keyFile]
+                        + options(certificate: false), input: "transport\n")
                 #expect(noCertificate.status != 0, "\(noCertificate)")
                 print("join without a client certificate: \(noCertificate)")
-                let join = try Self.vault(b, ["group", "join", "fleet", "--group-key", keyFile] + options())
+                let join = try Self.vault(
+                    b, ["--passphrase-fd", "0", "group", "join", "fleet", "--group-key", keyFile] + options(),
+                    input: "transport\n")
                 #expect(join.status == 0, "the right join after refused ones: \(join)")
 
                 let secret = "tls-secret-\(UUID().uuidString)"
@@ -173,21 +182,30 @@ import VaultTestSupport
                     try Self.vault(a, ["group", "create", "fleet"] + options(wrong)), "create, wrong password")
                 let create = try Self.vault(a, ["group", "create", "fleet"] + options(good))
                 #expect(create.status == 0, "\(create)")
-                #expect(try Self.vault(a, ["group", "export-key", "fleet", keyFile]).status == 0)
+                #expect(
+                    try Self.vault(
+                        a, ["--passphrase-fd", "0", "group", "export-key", "fleet", keyFile], input: "transport\n"
+                    ).status == 0)
                 let conf = try String(contentsOfFile: a + "/groups/fleet/fleet.conf", encoding: .utf8)
                 #expect(conf.contains("user=app") && conf.contains("password-file=\(good)"), "\(conf)")
                 #expect(!conf.contains(password), "fleet.conf holds the password")
 
                 expectRefusal(
-                    try Self.vault(b, ["group", "join", "fleet", "--group-key", keyFile] + options(wrong)),
+                    try Self.vault(
+                        b, ["--passphrase-fd", "0", "group", "join", "fleet", "--group-key", keyFile] + options(wrong),
+                        input: "transport\n"),
                     "join, wrong password")
                 // A key file that others can read holds the group's keys for them too: refused, nothing joined.
                 try Self.setMode(keyFile, 0o640)
-                let exposed = try Self.vault(b, ["group", "join", "fleet", "--group-key", keyFile] + options(goodOnB))
+                let exposed = try Self.vault(
+                    b, ["--passphrase-fd", "0", "group", "join", "fleet", "--group-key", keyFile] + options(goodOnB),
+                    input: "transport\n")
                 #expect(exposed.status == 4 && exposed.errors.contains("chmod 600 \(keyFile)"), "\(exposed)")
                 #expect(!FileManager.default.fileExists(atPath: b + "/groups/fleet"), "a refused join made the group")
                 try Self.setMode(keyFile, 0o600)
-                let join = try Self.vault(b, ["group", "join", "fleet", "--group-key", keyFile] + options(goodOnB))
+                let join = try Self.vault(
+                    b, ["--passphrase-fd", "0", "group", "join", "fleet", "--group-key", keyFile] + options(goodOnB),
+                    input: "transport\n")
                 #expect(join.status == 0, "the right join after a refused one: \(join)")
 
                 let secret = "auth-secret-\(UUID().uuidString)"

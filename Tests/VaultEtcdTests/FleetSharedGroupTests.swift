@@ -107,13 +107,15 @@ struct FleetSharedGroupTests {
                                 #expect(made.errors.contains("--vault \(a) --group db"), "\(made.errors)")
                                 let keyFile = home.path + "/db.key"
                                 let exported = try run(
-                                    people.owner, binaries, ["--vault", a, "group", "export-key", "db", keyFile])
+                                    people.owner, binaries,
+                                    ["--vault", a, "--passphrase-fd", "0", "group", "export-key", "db", keyFile],
+                                    input: "transport\n")
                                 try #require(exported.status == 0, "\(exported)")
                                 let joined = try FleetTestSupport.vault(
                                     [
-                                        "--vault", b.path, "group", "join", "db", "--etcd", endpoint, "--group-key",
-                                        keyFile,
-                                    ])
+                                        "--vault", b.path, "--passphrase-fd", "0", "group", "join", "db", "--etcd",
+                                        endpoint, "--group-key", keyFile,
+                                    ], input: "transport\n")
                                 try #require(joined.status == 0, "\(joined)")
                                 try body(a, b.path, binaries, people)
                             }

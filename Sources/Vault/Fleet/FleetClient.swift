@@ -31,4 +31,7 @@ package protocol FleetEngine: Replication {
     func cacheStatus(of group: GroupName, in store: VaultStore) -> FleetCacheStatus?
     /// Whether every read must be confirmed by the replica (never answered from the cache alone).
     func requireFreshReads(_ required: Bool)
+    /// Removes fleet group `group` from its replica (its items, versions and registration), leaving a
+    /// record that says who removed it, for the other machines; the number of items it held there.
+    func removeFromReplica(_ group: GroupName, in store: VaultStore) throws(StoreError) -> Int
 }

@@ -51,10 +51,14 @@ extension Vault {
         }
     }
 
-    /// Writes fleet group `group`'s key to the new file `path` (0600, never over an existing file).
-    public func exportFleetGroupKey(_ group: AccessGroup, to path: String) throws(VaultError) {
+    /// Writes fleet group `group`'s key to the new file `path` (0600, never over an existing file), sealed
+    /// under `key`: a passphrase (`BackupKey.passphrase`) or a backup key file (`BackupKey.keyFile(at:)`),
+    /// which the joining machine gives to `joinFleetGroup(_:keyFileAt:settings:unixGroup:openingWith:)`.
+    public func exportFleetGroupKey(_ group: AccessGroup, to path: String, sealedWith key: BackupKey)
+        throws(VaultError)
+    {
         do throws(StoreError) {
-            try engine.store.exportReplicatedGroupKey(group.name, to: path)
+            try engine.store.exportReplicatedGroupKey(group.name, to: path, sealedWith: key)
         } catch  where error.code == .vaultAlreadyExists {
             throw VaultError(.duplicateItem, error.message, cause: error)
         } catch {
@@ -62,15 +66,53 @@ extension Vault {
         }
     }
 
-    /// Joins fleet group `group` with the key file at `path` (see
+    /// How the key file at `path` is sealed (`.passphrase` or `.keyFile`), or nil for one that an
+    /// earlier build wrote in the clear; refused when others can access the file.
+    public static func sealingOfFleetGroupKeyFile(at path: String) throws(VaultError) -> BackupFile.Sealing? {
+        var bytes = try translatingStoreErrors { () throws(StoreError) in try VaultStore.readExportedGroupKey(path) }
+        defer { bytes.wipe() }
+        return VaultStore.sealingOfExportedGroupKey(bytes)
+    }
+
+    /// Joins fleet group `group` with the key file at `path`, opened with `key` when it is sealed (a
+    /// key file in the clear, an earlier build's export, needs none; see
     /// `joinFleetGroup(_:keyFile:settings:unixGroup:)`).
     public func joinFleetGroup(
-        _ group: AccessGroup, keyFileAt path: String, settings: FleetSettings, unixGroup: UInt32? = nil
+        _ group: AccessGroup, keyFileAt path: String, settings: FleetSettings, unixGroup: UInt32? = nil,
+        openingWith key: BackupKey? = nil
     ) throws(VaultError) {
         var bytes = try translatingStoreErrors { () throws(StoreError) in try VaultStore.readExportedGroupKey(path) }
-        // The file holds the group's keys in the clear: not left in ordinary memory.
+        // The file holds the group's keys, sealed or in the clear: not left in ordinary memory.
         defer { bytes.wipe() }
-        try joinFleetGroup(group, keyFile: bytes, settings: settings, unixGroup: unixGroup)
+        guard VaultStore.sealingOfExportedGroupKey(bytes) != nil else {
+            try joinFleetGroup(group, keyFile: bytes, settings: settings, unixGroup: unixGroup)
+            return
+        }
+        guard let key else {
+            throw VaultError(
+                .param,
+                "\(path) is sealed: give the passphrase or the backup key file it was exported with, to open it")
+        }
+        let opened = try translatingStoreErrors { () throws(StoreError) in
+            try VaultStore.openExportedGroupKey(bytes, key: key, path: path)
+        }
+        var clear = opened.unprotectedCopy()
+        defer { clear.wipe() }
+        try joinFleetGroup(group, keyFile: clear, settings: settings, unixGroup: unixGroup)
+    }
+
+    /// Removes fleet group `group` from the fleet: from etcd (its items, their versions and its
+    /// registration; a sealed record that says who removed it and when stays, so that every other
+    /// machine says so rather than "not found"), then this machine's copy. Returns the number of items
+    /// etcd held. The other machines refuse the group from then on (`groupNotFound`), and their
+    /// `removeGroup(_:force: true)` removes their copies.
+    public func removeFleetGroupEverywhere(_ group: AccessGroup) throws(VaultError) -> Int {
+        let fleet = try fleetEngine()
+        let removed = try translatingStoreErrors { () throws(StoreError) in
+            try fleet.removeFromReplica(group.name, in: engine.store)
+        }
+        _ = try removeGroup(group, force: true)
+        return removed
     }
 
     /// Whether `group` of the vault at `path` is a fleet group, by the flags of its `group.key` (read

@@ -12,6 +12,8 @@ package struct GroupJoinCommand: Sendable, Hashable {
     package var settings: FleetSettings
     /// `--unix-group`: the Unix group to share it with on this machine, as given (a name or a gid).
     package var unixGroup: String?
+    /// `--backup-key-file K`: opens a key file sealed under that key file (else a passphrase is asked).
+    package var backupKeyFile: String? = nil
 
     static let info = CommandInfo(
         name: "join",
@@ -20,7 +22,11 @@ package struct GroupJoinCommand: Sendable, Hashable {
         details: """
             Joins fleet group NAME: checks the key in FILE (written by `vault group export-key` on a
             machine that has the group) against the group etcd holds under its id, then makes the group
-            here and reads its items from etcd. From then on `--group NAME` works as on any group, with
+            here and reads its items from etcd. FILE is sealed: its passphrase is asked on the terminal
+            or read from --passphrase-fd N, or it opens with --backup-key-file K when it was exported so
+            (a key file that an earlier build wrote in the clear needs neither; delete it once joined).
+            A FILE that others can access is refused (exit status 4). From then on `--group NAME` works
+            as on any group, with
             every write going to etcd. (--group-key, not --key-file: --key-file is the vault's own
             master key file.) Run it as the vault's owner. With --unix-group the
             group is shared on this machine with the members of UNIXGROUP (a group name or a
@@ -28,6 +34,7 @@ package struct GroupJoinCommand: Sendable, Hashable {
             """,
         options: FleetOptions.specs + [
             .value("group-key", "FILE", "the key file that `vault group export-key` wrote"),
+            .value("backup-key-file", "K", "open FILE with the 32-byte key file K it was sealed under"),
             .value(
                 "unix-group", "UNIXGROUP",
                 "share the group on this machine with the members of this Unix group (a name or a gid)"),
@@ -41,9 +48,10 @@ package struct GroupJoinCommand: Sendable, Hashable {
             guard let keyFile = parsed.value("group-key"), !keyFile.isEmpty else {
                 throw UsageError("needs --group-key FILE (from `vault group export-key`)", command: "group join")
             }
-            return .groupJoin(
-                GroupJoinCommand(
-                    group: group, keyFile: keyFile, settings: settings, unixGroup: parsed.value("unix-group")))
+            var command = GroupJoinCommand(
+                group: group, keyFile: keyFile, settings: settings, unixGroup: parsed.value("unix-group"))
+            command.backupKeyFile = try BackupOptions.keyFile(parsed, command: "group join")
+            return .groupJoin(command)
         })
 
     func run(in context: Context) throws(CLIError) {
@@ -53,9 +61,35 @@ package struct GroupJoinCommand: Sendable, Hashable {
             try GroupCreateCommand.checkMembership(shared, vault: vault, command: "group join")
         }
         do {
-            try vault.joinFleetGroup(group, keyFileAt: keyFile, settings: settings, unixGroup: shared?.id)
-        } catch {
+            let key: BackupKey?
+            switch try Vault.sealingOfFleetGroupKeyFile(at: keyFile) {
+            case nil:
+                key = nil
+                context.writeError(
+                    "vault: note: \(keyFile) holds the group's keys in the clear (an earlier build's export); delete "
+                        + "it once joined\n")
+            case .keyFile?:
+                guard let backupKeyFile else {
+                    throw CLIError(
+                        .usage, keyFile, "is sealed under a backup key file: give --backup-key-file K")
+                }
+                key = try BackupOptions.load(backupKeyFile)
+            case .passphrase?:
+                guard backupKeyFile == nil else {
+                    throw CLIError(.usage, keyFile, "is sealed under a passphrase: join without --backup-key-file")
+                }
+                key = .passphrase(
+                    try context.passphrase(
+                        PassphraseRequest(.openBackup, for: "the key file \(keyFile)"), subject: keyFile))
+            }
+            try vault.joinFleetGroup(
+                group, keyFileAt: keyFile, settings: settings, unixGroup: shared?.id, openingWith: key)
+        } catch let error as CLIError {
+            throw error
+        } catch let error as VaultError {
             throw GroupCommand.failure(error, command: "group join", vaultPath: vault.path)
+        } catch {
+            throw CLIError(.io, "group join", "\(error)")
         }
         let sharing = shared.map { ", " + GroupCreateCommand.sharing($0, vault: vault, group: group) } ?? ""
         context.writeError(

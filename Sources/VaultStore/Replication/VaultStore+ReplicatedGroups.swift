@@ -100,37 +100,60 @@ extension VaultStore {
         return try portable.encoded(group: group, vaultID: [], sealKey: sealKey)
     }
 
-    /// Writes `exportReplicatedGroupKey(group)` to the new file `path` (0600, created exclusively and
-    /// durably; an existing file is never written over).
-    package func exportReplicatedGroupKey(_ group: GroupName, to path: String) throws(StoreError) {
-        let bytes = try exportReplicatedGroupKey(group)
+    /// What an exported key file is sealed in: the group key file in its members' form, under a
+    /// passphrase (Argon2id) or the 32 bytes of a backup key file, never in the clear.
+    static let exportedKeyEnvelope = PassphraseEnvelope(
+        magic: Array("VFKX".utf8), what: "a fleet group's key file", acceptsRawKey: true)
+
+    /// Writes `exportReplicatedGroupKey(group)` sealed under `key` to the new file `path` (0600, created
+    /// exclusively and durably; an existing file is never written over).
+    package func exportReplicatedGroupKey(_ group: GroupName, to path: String, sealedWith key: BackupKey)
+        throws(StoreError)
+    {
+        let sealed = try Self.exportedKeyEnvelope.seal(try exportReplicatedGroupKey(group), key: key.key)
         let file = FilePath(path)
         let directory = try VaultDirectory.openOutside(file.parent, verb: "open the directory of the key file")
         defer { try? directory.close() }
         do {
             try AtomicFile.createExclusively(
-                file.lastComponent, contents: .secret(bytes), in: directory, directoryPath: file.parent)
+                file.lastComponent, contents: .plain(sealed), in: directory, directoryPath: file.parent)
         } catch  where error.errno == .fileExists {
             throw StoreError(
                 .vaultAlreadyExists, "\(path) already exists; a key file is never written over", path: path)
         }
     }
 
-    /// The bytes of a key file that `exportReplicatedGroupKey(_:to:)` wrote.
+    /// The bytes of a key file that `exportReplicatedGroupKey(_:to:sealedWith:)` (or an earlier build,
+    /// in the clear) wrote. One that others can access is refused: whoever reads a clear one holds the
+    /// group's keys, and a sealed one is open to guessing its passphrase.
     package static func readExportedGroupKey(_ path: String) throws(StoreError) -> [UInt8] {
         var (bytes, _, permissions) = try readOperatorFile(
-            path, limit: GroupKeyFile.maximumByteCount, what: "the group key file")
-        // The file holds the group's keys in the clear: anyone else who could read it holds them too.
+            path, limit: GroupKeyFile.maximumByteCount + PassphraseEnvelope.overheadByteCount,
+            what: "the group key file")
         guard permissions.rawValue & 0o077 == 0 else {
+            let sealed = exportedKeyEnvelope.isSealed(bytes)
             bytes.wipe()
             throw StoreError(
                 .insecureFile,
-                "\(path) holds a fleet group's keys in the clear and others can access it (mode "
-                    + "\(permissions)): `chmod 600 \(path)`, and rotate the group's key if anyone else may have "
+                "\(path) holds a fleet group's keys \(sealed ? "sealed" : "in the clear") and others can access it "
+                    + "(mode \(permissions)): `chmod 600 \(path)`, and rotate the group's key if anyone else may have "
                     + "read it; nothing was joined",
                 path: path)
         }
         return bytes
+    }
+
+    /// How an exported key file is sealed, nil for one in the clear (an earlier build's export).
+    package static func sealingOfExportedGroupKey(_ bytes: [UInt8]) -> BackupFile.Sealing? {
+        guard exportedKeyEnvelope.isSealed(bytes), bytes.count > 5 else { return nil }
+        return bytes[5] == PassphraseEnvelope.rawKey ? .keyFile : .passphrase
+    }
+
+    /// The group key file that the sealed key file `bytes` (read from `path`) holds, opened with `key`.
+    package static func openExportedGroupKey(_ bytes: [UInt8], key: BackupKey, path: String) throws(StoreError)
+        -> SecureBytes
+    {
+        try exportedKeyEnvelope.open(bytes, key: key.key, path: path)
     }
 
     /// A small file outside the vault that an operator names (a replica's password file, a group key
