@@ -1,6 +1,8 @@
 import CVaultAPI
+import Foundation
 import FoundationEssentials
 import Glibc
+import Synchronization
 import Testing
 import Vault
 import VaultFleet
@@ -127,5 +129,91 @@ import VaultTestSupport
                 #expect(get(handleA, "app").text == "kept", "nothing changed in etcd")
             }
         }
+    }
+
+    /// Read-modify-write through the C API lost updates on a fleet group (two processes × 100
+    /// increments ended at 101). With `vault_put_if_version` (the current version from
+    /// `vault_history`, retried when another writer came first), 2 hosts × 2 threads × 15 increments
+    /// end at exactly 60.
+    @Test func incrementsThroughCheckAndSetLoseNothingAcrossHosts() throws {
+        let endpoints = try EtcdTestCluster.require()
+        try withTemporaryVault("fleet-capi-cas-a") { a in
+            try withTemporaryVault("fleet-capi-cas-b") { b in
+                let group = try AccessGroup("cas-\(UInt32.random(in: 0...UInt32.max))")
+                let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
+                let first = try Vault.create(at: a.path, client: client, fleet: .etcd())
+                let second = try Vault.create(at: b.path, client: client, fleet: .etcd())
+                let settings = FleetSettings(endpoints: endpoints)
+                try first.createFleetGroup(group, settings: settings)
+                try second.joinFleetGroup(
+                    group, keyFile: try first.exportFleetGroupKey(group).unprotectedCopy(), settings: settings)
+                let handles = [open(a.path, group: group), open(b.path, group: group)]
+                defer { for handle in handles { _ = vault_close(handle.handle) } }
+                #expect(handles.allSatisfy { $0.status == Status.ok })
+                let failures = Mutex<[String]>([])
+                let done = DispatchSemaphore(value: 0)
+                for index in 0..<4 {
+                    // The handle's address: a C handle may be used from any thread.
+                    let address = Int(bitPattern: handles[index % 2].handle)
+                    Thread {
+                        let handle = OpaquePointer(bitPattern: address)
+                        for _ in 0..<15 {
+                            if let failure = increment(handle, group: group) {
+                                failures.withLock { $0.append(failure) }
+                                break
+                            }
+                        }
+                        done.signal()
+                    }.start()
+                }
+                for _ in 0..<4 { done.wait() }
+                #expect(failures.withLock { $0 }.isEmpty, "\(failures.withLock { $0 })")
+                second.requireFreshFleetReads(true)
+                let final = try second.data(for: try ItemKey(service: "db", account: "counter", group: group))
+                #expect(
+                    final == Data("60".utf8), "\(String(describing: final.map { String(decoding: $0, as: UTF8.self) }))"
+                )
+            }
+        }
+    }
+
+    /// `vault_open` of `path` as "svc" with `group`.
+    func open(_ path: String, group: AccessGroup) -> (status: Int32, handle: OpaquePointer?) {
+        var handle: OpaquePointer?
+        let name = strdup(group.rawValue)
+        defer { free(name) }
+        let groups: [UnsafePointer<CChar>?] = [UnsafePointer(name)]
+        let status = vault_open(path, "svc", groups, 1, 0, &handle)
+        return (status, handle)
+    }
+
+    /// One increment of item db/counter: its current version and value, then a put only at that
+    /// version, again from the start when another writer came first. Nil, or what went wrong.
+    func increment(_ handle: OpaquePointer?, group: AccessGroup) -> String? {
+        for _ in 0..<200 {
+            var count: UInt64 = 0
+            var versions = [vault_version_t](repeating: vault_version_t(), count: 64)
+            let listed = vault_history(handle, group.rawValue, "db", "counter", &versions, 64, &count)
+            var expected: UInt64 = 0
+            var value = 0
+            if listed == Status.ok, count > 0, versions[Int(count) - 1].is_current == 1 {
+                expected = versions[Int(count) - 1].number
+                var secret: UnsafeMutablePointer<UInt8>?
+                var length: UInt64 = 0
+                let got = vault_get_version(handle, group.rawValue, "db", "counter", expected, &secret, &length)
+                guard got == Status.ok, let secret else { continue }  // changed meanwhile: read again
+                value =
+                    Int(String(decoding: UnsafeBufferPointer(start: secret, count: Int(length)), as: UTF8.self)) ?? -1
+                vault_free_secret(secret)
+            } else if listed != Status.notFound, listed != Status.ok {
+                return "vault_history: \(listed) \(lastMessage)"
+            }
+            let next = Array(String(value + 1).utf8)
+            let put = vault_put_if_version(
+                handle, group.rawValue, "db", "counter", next, UInt64(next.count), expected, nil)
+            if put == Status.ok { return nil }
+            guard put == Status.duplicate else { return "vault_put_if_version: \(put) \(lastMessage)" }
+        }
+        return "no increment after 200 tries"
     }
 }
