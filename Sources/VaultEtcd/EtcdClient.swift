@@ -50,7 +50,7 @@ package final class EtcdClient: Sendable {
         }
     }
 
-    private struct State {
+    struct State {
         /// Transports no request is using, made by process `processID`.
         var idle: [HTTPTransport] = []
         var preferred = 0
@@ -62,7 +62,7 @@ package final class EtcdClient: Sendable {
 
     /// Where the cluster is and how to reach it.
     package let configuration: Configuration
-    private let state = Mutex(State())
+    let state = Mutex(State())
     /// Called after each page that `range(prefix:pageSize:)` reads, with its number from 1 (tests
     /// compact etcd there).
     let afterPage = Mutex<(@Sendable (Int) -> Void)?>(nil)
@@ -127,7 +127,9 @@ package final class EtcdClient: Sendable {
         while true {
             let (page, more) = try call(
                 "/v3/kv/range", EtcdJSON.rangeRequest(start, rangeEnd: end, limit: pageSize, revision: revision),
-                idempotent: true
+                // The first page waits at most the read deadline (with etcd out of reach, the caller answers
+                // from its cache after it); the others follow a page etcd answered.
+                idempotent: true, bulk: pages > 0
             ) { answer throws(EtcdError) in
                 let page = try EtcdJSON.rangeResult(answer, header: try EtcdJSON.header(answer))
                 let more = try EtcdJSON.flag(answer, "more")
@@ -194,8 +196,11 @@ package final class EtcdClient: Sendable {
 
     /// POSTs `request` to `path` on the endpoints in turn (see the type's comment) and returns what
     /// `read` makes of the decoded answer; an answer `read` refuses is named by its endpoint and path.
+    /// A request that changes nothing waits at most the read deadline over all its tries, unless
+    /// `bulk` (a page of a group's items, which the caller reads only once etcd answered it).
     func call<Answer>(
-        _ path: String, _ request: JSONValue, idempotent: Bool, reading read: (JSONValue) throws(EtcdError) -> Answer
+        _ path: String, _ request: JSONValue, idempotent: Bool, bulk: Bool = false,
+        reading read: (JSONValue) throws(EtcdError) -> Answer
     ) throws(EtcdError) -> Answer {
         let body: [UInt8]
         do {
@@ -206,7 +211,8 @@ package final class EtcdClient: Sendable {
         let transport = try takeTransport()
         defer { giveBack(transport) }
         // A read's time is bounded as a whole, whatever the endpoints do: the cache answers after it.
-        let deadline = idempotent ? ContinuousClock.now + .milliseconds(configuration.readDeadlineMilliseconds) : nil
+        let deadline =
+            idempotent && !bulk ? ContinuousClock.now + .milliseconds(configuration.readDeadlineMilliseconds) : nil
         let endpoints = configuration.endpoints
         let preferred = state.withLock { $0.preferred }
         var failures: [String] = []
@@ -216,17 +222,20 @@ package final class EtcdClient: Sendable {
             let index = (preferred + attempt) % endpoints.count
             let endpoint = endpoints[index]
             var requestOptions = options(token: nil)
-            if let deadline {
+            // The time left is shared by the endpoints not yet tried, so that one that never answers leaves
+            // time for the next.
+            func share() -> Bool {
+                guard let deadline else { return true }
                 let left = deadline - ContinuousClock.now
-                guard left > .zero else {
-                    failures.append(
-                        "\(endpoint) and after: not tried, the read's deadline of "
-                            + "\(configuration.readDeadlineMilliseconds) ms had passed")
-                    break
-                }
-                // The time left is shared by the endpoints not yet tried, so that one that never answers
-                // leaves time for the next.
+                guard left > .zero else { return false }
                 requestOptions.limit(to: left / (endpoints.count - attempt))
+                return true
+            }
+            guard share() else {
+                failures.append(
+                    "\(endpoint) and after: not tried, the read's deadline of "
+                        + "\(configuration.readDeadlineMilliseconds) ms had passed")
+                break
             }
             if configuration.user != nil {
                 var token = state.withLock { $0.token }
@@ -234,6 +243,13 @@ package final class EtcdClient: Sendable {
                     do throws(EtcdError) {
                         token = try authenticate(transport, endpoint, options: requestOptions)
                         state.withLock { $0.token = token }
+                        // The request gets what the authentication left of its share.
+                        guard share() else {
+                            failures.append(
+                                "\(endpoint): authenticated, but the read's deadline of "
+                                    + "\(configuration.readDeadlineMilliseconds) ms had passed")
+                            break
+                        }
                     } catch  where error.code == .unavailable {
                         failures.append("\(endpoint): \(error.message)")
                         attempt += 1
@@ -309,116 +325,5 @@ package final class EtcdClient: Sendable {
             attempt += 1
         }
         throw EtcdError(.unavailable, "no etcd endpoint answered \(path): " + failures.joined(separator: "; "))
-    }
-
-    /// A transport of this process that no other request is using: an idle one, or a new one. Each
-    /// request has its own, so that threads never wait for each other's requests (a member that does not
-    /// answer would hold every reader for its time limit in turn).
-    private func takeTransport() throws(EtcdError) -> HTTPTransport {
-        let pid = ProcessIdentity.processID
-        let idle = state.withLock { (state) -> HTTPTransport? in
-            if state.processID != pid {
-                // A forked child makes its own: it must never share the parent's connections, where each
-                // could read the other's answers.
-                state.idle = []
-                state.token = nil
-                state.processID = pid
-            }
-            return state.idle.popLast()
-        }
-        if let idle { return idle }
-        guard let transport = HTTPTransport() else { throw EtcdError(.noTransport, HTTPTransport.unavailableReason) }
-        return transport
-    }
-
-    /// Keeps `transport` (and its connections) for the next request, up to a few per client.
-    private func giveBack(_ transport: HTTPTransport) {
-        let pid = ProcessIdentity.processID
-        state.withLock { state in
-            if state.processID == pid, state.idle.count < Self.idleTransportLimit { state.idle.append(transport) }
-        }
-    }
-
-    /// How many idle transports a client keeps.
-    static let idleTransportLimit = 4
-
-    /// Where a stream (a watch) connects: the endpoint that answered last, and the options with a
-    /// token (taken first, when the client authenticates). A stream has no overall time limit.
-    ///
-    /// The watch's thread is the library's own: it holds the client's lock only to read and store what
-    /// it needs (no request is sent under it), so that a process that forks meanwhile hands its child no
-    /// lock held by a thread the child does not have.
-    func streamTarget() throws(EtcdError) -> (endpoint: String, options: TransportOptions) {
-        let (endpoint, token) = state.withLock { (configuration.endpoints[$0.preferred], $0.token) }
-        var options = self.options(token: token)
-        if configuration.user != nil, token == nil {
-            let transport = try takeTransport()
-            defer { giveBack(transport) }
-            let token = try authenticate(transport, endpoint, options: options)
-            state.withLock { $0.token = token }
-            options.authorization = token
-        }
-        options.timeoutMilliseconds = 0
-        return (endpoint, options)
-    }
-
-    private func options(token: String?) -> TransportOptions {
-        TransportOptions(
-            caFile: configuration.caFile, certificateFile: configuration.certificateFile,
-            keyFile: configuration.keyFile, authorization: token,
-            timeoutMilliseconds: configuration.requestTimeoutMilliseconds,
-            connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds)
-    }
-
-    /// `answer` as etcd's gateway sends every answer, a JSON object; nil for anything else (a proxy's
-    /// error page, another web server), which the callers take for an endpoint that did not answer.
-    private static func gatewayObject(_ answer: [UInt8]) -> JSONValue? {
-        guard let object = JSONValue.parse(answer), object.isObject else { return nil }
-        return object
-    }
-
-    /// What an endpoint that is not etcd's gateway answered with.
-    private static func notEtcd(_ status: Int, _ answer: [UInt8]) -> String {
-        "answered HTTP \(status) with \(answer.count) bytes that are not etcd's JSON"
-    }
-
-    /// A token for `configuration.user` from `endpoint` (`/v3/auth/authenticate`).
-    private func authenticate(_ transport: HTTPTransport, _ endpoint: String, options: TransportOptions)
-        throws(EtcdError) -> String
-    {
-        guard let user = configuration.user, let password = configuration.password else {
-            throw EtcdError(.invalidRequest, "etcd user \(configuration.user ?? "") has no password")
-        }
-        // The password is in this buffer only as long as the request; it is overwritten afterwards.
-        var body = password.withTransientCopy { (bytes) -> [UInt8] in
-            let text = String(decoding: bytes, as: UTF8.self)
-            return (try? JSONValue.object(["name": .string(user), "password": .string(text)]).serialized()) ?? []
-        }
-        defer { body.wipe() }
-        var options = options
-        options.authorization = nil
-        options.freshConnection = false
-        switch transport.post(endpoint + "/v3/auth/authenticate", body: body, options: options) {
-        case .failed(let failure):
-            throw EtcdError(.unavailable, failure.message)
-        case .response(let status, let answer):
-            guard let object = Self.gatewayObject(answer) else {
-                throw EtcdError(.unavailable, Self.notEtcd(status, answer))  // the next endpoint is asked
-            }
-            if status == 200, object["error"] == nil {
-                guard let token = object["token"]?.string, !token.isEmpty else {
-                    throw EtcdError(
-                        .malformedResponse, "etcd at \(endpoint) answered the authentication of \(user) without a token"
-                    )
-                }
-                return token
-            }
-            let message = object["message"]?.string ?? "HTTP \(status)"
-            if message.contains("no leader") { throw EtcdError(.unavailable, message) }
-            throw EtcdError(
-                .authentication,
-                "etcd at \(endpoint) refused user \(user): \(message) (check --etcd-user and the password file)",
-                grpcCode: object["code"]?.integer)
-        }
     }
 }

@@ -14,11 +14,12 @@ struct TransportOptions: Sendable {
     /// A new connection for this request, not kept afterwards (writes: see `vcurl_options`).
     var freshConnection = false
 
-    /// Bounds the request, its connection included, to `limit` (at least a millisecond).
+    /// Bounds the request, its connection included, to `limit` (at least a millisecond): a read's share
+    /// of its deadline, which may be longer than the per-request time limit (a deadline set so).
     mutating func limit(to limit: Duration) {
-        let milliseconds = max(
-            1, Int(limit.components.seconds * 1000 + limit.components.attoseconds / 1_000_000_000_000_000))
-        timeoutMilliseconds = min(timeoutMilliseconds, milliseconds)
+        let (seconds, attoseconds) = limit.components
+        let milliseconds = max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
+        timeoutMilliseconds = milliseconds
         connectTimeoutMilliseconds = min(connectTimeoutMilliseconds, milliseconds)
     }
 }

@@ -100,8 +100,9 @@ final class EtcdFleet: FleetEngine {
             }
             let cache = store.replicaCache(of: group)
             report = try cache.withGroupLock { () throws(StoreError) -> FleetResync in
+                let started = ContinuousClock.now
                 let report = try fleetGroup.replica.resync(cache, acceptingRollback: acceptingRollback)
-                fleetGroup.noteRefreshed()
+                fleetGroup.noteRefreshed(startedAt: started)
                 return report
             }
         } catch {

@@ -17,30 +17,34 @@ extension EtcdReplica {
         }
     }
 
-    /// The `mod_revision`s of the group's manifest and rollback report (0: none) and the store's
-    /// revision, in one keys-only read of the keys from `manifest` to `rollback`: every change of the
+    /// The group's head in one read of the keys from `manifest` to `rollback`: the manifest (nil: none),
+    /// the `mod_revision` of the rollback report (0: none), and the store's revision. Every change of the
     /// group's state changes one of them.
-    func headRevisions() throws(StoreError) -> (manifest: Int64, rollback: Int64, revision: Int64) {
+    func readHead() throws(StoreError) -> (manifest: EtcdKeyValue?, rollbackRevision: Int64, revision: Int64) {
         let found: EtcdRangeResult
         do {
-            found = try client.range(manifestKey, rangeEnd: rollbackKey + [0], keysOnly: true)
+            found = try client.range(manifestKey, rangeEnd: rollbackKey + [0])
         } catch {
-            throw storeError(error, "cannot read its manifest's revision from etcd")
+            throw storeError(error, "cannot read its manifest from etcd")
         }
-        let revisions = Self.revisions(found)
-        return (revisions[manifestKey] ?? 0, revisions[rollbackKey] ?? 0, found.revision)
+        return (
+            found.keyValues.first { $0.key == manifestKey },
+            found.keyValues.first { $0.key == rollbackKey }?.modRevision ?? 0, found.revision
+        )
     }
 
     /// Whether the cache is what etcd holds: with `checkingItems`, by every key's revision under the
-    /// group's prefix (an item changed behind the manifest's back counts); else by the manifest's and
-    /// the rollback report's alone.
+    /// group's prefix (an item changed behind the manifest's back counts); else by the manifest's bytes
+    /// (their digest: etcd reuses revisions after a restore) and the rollback report's revision.
     func isCurrent(checkingItems: Bool) throws(StoreError) -> Bool {
         guard !checkingItems else { return try everyRevisionIsCurrent() }
         let now = ContinuousClock.now
-        let head = try headRevisions()
+        let head = try readHead()
+        guard let manifest = head.manifest else { return false }
+        let digest = try identity.manifestKey.digest(of: manifest.value)
         let same = seen.withLock { seen in
-            guard seen.manifestRevision != 0, seen.manifestRevision == head.manifest,
-                seen.rollbackRevision == head.rollback
+            guard seen.manifest != nil, seen.manifestDigest == digest, seen.manifestRevision == manifest.modRevision,
+                seen.rollbackRevision == head.rollbackRevision
             else { return false }
             seen.confirmedRevision = max(seen.confirmedRevision, head.revision)
             seen.confirmedAt = now
@@ -50,22 +54,45 @@ extension EtcdReplica {
         return same
     }
 
-    /// A process's first read: whether this machine's cache is the state etcd holds now, by the
-    /// revisions its last complete refresh recorded (`fleet.cached`, made under the present mark).
-    func cacheIsCurrent(_ cache: ReplicaCache) throws(StoreError) -> Bool {
+    /// A process's first read or write of the group, in a process that does not watch: whether this
+    /// machine's cache is the state etcd holds now, by what its last complete refresh recorded
+    /// (`fleet.cached`, under the present mark): etcd's manifest has those bytes and that revision, the
+    /// rollback report that revision, and the cache holds every item the manifest lists and no other.
+    /// Then the manifest is taken as seen (a write makes the next from it), not every item: an item's
+    /// revision is read when a write needs it (`Seen.itemsUnknown`).
+    func adoptCacheIfCurrent(_ cache: ReplicaCache) throws(StoreError) -> Bool {
         guard let record = cache.currentRecord(), let mark = try? cache.highWaterMark(),
             mark.digest == record.markDigest
         else { return false }
         let now = ContinuousClock.now
-        let head = try headRevisions()
-        guard head.manifest == record.manifestRevision, head.rollback == record.rollbackRevision else { return false }
+        let head = try readHead()
+        guard let manifestValue = head.manifest, manifestValue.modRevision == record.manifestRevision,
+            head.rollbackRevision == record.rollbackRevision,
+            try identity.manifestKey.digest(of: manifestValue.value) == mark.digest
+        else { return false }
+        let manifest = try identity.manifestKey.open(manifestValue.value)
+        // A cached file removed or left here since (damage, a member of a shared group): a full refresh.
+        guard Set(manifest.items.keys) == Set(try cache.cachedIDs()) else { return false }
         seen.withLock { seen in
-            seen.manifestRevision = head.manifest
-            seen.rollbackRevision = head.rollback
+            seen.revisions = [manifestKey: manifestValue.modRevision]
+            seen.itemsUnknown = true
+            seen.manifest = manifest
+            seen.manifestRevision = manifestValue.modRevision
+            seen.manifestDigest = mark.digest
+            seen.rollbackRevision = head.rollbackRevision
             seen.confirmedRevision = max(seen.confirmedRevision, head.revision)
             seen.confirmedAt = now
         }
         return true
+    }
+
+    /// The `mod_revision` of `key` in etcd, nil when it does not exist.
+    func revision(of key: [UInt8]) throws(StoreError) -> Int64? {
+        do {
+            return try client.range(key, keysOnly: true).keyValues.first?.modRevision
+        } catch {
+            throw storeError(error, "cannot read an item's revision from etcd")
+        }
     }
 
     private func everyRevisionIsCurrent() throws(StoreError) -> Bool {

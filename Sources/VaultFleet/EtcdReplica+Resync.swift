@@ -54,7 +54,9 @@ extension EtcdReplica {
             result = try client.transaction(
                 compare: [
                     manifestValue.map { .modRevision(key: manifestKey, equals: $0.modRevision) }
-                        ?? .createRevision(key: manifestKey, equals: 0)
+                        ?? .createRevision(key: manifestKey, equals: 0),
+                    // A report made since was not counted above: the resync runs again.
+                    .modRevision(key: rollbackKey, equals: contents.rollback?.modRevision ?? 0),
                 ],
                 success: [
                     .put(key: manifestKey, value: sealed), .put(key: acceptedKey, value: acceptance),

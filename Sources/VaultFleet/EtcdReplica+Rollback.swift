@@ -48,14 +48,13 @@ extension EtcdReplica {
             try identity.manifestKey.open(keyValue.value, as: .rollback)
         }
         if let previous {
-            do throws(StoreError) {
-                try checkAgainstMark(manifest, mark: mark, previous: previous, cache: cache)
-            } catch {
-                if error.code == .integrity {
-                    report(seen: previous, found: manifest.counter, over: contents.rollback, reported: reported)
-                }
-                throw error
+            // Only what the manifest itself shows is reported to the other machines: a comparison with this
+            // machine's cache may also fail after a crash left the cache behind its mark.
+            if let refusal = manifestRefusal(manifest, mark: mark, previous: previous) {
+                report(seen: previous, found: manifest.counter, contents: contents, reported: reported)
+                throw refusal
             }
+            try checkItemsAgainstMark(manifest, previous: previous, cache: cache)
         }
         if let reported, reported.refuses(counter: manifest.counter, digest: mark.digest) {
             throw StoreError(
@@ -68,35 +67,40 @@ extension EtcdReplica {
         }
         guard let previous, let sealed = contents.accepted?.value else { return nil }
         let accepted = try identity.manifestKey.open(sealed, as: .accepted)
+        // Said on every machine, once: when it first takes the accepted state (whether it had seen more of
+        // what was lost or not, it takes part of a history that went back).
         guard previous.counter < accepted.newCounter, accepted.newCounter <= manifest.counter else { return nil }
-        let words =
-            "fleet group \(group): uid \(accepted.userID) accepted a rollback on a machine of the group at "
+        return "fleet group \(group): uid \(accepted.userID) accepted a rollback on a machine of the group at "
             + "\(UTCTimestamp.iso8601(nanosecondsSince1970: accepted.time)): etcd had gone back from manifest "
             + "\(accepted.seenCounter) to \(accepted.replicaCounter), and that state is the group's since manifest "
             + "\(accepted.newCounter); this machine had seen \(previous.counter)"
-        SystemLog.notice("vault: \(words) (vault at \(cache.vaultPath))")
-        return words
     }
 
-    /// Refuses a manifest below this machine's mark, another under the mark's counter, or one above it
-    /// that lists an item as last written at or before the mark with other bytes than this machine
-    /// cached since (etcd went back, then a machine that had not seen more wrote past the mark).
-    private func checkAgainstMark(_ manifest: FleetManifest, mark: FleetMark, previous: FleetMark, cache: ReplicaCache)
-        throws(StoreError)
-    {
-        guard manifest.counter >= previous.counter else {
-            throw StoreError(
+    /// The refusal of a manifest below this machine's mark, or another under the mark's counter (nil
+    /// when it is neither).
+    private func manifestRefusal(_ manifest: FleetManifest, mark: FleetMark, previous: FleetMark) -> StoreError? {
+        if manifest.counter < previous.counter {
+            return StoreError(
                 .integrity,
                 "fleet group \(group): etcd's copy is older than this machine has seen (its manifest is at "
                     + "\(manifest.counter), this machine saw \(previous.counter)): etcd was restored from an older "
                     + "snapshot, or a member went back" + resyncHint)
         }
-        guard manifest.counter > previous.counter || mark.digest == previous.digest else {
-            throw StoreError(
+        if manifest.counter == previous.counter, mark.digest != previous.digest {
+            return StoreError(
                 .integrity,
                 "fleet group \(group): etcd's manifest \(manifest.counter) is not the one this machine saw under "
                     + "that number (etcd was restored, then written to)" + resyncHint)
         }
+        return nil
+    }
+
+    /// Refuses a manifest above the mark that lists an item as last written at or before the mark with
+    /// other bytes than this machine cached since (etcd went back, then a machine that had not seen more
+    /// wrote past the mark).
+    private func checkItemsAgainstMark(_ manifest: FleetManifest, previous: FleetMark, cache: ReplicaCache)
+        throws(StoreError)
+    {
         guard manifest.counter > previous.counter else { return }
         for (id, entry) in manifest.items where entry.version <= previous.counter {
             let cached = try cache.contents(of: id)
@@ -112,17 +116,21 @@ extension EtcdReplica {
     }
 
     /// Reports in etcd that this machine saw manifest `seen` and found `found` gone back (unless a report
-    /// that refuses as much is there): compared on the record it read, so that two reports never
-    /// overwrite each other unseen. Best effort: the refusal stands whether or not it is written.
-    private func report(seen: FleetMark, found: UInt64, over existing: EtcdKeyValue?, reported: FleetWitness?) {
+    /// that refuses as much is there): compared on the report and the manifest it read, so that a report
+    /// never overwrites one it did not see, nor lands after a write it did not see. Best effort: the
+    /// refusal stands whether or not it is written.
+    private func report(seen: FleetMark, found: UInt64, contents: GroupContents, reported: FleetWitness?) {
         if let reported, reported.refusedThrough >= max(seen.counter, found) { return }
+        guard let manifest = contents.manifest else { return }
         let witness = FleetWitness(
             kind: .rollback, seenCounter: seen.counter, seenDigest: seen.digest, replicaCounter: found,
             newCounter: 0, userID: ProcessIdentity.effectiveUserID, time: FileTimestampClock.now())
         guard let sealed = try? identity.manifestKey.seal(witness) else { return }
-        let compare: EtcdCompare =
-            existing.map { .modRevision(key: rollbackKey, equals: $0.modRevision) }
-            ?? .createRevision(key: rollbackKey, equals: 0)
-        _ = try? client.transaction(compare: [compare], success: [.put(key: rollbackKey, value: sealed)])
+        _ = try? client.transaction(
+            compare: [
+                .modRevision(key: rollbackKey, equals: contents.rollback?.modRevision ?? 0),
+                .modRevision(key: manifestKey, equals: manifest.modRevision),
+            ],
+            success: [.put(key: rollbackKey, value: sealed)])
     }
 }

@@ -4,6 +4,7 @@ import Vault
 import VaultCrypto
 import VaultEtcd
 import VaultStore
+import VaultSystem
 
 /// A fleet group's items in etcd, under `/vault/v2/<group id hex>/`: `items/<item id>` holds each
 /// item's file, byte for byte as on disk; `manifest` the sealed `FleetManifest`; `meta` the
@@ -34,8 +35,13 @@ final class EtcdReplica: Sendable {
         /// The manifest those revisions hold, and its `mod_revision`.
         var manifest: FleetManifest?
         var manifestRevision: Int64 = 0
+        /// `FleetManifestKey.digest(of:)` of that manifest's sealed bytes.
+        var manifestDigest: [UInt8]?
         /// The `mod_revision` of the group's rollback report (0: none) those revisions hold.
         var rollbackRevision: Int64 = 0
+        /// Whether `revisions` holds the manifest's alone (`loadManifestIfCacheIsCurrent`): an item's
+        /// revision is then read before a write compares on it.
+        var itemsUnknown = false
         /// The store revision at which `revisions` were last confirmed, and when (this process's clock).
         var confirmedRevision: Int64 = 0
         var confirmedAt: ContinuousClock.Instant?
@@ -191,11 +197,14 @@ final class EtcdReplica: Sendable {
             seen.revisions = Self.revisions(found)
             seen.manifest = manifest
             seen.manifestRevision = manifestValue.modRevision
+            seen.manifestDigest = mark.digest
             seen.rollbackRevision = contents.rollback?.modRevision ?? 0
+            seen.itemsUnknown = false
             seen.confirmedRevision = found.revision
             seen.confirmedAt = now
             if let acceptance { seen.acceptedRollback = acceptance }
         }
+        if let acceptance { SystemLog.notice("vault: \(acceptance) (vault at \(cache.vaultPath))") }
         if recording {
             try cache.recordCurrent(
                 FleetCacheRecord(
@@ -237,7 +246,7 @@ final class EtcdReplica: Sendable {
 
     func delete(_ id: ItemID, history: ReplicaHistoryStep?, cache: ReplicaCache) throws(StoreError) {
         let key = itemKey(id)
-        if seen.withLock({ $0.revisions[key] }) == nil {
+        if seen.withLock({ !$0.itemsUnknown && $0.revisions[key] == nil }) {
             // Not in etcd as this process last saw it, which the watch may have vouched for before
             // reporting another machine's add: ask etcd, and rerun on a fresh read if it is there.
             let found: EtcdRangeResult
@@ -268,9 +277,12 @@ final class EtcdReplica: Sendable {
         item: [UInt8], change: EtcdOperation, history: [EtcdOperation], cache: ReplicaCache,
         manifest update: (inout FleetManifest) -> Void, isOwn: (EtcdKeyValue?) -> Bool
     ) throws(StoreError) {
-        let (last, manifestRevision, itemRevision) = seen.withLock {
-            ($0.manifest, $0.manifestRevision, $0.revisions[item])
+        let (last, manifestRevision, knownRevision, itemsUnknown, rollbackRevision) = seen.withLock {
+            ($0.manifest, $0.manifestRevision, $0.revisions[item], $0.itemsUnknown, $0.rollbackRevision)
         }
+        // Only the manifest was read (the cache was current by it): the item's revision now. The compare
+        // on the manifest still holds the write to the state this machine verified.
+        let itemRevision = try itemsUnknown && knownRevision == nil ? revision(of: item) : knownRevision
         guard var next = last else {
             throw StoreError(.conflict, "fleet group \(group): not read from etcd since its last failure")
         }
@@ -283,6 +295,8 @@ final class EtcdReplica: Sendable {
                 compare: [
                     itemRevision.map { .modRevision(key: item, equals: $0) } ?? .createRevision(key: item, equals: 0),
                     .modRevision(key: manifestKey, equals: manifestRevision),
+                    // A rollback report made since (by a machine that found etcd gone back) stops the write.
+                    .modRevision(key: rollbackKey, equals: rollbackRevision),
                 ],
                 success: [change, .put(key: manifestKey, value: sealed)] + history,
                 failure: [.range(key: item, rangeEnd: nil), .range(key: manifestKey, rangeEnd: nil)])
@@ -308,8 +322,9 @@ final class EtcdReplica: Sendable {
             }
             revision = current.modRevision
         }
+        let digest = try identity.manifestKey.digest(of: sealed)
         do throws(StoreError) {
-            try cache.record(FleetMark(counter: next.counter, digest: try identity.manifestKey.digest(of: sealed)))
+            try cache.record(FleetMark(counter: next.counter, digest: digest))
         } catch {
             forget()
             throw StoreError.afterReplicaCommit(error, group: group, replica: "etcd")
@@ -323,6 +338,7 @@ final class EtcdReplica: Sendable {
             seen.revisions[manifestKey] = revision
             seen.manifest = next
             seen.manifestRevision = revision
+            seen.manifestDigest = digest
             // The compare held: nothing changed the group between what this process saw and this write,
             // so its state at `revision` is known (the watch's report of this write is no news).
             if seen.confirmedRevision >= manifestRevision {
@@ -337,7 +353,11 @@ final class EtcdReplica: Sendable {
     func forget() {
         seen.withLock { seen in
             seen.revisions = [:]
+            seen.itemsUnknown = false
             seen.manifest = nil
+            seen.manifestRevision = 0
+            seen.manifestDigest = nil
+            seen.rollbackRevision = 0
             seen.confirmedAt = nil
         }
     }

@@ -43,6 +43,14 @@ final class FleetGroup: GroupReplica {
             noteVouched()
             return false
         }
+        // A process that does not watch (a command, the C API) reads the manifest alone when it is the
+        // one its machine's last complete refresh recorded: the cache is current, and a write needs no
+        // item of etcd's but its own.
+        let started = ContinuousClock.now
+        if !fleet.freshReadsOnly, !replica.watching, try replica.adoptCacheIfCurrent(cache) {
+            noteRefreshed(startedAt: started)
+            return false
+        }
         return try refresh(cache)
     }
 
@@ -65,8 +73,9 @@ final class FleetGroup: GroupReplica {
             } else if !freshOnly, !replica.watching {
                 // A process that does not watch (a command, the C API) takes the cache for current when
                 // etcd's manifest is the one its last complete refresh recorded: no read of every item.
-                current = try replica.cacheIsCurrent(cache)
-                if current { state.withLock { $0.refreshedAt = ContinuousClock.now } }
+                let started = ContinuousClock.now
+                current = try replica.adoptCacheIfCurrent(cache)
+                if current { state.withLock { $0.refreshedAt = started } }
             }
             if current {
                 noteConfirmed()
@@ -82,26 +91,34 @@ final class FleetGroup: GroupReplica {
                     if done { return false }
                     do throws(StoreError) {
                         return try refresh(cache, recording: !replica.watching)
-                    } catch  where error.code == .unavailable {
-                        // Before the lock goes: the threads waiting for it answer from the cache at once.
-                        state.withLock { $0.unreachableUntil = ContinuousClock.now + Self.unreachableRetryInterval }
+                    } catch  where error.code == .unavailable && !freshOnly {
+                        // Before the lock goes: the threads waiting for it answer from the cache at once, and
+                        // say so.
+                        noteUnreachable(cache)
                         throw error
                     }
                 }
             }
         } catch  where error.code == .unavailable {
-            let since = state.withLock { $0.status?.knownCurrentAt } ?? cache.highWaterMarkTime
             guard !freshOnly else {
+                let since = state.withLock { $0.status?.knownCurrentAt } ?? cache.highWaterMarkTime
                 throw StoreError(
                     .unavailable,
                     "\(error.message); fresh reads only: not answered from this machine's cache (last known current "
                         + "\(since.map(UTCTimestamp.iso8601(nanosecondsSince1970:)) ?? "never"))", cause: error)
             }
-            let retry = ContinuousClock.now + Self.unreachableRetryInterval
-            state.withLock {
-                $0.status = FleetCacheStatus(isStale: true, knownCurrentAt: since)
-                $0.unreachableUntil = retry
-            }
+            noteUnreachable(cache)
+        }
+    }
+
+    /// etcd was out of reach just now: reads answer from the cache, marked stale (as of when the cache
+    /// was last confirmed), without asking again for `unreachableRetryInterval`.
+    private func noteUnreachable(_ cache: ReplicaCache) {
+        let retry = ContinuousClock.now + Self.unreachableRetryInterval
+        let since = state.withLock { $0.status?.knownCurrentAt } ?? cache.highWaterMarkTime
+        state.withLock {
+            $0.status = FleetCacheStatus(isStale: true, knownCurrentAt: $0.status?.knownCurrentAt ?? since)
+            $0.unreachableUntil = retry
         }
     }
 
@@ -134,15 +151,16 @@ final class FleetGroup: GroupReplica {
     /// changed.
     func refresh(_ cache: ReplicaCache, recording: Bool = false) throws(StoreError) -> Bool {
         let before = cache.changeCount
+        let started = ContinuousClock.now
         try replica.refresh(cache, recording: recording)
-        noteRefreshed()
+        noteRefreshed(startedAt: started)
         return cache.changeCount > before
     }
 
-    /// etcd confirmed the cache just now (a refresh or a resync).
-    func noteRefreshed() {
-        let now = ContinuousClock.now
-        state.withLock { $0.refreshedAt = now }
+    /// etcd confirmed the cache (a refresh or a resync that started at `started`: what it read is at
+    /// least that old, so a thread that asked before then may take it for its own).
+    func noteRefreshed(startedAt started: ContinuousClock.Instant) {
+        state.withLock { $0.refreshedAt = started }
         noteConfirmed()
     }
 

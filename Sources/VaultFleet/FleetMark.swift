@@ -76,10 +76,11 @@ extension ReplicaCache {
 }
 
 /// The revisions of etcd's keys that a complete refresh of the group brought this machine's cache to
-/// (`fleet.cached`), and the mark it was made under: a process's first read finds the cache current by
-/// reading those keys' revisions alone (`EtcdReplica.cacheIsCurrent`), not every item. Every change of
-/// the group's state changes its manifest or its rollback report; an item changed in etcd behind the
-/// manifest's back is found by the next complete refresh (a write's, a fresh-only read's, a resync).
+/// (`fleet.cached`), and the mark it was made under: a process's first read or write finds the cache
+/// current by reading the manifest and the rollback report alone (`EtcdReplica.adoptCacheIfCurrent`),
+/// not every item. Every change of the group's state changes its manifest or its rollback report; an
+/// item changed in etcd behind the manifest's back is found by the next complete refresh (a fresh-only
+/// read's, a resync, one after the manifest changed).
 struct FleetCacheRecord: Sendable, Equatable {
     var manifestRevision: Int64
     var rollbackRevision: Int64

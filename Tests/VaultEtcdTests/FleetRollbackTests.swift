@@ -277,6 +277,31 @@ import VaultTestSupport
         }
     }
 
+    /// A machine whose cache is behind its own mark (a crash between the mark and the cache's files, or
+    /// a file lost) refuses a newer manifest that lists an item it does not hold, but reports nothing to
+    /// the others: that is no evidence that etcd went back, and a report would refuse etcd's good state
+    /// on every machine.
+    @Test func aCacheBehindItsMarkIsRefusedHereAndReportedNowhere() throws {
+        try withTwoHosts(on: try TestCluster.require()) { a, b, group, keys in
+            try a.set(Data("x".utf8), for: try key("x", group))
+            try a.set(Data("y".utf8), for: try key("y", group))
+            #expect(try b.data(for: try key("y", group)) == Data("y".utf8))
+            let directory = b.path + "/groups/\(group.rawValue)"
+            let cached = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".item") }
+            let x = try #require(
+                try keys.items().first { $0.modRevision == (try keys.items().map(\.modRevision).min()) })
+            let lost = try #require(
+                cached.first { name in
+                    (try? Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))) == Data(x.value)
+                })
+            try FileManager.default.removeItem(atPath: directory + "/" + lost)
+            try a.set(Data("z".utf8), for: try key("z", group))
+            expectIntegrityError("went back to an older state") { _ = try b.data(for: try key("z", group)) }
+            #expect(try keys.etcd.range(keys.root + Array("rollback".utf8)).keyValues.isEmpty, "no report")
+            #expect(try a.data(for: try key("z", group)) == Data("z".utf8), "the others read on")
+        }
+    }
+
     @Test func aClusterRestoredFromAnOlderSnapshotIsDetectedAndResyncAcceptsIt() throws {
         try FleetTestSupport.withCluster("rollback", members: 1) { cluster in
             let endpoint = cluster.endpoints[0]

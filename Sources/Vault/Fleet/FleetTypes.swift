@@ -69,9 +69,10 @@ public struct FleetCacheStatus: Sendable, Equatable {
     /// failure starts the next watch. Nil once etcd has made a watch again, in a process that does not
     /// watch, or when the last watch ended otherwise. Read when asked, not at the last read.
     public var watchFailure: String?
-    /// When this process took a state of the group that an operator accepted as a rollback on another
-    /// machine (`resyncFleetGroup(_:acceptingRollback: true)`) after this machine had seen a newer one:
-    /// who, when, and which manifests, in words (also sent to syslog). Nil otherwise.
+    /// When this process was the first on this machine to take a state of the group that an operator
+    /// accepted as a rollback on another machine (`resyncFleetGroup(_:acceptingRollback: true)`): who,
+    /// when, which manifests, and what this machine had seen, in words (also sent to syslog). Nil
+    /// otherwise.
     public var acceptedRollback: String?
 
     /// A status.

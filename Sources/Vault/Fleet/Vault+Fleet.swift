@@ -111,7 +111,14 @@ extension Vault {
         let removed = try translatingStoreErrors { () throws(StoreError) in
             try fleet.removeFromReplica(group.name, in: engine.store)
         }
-        _ = try removeGroup(group, force: true)
+        do {
+            _ = try removeGroup(group, force: true)
+        } catch {
+            throw VaultError(
+                error.status,
+                "fleet group \(group) was removed from etcd (\(removed) items), but this machine's copy was not: "
+                    + "\(error.message); `vault group rm \(group) --force` removes it", cause: error)
+        }
         return removed
     }
 

@@ -60,39 +60,45 @@ package struct GroupJoinCommand: Sendable, Hashable {
         if let shared, !vault.isMember {
             try GroupCreateCommand.checkMembership(shared, vault: vault, command: "group join")
         }
+        let key = try openingKey(in: context, vault: vault)
         do {
-            let key: BackupKey?
-            switch try Vault.sealingOfFleetGroupKeyFile(at: keyFile) {
-            case nil:
-                key = nil
-                context.writeError(
-                    "vault: note: \(keyFile) holds the group's keys in the clear (an earlier build's export); delete "
-                        + "it once joined\n")
-            case .keyFile?:
-                guard let backupKeyFile else {
-                    throw CLIError(
-                        .usage, keyFile, "is sealed under a backup key file: give --backup-key-file K")
-                }
-                key = try BackupOptions.load(backupKeyFile)
-            case .passphrase?:
-                guard backupKeyFile == nil else {
-                    throw CLIError(.usage, keyFile, "is sealed under a passphrase: join without --backup-key-file")
-                }
-                key = .passphrase(
-                    try context.passphrase(
-                        PassphraseRequest(.openBackup, for: "the key file \(keyFile)"), subject: keyFile))
-            }
             try vault.joinFleetGroup(
                 group, keyFileAt: keyFile, settings: settings, unixGroup: shared?.id, openingWith: key)
-        } catch let error as CLIError {
-            throw error
-        } catch let error as VaultError {
-            throw GroupCommand.failure(error, command: "group join", vaultPath: vault.path)
         } catch {
-            throw CLIError(.io, "group join", "\(error)")
+            throw GroupCommand.failure(error, command: "group join", vaultPath: vault.path)
         }
         let sharing = shared.map { ", " + GroupCreateCommand.sharing($0, vault: vault, group: group) } ?? ""
         context.writeError(
             "vault: joined fleet group \(group) (etcd at \(settings.endpoints.joined(separator: ",")))\(sharing)\n")
+    }
+
+    /// What opens the key file: nothing for one in the clear (an earlier build's, with a note to delete
+    /// it), `--backup-key-file K` for one sealed under a key file, else its passphrase.
+    private func openingKey(in context: Context, vault: Vault) throws(CLIError) -> BackupKey? {
+        let sealing: BackupFile.Sealing?
+        do {
+            sealing = try Vault.sealingOfFleetGroupKeyFile(at: keyFile)
+        } catch {
+            throw GroupCommand.failure(error, command: "group join", vaultPath: vault.path)
+        }
+        switch sealing {
+        case nil:
+            context.writeError(
+                "vault: note: \(keyFile) holds the group's keys in the clear (an earlier build's export); delete it "
+                    + "once joined\n")
+            return nil
+        case .keyFile?:
+            guard let backupKeyFile else {
+                throw CLIError(.usage, keyFile, "is sealed under a backup key file: give --backup-key-file K")
+            }
+            return try BackupOptions.load(backupKeyFile)
+        case .passphrase?:
+            guard backupKeyFile == nil else {
+                throw CLIError(.usage, keyFile, "is sealed under a passphrase: join without --backup-key-file")
+            }
+            return .passphrase(
+                try context.passphrase(PassphraseRequest(.openBackup, for: "the key file \(keyFile)"), subject: keyFile)
+            )
+        }
     }
 }

@@ -120,7 +120,9 @@ package struct PutCommand: Sendable, Hashable {
     /// An add to a group the vault does not have, by a process that cannot make it (a member of shared
     /// groups, or no user of the vault at all): where its items can go instead.
     static func missingGroup(_ error: VaultError) -> CLIError {
-        CLIError(
+        // A fleet group removed from the fleet names its own way out.
+        if error.message.contains("removed from the fleet") { return CLIError(.notFound, nil, error.message) }
+        return CLIError(
             .notFound, nil,
             error.message + "; a member of a shared group adds to it with --group NAME (`vault group ls` lists the "
                 + "groups shared with your Unix groups)")

@@ -30,9 +30,9 @@ package struct ReplicaCache {
     /// The vault directory's path, for messages.
     package var vaultPath: String { store.path }
 
-    /// The ids of the items cached now.
+    /// The ids of the items cached now (the directory as it is: the replica is what brings it up to date).
     package func cachedIDs() throws(StoreError) -> [ItemID] {
-        try store.itemIDs(in: group, sorted: false)
+        try store.localItemIDs(in: group, sorted: false)
     }
 
     /// The cached file of item `id`, or nil.

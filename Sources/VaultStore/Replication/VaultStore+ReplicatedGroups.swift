@@ -136,8 +136,11 @@ extension VaultStore {
             throw StoreError(
                 .insecureFile,
                 "\(path) holds a fleet group's keys \(sealed ? "sealed" : "in the clear") and others can access it "
-                    + "(mode \(permissions)): `chmod 600 \(path)`, and rotate the group's key if anyone else may have "
-                    + "read it; nothing was joined",
+                    + "(mode \(permissions)): `chmod 600 \(path)`; "
+                    + (sealed
+                        ? "if anyone else may have read it, export the key again under a new passphrase"
+                        : "if anyone else may have read it, they hold the group's keys: move its items to a new "
+                            + "group, then `vault group rm NAME --force --everywhere`") + "; nothing was joined",
                 path: path)
         }
         return bytes
