@@ -86,6 +86,19 @@ extension EtcdReplica {
         return true
     }
 
+    /// Records the state this process last saw (a complete refresh, an adopted cache, its own writes) as
+    /// the cache's, for this machine's next processes; best effort (a record not written costs them a
+    /// complete refresh).
+    func recordCacheState(_ cache: ReplicaCache) {
+        let record = seen.withLock { (seen) -> FleetCacheRecord? in
+            guard seen.manifest != nil, let digest = seen.manifestDigest, seen.manifestRevision > 0 else { return nil }
+            return FleetCacheRecord(
+                manifestRevision: seen.manifestRevision, rollbackRevision: seen.rollbackRevision, markDigest: digest)
+        }
+        guard let record, (try? cache.highWaterMark())??.digest == record.markDigest else { return }
+        try? cache.recordCurrent(record)
+    }
+
     /// The `mod_revision` of `key` in etcd, nil when it does not exist.
     func revision(of key: [UInt8]) throws(StoreError) -> Int64? {
         do {

@@ -142,6 +142,14 @@ final class FleetGroup: GroupReplica {
         try replica.purgeVersions(of: id)
     }
 
+    func transactionEnded(_ cache: ReplicaCache) {
+        // For this machine's next commands: the manifest its writes made is the cache's state, and their
+        // first read or write need not read every item (`fleet.cached`). A long-lived process does not pay
+        // the flush for it.
+        guard !replica.watching else { return }
+        replica.recordCacheState(cache)
+    }
+
     func forgetCache() {
         replica.forget()
         state.withLock { $0.refreshedAt = nil }

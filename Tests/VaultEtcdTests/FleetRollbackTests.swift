@@ -274,6 +274,16 @@ import VaultTestSupport
             try a.set(Data("newer".utf8), for: db)
             let next = try get()
             #expect(next.status == 0 && next.output == "newer", "another host's write changes the manifest: \(next)")
+            // A command's own write records the state it made: the next command's read is the light check
+            // too (the value put back behind the manifest's back is not read; a complete refresh refuses it).
+            let put = try FleetTestSupport.run(
+                vault, ["--vault", b.path, "--group", group.rawValue, "put", "db", "app"], input: "mine",
+                environment: ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"], seconds: 60)
+            #expect(put.status == 0, "\(put)")
+            try keys.etcd.put(old.key, old.value)
+            let afterPut = try get()
+            #expect(afterPut.status == 0 && afterPut.output == "mine", "\(afterPut)")
+            #expect(try get(["--fresh"]).status == 6)
         }
     }
 

@@ -60,6 +60,8 @@ import VaultTestSupport
         func purgeVersions(of id: ItemID) throws(StoreError) { record("purge versions") }
 
         func forgetCache() { record("forget") }
+
+        func transactionEnded(_ cache: ReplicaCache) {}
     }
 
     @Test func aVaultWithoutReplicatedGroupsNeverAsksItsReplication() throws {

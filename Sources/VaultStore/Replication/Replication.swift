@@ -39,6 +39,9 @@ package protocol GroupReplica: AnyObject, Sendable {
     /// The store's copy of a change the replica took could not be written: the cache may not match what
     /// the replica last saw, and the next read must bring it up to date.
     func forgetCache()
+    /// A transaction that touched the group ended, every write's local half done: the cache is what the
+    /// replica last saw (called under the group's lock).
+    func transactionEnded(_ cache: ReplicaCache)
 }
 
 /// What a replica write does to the history of the item it changes (`ItemHistory`, kept by the

@@ -120,7 +120,13 @@ extension VaultStore {
                     }
                 }
             }
-            return try body(transaction)
+            let result = try body(transaction)
+            // Every write's local half is done: each replicated group the transaction touched has the cache
+            // of what its replica last saw, which the replica may record (still under the group's lock).
+            for group in transactionState.withLock({ $0.refreshedInTransaction }) {
+                knownReplica(of: group)?.transactionEnded(ReplicaCache(store: self, group: group))
+            }
+            return result
         }
     }
 
