@@ -76,12 +76,15 @@ package final class EtcdClient: Sendable {
 
     /// The value of `key`, or of every key in [`key`, `rangeEnd`); linearizable unless `serializable`
     /// (then any member answers from its own state, even without a leader).
+    /// At `revision` when it is not 0 (the state etcd had then, unless it compacted past it).
     package func range(
-        _ key: [UInt8], rangeEnd: [UInt8]? = nil, serializable: Bool = false, keysOnly: Bool = false
+        _ key: [UInt8], rangeEnd: [UInt8]? = nil, serializable: Bool = false, keysOnly: Bool = false,
+        revision: Int64 = 0
     ) throws(EtcdError) -> EtcdRangeResult {
         try call(
             "/v3/kv/range",
-            EtcdJSON.rangeRequest(key, rangeEnd: rangeEnd, serializable: serializable, keysOnly: keysOnly),
+            EtcdJSON.rangeRequest(
+                key, rangeEnd: rangeEnd, serializable: serializable, keysOnly: keysOnly, revision: revision),
             idempotent: true
         ) { answer throws(EtcdError) in try EtcdJSON.rangeResult(answer, header: try EtcdJSON.header(answer)) }
     }
@@ -114,7 +117,7 @@ package final class EtcdClient: Sendable {
     }
 
     /// gRPC's OUT_OF_RANGE: what etcd answers a read at a revision it has compacted.
-    static let outOfRange = 11
+    package static let outOfRange = 11
 
     /// One attempt of `range(prefix:pageSize:)`.
     private func pagedRange(prefix: [UInt8], pageSize: Int, maximumKeys: Int) throws(EtcdError) -> EtcdRangeResult {

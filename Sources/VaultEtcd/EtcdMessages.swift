@@ -24,6 +24,14 @@ package struct EtcdRangeResult: Sendable, Equatable {
     package let count: Int64
     /// The cluster that answered (a restored cluster may come back with another).
     package let clusterID: String
+
+    /// A result: `keyValues` read at `revision` from cluster `clusterID`.
+    package init(revision: Int64, keyValues: [EtcdKeyValue], count: Int64, clusterID: String) {
+        self.revision = revision
+        self.keyValues = keyValues
+        self.count = count
+        self.clusterID = clusterID
+    }
 }
 
 /// One condition of a transaction.

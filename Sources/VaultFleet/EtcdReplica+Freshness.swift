@@ -21,15 +21,23 @@ extension EtcdReplica {
     /// the `mod_revision` of the rollback report (0: none), and the store's revision. Every change of the
     /// group's state changes one of them.
     func readHead() throws(StoreError) -> (manifest: EtcdKeyValue?, rollbackRevision: Int64, revision: Int64) {
-        let found: EtcdRangeResult
+        let found: EtcdTransactionResult
         do {
-            found = try client.range(manifestKey, rangeEnd: rollbackKey + [0])
+            // One read-only transaction of the two keys by name: nothing else under the prefix is read.
+            found = try client.transaction(
+                compare: [],
+                success: [.range(key: manifestKey, rangeEnd: nil), .range(key: rollbackKey, rangeEnd: nil)])
         } catch {
             throw storeError(error, "cannot read its manifest from etcd")
         }
+        guard found.ranges.count == 2, let manifest = found.ranges[0], let rollback = found.ranges[1] else {
+            throw storeError(
+                EtcdError(.malformedResponse, "etcd answered a read of two keys without both"),
+                "cannot read its manifest from etcd")
+        }
         return (
-            found.keyValues.first { $0.key == manifestKey },
-            found.keyValues.first { $0.key == rollbackKey }?.modRevision ?? 0, found.revision
+            manifest.keyValues.first { $0.key == manifestKey },
+            rollback.keyValues.first { $0.key == rollbackKey }?.modRevision ?? 0, found.revision
         )
     }
 
@@ -113,18 +121,22 @@ extension EtcdReplica {
         let now = ContinuousClock.now
         let found: EtcdRangeResult
         do {
-            found = try client.range(prefix: rootPrefix, keysOnly: true)
+            found = try client.range(prefix: itemsPrefix, keysOnly: true)
         } catch {
             throw storeError(error, "cannot read its items' revisions from etcd")
         }
-        let current = Self.revisions(found)
+        let head = try readHead()
+        var current = Self.revisions(found)
+        if let manifest = head.manifest { current[manifestKey] = manifest.modRevision }
+        if head.rollbackRevision > 0 { current[rollbackKey] = head.rollbackRevision }
+        let revision = min(found.revision, head.revision)
         let same = seen.withLock { seen in
             guard seen.revisions == current, seen.manifest != nil else { return false }
-            seen.confirmedRevision = max(seen.confirmedRevision, found.revision)
+            seen.confirmedRevision = max(seen.confirmedRevision, revision)
             seen.confirmedAt = now
             return true
         }
-        if same { watchIfNeeded(from: found.revision + 1) }
+        if same { watchIfNeeded(from: revision + 1) }
         return same
     }
 

@@ -135,14 +135,27 @@ final class EtcdReplica: Sendable {
 
     // MARK: Refresh
 
-    /// Everything under the group's prefix, in pages, as of one revision.
+    /// The group's keys as of one revision: its items in pages, then its manifest, reports and removal
+    /// record, each by its name. Keys that something else put under the group's prefix are never read
+    /// (they cost nothing); more keys under `items/` than a group holds are refused.
     func readGroup() throws(StoreError) -> EtcdRangeResult {
-        do {
-            // The group's items, its manifest, its registration and its three witness records, nothing else.
-            return try client.range(
-                prefix: rootPrefix, pageSize: Self.pageSize, maximumKeys: FleetManifest.maximumItemCount + 5)
-        } catch {
-            throw storeError(error, "cannot read its items from etcd")
+        var attempt = 1
+        while true {
+            do {
+                let items = try client.range(
+                    prefix: itemsPrefix, pageSize: Self.pageSize, maximumKeys: FleetManifest.maximumItemCount)
+                var keyValues = items.keyValues
+                for key in [acceptedKey, manifestKey, removedKey, rollbackKey] {
+                    keyValues += try client.range(key, revision: items.revision).keyValues.filter { $0.key == key }
+                }
+                return EtcdRangeResult(
+                    revision: items.revision, keyValues: keyValues, count: Int64(keyValues.count),
+                    clusterID: items.clusterID)
+            } catch  where error.grpcCode == EtcdClient.outOfRange && attempt < 3 {
+                attempt += 1  // compacted past the items' revision meanwhile: read again
+            } catch {
+                throw storeError(error, "cannot read its items from etcd")
+            }
         }
     }
 
@@ -194,7 +207,7 @@ final class EtcdReplica: Sendable {
         for id in try cache.cachedIDs() where items[id] == nil { try cache.remove(id) }
         let now = started
         seen.withLock { seen in
-            seen.revisions = Self.revisions(found)
+            seen.revisions = Self.revisions(found).filter { $0.key != acceptedKey && $0.key != removedKey }
             seen.manifest = manifest
             seen.manifestRevision = manifestValue.modRevision
             seen.manifestDigest = mark.digest

@@ -415,4 +415,44 @@ import VaultTestSupport
             #expect(rejoined != nil, "a kept key file joins nothing")
         }
     }
+
+    /// Keys that something else put under a group's prefix (here 6,000, more than a group can hold,
+    /// outside `items/` and between the group's own keys) are never read: a command's read, a complete
+    /// refresh (a resync, a join) and a fresh-only read all go on, where a complete refresh was refused.
+    @Test func strayKeysUnderTheGroupsPrefixAreNeverRead() throws {
+        let endpoints = try TestCluster.require()
+        let stray = try AccessGroup("stray-\(UUID().uuidString.prefix(8).lowercased())")
+        try FleetTestSupport.withTwoHosts(stray, a: endpoints, b: endpoints, label: "fleet-stray") { a, b in
+            let db = try ItemKey(service: "db", account: "app", group: stray)
+            try a.set(Data("kept".utf8), for: db)
+            let root = try FleetTestSupport.etcdRoot(of: stray, in: a)
+            let etcd = EtcdClient(try EtcdClient.Configuration(endpoints: endpoints))
+            for batch in 0..<60 {
+                _ = try etcd.transaction(
+                    compare: [],
+                    success: (0..<100).map { index in
+                        .put(key: root + Array("junk/\(batch)-\(index)".utf8), value: Array(repeating: 0x6a, count: 64))
+                    })
+            }
+            try etcd.put(root + Array("n-junk".utf8), Array("between the group's own keys".utf8))
+            defer {
+                _ = try? etcd.transaction(
+                    compare: [],
+                    success: [.delete(key: root + Array("junk/".utf8), rangeEnd: root + Array("junk0".utf8))])
+            }
+            b.requireFreshFleetReads(true)
+            #expect(try b.data(for: db) == Data("kept".utf8), "a fresh-only read")
+            b.requireFreshFleetReads(false)
+            let report = try b.resyncFleetGroup(stray, acceptingRollback: false)
+            #expect(report.itemCount == 1, "a complete refresh")
+            let vault = FleetCommandTests.binaries.appendingPathComponent("vault").path
+            let get = try FleetTestSupport.run(
+                vault, ["--vault", b.path, "--group", stray.rawValue, "get", "db", "app"], input: "",
+                environment: ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"], seconds: 60)
+            #expect(get.status == 0 && get.output == "kept", "\(get)")
+            try a.set(Data("newer".utf8), for: db)
+            b.requireFreshFleetReads(true)
+            #expect(try b.data(for: db) == Data("newer".utf8))
+        }
+    }
 }
