@@ -114,24 +114,37 @@ struct FleetManifestKey: Sendable {
                 "fleet group \(group) would hold \(manifest.items.count) items; a fleet group holds at most "
                     + "\(FleetManifest.maximumItemCount); nothing was changed")
         }
-        do {
-            let nonce = try XChaCha20Poly1305.randomNonce()
-            return nonce
-                + (try XChaCha20Poly1305.seal(
-                    manifest.encoded(), key: key, nonce: nonce, associatedData: associatedData))
-        } catch {
-            throw StoreError.crypto(error, "cannot seal the manifest of fleet group \(group)")
-        }
+        return try seal(manifest.encoded(), associatedData: associatedData, what: "the manifest")
     }
 
     /// Opens a sealed manifest; `integrity` when it does not open under this group's key or is no
     /// manifest (replaced, or another group's).
     func open(_ sealed: [UInt8]) throws(StoreError) -> FleetManifest {
+        try open(sealed, associatedData: associatedData, what: "its manifest", decode: FleetManifest.decode)
+    }
+
+    /// `plaintext` sealed under the manifest key: a random nonce, then the bytes encrypted and
+    /// authenticated with `associatedData`; `what` names it in an error.
+    func seal(_ plaintext: [UInt8], associatedData: [UInt8], what: String) throws(StoreError) -> [UInt8] {
+        do {
+            let nonce = try XChaCha20Poly1305.randomNonce()
+            return nonce
+                + (try XChaCha20Poly1305.seal(plaintext, key: key, nonce: nonce, associatedData: associatedData))
+        } catch {
+            throw StoreError.crypto(error, "cannot seal \(what) of fleet group \(group)")
+        }
+    }
+
+    /// What `seal(_:associatedData:what:)` sealed, opened with `associatedData` and decoded; `integrity`
+    /// naming `what` when it does not open under this group's key or `decode` refuses it.
+    func open<Value>(
+        _ sealed: [UInt8], associatedData: [UInt8], what: String, decode: ([UInt8]) -> Value?
+    ) throws(StoreError) -> Value {
         let nonceCount = XChaCha20Poly1305.nonceByteCount
         let failure = StoreError(
             .integrity,
-            "fleet group \(group): its manifest in etcd does not open under the group's key (replaced, or "
-                + "another group's); nothing was read from etcd")
+            "fleet group \(group): \(what) in etcd does not open under the group's key (replaced, or another "
+                + "group's); nothing was read from etcd")
         guard sealed.count > nonceCount + XChaCha20Poly1305.tagByteCount else { throw failure }
         let plain: TransientBytes
         do {
@@ -141,8 +154,8 @@ struct FleetManifestKey: Sendable {
         } catch {
             throw failure
         }
-        guard let manifest = plain.withBytes({ FleetManifest.decode($0) }) else { throw failure }
-        return manifest
+        guard let value = plain.withBytes(decode) else { throw failure }
+        return value
     }
 
     /// The digest of an item file that a manifest lists: a keyed hash, so that etcd cannot forge one.

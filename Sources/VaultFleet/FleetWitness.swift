@@ -1,4 +1,3 @@
-import VaultCrypto
 import VaultStore
 
 /// What one machine of a fleet group tells the others through etcd about the group's history, sealed
@@ -81,33 +80,13 @@ extension FleetManifestKey {
     /// `witness` sealed (a random nonce, then its bytes encrypted and authenticated with its kind and
     /// the group's id).
     func seal(_ witness: FleetWitness) throws(StoreError) -> [UInt8] {
-        do {
-            let nonce = try XChaCha20Poly1305.randomNonce()
-            return nonce
-                + (try XChaCha20Poly1305.seal(
-                    witness.encoded(), key: key, nonce: nonce, associatedData: witnessData(witness.kind)))
-        } catch {
-            throw StoreError.crypto(error, "cannot seal a record of fleet group \(group)")
-        }
+        try seal(witness.encoded(), associatedData: witnessData(witness.kind), what: "a record")
     }
 
     /// Opens a sealed record of `kind`; `integrity` when it does not open under this group's key.
     func open(_ sealed: [UInt8], as kind: FleetWitness.Kind) throws(StoreError) -> FleetWitness {
-        let nonceCount = XChaCha20Poly1305.nonceByteCount
-        let failure = StoreError(
-            .integrity,
-            "fleet group \(group): its \(kind) record in etcd does "
-                + "not open under the group's key (replaced, or another group's); nothing was read from etcd")
-        guard sealed.count > nonceCount + XChaCha20Poly1305.tagByteCount else { throw failure }
-        let plain: TransientBytes
-        do {
-            plain = try XChaCha20Poly1305.open(
-                sealed, from: nonceCount, key: key, nonce: Array(sealed[..<nonceCount]),
-                associatedData: witnessData(kind), as: TransientBytes.self)
-        } catch {
-            throw failure
+        try open(sealed, associatedData: witnessData(kind), what: "its \(kind) record") {
+            FleetWitness.decode($0).flatMap { $0.kind == kind ? $0 : nil }
         }
-        guard let witness = plain.withBytes({ FleetWitness.decode($0) }), witness.kind == kind else { throw failure }
-        return witness
     }
 }

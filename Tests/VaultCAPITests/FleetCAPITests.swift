@@ -22,12 +22,7 @@ import VaultTestSupport
 
     /// `vault_open` of `path` as the client "svc" with the fleet group: the status and the handle.
     func open(_ path: String) -> (status: Int32, handle: OpaquePointer?) {
-        var handle: OpaquePointer?
-        let name = strdup(group.rawValue)
-        defer { free(name) }
-        let groups: [UnsafePointer<CChar>?] = [UnsafePointer(name)]
-        let status = vault_open(path, "svc", groups, 1, 0, &handle)
-        return (status, handle)
+        open(path, group: group)
     }
 
     func put(_ handle: OpaquePointer?, _ account: String, _ text: String) -> Int32 {
