@@ -81,10 +81,9 @@ extension EtcdReplica {
     /// Removes every version of item `id` from etcd.
     func purgeVersions(of id: ItemID) throws(StoreError) {
         let prefix = versionsPrefix(of: id)
-        // Every key that starts with the prefix: those below the prefix with its last byte, `/`, raised.
-        let end = prefix.dropLast() + [UInt8(ascii: "/") + 1]
         do {
-            _ = try client.transaction(compare: [], success: [.delete(key: prefix, rangeEnd: Array(end))])
+            _ = try client.transaction(
+                compare: [], success: [.delete(key: prefix, rangeEnd: EtcdClient.rangeEnd(ofPrefix: prefix))])
         } catch {
             throw storeError(error, "cannot remove an item's history from etcd")
         }

@@ -39,7 +39,7 @@ final class EtcdReplica: Sendable {
         var manifestDigest: [UInt8]?
         /// The `mod_revision` of the group's rollback report (0: none) those revisions hold.
         var rollbackRevision: Int64 = 0
-        /// Whether `revisions` holds the manifest's alone (`loadManifestIfCacheIsCurrent`): an item's
+        /// Whether `revisions` holds the manifest's alone (`adoptCacheIfCurrent`): an item's
         /// revision is then read before a write compares on it.
         var itemsUnknown = false
         /// The store revision at which `revisions` were last confirmed, and when (this process's clock).
