@@ -107,10 +107,14 @@ extension Vault {
     }
 
     /// Gives `group` a new key and seals every item of it again, in place (the owner only);
-    /// returns how many items were sealed again. See `VaultStore.rotateGroup`.
+    /// returns how many items were sealed again. See `VaultStore.rotateGroup`. A fleet group's key is
+    /// rotated on every machine of the group (`rotateFleetGroup(_:revoking:)`).
     @discardableResult
     public func rotateGroup(_ group: AccessGroup) throws(VaultError) -> Int {
-        try translatingStoreErrors { () throws(StoreError) in try engine.store.rotateGroup(group.name) }
+        if engine.store.isFleetGroup(group.name), hasFleetSupport {
+            return try rotateFleetGroup(group).itemsResealed
+        }
+        return try translatingStoreErrors { () throws(StoreError) in try engine.store.rotateGroup(group.name) }
     }
 
     /// Gives shared `group`'s directory and files the Unix group `gid` (the owner only): the step of

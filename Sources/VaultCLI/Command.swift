@@ -34,6 +34,8 @@ package enum Command: Sendable, Hashable {
     case groupJoin(GroupJoinCommand)
     /// `vault group resync NAME [--accept-rollback]`.
     case groupResync(GroupResyncCommand)
+    case groupRevoke(GroupRevokeCommand)
+    case groupMachines(GroupMachinesCommand)
     /// `vault check`.
     case check(CheckCommand)
     /// `vault completion bash`.

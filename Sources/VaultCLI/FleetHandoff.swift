@@ -30,7 +30,10 @@ enum FleetHandoff {
     static func needsFleet(_ command: Command, in context: Context) -> Bool {
         switch command {
         case .groupCreate(let create): return create.fleet != nil
-        case .groupJoin, .groupExportKey, .groupResync: return true
+        case .groupJoin, .groupExportKey, .groupResync, .groupRevoke, .groupMachines: return true
+        case .groupRotate(let rotate):
+            guard let path = try? context.vaultPath() else { return false }
+            return Vault.isFleetGroup(vaultPath: path, group: rotate.group)
         case .groupRemove(let remove):
             guard let path = try? context.vaultPath() else { return false }
             return Vault.isFleetGroup(vaultPath: path, group: remove.group)

@@ -111,6 +111,8 @@ package enum VaultCLI {
         case .groupExportKey(let command): try command.run(in: context)
         case .groupJoin(let command): try command.run(in: context)
         case .groupResync(let command): try command.run(in: context)
+        case .groupRevoke(let command): try command.run(in: context)
+        case .groupMachines(let command): try command.run(in: context)
         case .check(let command): try command.run(in: context)
         case .completion(let command): try command.run(in: context)
         case .passwd(let command): try command.run(in: context)

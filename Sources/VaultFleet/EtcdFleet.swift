@@ -43,6 +43,8 @@ final class EtcdFleet: FleetEngine {
         try add(group, key: key, settings: settings, unixGroup: unixGroup, in: store, what: "create a group") {
             (replica) throws(StoreError) in try replica.register(key)
         }
+        // Registers this machine, for the group's rotations.
+        try store.refreshReplicatedGroup(group)
     }
 
     func joinGroup(
@@ -81,6 +83,57 @@ final class EtcdFleet: FleetEngine {
             "vault: fleet group \(group) of the vault at \(store.path) removed from the fleet (etcd included, "
                 + "\(removed) items) by uid \(ProcessIdentity.effectiveUserID)")
         return removed
+    }
+
+    func rotate(_ group: GroupName, revoking: [String], in store: VaultStore) throws(StoreError) -> FleetRotation {
+        let fleetGroup = try self.fleetGroup(group, in: store)
+        let cache = store.replicaCache(of: group)
+        let rotation: EtcdReplica.Rotation
+        do throws(StoreError) {
+            rotation = try cache.withGroupLock { () throws(StoreError) -> EtcdReplica.Rotation in
+                let started = ContinuousClock.now
+                let rotation = try fleetGroup.replica.rotate(cache, revoking: revoking)
+                fleetGroup.noteRefreshed(startedAt: started)
+                return rotation
+            }
+        } catch {
+            SystemLog.notice(
+                "vault: rotation of fleet group \(group)'s key in the vault at \(store.path) by uid "
+                    + "\(ProcessIdentity.effectiveUserID) failed: \(error.message)")
+            throw error
+        }
+        let me = try? fleetGroup.replica.machineKey(cache, creating: false)
+        let kept = rotation.kept.map { Self.machine($0, thisMachine: me) }
+        let revoked = rotation.revoked.map { Self.machine($0, thisMachine: me) }
+        SystemLog.notice(
+            "vault: fleet group \(group)'s key rotated to generation \(rotation.generation) in the vault at "
+                + "\(store.path) by uid \(ProcessIdentity.effectiveUserID): sealed to \(kept.count) machines"
+                + (revoked.isEmpty
+                    ? "" : ", revoked " + revoked.map { "\($0.id) (\($0.hostName))" }.joined(separator: ", ")))
+        return FleetRotation(
+            generation: rotation.generation, kept: kept, revoked: revoked, itemsResealed: rotation.itemsResealed,
+            versionsResealed: rotation.versionsResealed, itemsLeft: rotation.itemsLeft)
+    }
+
+    func machines(of group: GroupName, in store: VaultStore) throws(StoreError) -> [FleetMachine] {
+        let fleetGroup = try self.fleetGroup(group, in: store)
+        // Read under the group's current key: a rotation made elsewhere is taken first.
+        try store.refreshReplicatedGroup(group)
+        let me = try? fleetGroup.replica.machineKey(store.replicaCache(of: group), creating: false)
+        return try fleetGroup.replica.currentMachines().machines.map { Self.machine($0, thisMachine: me) }
+    }
+
+    private static func machine(_ record: FleetMachineRecord, thisMachine: FleetMachineKey??) -> FleetMachine {
+        FleetMachine(
+            id: record.idHex, hostName: record.name, userID: record.userID, registeredAt: record.time,
+            isThisMachine: (thisMachine ?? nil)?.id == record.id)
+    }
+
+    private func fleetGroup(_ group: GroupName, in store: VaultStore) throws(StoreError) -> FleetGroup {
+        guard let fleetGroup = try store.requireReplica(of: group) as? FleetGroup else {
+            throw StoreError(.invalidName, "group \(group) is not a fleet group of etcd")
+        }
+        return fleetGroup
     }
 
     func cacheStatus(of group: GroupName, in store: VaultStore) -> FleetCacheStatus? {

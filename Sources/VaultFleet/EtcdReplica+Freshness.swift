@@ -17,6 +17,30 @@ extension EtcdReplica {
         }
     }
 
+    /// The group's keys as of one revision: its items in pages, then its manifest, reports and removal
+    /// record, each by its name. Keys that something else put under the group's prefix are never read
+    /// (they cost nothing); more keys under `items/` than a group holds are refused.
+    func readGroup() throws(StoreError) -> EtcdRangeResult {
+        var attempt = 1
+        while true {
+            do {
+                let items = try client.range(
+                    prefix: itemsPrefix, pageSize: Self.pageSize, maximumKeys: FleetManifest.maximumItemCount)
+                var keyValues = items.keyValues
+                for key in [acceptedKey, keyringKey, machinesKey, manifestKey, removedKey, rollbackKey] {
+                    keyValues += try client.range(key, revision: items.revision).keyValues.filter { $0.key == key }
+                }
+                return EtcdRangeResult(
+                    revision: items.revision, keyValues: keyValues, count: Int64(keyValues.count),
+                    clusterID: items.clusterID)
+            } catch  where error.grpcCode == EtcdClient.outOfRange && attempt < 3 {
+                attempt += 1  // compacted past the items' revision meanwhile: read again
+            } catch {
+                throw storeError(error, "cannot read its items from etcd")
+            }
+        }
+    }
+
     /// The group's head in one read of the keys from `manifest` to `rollback`: the manifest (nil: none),
     /// the `mod_revision` of the rollback report (0: none), and the store's revision. Every change of the
     /// group's state changes one of them.
@@ -49,7 +73,7 @@ extension EtcdReplica {
         let now = ContinuousClock.now
         let head = try readHead()
         guard let manifest = head.manifest else { return false }
-        let digest = try identity.manifestKey.digest(of: manifest.value)
+        let digest = try sealer.digest(of: manifest.value)
         let same = seen.withLock { seen in
             guard seen.manifest != nil, seen.manifestDigest == digest, seen.manifestRevision == manifest.modRevision,
                 seen.rollbackRevision == head.rollbackRevision
@@ -76,9 +100,9 @@ extension EtcdReplica {
         let head = try readHead()
         guard let manifestValue = head.manifest, manifestValue.modRevision == record.manifestRevision,
             head.rollbackRevision == record.rollbackRevision,
-            try identity.manifestKey.digest(of: manifestValue.value) == mark.digest
+            try sealer.digest(of: manifestValue.value) == mark.digest
         else { return false }
-        let manifest = try identity.manifestKey.open(manifestValue.value)
+        let manifest = try sealer.open(manifestValue.value)
         // A cached file removed or left here since (damage, a member of a shared group): a full refresh.
         guard Set(manifest.items.keys) == Set(try cache.cachedIDs()) else { return false }
         seen.withLock { seen in

@@ -28,7 +28,7 @@ extension EtcdReplica {
 
     /// Registers the group under its id with an empty manifest; refused when the id is registered.
     func register(_ key: ReplicatedGroupKey) throws(StoreError) {
-        let empty = try identity.manifestKey.seal(FleetManifest(counter: 0, items: [:]))
+        let empty = try sealer.seal(FleetManifest(counter: 0, items: [:]))
         let registration = try registration(key)
         let result: EtcdTransactionResult
         do {
@@ -40,6 +40,29 @@ extension EtcdReplica {
         }
         guard result.succeeded else {
             throw StoreError(.vaultAlreadyExists, "fleet group \(identity.group): its id is registered in etcd already")
+        }
+    }
+
+    /// Refuses `key` when the group's key was rotated past its generation: a machine joins with the
+    /// current key only (a kept key file of a revoked machine joins nothing).
+    private func refuseRotatedAway(_ key: ReplicatedGroupKey) throws(StoreError) {
+        let keyring: [UInt8]?
+        do {
+            keyring = try client.range(keyringKey).keyValues.first { $0.key == keyringKey }?.value
+        } catch {
+            throw storeError(error, "cannot read its keyring")
+        }
+        guard let keyring else { return }
+        guard let latest = FleetKeyring.decode(keyring)?.rotations.map(\.generation).max() else {
+            throw StoreError(
+                .integrity, "fleet group \(identity.group): its keyring in etcd is not one (damaged or replaced)")
+        }
+        guard latest <= key.generation else {
+            throw StoreError(
+                .permissionDenied,
+                "fleet group \(identity.group): the key file holds generation \(key.generation) of the group's key, "
+                    + "which was rotated since (to generation \(latest)): export a key file again on a machine of the "
+                    + "group (`vault group export-key \(identity.group) FILE`); nothing was changed")
         }
     }
 
@@ -60,6 +83,7 @@ extension EtcdReplica {
                 "fleet group \(identity.group): etcd at \(identity.settings.endpoints.joined(separator: ",")) has no "
                     + "group with this key's id (made with `vault group create --etcd`, on the same cluster?)")
         }
+        try refuseRotatedAway(key)
         let expected = try registration(key)
         if registered == expected { return }
         guard registered == (try registrationWithTheName(key)) else {

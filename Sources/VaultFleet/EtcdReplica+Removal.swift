@@ -13,9 +13,9 @@ extension EtcdReplica {
             let contents = contents(try readGroup())
             if let removed = contents.removed { throw try removal(removed.value) }
             let counter = try contents.manifest.map { (keyValue) throws(StoreError) in
-                try identity.manifestKey.open(keyValue.value).counter
+                try sealer.open(keyValue.value).counter
             }
-            let record = try identity.manifestKey.seal(
+            let record = try sealer.seal(
                 FleetWitness(
                     kind: .removed, seenCounter: counter ?? 0,
                     seenDigest: [UInt8](repeating: 0, count: FleetManifest.digestByteCount), replicaCounter: 0,
@@ -49,7 +49,18 @@ extension EtcdReplica {
 
     /// The refusal of a group that `record` says was removed from the fleet.
     func removal(_ record: [UInt8]) throws(StoreError) -> StoreError {
-        let removed = try identity.manifestKey.open(record, as: .removed)
+        let removed: FleetWitness
+        do {
+            removed = try sealer.open(record, as: .removed)
+        } catch {
+            // Sealed under a generation of the group's key that this machine never took (rotated since it
+            // last read), or not a record of the group's at all.
+            return StoreError(
+                .groupNotFound,
+                "fleet group \(group) was removed from the fleet (etcd included), by a record this machine cannot "
+                    + "open (sealed under a later generation of the group's key, or replaced): `vault group rm "
+                    + "\(group) --force` removes this machine's copy", cause: error)
+        }
         return StoreError(
             .groupNotFound,
             "fleet group \(group) was removed from the fleet (etcd included) by uid \(removed.userID) at "

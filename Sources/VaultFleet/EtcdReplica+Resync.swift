@@ -19,16 +19,16 @@ extension EtcdReplica {
         let found = try readGroup()
         let contents = contents(found)
         let (manifestValue, items) = (contents.manifest, contents.items)
-        let replicaManifest = manifestValue.flatMap { try? identity.manifestKey.open($0.value) }
+        let replicaManifest = manifestValue.flatMap { try? sealer.open($0.value) }
         // Above what any machine reported seeing too, so that each takes the new state as newer.
-        let reported = contents.rollback.flatMap { try? identity.manifestKey.open($0.value, as: .rollback) }
+        let reported = contents.rollback.flatMap { try? sealer.open($0.value, as: .rollback) }
         let seen = max(previous?.counter ?? 0, reported?.refusedThrough ?? 0)
         var next = FleetManifest(counter: max(seen, replicaManifest?.counter ?? 0) + 1, items: [:])
         var removals: [EtcdOperation] = []
         for (id, keyValue) in items {
             if try cache.opens(keyValue.value, as: id) {
                 next.items[id] = FleetManifest.Entry(
-                    digest: try identity.manifestKey.digest(of: keyValue.value), version: next.counter)
+                    digest: try sealer.digest(of: keyValue.value), version: next.counter)
             } else {
                 removals.append(.delete(key: keyValue.key, rangeEnd: nil))
             }
@@ -41,9 +41,9 @@ extension EtcdReplica {
                     + "them with etcdctl (keys under \(String(decoding: itemsPrefix, as: UTF8.self))) first; nothing "
                     + "was changed")
         }
-        let sealed = try identity.manifestKey.seal(next)
+        let sealed = try sealer.seal(next)
         // Every machine that takes the new manifest says that a rollback was accepted, and by whom.
-        let acceptance = try identity.manifestKey.seal(
+        let acceptance = try sealer.seal(
             FleetWitness(
                 kind: .accepted, seenCounter: seen,
                 seenDigest: [UInt8](repeating: 0, count: FleetManifest.digestByteCount),
@@ -69,7 +69,7 @@ extension EtcdReplica {
             throw StoreError(
                 .conflict, "fleet group \(group) changed in etcd during the resync; nothing was changed: run it again")
         }
-        try cache.record(FleetMark(counter: next.counter, digest: try identity.manifestKey.digest(of: sealed)))
+        try cache.record(FleetMark(counter: next.counter, digest: try sealer.digest(of: sealed)))
         try refresh(cache)
         return FleetResync(
             previousCounter: previous?.counter, replicaCounter: replicaManifest?.counter, counter: next.counter,

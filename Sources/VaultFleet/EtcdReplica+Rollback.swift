@@ -13,6 +13,8 @@ extension EtcdReplica {
         var rollback: EtcdKeyValue?
         var accepted: EtcdKeyValue?
         var removed: EtcdKeyValue?
+        var keyring: EtcdKeyValue?
+        var machines: EtcdKeyValue?
     }
 
     /// The manifest, the items and the witness records of a range of the group's prefix (keys under
@@ -25,6 +27,8 @@ extension EtcdReplica {
             case rollbackKey: contents.rollback = keyValue
             case acceptedKey: contents.accepted = keyValue
             case removedKey: contents.removed = keyValue
+            case keyringKey: contents.keyring = keyValue
+            case machinesKey: contents.machines = keyValue
             default:
                 if keyValue.key.starts(with: itemsPrefix),
                     let id = try? ItemID(String(decoding: keyValue.key.dropFirst(itemsPrefix.count), as: UTF8.self))
@@ -45,7 +49,7 @@ extension EtcdReplica {
         _ manifest: FleetManifest, mark: FleetMark, previous: FleetMark?, contents: GroupContents, cache: ReplicaCache
     ) throws(StoreError) -> String? {
         let reported = try contents.rollback.map { (keyValue) throws(StoreError) in
-            try identity.manifestKey.open(keyValue.value, as: .rollback)
+            try sealer.open(keyValue.value, as: .rollback)
         }
         if let previous {
             // Only what the manifest itself shows is reported to the other machines: a comparison with this
@@ -66,7 +70,7 @@ extension EtcdReplica {
                     + "older snapshot, or a member went back" + resyncHint)
         }
         guard let previous, let sealed = contents.accepted?.value else { return nil }
-        let accepted = try identity.manifestKey.open(sealed, as: .accepted)
+        let accepted = try sealer.open(sealed, as: .accepted)
         // Said on every machine, once: when it first takes the accepted state (whether it had seen more of
         // what was lost or not, it takes part of a history that went back).
         guard previous.counter < accepted.newCounter, accepted.newCounter <= manifest.counter else { return nil }
@@ -104,7 +108,7 @@ extension EtcdReplica {
         guard manifest.counter > previous.counter else { return }
         for (id, entry) in manifest.items where entry.version <= previous.counter {
             let cached = try cache.contents(of: id)
-            guard let cached, try identity.manifestKey.digest(of: cached) == entry.digest else {
+            guard let cached, try sealer.digest(of: cached) == entry.digest else {
                 throw StoreError(
                     .integrity,
                     "fleet group \(group): etcd's manifest \(manifest.counter) lists item \(id) as written at "
@@ -125,7 +129,7 @@ extension EtcdReplica {
         let witness = FleetWitness(
             kind: .rollback, seenCounter: seen.counter, seenDigest: seen.digest, replicaCounter: found,
             newCounter: 0, userID: ProcessIdentity.effectiveUserID, time: FileTimestampClock.now())
-        guard let sealed = try? identity.manifestKey.seal(witness) else { return }
+        guard let sealed = try? sealer.seal(witness) else { return }
         _ = try? client.transaction(
             compare: [
                 .modRevision(key: rollbackKey, equals: contents.rollback?.modRevision ?? 0),

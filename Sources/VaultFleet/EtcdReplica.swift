@@ -24,6 +24,13 @@ final class EtcdReplica: Sendable {
     let acceptedKey: [UInt8]
     /// `removed`: the record that the group was removed from the fleet (`EtcdReplica+Removal.swift`).
     let removedKey: [UInt8]
+    /// `keyring` and `machines`: the rotations of the group's key (`FleetKeyring`) and the machines they
+    /// seal it to (`FleetMachineRecord`; `EtcdReplica+Rotation.swift`).
+    let keyringKey: [UInt8]
+    let machinesKey: [UInt8]
+    /// The manifest key of the group's current generation: this machine takes a new one when it finds a
+    /// rotation in etcd.
+    private let sealing: Mutex<FleetManifestKey>
     /// `/vault/v2/<group id hex>.versions/`: the items' kept versions.
     let versionsPrefix: [UInt8]
     let watching: Bool
@@ -74,6 +81,9 @@ final class EtcdReplica: Sendable {
         rollbackKey = Array((root + "rollback").utf8)
         acceptedKey = Array((root + "accepted").utf8)
         removedKey = Array((root + "removed").utf8)
+        keyringKey = Array((root + "keyring").utf8)
+        machinesKey = Array((root + "machines").utf8)
+        sealing = Mutex(identity.manifestKey)
         versionsPrefix = Array(("/vault/v2/" + Hex.encode(identity.groupID) + ".versions/").utf8)
         var configuration: EtcdClient.Configuration
         do {
@@ -123,9 +133,16 @@ final class EtcdReplica: Sendable {
         }
     }
 
-    private func itemKey(_ id: ItemID) -> [UInt8] { itemsPrefix + Array(id.rawValue.utf8) }
+    func itemKey(_ id: ItemID) -> [UInt8] { itemsPrefix + Array(id.rawValue.utf8) }
 
     var group: GroupName { identity.group }
+
+    /// Seals and opens the group's manifest and records, and digests its items: the key of the group's
+    /// current generation.
+    var sealer: FleetManifestKey {
+        get { sealing.withLock { $0 } }
+        set { sealing.withLock { $0 = newValue } }
+    }
 
     /// The hint every refusal of the replica's state ends with.
     var resyncHint: String {
@@ -135,48 +152,27 @@ final class EtcdReplica: Sendable {
 
     // MARK: Refresh
 
-    /// The group's keys as of one revision: its items in pages, then its manifest, reports and removal
-    /// record, each by its name. Keys that something else put under the group's prefix are never read
-    /// (they cost nothing); more keys under `items/` than a group holds are refused.
-    func readGroup() throws(StoreError) -> EtcdRangeResult {
-        var attempt = 1
-        while true {
-            do {
-                let items = try client.range(
-                    prefix: itemsPrefix, pageSize: Self.pageSize, maximumKeys: FleetManifest.maximumItemCount)
-                var keyValues = items.keyValues
-                for key in [acceptedKey, manifestKey, removedKey, rollbackKey] {
-                    keyValues += try client.range(key, revision: items.revision).keyValues.filter { $0.key == key }
-                }
-                return EtcdRangeResult(
-                    revision: items.revision, keyValues: keyValues, count: Int64(keyValues.count),
-                    clusterID: items.clusterID)
-            } catch  where error.grpcCode == EtcdClient.outOfRange && attempt < 3 {
-                attempt += 1  // compacted past the items' revision meanwhile: read again
-            } catch {
-                throw storeError(error, "cannot read its items from etcd")
-            }
-        }
-    }
-
     /// Brings the cache up to date with everything etcd holds of the group, checked against the
     /// manifest, this machine's mark and the other machines' reports. With `recording`, the revisions
     /// that made it current are recorded for this machine's next processes (`FleetCacheRecord`).
-    func refresh(_ cache: ReplicaCache, recording: Bool = false) throws(StoreError) {
+    /// Returns what it read.
+    @discardableResult
+    func refresh(_ cache: ReplicaCache, recording: Bool = false) throws(StoreError) -> GroupContents {
         let started = ContinuousClock.now
         let found = try readGroup()
         let contents = contents(found)
         let items = contents.items
         if let removed = contents.removed { throw try removal(removed.value) }
+        if let keyring = contents.keyring { try adoptRotations(keyring.value, cache: cache) }
         guard let manifestValue = contents.manifest else {
             throw StoreError(
                 .integrity,
                 "fleet group \(group): etcd holds no manifest for it (deleted outside the vault, or etcd was restored "
                     + "to before the group was made)" + resyncHint)
         }
-        let manifest = try identity.manifestKey.open(manifestValue.value)
+        let manifest = try sealer.open(manifestValue.value)
         let mark = FleetMark(
-            counter: manifest.counter, digest: try identity.manifestKey.digest(of: manifestValue.value))
+            counter: manifest.counter, digest: try sealer.digest(of: manifestValue.value))
         let previous = try cache.highWaterMark()
         let acceptance = try checkHistory(manifest, mark: mark, previous: previous, contents: contents, cache: cache)
         for (id, keyValue) in items {
@@ -186,7 +182,7 @@ final class EtcdReplica: Sendable {
                     "fleet group \(group): item \(id) is in etcd but not in the group's manifest (brought back after "
                         + "its deletion, or planted; remove its key from etcd if so)" + resyncHint)
             }
-            guard try identity.manifestKey.digest(of: keyValue.value) == expected.digest else {
+            guard try sealer.digest(of: keyValue.value) == expected.digest else {
                 throw StoreError(
                     .integrity,
                     "fleet group \(group): item \(id) in etcd is not the version the group's manifest lists (an older "
@@ -207,7 +203,9 @@ final class EtcdReplica: Sendable {
         for id in try cache.cachedIDs() where items[id] == nil { try cache.remove(id) }
         let now = started
         seen.withLock { seen in
-            seen.revisions = Self.revisions(found).filter { $0.key != acceptedKey && $0.key != removedKey }
+            seen.revisions = Self.revisions(found).filter {
+                $0.key.starts(with: itemsPrefix) || $0.key == manifestKey || $0.key == rollbackKey
+            }
             seen.manifest = manifest
             seen.manifestRevision = manifestValue.modRevision
             seen.manifestDigest = mark.digest
@@ -225,6 +223,8 @@ final class EtcdReplica: Sendable {
                     markDigest: mark.digest))
         }
         watchIfNeeded(from: found.revision + 1)
+        try registerIfNeeded(contents.machines, cache: cache)
+        return contents
     }
 
     /// Keys per page of a refresh: at most 32 item files of up to 768 KiB, 32 MiB of response in base64,
@@ -247,7 +247,7 @@ final class EtcdReplica: Sendable {
                     + "requests), about 760 KB of secret; nothing was changed")
         }
         let key = itemKey(id)
-        let digest = try identity.manifestKey.digest(of: contents)
+        let digest = try sealer.digest(of: contents)
         try commit(
             item: key,
             change: .put(key: key, value: contents),
@@ -301,7 +301,7 @@ final class EtcdReplica: Sendable {
         }
         next.counter += 1
         update(&next)
-        let sealed = try identity.manifestKey.seal(next)
+        let sealed = try sealer.seal(next)
         let result: EtcdTransactionResult
         do {
             result = try client.transaction(
@@ -335,19 +335,29 @@ final class EtcdReplica: Sendable {
             }
             revision = current.modRevision
         }
-        let digest = try identity.manifestKey.digest(of: sealed)
+        let digest = try sealer.digest(of: sealed)
         do throws(StoreError) {
             try cache.record(FleetMark(counter: next.counter, digest: digest))
         } catch {
             forget()
             throw StoreError.afterReplicaCommit(error, group: group, replica: "etcd")
         }
+        if case .delete = change {
+            noteCommitted(next, digest: digest, at: revision, over: manifestRevision, deleted: item)
+        } else {
+            noteCommitted(next, digest: digest, at: revision, over: manifestRevision, put: [item])
+        }
+    }
+
+    /// This process's write of manifest `next` (digest `digest`) at `revision`, over the one it saw at
+    /// `manifestRevision`, with the item keys `put` put and `deleted` deleted.
+    func noteCommitted(
+        _ next: FleetManifest, digest: [UInt8], at revision: Int64, over manifestRevision: Int64, put: [[UInt8]] = [],
+        deleted: [UInt8]? = nil
+    ) {
         seen.withLock { seen in
-            if case .delete = change {
-                seen.revisions.removeValue(forKey: item)
-            } else {
-                seen.revisions[item] = revision
-            }
+            if let deleted { seen.revisions.removeValue(forKey: deleted) }
+            for item in put { seen.revisions[item] = revision }
             seen.revisions[manifestKey] = revision
             seen.manifest = next
             seen.manifestRevision = revision

@@ -83,24 +83,52 @@ struct FleetManifest: Sendable, Equatable {
     }
 }
 
-/// The key a fleet group's manifest is sealed and its items digested with: derived from the group's
-/// index key for its id, so that every machine with the group key has it and etcd does not.
+/// The key a fleet group's manifest and records are sealed with, so that every machine with the
+/// group's current key has it and etcd does not. Each generation of the group's key has its own:
+/// generation 1's is derived from the index key (as groups made before rotations had it), a later
+/// one's from that generation's key, which a machine revoked by the rotation that made it never gets.
+/// Items and manifests are digested under generation 1's, which rotations keep: a digest binds bytes
+/// to a manifest that only the current key seals, and a rotation re-seals the manifest without
+/// reading its items.
 struct FleetManifestKey: Sendable {
     static let sealDomain = KeyDerivation.Domain("vault.fman.v2")
+    static let rotatedSealDomain = KeyDerivation.Domain("vault.fman.v3")
     static let digestDomain = KeyDerivation.Domain("vault.fdig.v2")
 
     let key: SymmetricKey
+    /// What items and manifests are digested under.
+    let digestKey: SymmetricKey
     let group: GroupName
     let groupID: [UInt8]
+    /// The generation of the group's key it belongs to.
+    let generation: UInt32
 
+    /// The manifest key of `groupKey`'s current generation.
     init(key groupKey: ReplicatedGroupKey, group: GroupName) throws(StoreError) {
+        try self.init(
+            group: group, groupID: groupKey.groupID, indexKey: groupKey.indexKey, generation: groupKey.generation,
+            generationKey: groupKey.generationKey)
+    }
+
+    /// The manifest key of generation `generation`, whose key is `generationKey`.
+    init(group: GroupName, groupID: [UInt8], indexKey: SymmetricKey, generation: UInt32, generationKey: SymmetricKey)
+        throws(StoreError)
+    {
         do {
-            key = try KeyDerivation.subkey(of: groupKey.indexKey, domain: Self.sealDomain, context: groupKey.groupID)
+            digestKey = try KeyDerivation.subkey(of: indexKey, domain: Self.sealDomain, context: groupID)
+            if generation <= 1 {
+                key = digestKey
+            } else {
+                var context = groupID
+                context.appendBigEndian(generation)
+                key = try KeyDerivation.subkey(of: generationKey, domain: Self.rotatedSealDomain, context: context)
+            }
         } catch {
             throw StoreError.crypto(error, "cannot derive the manifest key of fleet group \(group)")
         }
         self.group = group
-        groupID = groupKey.groupID
+        self.groupID = groupID
+        self.generation = generation
     }
 
     private var associatedData: [UInt8] { Array("vault fleet manifest".utf8) + groupID }
@@ -162,7 +190,7 @@ struct FleetManifestKey: Sendable {
     func digest(of contents: [UInt8]) throws(StoreError) -> [UInt8] {
         do {
             return try KeyDerivation.keyedHash(
-                contents, key: key, domain: Self.digestDomain, outputByteCount: FleetManifest.digestByteCount)
+                contents, key: digestKey, domain: Self.digestDomain, outputByteCount: FleetManifest.digestByteCount)
         } catch {
             throw StoreError.crypto(error, "cannot digest an item of fleet group \(group)")
         }

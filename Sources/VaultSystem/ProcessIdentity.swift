@@ -6,6 +6,14 @@ package enum ProcessIdentity {
     /// The effective user id.
     package static var effectiveUserID: UInt32 { Glibc.geteuid() }
 
+    /// The host's name (`gethostname(2)`), nil when it has none.
+    package static var hostName: String? {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard Glibc.gethostname(&buffer, buffer.count - 1) == 0 else { return nil }
+        let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return name.isEmpty ? nil : name
+    }
+
     /// Whether the process may be dumped or traced (`PR_GET_DUMPABLE`).
     package static var isDumpable: Bool { vsys_get_dumpable() == 1 }
 

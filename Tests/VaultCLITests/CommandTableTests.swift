@@ -115,7 +115,7 @@ import Testing
         #expect(Set(table.commands.map(\.name)).count == table.commands.count)
         #expect(
             table.command("group")?.subcommands.map(\.name) == [
-                "create", "ls", "rm", "rotate", "remove-member", "export-key", "join", "resync",
+                "create", "ls", "rm", "rotate", "remove-member", "export-key", "join", "resync", "machines", "revoke",
             ])
         #expect(table.command("group")?.options == [] && table.command("group")?.operands == [])
         #expect(table.command("group")?.subcommand("create")?.operands == [OperandSpec("NAME")])
@@ -125,7 +125,7 @@ import Testing
         #expect(
             table.commandLines.map(\.words).filter { $0.hasPrefix("group") && $0 != "groups" } == [
                 "group", "group create", "group ls", "group rm", "group rotate", "group remove-member",
-                "group export-key", "group join", "group resync",
+                "group export-key", "group join", "group resync", "group machines", "group revoke",
             ])
     }
 

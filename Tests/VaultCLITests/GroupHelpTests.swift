@@ -69,11 +69,12 @@ extension GroupCommandTests {
             let group = try #require(ArgumentParser.commandTable.command("group"))
             #expect(
                 try completion.complete(["vault", "group", ""]) == [
-                    "create", "export-key", "join", "ls", "remove-member", "resync", "rm", "rotate",
+                    "create", "export-key", "join", "ls", "machines", "remove-member", "resync", "revoke", "rm",
+                    "rotate",
                 ])
             #expect(
                 try completion.complete(["vault", "--vault", scratch.vault, "group", "r"]) == [
-                    "remove-member", "resync", "rm", "rotate",
+                    "remove-member", "resync", "revoke", "rm", "rotate",
                 ])
             let create = try #require(group.subcommand("create"))
             #expect(try completion.complete(["vault", "group", "create", "-"]) == CompletionTests.optionWords(create))

@@ -34,4 +34,9 @@ package protocol FleetEngine: Replication {
     /// Removes fleet group `group` from its replica (its items, versions and registration), leaving a
     /// record that says who removed it, for the other machines; the number of items it held there.
     func removeFromReplica(_ group: GroupName, in store: VaultStore) throws(StoreError) -> Int
+    /// Rotates fleet group `group`'s key online, leaving out the machines `revoking` names (ids or
+    /// host names): they keep the key they had, which opens nothing written afterwards.
+    func rotate(_ group: GroupName, revoking: [String], in store: VaultStore) throws(StoreError) -> FleetRotation
+    /// The machines registered for fleet group `group` in its replica.
+    func machines(of group: GroupName, in store: VaultStore) throws(StoreError) -> [FleetMachine]
 }

@@ -106,3 +106,57 @@ public struct FleetResync: Sendable, Equatable {
         self.removedCount = removedCount
     }
 }
+
+/// A machine registered for a fleet group: a rotation of the group's key seals the new key to each
+/// machine registered and not revoked.
+public struct FleetMachine: Sendable, Equatable {
+    /// Its id (16 hex digits), which `Vault.rotateFleetGroup(_:revoking:)` takes.
+    public var id: String
+    /// The host's name when it registered.
+    public var hostName: String
+    /// The uid that registered it.
+    public var userID: UInt32
+    /// When it registered (nanoseconds since the epoch).
+    public var registeredAt: Int64
+    /// Whether it is the machine of the process that asked.
+    public var isThisMachine: Bool
+
+    /// A machine with these facts.
+    public init(id: String, hostName: String, userID: UInt32, registeredAt: Int64, isThisMachine: Bool) {
+        self.id = id
+        self.hostName = hostName
+        self.userID = userID
+        self.registeredAt = registeredAt
+        self.isThisMachine = isThisMachine
+    }
+}
+
+/// What `Vault.rotateFleetGroup(_:revoking:)` did.
+public struct FleetRotation: Sendable, Equatable {
+    /// The generation of the group's key now current.
+    public var generation: UInt32
+    /// The machines the new key was sealed to (this one included).
+    public var kept: [FleetMachine]
+    /// The machines left out (revoked).
+    public var revoked: [FleetMachine]
+    /// The items sealed again under the new key.
+    public var itemsResealed: Int
+    /// The kept versions sealed again under the new key.
+    public var versionsResealed: Int
+    /// Items left under the key before, because other machines kept writing while they were sealed
+    /// again: readable by every machine kept, and sealed again first by the next rotation.
+    public var itemsLeft: Int
+
+    /// A report with these figures.
+    public init(
+        generation: UInt32, kept: [FleetMachine], revoked: [FleetMachine], itemsResealed: Int, versionsResealed: Int,
+        itemsLeft: Int = 0
+    ) {
+        self.generation = generation
+        self.kept = kept
+        self.revoked = revoked
+        self.itemsResealed = itemsResealed
+        self.versionsResealed = versionsResealed
+        self.itemsLeft = itemsLeft
+    }
+}

@@ -6,7 +6,7 @@ import VaultStore
 /// refuse with `notAvailable`.
 extension Vault {
     /// The engine of this vault's fleet client, or the refusal of a vault opened without one.
-    private func fleetEngine() throws(VaultError) -> any FleetEngine {
+    func fleetEngine() throws(VaultError) -> any FleetEngine {
         guard let engine = engine.store.replication as? any FleetEngine else {
             throw VaultError(
                 .notAvailable,

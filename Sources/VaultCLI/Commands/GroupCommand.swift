@@ -1,7 +1,7 @@
 import Vault
 import VaultSystem
 
-/// `vault group create|ls|rm|rotate|export-key|join|resync`: the access groups of the vault, each with
+/// `vault group create|ls|rm|rotate|export-key|join|resync|machines|revoke`: the access groups of the vault, each with
 /// its own key, private to the vault's owner or shared with a Unix group. The subcommands have a file
 /// each.
 enum GroupCommand {
@@ -20,7 +20,8 @@ enum GroupCommand {
         subcommands: [
             GroupCreateCommand.info, GroupListCommand.info, GroupRemoveCommand.info, GroupRotateCommand.info,
             GroupRemoveMemberCommand.info,
-            GroupExportKeyCommand.info, GroupJoinCommand.info, GroupResyncCommand.info,
+            GroupExportKeyCommand.info, GroupJoinCommand.info, GroupResyncCommand.info, GroupMachinesCommand.info,
+            GroupRevokeCommand.info,
         ])
 
     /// A failed group operation of `command` ("group create"). The store's message names the group,

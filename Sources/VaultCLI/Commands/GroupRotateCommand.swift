@@ -20,6 +20,11 @@ package struct GroupRotateCommand: Sendable, Hashable {
             after removing a member from the group's Unix group: a copy of the old group.key then opens
             nothing written since. Change the secrets themselves too: the member may have copied them.
             Says on standard error how many items were sealed again.
+
+            A fleet group's key is rotated on every machine of the group, online: the new key is sealed
+            to each machine registered in etcd (`vault group machines NAME`), each takes it at its next
+            read, and every item and kept version in etcd is sealed again under it. A key file exported
+            before joins nothing afterwards. `vault group revoke NAME MACHINE` rotates without MACHINE.
             """,
         options: [],
         operands: [OperandSpec("NAME")],
@@ -29,13 +34,29 @@ package struct GroupRotateCommand: Sendable, Hashable {
 
     func run(in context: Context) throws(CLIError) {
         let vault = try context.openVault()
-        let resealed: Int
         do {
-            resealed = try vault.rotateGroup(group)
+            if vault.hasFleetSupport, Vault.isFleetGroup(vaultPath: vault.path, group: group) {
+                let rotation = try vault.rotateFleetGroup(group)
+                context.writeError("vault: rotated the key of fleet group \(group): \(Self.summary(rotation))\n")
+                return
+            }
+            let resealed = try vault.rotateGroup(group)
+            context.writeError(
+                "vault: rotated the key of group \(group) (\(Output.count(resealed, "item")) sealed again)\n")
         } catch {
             throw GroupCommand.failure(error, command: "group rotate", vaultPath: vault.path)
         }
-        context.writeError(
-            "vault: rotated the key of group \(group) (\(Output.count(resealed, "item")) sealed again)\n")
+    }
+
+    /// What a fleet group's rotation did, in words.
+    static func summary(_ rotation: FleetRotation) -> String {
+        "generation \(rotation.generation), sealed to \(Output.count(rotation.kept.count, "machine")) ("
+            + rotation.kept.map { "\($0.id) \(Output.escape($0.hostName))" }.joined(separator: ", ") + "); "
+            + "\(Output.count(rotation.itemsResealed, "item")) and "
+            + "\(Output.count(rotation.versionsResealed, "kept version")) sealed again"
+            + (rotation.itemsLeft == 0
+                ? ""
+                : "; \(Output.count(rotation.itemsLeft, "item")) left under the key before (other machines kept "
+                    + "writing): every machine kept reads them, and the next rotation seals them first")
     }
 }

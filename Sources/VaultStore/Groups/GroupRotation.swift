@@ -24,8 +24,9 @@ extension VaultStore {
         if try loadGroupKeyFile(group)?.isFleet == true {
             throw StoreError(
                 .unsupportedFormat,
-                "group \(group) is a fleet group: its key is shared by every machine that joined it, and this "
-                    + "build cannot rotate it yet (nothing was changed)", path: groupPath(group).string)
+                "group \(group) is a fleet group: its key is shared by every machine that joined it, and is rotated "
+                    + "through its replica, on every machine (a vault opened with a fleet client); nothing was changed",
+                path: groupPath(group).string)
         }
         return try withWriteLock(finishingMoves: true, groups: [group]) { (_) throws(StoreError) -> Int in
             try requireCurrentKeys()
@@ -73,24 +74,7 @@ extension VaultStore {
                 } catch  where error.errno == .noSuchFileOrDirectory {
                     continue
                 }
-                let header = try ItemFile.header(of: contents, path: path)
-                guard header.generation != new.generation else { continue }
-                guard let oldKey = keys.encryption(header.protectionClass, generation: header.generation),
-                    let newKey = keys.encryption(header.protectionClass, generation: new.generation)
-                else {
-                    throw StoreError(
-                        .locked,
-                        "\(path) is protected by class \(header.protectionClass), whose key this process lacks: unlock "
-                            + "the vault (`vault unlock`) and rotate again; group \(group) keeps both keys until then",
-                        path: path.string)
-                }
-                let plaintext = try ItemFile.open(
-                    contents, key: oldKey, binding: keys.binding, location: item, path: path)
-                let sealed = try plaintext.withBytes { (bytes) throws(StoreError) in
-                    try ItemFile.seal(
-                        bytes, key: newKey, protectionClass: header.protectionClass,
-                        generation: new.generation, binding: keys.binding, location: item)
-                }
+                guard let sealed = try Self.resealed(contents, as: item, keys: keys, path: path) else { continue }
                 try ItemWrite(
                     contents: sealed, name: fileName, record: nil, durable: true, reusingSpare: false,
                     permissions: keys.isShared ? .ownerAndGroupReadWrite : .ownerReadWrite
@@ -108,6 +92,58 @@ extension VaultStore {
             keyCache.withLock { _ = $0.groupKeys.removeValue(forKey: group) }
             return resealed
         }
+    }
+
+    /// `contents`, a file of `item` (the item's or a kept version's) at `path`, sealed again under
+    /// the group's current generation; nil when it is under it already.
+    static func resealed(_ contents: [UInt8], as item: ItemLocation, keys: GroupKeys, path: FilePath)
+        throws(StoreError) -> [UInt8]?
+    {
+        let header = try ItemFile.header(of: contents, path: path)
+        guard header.generation != keys.currentGeneration else { return nil }
+        guard let newKey = keys.encryption(header.protectionClass, generation: keys.currentGeneration) else {
+            throw StoreError(
+                .locked,
+                "\(path) is protected by class \(header.protectionClass), whose key this process lacks: unlock "
+                    + "the vault (`vault unlock`) and rotate again; group \(item.group) keeps both keys until then",
+                path: path.string)
+        }
+        guard let oldKey = keys.encryption(header.protectionClass, generation: header.generation) else {
+            throw StoreError(
+                .integrity,
+                "\(path) is sealed under generation \(header.generation) of group \(item.group)'s key, which this "
+                    + "machine no longer holds", path: path.string)
+        }
+        let plaintext = try ItemFile.open(contents, key: oldKey, binding: keys.binding, location: item, path: path)
+        return try plaintext.withBytes { (bytes) throws(StoreError) in
+            try ItemFile.seal(
+                bytes, key: newKey, protectionClass: header.protectionClass, generation: keys.currentGeneration,
+                binding: keys.binding, location: item)
+        }
+    }
+
+    /// Makes generation `generation`, with `key`, replicated group `group`'s current key (another
+    /// machine rotated it): `group.key` then holds the generation that was current and the new one
+    /// (what the replica still holds under the older one is sealed again by the rotation). The
+    /// vault's owner only, under the group's lock.
+    func adoptReplicatedGroupKey(_ group: GroupName, generation: UInt32, key: SymmetricKey) throws(StoreError) {
+        let classKeys = try ownerClassKeys("take fleet group \(group)'s new key")
+        let directory = try existingGroupDirectory(group)
+        guard let file = try loadGroupKeyFile(group), file.isFleet else {
+            throw StoreError(
+                .integrity, "group \(group)'s group.key is missing or not a replicated group's",
+                path: groupPath(group).string)
+        }
+        let current = file.secrets.keys.first { $0.generation == file.secrets.currentGeneration }!
+        guard generation > current.generation else { return }
+        try writeGroupKeyFile(
+            GroupKeyFile(
+                groupID: file.groupID, isShared: file.isShared,
+                secrets: GroupSecrets(
+                    indexKey: file.secrets.indexKey, keys: [current, (generation, key)], currentGeneration: generation),
+                isFleet: true),
+            group: group, in: directory, classKeys: classKeys)
+        keyCache.withLock { _ = $0.groupKeys.removeValue(forKey: group) }
     }
 
     /// Every file of `group` sealed under its key: its items and their kept versions (`ItemHistory`),

@@ -1,3 +1,4 @@
+import VaultCrypto
 import VaultSystem
 
 /// What a replica may do to its group's directory, the replica's cache: read, store and remove item
@@ -75,6 +76,19 @@ package struct ReplicaCache {
         return ReplicatedGroupKey(file: file)
     }
 
+    /// Makes generation `generation`, with `key`, the group's current key (the replica's rotation
+    /// handed it to this machine): the vault's owner only.
+    package func adoptGroupKey(generation: UInt32, key: SymmetricKey) throws(StoreError) {
+        try store.adoptReplicatedGroupKey(group, generation: generation, key: key)
+    }
+
+    /// `contents`, item `id`'s file (or one of its kept versions), sealed again under the group's
+    /// current key; nil when it is under it already.
+    package func resealed(_ contents: [UInt8], as id: ItemID) throws(StoreError) -> [UInt8]? {
+        let item = ItemLocation(group: group, id: id)
+        return try VaultStore.resealed(contents, as: item, keys: try store.keys(for: group), path: store.itemPath(item))
+    }
+
     /// Whether the group's directory has been made and still exists.
     package var exists: Bool { (try? store.groupDirectory(group, create: false)) != nil }
 
@@ -138,6 +152,14 @@ package struct ReplicaCache {
                 path: path.string)
         }
         return try SmallFile.read(fd, status: status, path: path, limit: limit)
+    }
+
+    /// Durably replaces the replica's file `name` with `bytes`, readable by the vault's owner alone
+    /// (a secret of this machine's, which members of a shared group do not get).
+    package func writeOwnersFile(_ name: String, _ bytes: [UInt8]) throws(StoreError) {
+        try AtomicFile.replace(
+            name, contents: .plain(bytes), in: try store.existingGroupDirectory(group),
+            directoryPath: store.groupPath(group), permissions: .ownerReadWrite)
     }
 
     /// Durably writes the replica's file `name`, of a length that does not change: in place over the

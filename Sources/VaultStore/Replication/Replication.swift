@@ -81,8 +81,11 @@ package struct ReplicatedGroupKey: Sendable {
 
     /// The group's 16-byte id.
     package var groupID: [UInt8] { file.groupID }
-    /// The group's index key.
+    /// The group's index key, which rotations keep (item ids do not change).
     package var indexKey: SymmetricKey { file.secrets.indexKey }
+    /// The generation of the key that new items are sealed under, and that key.
+    package var generation: UInt32 { file.secrets.currentGeneration }
+    package var generationKey: SymmetricKey { file.secrets.key(generation: generation)! }
 
     init(file: GroupKeyFile) {
         self.file = file

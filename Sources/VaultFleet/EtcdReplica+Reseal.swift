@@ -1,0 +1,225 @@
+import VaultEtcd
+import VaultStore
+
+/// The second half of a rotation: every item and kept version in etcd sealed again under the group's
+/// current generation, in batches. An item's batch is a write of the group (compared on the items and
+/// the manifest, with the next manifest); an item's version never changes, so a version's is compared
+/// on its own revision alone.
+extension EtcdReplica {
+    /// Items or versions per batch, within etcd's limits on a transaction's operations and size.
+    static let resealBatchCount = 32
+
+    /// Seals every item and kept version under the group's current generation (the cache current, under
+    /// the group's lock); how many of each it sealed again, and how many items it left under the
+    /// generation before (other machines kept writing: the next rotation finishes them first).
+    func resealEverything(_ cache: ReplicaCache) throws(StoreError) -> (items: Int, versions: Int, itemsLeft: Int) {
+        let items = try resealItems(cache)
+        return (items.done, try resealVersions(cache), items.left)
+    }
+
+    /// Seals the cached items again in batches. A batch whose compare failed (another machine wrote)
+    /// is tried again at once without the items written meanwhile, which are looked at again later
+    /// (`rotationAttempts` tries a batch).
+    private func resealItems(_ cache: ReplicaCache) throws(StoreError) -> (done: Int, left: Int) {
+        var count = 0
+        var pending = try cache.cachedIDs().sorted()[...]
+        var failures = 0
+        while !pending.isEmpty {
+            var batch: [(id: ItemID, original: [UInt8], contents: [UInt8])] = []
+            var bytes = 0
+            var taken = 0
+            for id in pending {
+                // Gone since, or written since under the new key: nothing to do.
+                guard let original = try cache.contents(of: id), let resealed = try cache.resealed(original, as: id)
+                else {
+                    taken += 1
+                    continue
+                }
+                if !batch.isEmpty,
+                    batch.count == Self.resealBatchCount || bytes + resealed.count > Self.maximumItemFileByteCount
+                {
+                    break
+                }
+                batch.append((id, original, resealed))
+                bytes += resealed.count
+                taken += 1
+            }
+            pending = pending.dropFirst(taken)
+            while !batch.isEmpty {
+                if try commitReseal(batch.map { ($0.id, $0.contents) }, cache) {
+                    count += batch.count
+                    failures = 0
+                    break
+                }
+                failures += 1
+                guard failures < Self.rotationAttempts else { return (count, batch.count + pending.count) }
+                var kept: [(id: ItemID, original: [UInt8], contents: [UInt8])] = []
+                for item in batch {
+                    if try cache.contents(of: item.id) == item.original {
+                        kept.append(item)
+                    } else {
+                        pending.append(item.id)
+                    }
+                }
+                batch = kept
+            }
+        }
+        return (count, 0)
+    }
+
+    /// Puts `batch`'s item files with the next manifest, compared on what this process saw (a new file,
+    /// written at the next counter as far as a machine's mark is concerned). False when the compare
+    /// failed: the cache is then brought to etcd's manifest (`catchUp`, or a complete refresh).
+    private func commitReseal(_ batch: [(id: ItemID, contents: [UInt8])], _ cache: ReplicaCache) throws(StoreError)
+        -> Bool
+    {
+        let (last, manifestRevision, rollbackRevision, revisions) = seen.withLock {
+            ($0.manifest, $0.manifestRevision, $0.rollbackRevision, $0.revisions)
+        }
+        guard var next = last else {
+            try refresh(cache)
+            return false
+        }
+        next.counter += 1
+        var compare: [EtcdCompare] = [
+            .modRevision(key: manifestKey, equals: manifestRevision),
+            .modRevision(key: rollbackKey, equals: rollbackRevision),
+        ]
+        var puts: [EtcdOperation] = []
+        let keys = batch.map { itemKey($0.id) }
+        for (key, item) in zip(keys, batch) {
+            guard let revision = revisions[key], next.items[item.id] != nil else {
+                try refresh(cache)
+                return false
+            }
+            compare.append(.modRevision(key: key, equals: revision))
+            puts.append(.put(key: key, value: item.contents))
+            next.items[item.id] = FleetManifest.Entry(
+                digest: try sealer.digest(of: item.contents), version: next.counter)
+        }
+        let sealed = try sealer.seal(next)
+        let result: EtcdTransactionResult
+        do {
+            result = try client.transaction(
+                compare: compare, success: puts + [.put(key: manifestKey, value: sealed)],
+                failure: [.range(key: manifestKey, rangeEnd: nil), .range(key: rollbackKey, rangeEnd: nil)])
+        } catch {
+            forget()
+            throw storeError(error, "cannot seal its items again under the new key")
+        }
+        guard result.succeeded else {
+            let found = result.ranges.map { $0?.keyValues.first }
+            var caughtUp = false
+            if found.count == 2, found[1] == nil, let manifest = found[0] {
+                caughtUp = try catchUp(to: manifest, cache)
+            }
+            if !caughtUp { try refresh(cache) }
+            return false
+        }
+        let digest = try sealer.digest(of: sealed)
+        do throws(StoreError) {
+            try cache.record(FleetMark(counter: next.counter, digest: digest))
+        } catch {
+            forget()
+            throw StoreError.afterReplicaCommit(error, group: group, replica: "etcd")
+        }
+        noteCommitted(next, digest: digest, at: result.revision, over: manifestRevision, put: keys)
+        for item in batch { try cache.store(item.contents, as: item.id) }
+        return true
+    }
+
+    /// Brings the cache and what this process saw to etcd's manifest `manifestValue`, a plain step
+    /// forward from the one seen, reading only the items it changed. False when it is not one (not
+    /// above this machine's mark, an item changed at a counter the mark covers, an item that does not
+    /// match): a complete refresh then refuses what must be refused.
+    private func catchUp(to manifestValue: EtcdKeyValue, _ cache: ReplicaCache) throws(StoreError) -> Bool {
+        guard let seenManifest = seen.withLock({ $0.manifest }), let previous = try cache.highWaterMark() else {
+            return false
+        }
+        let manifest = try sealer.open(manifestValue.value)
+        guard manifest.counter > previous.counter else { return false }
+        var changed: [ItemID] = []
+        for (id, entry) in manifest.items where seenManifest.items[id] != entry {
+            guard entry.version > previous.counter else { return false }
+            changed.append(id)
+        }
+        let removed = seenManifest.items.keys.filter { manifest.items[$0] == nil }
+        var values: [(id: ItemID, value: EtcdKeyValue)] = []
+        var start = 0
+        while start < changed.count {
+            let chunk = changed[start..<min(start + Self.resealBatchCount, changed.count)]
+            start += chunk.count
+            let found: EtcdTransactionResult
+            do {
+                found = try client.transaction(
+                    compare: [], success: chunk.map { .range(key: itemKey($0), rangeEnd: nil) })
+            } catch {
+                throw storeError(error, "cannot read its items from etcd")
+            }
+            for (id, range) in zip(chunk, found.ranges) {
+                guard let value = range?.keyValues.first,
+                    try sealer.digest(of: value.value) == manifest.items[id]?.digest
+                else { return false }
+                values.append((id, value))
+            }
+        }
+        let digest = try sealer.digest(of: manifestValue.value)
+        try cache.record(FleetMark(counter: manifest.counter, digest: digest))
+        for item in values { try cache.store(item.value.value, as: item.id) }
+        for id in removed { try cache.remove(id) }
+        seen.withLock { seen in
+            for item in values { seen.revisions[itemKey(item.id)] = item.value.modRevision }
+            for id in removed { seen.revisions.removeValue(forKey: itemKey(id)) }
+            seen.revisions[manifestKey] = manifestValue.modRevision
+            seen.manifest = manifest
+            seen.manifestRevision = manifestValue.modRevision
+            seen.manifestDigest = digest
+        }
+        return true
+    }
+
+    /// Seals every kept version in etcd under the current generation; how many it sealed again. A
+    /// version deleted or pruned meanwhile is left.
+    private func resealVersions(_ cache: ReplicaCache) throws(StoreError) -> Int {
+        let listed: EtcdRangeResult
+        do {
+            listed = try client.range(prefix: versionsPrefix, keysOnly: true)
+        } catch {
+            throw storeError(error, "cannot list its items' versions in etcd")
+        }
+        var count = 0
+        var start = 0
+        while start < listed.keyValues.count {
+            let keys = listed.keyValues[start..<min(start + Self.resealBatchCount, listed.keyValues.count)].map(\.key)
+            start += keys.count
+            let found: EtcdTransactionResult
+            do {
+                found = try client.transaction(compare: [], success: keys.map { .range(key: $0, rangeEnd: nil) })
+            } catch {
+                throw storeError(error, "cannot read its items' versions from etcd")
+            }
+            for range in found.ranges {
+                guard let version = range?.keyValues.first, let id = versionItem(version.key),
+                    let resealed = try cache.resealed(version.value, as: id)
+                else { continue }
+                do {
+                    let put = try client.transaction(
+                        compare: [.modRevision(key: version.key, equals: version.modRevision)],
+                        success: [.put(key: version.key, value: resealed)])
+                    if put.succeeded { count += 1 }
+                } catch {
+                    throw storeError(error, "cannot seal an item's version again under the new key")
+                }
+            }
+        }
+        return count
+    }
+
+    /// The item whose version `key` is (`<versions prefix><id>/<generation>`).
+    private func versionItem(_ key: [UInt8]) -> ItemID? {
+        guard key.starts(with: versionsPrefix) else { return nil }
+        let rest = key.dropFirst(versionsPrefix.count)
+        guard let slash = rest.firstIndex(of: UInt8(ascii: "/")) else { return nil }
+        return try? ItemID(String(decoding: rest[..<slash], as: UTF8.self))
+    }
+}
