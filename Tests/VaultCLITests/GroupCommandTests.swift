@@ -311,11 +311,11 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
             let cases: [([String], String)] = [
                 (
                     ["group"],
-                    "vault: group: missing subcommand; the subcommands are create, ls, rm, rotate, remove-member, export-key, join, resync (see 'vault group --help')\n"
+                    "vault: group: missing subcommand; the subcommands are create, ls, rm, rotate, remove-member, export-key, join, resync, machines, revoke (see 'vault group --help')\n"
                 ),
                 (
                     ["group", "frob"],
-                    "vault: group: unknown subcommand 'frob'; the subcommands are create, ls, rm, rotate, remove-member, export-key, join, resync (see 'vault group "
+                    "vault: group: unknown subcommand 'frob'; the subcommands are create, ls, rm, rotate, remove-member, export-key, join, resync, machines, revoke (see 'vault group "
                         + "--help')\n"
                 ),
                 (["group", "--json"], "vault: group: unknown option --json (see 'vault group --help')\n"),
@@ -345,7 +345,7 @@ let existingUnixGroup = UserDatabase.group(named: "nogroup") ?? UserDatabase.gro
                 ),
                 (
                     ["help", "group", "frob"],
-                    "vault: unknown subcommand 'frob' of group; the subcommands are create, ls, rm, rotate, remove-member, export-key, join, resync (see 'vault "
+                    "vault: unknown subcommand 'frob' of group; the subcommands are create, ls, rm, rotate, remove-member, export-key, join, resync, machines, revoke (see 'vault "
                         + "--help')\n"
                 ),
             ]

@@ -166,6 +166,54 @@ import VaultTestSupport
     /// A machine whose libcurl cannot be loaded (here a libcurl.so.4 without its functions, found first
     /// through LD_LIBRARY_PATH) cannot reach etcd at all: a read of a fleet group fails naming libcurl,
     /// instead of answering from the cache as if etcd were down.
+    @Test func aFleetGroupsKeyIsRotatedAndAMachineRevokedFromTheCLI() throws {
+        let endpoints = try TestCluster.require().joined(separator: ",")
+        try withTemporaryVault("fleet-cli-rot") { t in
+            let (a, b, r, d) = (t.root + "/a", t.root + "/b", t.root + "/r", t.root + "/d")
+            for path in [a, b, r, d] { #expect(try vault(["--vault", path, "init"]).status == 0) }
+            #expect(try vault(["--vault", a, "group", "create", "rot", "--etcd", endpoints]).status == 0)
+            let transport = t.root + "/transport.key"
+            FileManager.default.createFile(
+                atPath: transport, contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }),
+                attributes: [.posixPermissions: 0o600])
+            let keyFile = t.root + "/rot.key"
+            #expect(
+                try vault(["--vault", a, "group", "export-key", "rot", keyFile, "--backup-key-file", transport])
+                    .status == 0)
+            let join = [
+                "group", "join", "rot", "--etcd", endpoints, "--group-key", keyFile, "--backup-key-file", transport,
+            ]
+            for path in [b, r] { #expect(try vault(["--vault", path] + join).status == 0) }
+            #expect(try vault(["--vault", a, "--group", "rot", "put", "db", "app"], input: "P1").status == 0)
+
+            let machines = try vault(["--vault", r, "group", "machines", "rot"])
+            let lines = machines.output.split(separator: "\n")
+            #expect(machines.status == 0 && lines.count == 3, "\(machines)")
+            let rLine = try #require(lines.first { $0.hasSuffix("\tthis machine") }, "\(machines)")
+            let rID = String(rLine.split(separator: "\t")[0])
+            #expect(rID.count == 16)
+
+            let rotate = try vault(["--vault", a, "group", "rotate", "rot"])
+            #expect(rotate.status == 0, "\(rotate)")
+            #expect(rotate.errors.contains("rotated the key of fleet group rot: generation 2, sealed to 3 machines"))
+            #expect(rotate.errors.contains("1 item and 0 kept versions sealed again"), "\(rotate.errors)")
+            #expect(try vault(["--vault", a, "group", "revoke", "rot"]).status == 2, "MACHINE is missing")
+            let revoke = try vault(["--vault", a, "group", "revoke", "rot", String(rID.prefix(6))])
+            #expect(revoke.status == 0 && revoke.errors.contains("revoked \(rID)"), "\(revoke)")
+            #expect(revoke.errors.contains("generation 3, sealed to 2 machines"), "\(revoke.errors)")
+
+            #expect(try vault(["--vault", b, "--group", "rot", "get", "db", "app"]).output == "P1")
+            #expect(try vault(["--vault", b, "--group", "rot", "put", "db", "app"], input: "P2").status == 0)
+            #expect(try vault(["--vault", a, "--group", "rot", "get", "db", "app"]).output == "P2")
+            let refused = try vault(["--vault", r, "--group", "rot", "get", "db", "app"])
+            #expect(refused.status == 4 && refused.errors.contains("not among the machines"), "\(refused)")
+            #expect(refused.output.isEmpty)
+            let stale = try vault(["--vault", d] + join)
+            #expect(stale.status == 4 && stale.errors.contains("rotated since"), "\(stale)")
+            #expect(try vault(["--vault", a, "group", "machines", "rot"]).output.split(separator: "\n").count == 2)
+        }
+    }
+
     @Test func withoutAUsableLibcurlAFleetReadFailsNamingIt() throws {
         let endpoints = try TestCluster.require().joined(separator: ",")
         try withTemporaryVault("fleet-no-curl") { t in
