@@ -34,6 +34,10 @@ enum FleetHandoff {
         case .groupRotate(let rotate):
             guard let path = try? context.vaultPath() else { return false }
             return Vault.isFleetGroup(vaultPath: path, group: rotate.group)
+        case .groupRemoveMember(let removal):
+            // Its last step rotates the group's key: a fleet group's on every machine.
+            guard let path = try? context.vaultPath() else { return false }
+            return Vault.isFleetGroup(vaultPath: path, group: removal.group)
         case .groupRemove(let remove):
             guard let path = try? context.vaultPath() else { return false }
             return Vault.isFleetGroup(vaultPath: path, group: remove.group)

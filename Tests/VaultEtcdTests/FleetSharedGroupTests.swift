@@ -202,6 +202,24 @@ struct FleetSharedGroupTests {
             }
             let still = try FleetTestSupport.vault(["--vault", b, "--group", "db", "get", "postgres", "app"])
             #expect(still.output == "rotated", "\(still)")
+
+            // The other host rotates the group's key: a member cannot take it (this machine's key is the
+            // owner's), and is told who can; once the owner's process took it, members read on.
+            let rotation = try FleetTestSupport.vault(["--vault", b, "group", "rotate", "db"])
+            #expect(rotation.status == 0 && rotation.errors.contains("sealed to 2 machines"), "\(rotation)")
+            let waiting = try run(people.member, binaries, ["--vault", a, "--group", "db", "get", "mq", "broker"])
+            #expect(
+                waiting.status == 4 && waiting.errors.contains("vault's owner (uid \(people.owner.uid))"), "\(waiting)")
+            let taken = try run(people.owner, binaries, ["--vault", a, "--group", "db", "get", "mq", "broker"])
+            #expect(taken.status == 0 && taken.output == "amqp2", "\(taken)")
+            for user in [people.member, people.otherMember] {
+                let read = try run(user, binaries, ["--vault", a, "--group", "db", "get", "redis", "cache"])
+                #expect(read.status == 0 && read.output == "r3dis", "uid \(user.uid): \(read)")
+            }
+            let keyFile = try status(directory + "/group.key")
+            #expect(keyFile.mode == 0o640 && keyFile.group == gid, "\(keyFile)")
+            let machineKey = try status(directory + "/fleet.machine")
+            #expect(machineKey.mode == 0o600 && machineKey.owner == people.owner.uid, "\(machineKey)")
         }
     }
 
