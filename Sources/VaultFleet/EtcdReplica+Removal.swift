@@ -8,10 +8,11 @@ import VaultSystem
 extension EtcdReplica {
     /// Removes the group from etcd; the number of items it held there. Compared on the manifest's
     /// revision: a write of another machine meanwhile makes it read again (three times at most).
-    func removeFromEtcd() throws(StoreError) -> Int {
+    func removeFromEtcd(_ cache: ReplicaCache) throws(StoreError) -> Int {
         for _ in 0..<3 {
             let contents = contents(try readGroup())
             if let removed = contents.removed { throw try removal(removed.value) }
+            if let keyring = contents.keyring { try adoptRotations(keyring.value, cache: cache) }
             let counter = try contents.manifest.map { (keyValue) throws(StoreError) in
                 try sealer.open(keyValue.value).counter
             }

@@ -18,6 +18,8 @@ extension EtcdReplica {
         }
         let found = try readGroup()
         let contents = contents(found)
+        // The group's current key first: what does not open under it is removed below.
+        if let keyring = contents.keyring { try adoptRotations(keyring.value, cache: cache) }
         let (manifestValue, items) = (contents.manifest, contents.items)
         let replicaManifest = manifestValue.flatMap { try? sealer.open($0.value) }
         // Above what any machine reported seeing too, so that each takes the new state as newer.

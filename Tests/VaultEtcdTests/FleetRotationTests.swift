@@ -183,6 +183,29 @@ import VaultTestSupport
         }
     }
 
+    /// A machine that has not taken a rotation yet takes it before a resync or a removal decides what
+    /// etcd holds: nothing sealed under the new key is taken for damage and removed.
+    @Test func aResyncOnAMachineBehindTheRotationTakesItFirstAndRemovesNothing() throws {
+        try withThreeHosts { a, b, _, group, _ in
+            let db = try key("db", group)
+            try a.set(Data("P1".utf8), for: db)
+            #expect(try b.data(for: db) == Data("P1".utf8))
+            _ = try a.rotateFleetGroup(group)
+            let report = try b.resyncFleetGroup(group, acceptingRollback: true)
+            #expect(report.removedCount == 0 && report.itemCount == 1, "\(report)")
+            #expect(try a.data(for: db) == Data("P1".utf8))
+            #expect(try b.data(for: db) == Data("P1".utf8))
+            _ = try a.rotateFleetGroup(group)
+            #expect(try b.removeFleetGroupEverywhere(group) == 1)
+            #expect(try a.data(for: db) == nil)
+            let removed = #expect(throws: VaultError.self) {
+                _ = try a.copyMatching(
+                    .genericPassword(service: "db", account: "app", group: group), returning: [.data])
+            }
+            #expect(removed?.message.contains("removed from the fleet") == true, "\(String(describing: removed))")
+        }
+    }
+
     @Test func revokingNamesOneKnownMachineOtherThanThisOne() throws {
         try withThreeHosts { a, _, _, group, _ in
             let me = try #require(try a.fleetGroupMachines(group).first(where: \.isThisMachine))
