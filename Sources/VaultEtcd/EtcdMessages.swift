@@ -50,8 +50,9 @@ package enum EtcdOperation: Sendable, Equatable {
     case put(key: [UInt8], value: [UInt8])
     /// Deletes `key`, or every key in [`key`, `rangeEnd`).
     case delete(key: [UInt8], rangeEnd: [UInt8]?)
-    /// Reads `key`, or every key in [`key`, `rangeEnd`).
-    case range(key: [UInt8], rangeEnd: [UInt8]?)
+    /// Reads `key`, or every key in [`key`, `rangeEnd`), at `revision` when it is not 0 (in a
+    /// transaction that only reads).
+    case range(key: [UInt8], rangeEnd: [UInt8]?, revision: Int64 = 0)
 }
 
 /// The answer to a transaction: whether its compares held, the revision after it, and the result of
@@ -121,8 +122,8 @@ enum EtcdJSON {
             var request: [String: JSONValue] = ["key": .string(base64(key))]
             if let rangeEnd { request["range_end"] = .string(base64(rangeEnd)) }
             return ["request_delete_range": .object(request)]
-        case .range(let key, let rangeEnd):
-            return ["request_range": rangeRequest(key, rangeEnd: rangeEnd)]
+        case .range(let key, let rangeEnd, let revision):
+            return ["request_range": rangeRequest(key, rangeEnd: rangeEnd, revision: revision)]
         }
     }
 

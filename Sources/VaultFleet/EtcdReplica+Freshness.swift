@@ -17,8 +17,8 @@ extension EtcdReplica {
         }
     }
 
-    /// The group's keys as of one revision: its items in pages, then its manifest, reports and removal
-    /// record, each by its name. Keys that something else put under the group's prefix are never read
+    /// The group's keys as of one revision: its items in pages, then its manifest, reports, removal
+    /// record, keyring and machines by name, in one read-only transaction at that revision. Keys that something else put under the group's prefix are never read
     /// (they cost nothing); more keys under `items/` than a group holds are refused.
     func readGroup() throws(StoreError) -> EtcdRangeResult {
         var attempt = 1
@@ -27,8 +27,11 @@ extension EtcdReplica {
                 let items = try client.range(
                     prefix: itemsPrefix, pageSize: Self.pageSize, maximumKeys: FleetManifest.maximumItemCount)
                 var keyValues = items.keyValues
-                for key in [acceptedKey, keyringKey, machinesKey, manifestKey, removedKey, rollbackKey] {
-                    keyValues += try client.range(key, revision: items.revision).keyValues.filter { $0.key == key }
+                let names = [acceptedKey, keyringKey, machinesKey, manifestKey, removedKey, rollbackKey]
+                let head = try client.transaction(
+                    compare: [], success: names.map { .range(key: $0, rangeEnd: nil, revision: items.revision) })
+                for (key, found) in zip(names, head.ranges) {
+                    keyValues += found?.keyValues.filter { $0.key == key } ?? []
                 }
                 return EtcdRangeResult(
                     revision: items.revision, keyValues: keyValues, count: Int64(keyValues.count),
