@@ -194,6 +194,19 @@ public final class SecureBytes: @unchecked Sendable {
         try self.init(copying: bytes, sharingAPage: sharingAPage)
     }
 
+    /// The bytes in `range`, copied into secure memory of their own (a key after a header).
+    package func copying(_ range: Range<Int>) throws(CryptoError) -> SecureBytes {
+        precondition(range.lowerBound >= 0 && range.upperBound <= count, "range outside the bytes")
+        return try withUnsafeBytes { (bytes) throws(CryptoError) in
+            try SecureBytes(copying: UnsafeRawBufferPointer(rebasing: bytes[range]))
+        }
+    }
+
+    /// The first `length` bytes as an ordinary array: only for what is not secret (a header).
+    package func unprotectedPrefix(_ length: Int) -> [UInt8] {
+        withUnsafeBytes { Array($0.prefix(length)) }
+    }
+
     /// A copy of these bytes in an allocation of their own: for bytes handed to a client.
     package func copiedApart() throws(CryptoError) -> SecureBytes {
         do {

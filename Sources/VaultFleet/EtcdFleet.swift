@@ -77,7 +77,8 @@ final class EtcdFleet: FleetEngine {
             throw StoreError(.invalidName, "group \(group) is not a fleet group of etcd")
         }
         let cache = store.replicaCache(of: group)
-        let removed = try cache.withGroupLock { () throws(StoreError) -> Int in try fleetGroup.replica.removeFromEtcd(cache)
+        let removed = try cache.withGroupLock { () throws(StoreError) -> Int in
+            try fleetGroup.replica.removeFromEtcd(cache)
         }
         SystemLog.notice(
             "vault: fleet group \(group) of the vault at \(store.path) removed from the fleet (etcd included, "

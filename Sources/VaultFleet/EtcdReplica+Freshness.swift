@@ -18,8 +18,9 @@ extension EtcdReplica {
     }
 
     /// The group's keys as of one revision: its items in pages, then its manifest, reports, removal
-    /// record, keyring and machines by name, in one read-only transaction at that revision. Keys that something else put under the group's prefix are never read
-    /// (they cost nothing); more keys under `items/` than a group holds are refused.
+    /// record, keyring and machines by name, in one read-only transaction at that revision. Keys that
+    /// something else put under the group's prefix are never read (they cost nothing); more keys under
+    /// `items/` than a group holds are refused.
     func readGroup() throws(StoreError) -> EtcdRangeResult {
         var attempt = 1
         while true {

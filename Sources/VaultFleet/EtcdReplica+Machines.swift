@@ -32,21 +32,45 @@ extension EtcdReplica {
     /// that etcd did not take (another machine registered meanwhile, etcd out of reach) is tried again
     /// at the next complete refresh: the read it is part of succeeded.
     func registerIfNeeded(_ machines: EtcdKeyValue?, cache: ReplicaCache) throws(StoreError) {
-        guard ProcessIdentity.effectiveUserID == cache.vaultOwnerID else { return }
-        let registered = try self.machines(in: machines)
-        guard let me = try machineKey(cache, creating: true), !registered.contains(where: { $0.id == me.id }) else {
-            return
+        guard ProcessIdentity.effectiveUserID == cache.vaultOwnerID,
+            let me = try machineKey(cache, creating: true)
+        else { return }
+        var record = machines
+        // Another machine registering meanwhile makes the compare fail: read again, a few times.
+        for _ in 0..<5 {
+            let registered = try self.machines(in: record)
+            if let listed = registered.first(where: { $0.id == me.id }) {
+                try checkOwnEntry(listed, me)
+                return
+            }
+            guard registered.count < FleetMachineRecord.maximumCount else {
+                SystemLog.notice(
+                    "vault: fleet group \(group) has \(registered.count) machines registered, the most it takes: this "
+                        + "machine (\(Hex.encode(me.id))) is not registered, and rotations leave it out")
+                return
+            }
+            let sealed = try sealer.seal(registered + [me.record()])
+            guard
+                let result = try? client.transaction(
+                    compare: [.modRevision(key: machinesKey, equals: record?.modRevision ?? 0)],
+                    success: [.put(key: machinesKey, value: sealed)],
+                    failure: [.range(key: machinesKey, rangeEnd: nil)]),
+                !result.succeeded
+            else { return }
+            record = result.ranges.first??.keyValues.first
         }
-        guard registered.count < FleetMachineRecord.maximumCount else {
-            SystemLog.notice(
-                "vault: fleet group \(group) has \(registered.count) machines registered, the most it takes: this "
-                    + "machine (\(Hex.encode(me.id))) is not registered, and rotations leave it out")
-            return
-        }
-        let sealed = try sealer.seal(registered + [me.record()])
-        _ = try? client.transaction(
-            compare: [.modRevision(key: machinesKey, equals: machines?.modRevision ?? 0)],
-            success: [.put(key: machinesKey, value: sealed)])
+    }
+
+    /// Refuses the group's list of machines when this machine's entry holds another public key than its
+    /// own: whoever wrote the list (a machine with the group's key, about to be revoked) would get the
+    /// next rotation's key in this machine's name.
+    func checkOwnEntry(_ listed: FleetMachineRecord, _ me: FleetMachineKey) throws(StoreError) {
+        guard listed.publicKey != me.publicKey else { return }
+        throw StoreError(
+            .integrity,
+            "fleet group \(group): etcd's list of its machines gives this machine (\(listed.idHex)) another public "
+                + "key than its own: a machine with the group's key replaced it; revoke the machines you do not know "
+                + "(`vault group machines \(group)`) from another machine, and their etcd credentials")
     }
 
     /// The group's machines as etcd holds them now, with the record's revision.

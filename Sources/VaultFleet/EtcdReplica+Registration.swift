@@ -76,7 +76,9 @@ extension EtcdReplica {
         } catch {
             throw storeError(error, "cannot read its registration")
         }
-        if let removed = found.keyValues.first(where: { $0.key == removedKey }) { throw try removal(removed.value) }
+        if let removed = found.keyValues.first(where: { $0.key == removedKey }) {
+            throw try removal(removed.value, groupKeysRemain: found.keyValues.contains { $0.key == metaKey })
+        }
         guard let registered = found.keyValues.first(where: { $0.key == metaKey })?.value else {
             throw StoreError(
                 .groupNotFound,

@@ -11,7 +11,9 @@ extension EtcdReplica {
     func removeFromEtcd(_ cache: ReplicaCache) throws(StoreError) -> Int {
         for _ in 0..<3 {
             let contents = contents(try readGroup())
-            if let removed = contents.removed { throw try removal(removed.value) }
+            if let removed = contents.removed {
+                throw try removal(removed.value, groupKeysRemain: contents.manifest != nil)
+            }
             if let keyring = contents.keyring { try adoptRotations(keyring.value, cache: cache) }
             let counter = try contents.manifest.map { (keyValue) throws(StoreError) in
                 try sealer.open(keyValue.value).counter
@@ -49,11 +51,13 @@ extension EtcdReplica {
     }
 
     /// The refusal of a group that `record` says was removed from the fleet.
-    func removal(_ record: [UInt8]) throws(StoreError) -> StoreError {
+    func removal(_ record: [UInt8], groupKeysRemain: Bool) throws(StoreError) -> StoreError {
         let removed: FleetWitness
         do {
             removed = try sealer.open(record, as: .removed)
         } catch {
+            // A removal leaves no other key of the group: a record beside them is no removal of the vault's.
+            if groupKeysRemain { throw error }
             // Sealed under a generation of the group's key that this machine never took (rotated since it
             // last read), or not a record of the group's at all.
             return StoreError(

@@ -45,6 +45,7 @@ extension EtcdReplica {
                 taken += 1
             }
             pending = pending.dropFirst(taken)
+            let generation = sealer.generation
             while !batch.isEmpty {
                 if try commitReseal(batch.map { ($0.id, $0.contents) }, cache) {
                     count += batch.count
@@ -54,6 +55,11 @@ extension EtcdReplica {
                 failures += 1
                 guard failures < Self.rotationAttempts else { return (count, batch.count + pending.count) }
                 var kept: [(id: ItemID, original: [UInt8], contents: [UInt8])] = []
+                if sealer.generation != generation {
+                    // Another machine rotated meanwhile (this one took it): sealed again under the newest.
+                    pending.append(contentsOf: batch.map(\.id))
+                    break
+                }
                 for item in batch {
                     if try cache.contents(of: item.id) == item.original {
                         kept.append(item)
@@ -123,8 +129,13 @@ extension EtcdReplica {
             forget()
             throw StoreError.afterReplicaCommit(error, group: group, replica: "etcd")
         }
+        do throws(StoreError) {
+            for item in batch { try cache.store(item.contents, as: item.id) }
+        } catch {
+            forget()
+            throw StoreError.afterReplicaCommit(error, group: group, replica: "etcd")
+        }
         noteCommitted(next, digest: digest, at: result.revision, over: manifestRevision, put: keys)
-        for item in batch { try cache.store(item.contents, as: item.id) }
         return true
     }
 
@@ -136,8 +147,10 @@ extension EtcdReplica {
         guard let seenManifest = seen.withLock({ $0.manifest }), let previous = try cache.highWaterMark() else {
             return false
         }
-        let manifest = try sealer.open(manifestValue.value)
-        guard manifest.counter > previous.counter else { return false }
+        // One that does not open under this key (another machine rotated meanwhile): a complete refresh.
+        guard let manifest = try? sealer.open(manifestValue.value), manifest.counter > previous.counter else {
+            return false
+        }
         var changed: [ItemID] = []
         for (id, entry) in manifest.items where seenManifest.items[id] != entry {
             guard entry.version > previous.counter else { return false }
@@ -179,7 +192,7 @@ extension EtcdReplica {
     }
 
     /// Seals every kept version in etcd under the current generation; how many it sealed again. A
-    /// version deleted or pruned meanwhile is left.
+    /// version deleted or pruned meanwhile, or one that does not open, is left.
     private func resealVersions(_ cache: ReplicaCache) throws(StoreError) -> Int {
         let listed: EtcdRangeResult
         do {
@@ -199,16 +212,24 @@ extension EtcdReplica {
                 throw storeError(error, "cannot read its items' versions from etcd")
             }
             for range in found.ranges {
-                guard let version = range?.keyValues.first, let id = versionItem(version.key),
-                    let resealed = try cache.resealed(version.value, as: id)
-                else { continue }
-                do {
-                    let put = try client.transaction(
-                        compare: [.modRevision(key: version.key, equals: version.modRevision)],
-                        success: [.put(key: version.key, value: resealed)])
+                guard var version = range?.keyValues.first, let id = versionItem(version.key) else { continue }
+                // Put again meanwhile (a write's previous version, the same file): read again, once.
+                for _ in 0..<2 {
+                    // One that does not open (damaged, or under a generation no machine holds now) is left: a
+                    // read of that version says so.
+                    guard case .some(.some(let resealed)) = try? cache.resealed(version.value, as: id) else { break }
+                    let put: EtcdTransactionResult
+                    do {
+                        put = try client.transaction(
+                            compare: [.modRevision(key: version.key, equals: version.modRevision)],
+                            success: [.put(key: version.key, value: resealed)],
+                            failure: [.range(key: version.key, rangeEnd: nil)])
+                    } catch {
+                        throw storeError(error, "cannot seal an item's version again under the new key")
+                    }
                     if put.succeeded { count += 1 }
-                } catch {
-                    throw storeError(error, "cannot seal an item's version again under the new key")
+                    guard !put.succeeded, let now = put.ranges.first??.keyValues.first else { break }
+                    version = now
                 }
             }
         }

@@ -36,6 +36,13 @@ extension EtcdReplica {
                     + "etcd")
         }
         var current = sealer
+        // Another process of this machine (the owner's, for a member's) may have taken rotations since this
+        // one read `group.key`.
+        let onDisk = try cache.groupKey()
+        if onDisk.generation > current.generation {
+            current = try FleetManifestKey(key: onDisk, group: group)
+            sealer = current
+        }
         guard let latest = decoded.rotations.map(\.generation).max(), latest > current.generation else { return }
         guard ProcessIdentity.effectiveUserID == cache.vaultOwnerID else {
             throw StoreError(
@@ -45,15 +52,14 @@ extension EtcdReplica {
                     + "`vault ls --group \(group)`; nothing was read from etcd")
         }
         guard let me = try machineKey(cache, creating: false) else { throw notKept(generation: current.generation + 1) }
-        let indexKey = try cache.groupKey().indexKey
+        let indexKey = onDisk.indexKey
         while current.generation < latest {
             let next = current.generation + 1
             guard let rotation = decoded.rotations.first(where: { $0.generation == next }) else {
                 throw StoreError(
                     .permissionDenied,
                     "fleet group \(group): this machine holds generation \(current.generation) of the group's key, "
-                        + "and etcd keeps only the last \(FleetKeyring.keptRotations) rotations (to generation "
-                        + "\(latest)): " + rejoinHint)
+                        + "and etcd keeps only the last rotations (to generation \(latest)): " + rejoinHint)
             }
             guard let box = try current.openRotation(rotation.sealed, to: next)[me.id] else {
                 throw notKept(generation: next)
@@ -138,19 +144,35 @@ extension EtcdReplica {
                 throw storeError(error, "cannot rotate its key in etcd")
             }
             if result.succeeded {
-                // From here every machine kept takes the new key from etcd, this one included if what
-                // follows fails.
                 forget()
-                try cache.adoptGroupKey(generation: generation, key: key)
-                sealer = next
-                try refresh(cache)
-                let done = try resealEverything(cache)
-                return Rotation(
-                    generation: generation, kept: machines, revoked: revoked, itemsResealed: done.items,
-                    versionsResealed: done.versions, itemsLeft: done.itemsLeft)
+                do throws(StoreError) {
+                    try cache.adoptGroupKey(generation: generation, key: key)
+                    sealer = next
+                    try refresh(cache)
+                    let done = try resealEverything(cache)
+                    return Rotation(
+                        generation: generation, kept: machines, revoked: revoked, itemsResealed: done.items,
+                        versionsResealed: done.versions, itemsLeft: done.itemsLeft)
+                } catch {
+                    // Every machine kept takes the new key from etcd (this one at its next refresh): the rotation
+                    // happened, and what is left is sealed again by the next one.
+                    throw StoreError(
+                        error.code,
+                        "fleet group \(group)'s key was rotated to generation \(generation) (sealed to "
+                            + "\(machines.count) machines), but \(error.message); every item stays readable, and the "
+                            + "next `vault group rotate \(group)` first seals again what this one left", cause: error)
+                }
             }
             guard attempt < Self.rotationAttempts else { break }
-            head = result.ranges.compactMap { $0?.keyValues.first }
+            let answered = result.ranges.compactMap { $0?.keyValues.first }
+            if answered.first(where: { $0.key == keyringKey }) != head.first(where: { $0.key == keyringKey }) {
+                forget()
+                throw StoreError(
+                    .conflict,
+                    "fleet group \(group)'s key was rotated on another machine meanwhile; nothing was rotated here: "
+                        + "run the command again (it takes that rotation first)")
+            }
+            head = answered
         }
         forget()
         throw StoreError(
@@ -189,12 +211,14 @@ extension EtcdReplica {
                     + "purpose); nothing was changed")
         }
         let machines = try self.machines(in: head.first { $0.key == machinesKey })
-        guard let me = try machineKey(cache, creating: false), machines.contains(where: { $0.id == me.id }) else {
+        guard let me = try machineKey(cache, creating: false), let listed = machines.first(where: { $0.id == me.id })
+        else {
             throw StoreError(
                 .unavailable,
                 "fleet group \(group): this machine is not registered in etcd yet (its registration did not go "
                     + "through); run the command again; nothing was changed")
         }
+        try checkOwnEntry(listed, me)
         let revoked = try resolve(names, among: machines, me: me)
         return (machines.filter { machine in !revoked.contains { $0.id == machine.id } }, revoked)
     }
@@ -231,6 +255,9 @@ extension EtcdReplica {
         keyring.rotations.append(
             .init(generation: next.generation, sealed: try current.sealRotation(to: next.generation, boxes: boxes)))
         keyring.rotations = Array(keyring.rotations.suffix(FleetKeyring.keptRotations))
+        while keyring.rotations.count > 1, keyring.encoded().count > FleetKeyring.maximumByteCount {
+            keyring.rotations.removeFirst()
+        }
         let kept = boxes.map(\.id)
         let machines = try self.machines(in: head.first { $0.key == machinesKey }).filter { kept.contains($0.id) }
         var puts: [EtcdOperation] = [
@@ -273,8 +300,9 @@ extension EtcdReplica {
             guard matches.count == 1, let machine = matches.first else {
                 throw StoreError(
                     .invalidName,
-                    "fleet group \(group): \(matches.isEmpty ? "no machine is" : "\(matches.count) machines are") named "
-                        + "\(name) (its machines: \(listing)); name one by its id; nothing was changed")
+                    "fleet group \(group): "
+                        + (matches.isEmpty ? "no machine is" : "\(matches.count) machines are")
+                        + " named \(name) (its machines: \(listing)); name one by its id; nothing was changed")
             }
             guard machine.id != me.id else {
                 throw StoreError(

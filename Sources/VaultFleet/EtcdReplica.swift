@@ -162,7 +162,9 @@ final class EtcdReplica: Sendable {
         let found = try readGroup()
         let contents = contents(found)
         let items = contents.items
-        if let removed = contents.removed { throw try removal(removed.value) }
+        if let removed = contents.removed {
+            throw try removal(removed.value, groupKeysRemain: contents.manifest != nil)
+        }
         if let keyring = contents.keyring { try adoptRotations(keyring.value, cache: cache) }
         guard let manifestValue = contents.manifest else {
             throw StoreError(

@@ -19,9 +19,12 @@ struct FleetKeyring: Sendable, Equatable {
     var rotations: [Rotation]
 
     static let magic = Array("VFK1".utf8)
-    /// How many rotations etcd keeps: a machine away for more needs a new key file.
+    /// How many rotations etcd keeps at most: a machine away for more needs a new key file.
     static let keptRotations = 16
     static let boxByteCount = 16 + 4 + SymmetricKey.byteCount + SealedBox.overheadByteCount
+    /// The most bytes the keyring takes: older rotations go first (it is read with every complete
+    /// refresh, and written in a rotation's request with the manifest).
+    static let maximumByteCount = 512 * 1024
 
     func encoded() -> [UInt8] {
         var bytes = Self.magic + [UInt8(truncatingIfNeeded: rotations.count)]
@@ -62,15 +65,12 @@ struct FleetKeyring: Sendable, Equatable {
     static func key(in box: [UInt8], opener machine: FleetMachineKey, generation: UInt32, groupID: [UInt8])
         -> SymmetricKey?
     {
-        guard let payload = try? machine.open(box), payload.count == 20 + SymmetricKey.byteCount else { return nil }
-        var expected = groupID
-        expected.appendBigEndian(generation)
-        return payload.withUnsafeBytes { (bytes) -> SymmetricKey? in
-            guard Array(bytes[..<20]) == expected,
-                let key = try? SecureBytes(copying: UnsafeRawBufferPointer(rebasing: bytes[20...]))
-            else { return nil }
-            return try? SymmetricKey(key)
-        }
+        var header = groupID
+        header.appendBigEndian(generation)
+        guard let payload = try? machine.open(box), payload.count == header.count + SymmetricKey.byteCount,
+            payload.unprotectedPrefix(header.count) == header
+        else { return nil }
+        return try? SymmetricKey(try payload.copying(header.count..<payload.count))
     }
 }
 

@@ -39,6 +39,15 @@ struct FleetMachineRecord: Sendable, Equatable {
         return bytes
     }
 
+    /// `name` with its control and format characters (bidirectional overrides) made `?`: any holder of
+    /// the group's key writes the list, and the names go to terminals and the system log.
+    static func printable(_ name: String) -> String {
+        let scalars = name.unicodeScalars.map { (scalar) -> Unicode.Scalar in
+            [.control, .format].contains(scalar.properties.generalCategory) ? "?" : scalar
+        }
+        return String(String.UnicodeScalarView(scalars))
+    }
+
     /// Parses `encode`'s bytes; nil when they are not a list of machines.
     static func decode(_ bytes: [UInt8]) -> [FleetMachineRecord]? {
         guard bytes.count >= 6, Array(bytes[..<4]) == Array("VFR1".utf8) else { return nil }
@@ -57,7 +66,8 @@ struct FleetMachineRecord: Sendable, Equatable {
                     id: Array(bytes[offset..<keyStart]), publicKey: Array(bytes[keyStart..<uidStart]),
                     userID: UInt32(bigEndianBytes: bytes[uidStart..<uidStart + 4]),
                     time: Int64(bitPattern: UInt64(bigEndianBytes: bytes[uidStart + 4..<uidStart + 12])),
-                    name: String(decoding: bytes[uidStart + 13..<uidStart + 13 + nameLength], as: UTF8.self)))
+                    name: printable(String(decoding: bytes[uidStart + 13..<uidStart + 13 + nameLength], as: UTF8.self)))
+            )
             offset += fixed + nameLength
         }
         return offset == bytes.count ? machines : nil

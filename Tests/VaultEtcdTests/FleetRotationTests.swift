@@ -2,11 +2,13 @@ import Foundation
 import Synchronization
 import Testing
 import Vault
+import VaultCrypto
 import VaultEtcd
-import VaultFleet
 import VaultStore
 import VaultSystem
 import VaultTestSupport
+
+@testable import VaultFleet
 
 /// Rotation of a fleet group's key online and revocation of a machine, on the shared cluster: every
 /// machine kept takes the new key at its next read, a revoked one opens nothing written afterwards and
@@ -203,6 +205,52 @@ import VaultTestSupport
                     .genericPassword(service: "db", account: "app", group: group), returning: [.data])
             }
             #expect(removed?.message.contains("removed from the fleet") == true, "\(String(describing: removed))")
+        }
+    }
+
+    /// Two machines rotate at once: each rotation is whole or not made, and every machine reads on.
+    @Test func twoRotationsAtOnceLeaveOneKeyThatEveryMachineTakes() throws {
+        try withThreeHosts { a, b, r, group, _ in
+            let db = try key("db", group)
+            try a.set(Data("P1".utf8), for: db)
+            let outcomes = Mutex<[Result<FleetRotation, VaultError>]>([])
+            let done = DispatchGroup()
+            for vault in [a, b] {
+                DispatchQueue.global().async(group: done) {
+                    let outcome = Result { () throws(VaultError) in try vault.rotateFleetGroup(group) }
+                    outcomes.withLock { $0.append(outcome) }
+                }
+            }
+            done.wait()
+            let results = outcomes.withLock { $0 }
+            let made = results.compactMap { try? $0.get() }
+            #expect(!made.isEmpty, "\(results)")
+            for case .failure(let error) in results {
+                #expect(error.message.contains("rotated on another machine"), "\(error)")
+            }
+            for vault in [a, b, r] { #expect(try vault.data(for: db) == Data("P1".utf8)) }
+            #expect(try a.rotateFleetGroup(group).generation == UInt32(2 + made.count))
+            for vault in [a, b, r] { #expect(try vault.data(for: db) == Data("P1".utf8)) }
+        }
+    }
+
+    /// A key holder that gives this machine another public key in etcd's list (to get the next
+    /// rotation's key in its name) is refused by this machine at its next complete refresh.
+    @Test func aListOfMachinesThatGivesThisMachineAnotherKeyIsRefused() throws {
+        try withThreeHosts { a, b, _, group, keyFile in
+            let name = try GroupName(group.rawValue)
+            let sealer = try FleetManifestKey(key: try ReplicatedGroupKey(exported: keyFile, group: name), group: name)
+            let etcd = EtcdClient(try EtcdClient.Configuration(endpoints: try TestCluster.require()))
+            let machinesKey = try FleetTestSupport.etcdRoot(of: group, in: a) + Array("machines".utf8)
+            var machines = try sealer.openMachines(try #require(try etcd.range(machinesKey).keyValues.first).value)
+            let bID = try #require(try b.fleetGroupMachines(group).first(where: \.isThisMachine)).id
+            let index = try #require(machines.firstIndex { $0.idHex == bID })
+            machines[index].publicKey = try SealedBox.keyPair().publicKey
+            try etcd.put(machinesKey, try sealer.seal(machines))
+            let refused = #expect(throws: VaultError.self) {
+                _ = try b.resyncFleetGroup(group, acceptingRollback: false)
+            }
+            #expect(refused?.message.contains("another public key") == true, "\(String(describing: refused))")
         }
     }
 

@@ -116,6 +116,16 @@ struct FleetScaleBench {
                 operation: "fleet at \(items) items, CLI: vault ls (warm machine)", items: items,
                 nanoseconds: try time(quick ? 2 : 5) { _ in try checked(cli, list) }))
 
+        // A rotation of the group's key (every item sealed again), and the other machine's next command,
+        // which takes the new key.
+        progress.show("fleet at \(items) items: rotation…")
+        let rotationStarted = ContinuousClock.now
+        let rotation = try a.rotateFleetGroup(fleetGroup)
+        let rotationTime = ContinuousClock.now - rotationStarted
+        let takeStarted = ContinuousClock.now
+        try checked(cli, get)
+        let takeTime = ContinuousClock.now - takeStarted
+
         func row(_ prefix: String) -> OperationTiming? { recorder.results.first { $0.operation.hasPrefix(prefix) } }
         func verdict(_ met: Bool) -> String { met ? "met" : "not met" }
         var goals: [String] = []
@@ -138,6 +148,10 @@ struct FleetScaleBench {
             "\(items) items: etcd's database grew \((sizeAfter - sizeBefore) / Int64(writes)) bytes a write over "
                 + "\(writes) writes (half of them etcdctl's floor puts of the item file's \(item.value.count) bytes); "
                 + "filling took \(formatDuration(nanoseconds(fillTime)))")
+        goals.append(
+            "\(items) items: a rotation of the group's key took \(formatDuration(nanoseconds(rotationTime))) "
+                + "(\(rotation.itemsResealed) items sealed again); the other machine's next CLI get, which took the "
+                + "new key, \(formatDuration(nanoseconds(takeTime)))")
         try? FileManager.default.removeItem(atPath: pathA)
         try? FileManager.default.removeItem(atPath: pathB)
         return (recorder.results, goals)
