@@ -51,7 +51,10 @@ enum ItemUpsert {
         for _ in 0..<8 {
             let found = try vault.search(Query(itemClass: itemClass, attributes: lookup), returning: [.attributes])
             let existing = found.items.first
-            if existing == nil, let problem = found.problems.first {
+            // A group that is not there (a fleet group removed from the fleet) is no damage: the add below
+            // says why, with its cause.
+            let groupMissing = found.problems.allSatisfy { $0.status == .itemNotFound }
+            if existing == nil, !groupMissing, let problem = found.problems.first {
                 guard found.problems.allSatisfy(\.failedAuthentication) else {
                     let first = found.problems.first { !$0.failedAuthentication } ?? problem
                     throw VaultError(first.status, "\(first.path): \(first.reason)")

@@ -408,6 +408,11 @@ import VaultTestSupport
                 vault, ["--vault", b.path, "--group", removed.rawValue, "get", "db", "app"], input: "",
                 environment: ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"], seconds: 60)
             #expect(get.status == 1 && get.errors.contains("removed from the fleet"), "\(get)")
+            // A put says so too (it said "not found" alone).
+            let put = try FleetTestSupport.run(
+                vault, ["--vault", b.path, "--group", removed.rawValue, "put", "db", "app"], input: "new",
+                environment: ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"], seconds: 60)
+            #expect(put.status == 1 && put.errors.contains("removed from the fleet"), "\(put.errors)")
             #expect(try b.removeGroup(removed, force: true) >= 0)
             let rejoined = #expect(throws: VaultError.self) {
                 try b.joinFleetGroup(removed, keyFile: keyFile, settings: FleetSettings(endpoints: endpoints))
