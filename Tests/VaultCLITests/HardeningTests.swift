@@ -63,6 +63,14 @@ import VaultTestSupport
             #expect(
                 FileManager.default.createFile(
                     atPath: backupKey, contents: Data(repeating: 7, count: 32), attributes: [.posixPermissions: 0o600]))
+            // A backup key file of another size is named as one, with how to make one (not a master key's words).
+            let shortKey = scratch.root + "/short.key"
+            #expect(
+                FileManager.default.createFile(
+                    atPath: shortKey, contents: Data(repeating: 7, count: 16), attributes: [.posixPermissions: 0o600]))
+            let short = try scratch.run(["export", "--backup-key-file", shortKey, scratch.root + "/short"])
+            #expect(short.status == 6 && short.errors.contains("the backup key file \(shortKey) is not 32 raw bytes"))
+            #expect(!short.errors.contains("master key") && short.errors.contains("head -c 32"), "\(short.errors)")
             // The backup holds the other groups, names the one it left out, and says so by its status.
             let export = try scratch.run(["export", "--backup-key-file", backupKey, scratch.root + "/b"])
             #expect(export.status == 6 && !export.errors.contains("--remove-damaged"), "\(export.errors)")

@@ -25,6 +25,14 @@ public struct BackupKey: Sendable {
                 "the backup key file \(path) does not exist; make one with "
                     + "`(umask 077 && head -c \(SymmetricKey.byteCount) /dev/urandom > \(path))`",
                 path: path, cause: error.cause)
+        } catch  where error.code == .integrity {
+            // Its size: the check of a master key file, whose words (a passphrase-wrapped size, a restore
+            // from a backup) are not this file's.
+            throw StoreError(
+                .integrity,
+                "the backup key file \(path) is not \(SymmetricKey.byteCount) raw bytes; make one with "
+                    + "`(umask 077 && head -c \(SymmetricKey.byteCount) /dev/urandom > FILE)`",
+                path: path, cause: error)
         }
     }
 }
