@@ -254,6 +254,36 @@ import VaultTestSupport
         }
     }
 
+    /// Each local system call of a rotation failing in turn (what a crash there leaves on the machine
+    /// that rotates: before or after etcd took the rotation, before or after its own `group.key`): every
+    /// machine reads every item afterwards, and the next rotation goes through.
+    @Test func aRotationStoppedAtAnyLocalStepLeavesEveryItemReadableEverywhere() throws {
+        try withThreeHosts { a, b, r, group, _ in
+            let items = try (0..<3).map { try key("s\($0)", group) }
+            for (n, item) in items.enumerated() { try a.set(Data("v\(n)".utf8), for: item) }
+            let counting = FaultPlan.counting()
+            try FaultInjection.withPlan(counting) { _ = try a.rotateFleetGroup(group) }
+            var injected = 0
+            for operation in SystemOperation.allCases where counting.count(of: operation) > 0 {
+                for occurrence in 1...min(counting.count(of: operation), 2) {
+                    let plan = FaultPlan(operation, occurrence: occurrence, effect: .fail(.ioError))
+                    _ = try? FaultInjection.withPlan(plan) { try a.rotateFleetGroup(group) }
+                    injected += plan.injectedCount
+                    for vault in [a, b, r] {
+                        for (n, item) in items.enumerated() {
+                            #expect(try vault.data(for: item) == Data("v\(n)".utf8), "\(operation) #\(occurrence)")
+                        }
+                    }
+                }
+            }
+            #expect(injected > 5, "\(injected)")
+            _ = try a.rotateFleetGroup(group)
+            for vault in [a, b, r] {
+                for (n, item) in items.enumerated() { #expect(try vault.data(for: item) == Data("v\(n)".utf8)) }
+            }
+        }
+    }
+
     @Test func revokingNamesOneKnownMachineOtherThanThisOne() throws {
         try withThreeHosts { a, _, _, group, _ in
             let me = try #require(try a.fleetGroupMachines(group).first(where: \.isThisMachine))
