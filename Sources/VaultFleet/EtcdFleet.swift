@@ -73,9 +73,7 @@ final class EtcdFleet: FleetEngine {
     }
 
     func removeFromReplica(_ group: GroupName, in store: VaultStore) throws(StoreError) -> Int {
-        guard let fleetGroup = try store.requireReplica(of: group) as? FleetGroup else {
-            throw StoreError(.invalidName, "group \(group) is not a fleet group of etcd")
-        }
+        let fleetGroup = try self.fleetGroup(group, in: store)
         let cache = store.replicaCache(of: group)
         let removed = try cache.withGroupLock { () throws(StoreError) -> Int in
             try fleetGroup.replica.removeFromEtcd(cache)
@@ -91,11 +89,8 @@ final class EtcdFleet: FleetEngine {
         let cache = store.replicaCache(of: group)
         let rotation: EtcdReplica.Rotation
         do throws(StoreError) {
-            rotation = try cache.withGroupLock { () throws(StoreError) -> EtcdReplica.Rotation in
-                let started = ContinuousClock.now
-                let rotation = try fleetGroup.replica.rotate(cache, revoking: revoking)
-                fleetGroup.noteRefreshed(startedAt: started)
-                return rotation
+            rotation = try fleetGroup.refreshing(cache) { (replica) throws(StoreError) in
+                try replica.rotate(cache, revoking: revoking)
             }
         } catch {
             SystemLog.notice(
@@ -149,15 +144,9 @@ final class EtcdFleet: FleetEngine {
         let who = "fleet group \(group) of the vault at \(store.path), by uid \(ProcessIdentity.effectiveUserID)"
         let report: FleetResync
         do throws(StoreError) {
-            guard let fleetGroup = try store.requireReplica(of: group) as? FleetGroup else {
-                throw StoreError(.invalidName, "group \(group) is not a fleet group of etcd")
-            }
             let cache = store.replicaCache(of: group)
-            report = try cache.withGroupLock { () throws(StoreError) -> FleetResync in
-                let started = ContinuousClock.now
-                let report = try fleetGroup.replica.resync(cache, acceptingRollback: acceptingRollback)
-                fleetGroup.noteRefreshed(startedAt: started)
-                return report
+            report = try fleetGroup(group, in: store).refreshing(cache) { (replica) throws(StoreError) in
+                try replica.resync(cache, acceptingRollback: acceptingRollback)
             }
         } catch {
             // An operator's attempt to accept a rollback that did not happen is worth a line too.

@@ -122,13 +122,7 @@ extension EtcdReplica {
             if !caughtUp { try refresh(cache) }
             return false
         }
-        let digest = try sealer.digest(of: sealed)
-        do throws(StoreError) {
-            try cache.record(FleetMark(counter: next.counter, digest: digest))
-        } catch {
-            forget()
-            throw StoreError.afterReplicaCommit(error, group: group, replica: "etcd")
-        }
+        let digest = try recordMark(of: next, sealed: sealed, cache: cache)
         do throws(StoreError) {
             for item in batch { try cache.store(item.contents, as: item.id) }
         } catch {

@@ -337,6 +337,17 @@ final class EtcdReplica: Sendable {
             }
             revision = current.modRevision
         }
+        let digest = try recordMark(of: next, sealed: sealed, cache: cache)
+        if case .delete = change {
+            noteCommitted(next, digest: digest, at: revision, over: manifestRevision, deleted: item)
+        } else {
+            noteCommitted(next, digest: digest, at: revision, over: manifestRevision, put: [item])
+        }
+    }
+
+    /// After a write that etcd took: raises this machine's mark to manifest `next`, sealed as `sealed`,
+    /// and returns that digest. A failure is the write's local half failing: the next read refreshes.
+    func recordMark(of next: FleetManifest, sealed: [UInt8], cache: ReplicaCache) throws(StoreError) -> [UInt8] {
         let digest = try sealer.digest(of: sealed)
         do throws(StoreError) {
             try cache.record(FleetMark(counter: next.counter, digest: digest))
@@ -344,11 +355,7 @@ final class EtcdReplica: Sendable {
             forget()
             throw StoreError.afterReplicaCommit(error, group: group, replica: "etcd")
         }
-        if case .delete = change {
-            noteCommitted(next, digest: digest, at: revision, over: manifestRevision, deleted: item)
-        } else {
-            noteCommitted(next, digest: digest, at: revision, over: manifestRevision, put: [item])
-        }
+        return digest
     }
 
     /// This process's write of manifest `next` (digest `digest`) at `revision`, over the one it saw at

@@ -165,6 +165,17 @@ final class FleetGroup: GroupReplica {
         return cache.changeCount > before
     }
 
+    /// Runs `body`, which reads the group from etcd anew (a resync, a rotation), under the group's lock:
+    /// what it read counts as a refresh that started when it did.
+    func refreshing<R>(_ cache: ReplicaCache, _ body: (EtcdReplica) throws(StoreError) -> R) throws(StoreError) -> R {
+        try cache.withGroupLock { () throws(StoreError) -> R in
+            let started = ContinuousClock.now
+            let result = try body(replica)
+            noteRefreshed(startedAt: started)
+            return result
+        }
+    }
+
     /// etcd confirmed the cache (a refresh or a resync that started at `started`: what it read is at
     /// least that old, so a thread that asked before then may take it for its own).
     func noteRefreshed(startedAt started: ContinuousClock.Instant) {
