@@ -413,6 +413,21 @@ import VaultTestSupport
                 vault, ["--vault", b.path, "--group", removed.rawValue, "put", "db", "app"], input: "new",
                 environment: ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"], seconds: 60)
             #expect(put.status == 1 && put.errors.contains("removed from the fleet"), "\(put.errors)")
+            // A client of several groups, searching them all: the other group's item is found, and an item
+            // that is nowhere is refused naming the removal, not skipped as a group the vault lacks.
+            let local = try AccessGroup("local")
+            try b.createGroup(local, unixGroup: nil)
+            let both = try Vault.open(
+                at: b.path,
+                client: try Client(applicationIdentifier: "svc", accessGroups: [removed.rawValue, "local"]),
+                fleet: .etcd(watching: false))
+            try both.set(Data("here".utf8), for: try ItemKey(service: "kept", account: "app", group: local))
+            #expect(try both.data(for: try ItemKey(service: "kept", account: "app")) == Data("here".utf8))
+            let nowhere = #expect(throws: VaultError.self) {
+                _ = try both.copyMatching(.genericPassword(service: "db", account: "app"), returning: [.data])
+            }
+            #expect(
+                nowhere?.message.contains("removed from the fleet") == true, "\(String(describing: nowhere))")
             #expect(try b.removeGroup(removed, force: true) >= 0)
             let rejoined = #expect(throws: VaultError.self) {
                 try b.joinFleetGroup(removed, keyFile: keyFile, settings: FleetSettings(endpoints: endpoints))
