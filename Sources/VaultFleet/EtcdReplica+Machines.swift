@@ -37,8 +37,13 @@ extension EtcdReplica {
         else { return }
         var record = machines
         // Another machine registering meanwhile makes the compare fail: read again, a few times.
-        for _ in 0..<5 {
-            let registered = try self.machines(in: record)
+        for attempt in 0..<5 {
+            let registered: [FleetMachineRecord]
+            do {
+                registered = try self.machines(in: record)
+            } catch  where attempt > 0 {
+                return  // read after another machine's rotation: the next complete refresh takes it, and registers
+            }
             if let listed = registered.first(where: { $0.id == me.id }) {
                 try checkOwnEntry(listed, me)
                 return

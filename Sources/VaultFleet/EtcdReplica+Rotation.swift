@@ -129,6 +129,17 @@ extension EtcdReplica {
         var head = try readRotationHead()
         var boxes: (kept: [FleetMachineRecord], boxes: [(id: [UInt8], box: [UInt8])])?
         for attempt in 1...Self.rotationAttempts {
+            // Another machine's rotation since this one's refresh: what etcd holds is sealed under a key this
+            // machine has not taken.
+            if let keyring = head.first(where: { $0.key == keyringKey }),
+                (FleetKeyring.decode(keyring.value)?.rotations.map(\.generation).max() ?? 0) >= generation
+            {
+                forget()
+                throw StoreError(
+                    .conflict,
+                    "fleet group \(group)'s key was rotated on another machine meanwhile; nothing was rotated here: "
+                        + "run the command again (it takes that rotation first)")
+            }
             let (machines, revoked) = try machinesKept(head, cache, revoking: names)
             if boxes?.kept != machines { boxes = (machines, try seal(key, generation: generation, to: machines)) }
             let puts = try rotationPuts(head, cache, next: next, boxes: boxes!.boxes)
@@ -164,15 +175,7 @@ extension EtcdReplica {
                 }
             }
             guard attempt < Self.rotationAttempts else { break }
-            let answered = result.ranges.compactMap { $0?.keyValues.first }
-            if answered.first(where: { $0.key == keyringKey }) != head.first(where: { $0.key == keyringKey }) {
-                forget()
-                throw StoreError(
-                    .conflict,
-                    "fleet group \(group)'s key was rotated on another machine meanwhile; nothing was rotated here: "
-                        + "run the command again (it takes that rotation first)")
-            }
-            head = answered
+            head = result.ranges.compactMap { $0?.keyValues.first }
         }
         forget()
         throw StoreError(
