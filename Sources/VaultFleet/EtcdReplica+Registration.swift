@@ -53,9 +53,8 @@ extension EtcdReplica {
             throw storeError(error, "cannot read its keyring")
         }
         guard let keyring else { return }
-        guard let latest = FleetKeyring.decode(keyring)?.rotations.map(\.generation).max() else {
-            throw StoreError(
-                .integrity, "fleet group \(identity.group): its keyring in etcd is not one (damaged or replaced)")
+        guard let latest = try self.keyring(keyring).latestGeneration else {
+            throw StoreError(.integrity, "fleet group \(identity.group): its keyring in etcd holds no rotation")
         }
         guard latest <= key.generation else {
             throw StoreError(

@@ -29,12 +29,7 @@ extension EtcdReplica {
     /// is not among those a rotation kept (revoked), or is not the vault's owner (who alone holds the
     /// machine's key and writes `group.key`).
     func adoptRotations(_ keyring: [UInt8], cache: ReplicaCache) throws(StoreError) {
-        guard let decoded = FleetKeyring.decode(keyring) else {
-            throw StoreError(
-                .integrity,
-                "fleet group \(group): its keyring in etcd is not one (damaged or replaced); nothing was read from "
-                    + "etcd")
-        }
+        let decoded = try self.keyring(keyring)
         var current = sealer
         // Another process of this machine (the owner's, for a member's) may have taken rotations since this
         // one read `group.key`.
@@ -43,7 +38,7 @@ extension EtcdReplica {
             current = try FleetManifestKey(key: onDisk, group: group)
             sealer = current
         }
-        guard let latest = decoded.rotations.map(\.generation).max(), latest > current.generation else { return }
+        guard let latest = decoded.latestGeneration, latest > current.generation else { return }
         guard ProcessIdentity.effectiveUserID == cache.vaultOwnerID else {
             throw StoreError(
                 .permissionDenied,
@@ -78,6 +73,17 @@ extension EtcdReplica {
                 "vault: fleet group \(group) of the vault at \(cache.vaultPath) took generation \(next) of its key, "
                     + "rotated on another machine")
         }
+    }
+
+    /// `bytes`, etcd's `keyring` record, decoded; `integrity` when it is not one.
+    func keyring(_ bytes: [UInt8]) throws(StoreError) -> FleetKeyring {
+        guard let decoded = FleetKeyring.decode(bytes) else {
+            throw StoreError(
+                .integrity,
+                "fleet group \(group): its keyring in etcd is not one (damaged or replaced); nothing was taken from "
+                    + "etcd or changed")
+        }
+        return decoded
     }
 
     private var rejoinHint: String {
@@ -132,7 +138,7 @@ extension EtcdReplica {
             // Another machine's rotation since this one's refresh: what etcd holds is sealed under a key this
             // machine has not taken.
             if let keyring = head.first(where: { $0.key == keyringKey }),
-                (FleetKeyring.decode(keyring.value)?.rotations.map(\.generation).max() ?? 0) >= generation
+                (FleetKeyring.decode(keyring.value)?.latestGeneration ?? 0) >= generation
             {
                 forget()
                 throw StoreError(
@@ -142,7 +148,7 @@ extension EtcdReplica {
             }
             let (machines, revoked) = try machinesKept(head, cache, revoking: names)
             if boxes?.kept != machines { boxes = (machines, try seal(key, generation: generation, to: machines)) }
-            let puts = try rotationPuts(head, cache, next: next, boxes: boxes!.boxes)
+            let puts = try rotationPuts(head, cache, next: next, kept: machines, boxes: boxes!.boxes)
             let result: EtcdTransactionResult
             do {
                 result = try client.transaction(
@@ -226,12 +232,13 @@ extension EtcdReplica {
         return (machines.filter { machine in !revoked.contains { $0.id == machine.id } }, revoked)
     }
 
-    /// What the rotation over `head` puts: the keyring with the rotation to `next`'s generation, and the
-    /// list of machines kept, the manifest (the next counter, the same items) and the accepted record
-    /// sealed under `next`. The manifest must not be older than this machine has seen: a refresh then
+    /// What the rotation over `head` puts: the keyring with the rotation to `next`'s generation (`boxes`),
+    /// and the list of machines `kept`, the manifest (the next counter, the same items) and the accepted
+    /// record sealed under `next`. The manifest must not be older than this machine has seen: a refresh then
     /// refuses it in its own words.
     private func rotationPuts(
-        _ head: [EtcdKeyValue], _ cache: ReplicaCache, next: FleetManifestKey, boxes: [(id: [UInt8], box: [UInt8])]
+        _ head: [EtcdKeyValue], _ cache: ReplicaCache, next: FleetManifestKey, kept: [FleetMachineRecord],
+        boxes: [(id: [UInt8], box: [UInt8])]
     ) throws(StoreError) -> [EtcdOperation] {
         let current = sealer
         guard let manifestValue = head.first(where: { $0.key == manifestKey }) else {
@@ -247,24 +254,18 @@ extension EtcdReplica {
             throw StoreError(.integrity, "fleet group \(group): etcd went back; nothing was changed" + resyncHint)
         }
         manifest.counter += 1
-        var keyring = FleetKeyring(rotations: [])
-        if let keyValue = head.first(where: { $0.key == keyringKey }) {
-            guard let decoded = FleetKeyring.decode(keyValue.value) else {
-                throw StoreError(
-                    .integrity, "fleet group \(group): its keyring in etcd is not one; nothing was changed")
-            }
-            keyring = decoded
-        }
+        var keyring =
+            try head.first { $0.key == keyringKey }.map { (keyValue) throws(StoreError) in
+                try self.keyring(keyValue.value)
+            } ?? FleetKeyring(rotations: [])
         keyring.rotations.append(
             .init(generation: next.generation, sealed: try current.sealRotation(to: next.generation, boxes: boxes)))
         keyring.rotations = Array(keyring.rotations.suffix(FleetKeyring.keptRotations))
         while keyring.rotations.count > 1, keyring.encoded().count > FleetKeyring.maximumByteCount {
             keyring.rotations.removeFirst()
         }
-        let kept = boxes.map(\.id)
-        let machines = try self.machines(in: head.first { $0.key == machinesKey }).filter { kept.contains($0.id) }
         var puts: [EtcdOperation] = [
-            .put(key: keyringKey, value: keyring.encoded()), .put(key: machinesKey, value: try next.seal(machines)),
+            .put(key: keyringKey, value: keyring.encoded()), .put(key: machinesKey, value: try next.seal(kept)),
             .put(key: manifestKey, value: try next.seal(manifest)),
         ]
         if let accepted = head.first(where: { $0.key == acceptedKey }) {

@@ -18,6 +18,9 @@ struct FleetKeyring: Sendable, Equatable {
 
     var rotations: [Rotation]
 
+    /// The generation of the last rotation (nil: none).
+    var latestGeneration: UInt32? { rotations.map(\.generation).max() }
+
     static let magic = Array("VFK1".utf8)
     /// How many rotations etcd keeps at most: a machine away for more needs a new key file.
     static let keptRotations = 16
