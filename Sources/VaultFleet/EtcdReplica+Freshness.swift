@@ -17,8 +17,9 @@ extension EtcdReplica {
         }
     }
 
-    /// The group's keys as of one revision: its items in pages, then its manifest, reports, removal
-    /// record, keyring and machines by name, in one read-only transaction at that revision. Keys that
+    /// The group's keys as of one revision: its items in pages, then its manifest's root and shards,
+    /// reports, removal record, keyring and machines by name, in one read-only transaction at that
+    /// revision. Keys that
     /// something else put under the group's prefix are never read (they cost nothing); more keys under
     /// `items/` than a group holds are refused.
     func readGroup() throws(StoreError) -> EtcdRangeResult {
@@ -28,7 +29,7 @@ extension EtcdReplica {
                 let items = try client.range(
                     prefix: itemsPrefix, pageSize: Self.pageSize, maximumKeys: FleetManifest.maximumItemCount)
                 var keyValues = items.keyValues
-                let names = [acceptedKey, keyringKey, machinesKey, manifestKey, removedKey, rollbackKey]
+                let names = [acceptedKey, keyringKey, machinesKey, manifestKey, removedKey, rollbackKey] + shardKeys
                 let head = try client.transaction(
                     compare: [], success: names.map { .range(key: $0, rangeEnd: nil, revision: items.revision) })
                 for (key, found) in zip(names, head.ranges) {
@@ -45,27 +46,33 @@ extension EtcdReplica {
         }
     }
 
-    /// The group's head in one read of the keys from `manifest` to `rollback`: the manifest (nil: none),
-    /// the `mod_revision` of the rollback report (0: none), and the store's revision. Every change of the
-    /// group's state changes one of them.
-    func readHead() throws(StoreError) -> (manifest: EtcdKeyValue?, rollbackRevision: Int64, revision: Int64) {
+    /// The group's head in one read of the keys from `manifest` to `rollback`: the manifest's root (nil:
+    /// none), the `mod_revision` of the rollback report (0: none), and the store's revision; `withShards`,
+    /// also the manifest's shards. Every change of the group's state changes one of them.
+    func readHead(withShards: Bool = false) throws(StoreError) -> (
+        manifest: EtcdKeyValue?, rollbackRevision: Int64, revision: Int64, shards: [EtcdKeyValue]
+    ) {
         let found: EtcdTransactionResult
         do {
-            // One read-only transaction of the two keys by name: nothing else under the prefix is read.
+            // One read-only transaction of the keys by name: nothing else under the prefix is read.
             found = try client.transaction(
                 compare: [],
-                success: [.range(key: manifestKey, rangeEnd: nil), .range(key: rollbackKey, rangeEnd: nil)])
+                success: [.range(key: manifestKey, rangeEnd: nil), .range(key: rollbackKey, rangeEnd: nil)]
+                    + (withShards ? shardReads() : []))
         } catch {
             throw storeError(error, "cannot read its manifest from etcd")
         }
-        guard found.ranges.count == 2, let manifest = found.ranges[0], let rollback = found.ranges[1] else {
+        guard found.ranges.count == 2 + (withShards ? shardKeys.count : 0), let manifest = found.ranges[0],
+            let rollback = found.ranges[1]
+        else {
             throw storeError(
-                EtcdError(.malformedResponse, "etcd answered a read of two keys without both"),
+                EtcdError(.malformedResponse, "etcd answered a read of the group's head without every key"),
                 "cannot read its manifest from etcd")
         }
         return (
             manifest.keyValues.first { $0.key == manifestKey },
-            rollback.keyValues.first { $0.key == rollbackKey }?.modRevision ?? 0, found.revision
+            rollback.keyValues.first { $0.key == rollbackKey }?.modRevision ?? 0, found.revision,
+            found.ranges.dropFirst(2).flatMap { $0?.keyValues ?? [] }
         )
     }
 
@@ -101,12 +108,12 @@ extension EtcdReplica {
             mark.digest == record.markDigest
         else { return false }
         let now = ContinuousClock.now
-        let head = try readHead()
+        let head = try readHead(withShards: true)
         guard let manifestValue = head.manifest, manifestValue.modRevision == record.manifestRevision,
             head.rollbackRevision == record.rollbackRevision,
             try sealer.digest(of: manifestValue.value) == mark.digest
         else { return false }
-        let manifest = try sealer.open(manifestValue.value)
+        let manifest = try manifest(manifestValue.value, shardsIn: head.shards)
         // A cached file removed or left here since (damage, a member of a shared group): a full refresh.
         guard Set(manifest.items.keys) == Set(try cache.cachedIDs()) else { return false }
         seen.withLock { seen in

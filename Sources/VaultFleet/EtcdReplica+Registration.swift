@@ -28,7 +28,8 @@ extension EtcdReplica {
 
     /// Registers the group under its id with an empty manifest; refused when the id is registered.
     func register(_ key: ReplicatedGroupKey) throws(StoreError) {
-        let empty = try sealer.seal(FleetManifest(counter: 0, items: [:]))
+        var manifest = FleetManifest(counter: 0, items: [:])
+        let empty = try sealer.seal(&manifest, over: nil).root
         let registration = try registration(key)
         let result: EtcdTransactionResult
         do {

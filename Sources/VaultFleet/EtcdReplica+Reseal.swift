@@ -103,12 +103,13 @@ extension EtcdReplica {
             next.items[item.id] = FleetManifest.Entry(
                 digest: try sealer.digest(of: item.contents), version: next.counter)
         }
-        let sealed = try sealer.seal(next)
+        let (sealed, shards) = try sealer.seal(&next, over: last)
         let result: EtcdTransactionResult
         do {
             result = try client.transaction(
-                compare: compare, success: puts + [.put(key: manifestKey, value: sealed)],
-                failure: [.range(key: manifestKey, rangeEnd: nil), .range(key: rollbackKey, rangeEnd: nil)])
+                compare: compare, success: puts + [.put(key: manifestKey, value: sealed)] + shardPuts(shards),
+                failure: [.range(key: manifestKey, rangeEnd: nil), .range(key: rollbackKey, rangeEnd: nil)]
+                    + shardReads())
         } catch {
             forget()
             throw storeError(error, "cannot seal its items again under the new key")
@@ -116,8 +117,8 @@ extension EtcdReplica {
         guard result.succeeded else {
             let found = result.ranges.map { $0?.keyValues.first }
             var caughtUp = false
-            if found.count == 2, found[1] == nil, let manifest = found[0] {
-                caughtUp = try catchUp(to: manifest, cache)
+            if found.count == 2 + shardKeys.count, found[1] == nil, let manifest = found[0] {
+                caughtUp = try catchUp(to: manifest, shards: found.dropFirst(2).compactMap { $0 }, cache)
             }
             if !caughtUp { try refresh(cache) }
             return false
@@ -133,16 +134,20 @@ extension EtcdReplica {
         return true
     }
 
-    /// Brings the cache and what this process saw to etcd's manifest `manifestValue`, a plain step
-    /// forward from the one seen, reading only the items it changed. False when it is not one (not
-    /// above this machine's mark, an item changed at a counter the mark covers, an item that does not
-    /// match): a complete refresh then refuses what must be refused.
-    private func catchUp(to manifestValue: EtcdKeyValue, _ cache: ReplicaCache) throws(StoreError) -> Bool {
+    /// Brings the cache and what this process saw to etcd's manifest (`manifestValue`'s root with
+    /// `shards`), a plain step forward from the one seen, reading only the items it changed. False when
+    /// it is not one (not above this machine's mark, an item changed at a counter the mark covers, an
+    /// item that does not match): a complete refresh then refuses what must be refused.
+    private func catchUp(to manifestValue: EtcdKeyValue, shards: [EtcdKeyValue], _ cache: ReplicaCache)
+        throws(StoreError) -> Bool
+    {
         guard let seenManifest = seen.withLock({ $0.manifest }), let previous = try cache.highWaterMark() else {
             return false
         }
         // One that does not open under this key (another machine rotated meanwhile): a complete refresh.
-        guard let manifest = try? sealer.open(manifestValue.value), manifest.counter > previous.counter else {
+        guard let manifest = try? self.manifest(manifestValue.value, shardsIn: shards),
+            manifest.counter > previous.counter
+        else {
             return false
         }
         var changed: [ItemID] = []

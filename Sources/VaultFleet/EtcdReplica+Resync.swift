@@ -35,15 +35,21 @@ extension EtcdReplica {
                 removals.append(.delete(key: keyValue.key, rangeEnd: nil))
             }
         }
+        let (sealed, shards) = try sealer.seal(&next, over: nil)
+        // Every shard of the new manifest, and a shard that etcd holds which the new one leaves empty.
+        let shardWrites =
+            shardPuts(shards)
+            + self.shards(in: found.keyValues).keys.filter { shards[$0] == nil }.sorted().map {
+                EtcdOperation.delete(key: shardKeys[$0], rangeEnd: nil)
+            }
         // etcd allows 128 operations in a transaction (`--max-txn-ops`).
-        guard removals.count < 100 else {
+        guard removals.count + shardWrites.count + 3 <= 128 else {
             throw StoreError(
                 .integrity,
                 "fleet group \(group): \(removals.count) items in etcd do not open under the group's key; remove "
                     + "them with etcdctl (keys under \(String(decoding: itemsPrefix, as: UTF8.self))) first; nothing "
                     + "was changed")
         }
-        let sealed = try sealer.seal(next)
         // Every machine that takes the new manifest says that a rollback was accepted, and by whom.
         let acceptance = try sealer.seal(
             FleetWitness(
@@ -63,7 +69,7 @@ extension EtcdReplica {
                 success: [
                     .put(key: manifestKey, value: sealed), .put(key: acceptedKey, value: acceptance),
                     .delete(key: rollbackKey, rangeEnd: nil),
-                ] + removals)
+                ] + shardWrites + removals)
         } catch {
             throw storeError(error, "cannot write the group's manifest to etcd")
         }

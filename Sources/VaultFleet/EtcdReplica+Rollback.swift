@@ -40,26 +40,33 @@ extension EtcdReplica {
         return contents
     }
 
-    /// Refuses `manifest` (sealed with digest `mark.digest`) when it is older than this machine's mark
-    /// `previous` or than a machine reported seeing, or forks from what this machine saw; a refusal
-    /// against this machine's own mark is reported in etcd for the others. Returns the words for a
-    /// rollback that an operator accepted on another machine, when this refresh is this machine's first
-    /// past it.
+    /// The manifest of `sealed` (a root, or a manifest in one key, whose sealed bytes have digest
+    /// `mark.digest`) with `shards`, refused when it is older than this machine's mark `previous` or
+    /// than a machine reported seeing, or forks from what this machine saw; a refusal against this
+    /// machine's own mark is reported in etcd for the others. Its counter is checked before its shards,
+    /// so that an older root is refused as such. With it, the words for a rollback that an operator
+    /// accepted on another machine, when this refresh is this machine's first past it.
     func checkHistory(
-        _ manifest: FleetManifest, mark: FleetMark, previous: FleetMark?, contents: GroupContents, cache: ReplicaCache
-    ) throws(StoreError) -> String? {
+        _ sealed: SealedManifest, shards: [Int: [UInt8]], mark: FleetMark, previous: FleetMark?,
+        contents: GroupContents, cache: ReplicaCache
+    ) throws(StoreError) -> (manifest: FleetManifest, acceptance: String?) {
         let reported = try contents.rollback.map { (keyValue) throws(StoreError) in
             try sealer.open(keyValue.value, as: .rollback)
         }
         if let previous {
             // Only what the manifest itself shows is reported to the other machines: a comparison with this
             // machine's cache may also fail after a crash left the cache behind its mark.
-            if let refusal = manifestRefusal(manifest, mark: mark, previous: previous) {
-                report(seen: previous, found: manifest.counter, contents: contents, reported: reported)
+            if let refusal = manifestRefusal(sealed.counter, mark: mark, previous: previous) {
+                report(seen: previous, found: sealed.counter, contents: contents, reported: reported)
                 throw refusal
             }
-            try checkItemsAgainstMark(manifest, previous: previous, cache: cache)
         }
+        let manifest: FleetManifest
+        switch sealed {
+        case .whole(let whole): manifest = whole
+        case .root(let root): manifest = try sealer.manifest(root, shards: shards)
+        }
+        if let previous { try checkItemsAgainstMark(manifest, previous: previous, cache: cache) }
         if let reported, reported.refuses(counter: manifest.counter, digest: mark.digest) {
             throw StoreError(
                 .integrity,
@@ -69,31 +76,36 @@ extension EtcdReplica {
                     + "\(UTCTimestamp.iso8601(nanosecondsSince1970: reported.time))): etcd was restored from an "
                     + "older snapshot, or a member went back" + resyncHint)
         }
-        guard let previous, let sealed = contents.accepted?.value else { return nil }
-        let accepted = try sealer.open(sealed, as: .accepted)
+        guard let previous, let acceptedRecord = contents.accepted?.value else { return (manifest, nil) }
+        let accepted = try sealer.open(acceptedRecord, as: .accepted)
         // Said on every machine, once: when it first takes the accepted state (whether it had seen more of
         // what was lost or not, it takes part of a history that went back).
-        guard previous.counter < accepted.newCounter, accepted.newCounter <= manifest.counter else { return nil }
-        return "fleet group \(group): uid \(accepted.userID) accepted a rollback on a machine of the group at "
-            + "\(UTCTimestamp.iso8601(nanosecondsSince1970: accepted.time)): etcd had gone back from manifest "
-            + "\(accepted.seenCounter) to \(accepted.replicaCounter), and that state is the group's since manifest "
-            + "\(accepted.newCounter); this machine had seen \(previous.counter)"
+        guard previous.counter < accepted.newCounter, accepted.newCounter <= manifest.counter else {
+            return (manifest, nil)
+        }
+        return (
+            manifest,
+            "fleet group \(group): uid \(accepted.userID) accepted a rollback on a machine of the group at "
+                + "\(UTCTimestamp.iso8601(nanosecondsSince1970: accepted.time)): etcd had gone back from manifest "
+                + "\(accepted.seenCounter) to \(accepted.replicaCounter), and that state is the group's since manifest "
+                + "\(accepted.newCounter); this machine had seen \(previous.counter)"
+        )
     }
 
     /// The refusal of a manifest below this machine's mark, or another under the mark's counter (nil
     /// when it is neither).
-    private func manifestRefusal(_ manifest: FleetManifest, mark: FleetMark, previous: FleetMark) -> StoreError? {
-        if manifest.counter < previous.counter {
+    private func manifestRefusal(_ counter: UInt64, mark: FleetMark, previous: FleetMark) -> StoreError? {
+        if counter < previous.counter {
             return StoreError(
                 .integrity,
                 "fleet group \(group): etcd's copy is older than this machine has seen (its manifest is at "
-                    + "\(manifest.counter), this machine saw \(previous.counter)): etcd was restored from an older "
+                    + "\(counter), this machine saw \(previous.counter)): etcd was restored from an older "
                     + "snapshot, or a member went back" + resyncHint)
         }
-        if manifest.counter == previous.counter, mark.digest != previous.digest {
+        if counter == previous.counter, mark.digest != previous.digest {
             return StoreError(
                 .integrity,
-                "fleet group \(group): etcd's manifest \(manifest.counter) is not the one this machine saw under "
+                "fleet group \(group): etcd's manifest \(counter) is not the one this machine saw under "
                     + "that number (etcd was restored, then written to)" + resyncHint)
         }
         return nil

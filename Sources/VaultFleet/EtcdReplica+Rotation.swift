@@ -245,7 +245,7 @@ extension EtcdReplica {
             try refresh(cache)
             throw StoreError(.integrity, "fleet group \(group): etcd holds no manifest for it; nothing was changed")
         }
-        var manifest = try current.open(manifestValue.value)
+        let manifest = try current.open(manifestValue.value)
         let digest = try current.digest(of: manifestValue.value)
         if let mark = try cache.highWaterMark(),
             manifest.counter < mark.counter || manifest.counter == mark.counter && digest != mark.digest
@@ -253,7 +253,18 @@ extension EtcdReplica {
             try refresh(cache)
             throw StoreError(.integrity, "fleet group \(group): etcd went back; nothing was changed" + resyncHint)
         }
-        manifest.counter += 1
+        // A root is sealed again as it is (its shards' digests are under the key rotations keep); a manifest
+        // in one key, as builds before shards wrote it, is put as shards and a root.
+        var manifestPuts: [EtcdOperation]
+        switch manifest {
+        case .root(var root):
+            root.counter += 1
+            manifestPuts = [.put(key: manifestKey, value: try next.seal(root))]
+        case .whole(var whole):
+            whole.counter += 1
+            let (root, shards) = try next.seal(&whole, over: nil)
+            manifestPuts = [.put(key: manifestKey, value: root)] + shardPuts(shards)
+        }
         var keyring =
             try head.first { $0.key == keyringKey }.map { (keyValue) throws(StoreError) in
                 try self.keyring(keyValue.value)
@@ -264,10 +275,10 @@ extension EtcdReplica {
         while keyring.rotations.count > 1, keyring.encoded().count > FleetKeyring.maximumByteCount {
             keyring.rotations.removeFirst()
         }
-        var puts: [EtcdOperation] = [
-            .put(key: keyringKey, value: keyring.encoded()), .put(key: machinesKey, value: try next.seal(kept)),
-            .put(key: manifestKey, value: try next.seal(manifest)),
-        ]
+        var puts: [EtcdOperation] =
+            [
+                .put(key: keyringKey, value: keyring.encoded()), .put(key: machinesKey, value: try next.seal(kept)),
+            ] + manifestPuts
         if let accepted = head.first(where: { $0.key == acceptedKey }) {
             puts.append(.put(key: acceptedKey, value: try next.seal(try current.open(accepted.value, as: .accepted))))
         }

@@ -7,7 +7,7 @@ import VaultStore
 import VaultSystem
 
 /// A fleet group's items in etcd, under `/vault/v2/<group id hex>/`: `items/<item id>` holds each
-/// item's file, byte for byte as on disk; `manifest` the sealed `FleetManifest`; `meta` the
+/// item's file, byte for byte as on disk; `manifest` and `shards/` the `FleetManifest`; `meta` the
 /// registration (`EtcdReplica+Registration.swift`). Every write is one transaction that
 /// compares the item's and the manifest's `mod_revision` with what the last refresh saw
 /// (`create_revision` 0 for a new item) and puts the item with the next manifest. Item versions are
@@ -28,6 +28,9 @@ final class EtcdReplica: Sendable {
     /// seal it to (`FleetMachineRecord`; `EtcdReplica+Rotation.swift`).
     let keyringKey: [UInt8]
     let machinesKey: [UInt8]
+    /// `shards/..`: the manifest's shards (`EtcdReplica+Manifest.swift`), and each one's index by key.
+    let shardKeys: [[UInt8]]
+    let shardIndex: [[UInt8]: Int]
     /// The manifest key of the group's current generation: this machine takes a new one when it finds a
     /// rotation in etcd.
     private let sealing: Mutex<FleetManifestKey>
@@ -83,6 +86,8 @@ final class EtcdReplica: Sendable {
         removedKey = Array((root + "removed").utf8)
         keyringKey = Array((root + "keyring").utf8)
         machinesKey = Array((root + "machines").utf8)
+        shardKeys = Self.shardKeys(under: root)
+        shardIndex = Dictionary(uniqueKeysWithValues: shardKeys.enumerated().map { ($1, $0) })
         sealing = Mutex(identity.manifestKey)
         versionsPrefix = Array(("/vault/v2/" + Hex.encode(identity.groupID) + ".versions/").utf8)
         var configuration: EtcdClient.Configuration
@@ -145,10 +150,7 @@ final class EtcdReplica: Sendable {
     }
 
     /// The hint every refusal of the replica's state ends with.
-    var resyncHint: String {
-        "; nothing was taken from etcd. If etcd was restored on purpose, `vault group resync \(group) "
-            + "--accept-rollback` makes its state the group's"
-    }
+    var resyncHint: String { FleetManifestKey.resyncHint(group) }
 
     // MARK: Refresh
 
@@ -172,11 +174,12 @@ final class EtcdReplica: Sendable {
                 "fleet group \(group): etcd holds no manifest for it (deleted outside the vault, or etcd was restored "
                     + "to before the group was made)" + resyncHint)
         }
-        let manifest = try sealer.open(manifestValue.value)
-        let mark = FleetMark(
-            counter: manifest.counter, digest: try sealer.digest(of: manifestValue.value))
+        let sealed = try sealer.open(manifestValue.value)
+        let mark = FleetMark(counter: sealed.counter, digest: try sealer.digest(of: manifestValue.value))
         let previous = try cache.highWaterMark()
-        let acceptance = try checkHistory(manifest, mark: mark, previous: previous, contents: contents, cache: cache)
+        let (manifest, acceptance) = try checkHistory(
+            sealed, shards: shards(in: found.keyValues), mark: mark, previous: previous, contents: contents,
+            cache: cache)
         for (id, keyValue) in items {
             guard let expected = manifest.items[id] else {
                 throw StoreError(
@@ -236,8 +239,8 @@ final class EtcdReplica: Sendable {
     // MARK: Writes
 
     /// The largest item file a fleet group takes: etcd refuses requests over 1.5 MiB by default
-    /// (`--max-request-bytes`), a write carries the group's manifest too (up to 240,000 bytes), and the
-    /// JSON carries both in base64 (4/3 of their size).
+    /// (`--max-request-bytes`), a write carries the manifest's root and the item's shard too, and the
+    /// JSON carries them in base64 (4/3 of their size).
     static let maximumItemFileByteCount = 786_432
 
     func write(_ id: ItemID, contents: [UInt8], history: ReplicaHistoryStep?, cache: ReplicaCache) throws(StoreError) {
@@ -303,7 +306,7 @@ final class EtcdReplica: Sendable {
         }
         next.counter += 1
         update(&next)
-        let sealed = try sealer.seal(next)
+        let (sealed, shards) = try sealer.seal(&next, over: last)
         let result: EtcdTransactionResult
         do {
             result = try client.transaction(
@@ -313,7 +316,7 @@ final class EtcdReplica: Sendable {
                     // A rollback report made since (by a machine that found etcd gone back) stops the write.
                     .modRevision(key: rollbackKey, equals: rollbackRevision),
                 ],
-                success: [change, .put(key: manifestKey, value: sealed)] + history,
+                success: [change, .put(key: manifestKey, value: sealed)] + shardPuts(shards) + history,
                 failure: [.range(key: item, rangeEnd: nil), .range(key: manifestKey, rangeEnd: nil)])
         } catch {
             throw storeError(error, "cannot write an item to etcd")

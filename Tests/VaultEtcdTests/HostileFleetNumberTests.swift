@@ -8,8 +8,11 @@ import VaultStore
 @Suite struct HostileFleetNumberTests {
     @Test func aManifestCounterAtTheEndOfUInt64IsNoManifest() {
         let digest = [UInt8](repeating: 1, count: FleetManifest.digestByteCount)
-        #expect(FleetManifest.decode(FleetManifest(counter: 7, items: [:]).encoded())?.counter == 7)
-        #expect(FleetManifest.decode(FleetManifest(counter: .max, items: [:]).encoded()) == nil)
+        #expect(FleetManifest.decodeWhole(FleetManifest(counter: 7, items: [:]).encodedWhole())?.counter == 7)
+        #expect(FleetManifest.decodeWhole(FleetManifest(counter: .max, items: [:]).encodedWhole()) == nil)
+        let digests = [[UInt8]](repeating: digest, count: FleetManifest.shardCount)
+        #expect(FleetManifestRoot.decode(FleetManifestRoot(counter: 7, shardDigests: digests).encoded())?.counter == 7)
+        #expect(FleetManifestRoot.decode(FleetManifestRoot(counter: .max, shardDigests: digests).encoded()) == nil)
         #expect(FleetMark.decode(FleetMark(counter: 7, digest: digest).encoded())?.counter == 7)
         #expect(FleetMark.decode(FleetMark(counter: .max, digest: digest).encoded()) == nil)
     }

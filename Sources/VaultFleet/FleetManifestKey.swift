@@ -1,0 +1,190 @@
+import VaultCrypto
+import VaultStore
+
+/// The key a fleet group's manifest and records are sealed with, so that every machine with the
+/// group's current key has it and etcd does not. Each generation of the group's key has its own:
+/// generation 1's is derived from the index key (as groups made before rotations had it), a later
+/// one's from that generation's key, which a machine revoked by the rotation that made it never gets.
+/// Items and manifests are digested under generation 1's, which rotations keep: a digest binds bytes
+/// to a manifest that only the current key seals, and a rotation re-seals the manifest without
+/// reading its items.
+struct FleetManifestKey: Sendable {
+    static let sealDomain = KeyDerivation.Domain("vault.fman.v2")
+    static let rotatedSealDomain = KeyDerivation.Domain("vault.fman.v3")
+    static let digestDomain = KeyDerivation.Domain("vault.fdig.v2")
+    static let shardDigestDomain = KeyDerivation.Domain("vault.fshd.v1")
+
+    let key: SymmetricKey
+    /// What items and manifests are digested under.
+    let digestKey: SymmetricKey
+    let group: GroupName
+    let groupID: [UInt8]
+    /// The generation of the group's key it belongs to.
+    let generation: UInt32
+
+    /// The manifest key of `groupKey`'s current generation.
+    init(key groupKey: ReplicatedGroupKey, group: GroupName) throws(StoreError) {
+        try self.init(
+            group: group, groupID: groupKey.groupID, indexKey: groupKey.indexKey, generation: groupKey.generation,
+            generationKey: groupKey.generationKey)
+    }
+
+    /// The manifest key of generation `generation`, whose key is `generationKey`.
+    init(group: GroupName, groupID: [UInt8], indexKey: SymmetricKey, generation: UInt32, generationKey: SymmetricKey)
+        throws(StoreError)
+    {
+        do {
+            digestKey = try KeyDerivation.subkey(of: indexKey, domain: Self.sealDomain, context: groupID)
+            if generation <= 1 {
+                key = digestKey
+            } else {
+                var context = groupID
+                context.appendBigEndian(generation)
+                key = try KeyDerivation.subkey(of: generationKey, domain: Self.rotatedSealDomain, context: context)
+            }
+        } catch {
+            throw StoreError.crypto(error, "cannot derive the manifest key of fleet group \(group)")
+        }
+        self.group = group
+        self.groupID = groupID
+        self.generation = generation
+    }
+
+    /// The hint every refusal of etcd's state of `group` ends with.
+    static func resyncHint(_ group: GroupName) -> String {
+        "; nothing was taken from etcd. If etcd was restored on purpose, `vault group resync \(group) "
+            + "--accept-rollback` makes its state the group's"
+    }
+
+    /// What a manifest's root is authenticated with beside its bytes: the group's id (a root copied from
+    /// another group fails to open).
+    var manifestAssociatedData: [UInt8] { Array("vault fleet manifest".utf8) + groupID }
+
+    /// `manifest` sealed as a root (a random nonce, then its bytes encrypted), with the shards that etcd
+    /// must be given beside it: those that differ from `previous`'s, or every shard that is not empty when
+    /// etcd holds none of `previous` (nil, or a manifest in one key). Sets the manifest's shard digests.
+    func seal(_ manifest: inout FleetManifest, over previous: FleetManifest?) throws(StoreError)
+        -> (root: [UInt8], shards: [Int: [UInt8]])
+    {
+        guard manifest.items.count <= FleetManifest.maximumItemCount else {
+            throw StoreError(
+                .invalidName,
+                "fleet group \(group) would hold \(manifest.items.count) items; a fleet group holds at most "
+                    + "\(FleetManifest.maximumItemCount); nothing was changed")
+        }
+        var digests: [[UInt8]]
+        var shards: [Int: [UInt8]]
+        if let previous, let previousDigests = previous.shardDigests {
+            digests = previousDigests
+            shards = manifest.shardEncodings(manifest.shards(differingFrom: previous))
+            for (index, bytes) in shards { digests[index] = try shardDigest(of: bytes) }
+        } else {
+            digests = []
+            shards = [:]
+            let all = manifest.shardEncodings(Set(0..<FleetManifest.shardCount))
+            for index in 0..<FleetManifest.shardCount {
+                let bytes = all[index] ?? FleetManifest.emptyShard(index)
+                digests.append(try shardDigest(of: bytes))
+                if bytes != FleetManifest.emptyShard(index) { shards[index] = bytes }
+            }
+        }
+        manifest.shardDigests = digests
+        return (try seal(FleetManifestRoot(counter: manifest.counter, shardDigests: digests)), shards)
+    }
+
+    /// `root` sealed: a random nonce, then its bytes encrypted and authenticated with the group's id.
+    func seal(_ root: FleetManifestRoot) throws(StoreError) -> [UInt8] {
+        try seal(root.encoded(), associatedData: manifestAssociatedData, what: "the manifest")
+    }
+
+    /// Opens a group's sealed `manifest` key: a root, or a whole manifest; `integrity` when it does not
+    /// open under this group's key or is neither (replaced, or another group's).
+    func open(_ sealed: [UInt8]) throws(StoreError) -> SealedManifest {
+        try open(sealed, associatedData: manifestAssociatedData, what: "its manifest", decode: SealedManifest.decode)
+    }
+
+    /// The manifest that `sealed` opens to, with `shards` (by index; an absent shard is empty) checked
+    /// against its root's digests.
+    func manifest(_ sealed: [UInt8], shards: [Int: [UInt8]]) throws(StoreError) -> FleetManifest {
+        switch try open(sealed) {
+        case .whole(let manifest): return manifest
+        case .root(let root): return try manifest(root, shards: shards)
+        }
+    }
+
+    /// The manifest of `root` and `shards` (by index; an absent shard is empty); `integrity` naming the
+    /// first shard that is not the one the root lists.
+    func manifest(_ root: FleetManifestRoot, shards: [Int: [UInt8]]) throws(StoreError) -> FleetManifest {
+        var items: [ItemID: FleetManifest.Entry] = [:]
+        for index in 0..<FleetManifest.shardCount {
+            let bytes = shards[index] ?? FleetManifest.emptyShard(index)
+            guard try shardDigest(of: bytes) == root.shardDigests[index],
+                let entries = FleetManifest.decodeShard(bytes, index: index),
+                items.count + entries.count <= FleetManifest.maximumItemCount
+            else {
+                throw StoreError(
+                    .integrity,
+                    "fleet group \(group): shard \(index) of its manifest in etcd is not the one the manifest's root "
+                        + "lists (replaced, deleted, or an older one)" + Self.resyncHint(group))
+            }
+            items.merge(entries) { first, _ in first }
+        }
+        return FleetManifest(counter: root.counter, items: items, shardDigests: root.shardDigests)
+    }
+
+    /// `plaintext` sealed under the manifest key: a random nonce, then the bytes encrypted and
+    /// authenticated with `associatedData`; `what` names it in an error.
+    func seal(_ plaintext: [UInt8], associatedData: [UInt8], what: String) throws(StoreError) -> [UInt8] {
+        do {
+            let nonce = try XChaCha20Poly1305.randomNonce()
+            return nonce
+                + (try XChaCha20Poly1305.seal(plaintext, key: key, nonce: nonce, associatedData: associatedData))
+        } catch {
+            throw StoreError.crypto(error, "cannot seal \(what) of fleet group \(group)")
+        }
+    }
+
+    /// What `seal(_:associatedData:what:)` sealed, opened with `associatedData` and decoded; `integrity`
+    /// naming `what` when it does not open under this group's key or `decode` refuses it.
+    func open<Value>(
+        _ sealed: [UInt8], associatedData: [UInt8], what: String, decode: ([UInt8]) -> Value?
+    ) throws(StoreError) -> Value {
+        let nonceCount = XChaCha20Poly1305.nonceByteCount
+        let failure = StoreError(
+            .integrity,
+            "fleet group \(group): \(what) in etcd does not open under the group's key (replaced, or another "
+                + "group's); nothing was read from etcd")
+        guard sealed.count > nonceCount + XChaCha20Poly1305.tagByteCount else { throw failure }
+        let plain: TransientBytes
+        do {
+            plain = try XChaCha20Poly1305.open(
+                sealed, from: nonceCount, key: key, nonce: Array(sealed[..<nonceCount]),
+                associatedData: associatedData, as: TransientBytes.self)
+        } catch {
+            throw failure
+        }
+        guard let value = plain.withBytes(decode) else { throw failure }
+        return value
+    }
+
+    /// The digest of an item file that a manifest lists: a keyed hash, so that etcd cannot forge one.
+    func digest(of contents: [UInt8]) throws(StoreError) -> [UInt8] {
+        do {
+            return try KeyDerivation.keyedHash(
+                contents, key: digestKey, domain: Self.digestDomain, outputByteCount: FleetManifest.digestByteCount)
+        } catch {
+            throw StoreError.crypto(error, "cannot digest an item of fleet group \(group)")
+        }
+    }
+
+    /// The digest of a manifest's shard that its root lists: a keyed hash under the digest key, which
+    /// rotations keep, so that a rotation seals the root again without touching the shards.
+    func shardDigest(of bytes: [UInt8]) throws(StoreError) -> [UInt8] {
+        do {
+            return try KeyDerivation.keyedHash(
+                bytes, key: digestKey, domain: Self.shardDigestDomain, outputByteCount: FleetManifest.digestByteCount)
+        } catch {
+            throw StoreError.crypto(error, "cannot digest a shard of the manifest of fleet group \(group)")
+        }
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import Testing
+import Vault
+import VaultCrypto
+import VaultEtcd
+import VaultStore
+import VaultSystem
+import VaultTestSupport
+
+@testable import VaultFleet
+
+/// A fleet group's manifest in etcd as a sealed root and shards: a write puts its item's shard alone,
+/// a shard that is not the root's is refused, and a manifest in one key (as earlier builds wrote it)
+/// is read and turned into shards by the next write or rotation.
+@Suite(.serialized) struct FleetManifestTests {
+    /// Two hosts of a new fleet group reading fresh, with the group's manifest key and its keys in etcd.
+    func withTwoHosts<R>(
+        _ body: (_ a: Vault, _ b: Vault, _ group: AccessGroup, _ etcd: GroupState) throws -> R
+    ) throws -> R {
+        let endpoints = try TestCluster.require()
+        let group = try AccessGroup("shards-\(UUID().uuidString.prefix(8).lowercased())")
+        return try FleetTestSupport.withTwoHosts(group, a: endpoints, b: endpoints, label: "fleet-sh") { a, b in
+            a.requireFreshFleetReads(true)
+            b.requireFreshFleetReads(true)
+            return try body(a, b, group, try GroupState(group, of: a, endpoints: endpoints))
+        }
+    }
+
+    /// The group's manifest in etcd.
+    struct GroupState {
+        let etcd: EtcdClient
+        let root: [UInt8]
+        let sealer: FleetManifestKey
+
+        init(_ group: AccessGroup, of vault: Vault, endpoints: [String]) throws {
+            etcd = EtcdClient(try EtcdClient.Configuration(endpoints: endpoints))
+            root = try FleetTestSupport.etcdRoot(of: group, in: vault)
+            let name = try GroupName(group.rawValue)
+            let key = try ReplicatedGroupKey(
+                exported: try vault.exportFleetGroupKey(group).unprotectedCopy(), group: name)
+            sealer = try FleetManifestKey(key: key, group: name)
+        }
+
+        var manifestKey: [UInt8] { root + Array("manifest".utf8) }
+        var shardsPrefix: [UInt8] { root + Array("shards/".utf8) }
+
+        func shardKey(_ index: Int) -> [UInt8] {
+            EtcdReplica.shardKeys(under: String(decoding: root, as: UTF8.self))[index]
+        }
+
+        /// The sealed root and the shards by index.
+        func read() throws -> (root: EtcdKeyValue, shards: [Int: EtcdKeyValue]) {
+            let root = try #require(try etcd.range(manifestKey).keyValues.first)
+            var shards: [Int: EtcdKeyValue] = [:]
+            for keyValue in try etcd.range(prefix: shardsPrefix).keyValues {
+                let index = try #require(Int(String(decoding: keyValue.key.suffix(2), as: UTF8.self), radix: 16))
+                shards[index] = keyValue
+            }
+            return (root, shards)
+        }
+
+        /// The manifest the root and shards make.
+        func manifest() throws -> FleetManifest {
+            let (root, shards) = try read()
+            return try sealer.manifest(root.value, shards: shards.mapValues(\.value))
+        }
+
+        /// etcd's manifest written as earlier builds wrote it: the whole manifest in the one key (a step
+        /// forward, counter + 1), and no shards.
+        func writeInOneKey() throws {
+            var manifest = try manifest()
+            manifest.counter += 1
+            let sealed = try sealer.seal(
+                manifest.encodedWhole(), associatedData: sealer.manifestAssociatedData, what: "the manifest")
+            _ = try etcd.transaction(
+                compare: [],
+                success: [
+                    .put(key: manifestKey, value: sealed),
+                    .delete(key: shardsPrefix, rangeEnd: EtcdClient.rangeEnd(ofPrefix: shardsPrefix)),
+                ])
+        }
+    }
+
+    func key(_ service: String, _ group: AccessGroup) throws -> ItemKey {
+        try ItemKey(service: service, account: "app", group: group)
+    }
+
+    @Test func aWritePutsTheRootAndItsItemsShardAlone() throws {
+        try withTwoHosts { a, b, group, etcd in
+            for n in 0..<150 { try a.set(Data("v\(n)".utf8), for: try key("s\(n)", group)) }
+            let before = try etcd.read()
+            let manifest = try etcd.manifest()
+            #expect(manifest.items.count == 150)
+            guard case .root = try etcd.sealer.open(before.root.value) else {
+                Issue.record("the manifest key holds no root")
+                return
+            }
+            #expect(before.shards.count > 32, "150 items fill most of the 64 shards")
+            try a.set(Data("new".utf8), for: try key("new", group))
+            let id = try #require(try etcd.manifest().items.keys.first { manifest.items[$0] == nil })
+            let after = try etcd.read()
+            let changed = after.shards.filter { before.shards[$0.key]?.modRevision != $0.value.modRevision }
+            #expect(Array(changed.keys) == [FleetManifest.shard(of: id)])
+            #expect(after.root.modRevision == changed.first?.value.modRevision)
+            // What the write carried of the manifest: the root and one shard, a fraction of the whole.
+            let carried = after.root.value.count + (changed.first?.value.value.count ?? 0)
+            #expect(carried * 5 < manifest.encodedWhole().count, "\(carried) bytes")
+            #expect(try b.data(for: try key("new", group)) == Data("new".utf8))
+            #expect(try b.data(for: try key("s7", group)) == Data("v7".utf8))
+        }
+    }
+
+    @Test func aShardThatIsNotTheRootsIsRefusedAndAnOlderRootAloneIsARollback() throws {
+        try withTwoHosts { a, b, group, etcd in
+            for n in 0..<20 { try a.set(Data("v\(n)".utf8), for: try key("s\(n)", group)) }
+            let old = try etcd.read()
+            let manifest = try etcd.manifest()
+            try a.set(Data("P2".utf8), for: try key("s3", group))
+            #expect(try b.data(for: try key("s3", group)) == Data("P2".utf8))
+            let current = try etcd.read()
+            let changed = try #require(
+                current.shards.first { old.shards[$0.key]?.value != $0.value.value }, "the shard of s3")
+            let index = changed.key
+            let put = { (operations: [EtcdOperation]) in _ = try etcd.etcd.transaction(compare: [], success: operations)
+            }
+            let restore =
+                [current.root].map { EtcdOperation.put(key: $0.key, value: $0.value) }
+                + current.shards.values.map { .put(key: $0.key, value: $0.value) }
+            // A complete read refuses it (a process that verified the root before and sees it unchanged
+            // serves what it verified: the shards add nothing to it).
+            func refused(_ words: String, sourceLocation: SourceLocation = #_sourceLocation) {
+                for vault in [a, b] {
+                    let error = #expect(throws: VaultError.self, sourceLocation: sourceLocation) {
+                        _ = try vault.resyncFleetGroup(group, acceptingRollback: false)
+                    }
+                    #expect(error?.status == .decode, sourceLocation: sourceLocation)
+                    #expect(
+                        error?.message.contains(words) == true && error?.message.contains("--accept-rollback") == true,
+                        "\(String(describing: error))", sourceLocation: sourceLocation)
+                }
+            }
+            // The shard from before the write, under the root that lists the new one.
+            try put([.put(key: changed.value.key, value: try #require(old.shards[index]).value)])
+            refused("shard \(index) of its manifest")
+            // Deleted.
+            try put(restore + [])
+            _ = try etcd.etcd.transaction(compare: [], success: [.delete(key: changed.value.key, rangeEnd: nil)])
+            refused("shard \(index) of its manifest")
+            // Another shard's bytes in its place.
+            let other = try #require(current.shards.first { $0.key != index && $0.value.value.count > 9 })
+            try put(restore + [])
+            try put([.put(key: changed.value.key, value: other.value.value)])
+            refused("shard \(index) of its manifest")
+            // The root from before alone, over the newer shards: older than both machines have seen.
+            try put(restore + [])
+            try put([.put(key: etcd.manifestKey, value: old.root.value)])
+            refused("older than this machine has seen")
+            // Put back as it was, everything reads again.
+            try put(restore + [])
+            _ = try b.resyncFleetGroup(group, acceptingRollback: false)
+            for vault in [a, b] { #expect(try vault.data(for: try key("s3", group)) == Data("P2".utf8)) }
+            #expect(manifest.items.count == 20)
+        }
+    }
+
+    @Test func aManifestInOneKeyIsReadAndTheNextWriteOrRotationPutsItsShards() throws {
+        try withTwoHosts { a, b, group, etcd in
+            for n in 0..<40 { try a.set(Data("v\(n)".utf8), for: try key("s\(n)", group)) }
+            try etcd.writeInOneKey()
+            guard case .whole = try etcd.sealer.open(try etcd.read().root.value) else {
+                Issue.record("the manifest key holds no whole manifest")
+                return
+            }
+            #expect(try etcd.read().shards.isEmpty)
+            for vault in [a, b] { #expect(try vault.data(for: try key("s9", group)) == Data("v9".utf8)) }
+            // The first write puts every shard that holds an item, and a root.
+            try b.set(Data("new".utf8), for: try key("new", group))
+            let written = try etcd.read()
+            guard case .root = try etcd.sealer.open(written.root.value) else {
+                Issue.record("the write left no root")
+                return
+            }
+            #expect(written.shards.count > 20)
+            #expect(try etcd.manifest().items.count == 41)
+            for vault in [a, b] {
+                #expect(try vault.data(for: try key("new", group)) == Data("new".utf8))
+                #expect(try vault.data(for: try key("s39", group)) == Data("v39".utf8))
+            }
+            // A rotation over a manifest in one key puts its shards too.
+            try etcd.writeInOneKey()
+            _ = try a.rotateFleetGroup(group)
+            // Sealed under the new generation, which the key file of before does not open.
+            #expect((try? etcd.sealer.open(try etcd.read().root.value)) == nil)
+            #expect(try etcd.read().shards.count > 20)
+            for vault in [a, b] { #expect(try vault.data(for: try key("s5", group)) == Data("v5".utf8)) }
+        }
+    }
+
+    @Test func aManifestOverTheItemLimitIsRefusedAndAShardHoldsItsOwnItemsOnly() throws {
+        let name = try GroupName("limits")
+        let indexKey = try SymmetricKey.random()
+        let sealer = try FleetManifestKey(
+            group: name, groupID: Array(repeating: 7, count: 16), indexKey: indexKey, generation: 1,
+            generationKey: indexKey)
+        let digest = [UInt8](repeating: 1, count: FleetManifest.digestByteCount)
+        var items: [ItemID: FleetManifest.Entry] = [:]
+        for n in 0..<(FleetManifest.maximumItemCount + 1) {
+            var hash = [UInt8](repeating: 0, count: ItemID.hashByteCount)
+            hash[0] = UInt8(truncatingIfNeeded: n)
+            hash[1] = UInt8(truncatingIfNeeded: n >> 8)
+            items[try ItemID(hashBytes: hash)] = .init(digest: digest, version: 1)
+        }
+        var over = FleetManifest(counter: 1, items: items)
+        let refusal = #expect(throws: StoreError.self) { _ = try sealer.seal(&over, over: nil) }
+        #expect(refusal?.message.contains("at most \(FleetManifest.maximumItemCount)") == true)
+        // Each id is in the shard of its first six bits; a shard listing another shard's item is refused.
+        let id = try ItemID(hashBytes: [0xfc] + Array(repeating: 0, count: 31))
+        #expect(FleetManifest.shard(of: id) == 63)
+        let one = FleetManifest(counter: 1, items: [id: .init(digest: digest, version: 1)])
+        let shard = try #require(one.shardEncodings([63])[63])
+        #expect(FleetManifest.decodeShard(shard, index: 63)?[id] != nil)
+        var moved = shard
+        moved[FleetManifest.shardMagic.count] = 62
+        #expect(FleetManifest.decodeShard(moved, index: 62) == nil)
+    }
+}
