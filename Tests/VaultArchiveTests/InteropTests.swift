@@ -22,12 +22,14 @@ private let pythonWithCBOR2: String? = {
 
 /// Put before every script: the C encoder of cbor2 5.4 (Debian 12's python3-cbor2) writes 65504.0 and
 /// -65504.0, the largest half-precision values, as float32 in canonical mode; its pure-Python encoder
-/// writes them as float16, as cbor2 6 does.
+/// writes them as float16, as cbor2 6 does. Its decoder goes with it: the C decoder's tags are of a
+/// class the pure-Python encoder does not know.
 private let cbor2Prologue = #"""
     import cbor2
     if cbor2.dumps(65504.0, canonical=True) != b"\xf9\x7b\xff":
-        import cbor2.encoder, cbor2.types
+        import cbor2.decoder, cbor2.encoder, cbor2.types
         cbor2.dumps, cbor2.CBORTag = cbor2.encoder.dumps, cbor2.types.CBORTag
+        cbor2.loads = cbor2.decoder.loads
 
     """#
 
