@@ -35,13 +35,9 @@ extension EtcdReplica {
                 removals.append(.delete(key: keyValue.key, rangeEnd: nil))
             }
         }
+        // Every shard of the new manifest.
         let (sealed, shards) = try sealer.seal(&next, over: nil)
-        // Every shard of the new manifest, and a shard that etcd holds which the new one leaves empty.
-        let shardWrites =
-            shardPuts(shards)
-            + self.shards(in: found.keyValues).keys.filter { shards[$0] == nil }.sorted().map {
-                EtcdOperation.delete(key: shardKeys[$0], rangeEnd: nil)
-            }
+        let shardWrites = shardPuts(shards)
         // etcd allows 128 operations in a transaction (`--max-txn-ops`).
         guard removals.count + shardWrites.count + 3 <= 128 else {
             throw StoreError(

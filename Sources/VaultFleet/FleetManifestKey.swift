@@ -61,8 +61,9 @@ struct FleetManifestKey: Sendable {
     var manifestAssociatedData: [UInt8] { Array("vault fleet manifest".utf8) + groupID }
 
     /// `manifest` sealed as a root (a random nonce, then its bytes encrypted), with the shards that etcd
-    /// must be given beside it: those that differ from `previous`'s, or every shard that is not empty when
-    /// etcd holds none of `previous` (nil, or a manifest in one key). Sets the manifest's shard digests.
+    /// must be given beside it: those that differ from `previous`'s, or every shard when etcd holds no
+    /// shards of `previous` (nil, or a manifest in one key, which an earlier build may have written over
+    /// shards). Sets the manifest's shard digests.
     func seal(_ manifest: inout FleetManifest, over previous: FleetManifest?) throws(StoreError)
         -> (root: [UInt8], shards: [Int: [UInt8]])
     {
@@ -85,7 +86,7 @@ struct FleetManifestKey: Sendable {
             for index in 0..<FleetManifest.shardCount {
                 let bytes = all[index] ?? FleetManifest.emptyShard(index)
                 digests.append(try shardDigest(of: bytes))
-                if bytes != FleetManifest.emptyShard(index) { shards[index] = bytes }
+                shards[index] = bytes
             }
         }
         manifest.shardDigests = digests

@@ -455,6 +455,10 @@ import VaultTestSupport
                     })
             }
             try etcd.put(root + Array("n-junk".utf8), Array("between the group's own keys".utf8))
+            // Beside the manifest's shards (00 to 3f), which are read by name.
+            for name in ["shards/0", "shards/40", "shards/3f-junk"] {
+                try etcd.put(root + Array(name.utf8), Array(repeating: 0x6a, count: 64))
+            }
             defer {
                 _ = try? etcd.transaction(
                     compare: [],
