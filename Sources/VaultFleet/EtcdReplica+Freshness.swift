@@ -47,32 +47,26 @@ extension EtcdReplica {
     }
 
     /// The group's head in one read of the keys from `manifest` to `rollback`: the manifest's root (nil:
-    /// none), the `mod_revision` of the rollback report (0: none), and the store's revision; `withShards`,
-    /// also the manifest's shards. Every change of the group's state changes one of them.
-    func readHead(withShards: Bool = false) throws(StoreError) -> (
-        manifest: EtcdKeyValue?, rollbackRevision: Int64, revision: Int64, shards: [EtcdKeyValue]
-    ) {
+    /// none), the `mod_revision` of the rollback report (0: none), and the store's revision. Every change
+    /// of the group's state changes one of them.
+    func readHead() throws(StoreError) -> (manifest: EtcdKeyValue?, rollbackRevision: Int64, revision: Int64) {
         let found: EtcdTransactionResult
         do {
-            // One read-only transaction of the keys by name: nothing else under the prefix is read.
+            // One read-only transaction of the two keys by name: nothing else under the prefix is read.
             found = try client.transaction(
                 compare: [],
-                success: [.range(key: manifestKey, rangeEnd: nil), .range(key: rollbackKey, rangeEnd: nil)]
-                    + (withShards ? shardReads() : []))
+                success: [.range(key: manifestKey, rangeEnd: nil), .range(key: rollbackKey, rangeEnd: nil)])
         } catch {
             throw storeError(error, "cannot read its manifest from etcd")
         }
-        guard found.ranges.count == 2 + (withShards ? shardKeys.count : 0), let manifest = found.ranges[0],
-            let rollback = found.ranges[1]
-        else {
+        guard found.ranges.count == 2, let manifest = found.ranges[0], let rollback = found.ranges[1] else {
             throw storeError(
-                EtcdError(.malformedResponse, "etcd answered a read of the group's head without every key"),
+                EtcdError(.malformedResponse, "etcd answered a read of two keys without both"),
                 "cannot read its manifest from etcd")
         }
         return (
             manifest.keyValues.first { $0.key == manifestKey },
-            rollback.keyValues.first { $0.key == rollbackKey }?.modRevision ?? 0, found.revision,
-            found.ranges.dropFirst(2).flatMap { $0?.keyValues ?? [] }
+            rollback.keyValues.first { $0.key == rollbackKey }?.modRevision ?? 0, found.revision
         )
     }
 
@@ -86,7 +80,8 @@ extension EtcdReplica {
         guard let manifest = head.manifest else { return false }
         let digest = try sealer.digest(of: manifest.value)
         let same = seen.withLock { seen in
-            guard seen.manifest != nil, seen.manifestDigest == digest, seen.manifestRevision == manifest.modRevision,
+            guard seen.manifest != nil || seen.shardsDeferred, seen.manifestDigest == digest,
+                seen.manifestRevision == manifest.modRevision,
                 seen.rollbackRevision == head.rollbackRevision
             else { return false }
             seen.confirmedRevision = max(seen.confirmedRevision, head.revision)
@@ -99,27 +94,27 @@ extension EtcdReplica {
 
     /// A process's first read or write of the group, in a process that does not watch: whether this
     /// machine's cache is the state etcd holds now, by what its last complete refresh recorded
-    /// (`fleet.cached`, under the present mark): etcd's manifest has those bytes and that revision, the
-    /// rollback report that revision, and the cache holds every item the manifest lists and no other.
-    /// Then the manifest is taken as seen (a write makes the next from it), not every item: an item's
-    /// revision is read when a write needs it (`Seen.itemsUnknown`).
+    /// (`fleet.cached`, under the present mark): etcd's manifest root has those bytes and that revision,
+    /// and the rollback report that revision. Then the cache is the one that refresh left (each write
+    /// since recorded its own state), and the root is taken as seen without its shards, so that the cost
+    /// does not grow with the group: a write reads its item's shard (`seenManifest(loading:)`) and an
+    /// item's revision when it needs them (`Seen.itemsUnknown`). A file removed from the group's
+    /// directory by hand is seen at the next complete refresh (a fresh-only read, a resync).
     func adoptCacheIfCurrent(_ cache: ReplicaCache) throws(StoreError) -> Bool {
         guard let record = cache.currentRecord(), let mark = try? cache.highWaterMark(),
             mark.digest == record.markDigest
         else { return false }
         let now = ContinuousClock.now
-        let head = try readHead(withShards: true)
+        let head = try readHead()
         guard let manifestValue = head.manifest, manifestValue.modRevision == record.manifestRevision,
             head.rollbackRevision == record.rollbackRevision,
             try sealer.digest(of: manifestValue.value) == mark.digest
         else { return false }
-        let manifest = try manifest(manifestValue.value, shardsIn: head.shards)
-        // A cached file removed or left here since (damage, a member of a shared group): a full refresh.
-        guard Set(manifest.items.keys) == Set(try cache.cachedIDs()) else { return false }
         seen.withLock { seen in
             seen.revisions = [manifestKey: manifestValue.modRevision]
             seen.itemsUnknown = true
-            seen.manifest = manifest
+            seen.manifest = nil
+            seen.shardsDeferred = true
             seen.manifestRevision = manifestValue.modRevision
             seen.manifestDigest = mark.digest
             seen.rollbackRevision = head.rollbackRevision
@@ -134,7 +129,9 @@ extension EtcdReplica {
     /// complete refresh).
     func recordCacheState(_ cache: ReplicaCache) {
         let record = seen.withLock { (seen) -> FleetCacheRecord? in
-            guard seen.manifest != nil, let digest = seen.manifestDigest, seen.manifestRevision > 0 else { return nil }
+            guard seen.manifest != nil || seen.shardsDeferred, let digest = seen.manifestDigest,
+                seen.manifestRevision > 0
+            else { return nil }
             return FleetCacheRecord(
                 manifestRevision: seen.manifestRevision, rollbackRevision: seen.rollbackRevision, markDigest: digest)
         }

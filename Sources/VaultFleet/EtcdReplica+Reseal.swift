@@ -184,6 +184,7 @@ extension EtcdReplica {
             for id in removed { seen.revisions.removeValue(forKey: itemKey(id)) }
             seen.revisions[manifestKey] = manifestValue.modRevision
             seen.manifest = manifest
+            seen.shardsDeferred = false
             seen.manifestRevision = manifestValue.modRevision
             seen.manifestDigest = digest
         }

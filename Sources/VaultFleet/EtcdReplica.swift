@@ -42,8 +42,10 @@ final class EtcdReplica: Sendable {
     struct Seen {
         /// Every key under the group's prefix with its `mod_revision`.
         var revisions: [[UInt8]: Int64] = [:]
-        /// The manifest those revisions hold, and its `mod_revision`.
+        /// The manifest those revisions hold, and its `mod_revision`. With `shardsDeferred`, nil: its root
+        /// alone was checked (`adoptCacheIfCurrent`), and a write reads the shard it needs.
         var manifest: FleetManifest?
+        var shardsDeferred = false
         var manifestRevision: Int64 = 0
         /// `FleetManifestKey.digest(of:)` of that manifest's sealed bytes.
         var manifestDigest: [UInt8]?
@@ -212,6 +214,7 @@ final class EtcdReplica: Sendable {
                 $0.key.starts(with: itemsPrefix) || $0.key == manifestKey || $0.key == rollbackKey
             }
             seen.manifest = manifest
+            seen.shardsDeferred = false
             seen.manifestRevision = manifestValue.modRevision
             seen.manifestDigest = mark.digest
             seen.rollbackRevision = contents.rollback?.modRevision ?? 0
@@ -254,7 +257,7 @@ final class EtcdReplica: Sendable {
         let key = itemKey(id)
         let digest = try sealer.digest(of: contents)
         try commit(
-            item: key,
+            item: key, shard: FleetManifest.shard(of: id),
             change: .put(key: key, value: contents),
             history: try historyOperations(id, history, beside: contents.count),
             cache: cache,
@@ -278,7 +281,7 @@ final class EtcdReplica: Sendable {
             throw StoreError(.conflict, "fleet group \(group): the item was added on another machine meanwhile")
         }
         try commit(
-            item: key,
+            item: key, shard: FleetManifest.shard(of: id),
             change: .delete(key: key, rangeEnd: nil), history: try historyOperations(id, history, beside: 0),
             cache: cache,
             manifest: { _ = $0.items.removeValue(forKey: id) },
@@ -286,17 +289,19 @@ final class EtcdReplica: Sendable {
     }
 
     /// One write of the group: `change` to item key `item` with the next manifest (`manifest` applied
-    /// to the last one seen) and the `history` operations on the item's versions, compared on the
+    /// to the last one seen, of which the item's `shard` at least is read) and the `history` operations
+    /// on the item's versions, compared on the
     /// item's and the manifest's revisions (an item not seen: on its absence, `create_revision` 0). A
     /// failed compare whose item (`isOwn`) and manifest are this write's own (its answer was lost, and
     /// it was applied: manifests carry a random nonce) is its success. The mark is raised before the
     /// cache changes.
     private func commit(
-        item: [UInt8], change: EtcdOperation, history: [EtcdOperation], cache: ReplicaCache,
+        item: [UInt8], shard: Int, change: EtcdOperation, history: [EtcdOperation], cache: ReplicaCache,
         manifest update: (inout FleetManifest) -> Void, isOwn: (EtcdKeyValue?) -> Bool
     ) throws(StoreError) {
-        let (last, manifestRevision, knownRevision, itemsUnknown, rollbackRevision) = seen.withLock {
-            ($0.manifest, $0.manifestRevision, $0.revisions[item], $0.itemsUnknown, $0.rollbackRevision)
+        let last = try seenManifest(loading: shard)
+        let (manifestRevision, knownRevision, itemsUnknown, rollbackRevision) = seen.withLock {
+            ($0.manifestRevision, $0.revisions[item], $0.itemsUnknown, $0.rollbackRevision)
         }
         // Only the manifest was read (the cache was current by it): the item's revision now. The compare
         // on the manifest still holds the write to the state this machine verified.
@@ -371,7 +376,9 @@ final class EtcdReplica: Sendable {
             if let deleted { seen.revisions.removeValue(forKey: deleted) }
             for item in put { seen.revisions[item] = revision }
             seen.revisions[manifestKey] = revision
-            seen.manifest = next
+            // A manifest of one shard read for the write stays out: the next write reads its own again.
+            seen.manifest = next.loadedShards == nil ? next : nil
+            seen.shardsDeferred = next.loadedShards != nil
             seen.manifestRevision = revision
             seen.manifestDigest = digest
             // The compare held: nothing changed the group between what this process saw and this write,
@@ -390,6 +397,7 @@ final class EtcdReplica: Sendable {
             seen.revisions = [:]
             seen.itemsUnknown = false
             seen.manifest = nil
+            seen.shardsDeferred = false
             seen.manifestRevision = 0
             seen.manifestDigest = nil
             seen.rollbackRevision = 0

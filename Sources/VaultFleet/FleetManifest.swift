@@ -20,6 +20,14 @@ struct FleetManifest: Sendable {
     /// The digests of its shards as etcd holds them (its root's); nil when etcd holds no shards of it
     /// (a manifest in one key, as builds before shards wrote it, or one not written yet).
     var shardDigests: [[UInt8]]?
+    /// The shards whose items `items` holds: nil, every shard; else a write's own shard alone (read
+    /// without the others, `EtcdReplica.seenManifest(loading:)`), the others' items counted in
+    /// `unloadedItemCount`.
+    var loadedShards: Set<Int>?
+    var unloadedItemCount = 0
+
+    /// How many items the manifest lists, loaded or not.
+    var itemCount: Int { items.count + unloadedItemCount }
 
     /// One item of a manifest.
     struct Entry: Sendable, Equatable {
@@ -107,34 +115,34 @@ struct FleetManifest: Sendable {
         return bytes
     }
 
-    /// Parses shard `index`'s bytes; nil when they are not that shard (another's, or no shard), or list
-    /// an item of another shard.
-    static func decodeShard(_ bytes: [UInt8], index: Int) -> [ItemID: Entry]? {
+    /// Adds the entries of shard `index`'s bytes to `items`; false when they are not that shard (another's,
+    /// or no shard), list an item twice, or list an item of another shard.
+    static func decodeShard(_ bytes: [UInt8], index: Int, into items: inout [ItemID: Entry]) -> Bool {
         let header = shardMagic.count + 5
         guard bytes.count >= header, Array(bytes[..<shardMagic.count]) == shardMagic,
             bytes[shardMagic.count] == UInt8(truncatingIfNeeded: index)
-        else { return nil }
+        else { return false }
         let count = Int(UInt32(bigEndianBytes: bytes[shardMagic.count + 1..<header]))
-        guard count <= maximumItemCount, bytes.count == header + count * entryByteCount,
-            let items = decodeEntries(bytes, from: header, count: count),
-            items.keys.allSatisfy({ shard(of: $0) == index })
-        else { return nil }
-        return items
+        guard count <= maximumItemCount, bytes.count == header + count * entryByteCount else { return false }
+        return decodeEntries(bytes, from: header, count: count, into: &items) { shard(of: $0) == index }
     }
 
-    private static func decodeEntries(_ bytes: [UInt8], from offset: Int, count: Int) -> [ItemID: Entry]? {
-        var items: [ItemID: Entry] = [:]
-        items.reserveCapacity(count)
+    /// Adds `count` entries from `offset` of `bytes` to `items`; false when an id is not one, is there
+    /// already, or `belongs` refuses it.
+    private static func decodeEntries(
+        _ bytes: [UInt8], from offset: Int, count: Int, into items: inout [ItemID: Entry],
+        belongs: (ItemID) -> Bool = { _ in true }
+    ) -> Bool {
         for index in 0..<count {
             let start = offset + index * entryByteCount
-            guard let id = try? ItemID(hashBytes: Array(bytes[start..<start + ItemID.hashByteCount])) else {
-                return nil
-            }
+            guard let id = try? ItemID(hashBytes: Array(bytes[start..<start + ItemID.hashByteCount])), belongs(id)
+            else { return false }
             let digestStart = start + ItemID.hashByteCount
             let version = UInt64(bigEndianBytes: bytes[digestStart + digestByteCount..<start + entryByteCount])
-            items[id] = Entry(digest: Array(bytes[digestStart..<digestStart + digestByteCount]), version: version)
+            let entry = Entry(digest: Array(bytes[digestStart..<digestStart + digestByteCount]), version: version)
+            guard items.updateValue(entry, forKey: id) == nil else { return false }
         }
-        return items.count == count ? items : nil
+        return true
     }
 
     // MARK: A manifest in one key
@@ -162,8 +170,9 @@ struct FleetManifest: Sendable {
         let counter = UInt64(bigEndianBytes: bytes[wholeMagic.count..<wholeMagic.count + 8])
         guard counter < maximumCounter else { return nil }
         let count = Int(UInt32(bigEndianBytes: bytes[wholeMagic.count + 8..<header]))
+        var items: [ItemID: Entry] = [:]
         guard count <= maximumItemCount, bytes.count == header + count * entryByteCount,
-            let items = decodeEntries(bytes, from: header, count: count)
+            decodeEntries(bytes, from: header, count: count, into: &items)
         else { return nil }
         return FleetManifest(counter: counter, items: items)
     }

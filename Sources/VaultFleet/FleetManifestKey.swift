@@ -67,18 +67,28 @@ struct FleetManifestKey: Sendable {
     func seal(_ manifest: inout FleetManifest, over previous: FleetManifest?) throws(StoreError)
         -> (root: [UInt8], shards: [Int: [UInt8]])
     {
-        guard manifest.items.count <= FleetManifest.maximumItemCount else {
+        guard manifest.itemCount <= FleetManifest.maximumItemCount else {
             throw StoreError(
                 .invalidName,
-                "fleet group \(group) would hold \(manifest.items.count) items; a fleet group holds at most "
+                "fleet group \(group) would hold \(manifest.itemCount) items; a fleet group holds at most "
                     + "\(FleetManifest.maximumItemCount); nothing was changed")
         }
         var digests: [[UInt8]]
         var shards: [Int: [UInt8]]
         if let previous, let previousDigests = previous.shardDigests {
             digests = previousDigests
-            shards = manifest.shardEncodings(manifest.shards(differingFrom: previous))
+            let changed = manifest.shards(differingFrom: previous)
+            if let loaded = manifest.loadedShards, !changed.isSubset(of: loaded) {
+                throw StoreError(
+                    .io,
+                    "fleet group \(group): a write changed a shard of its manifest that it did not read; nothing was changed"
+                )
+            }
+            shards = manifest.shardEncodings(changed)
             for (index, bytes) in shards { digests[index] = try shardDigest(of: bytes) }
+        } else if manifest.loadedShards != nil {
+            throw StoreError(
+                .io, "fleet group \(group): a write of part of its manifest over none; nothing was changed")
         } else {
             digests = []
             shards = [:]
@@ -90,7 +100,11 @@ struct FleetManifestKey: Sendable {
             }
         }
         manifest.shardDigests = digests
-        return (try seal(FleetManifestRoot(counter: manifest.counter, shardDigests: digests)), shards)
+        return (
+            try seal(
+                FleetManifestRoot(counter: manifest.counter, itemCount: manifest.itemCount, shardDigests: digests)),
+            shards
+        )
     }
 
     /// `root` sealed: a random nonce, then its bytes encrypted and authenticated with the group's id.
@@ -114,23 +128,34 @@ struct FleetManifestKey: Sendable {
     }
 
     /// The manifest of `root` and `shards` (by index; an absent shard is empty); `integrity` naming the
-    /// first shard that is not the one the root lists.
-    func manifest(_ root: FleetManifestRoot, shards: [Int: [UInt8]]) throws(StoreError) -> FleetManifest {
+    /// first shard that is not the one the root lists. With `loading`, those shards alone (the items of
+    /// the others counted, not listed).
+    func manifest(_ root: FleetManifestRoot, shards: [Int: [UInt8]], loading: Set<Int>? = nil) throws(StoreError)
+        -> FleetManifest
+    {
         var items: [ItemID: FleetManifest.Entry] = [:]
-        for index in 0..<FleetManifest.shardCount {
+        items.reserveCapacity(loading == nil ? root.itemCount : 0)
+        for index in loading?.sorted() ?? Array(0..<FleetManifest.shardCount) {
             let bytes = shards[index] ?? FleetManifest.emptyShard(index)
             guard try shardDigest(of: bytes) == root.shardDigests[index],
-                let entries = FleetManifest.decodeShard(bytes, index: index),
-                items.count + entries.count <= FleetManifest.maximumItemCount
+                FleetManifest.decodeShard(bytes, index: index, into: &items), items.count <= root.itemCount
             else {
                 throw StoreError(
                     .integrity,
                     "fleet group \(group): shard \(index) of its manifest in etcd is not the one the manifest's root "
                         + "lists (replaced, deleted, or an older one)" + Self.resyncHint(group))
             }
-            items.merge(entries) { first, _ in first }
         }
-        return FleetManifest(counter: root.counter, items: items, shardDigests: root.shardDigests)
+        guard loading != nil || items.count == root.itemCount else {
+            throw StoreError(
+                .integrity,
+                "fleet group \(group): its manifest's shards in etcd list \(items.count) items where its root says "
+                    + "\(root.itemCount)" + Self.resyncHint(group))
+        }
+        var manifest = FleetManifest(counter: root.counter, items: items, shardDigests: root.shardDigests)
+        manifest.loadedShards = loading
+        manifest.unloadedItemCount = root.itemCount - items.count
+        return manifest
     }
 
     /// `plaintext` sealed under the manifest key: a random nonce, then the bytes encrypted and

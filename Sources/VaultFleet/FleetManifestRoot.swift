@@ -1,29 +1,33 @@
 import VaultStore
 
-/// What the `manifest` key of a fleet group holds, sealed under the group's key: the manifest's counter
-/// and the digest of each of its shards (`FleetManifestKey.shardDigest(of:)`). The shards themselves
+/// What the `manifest` key of a fleet group holds, sealed under the group's key: the manifest's counter,
+/// its number of items, and the digest of each of its shards (`FleetManifestKey.shardDigest(of:)`). The shards themselves
 /// are not sealed (item ids, digests and versions, no secret): the root's digests bind them, so a
 /// shard replaced or taken from an older manifest fails the check, and a rotation seals the root alone
 /// again.
 struct FleetManifestRoot: Sendable, Equatable {
     /// The manifest's counter.
     var counter: UInt64
+    /// How many items its shards list together.
+    var itemCount: Int
     /// Each shard's digest, by index (`FleetManifest.shardCount` of them).
     var shardDigests: [[UInt8]]
 
-    /// A root of `counter` over shards with `shardDigests`.
-    init(counter: UInt64, shardDigests: [[UInt8]]) {
+    /// A root of `counter` over shards with `shardDigests`, which list `itemCount` items.
+    init(counter: UInt64, itemCount: Int, shardDigests: [[UInt8]]) {
         self.counter = counter
+        self.itemCount = itemCount
         self.shardDigests = shardDigests
     }
 
     static let magic = Array("VFM3".utf8)
 
-    /// The root's bytes: magic, counter (8 bytes, big-endian), shard count (2 bytes), then each shard's
-    /// 16-byte digest by index.
+    /// The root's bytes: magic, counter (8 bytes, big-endian), item count (4 bytes), shard count (2
+    /// bytes), then each shard's 16-byte digest by index.
     func encoded() -> [UInt8] {
         var bytes = Self.magic
         bytes.appendBigEndian(counter)
+        bytes.appendBigEndian(UInt32(truncatingIfNeeded: itemCount))
         bytes.appendBigEndian(UInt16(truncatingIfNeeded: shardDigests.count))
         for digest in shardDigests { bytes += digest }
         return bytes
@@ -31,18 +35,19 @@ struct FleetManifestRoot: Sendable, Equatable {
 
     /// Parses `encoded()`'s bytes; nil when they are not a root of `FleetManifest.shardCount` shards.
     static func decode(_ bytes: [UInt8]) -> FleetManifestRoot? {
-        let header = magic.count + 10
+        let header = magic.count + 14
         let digest = FleetManifest.digestByteCount
         guard bytes.count == header + FleetManifest.shardCount * digest, Array(bytes[..<magic.count]) == magic
         else { return nil }
         let counter = UInt64(bigEndianBytes: bytes[magic.count..<magic.count + 8])
-        guard counter < FleetManifest.maximumCounter,
-            Int(UInt16(bigEndianBytes: bytes[magic.count + 8..<header])) == FleetManifest.shardCount
+        let itemCount = Int(UInt32(bigEndianBytes: bytes[magic.count + 8..<magic.count + 12]))
+        guard counter < FleetManifest.maximumCounter, itemCount <= FleetManifest.maximumItemCount,
+            Int(UInt16(bigEndianBytes: bytes[magic.count + 12..<header])) == FleetManifest.shardCount
         else { return nil }
         let digests = (0..<FleetManifest.shardCount).map {
             Array(bytes[header + $0 * digest..<header + ($0 + 1) * digest])
         }
-        return FleetManifestRoot(counter: counter, shardDigests: digests)
+        return FleetManifestRoot(counter: counter, itemCount: itemCount, shardDigests: digests)
     }
 }
 

@@ -11,8 +11,12 @@ import VaultStore
         #expect(FleetManifest.decodeWhole(FleetManifest(counter: 7, items: [:]).encodedWhole())?.counter == 7)
         #expect(FleetManifest.decodeWhole(FleetManifest(counter: .max, items: [:]).encodedWhole()) == nil)
         let digests = [[UInt8]](repeating: digest, count: FleetManifest.shardCount)
-        #expect(FleetManifestRoot.decode(FleetManifestRoot(counter: 7, shardDigests: digests).encoded())?.counter == 7)
-        #expect(FleetManifestRoot.decode(FleetManifestRoot(counter: .max, shardDigests: digests).encoded()) == nil)
+        #expect(
+            FleetManifestRoot.decode(FleetManifestRoot(counter: 7, itemCount: 0, shardDigests: digests).encoded())?
+                .counter == 7)
+        #expect(
+            FleetManifestRoot.decode(FleetManifestRoot(counter: .max, itemCount: 0, shardDigests: digests).encoded())
+                == nil)
         #expect(FleetMark.decode(FleetMark(counter: 7, digest: digest).encoded())?.counter == 7)
         #expect(FleetMark.decode(FleetMark(counter: .max, digest: digest).encoded()) == nil)
     }

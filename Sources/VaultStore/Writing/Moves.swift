@@ -110,7 +110,8 @@ extension VaultStore {
         // The same listing serves the group's first cleanup: this runs under its lock.
         removeStaleTemporaryFiles(group: group, directory: directory, listed: names)
         var result: [(name: String, contents: [UInt8])] = []
-        for name in names.sorted() where name.hasPrefix(MoveIntent.prefix) {
+        // The few intents sorted, not the whole listing (every item file of the group).
+        for name in names.filter({ $0.hasPrefix(MoveIntent.prefix) }).sorted() {
             let path = groupPath(group) / name
             if let contents = try SmallFile.readIfPresent(
                 name, in: directory, path: path, limit: MoveIntent.maximumByteCount)
