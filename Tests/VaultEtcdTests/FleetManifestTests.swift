@@ -197,6 +197,84 @@ import VaultTestSupport
         }
     }
 
+    /// A command on a machine whose cache is current takes the root alone: its write reads the root and
+    /// its item's shard, and puts that shard; the other host reads every item after each.
+    @Test func aCommandOnAWarmMachineWritesWithItsItemsShardAlone() throws {
+        try withTwoHosts { a, b, group, etcd in
+            for n in 0..<30 { try a.set(Data("v\(n)".utf8), for: try key("s\(n)", group)) }
+            let vault = FleetCommandTests.binaries.appendingPathComponent("vault").path
+            func command(_ arguments: [String], input: String = "") throws -> FleetTestSupport.Outcome {
+                try FleetTestSupport.run(
+                    vault, ["--vault", b.path, "--group", group.rawValue] + arguments, input: input,
+                    environment: ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"], seconds: 60)
+            }
+            #expect(try command(["get", "s1", "app"]).output == "v1", "a complete refresh, recorded")
+            for (arguments, input, service) in [
+                (["put", "new", "app"], "added", "new"), (["put", "s3", "app"], "updated", "s3"),
+                (["rm", "s4", "app"], "", "s4"),
+            ] {
+                let before = try etcd.read()
+                let manifest = try etcd.manifest()
+                let outcome = try command(arguments, input: input)
+                #expect(outcome.status == 0, "\(arguments): \(outcome)")
+                let after = try etcd.read()
+                let now = try etcd.manifest()
+                let changed = after.shards.filter { before.shards[$0.key]?.value != $0.value.value }.map(\.key)
+                let id = try #require(
+                    Set(now.items.keys).symmetricDifference(manifest.items.keys).first
+                        ?? now.items.first { manifest.items[$0.key] != $0.value }?.key)
+                #expect(changed == [FleetManifest.shard(of: id)], "\(arguments)")
+                guard case .root(let root) = try etcd.sealer.open(after.root.value) else {
+                    Issue.record("no root after \(arguments)")
+                    continue
+                }
+                #expect(root.itemCount == now.items.count && root.counter == manifest.counter + 1)
+                #expect(try a.data(for: try key(service, group)) == (input.isEmpty ? nil : Data(input.utf8)))
+            }
+            #expect(try a.data(for: try key("s9", group)) == Data("v9".utf8))
+            // Another host's write meanwhile: the command's check sees the root changed and reads the group.
+            try a.set(Data("from a".utf8), for: try key("s5", group))
+            #expect(try command(["put", "s6", "app"], input: "from b").status == 0)
+            #expect(try command(["get", "s5", "app"]).output == "from a")
+            #expect(try a.data(for: try key("s6", group)) == Data("from b".utf8))
+        }
+    }
+
+    @Test func aWriteOfOneShardCountsTheOthersAgainstTheLimit() throws {
+        let name = try GroupName("limits")
+        let indexKey = try SymmetricKey.random()
+        let sealer = try FleetManifestKey(
+            group: name, groupID: Array(repeating: 7, count: 16), indexKey: indexKey, generation: 1,
+            generationKey: indexKey)
+        let digest = [UInt8](repeating: 1, count: FleetManifest.digestByteCount)
+        func id(_ n: Int) throws -> ItemID {
+            var hash = [UInt8](repeating: 0, count: ItemID.hashByteCount)
+            hash[0] = UInt8(truncatingIfNeeded: n)
+            hash[1] = UInt8(truncatingIfNeeded: n >> 8)
+            return try ItemID(hashBytes: hash)
+        }
+        var full = FleetManifest(counter: 1, items: [:])
+        for n in 0..<FleetManifest.maximumItemCount { full.items[try id(n)] = .init(digest: digest, version: 1) }
+        let (sealed, shards) = try sealer.seal(&full, over: nil)
+        guard case .root(let root) = try sealer.open(sealed) else {
+            Issue.record("no root")
+            return
+        }
+        #expect(root.itemCount == FleetManifest.maximumItemCount)
+        let added = try id(FleetManifest.maximumItemCount)
+        let partial = try sealer.manifest(root, shards: shards, loading: [FleetManifest.shard(of: added)])
+        #expect(partial.items.count < 200 && partial.itemCount == FleetManifest.maximumItemCount)
+        var next = partial
+        next.items[added] = .init(digest: digest, version: 2)
+        let refusal = #expect(throws: StoreError.self) { _ = try sealer.seal(&next, over: partial) }
+        #expect(refusal?.message.contains("would hold \(FleetManifest.maximumItemCount + 1) items") == true)
+        // An update within the shard goes through, and puts that shard alone.
+        next = partial
+        next.items[try #require(partial.items.keys.first)] = .init(digest: digest, version: 2)
+        let (_, written) = try sealer.seal(&next, over: partial)
+        #expect(Array(written.keys) == [FleetManifest.shard(of: added)])
+    }
+
     @Test func aManifestOverTheItemLimitIsRefusedAndAShardHoldsItsOwnItemsOnly() throws {
         let name = try GroupName("limits")
         let indexKey = try SymmetricKey.random()
