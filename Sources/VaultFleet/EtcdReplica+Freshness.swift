@@ -19,9 +19,8 @@ extension EtcdReplica {
 
     /// The group's keys as of one revision: its items in pages, then its manifest's root and shards,
     /// reports, removal record, keyring and machines by name, in one read-only transaction at that
-    /// revision. Keys that
-    /// something else put under the group's prefix are never read (they cost nothing); more keys under
-    /// `items/` than a group holds are refused.
+    /// revision. Keys that something else put under the group's prefix are never read (they cost
+    /// nothing); more keys under `items/` than a group holds are refused.
     func readGroup() throws(StoreError) -> EtcdRangeResult {
         var attempt = 1
         while true {
@@ -93,13 +92,12 @@ extension EtcdReplica {
     }
 
     /// A process's first read or write of the group, in a process that does not watch: whether this
-    /// machine's cache is the state etcd holds now, by what its last complete refresh recorded
-    /// (`fleet.cached`, under the present mark): etcd's manifest root has those bytes and that revision,
-    /// and the rollback report that revision. Then the cache is the one that refresh left (each write
-    /// since recorded its own state), and the root is taken as seen without its shards, so that the cost
-    /// does not grow with the group: a write reads its item's shard (`seenManifest(loading:)`) and an
-    /// item's revision when it needs them (`Seen.itemsUnknown`). A file removed from the group's
-    /// directory by hand is seen at the next complete refresh (a fresh-only read, a resync).
+    /// machine's cache is the state etcd holds now, by what its last complete refresh (or write)
+    /// recorded (`fleet.cached`, under the present mark): etcd's manifest root has those bytes and that
+    /// revision, the rollback report that revision, and the cache holds as many items as the root counts
+    /// (a cached file removed or left here since: a complete refresh, which puts it right). Then the
+    /// root is taken as seen without its shards, so that the cost does not grow with the group: a write
+    /// reads its item's shard and revision when it needs them (`manifestForWrite(shard:item:)`).
     func adoptCacheIfCurrent(_ cache: ReplicaCache) throws(StoreError) -> Bool {
         guard let record = cache.currentRecord(), let mark = try? cache.highWaterMark(),
             mark.digest == record.markDigest
@@ -110,6 +108,12 @@ extension EtcdReplica {
             head.rollbackRevision == record.rollbackRevision,
             try sealer.digest(of: manifestValue.value) == mark.digest
         else { return false }
+        let itemCount: Int
+        switch try sealer.open(manifestValue.value) {
+        case .root(let root): itemCount = root.itemCount
+        case .whole(let whole): itemCount = whole.items.count
+        }
+        guard try cache.cachedIDs().count == itemCount else { return false }
         seen.withLock { seen in
             seen.revisions = [manifestKey: manifestValue.modRevision]
             seen.itemsUnknown = true

@@ -36,36 +36,4 @@ extension EtcdReplica {
     func manifest(_ sealed: [UInt8], shardsIn keyValues: [EtcdKeyValue]) throws(StoreError) -> FleetManifest {
         try sealer.manifest(sealed, shards: shards(in: keyValues))
     }
-
-    /// The manifest this process saw, with shard `shard` read at least. When it took the cache as
-    /// current by the root alone (`adoptCacheIfCurrent`), the root and that shard are read now in one
-    /// read-only transaction; a root other than the one seen is a conflict (the rerun refreshes). A
-    /// manifest in one key is read whole.
-    func seenManifest(loading shard: Int) throws(StoreError) -> FleetManifest? {
-        let (manifest, deferred, revision, digest) = seen.withLock {
-            ($0.manifest, $0.shardsDeferred, $0.manifestRevision, $0.manifestDigest)
-        }
-        guard manifest == nil, deferred, let digest else { return manifest }
-        let found: EtcdTransactionResult
-        do {
-            found = try client.transaction(
-                compare: [],
-                success: [.range(key: manifestKey, rangeEnd: nil), .range(key: shardKeys[shard], rangeEnd: nil)])
-        } catch {
-            throw storeError(error, "cannot read its manifest from etcd")
-        }
-        guard found.ranges.count == 2, let root = found.ranges[0]?.keyValues.first, root.modRevision == revision,
-            try sealer.digest(of: root.value) == digest
-        else {
-            forget()
-            throw StoreError(.conflict, "fleet group \(group): it changed on another machine meanwhile")
-        }
-        switch try sealer.open(root.value) {
-        case .whole(let whole):
-            return whole
-        case .root(let opened):
-            let bytes = found.ranges[1]?.keyValues.first { $0.key == shardKeys[shard] }?.value
-            return try sealer.manifest(opened, shards: bytes.map { [shard: $0] } ?? [:], loading: [shard])
-        }
-    }
 }

@@ -39,12 +39,13 @@ extension EtcdReplica {
         let (sealed, shards) = try sealer.seal(&next, over: nil)
         let shardWrites = shardPuts(shards)
         // etcd allows 128 operations in a transaction (`--max-txn-ops`).
-        guard removals.count + shardWrites.count + 3 <= 128 else {
+        let removable = 128 - 3 - shardWrites.count
+        guard removals.count <= removable else {
             throw StoreError(
                 .integrity,
-                "fleet group \(group): \(removals.count) items in etcd do not open under the group's key; remove "
-                    + "them with etcdctl (keys under \(String(decoding: itemsPrefix, as: UTF8.self))) first; nothing "
-                    + "was changed")
+                "fleet group \(group): \(removals.count) items in etcd do not open under the group's key, and a resync "
+                    + "removes at most \(removable); remove them with etcdctl (keys under "
+                    + "\(String(decoding: itemsPrefix, as: UTF8.self))) first; nothing was changed")
         }
         // Every machine that takes the new manifest says that a rollback was accepted, and by whom.
         let acceptance = try sealer.seal(

@@ -40,14 +40,14 @@ extension EtcdReplica {
         return contents
     }
 
-    /// The manifest of `sealed` (a root, or a manifest in one key, whose sealed bytes have digest
+    /// The manifest of `opened` (a root, or a manifest in one key, whose sealed bytes have digest
     /// `mark.digest`) with `shards`, refused when it is older than this machine's mark `previous` or
     /// than a machine reported seeing, or forks from what this machine saw; a refusal against this
     /// machine's own mark is reported in etcd for the others. Its counter is checked before its shards,
     /// so that an older root is refused as such. With it, the words for a rollback that an operator
     /// accepted on another machine, when this refresh is this machine's first past it.
     func checkHistory(
-        _ sealed: SealedManifest, shards: [Int: [UInt8]], mark: FleetMark, previous: FleetMark?,
+        _ opened: OpenedManifest, shards: [Int: [UInt8]], mark: FleetMark, previous: FleetMark?,
         contents: GroupContents, cache: ReplicaCache
     ) throws(StoreError) -> (manifest: FleetManifest, acceptance: String?) {
         let reported = try contents.rollback.map { (keyValue) throws(StoreError) in
@@ -56,26 +56,26 @@ extension EtcdReplica {
         if let previous {
             // Only what the manifest itself shows is reported to the other machines: a comparison with this
             // machine's cache may also fail after a crash left the cache behind its mark.
-            if let refusal = manifestRefusal(sealed.counter, mark: mark, previous: previous) {
-                report(seen: previous, found: sealed.counter, contents: contents, reported: reported)
+            if let refusal = manifestRefusal(opened.counter, mark: mark, previous: previous) {
+                report(seen: previous, found: opened.counter, contents: contents, reported: reported)
                 throw refusal
             }
         }
-        let manifest: FleetManifest
-        switch sealed {
-        case .whole(let whole): manifest = whole
-        case .root(let root): manifest = try sealer.manifest(root, shards: shards)
-        }
-        if let previous { try checkItemsAgainstMark(manifest, previous: previous, cache: cache) }
-        if let reported, reported.refuses(counter: manifest.counter, digest: mark.digest) {
+        if let reported, reported.refuses(counter: opened.counter, digest: mark.digest) {
             throw StoreError(
                 .integrity,
                 "fleet group \(group): etcd's copy is older than another machine has seen (its manifest is at "
-                    + "\(manifest.counter); uid \(reported.userID) on a machine of the group had seen manifest "
+                    + "\(opened.counter); uid \(reported.userID) on a machine of the group had seen manifest "
                     + "\(reported.seenCounter) and found \(reported.replicaCounter) gone back, reported at "
                     + "\(UTCTimestamp.iso8601(nanosecondsSince1970: reported.time))): etcd was restored from an "
                     + "older snapshot, or a member went back" + resyncHint)
         }
+        let manifest: FleetManifest
+        switch opened {
+        case .whole(let whole): manifest = whole
+        case .root(let root): manifest = try sealer.manifest(root, shards: shards)
+        }
+        if let previous { try checkItemsAgainstMark(manifest, previous: previous, cache: cache) }
         guard let previous, let acceptedRecord = contents.accepted?.value else { return (manifest, nil) }
         let accepted = try sealer.open(acceptedRecord, as: .accepted)
         // Said on every machine, once: when it first takes the accepted state (whether it had seen more of

@@ -42,9 +42,10 @@ final class EtcdReplica: Sendable {
     struct Seen {
         /// Every key under the group's prefix with its `mod_revision`.
         var revisions: [[UInt8]: Int64] = [:]
-        /// The manifest those revisions hold, and its `mod_revision`. With `shardsDeferred`, nil: its root
-        /// alone was checked (`adoptCacheIfCurrent`), and a write reads the shard it needs.
+        /// The manifest those revisions hold (nil with `shardsDeferred`), and its `mod_revision`.
         var manifest: FleetManifest?
+        /// Whether the manifest's root alone was checked (`adoptCacheIfCurrent`), not its shards: a write
+        /// reads its own shard (`writeBasis(item:shard:)`).
         var shardsDeferred = false
         var manifestRevision: Int64 = 0
         /// `FleetManifestKey.digest(of:)` of that manifest's sealed bytes.
@@ -176,11 +177,11 @@ final class EtcdReplica: Sendable {
                 "fleet group \(group): etcd holds no manifest for it (deleted outside the vault, or etcd was restored "
                     + "to before the group was made)" + resyncHint)
         }
-        let sealed = try sealer.open(manifestValue.value)
-        let mark = FleetMark(counter: sealed.counter, digest: try sealer.digest(of: manifestValue.value))
+        let opened = try sealer.open(manifestValue.value)
+        let mark = FleetMark(counter: opened.counter, digest: try sealer.digest(of: manifestValue.value))
         let previous = try cache.highWaterMark()
         let (manifest, acceptance) = try checkHistory(
-            sealed, shards: shards(in: found.keyValues), mark: mark, previous: previous, contents: contents,
+            opened, shards: shards(in: found.keyValues), mark: mark, previous: previous, contents: contents,
             cache: cache)
         for (id, keyValue) in items {
             guard let expected = manifest.items[id] else {
@@ -290,22 +291,18 @@ final class EtcdReplica: Sendable {
 
     /// One write of the group: `change` to item key `item` with the next manifest (`manifest` applied
     /// to the last one seen, of which the item's `shard` at least is read) and the `history` operations
-    /// on the item's versions, compared on the
-    /// item's and the manifest's revisions (an item not seen: on its absence, `create_revision` 0). A
-    /// failed compare whose item (`isOwn`) and manifest are this write's own (its answer was lost, and
-    /// it was applied: manifests carry a random nonce) is its success. The mark is raised before the
+    /// on the item's versions, compared on the item's and the manifest's revisions (an item not seen:
+    /// on its absence, `create_revision` 0). A failed compare whose item (`isOwn`) and manifest are this
+    /// write's own (its answer was lost, and it was applied: manifests carry a random nonce) is its
+    /// success. The mark is raised before the
     /// cache changes.
     private func commit(
         item: [UInt8], shard: Int, change: EtcdOperation, history: [EtcdOperation], cache: ReplicaCache,
         manifest update: (inout FleetManifest) -> Void, isOwn: (EtcdKeyValue?) -> Bool
     ) throws(StoreError) {
-        let last = try seenManifest(loading: shard)
-        let (manifestRevision, knownRevision, itemsUnknown, rollbackRevision) = seen.withLock {
-            ($0.manifestRevision, $0.revisions[item], $0.itemsUnknown, $0.rollbackRevision)
-        }
-        // Only the manifest was read (the cache was current by it): the item's revision now. The compare
-        // on the manifest still holds the write to the state this machine verified.
-        let itemRevision = try itemsUnknown && knownRevision == nil ? revision(of: item) : knownRevision
+        let basis = try writeBasis(item: item, shard: shard)
+        let (last, manifestRevision, itemRevision) = (basis.manifest, basis.manifestRevision, basis.itemRevision)
+        let rollbackRevision = basis.rollbackRevision
         guard var next = last else {
             throw StoreError(.conflict, "fleet group \(group): not read from etcd since its last failure")
         }
@@ -350,58 +347,6 @@ final class EtcdReplica: Sendable {
             noteCommitted(next, digest: digest, at: revision, over: manifestRevision, deleted: item)
         } else {
             noteCommitted(next, digest: digest, at: revision, over: manifestRevision, put: [item])
-        }
-    }
-
-    /// After a write that etcd took: raises this machine's mark to manifest `next`, sealed as `sealed`,
-    /// and returns that digest. A failure is the write's local half failing: the next read refreshes.
-    func recordMark(of next: FleetManifest, sealed: [UInt8], cache: ReplicaCache) throws(StoreError) -> [UInt8] {
-        let digest = try sealer.digest(of: sealed)
-        do throws(StoreError) {
-            try cache.record(FleetMark(counter: next.counter, digest: digest))
-        } catch {
-            forget()
-            throw StoreError.afterReplicaCommit(error, group: group, replica: "etcd")
-        }
-        return digest
-    }
-
-    /// This process's write of manifest `next` (digest `digest`) at `revision`, over the one it saw at
-    /// `manifestRevision`, with the item keys `put` put and `deleted` deleted.
-    func noteCommitted(
-        _ next: FleetManifest, digest: [UInt8], at revision: Int64, over manifestRevision: Int64, put: [[UInt8]] = [],
-        deleted: [UInt8]? = nil
-    ) {
-        seen.withLock { seen in
-            if let deleted { seen.revisions.removeValue(forKey: deleted) }
-            for item in put { seen.revisions[item] = revision }
-            seen.revisions[manifestKey] = revision
-            // A manifest of one shard read for the write stays out: the next write reads its own again.
-            seen.manifest = next.loadedShards == nil ? next : nil
-            seen.shardsDeferred = next.loadedShards != nil
-            seen.manifestRevision = revision
-            seen.manifestDigest = digest
-            // The compare held: nothing changed the group between what this process saw and this write,
-            // so its state at `revision` is known (the watch's report of this write is no news).
-            if seen.confirmedRevision >= manifestRevision {
-                seen.confirmedRevision = max(seen.confirmedRevision, revision)
-            }
-        }
-    }
-
-    /// The manifest the last refresh (or this process's last write) saw.
-    var seenManifest: FleetManifest? { seen.withLock { $0.manifest } }
-
-    func forget() {
-        seen.withLock { seen in
-            seen.revisions = [:]
-            seen.itemsUnknown = false
-            seen.manifest = nil
-            seen.shardsDeferred = false
-            seen.manifestRevision = 0
-            seen.manifestDigest = nil
-            seen.rollbackRevision = 0
-            seen.confirmedAt = nil
         }
     }
 }

@@ -114,8 +114,8 @@ struct FleetManifestKey: Sendable {
 
     /// Opens a group's sealed `manifest` key: a root, or a whole manifest; `integrity` when it does not
     /// open under this group's key or is neither (replaced, or another group's).
-    func open(_ sealed: [UInt8]) throws(StoreError) -> SealedManifest {
-        try open(sealed, associatedData: manifestAssociatedData, what: "its manifest", decode: SealedManifest.decode)
+    func open(_ sealed: [UInt8]) throws(StoreError) -> OpenedManifest {
+        try open(sealed, associatedData: manifestAssociatedData, what: "its manifest", decode: OpenedManifest.decode)
     }
 
     /// The manifest that `sealed` opens to, with `shards` (by index; an absent shard is empty) checked

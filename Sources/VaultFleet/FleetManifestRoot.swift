@@ -53,7 +53,7 @@ struct FleetManifestRoot: Sendable, Equatable {
 
 /// What a fleet group's `manifest` key opens to: a root over shards, or a whole manifest in one key,
 /// as builds before shards wrote it (the next write puts its shards and a root in its place).
-enum SealedManifest: Sendable {
+enum OpenedManifest: Sendable {
     case root(FleetManifestRoot)
     case whole(FleetManifest)
 
@@ -66,7 +66,7 @@ enum SealedManifest: Sendable {
     }
 
     /// Parses a root's or a whole manifest's bytes; nil when they are neither.
-    static func decode(_ bytes: [UInt8]) -> SealedManifest? {
+    static func decode(_ bytes: [UInt8]) -> OpenedManifest? {
         if let root = FleetManifestRoot.decode(bytes) { return .root(root) }
         return FleetManifest.decodeWhole(bytes).map { .whole($0) }
     }

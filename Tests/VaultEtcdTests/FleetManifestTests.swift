@@ -143,23 +143,23 @@ import VaultTestSupport
             try put([.put(key: changed.value.key, value: try #require(old.shards[index]).value)])
             refused("shard \(index) of its manifest")
             // Deleted.
-            try put(restore + [])
+            try put(restore)
             _ = try etcd.etcd.transaction(compare: [], success: [.delete(key: changed.value.key, rangeEnd: nil)])
             refused("shard \(index) of its manifest")
             // Another shard's bytes in its place.
             let other = try #require(current.shards.first { $0.key != index && $0.value.value.count > 9 })
-            try put(restore + [])
+            try put(restore)
             try put([.put(key: changed.value.key, value: other.value.value)])
             refused("shard \(index) of its manifest")
             // The root from before alone, over the newer shards: older than both machines have seen.
-            try put(restore + [])
+            try put(restore)
             try put([.put(key: etcd.manifestKey, value: old.root.value)])
             refused("older than this machine has seen")
             // Put back as it was, everything reads again.
-            try put(restore + [])
+            try put(restore)
             _ = try b.resyncFleetGroup(group, acceptingRollback: false)
             for vault in [a, b] { #expect(try vault.data(for: try key("s3", group)) == Data("P2".utf8)) }
-            #expect(manifest.items.count == 20)
+            #expect(try etcd.manifest().items.count == manifest.items.count)
         }
     }
 
@@ -173,7 +173,7 @@ import VaultTestSupport
             }
             #expect(try etcd.read().shards.isEmpty)
             for vault in [a, b] { #expect(try vault.data(for: try key("s9", group)) == Data("v9".utf8)) }
-            // The first write puts every shard that holds an item, and a root.
+            // The first write puts every shard, and a root.
             try b.set(Data("new".utf8), for: try key("new", group))
             let written = try etcd.read()
             guard case .root = try etcd.sealer.open(written.root.value) else {
@@ -198,10 +198,26 @@ import VaultTestSupport
     }
 
     /// A command on a machine whose cache is current takes the root alone: its write reads the root and
-    /// its item's shard, and puts that shard; the other host reads every item after each.
+    /// its item's shard, and puts that shard (junk in another shard meanwhile is neither read nor
+    /// touched); the other host reads every item after each.
     @Test func aCommandOnAWarmMachineWritesWithItsItemsShardAlone() throws {
         try withTwoHosts { a, b, group, etcd in
             for n in 0..<30 { try a.set(Data("v\(n)".utf8), for: try key("s\(n)", group)) }
+            // Each command's item id, from a write of a's (the manifest's one changed entry).
+            func idOfWrite(_ write: () throws -> Void) throws -> ItemID {
+                let before = try etcd.manifest()
+                try write()
+                let after = try etcd.manifest()
+                return try #require(
+                    Set(after.items.keys).symmetricDifference(before.items.keys).first
+                        ?? after.items.first { before.items[$0.key] != $0.value }?.key)
+            }
+            let ids = [
+                "new": try idOfWrite { try a.set(Data("first".utf8), for: try key("new", group)) },
+                "s3": try idOfWrite { try a.set(Data("v3".utf8), for: try key("s3", group)) },
+                "s4": try idOfWrite { try a.set(Data("v4".utf8), for: try key("s4", group)) },
+            ]
+            #expect(try a.remove(try key("new", group)))
             let vault = FleetCommandTests.binaries.appendingPathComponent("vault").path
             func command(_ arguments: [String], input: String = "") throws -> FleetTestSupport.Outcome {
                 try FleetTestSupport.run(
@@ -209,25 +225,30 @@ import VaultTestSupport
                     environment: ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"], seconds: 60)
             }
             #expect(try command(["get", "s1", "app"]).output == "v1", "a complete refresh, recorded")
+            let junk = Array("not a shard".utf8)
             for (arguments, input, service) in [
                 (["put", "new", "app"], "added", "new"), (["put", "s3", "app"], "updated", "s3"),
                 (["rm", "s4", "app"], "", "s4"),
             ] {
+                let shard = FleetManifest.shard(of: try #require(ids[service]))
                 let before = try etcd.read()
                 let manifest = try etcd.manifest()
+                let other = try #require(before.shards.first { $0.key != shard && $0.value.value.count > 9 })
+                try etcd.etcd.put(other.value.key, junk)
                 let outcome = try command(arguments, input: input)
                 #expect(outcome.status == 0, "\(arguments): \(outcome)")
                 let after = try etcd.read()
-                let now = try etcd.manifest()
-                let changed = after.shards.filter { before.shards[$0.key]?.value != $0.value.value }.map(\.key)
-                let id = try #require(
-                    Set(now.items.keys).symmetricDifference(manifest.items.keys).first
-                        ?? now.items.first { manifest.items[$0.key] != $0.value }?.key)
-                #expect(changed == [FleetManifest.shard(of: id)], "\(arguments)")
+                #expect(after.shards[other.key]?.value == junk, "\(arguments): the other shard neither read nor put")
+                try etcd.etcd.put(other.value.key, other.value.value)
+                let changed = after.shards.filter {
+                    $0.key != other.key && before.shards[$0.key]?.value != $0.value.value
+                }
+                #expect(Array(changed.keys) == [shard], "\(arguments)")
                 guard case .root(let root) = try etcd.sealer.open(after.root.value) else {
                     Issue.record("no root after \(arguments)")
                     continue
                 }
+                let now = try etcd.manifest()
                 #expect(root.itemCount == now.items.count && root.counter == manifest.counter + 1)
                 #expect(try a.data(for: try key(service, group)) == (input.isEmpty ? nil : Data(input.utf8)))
             }
