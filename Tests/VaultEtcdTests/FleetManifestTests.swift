@@ -258,6 +258,22 @@ import VaultTestSupport
             #expect(try command(["put", "s6", "app"], input: "from b").status == 0)
             #expect(try command(["get", "s5", "app"]).output == "from a")
             #expect(try a.data(for: try key("s6", group)) == Data("from b".utf8))
+            // A process that does not watch (as the C API opens the vault) writes three times in a row
+            // from the root and each item's shard.
+            #expect(try command(["get", "s1", "app"]).output == "v1")
+            let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
+            let handle = try Vault.open(at: b.path, client: client, fleet: .etcd(watching: false))
+            let written = Set([try #require(ids["s3"]), try #require(ids["new"])].map(FleetManifest.shard(of:)))
+            let other = try #require(
+                try etcd.read().shards.first { !written.contains($0.key) && $0.value.value.count > 9 })
+            try etcd.etcd.put(other.value.key, junk)
+            try handle.set(Data("w1".utf8), for: try key("s3", group))
+            try handle.set(Data("w2".utf8), for: try key("s3", group))
+            try handle.set(Data("w3".utf8), for: try key("new", group))
+            #expect(try etcd.read().shards[other.key]?.value == junk)
+            try etcd.etcd.put(other.value.key, other.value.value)
+            #expect(try a.data(for: try key("s3", group)) == Data("w2".utf8))
+            #expect(try a.data(for: try key("new", group)) == Data("w3".utf8))
         }
     }
 
