@@ -95,7 +95,8 @@ extension EtcdReplica {
     /// machine's cache is the state etcd holds now, by what its last complete refresh (or write)
     /// recorded (`fleet.cached`, under the present mark): etcd's manifest root has those bytes and that
     /// revision, the rollback report that revision, and the cache holds as many items as the root counts
-    /// (a cached file removed or left here since: a complete refresh, which puts it right). Then the
+    /// (a cached file removed or left here since: a complete refresh, which puts it right; not counted
+    /// while the group directory's modification time is the one recorded). Then the
     /// root is taken as seen without its shards, so that the cost does not grow with the group: a write
     /// reads its item's shard and revision when it needs them (`manifestForWrite(shard:item:)`).
     func adoptCacheIfCurrent(_ cache: ReplicaCache) throws(StoreError) -> Bool {
@@ -108,12 +109,16 @@ extension EtcdReplica {
             head.rollbackRevision == record.rollbackRevision,
             try sealer.digest(of: manifestValue.value) == mark.digest
         else { return false }
-        let itemCount: Int
-        switch try sealer.open(manifestValue.value) {
-        case .root(let root): itemCount = root.itemCount
-        case .whole(let whole): itemCount = whole.items.count
+        // The directory unchanged since the record: no file was added or removed. Else the files are
+        // counted (the kernel's listing of every item file).
+        if record.directoryStamp == 0 || cache.directoryModificationTime() != record.directoryStamp {
+            let itemCount: Int
+            switch try sealer.open(manifestValue.value) {
+            case .root(let root): itemCount = root.itemCount
+            case .whole(let whole): itemCount = whole.items.count
+            }
+            guard try cache.cachedIDs().count == itemCount else { return false }
         }
-        guard try cache.cachedIDs().count == itemCount else { return false }
         seen.withLock { seen in
             seen.revisions = [manifestKey: manifestValue.modRevision]
             seen.itemsUnknown = true

@@ -85,29 +85,40 @@ struct FleetCacheRecord: Sendable, Equatable {
     var manifestRevision: Int64
     var rollbackRevision: Int64
     var markDigest: [UInt8]
+    /// The group directory's modification time when the record was written (0: not known): while it is
+    /// the same, no file was added to the cache or removed from it since.
+    var directoryStamp: Int64 = 0
 
     static let fileName = "fleet.cached"
-    static let header = "vault fleet cache v1"
+    static let header = "vault fleet cache v2"
+    /// What builds before the directory's stamp wrote, read as a record without it.
+    static let headerWithoutStamp = "vault fleet cache v1"
 
-    /// One line, `vault fleet cache v1 <manifest revision, 20 digits> <rollback revision, 20 digits>
-    /// <mark digest hex>`, always of one length (written in place).
+    /// One line, `vault fleet cache v2 <manifest revision, 20 digits> <rollback revision, 20 digits>
+    /// <directory stamp, 20 digits> <mark digest hex>`, always of one length (written in place).
     func encoded() -> [UInt8] {
         func digits(_ value: Int64) -> String {
             let text = String(max(0, value))
             return String(repeating: "0", count: max(0, 20 - text.count)) + text
         }
         return Array(
-            "\(Self.header) \(digits(manifestRevision)) \(digits(rollbackRevision)) \(Hex.encode(markDigest))\n".utf8)
+            ("\(Self.header) \(digits(manifestRevision)) \(digits(rollbackRevision)) \(digits(directoryStamp)) "
+                + "\(Hex.encode(markDigest))\n").utf8)
     }
 
     static func decode(_ bytes: [UInt8]) -> FleetCacheRecord? {
         let text = String(decoding: bytes, as: UTF8.self)
-        guard text.hasPrefix(header + " "), text.hasSuffix("\n") else { return nil }
-        let fields = text.dropFirst(header.count + 1).dropLast().split(separator: " ", omittingEmptySubsequences: false)
-        guard fields.count == 3, let manifest = Int64(fields[0]), manifest > 0, let rollback = Int64(fields[1]),
-            rollback >= 0, let digest = Hex.decode(String(fields[2])), digest.count == FleetManifest.digestByteCount
+        guard text.hasSuffix("\n"),
+            let header = [header, headerWithoutStamp].first(where: { text.hasPrefix($0 + " ") })
         else { return nil }
-        return FleetCacheRecord(manifestRevision: manifest, rollbackRevision: rollback, markDigest: digest)
+        var fields = text.dropFirst(header.count + 1).dropLast().split(separator: " ", omittingEmptySubsequences: false)
+        let stamp = header == Self.header && fields.count == 4 ? Int64(fields.remove(at: 2)) : 0
+        guard fields.count == 3, let stamp, stamp >= 0, let manifest = Int64(fields[0]), manifest > 0,
+            let rollback = Int64(fields[1]), rollback >= 0, let digest = Hex.decode(String(fields[2])),
+            digest.count == FleetManifest.digestByteCount
+        else { return nil }
+        return FleetCacheRecord(
+            manifestRevision: manifest, rollbackRevision: rollback, markDigest: digest, directoryStamp: stamp)
     }
 }
 
@@ -119,9 +130,15 @@ extension ReplicaCache {
     }
 
     /// Records that the cache is `record`'s state, durably (a removal the refresh made is on disk before
-    /// a later process takes the record for current).
+    /// a later process takes the record for current), with the group directory's stamp as it is now.
+    /// A record made anew (a file renamed into the directory) changes the stamp: it is written again in
+    /// place with the new one.
     func recordCurrent(_ record: FleetCacheRecord) throws(StoreError) {
-        guard currentRecord() != record else { return }
-        try writeFixedLengthFile(FleetCacheRecord.fileName, record.encoded())
+        var stamped = record
+        for _ in 0..<2 {
+            stamped.directoryStamp = directoryModificationTime() ?? 0
+            guard currentRecord() != stamped else { return }
+            try writeFixedLengthFile(FleetCacheRecord.fileName, stamped.encoded())
+        }
     }
 }

@@ -277,6 +277,32 @@ import VaultTestSupport
         }
     }
 
+    /// A cached item file removed by hand: the next command finds the cache short of the root's count,
+    /// reads the group and puts the file back (no rollback is claimed later).
+    @Test func aCachedFileRemovedByHandIsPutBackByTheNextCommand() throws {
+        try withTwoHosts { a, b, group, _ in
+            for n in 0..<5 { try a.set(Data("v\(n)".utf8), for: try key("s\(n)", group)) }
+            let vault = FleetCommandTests.binaries.appendingPathComponent("vault").path
+            func get(_ service: String) throws -> FleetTestSupport.Outcome {
+                try FleetTestSupport.run(
+                    vault, ["--vault", b.path, "--group", group.rawValue, "get", service, "app"],
+                    environment: ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"], seconds: 60)
+            }
+            #expect(try get("s0").output == "v0", "a complete refresh, recorded")
+            let directory = b.path + "/groups/\(group.rawValue)"
+            let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".item") }
+            #expect(files.count == 5)
+            for file in files { try FileManager.default.removeItem(atPath: directory + "/" + file) }
+            for n in 0..<5 { #expect(try get("s\(n)").output == "v\(n)") }
+            #expect(
+                try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".item") }.count
+                    == 5)
+            try a.set(Data("later".utf8), for: try key("s2", group))
+            let later = try get("s2")
+            #expect(later.status == 0 && later.output == "later", "\(later)")
+        }
+    }
+
     @Test func aWriteOfOneShardCountsTheOthersAgainstTheLimit() throws {
         let name = try GroupName("limits")
         let indexKey = try SymmetricKey.random()

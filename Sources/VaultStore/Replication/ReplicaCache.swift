@@ -117,6 +117,14 @@ package struct ReplicaCache {
         return status.modificationNanoseconds
     }
 
+    /// When an entry of the group directory was last added, removed or renamed (its modification time,
+    /// nanoseconds since the epoch), or nil.
+    package func directoryModificationTime() -> Int64? {
+        guard let directory = try? store.groupDirectory(group, create: false), let status = try? directory.status()
+        else { return nil }
+        return status.modificationNanoseconds
+    }
+
     /// The bytes of the replica's file `name` written by the vault's owner alone (`what` names it in a
     /// refusal), nil when there is none.
     /// It counts only as a regular file of the owner with one link that no one else may write: in a
