@@ -24,6 +24,17 @@ import VaultSystem
 /// "etcd down" is B's settings pointed at an endpoint where nothing listens, and the paused rows are
 /// skipped.
 struct FleetBench {
+    /// The environment of the CLI rows' processes. VAULT_FLEET_HELPER passes through, so that the rows
+    /// can time the helper as scripts/install builds it (`-static-stdlib`), which starts in less time
+    /// than the package's dynamically linked one.
+    static var cliEnvironment: [String] {
+        var environment = ["PATH=/usr/bin:/bin", "HOME=/nonexistent"]
+        if let helper = ProcessInfo.processInfo.environment["VAULT_FLEET_HELPER"], !helper.isEmpty {
+            environment.append("VAULT_FLEET_HELPER=\(helper)")
+        }
+        return environment
+    }
+
     let directory: String
     let quick: Bool
     let progress: Progress
@@ -118,11 +129,8 @@ struct FleetBench {
         if cli == nil || siblingExecutable("vault-fleet") == nil {
             skip("no vault and vault-fleet next to vault-bench: the CLI rows are skipped")
         }
-        // VAULT_FLEET_HELPER passes through: the rows can time the helper as scripts/install builds it
-        // (`-static-stdlib`), which starts in less time than the package's dynamically linked one.
-        var environment = ["PATH=/usr/bin:/bin", "HOME=/nonexistent"]
+        let environment = Self.cliEnvironment
         if let helper = ProcessInfo.processInfo.environment["VAULT_FLEET_HELPER"], !helper.isEmpty {
-            environment.append("VAULT_FLEET_HELPER=\(helper)")
             print("vault-fleet: \(helper) (VAULT_FLEET_HELPER)")
         }
         let endpointList = cluster.endpoints.joined(separator: ",")

@@ -58,7 +58,7 @@ struct FleetScaleBench {
         try b.joinFleetGroup(
             fleetGroup, keyFile: try a.exportFleetGroupKey(fleetGroup).unprotectedCopy(), settings: settings)
 
-        let environment = ["PATH=/usr/bin:/bin", "HOME=/nonexistent"]
+        let environment = FleetBench.cliEnvironment
         func checked(_ executable: String, _ arguments: [String], input: String = "/dev/null") throws {
             let result = try ChildProcess.run(
                 executable, arguments: arguments, environment: environment, standardInputPath: input)
