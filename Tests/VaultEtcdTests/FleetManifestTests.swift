@@ -303,19 +303,26 @@ import VaultTestSupport
         }
     }
 
-    @Test func aWriteOfOneShardCountsTheOthersAgainstTheLimit() throws {
-        let name = try GroupName("limits")
+    /// The manifest key of a group of the tests' own making, for the tests that need no etcd.
+    func unitSealer() throws -> FleetManifestKey {
         let indexKey = try SymmetricKey.random()
-        let sealer = try FleetManifestKey(
-            group: name, groupID: Array(repeating: 7, count: 16), indexKey: indexKey, generation: 1,
-            generationKey: indexKey)
-        let digest = [UInt8](repeating: 1, count: FleetManifest.digestByteCount)
-        func id(_ n: Int) throws -> ItemID {
-            var hash = [UInt8](repeating: 0, count: ItemID.hashByteCount)
-            hash[0] = UInt8(truncatingIfNeeded: n)
-            hash[1] = UInt8(truncatingIfNeeded: n >> 8)
-            return try ItemID(hashBytes: hash)
-        }
+        return try FleetManifestKey(
+            group: try GroupName("limits"), groupID: Array(repeating: 7, count: 16), indexKey: indexKey,
+            generation: 1, generationKey: indexKey)
+    }
+
+    /// An item id whose hash starts with `n`'s two low bytes, low byte first.
+    func id(_ n: Int) throws -> ItemID {
+        var hash = [UInt8](repeating: 0, count: ItemID.hashByteCount)
+        hash[0] = UInt8(truncatingIfNeeded: n)
+        hash[1] = UInt8(truncatingIfNeeded: n >> 8)
+        return try ItemID(hashBytes: hash)
+    }
+
+    let digest = [UInt8](repeating: 1, count: FleetManifest.digestByteCount)
+
+    @Test func aWriteOfOneShardCountsTheOthersAgainstTheLimit() throws {
+        let sealer = try unitSealer()
         var full = FleetManifest(counter: 1, items: [:])
         for n in 0..<FleetManifest.maximumItemCount { full.items[try id(n)] = .init(digest: digest, version: 1) }
         let (sealed, shards) = try sealer.seal(&full, over: nil)
@@ -339,29 +346,19 @@ import VaultTestSupport
     }
 
     @Test func aManifestOverTheItemLimitIsRefusedAndAShardHoldsItsOwnItemsOnly() throws {
-        let name = try GroupName("limits")
-        let indexKey = try SymmetricKey.random()
-        let sealer = try FleetManifestKey(
-            group: name, groupID: Array(repeating: 7, count: 16), indexKey: indexKey, generation: 1,
-            generationKey: indexKey)
-        let digest = [UInt8](repeating: 1, count: FleetManifest.digestByteCount)
+        let sealer = try unitSealer()
         var items: [ItemID: FleetManifest.Entry] = [:]
-        for n in 0..<(FleetManifest.maximumItemCount + 1) {
-            var hash = [UInt8](repeating: 0, count: ItemID.hashByteCount)
-            hash[0] = UInt8(truncatingIfNeeded: n)
-            hash[1] = UInt8(truncatingIfNeeded: n >> 8)
-            items[try ItemID(hashBytes: hash)] = .init(digest: digest, version: 1)
-        }
+        for n in 0..<(FleetManifest.maximumItemCount + 1) { items[try id(n)] = .init(digest: digest, version: 1) }
         var over = FleetManifest(counter: 1, items: items)
         let refusal = #expect(throws: StoreError.self) { _ = try sealer.seal(&over, over: nil) }
         #expect(refusal?.message.contains("at most \(FleetManifest.maximumItemCount)") == true)
         // Each id is in the shard of its first six bits; a shard listing another shard's item is refused.
-        let id = try ItemID(hashBytes: [0xfc] + Array(repeating: 0, count: 31))
-        #expect(FleetManifest.shard(of: id) == 63)
-        let one = FleetManifest(counter: 1, items: [id: .init(digest: digest, version: 1)])
+        let last = try ItemID(hashBytes: [0xfc] + Array(repeating: 0, count: 31))
+        #expect(FleetManifest.shard(of: last) == 63)
+        let one = FleetManifest(counter: 1, items: [last: .init(digest: digest, version: 1)])
         let shard = try #require(one.shardEncodings([63])[63])
         var decoded: [ItemID: FleetManifest.Entry] = [:]
-        #expect(FleetManifest.decodeShard(shard, index: 63, into: &decoded) && decoded[id] != nil)
+        #expect(FleetManifest.decodeShard(shard, index: 63, into: &decoded) && decoded[last] != nil)
         var moved = shard
         moved[FleetManifest.shardMagic.count] = 62
         decoded = [:]
