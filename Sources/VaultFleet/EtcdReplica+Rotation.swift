@@ -255,7 +255,7 @@ extension EtcdReplica {
         }
         // A root is sealed again as it is (its shards' digests are under the key rotations keep); a manifest
         // in one key, as builds before shards wrote it, is put as shards and a root.
-        var manifestPuts: [EtcdOperation]
+        let manifestPuts: [EtcdOperation]
         switch manifest {
         case .root(var root):
             root.counter += 1

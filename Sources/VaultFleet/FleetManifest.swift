@@ -21,7 +21,7 @@ struct FleetManifest: Sendable {
     /// (a manifest in one key, as builds before shards wrote it, or one not written yet).
     var shardDigests: [[UInt8]]?
     /// The shards whose items `items` holds: nil, every shard; else a write's own shard alone (read
-    /// without the others, `EtcdReplica.seenManifest(loading:)`), the others' items counted in
+    /// without the others, `EtcdReplica.writeBasis(item:shard:)`), the others' items counted in
     /// `unloadedItemCount`.
     var loadedShards: Set<Int>?
     var unloadedItemCount = 0
@@ -67,11 +67,12 @@ struct FleetManifest: Sendable {
     static let shardCount = 64
     static let shardMagic = Array("VFS1".utf8)
 
-    /// The shard that holds `id`: its hash's first six bits.
+    /// The shard that holds `id`: its hash's first six bits, from its first two (lowercase) hex digits,
+    /// read from the file name in place (a write compares every entry's shard).
     static func shard(of id: ItemID) -> Int {
-        let digits = Array(id.rawValue.utf8.prefix(2))
-        let value = (hexValue(digits[0]) << 4) | hexValue(digits[1])
-        return value >> 2
+        var digits = id.fileName.utf8.makeIterator()
+        let high = hexValue(digits.next() ?? 0)
+        return ((high << 4) | hexValue(digits.next() ?? 0)) >> 2
     }
 
     private static func hexValue(_ digit: UInt8) -> Int {
@@ -97,13 +98,19 @@ struct FleetManifest: Sendable {
         }
         return entries.reduce(into: [:]) { result, shard in
             var bytes = Self.shardHeader(shard.key, count: shard.value.count)
-            bytes.reserveCapacity(bytes.count + shard.value.count * Self.entryByteCount)
-            for id in shard.value.sorted() {
-                guard let entry = items[id] else { continue }
-                bytes += id.hashBytes + entry.digest
-                bytes.appendBigEndian(entry.version)
-            }
+            appendEntries(of: shard.value, to: &bytes)
             result[shard.key] = bytes
+        }
+    }
+
+    /// Appends the entries of `ids`, in id order: each one's 32 hash bytes, 16 digest bytes and version
+    /// (8 bytes, big-endian).
+    private func appendEntries(of ids: [ItemID], to bytes: inout [UInt8]) {
+        bytes.reserveCapacity(bytes.count + ids.count * Self.entryByteCount)
+        for id in ids.sorted() {
+            guard let entry = items[id] else { continue }
+            bytes += id.hashBytes + entry.digest
+            bytes.appendBigEndian(entry.version)
         }
     }
 
@@ -156,11 +163,7 @@ struct FleetManifest: Sendable {
         var bytes = Self.wholeMagic
         bytes.appendBigEndian(counter)
         bytes.appendBigEndian(UInt32(truncatingIfNeeded: items.count))
-        for id in items.keys.sorted() {
-            guard let entry = items[id] else { continue }
-            bytes += id.hashBytes + entry.digest
-            bytes.appendBigEndian(entry.version)
-        }
+        appendEntries(of: Array(items.keys), to: &bytes)
         return bytes
     }
 

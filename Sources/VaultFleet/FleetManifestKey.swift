@@ -195,22 +195,24 @@ struct FleetManifestKey: Sendable {
 
     /// The digest of an item file that a manifest lists: a keyed hash, so that etcd cannot forge one.
     func digest(of contents: [UInt8]) throws(StoreError) -> [UInt8] {
-        do {
-            return try KeyDerivation.keyedHash(
-                contents, key: digestKey, domain: Self.digestDomain, outputByteCount: FleetManifest.digestByteCount)
-        } catch {
-            throw StoreError.crypto(error, "cannot digest an item of fleet group \(group)")
-        }
+        try keyedDigest(contents, domain: Self.digestDomain, what: "an item")
     }
 
     /// The digest of a manifest's shard that its root lists: a keyed hash under the digest key, which
     /// rotations keep, so that a rotation seals the root again without touching the shards.
     func shardDigest(of bytes: [UInt8]) throws(StoreError) -> [UInt8] {
+        try keyedDigest(bytes, domain: Self.shardDigestDomain, what: "a shard of the manifest")
+    }
+
+    /// A 16-byte keyed hash of `bytes` under the digest key for `domain`; `what` names them in an error.
+    private func keyedDigest(_ bytes: [UInt8], domain: KeyDerivation.Domain, what: String) throws(StoreError)
+        -> [UInt8]
+    {
         do {
             return try KeyDerivation.keyedHash(
-                bytes, key: digestKey, domain: Self.shardDigestDomain, outputByteCount: FleetManifest.digestByteCount)
+                bytes, key: digestKey, domain: domain, outputByteCount: FleetManifest.digestByteCount)
         } catch {
-            throw StoreError.crypto(error, "cannot digest a shard of the manifest of fleet group \(group)")
+            throw StoreError.crypto(error, "cannot digest \(what) of fleet group \(group)")
         }
     }
 }
