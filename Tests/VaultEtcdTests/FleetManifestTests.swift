@@ -18,11 +18,8 @@ import VaultTestSupport
         _ body: (_ a: Vault, _ b: Vault, _ group: AccessGroup, _ etcd: GroupState) throws -> R
     ) throws -> R {
         let endpoints = try TestCluster.require()
-        let group = try AccessGroup("shards-\(UUID().uuidString.prefix(8).lowercased())")
-        return try FleetTestSupport.withTwoHosts(group, a: endpoints, b: endpoints, label: "fleet-sh") { a, b in
-            a.requireFreshFleetReads(true)
-            b.requireFreshFleetReads(true)
-            return try body(a, b, group, try GroupState(group, of: a, endpoints: endpoints))
+        return try FleetTestSupport.withTwoFreshHosts("shards", on: endpoints, label: "fleet-sh") { a, b, group in
+            try body(a, b, group, try GroupState(group, of: a, endpoints: endpoints))
         }
     }
 

@@ -12,17 +12,12 @@ import VaultTestSupport
 /// `resyncFleetGroup(acceptingRollback: true)`.
 @Suite(.serialized) struct FleetRollbackTests {
 
-    /// Two hosts of a new fleet group with a name of its own (so that its keys can be found in the
-    /// shared cluster) on `endpoints`, reading fresh: every read asks etcd, so that what a test changes
-    /// behind the vault's back is seen at once (a watch would report it a few milliseconds later).
+    /// Two hosts of a new fleet group on `endpoints`, reading fresh (`withTwoFreshHosts`), with its keys.
     func withTwoHosts<R>(
         on endpoints: [String], _ body: (_ a: Vault, _ b: Vault, _ group: AccessGroup, _ etcd: GroupKeys) throws -> R
     ) throws -> R {
-        let group = try AccessGroup("rollback-\(UUID().uuidString.prefix(8).lowercased())")
-        return try FleetTestSupport.withTwoHosts(group, a: endpoints, b: endpoints, label: "fleet-rb") { a, b in
-            a.requireFreshFleetReads(true)
-            b.requireFreshFleetReads(true)
-            return try body(a, b, group, try GroupKeys(group, of: a, endpoints: endpoints))
+        try FleetTestSupport.withTwoFreshHosts("rollback", on: endpoints, label: "fleet-rb") { a, b, group in
+            try body(a, b, group, try GroupKeys(group, of: a, endpoints: endpoints))
         }
     }
 

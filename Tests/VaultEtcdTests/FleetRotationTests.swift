@@ -20,10 +20,7 @@ import VaultTestSupport
         _ body: (_ a: Vault, _ b: Vault, _ r: Vault, _ group: AccessGroup, _ keyFile: [UInt8]) throws -> R
     ) throws -> R {
         let endpoints = try TestCluster.require()
-        let group = try AccessGroup("rotate-\(UUID().uuidString.prefix(8).lowercased())")
-        return try FleetTestSupport.withTwoHosts(group, a: endpoints, b: endpoints, label: "fleet-rot") { a, b in
-            a.requireFreshFleetReads(true)
-            b.requireFreshFleetReads(true)
+        return try FleetTestSupport.withTwoFreshHosts("rotate", on: endpoints, label: "fleet-rot") { a, b, group in
             let keyFile = try a.exportFleetGroupKey(group).unprotectedCopy()
             return try withTemporaryVault("fleet-rot-r") { t in
                 let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])

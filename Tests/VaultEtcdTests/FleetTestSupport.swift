@@ -344,6 +344,21 @@ enum FleetTestSupport {
         }
     }
 
+    /// Two hosts (as `withTwoHosts`) of a new fleet group named `prefix` and a random suffix (so that its
+    /// keys can be found in a shared cluster), reading fresh: every read asks etcd, so that what a test
+    /// changes behind the vault's back is seen at once (a watch would report it a few milliseconds later).
+    static func withTwoFreshHosts<R>(
+        _ prefix: String, on endpoints: [String], label: String,
+        _ body: (_ a: Vault, _ b: Vault, _ group: AccessGroup) throws -> R
+    ) throws -> R {
+        let group = try AccessGroup("\(prefix)-\(UUID().uuidString.prefix(8).lowercased())")
+        return try withTwoHosts(group, a: endpoints, b: endpoints, label: label) { a, b in
+            a.requireFreshFleetReads(true)
+            b.requireFreshFleetReads(true)
+            return try body(a, b, group)
+        }
+    }
+
     /// Waits up to 10 s for `endpoint` to answer a linearizable read (it has a leader).
     static func waitForLeader(_ endpoint: String) throws {
         var probe = try EtcdClient.Configuration(endpoints: [endpoint])
