@@ -19,7 +19,7 @@ extension EtcdReplica {
 
     /// Seals the cached items again in batches. A batch whose compare failed (another machine wrote)
     /// is tried again at once without the items written meanwhile, which are looked at again later
-    /// (`rotationAttempts` tries a batch).
+    /// (`resealAttempts` tries a batch).
     private func resealItems(_ cache: ReplicaCache) throws(StoreError) -> (done: Int, left: Int) {
         var count = 0
         var pending = try cache.cachedIDs().sorted()[...]
@@ -53,7 +53,7 @@ extension EtcdReplica {
                     break
                 }
                 failures += 1
-                guard failures < Self.rotationAttempts else { return (count, batch.count + pending.count) }
+                guard failures < Self.resealAttempts else { return (count, batch.count + pending.count) }
                 var kept: [(id: ItemID, original: [UInt8], contents: [UInt8])] = []
                 if sealer.generation != generation {
                     // Another machine rotated meanwhile (this one took it): sealed again under the newest.

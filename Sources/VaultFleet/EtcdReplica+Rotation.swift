@@ -189,10 +189,14 @@ extension EtcdReplica {
             "fleet group \(group) kept changing on other machines; nothing was rotated: run the command again")
     }
 
-    /// How many times a rotation, and each batch that seals items again, is tried when other machines
-    /// write meanwhile: each try starts from what the failed one's answer held, so it fails only when
-    /// another write lands within one request's time.
+    /// How many times a rotation is tried when other machines write meanwhile: each try starts from what
+    /// the failed one's answer held, so it fails only when another write lands within one request's time.
     static let rotationAttempts = 50
+
+    /// How many times each batch that seals items again is tried: a batch's try also brings this
+    /// machine's cache to the write that beat it (its mark and the items, each flushed), so on a loaded
+    /// machine a steady writer elsewhere beats most tries; the batches are where a rotation waits.
+    static let resealAttempts = 200
 
     /// The keys a rotation's transaction compares and rewrites.
     private var rotationHeadKeys: [[UInt8]] { [manifestKey, keyringKey, machinesKey, acceptedKey, rollbackKey] }
