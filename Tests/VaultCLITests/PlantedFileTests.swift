@@ -547,13 +547,13 @@ struct PlantedFileTests {
                     #expect(errors.contains("not to the vault's owner"), "\(scenario): \(command): \(errors)")
                 }
             }
-            // A temp file's name, swept by every put (and by any write after a death), or the spare's, removed
-            // by a write after a death: unlinked, never written through (a directory cannot be unlinked). A
-            // user's spare is also replaced by that user's next put.
+            // A temp file's name or the spare's, removed by a write after a death (a group left tidy is not
+            // listed): unlinked, never written through (a directory cannot be unlinked). A user's spare is
+            // also replaced by that user's next put.
             let putsOwnSpare =
                 place == .ownersSpare && command.user == nil || place == .membersSpare && command.user == setup.member
             let sweeps =
-                place == .temporary && (command.afterDeath || command.arguments.contains("put"))
+                place == .temporary && command.afterDeath
                 || [.spare, .ownersSpare, .membersSpare].contains(place) && command.afterDeath
                 || place == .spareWithoutKey && command.user == nil && command.arguments.contains("put")
                     && outcome.status == 0

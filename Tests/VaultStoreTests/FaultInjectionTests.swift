@@ -185,18 +185,4 @@ import VaultTestSupport
             }
         }
     }
-
-    @Test func staleTempFilesAreCleanedUnderTheLock() throws {
-        try withTemporaryVault("store") { vault in
-            let store = try VaultStore.create(at: vault.path)
-            let id = try store.itemID(group: group, primaryKey: [1])
-            try store.put([1], group: group, id: id)
-            try vault.write([1, 2, 3], to: "groups/\(group)/.tmp.deadbeefdeadbeef")
-            #expect(try temporaryFiles(vault).count == 1)
-            #expect(try store.itemIDs(in: group) == [id])
-            let fresh = try VaultStore.open(at: vault.path)
-            try fresh.put([2], group: group, id: id)
-            #expect(try temporaryFiles(vault).isEmpty)
-        }
-    }
 }

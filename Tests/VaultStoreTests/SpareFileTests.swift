@@ -251,11 +251,11 @@ import VaultTestSupport
 
     /// A failed write through the spare leaves the lock's mark set, so that the next writer (of any
     /// process) removes the spares first; the old value stays.
-    /// The calls: the spare's contents (write #2; #1 is the mark), its fdatasync (fsync #1), its close
-    /// (close #1), the exchange and the rename tried after it (rename, every call). (Item plaintext is
-    /// padded, so a short value never truncates the spare.)
+    /// The calls: the spare's contents (write #3; #1 is the mark, #2 the tidy stamp's withdrawal), its
+    /// fdatasync (fsync #1), its close (close #1), the exchange and the rename tried after it (rename,
+    /// every call). (Item plaintext is padded, so a short value never truncates the spare.)
     @Test(arguments: [
-        (SystemOperation.write, 2, false, "a3"), (.fsync, 1, false, "a3"), (.close, 1, false, "a3"),
+        (SystemOperation.write, 3, false, "a3"), (.fsync, 1, false, "a3"), (.close, 1, false, "a3"),
         (.rename, 1, true, "a3"),
     ])
     func aFailedSpareWriteLeavesTheMarkForTheNextWriter(

@@ -69,12 +69,17 @@ extension VaultStore {
             let (locks, requested) = try Failure.converting { () throws(StoreError) in
                 try acquireLocks(groups, creating: creating)
             }
+            // The groups this transaction leaves with nothing to clean, stamped so at a normal finish.
+            var leftTidy: Set<GroupName> = []
             defer {
                 let untrusted = transactionState.withLock {
                     $0.holdsVaultLock = false
                     return $0.spareUntrusted
                 }
                 for lock in locks.reversed() {
+                    if !untrusted, let group = lock.groups?.first, leftTidy.contains(group) {
+                        WriterMark.stampTidy(lock.file)
+                    }
                     (untrusted ? WriterMark.sparesUntrusted : .idle).write(to: lock.file)
                     try? lock.file.unlock()
                 }
@@ -82,13 +87,24 @@ extension VaultStore {
             transactionState.withLock { $0.spareUntrusted = false }
             // A spare is written in place only when the exchange that made it the spare is durable. After
             // anything but a normal finish, remove the spares first; if that fails, use none and leave
-            // the mark for the next writer. A writer that cannot set the mark uses none either: its own
+            // the mark for the next writer. A writer that cannot set the mark does not write: its own
             // death would go unnoticed.
             var reusesSpares = true
             var recovered: Set<GroupName>? = []
+            // Groups whose last writer left them tidy in this boot: no listing at this store's first write.
+            var foundTidy: Set<GroupName> = []
             for lock in locks {
                 let found = WriterMark.read(lock.file)
-                if !WriterMark.active.write(to: lock.file) { reusesSpares = false }
+                if let group = lock.groups?.first, WriterMark.leftTidy(lock.file, found: found) {
+                    foundTidy.insert(group)
+                }
+                try Failure.converting { () throws(StoreError) in
+                    do throws(Errno) {
+                        try WriterMark.markActive(lock.file, withdrawingStamp: !lock.guardsVaultDirectory)
+                    } catch {
+                        throw StoreError.system(error, .write, "set the writer mark in", path: lockPath(lock))
+                    }
+                }
                 // An unreadable mark is taken as a death: the cleanup is what is always safe.
                 let died = found == nil || found == .active
                 if died {
@@ -102,6 +118,12 @@ extension VaultStore {
                 if found != .idle, !removeSpares(in: lock.groups) {
                     reusesSpares = false
                     transactionState.withLock { $0.spareUntrusted = true }
+                }
+            }
+            if !foundTidy.isEmpty {
+                housekeeping.withLock { state in
+                    state.cleanedGroups.formUnion(foundTidy)
+                    state.movesRecoveredGroups.formUnion(foundTidy)
                 }
             }
             // Closures, not key paths: a key path through `Set<GroupName>` is made at run time, and its first
@@ -121,6 +143,8 @@ extension VaultStore {
                 }
             }
             let result = try body(transaction)
+            // Without `finishingMoves`, a dead writer's moves are left for the next item write.
+            leftTidy = finishingMoves ? Set(requested ?? []) : foundTidy
             // Every write's local half is done: each replicated group the transaction touched has the cache
             // of what its replica last saw, which the replica may record (still under the group's lock).
             for group in transactionState.withLock({ $0.refreshedInTransaction }) {
@@ -136,6 +160,12 @@ extension VaultStore {
         let file: FileDescriptor
         let groups: Set<GroupName>?
         var guardsVaultDirectory: Bool { groups.map { $0.isEmpty } ?? true }
+    }
+
+    /// Where `lock`'s file is, for errors.
+    private func lockPath(_ lock: HeldLock) -> FilePath {
+        guard let group = lock.groups?.first else { return location / Self.lockFileName }
+        return groupPath(group) / Self.lockFileName
     }
 
     /// Takes the locks a transaction over `requested` and `creating` needs, in order (making the groups

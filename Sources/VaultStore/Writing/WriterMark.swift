@@ -29,4 +29,32 @@ enum WriterMark: UInt8 {
     func write(to lockFile: FileDescriptor) -> Bool {
         (try? lockFile.write([rawValue], at: 0)) == 1
     }
+
+    /// Sets `active` in `lockFile` (and in a group's, withdraws the tidy stamp), or throws: a writer
+    /// whose death could go unnoticed does not write.
+    static func markActive(_ lockFile: FileDescriptor, withdrawingStamp: Bool) throws(Errno) {
+        guard try lockFile.write([active.rawValue], at: 0) == 1 else { throw .ioError }
+        if withdrawingStamp { try lockFile.writeAll([UInt8](repeating: 0, count: 16), at: tidyBootOffset) }
+    }
+
+    /// Bytes 144..<160 of a group's `.lock`: the boot (`BootIdentifier`) in which the last holder let go
+    /// with nothing of its own or of a predecessor left to clean (no temp file, no interrupted move, no
+    /// version past the bound), zeros otherwise. Not synced either: after a power cut the boot differs,
+    /// and a temp file whose name the journal kept is swept as before.
+    static let tidyBootOffset: Int64 = 144
+
+    /// Stamps `lockFile` tidy in this boot, as its holder lets go after a normal finish.
+    static func stampTidy(_ lockFile: FileDescriptor) {
+        guard let boot = BootIdentifier.current else { return }
+        _ = try? lockFile.writeAll(boot, at: tidyBootOffset)
+    }
+
+    /// Whether the last holder of `lockFile` let go normally, in this boot, leaving nothing to clean:
+    /// the mark `idle` and the stamp of this boot.
+    static func leftTidy(_ lockFile: FileDescriptor, found: WriterMark?) -> Bool {
+        guard found == .idle, let boot = BootIdentifier.current,
+            let stamp = try? lockFile.read(count: boot.count, at: tidyBootOffset)
+        else { return false }
+        return stamp == boot
+    }
 }
