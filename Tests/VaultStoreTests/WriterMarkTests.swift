@@ -10,6 +10,9 @@ import VaultTestSupport
 @Suite struct WriterMarkTests {
     let group = try! GroupName("marks")
     let stray = ".tmp.deadbeefdeadbeef"
+    /// Stores that read versions finish interrupted moves, which a tidy stamp vouches for (any version
+    /// will do: these tests make no move that recovery would complete).
+    let versions: ItemVersionReader = { _ in ItemVersion(persistentID: [7], generation: 1) }
 
     func temporaryFiles(_ vault: TemporaryVault) throws -> [String] {
         try vault.entries("groups/\(group)").filter { $0.hasPrefix(AtomicFile.temporaryPrefix) }
@@ -30,12 +33,12 @@ import VaultTestSupport
     /// returns the temp files left.
     func strayAfterFirstWrite(_ prepare: (TemporaryVault, VaultStore, ItemID) throws -> Void) throws -> [String] {
         try withTemporaryVault("store") { vault in
-            let store = try VaultStore.create(at: vault.path)
+            let store = try VaultStore.create(at: vault.path, versions: versions)
             let id = try store.itemID(group: group, primaryKey: [1])
             try store.put([1], group: group, id: id)
             try prepare(vault, store, id)
             try vault.write([1, 2, 3], to: "groups/\(group)/\(stray)")
-            let fresh = try VaultStore.open(at: vault.path)
+            let fresh = try VaultStore.open(at: vault.path, versions: versions)
             try fresh.put([2], group: group, id: id)
             #expect(try fresh.get(group: group, id: id) == [2])
             #expect(try stamp(vault) == BootIdentifier.current, "a normal finish stamps the group tidy")
@@ -78,9 +81,30 @@ import VaultTestSupport
         #expect(left.isEmpty)
     }
 
+    @Test func aMoveLeftOpenIsNotStampedTidyAndTheNextProcessFinishesIt() throws {
+        try withTemporaryVault("store") { vault in
+            let store = try VaultStore.create(at: vault.path, versions: versions)
+            let source = ItemLocation(group: group, id: try store.itemID(group: group, primaryKey: [1]))
+            let destination = ItemLocation(group: group, id: try store.itemID(group: group, primaryKey: [2]))
+            try store.put([1], group: group, id: source.id)
+            // A body that began a move and returned without ending it (a caller that caught its failure).
+            try store.withWriteLock(groups: [group]) { (_) throws(StoreError) in
+                try store.beginMove(MoveIntent(source: source, destination: destination))
+            }
+            let notes = { try vault.entries("groups/\(group)").filter { $0.hasPrefix(MoveIntent.prefix) } }
+            #expect(try notes().count == 1)
+            #expect(try stamp(vault) == [UInt8](repeating: 0, count: 16))
+            let fresh = try VaultStore.open(at: vault.path, versions: versions)
+            try fresh.put([3], group: group, id: try fresh.itemID(group: group, primaryKey: [3]))
+            #expect(try notes().isEmpty, "the next process's first write finished the move")
+            #expect(try fresh.get(group: group, id: source.id) == [1])
+            #expect(try stamp(vault) == BootIdentifier.current)
+        }
+    }
+
     @Test func aWriterThatCannotSetTheMarkDoesNotWrite() throws {
         try withTemporaryVault("store") { vault in
-            let store = try VaultStore.create(at: vault.path)
+            let store = try VaultStore.create(at: vault.path, versions: versions)
             let id = try store.itemID(group: group, primaryKey: [1])
             try store.put([1], group: group, id: id)
             let plan = FaultPlan(.write, occurrence: 1, effect: .fail(.ioError))

@@ -16,6 +16,8 @@ import VaultSystem
 extension VaultStore {
     /// Steps 1 and 2: the mark, then the intent note.
     func beginMove(_ intent: MoveIntent) throws(StoreError) {
+        // Counted before the note is made: one whose making failed half-way may be there all the same.
+        transactionState.withLock { $0.openMoves[intent.source.group, default: 0] += 1 }
         let directory = try existingGroupDirectory(intent.source.group)
         let directoryPath = groupPath(intent.source.group)
         try AtomicFile.replaceSymbolicLink(
@@ -30,6 +32,11 @@ extension VaultStore {
     func endMove(of source: ItemLocation) throws(StoreError) {
         guard let directory = try groupDirectory(source.group, create: false) else { return }
         _ = try AtomicFile.remove(MoveIntent.noteName(source.id), in: directory, directoryPath: groupPath(source.group))
+        transactionState.withLock { state in
+            if let open = state.openMoves[source.group] {
+                state.openMoves[source.group] = open > 1 ? open - 1 : nil
+            }
+        }
     }
 
     /// Whether the marked item `item` (at `version`) is the old half of a move: its intent note names a

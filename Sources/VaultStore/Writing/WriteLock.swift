@@ -63,6 +63,7 @@ extension VaultStore {
                 $0.writerThread = ProcessIdentity.threadID
                 $0.transactionGroups = nil
                 $0.refreshedInTransaction = []
+                $0.openMoves = [:]
                 _ = $0.conflictedThreads.remove(ProcessIdentity.threadID)
             }
             defer { transactionState.withLock { $0.writerThread = nil } }
@@ -134,17 +135,21 @@ extension VaultStore {
             // Fleet groups are refreshed on first touch (`refreshReplicaIfStale`): a transaction that does not
             // touch one (a rekey, a passphrase change, a local group's write) does not need its replica.
             transactionState.withLock { $0.transactionGroups = groups == nil ? nil : locked }
+            // Known tidy: found so, or swept now (a group this store swept before may have been left
+            // untidy since by another process's failed transaction).
+            var knownTidy = foundTidy
             if finishingMoves {
                 try Failure.converting { () throws(StoreError) in
                     let pending = firstWriteGroups(groups == nil ? nil : locked, died: recovered)
                     if pending == nil || !(pending!.isEmpty) {
                         try finishInterruptedMoves(in: transaction, groups: pending)
                     }
+                    // A store without a version reader finishes no move (`finishInterruptedMoves`).
+                    if versions != nil { knownTidy.formUnion(pending ?? Set(requested ?? [])) }
                 }
             }
             let result = try body(transaction)
-            // Without `finishingMoves`, a dead writer's moves are left for the next item write.
-            leftTidy = finishingMoves ? Set(requested ?? []) : foundTidy
+            leftTidy = knownTidy.subtracting(transactionState.withLock { $0.openMoves.keys })
             // Every write's local half is done: each replicated group the transaction touched has the cache
             // of what its replica last saw, which the replica may record (still under the group's lock).
             for group in transactionState.withLock({ $0.refreshedInTransaction }) {
@@ -349,6 +354,9 @@ struct TransactionState {
     /// The threads whose transaction's replica write met a conflict: `withWriteLock` runs it again (by
     /// thread: another thread's transaction may start before this one's caller looks).
     var conflictedThreads: Set<UInt> = []
+    /// The groups whose moves this transaction began and has not ended (`beginMove`, `endMove`): an
+    /// intent note is left there, so the transaction does not stamp them tidy however it finishes.
+    var openMoves: [GroupName: Int] = [:]
     /// The replicated groups each thread is scanning (with how many scans): its reads of their items
     /// skip the replica's check, which the scan made once before them.
     var scans: [UInt: [GroupName: Int]] = [:]
