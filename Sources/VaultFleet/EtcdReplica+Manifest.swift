@@ -13,9 +13,9 @@ extension EtcdReplica {
         }
     }
 
-    /// Reads of every shard key, at `revision` (0: the newest).
-    func shardReads(revision: Int64 = 0) -> [EtcdOperation] {
-        shardKeys.map { .range(key: $0, rangeEnd: nil, revision: revision) }
+    /// Reads of the keys of shards `indices`, at `revision` (0: the newest).
+    func shardReads(_ indices: [Int], revision: Int64 = 0) -> [EtcdOperation] {
+        indices.map { .range(key: shardKeys[$0], rangeEnd: nil, revision: revision) }
     }
 
     /// The shards among `keyValues`, by index.
@@ -30,10 +30,5 @@ extension EtcdReplica {
     /// The puts of `shards` (by index).
     func shardPuts(_ shards: [Int: [UInt8]]) -> [EtcdOperation] {
         shards.sorted { $0.key < $1.key }.map { .put(key: shardKeys[$0.key], value: $0.value) }
-    }
-
-    /// The manifest that the sealed root `sealed` and the shards among `keyValues` make.
-    func manifest(_ sealed: [UInt8], shardsIn keyValues: [EtcdKeyValue]) throws(StoreError) -> FleetManifest {
-        try sealer.manifest(sealed, shards: shards(in: keyValues))
     }
 }

@@ -108,8 +108,7 @@ extension EtcdReplica {
         do {
             result = try client.transaction(
                 compare: compare, success: puts + [.put(key: manifestKey, value: sealed)] + shardPuts(shards),
-                failure: [.range(key: manifestKey, rangeEnd: nil), .range(key: rollbackKey, rangeEnd: nil)]
-                    + shardReads())
+                failure: [.range(key: manifestKey, rangeEnd: nil), .range(key: rollbackKey, rangeEnd: nil)])
         } catch {
             forget()
             throw storeError(error, "cannot seal its items again under the new key")
@@ -117,8 +116,8 @@ extension EtcdReplica {
         guard result.succeeded else {
             let found = result.ranges.map { $0?.keyValues.first }
             var caughtUp = false
-            if found.count == 2 + shardKeys.count, found[1] == nil, let manifest = found[0] {
-                caughtUp = try catchUp(to: manifest, shards: found.dropFirst(2).compactMap { $0 }, cache)
+            if found.count == 2, found[1] == nil, let manifest = found[0] {
+                caughtUp = try catchUp(to: manifest, at: result.revision, cache)
             }
             if !caughtUp { try refresh(cache) }
             return false
@@ -134,18 +133,19 @@ extension EtcdReplica {
         return true
     }
 
-    /// Brings the cache and what this process saw to etcd's manifest (`manifestValue`'s root with
-    /// `shards`), a plain step forward from the one seen, reading only the items it changed. False when
-    /// it is not one (not above this machine's mark, an item changed at a counter the mark covers, an
-    /// item that does not match): a complete refresh then refuses what must be refused.
-    private func catchUp(to manifestValue: EtcdKeyValue, shards: [EtcdKeyValue], _ cache: ReplicaCache)
+    /// Brings the cache and what this process saw to etcd's manifest (`manifestValue`, read at
+    /// `revision`), a plain step forward from the one seen, reading only the shards and items it
+    /// changed. False when it is not one (not above this machine's mark, an item changed at a counter
+    /// the mark covers, an item that does not match): a complete refresh then refuses what must be
+    /// refused.
+    private func catchUp(to manifestValue: EtcdKeyValue, at revision: Int64, _ cache: ReplicaCache)
         throws(StoreError) -> Bool
     {
         guard let seenManifest = seen.withLock({ $0.manifest }), let previous = try cache.highWaterMark() else {
             return false
         }
         // One that does not open under this key (another machine rotated meanwhile): a complete refresh.
-        guard let manifest = try? self.manifest(manifestValue.value, shardsIn: shards),
+        guard let manifest = try? self.manifest(manifestValue.value, at: revision, over: seenManifest),
             manifest.counter > previous.counter
         else {
             return false
@@ -189,6 +189,32 @@ extension EtcdReplica {
             seen.manifestDigest = digest
         }
         return true
+    }
+
+    /// The manifest that the sealed root `sealed` (read at `revision`) makes, with the shards whose
+    /// digests differ from `seen`'s read at that revision and the others taken from `seen`; nil when
+    /// they cannot be read.
+    private func manifest(_ sealed: [UInt8], at revision: Int64, over seen: FleetManifest) throws(StoreError)
+        -> FleetManifest?
+    {
+        guard case .root(let root) = try sealer.open(sealed), let seenDigests = seen.shardDigests else {
+            // A manifest in one key, or one seen in one key: every shard is read.
+            guard let shards = readShards(Set(0..<FleetManifest.shardCount), at: revision) else { return nil }
+            return try sealer.manifest(sealed, shards: shards)
+        }
+        let changed = Set((0..<FleetManifest.shardCount).filter { root.shardDigests[$0] != seenDigests[$0] })
+        guard var shards = readShards(changed, at: revision) else { return nil }
+        shards.merge(seen.shardEncodings(Set(0..<FleetManifest.shardCount).subtracting(changed))) { read, _ in read }
+        return try sealer.manifest(root, shards: shards)
+    }
+
+    /// Shards `indices` as etcd held them at `revision` (an absent shard is absent here too); nil when
+    /// they cannot be read (compacted past it, or etcd out of reach: a complete refresh says which).
+    private func readShards(_ indices: Set<Int>, at revision: Int64) -> [Int: [UInt8]]? {
+        guard !indices.isEmpty else { return [:] }
+        let reads = shardReads(indices.sorted(), revision: revision)
+        guard let found = try? client.transaction(compare: [], success: reads) else { return nil }
+        return shards(in: found.ranges.compactMap { $0?.keyValues.first })
     }
 
     /// Seals every kept version in etcd under the current generation; how many it sealed again. A
