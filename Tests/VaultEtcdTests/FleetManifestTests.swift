@@ -274,6 +274,34 @@ import VaultTestSupport
         }
     }
 
+    /// Another machine's write between a write's check of the root and its read of the root with its
+    /// shard (a proxy in front of etcd makes one in that window: the root put again) is a conflict, and
+    /// the rerun reads the group afresh and writes.
+    @Test func aWriteWhoseRootChangedAfterItsCheckIsRunAgainFromAFreshRead() throws {
+        let endpoints = try TestCluster.require()
+        let proxy = try InterposingProxy(upstream: endpoints[0])
+        let group = try AccessGroup("conflict-\(UUID().uuidString.prefix(8).lowercased())")
+        let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
+        // b goes through the proxy.
+        try FleetTestSupport.withTwoHosts(group, a: endpoints, b: [proxy.endpoint], label: "fleet-cf") { a, b in
+            try a.set(Data("one".utf8), for: try key("s1", group))
+            // A complete read by a process that does not watch, recorded for b's next processes.
+            let recorded = try Vault.open(at: b.path, client: client, fleet: .etcd(watching: false))
+            #expect(try recorded.data(for: try key("s1", group)) == Data("one".utf8))
+            let etcd = try GroupState(group, of: a, endpoints: endpoints)
+            let before = try etcd.manifest()
+            // The next such process takes the cache by the root alone: its write reads the root and
+            // the item's shard, and the proxy makes another machine's write just before that read.
+            let handle = try Vault.open(at: b.path, client: client, fleet: .etcd(watching: false))
+            try proxy.arm()
+            try handle.set(Data("two".utf8), for: try key("s1", group))
+            #expect(try proxy.puts() == 1, "the root was put again in the write's window")
+            #expect(try a.data(for: try key("s1", group)) == Data("two".utf8))
+            #expect(try etcd.manifest().counter == before.counter + 1, "one write, run again after its conflict")
+            #expect(try handle.data(for: try key("s1", group)) == Data("two".utf8))
+        }
+    }
+
     /// A cached item file removed by hand: the next command finds the cache short of the root's count,
     /// reads the group and puts the file back (no rollback is claimed later).
     @Test func aCachedFileRemovedByHandIsPutBackByTheNextCommand() throws {

@@ -165,8 +165,14 @@ import VaultTestSupport
                 }
                 finished.signal()
             }
+            // The writer under way before the rotations, and still after them (on a loaded machine its
+            // first write can take longer than both rotations).
+            let written = { outcome.withLock { $0.last } }
+            #expect(FleetTestSupport.eventually(within: 30) { written() > 0 }, "b wrote before the rotations")
             let first = try a.rotateFleetGroup(group)
             let second = try a.rotateFleetGroup(group)
+            let afterRotations = written()
+            #expect(FleetTestSupport.eventually(within: 30) { written() > afterRotations + 1 })
             stop.withLock { $0 = true }
             finished.wait()
             let (last, errors) = outcome.withLock { $0 }
