@@ -197,10 +197,15 @@ extension EtcdReplica {
     private func manifest(_ sealed: [UInt8], at revision: Int64, over seen: FleetManifest) throws(StoreError)
         -> FleetManifest?
     {
-        guard case .root(let root) = try sealer.open(sealed), let seenDigests = seen.shardDigests else {
-            // A manifest in one key, or one seen in one key: every shard is read.
+        let root: FleetManifestRoot
+        switch try sealer.open(sealed) {
+        case .whole(let whole): return whole
+        case .root(let opened): root = opened
+        }
+        guard let seenDigests = seen.shardDigests else {
+            // Seen in one key: every shard is read.
             guard let shards = readShards(Set(0..<FleetManifest.shardCount), at: revision) else { return nil }
-            return try sealer.manifest(sealed, shards: shards)
+            return try sealer.manifest(root, shards: shards)
         }
         let changed = Set((0..<FleetManifest.shardCount).filter { root.shardDigests[$0] != seenDigests[$0] })
         guard var shards = readShards(changed, at: revision) else { return nil }

@@ -66,8 +66,8 @@ import VaultTestSupport
                     } else {
                         // A failure may be absorbed only where the put still fully happened (the value is
                         // checked below): listing and unlinking of stale temp files, the lock release, the
-                        // lock's mark (unreadable: cleaned up as after a death; unwritable: no spare),
-                        // opening or checking the spare (a temp file is written instead), the exchange (a
+                        // lock's mark when unreadable (cleaned up as after a death; an unwritable one fails
+                        // the put, naming the `.lock`), the tidy stamp at the release, opening or checking the spare (a temp file is written instead), the exchange (a
                         // rename instead), zeroing the old contents. Never an fsync: the put would not be
                         // durable.
                         #expect(

@@ -7,7 +7,7 @@ import VaultTestSupport
 /// What the write lock's mark and tidy stamp (`WriterMark`) let a writer skip, and what they make it
 /// clean up: a group left tidy in this boot is not listed at a store's first write; a writer that died,
 /// a boot that ended, or a transaction that failed leaves the next store's first write to sweep.
-@Suite struct WriterMarkTests {
+@Suite(.enabled(if: BootIdentifier.current != nil, "needs /proc's boot id")) struct WriterMarkTests {
     let group = try! GroupName("marks")
     let stray = ".tmp.deadbeefdeadbeef"
     /// Stores that read versions finish interrupted moves, which a tidy stamp vouches for (any version
@@ -18,9 +18,11 @@ import VaultTestSupport
         try vault.entries("groups/\(group)").filter { $0.hasPrefix(AtomicFile.temporaryPrefix) }
     }
 
-    /// Writes `bytes` at `offset` of the group's `.lock`, in place (the file is never replaced).
-    func patchLock(_ vault: TemporaryVault, _ bytes: [UInt8], at offset: Int64) throws {
-        let lock = try FileDescriptor.currentWorkingDirectory.openAt(vault.file("groups/\(group)/.lock"), [.readWrite])
+    /// Writes `bytes` at `offset` of `group`'s `.lock` (this suite's group by default), in place (the
+    /// file is never replaced).
+    func patchLock(_ vault: TemporaryVault, _ bytes: [UInt8], at offset: Int64, of group: GroupName? = nil) throws {
+        let path = vault.file("groups/\(group ?? self.group)/.lock")
+        let lock = try FileDescriptor.currentWorkingDirectory.openAt(path, [.readWrite])
         defer { try? lock.close() }
         try lock.writeAll(bytes, at: offset)
     }
@@ -47,7 +49,6 @@ import VaultTestSupport
     }
 
     @Test func aGroupLeftTidyInThisBootIsNotListed() throws {
-        try #require(BootIdentifier.current != nil)
         // Nothing a writer leaves can be there: the stray, which no writer made, is not looked for.
         let left = try strayAfterFirstWrite { _, _, _ in }
         #expect(left == [stray])
@@ -65,6 +66,14 @@ import VaultTestSupport
             try patchLock(vault, [UInt8](repeating: 0xab, count: 16), at: WriterMark.tidyBootOffset)
         }
         #expect(otherBoot.isEmpty)
+    }
+
+    @Test func aStampUnderAHigherBoundOnVersionsIsNoStamp() throws {
+        // A handle opened before the bound was lowered prunes to the old one: this store sweeps.
+        let higherBound = try strayAfterFirstWrite { vault, store, _ in
+            try patchLock(vault, [UInt8(store.versionsKept + 1)], at: WriterMark.tidyBoundOffset)
+        }
+        #expect(higherBound.isEmpty)
     }
 
     @Test func aFailedTransactionWithdrawsTheStamp() throws {
@@ -102,18 +111,36 @@ import VaultTestSupport
         }
     }
 
-    @Test func aWriterThatCannotSetTheMarkDoesNotWrite() throws {
+    /// A writer that cannot set the mark fails, naming the `.lock`, and leaves what it found there: a
+    /// dead writer's 1 (whether byte 0 or the stamp's withdrawal failed) is still the next writer's to
+    /// act on, in the group whose mark failed and in every group locked after it.
+    @Test(arguments: [1, 2]) func aWriterThatCannotSetTheMarkDoesNotWriteAndLeavesTheMark(_ failing: Int) throws {
         try withTemporaryVault("store") { vault in
             let store = try VaultStore.create(at: vault.path, versions: versions)
+            let later = try GroupName("zmarks")
             let id = try store.itemID(group: group, primaryKey: [1])
             try store.put([1], group: group, id: id)
-            let plan = FaultPlan(.write, occurrence: 1, effect: .fail(.ioError))
+            try store.put([1], group: later, id: try store.itemID(group: later, primaryKey: [1]))
+            // Both left by writers that died.
+            try patchLock(vault, [1], at: 0)
+            try patchLock(vault, [1], at: 0, of: later)
+            try vault.write([1, 2, 3], to: "groups/\(group)/\(stray)")
+            let plan = FaultPlan(.write, occurrence: failing, effect: .fail(.ioError))
             let error = try #require(throws: StoreError.self) {
-                try FaultInjection.withPlan(plan) { try store.put([2], group: group, id: id) }
+                try FaultInjection.withPlan(plan) {
+                    try store.withWriteLock(groups: [group, later]) { (_) throws(StoreError) in }
+                }
             }
             #expect(error.message.contains("set the writer mark in \(vault.file("groups/\(group)/.lock"))"))
             #expect(error.errno == .ioError)
+            #expect(try vault.bytes("groups/\(group)/.lock").first == WriterMark.active.rawValue)
+            #expect(try vault.bytes("groups/\(later)/.lock").first == WriterMark.active.rawValue)
             #expect(try store.get(group: group, id: id) == [1])
+            // The next writer cleans up after the death it still sees.
+            let fresh = try VaultStore.open(at: vault.path, versions: versions)
+            try fresh.put([2], group: group, id: id)
+            #expect(try temporaryFiles(vault).isEmpty)
+            #expect(try vault.bytes("groups/\(group)/.lock").first == WriterMark.idle.rawValue)
         }
     }
 }

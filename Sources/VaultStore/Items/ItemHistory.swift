@@ -136,15 +136,20 @@ package enum ItemHistory {
         /// `version` now): the pruned version takes the spare's name, to be zeroed and written over
         /// like any spare; without one the spare's name goes (its file is the version's). Best effort:
         /// a spare left with two links is never written in place (`SpareFile`), and a version left past
-        /// the bound goes at the next recovery (`pruneHistory`).
-        func recycle(into spareName: String, in directory: FileDescriptor) {
-            if let pruned, (try? directory.renameAt(pruned, to: spareName)) != nil { return }
+        /// the bound goes at the next sweep (`pruneHistory`; the group is not stamped tidy meanwhile,
+        /// `WriterMark`). False when the pruned version stays.
+        @discardableResult
+        func recycle(into spareName: String, in directory: FileDescriptor) -> Bool {
+            if let pruned, (try? directory.renameAt(pruned, to: spareName)) != nil { return true }
             try? directory.unlinkAt(spareName)
+            return pruned == nil
         }
 
-        /// After a write through a temp file: the pruned version goes.
-        func prune(in directory: FileDescriptor) {
-            if let pruned { try? directory.unlinkAt(pruned) }
+        /// After a write through a temp file: the pruned version goes. False when it stays.
+        @discardableResult
+        func prune(in directory: FileDescriptor) -> Bool {
+            guard let pruned else { return true }
+            return (try? directory.unlinkAt(pruned)) != nil
         }
     }
 }

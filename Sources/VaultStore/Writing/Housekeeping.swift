@@ -3,29 +3,46 @@ import VaultSystem
 /// What writers clean up under the lock: temp files of writers that died (they exist only while a
 /// writer holds the lock, so under the lock any temp file is a leftover), versions past the bound (a
 /// writer that died before its pruning), spares that may still be an item's file on disk, and a bulk
-/// load's deferred flush. Temp files and versions go at each store's first write to a group, and again
-/// at any write that finds a dead writer's mark.
+/// load's deferred flush. Temp files and versions go at each store's first write to a group unless its
+/// last writer left it tidy in this boot (`WriterMark`), and again at any write that finds a dead
+/// writer's mark.
 extension VaultStore {
     /// Removes `group`'s temp files once per group per open store (and again after a death); `listed`
     /// is the group's listing when the caller has just made one under the lock.
     func removeStaleTemporaryFiles(group: GroupName, directory: FileDescriptor, listed: [String]? = nil) {
         if housekeeping.withLock({ $0.cleanedGroups.contains(group) }) { return }
-        let names = listed ?? (try? directory.entryNames()) ?? []
-        for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) {
-            try? directory.unlinkAt(name)
+        guard let names = listed ?? (try? directory.entryNames()) else {
+            noteLeftBehind(group)
+            return
         }
-        pruneHistory(names, in: directory)
+        var removed = true
+        for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) {
+            if (try? directory.unlinkAt(name)) == nil { removed = false }
+        }
+        if !pruneHistory(names, in: directory) { removed = false }
+        // Not tried again by this store (a directory planted under a temp file's name stays), but not
+        // stamped tidy either.
         housekeeping.withLock { _ = $0.cleanedGroups.insert(group) }
+        if !removed { noteLeftBehind(group) }
     }
 
     /// Removes the versions past the bound among a group directory's `names` (its listing), under the
     /// group's lock: what a writer that died between a version's link and its pruning left, and
-    /// (`exactly`) what a lowered bound leaves (`setVersionsKept`).
-    func pruneHistory(_ names: [String], in directory: FileDescriptor, exactly: Bool = false) {
+    /// (`exactly`) what a lowered bound leaves (`setVersionsKept`). False when one could not be removed.
+    @discardableResult
+    func pruneHistory(_ names: [String], in directory: FileDescriptor, exactly: Bool = false) -> Bool {
         let excess = ItemHistory.excess(among: names, kept: versionsKept, exactly: exactly) { id in
             GenerationRecord.recordedGeneration(id, in: directory)
         }
-        for name in excess { try? directory.unlinkAt(name) }
+        var removed = true
+        for name in excess where (try? directory.unlinkAt(name)) == nil { removed = false }
+        return removed
+    }
+
+    /// Records that the running transaction leaves something of `group`'s to clean up (a failed
+    /// best-effort removal): the group is not stamped tidy (`WriterMark`), so the next process sweeps it.
+    func noteLeftBehind(_ group: GroupName) {
+        transactionState.withLock { _ = $0.leftBehind.insert(group) }
     }
 
     /// Removes the temp files of `groups` (nil: every group), under their lock, after a writer died.
@@ -108,9 +125,9 @@ extension VaultStore {
 
 /// The cleanups a store has done since it was opened, and whether it is loading in bulk.
 struct HousekeepingState {
-    /// The groups whose interrupted moves were finished since the store was opened.
+    /// The groups whose interrupted moves were finished since the store was opened, or found tidy.
     var movesRecoveredGroups: Set<GroupName> = []
-    /// The groups whose stale temp files were removed.
+    /// The groups whose stale temp files were removed, or found tidy.
     var cleanedGroups: Set<GroupName> = []
     var cleanedVaultDirectory = false
     /// Whether the moves that a dead writer left were finished since the store was opened (`Moves`).

@@ -24,7 +24,9 @@ struct ItemWrite {
     /// (`SpareFile`).
     var shared: Bool { permissions == .ownerAndGroupReadWrite }
 
-    func run(in directory: FileDescriptor, directoryPath: FilePath) throws(StoreError) {
+    /// Runs the write; false when the version it pruned stays behind (best effort, see `ItemHistory`).
+    @discardableResult
+    func run(in directory: FileDescriptor, directoryPath: FilePath) throws(StoreError) -> Bool {
         if durable, reusingSpare, let spare = SpareFile.open(in: directory, shared: shared) {
             try spare.write(contents, for: name, in: directory, directoryPath: directoryPath)
             let kept: Bool
@@ -35,7 +37,9 @@ struct ItemWrite {
                 throw error
             }
             try spare.exchange(with: name, in: directory, directoryPath: directoryPath)
-            if kept { history?.recycle(into: spare.name, in: directory) } else { history?.prune(in: directory) }
+            let pruned =
+                kept
+                ? history?.recycle(into: spare.name, in: directory) ?? true : history?.prune(in: directory) ?? true
             do {
                 try finish(in: directory, directoryPath: directoryPath)
             } catch {
@@ -45,7 +49,7 @@ struct ItemWrite {
                 throw error
             }
             spare.scrub(in: directory, shared: shared)
-            return
+            return pruned
         }
         let temporary = try AtomicFile.writeTemporary(
             .plain(contents), in: directory, directoryPath: directoryPath, permissions, durable: durable)
@@ -56,8 +60,9 @@ struct ItemWrite {
             throw error
         }
         try AtomicFile.rename(temporary, to: name, in: directory, directoryPath: directoryPath)
-        history?.prune(in: directory)
+        let pruned = history?.prune(in: directory) ?? true
         try finish(in: directory, directoryPath: directoryPath)
+        return pruned
     }
 
     /// After the new file took its name: the generation record, then the one directory fsync. The record

@@ -91,9 +91,10 @@ extension VaultStore {
             for (name, contents) in try moveIntents(in: group) {
                 let source = MoveIntent.itemID(fromNoteName: name).map { ItemLocation(group: group, id: $0) }
                 defer {
-                    if let directory = try? groupDirectory(group, create: false) {
-                        _ = try? AtomicFile.remove(name, in: directory, directoryPath: groupPath(group))
+                    let removed = (try? groupDirectory(group, create: false)).flatMap { directory in
+                        try? AtomicFile.remove(name, in: directory, directoryPath: groupPath(group))
                     }
+                    if removed == nil { noteLeftBehind(group) }
                 }
                 guard let source, let destination = MoveIntent.destination(contents) else { continue }
                 guard let old = try? readFile(source, decoding: decode),

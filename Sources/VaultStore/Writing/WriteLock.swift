@@ -12,9 +12,9 @@ extension VaultStore {
     /// Runs `body` holding the vault's whole write lock (every group's), so that a
     /// check-then-act in `body` cannot interleave with any other writer, in this process or another.
     /// The lock is released when `body` returns or throws (or the process dies). Before `body`, the
-    /// transaction cleans up after a writer that died (and, at the first write of this store, after any
-    /// writer since the vault was last written): temp files, spares and interrupted moves. Failures of
-    /// the store come as `Failure(storeError)`.
+    /// transaction cleans up after a writer that died (and, at the first write of this store to a group
+    /// that its last writer did not leave tidy, after any writer since): temp files, spares and
+    /// interrupted moves. Failures of the store come as `Failure(storeError)`.
     package func withWriteLock<R, Failure: StoreErrorConvertible>(
         _ body: (WriteTransaction) throws(Failure) -> R
     ) throws(Failure) -> R {
@@ -64,6 +64,7 @@ extension VaultStore {
                 $0.transactionGroups = nil
                 $0.refreshedInTransaction = []
                 $0.openMoves = [:]
+                $0.leftBehind = []
                 _ = $0.conflictedThreads.remove(ProcessIdentity.threadID)
             }
             defer { transactionState.withLock { $0.writerThread = nil } }
@@ -72,16 +73,21 @@ extension VaultStore {
             }
             // The groups this transaction leaves with nothing to clean, stamped so at a normal finish.
             var leftTidy: Set<GroupName> = []
+            // How many locks this writer marked: a lock it did not mark keeps what it found (1 or 2 there
+            // is the next writer's to act on).
+            var marked = 0
             defer {
                 let untrusted = transactionState.withLock {
                     $0.holdsVaultLock = false
                     return $0.spareUntrusted
                 }
-                for lock in locks.reversed() {
-                    if !untrusted, let group = lock.groups?.first, leftTidy.contains(group) {
-                        WriterMark.stampTidy(lock.file)
+                for (index, lock) in locks.enumerated().reversed() {
+                    if index < marked {
+                        if !untrusted, let group = lock.groups?.first, leftTidy.contains(group) {
+                            WriterMark.stampTidy(lock.file, versionsKept: versionsKept)
+                        }
+                        (untrusted ? WriterMark.sparesUntrusted : .idle).write(to: lock.file)
                     }
-                    (untrusted ? WriterMark.sparesUntrusted : .idle).write(to: lock.file)
                     try? lock.file.unlock()
                 }
             }
@@ -96,7 +102,9 @@ extension VaultStore {
             var foundTidy: Set<GroupName> = []
             for lock in locks {
                 let found = WriterMark.read(lock.file)
-                if let group = lock.groups?.first, WriterMark.leftTidy(lock.file, found: found) {
+                if let group = lock.groups?.first,
+                    WriterMark.leftTidy(lock.file, found: found, versionsKept: versionsKept)
+                {
                     foundTidy.insert(group)
                 }
                 try Failure.converting { () throws(StoreError) in
@@ -106,6 +114,7 @@ extension VaultStore {
                         throw StoreError.system(error, .write, "set the writer mark in", path: lockPath(lock))
                     }
                 }
+                marked += 1
                 // An unreadable mark is taken as a death: the cleanup is what is always safe.
                 let died = found == nil || found == .active
                 if died {
@@ -141,6 +150,10 @@ extension VaultStore {
             if finishingMoves {
                 try Failure.converting { () throws(StoreError) in
                     let pending = firstWriteGroups(groups == nil ? nil : locked, died: recovered)
+                    // The listing that finds their notes sweeps their temp files and versions too, even
+                    // where this store did so before.
+                    let sweeping = (pending ?? Set(requested ?? [])).subtracting(foundTidy)
+                    housekeeping.withLock { $0.cleanedGroups.subtract(sweeping) }
                     if pending == nil || !(pending!.isEmpty) {
                         try finishInterruptedMoves(in: transaction, groups: pending)
                     }
@@ -149,7 +162,7 @@ extension VaultStore {
                 }
             }
             let result = try body(transaction)
-            leftTidy = knownTidy.subtracting(transactionState.withLock { $0.openMoves.keys })
+            leftTidy = transactionState.withLock { knownTidy.subtracting($0.openMoves.keys).subtracting($0.leftBehind) }
             // Every write's local half is done: each replicated group the transaction touched has the cache
             // of what its replica last saw, which the replica may record (still under the group's lock).
             for group in transactionState.withLock({ $0.refreshedInTransaction }) {
@@ -357,6 +370,9 @@ struct TransactionState {
     /// The groups whose moves this transaction began and has not ended (`beginMove`, `endMove`): an
     /// intent note is left there, so the transaction does not stamp them tidy however it finishes.
     var openMoves: [GroupName: Int] = [:]
+    /// The groups where a best-effort removal of this transaction failed (a temp file, a version past
+    /// the bound, a move's note), or whose listing failed: not stamped tidy either.
+    var leftBehind: Set<GroupName> = []
     /// The replicated groups each thread is scanning (with how many scans): its reads of their items
     /// skip the replica's check, which the scan made once before them.
     var scans: [UInt: [GroupName: Int]] = [:]

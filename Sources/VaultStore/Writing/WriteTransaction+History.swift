@@ -53,7 +53,7 @@ extension WriteTransaction {
                 pending = error
             }
         }
-        step.prune(in: directory)
+        if !step.prune(in: directory) { store.noteLeftBehind(item.group) }
         try AtomicFile.syncDirectory(directory, path: directoryPath)
         if let pending { throw pending }
         return true

@@ -68,12 +68,13 @@ package struct WriteTransaction {
             replica == nil && keepingHistory
             ? version.flatMap { ItemHistory.Step(item.id, writing: $0.generation, kept: store.versionsKept) } : nil
         do {
-            try ItemWrite(
+            let pruned = try ItemWrite(
                 contents: sealed.contents, name: item.id.fileName, record: record, durable: durable,
                 reusingSpare: spare,
                 permissions: sealed.keys.isShared ? .ownerAndGroupReadWrite : .ownerReadWrite, history: history
             )
             .run(in: directory, directoryPath: store.groupPath(item.group))
+            if !pruned { store.noteLeftBehind(item.group) }
         } catch {
             if spare { store.transactionState.withLock { $0.spareUntrusted = true } }
             guard let replica else { throw error }

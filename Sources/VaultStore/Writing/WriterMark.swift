@@ -39,22 +39,26 @@ enum WriterMark: UInt8 {
 
     /// Bytes 144..<160 of a group's `.lock`: the boot (`BootIdentifier`) in which the last holder let go
     /// with nothing of its own or of a predecessor left to clean (no temp file, no interrupted move, no
-    /// version past the bound), zeros otherwise. Not synced either: after a power cut the boot differs,
-    /// and a temp file whose name the journal kept is swept as before.
+    /// version past the bound), zeros otherwise; byte 160, the bound on versions it pruned to. Not
+    /// synced either: after a power cut the boot differs, and a temp file whose name the journal kept is
+    /// swept as before.
     static let tidyBootOffset: Int64 = 144
+    static let tidyBoundOffset: Int64 = 160
 
-    /// Stamps `lockFile` tidy in this boot, as its holder lets go after a normal finish.
-    static func stampTidy(_ lockFile: FileDescriptor) {
+    /// Stamps `lockFile` tidy in this boot, with the bound on versions (`versionsKept`) its holder
+    /// pruned to, as its holder lets go after a normal finish.
+    static func stampTidy(_ lockFile: FileDescriptor, versionsKept: Int) {
         guard let boot = BootIdentifier.current else { return }
-        _ = try? lockFile.writeAll(boot, at: tidyBootOffset)
+        _ = try? lockFile.writeAll(boot + [UInt8(clamping: versionsKept)], at: tidyBootOffset)
     }
 
-    /// Whether the last holder of `lockFile` let go normally, in this boot, leaving nothing to clean:
-    /// the mark `idle` and the stamp of this boot.
-    static func leftTidy(_ lockFile: FileDescriptor, found: WriterMark?) -> Bool {
+    /// Whether the last holder of `lockFile` let go normally, in this boot, leaving nothing to clean for
+    /// a writer that keeps `versionsKept` versions: the mark `idle` (`found`), the stamp of this boot, and
+    /// a bound no higher (a handle opened before the bound was lowered prunes to the old one).
+    static func leftTidy(_ lockFile: FileDescriptor, found: WriterMark?, versionsKept: Int) -> Bool {
         guard found == .idle, let boot = BootIdentifier.current,
-            let stamp = try? lockFile.read(count: boot.count, at: tidyBootOffset)
+            let stamp = try? lockFile.read(count: boot.count + 1, at: tidyBootOffset), stamp.count == boot.count + 1
         else { return false }
-        return stamp == boot
+        return stamp.prefix(boot.count).elementsEqual(boot) && Int(stamp[boot.count]) <= versionsKept
     }
 }
