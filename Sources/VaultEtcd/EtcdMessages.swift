@@ -51,8 +51,9 @@ package enum EtcdOperation: Sendable, Equatable {
     /// Deletes `key`, or every key in [`key`, `rangeEnd`).
     case delete(key: [UInt8], rangeEnd: [UInt8]?)
     /// Reads `key`, or every key in [`key`, `rangeEnd`), at `revision` when it is not 0 (in a
-    /// transaction that only reads); with `keysOnly`, their keys and revisions without their values.
-    case range(key: [UInt8], rangeEnd: [UInt8]?, revision: Int64 = 0, keysOnly: Bool = false)
+    /// transaction that only reads); with `keysOnly`, their keys and revisions without their values;
+    /// with a `limit` above 0, that many keys at most (the result's `count` still says how many there are).
+    case range(key: [UInt8], rangeEnd: [UInt8]?, revision: Int64 = 0, keysOnly: Bool = false, limit: Int = 0)
 }
 
 /// The answer to a transaction: whether its compares held, the revision after it, and the result of
@@ -122,8 +123,11 @@ enum EtcdJSON {
             var request: [String: JSONValue] = ["key": .string(base64(key))]
             if let rangeEnd { request["range_end"] = .string(base64(rangeEnd)) }
             return ["request_delete_range": .object(request)]
-        case .range(let key, let rangeEnd, let revision, let keysOnly):
-            return ["request_range": rangeRequest(key, rangeEnd: rangeEnd, keysOnly: keysOnly, revision: revision)]
+        case .range(let key, let rangeEnd, let revision, let keysOnly, let limit):
+            return [
+                "request_range": rangeRequest(
+                    key, rangeEnd: rangeEnd, keysOnly: keysOnly, limit: limit, revision: revision)
+            ]
         }
     }
 

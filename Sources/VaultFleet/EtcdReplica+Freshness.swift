@@ -24,16 +24,30 @@ extension EtcdReplica {
     func readGroup() throws(StoreError) -> EtcdRangeResult {
         var attempt = 1
         while true {
-            do {
+            do throws(EtcdError) {
                 let items = try client.range(
                     prefix: itemsPrefix, pageSize: Self.pageSize, maximumKeys: FleetManifest.maximumItemCount)
                 var keyValues = items.keyValues
-                let names = [acceptedKey, keyringKey, machinesKey, manifestKey, removedKey, rollbackKey] + shardKeys
+                let names = [acceptedKey, keyringKey, machinesKey, manifestKey, removedKey, rollbackKey]
                 let head = try client.transaction(
-                    compare: [], success: names.map { .range(key: $0, rangeEnd: nil, revision: items.revision) })
+                    compare: [],
+                    success: names.map { .range(key: $0, rangeEnd: nil, revision: items.revision) }
+                        + [shardRangeRead(revision: items.revision)])
+                guard head.ranges.count == names.count + 1, let shards = head.ranges[names.count] else {
+                    throw EtcdError(.malformedResponse, "etcd answered a read of the group's head without every range")
+                }
                 for (key, found) in zip(names, head.ranges) {
                     keyValues += found?.keyValues.filter { $0.key == key } ?? []
                 }
+                var shardValues = shards.keyValues
+                if shards.count > Int64(FleetManifest.shardCount) {
+                    // Keys that something else put between the shards' names: the shards by name.
+                    let byName = try client.transaction(
+                        compare: [],
+                        success: shardReads(Array(0..<FleetManifest.shardCount), revision: items.revision))
+                    shardValues = byName.ranges.compactMap { $0?.keyValues.first }
+                }
+                keyValues += shardValues.filter { shardIndex[$0.key] != nil }
                 return EtcdRangeResult(
                     revision: items.revision, keyValues: keyValues, count: Int64(keyValues.count),
                     clusterID: items.clusterID)

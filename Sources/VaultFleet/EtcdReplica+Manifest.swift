@@ -2,8 +2,8 @@ import VaultEtcd
 import VaultStore
 
 /// Where etcd holds a fleet group's manifest: its root under `manifest`, and its shards under
-/// `shards/<index, two hex digits>`, each read and written by name (a key that something else put
-/// under `shards/` is never read).
+/// `shards/<index, two hex digits>`, each written by name and read by name or in one range of their
+/// names (a key that something else put under `shards/` is never taken for a shard).
 extension EtcdReplica {
     /// The key of every shard, by index.
     static func shardKeys(under root: String) -> [[UInt8]] {
@@ -16,6 +16,16 @@ extension EtcdReplica {
     /// Reads of the keys of shards `indices`, at `revision` (0: the newest).
     func shardReads(_ indices: [Int], revision: Int64 = 0) -> [EtcdOperation] {
         indices.map { .range(key: shardKeys[$0], rangeEnd: nil, revision: revision) }
+    }
+
+    /// One read of the range from the first shard's name to the last's, at `revision`, of as many keys
+    /// as there are shards: one operation where 64 reads by name cost etcd far more. Absent shards are
+    /// not in it; a key that something else put between two shards' names is, and `shards(in:)` leaves
+    /// it out. When the range holds more keys than there are shards (its `count`), read them by name.
+    func shardRangeRead(revision: Int64) -> EtcdOperation {
+        .range(
+            key: shardKeys[0], rangeEnd: shardKeys[shardKeys.count - 1] + [0], revision: revision,
+            limit: FleetManifest.shardCount)
     }
 
     /// The shards among `keyValues`, by index.

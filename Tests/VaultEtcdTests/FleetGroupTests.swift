@@ -455,8 +455,9 @@ import VaultTestSupport
                     })
             }
             try etcd.put(root + Array("n-junk".utf8), Array("between the group's own keys".utf8))
-            // Beside the manifest's shards (00 to 3f), which are read by name.
-            for name in ["shards/0", "shards/40", "shards/3f-junk"] {
+            // Beside the manifest's shards (00 to 3f), and one between two shards' names, which the read of
+            // their range brings and leaves out.
+            for name in ["shards/0", "shards/40", "shards/3f-junk", "shards/00-junk"] {
                 try etcd.put(root + Array(name.utf8), Array(repeating: 0x6a, count: 64))
             }
             defer {
@@ -477,6 +478,16 @@ import VaultTestSupport
             try a.set(Data("newer".utf8), for: db)
             b.requireFreshFleetReads(true)
             #expect(try b.data(for: db) == Data("newer".utf8))
+            // More keys between the shards' names than there are shards (64), before all but the first:
+            // the shards are read by name.
+            _ = try etcd.transaction(
+                compare: [],
+                success: (0..<64).map { index in
+                    .put(key: root + Array("shards/00-junk-\(index)".utf8), value: Array(repeating: 0x6a, count: 64))
+                })
+            #expect(try b.resyncFleetGroup(stray, acceptingRollback: false).itemCount == 1)
+            try a.set(Data("newest".utf8), for: db)
+            #expect(try b.data(for: db) == Data("newest".utf8))
         }
     }
 }
