@@ -264,6 +264,9 @@ package final class EtcdClient: Sendable {
             requestOptions.freshConnection = !idempotent
             switch transport.post(endpoint + path, body: body, options: requestOptions) {
             case .failed(let failure):
+                if idempotent, failure.truncated {
+                    throw EtcdError(.responseTooLarge, "etcd at \(endpoint) answered \(path): \(failure.message)")
+                }
                 guard idempotent || failure.neverSent else {
                     throw EtcdError(
                         .outcomeUnknown,

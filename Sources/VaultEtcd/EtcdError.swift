@@ -13,6 +13,9 @@ package struct EtcdError: Error, Sendable, CustomStringConvertible {
         case rejected
         /// The answer was not the JSON etcd's gateway sends.
         case malformedResponse
+        /// A read's answer was larger than the client takes (`TransportOptions.maximumBodyByteCount`):
+        /// every member would give the same, so no other endpoint is asked.
+        case responseTooLarge
         /// A bad argument or configuration, found before anything was sent.
         case invalidRequest
         /// This process cannot send requests at all (libcurl cannot be loaded): no endpoint was tried,

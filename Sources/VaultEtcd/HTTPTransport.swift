@@ -10,7 +10,8 @@ struct TransportOptions: Sendable {
     var timeoutMilliseconds: Int
     var connectTimeoutMilliseconds: Int
     /// The largest response body accepted.
-    var maximumBodyByteCount = 64 << 20
+    var maximumBodyByteCount = Self.defaultMaximumBodyByteCount
+    static let defaultMaximumBodyByteCount = 64 << 20
     /// A new connection for this request, not kept afterwards (writes: see `vcurl_options`).
     var freshConnection = false
 
@@ -36,6 +37,8 @@ struct TransportFailure: Sendable {
     /// libcurl's `CURLcode`.
     let code: Int32
     let message: String
+    /// Whether the response was cut off at the largest body taken.
+    var truncated = false
     /// Whether the request cannot have reached the server (no connection was made, or TLS refused it
     /// before a byte of the request went out): safe to send again, also for a write.
     var neverSent: Bool { Self.beforeTheRequest.contains(code) }
@@ -80,8 +83,8 @@ final class HTTPTransport: @unchecked Sendable {
             return .failed(
                 TransportFailure(
                     code: code,
-                    message: truncated ? "the response was larger than \(options.maximumBodyByteCount) bytes" : message)
-            )
+                    message: truncated ? "the response was larger than \(options.maximumBodyByteCount) bytes" : message,
+                    truncated: truncated))
         }
         let received =
             response.length == 0 ? [] : Array(UnsafeBufferPointer(start: response.body, count: response.length))

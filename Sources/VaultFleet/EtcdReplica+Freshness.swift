@@ -18,36 +18,16 @@ extension EtcdReplica {
     }
 
     /// The group's keys as of one revision: its items in pages, then its manifest's root and shards,
-    /// reports, removal record, keyring and machines by name, in one read-only transaction at that
-    /// revision. Keys that something else put under the group's prefix are never read (they cost
-    /// nothing); more keys under `items/` than a group holds are refused.
+    /// reports, removal record, keyring and machines at that revision (`readHeadAndShards`). Other keys
+    /// that something else put under the group's prefix are never read; more keys under `items/` than
+    /// a group holds are refused.
     func readGroup() throws(StoreError) -> EtcdRangeResult {
         var attempt = 1
         while true {
             do throws(EtcdError) {
                 let items = try client.range(
                     prefix: itemsPrefix, pageSize: Self.pageSize, maximumKeys: FleetManifest.maximumItemCount)
-                var keyValues = items.keyValues
-                let names = [acceptedKey, keyringKey, machinesKey, manifestKey, removedKey, rollbackKey]
-                let head = try client.transaction(
-                    compare: [],
-                    success: names.map { .range(key: $0, rangeEnd: nil, revision: items.revision) }
-                        + [shardRangeRead(revision: items.revision)])
-                guard head.ranges.count == names.count + 1, let shards = head.ranges[names.count] else {
-                    throw EtcdError(.malformedResponse, "etcd answered a read of the group's head without every range")
-                }
-                for (key, found) in zip(names, head.ranges) {
-                    keyValues += found?.keyValues.filter { $0.key == key } ?? []
-                }
-                var shardValues = shards.keyValues
-                if shards.count > Int64(FleetManifest.shardCount) {
-                    // Keys that something else put between the shards' names: the shards by name.
-                    let byName = try client.transaction(
-                        compare: [],
-                        success: shardReads(Array(0..<FleetManifest.shardCount), revision: items.revision))
-                    shardValues = byName.ranges.compactMap { $0?.keyValues.first }
-                }
-                keyValues += shardValues.filter { shardIndex[$0.key] != nil }
+                let keyValues = try items.keyValues + readHeadAndShards(at: items.revision)
                 return EtcdRangeResult(
                     revision: items.revision, keyValues: keyValues, count: Int64(keyValues.count),
                     clusterID: items.clusterID)
@@ -57,6 +37,32 @@ extension EtcdReplica {
                 throw storeError(error, "cannot read its items from etcd")
             }
         }
+    }
+
+    /// The group's head keys by name and its shards at `revision`, in one read-only transaction with one
+    /// range of the shards' names (`shardRangeRead`). A key that something else put between two
+    /// shards' names is left out; when that range holds more keys than there are shards, or more
+    /// bytes than an answer may hold, everything is read by name instead (bounded by the group's own
+    /// keys).
+    private func readHeadAndShards(at revision: Int64) throws(EtcdError) -> [EtcdKeyValue] {
+        let names = [acceptedKey, keyringKey, machinesKey, manifestKey, removedKey, rollbackKey]
+        func reads(_ keys: [[UInt8]]) -> [EtcdOperation] {
+            keys.map { .range(key: $0, rangeEnd: nil, revision: revision) }
+        }
+        let malformed = EtcdError(.malformedResponse, "etcd answered a read of the group's head without every range")
+        func found(_ keys: [[UInt8]], in ranges: [EtcdRangeResult?]) -> [EtcdKeyValue] {
+            zip(keys, ranges).flatMap { key, range in range?.keyValues.filter { $0.key == key } ?? [] }
+        }
+        do throws(EtcdError) {
+            let head = try client.transaction(compare: [], success: reads(names) + [shardRangeRead(revision: revision)])
+            guard head.ranges.count == names.count + 1, let shards = head.ranges[names.count] else { throw malformed }
+            if shards.count <= Int64(FleetManifest.shardCount) {
+                return found(names, in: head.ranges) + shards.keyValues.filter { shardIndex[$0.key] != nil }
+            }
+        } catch  where error.code == .responseTooLarge {}
+        let byName = try client.transaction(compare: [], success: reads(names + shardKeys))
+        guard byName.ranges.count == names.count + shardKeys.count else { throw malformed }
+        return found(names + shardKeys, in: byName.ranges)
     }
 
     /// The group's head in one read of the keys from `manifest` to `rollback`: the manifest's root (nil:

@@ -21,7 +21,8 @@ extension EtcdReplica {
     /// One read of the range from the first shard's name to the last's, at `revision`, of as many keys
     /// as there are shards: one operation where 64 reads by name cost etcd far more. Absent shards are
     /// not in it; a key that something else put between two shards' names is, and `shards(in:)` leaves
-    /// it out. When the range holds more keys than there are shards (its `count`), read them by name.
+    /// it out. When the range holds more keys than there are shards (its `count`), or its answer is too
+    /// large, read them by name.
     func shardRangeRead(revision: Int64) -> EtcdOperation {
         .range(
             key: shardKeys[0], rangeEnd: shardKeys[shardKeys.count - 1] + [0], revision: revision,

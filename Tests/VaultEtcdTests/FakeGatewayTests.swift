@@ -176,6 +176,26 @@ final class FakeGateway {
         #expect(bounded?.code == .rejected && bounded?.message.contains("more than 2 keys") == true)
     }
 
+    /// A read's answer larger than the client takes is `responseTooLarge`, and no other endpoint is
+    /// asked: every member holds the same keys. (It was `unavailable` after every endpoint before, as if
+    /// etcd were out of reach, and a caller could not tell to read less.)
+    @Test func anAnswerTooLargeIsSaidSoWithoutAskingTheOtherEndpoints() throws {
+        let large = try FakeGateway(pages: [
+            "/v3/kv/txn": FakeGateway.Page(body: "{", fill: TransportOptions.defaultMaximumBodyByteCount + 1)
+        ])
+        let answering = try FakeGateway(["/v3/kv/txn": #"{\#(Self.header),"succeeded":true,"responses":[]}"#])
+        var configuration = try EtcdClient.Configuration(endpoints: [large.endpoint, answering.endpoint])
+        // Time enough for the whole answer on a loaded machine: what is tested is its size, not its time.
+        configuration.readDeadlineMilliseconds = 60_000
+        let client = EtcdClient(configuration)
+        let error = #expect(throws: EtcdError.self) {
+            _ = try client.transaction(compare: [], success: [.range(key: [1], rangeEnd: nil)])
+        }
+        #expect(error?.code == .responseTooLarge, "\(String(describing: error))")
+        #expect(error?.message.contains("etcd at \(large.endpoint)") == true, "\(String(describing: error))")
+        #expect(error?.message.contains("larger than") == true, "\(String(describing: error))")
+    }
+
     /// A watch answer without a newline was kept and scanned whole at each piece (CPU and memory
     /// without bound): the watch now ends once a line is longer than any answer is allowed to be.
     @Test func aWatchLineWithoutANewlineEndsTheWatch() throws {

@@ -439,6 +439,28 @@ import VaultTestSupport
     /// Keys that something else put under a group's prefix (here 6,000, more than a group can hold,
     /// outside `items/` and between the group's own keys) are never read: a command's read, a complete
     /// refresh (a resync, a join) and a fresh-only read all go on, where a complete refresh was refused.
+    /// A refresh's read of the shards' range answered with more than the client takes (keys that
+    /// something else put between the shards' names, with large values: a proxy gives the answer here)
+    /// is read again by name, not taken for etcd being out of reach.
+    @Test func aShardRangeTooLargeToReadIsReadByName() throws {
+        let endpoints = try TestCluster.require()
+        let proxy = try InterposingProxy(upstream: endpoints[0])
+        let group = try AccessGroup("oversize-\(UUID().uuidString.prefix(8).lowercased())")
+        // A deadline long enough for the answer on a loaded machine: what is tested is its size, not its time.
+        try FleetTestSupport.withTwoHosts(
+            group, a: endpoints, b: [proxy.endpoint], readDeadlineB: 30_000, label: "fleet-ov"
+        ) { a, b in
+            let db = try ItemKey(service: "db", account: "app", group: group)
+            try a.set(Data("one".utf8), for: db)
+            b.requireFreshFleetReads(true)
+            #expect(try b.data(for: db) == Data("one".utf8))
+            try a.set(Data("two".utf8), for: db)
+            try proxy.armOversize()
+            #expect(try b.data(for: db) == Data("two".utf8), "a fresh-only read, whose refresh read by name")
+            #expect(try proxy.oversized() == 1)
+        }
+    }
+
     @Test func strayKeysUnderTheGroupsPrefixAreNeverRead() throws {
         let endpoints = try TestCluster.require()
         let stray = try AccessGroup("stray-\(UUID().uuidString.prefix(8).lowercased())")
@@ -478,14 +500,26 @@ import VaultTestSupport
             try a.set(Data("newer".utf8), for: db)
             b.requireFreshFleetReads(true)
             #expect(try b.data(for: db) == Data("newer".utf8))
-            // More keys between the shards' names than there are shards (64), before all but the first:
-            // the shards are read by name.
+            // More keys between the shards' names than there are shards (64), sorting before the last of
+            // the group's shards (made one other than 00 first): the shards are read by name.
+            func lastShard() throws -> Int {
+                let keys = try etcd.range(prefix: root + Array("shards/".utf8), keysOnly: true).keyValues.map(\.key)
+                return keys.compactMap { Int(String(decoding: $0.suffix(2), as: UTF8.self), radix: 16) }.max() ?? 0
+            }
+            var extra = 0
+            while try lastShard() == 0 {
+                extra += 1
+                try a.set(Data("more".utf8), for: try ItemKey(service: "db\(extra)", account: "app", group: stray))
+            }
+            let before = String(format: "%02x", try lastShard() - 1)
             _ = try etcd.transaction(
                 compare: [],
                 success: (0..<64).map { index in
-                    .put(key: root + Array("shards/00-junk-\(index)".utf8), value: Array(repeating: 0x6a, count: 64))
+                    .put(
+                        key: root + Array("shards/\(before)-junk-\(index)".utf8),
+                        value: Array(repeating: 0x6a, count: 64))
                 })
-            #expect(try b.resyncFleetGroup(stray, acceptingRollback: false).itemCount == 1)
+            #expect(try b.resyncFleetGroup(stray, acceptingRollback: false).itemCount == 1 + extra)
             try a.set(Data("newest".utf8), for: db)
             #expect(try b.data(for: db) == Data("newest".utf8))
         }

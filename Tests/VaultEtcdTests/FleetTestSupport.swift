@@ -325,10 +325,11 @@ enum FleetTestSupport {
     }
 
     /// Two vaults standing for two hosts of fleet group `group`: the first makes it on
-    /// `endpointsA`, the second joins it on `endpointsB` (the same cluster's).
+    /// `endpointsA`, the second joins it on `endpointsB` (the same cluster's), with `readDeadlineB` when
+    /// given.
     static func withTwoHosts<R>(
-        _ group: AccessGroup, a endpointsA: [String], b endpointsB: [String], label: String,
-        _ body: (_ a: Vault, _ b: Vault) throws -> R
+        _ group: AccessGroup, a endpointsA: [String], b endpointsB: [String], readDeadlineB: Int? = nil,
+        label: String, _ body: (_ a: Vault, _ b: Vault) throws -> R
     ) throws -> R {
         let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
         return try withTemporaryVault("\(label)-a") { a in
@@ -337,8 +338,9 @@ enum FleetTestSupport {
                 let second = try Vault.create(at: b.path, client: client, fleet: .etcd())
                 try first.createFleetGroup(group, settings: FleetSettings(endpoints: endpointsA))
                 let key = try first.exportFleetGroupKey(group)
-                try second.joinFleetGroup(
-                    group, keyFile: key.unprotectedCopy(), settings: FleetSettings(endpoints: endpointsB))
+                var settingsB = FleetSettings(endpoints: endpointsB)
+                if let readDeadlineB { settingsB.readDeadlineMilliseconds = readDeadlineB }
+                try second.joinFleetGroup(group, keyFile: key.unprotectedCopy(), settings: settingsB)
                 return try body(first, second)
             }
         }

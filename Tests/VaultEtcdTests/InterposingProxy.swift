@@ -6,7 +6,8 @@ import Foundation
 /// the first key of the first transaction that reads a key without its value (`keys_only`: the read of
 /// a write's basis, whose first key is the manifest's root) again, the same value, just before it
 /// passes that transaction on: a new `mod_revision`, as another machine's write makes. Each such put
-/// is counted.
+/// is counted. Armed for an oversized answer instead, it answers the first read-only transaction with
+/// a limited range (a refresh's read of the shards' range) with more bytes than the client takes.
 final class InterposingProxy {
     // The test runner's threads block signals, and a child inherits the mask: unblocked here, or
     // `terminate()` would not end the server.
@@ -14,7 +15,7 @@ final class InterposingProxy {
         import http.server, json, signal, sys, threading, urllib.request
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
         upstream = sys.argv[1]
-        state = {"armed": False, "puts": 0}
+        state = {"armed": False, "puts": 0, "oversize": False, "oversized": 0}
         lock = threading.Lock()
         def post(path, body):
             request = urllib.request.Request(
@@ -24,6 +25,12 @@ final class InterposingProxy {
                     return answer.status, answer.read()
             except urllib.error.HTTPError as error:
                 return error.code, error.read()
+        def has_limited_range(body):
+            try:
+                success = json.loads(body).get("success", [])
+            except ValueError:
+                return False
+            return any(op.get("request_range", {}).get("limit") for op in success)
         def basis_key(body):
             try:
                 success = json.loads(body).get("success", [])
@@ -42,11 +49,21 @@ final class InterposingProxy {
                 self.wfile.write(body)
             def do_POST(self):
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                if self.path in ("/arm", "/count"):
+                if self.path in ("/arm", "/arm-oversize", "/count"):
                     with lock:
                         if self.path == "/arm":
                             state["armed"] = True
+                        if self.path == "/arm-oversize":
+                            state["oversize"] = True
                         self.reply(200, json.dumps(state).encode())
+                    return
+                with lock:
+                    oversize = state["oversize"] and self.path == "/v3/kv/txn" and has_limited_range(body)
+                    if oversize:
+                        state["oversize"] = False
+                        state["oversized"] += 1
+                if oversize:
+                    self.reply(200, b"{" + b"x" * (64 * 1024 * 1024 + 1))
                     return
                 with lock:
                     key = basis_key(body) if state["armed"] and self.path == "/v3/kv/txn" else None
@@ -92,8 +109,14 @@ final class InterposingProxy {
     /// Arms the proxy: the next write basis read finds the key put again just before it.
     func arm() throws { _ = try control("/arm") }
 
+    /// Arms the proxy: the next read of the shards' range is answered with more than the client takes.
+    func armOversize() throws { _ = try control("/arm-oversize") }
+
     /// How many times the proxy put the key again.
     func puts() throws -> Int { try control("/count")["puts"] as? Int ?? -1 }
+
+    /// How many oversized answers the proxy gave.
+    func oversized() throws -> Int { try control("/count")["oversized"] as? Int ?? -1 }
 
     private func control(_ path: String) throws -> [String: Any] {
         guard let transport = HTTPTransport(),
