@@ -43,8 +43,8 @@ final class FakeGateway {
         var json: [String: Any] { ["status": status, "type": type, "body": body, "fill": fill] }
     }
 
-    let process = Process()
-    let endpoint: String
+    let server: PythonHTTPServer
+    var endpoint: String { server.endpoint }
 
     /// A server answering a POST to each path of `answers` with its body, and `{}` to any other.
     convenience init(_ answers: [String: String]) throws {
@@ -53,24 +53,9 @@ final class FakeGateway {
 
     /// A server answering a POST to each path of `pages` with that page, and `{}` to any other.
     init(pages: [String: Page]) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         let json = try JSONSerialization.data(withJSONObject: pages.mapValues(\.json))
-        process.arguments = ["python3", "-c", Self.script, String(decoding: json, as: UTF8.self)]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        var line: [UInt8] = []
-        while let byte = try output.fileHandleForReading.read(upToCount: 1)?.first, byte != 10 { line.append(byte) }
-        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
-            process.terminate()
-            throw EtcdError(.invalidRequest, "the fake gateway (python3) did not start")
-        }
-        endpoint = "http://127.0.0.1:\(port)"
-    }
-
-    deinit {
-        process.terminate()
-        process.waitUntilExit()
+        server = try PythonHTTPServer(
+            script: Self.script, arguments: [String(decoding: json, as: UTF8.self)], name: "fake gateway")
     }
 
     func client(user: String? = nil, after others: [FakeGateway] = []) throws -> EtcdClient {

@@ -82,28 +82,12 @@ final class InterposingProxy {
         server.serve_forever()
         """
 
-    let process = Process()
-    let endpoint: String
+    let server: PythonHTTPServer
+    var endpoint: String { server.endpoint }
 
     /// A proxy in front of `upstream`.
     init(upstream: String) throws {
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", Self.script, upstream]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        var line: [UInt8] = []
-        while let byte = try output.fileHandleForReading.read(upToCount: 1)?.first, byte != 10 { line.append(byte) }
-        guard let port = Int(String(decoding: line, as: UTF8.self)) else {
-            process.terminate()
-            throw EtcdError(.invalidRequest, "the interposing proxy (python3) did not start")
-        }
-        endpoint = "http://127.0.0.1:\(port)"
-    }
-
-    deinit {
-        process.terminate()
-        process.waitUntilExit()
+        server = try PythonHTTPServer(script: Self.script, arguments: [upstream], name: "interposing proxy")
     }
 
     /// Arms the proxy: the next write basis read finds the key put again just before it.
