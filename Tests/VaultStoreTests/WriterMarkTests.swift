@@ -76,6 +76,21 @@ import VaultTestSupport
         #expect(higherBound.isEmpty)
     }
 
+    /// An item whose record lags its version files (a writer died between them) cannot be pruned yet:
+    /// the sweep says so, and the group is not stamped tidy, so that a later process sweeps it again.
+    @Test func anItemLeftWithMoreVersionsThanItsRecordAccountsForKeepsTheGroupUntidy() throws {
+        let id = try ItemID(hashBytes: [UInt8](repeating: 7, count: ItemID.hashByteCount))
+        let names = [id.fileName] + (1...7).map { ItemHistory.name(id, generation: UInt64($0)) }
+        let lagging = ItemHistory.excess(among: names, kept: 5, exactly: false) { _ in nil }
+        #expect(lagging.names.isEmpty && lagging.unresolved)
+        let recorded = ItemHistory.excess(among: names, kept: 5, exactly: false) { _ in 8 }
+        #expect(recorded.names == [ItemHistory.name(id, generation: 1), ItemHistory.name(id, generation: 2)])
+        #expect(!recorded.unresolved)
+        // A deleted item keeps its bound and its tombstone: tidy.
+        let deleted = ItemHistory.excess(among: Array(names.dropFirst(2)), kept: 5, exactly: false) { _ in 7 }
+        #expect(deleted.names.isEmpty && !deleted.unresolved)
+    }
+
     @Test func aFailedTransactionWithdrawsTheStamp() throws {
         let left = try strayAfterFirstWrite { vault, store, _ throws in
             #expect(try stamp(vault) == BootIdentifier.current)

@@ -61,9 +61,9 @@ package enum ItemHistory {
     /// no reference: the item's next version replaces it.
     static func excess(
         among names: [String], kept: Int, exactly: Bool, recordedGeneration: (ItemID) -> UInt64?
-    ) -> [String] {
+    ) -> (names: [String], unresolved: Bool) {
         let versions = names.compactMap { name in parse(name).map { (name, $0.id, $0.generation) } }
-        guard !versions.isEmpty else { return [] }
+        guard !versions.isEmpty else { return ([], false) }
         var byItem: [ItemID: [(name: String, generation: UInt64)]] = [:]
         for (name, id, generation) in versions { byItem[id, default: []].append((name, generation)) }
         // An item is looked at only when it has more than its bound, and, unless `exactly`, a deleted
@@ -73,18 +73,22 @@ package enum ItemHistory {
         // read tells apart.
         var listed: Set<String>?
         var excess: [String] = []
+        // An item left with more than it may have (its record lags its files: a writer died between
+        // them): the group is not tidy until a later sweep, once the item's next write set its record.
+        var unresolved = false
         for (id, files) in byItem where files.count > kept {
             if listed == nil { listed = Set(names) }
-            if !exactly, files.count == kept + 1, !listed!.contains(id.fileName) { continue }
+            let deleted = !listed!.contains(id.fileName)
+            if !exactly, files.count == kept + 1, deleted { continue }
             // A deleted item's record may lag its tombstone (a delete killed before the record): the
             // newer of the two.
             let recorded = recordedGeneration(id)
-            let current =
-                listed!.contains(id.fileName) ? recorded ?? 0 : max(recorded ?? 0, files.map(\.generation).max()!)
-            guard current > UInt64(kept) else { continue }
-            excess += files.filter { $0.generation < current - UInt64(kept) }.map(\.name)
+            let current = deleted ? max(recorded ?? 0, files.map(\.generation).max()!) : recorded ?? 0
+            let dropped = current > UInt64(kept) ? files.filter { $0.generation < current - UInt64(kept) } : []
+            excess += dropped.map(\.name)
+            if files.count - dropped.count > kept + (deleted && !exactly ? 1 : 0) { unresolved = true }
         }
-        return excess
+        return (excess, unresolved)
     }
 
     /// What a write does to the history of the item it replaces: keep the file it had (at `previous`)

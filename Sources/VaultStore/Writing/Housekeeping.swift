@@ -28,14 +28,15 @@ extension VaultStore {
 
     /// Removes the versions past the bound among a group directory's `names` (its listing), under the
     /// group's lock: what a writer that died between a version's link and its pruning left, and
-    /// (`exactly`) what a lowered bound leaves (`setVersionsKept`). False when one could not be removed.
+    /// (`exactly`) what a lowered bound leaves (`setVersionsKept`). False when one could not be removed,
+    /// or an item keeps more than the bound for now (`ItemHistory.excess`).
     @discardableResult
     func pruneHistory(_ names: [String], in directory: FileDescriptor, exactly: Bool = false) -> Bool {
         let excess = ItemHistory.excess(among: names, kept: versionsKept, exactly: exactly) { id in
             GenerationRecord.recordedGeneration(id, in: directory)
         }
-        var removed = true
-        for name in excess where (try? directory.unlinkAt(name)) == nil { removed = false }
+        var removed = !excess.unresolved
+        for name in excess.names where (try? directory.unlinkAt(name)) == nil { removed = false }
         return removed
     }
 
