@@ -11,27 +11,26 @@ extension EtcdReplica {
     /// not (the caller refreshes completely). With `recording`, records the state for this machine's
     /// next processes (`FleetCacheRecord`).
     func refreshByCatchingUp(_ cache: ReplicaCache, recording: Bool) throws(StoreError) -> Bool {
-        let started = ContinuousClock.now
-        let (seenManifest, seenRevision, seenReport) = seen.withLock {
-            ($0.manifest, $0.manifestRevision, $0.rollbackRevision)
+        let (seenManifest, seenRevision, seenReport, lastHead) = seen.withLock { seen in
+            defer { seen.lastHead = nil }
+            return (seen.manifest, seen.manifestRevision, seen.rollbackRevision, seen.lastHead)
         }
         guard seenManifest != nil, seenReport == 0 else { return false }
-        let found: EtcdTransactionResult
-        do {
-            found = try client.transaction(
-                compare: [],
-                success: [manifestKey, rollbackKey, acceptedKey, removedKey].map { .range(key: $0, rangeEnd: nil) })
-        } catch {
-            throw storeError(error, "cannot read its manifest from etcd")
+        // The check that found the cache stale has just read the head: no second read.
+        let head: GroupHead
+        if let lastHead {
+            head = lastHead
+        } else {
+            head = try readHead()
+            seen.withLock { $0.lastHead = nil }
         }
-        let values = found.ranges.map { $0?.keyValues.first }
-        guard values.count == 4, let root = values[0], values[1] == nil, values[3] == nil,
-            (values[2]?.modRevision ?? 0) <= seenRevision,
-            try catchUp(to: root, at: found.revision, cache)
+        guard let root = head.manifest, head.rollbackRevision == 0, !head.removed,
+            head.acceptedRevision <= seenRevision,
+            try catchUp(to: root, at: head.revision, cache)
         else { return false }
         seen.withLock { seen in
-            seen.confirmedRevision = max(seen.confirmedRevision, found.revision)
-            seen.confirmedAt = started
+            seen.confirmedRevision = max(seen.confirmedRevision, head.revision)
+            seen.confirmedAt = head.readAt
         }
         if recording {
             try cache.recordCurrent(
@@ -39,7 +38,7 @@ extension EtcdReplica {
                     manifestRevision: root.modRevision, rollbackRevision: 0,
                     markDigest: try sealer.digest(of: root.value)))
         }
-        watchIfNeeded(from: found.revision + 1)
+        watchIfNeeded(from: head.revision + 1)
         return true
     }
 
@@ -134,4 +133,16 @@ extension EtcdReplica {
         guard let found = try? client.transaction(compare: [], success: reads) else { return nil }
         return shards(in: found.ranges.compactMap { $0?.keyValues.first })
     }
+}
+
+/// A fleet group's head as one read-only transaction found it: the manifest's root (nil: none), the
+/// `mod_revision` of the rollback report and of the accepted-rollback record (0: none), whether a
+/// removal record is there, the store's revision, and when the read started (this process's clock).
+struct GroupHead: Sendable {
+    var manifest: EtcdKeyValue?
+    var rollbackRevision: Int64
+    var acceptedRevision: Int64
+    var removed: Bool
+    var revision: Int64
+    var readAt: ContinuousClock.Instant
 }

@@ -113,6 +113,7 @@ extension EtcdReplica {
             seen.manifestDigest = nil
             seen.rollbackRevision = 0
             seen.confirmedAt = nil
+            seen.lastHead = nil
         }
     }
 }
