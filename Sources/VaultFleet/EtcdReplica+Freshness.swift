@@ -65,30 +65,28 @@ extension EtcdReplica {
         return found(names + shardKeys, in: byName.ranges)
     }
 
-    /// The group's head (`GroupHead`) in one read-only transaction of its four keys by name: nothing else
-    /// under the prefix is read. Every change of the group's state changes the root or the report. Kept
-    /// for a step forward that follows (`refreshByCatchingUp`).
-    func readHead() throws(StoreError) -> GroupHead {
-        let readAt = ContinuousClock.now
-        let keys = [manifestKey, rollbackKey, acceptedKey, removedKey]
+    /// The group's head in one read of the keys from `manifest` to `rollback`: the manifest's root (nil:
+    /// none), the `mod_revision` of the rollback report (0: none), and the store's revision. Every change
+    /// of the group's state changes one of them.
+    func readHead() throws(StoreError) -> (manifest: EtcdKeyValue?, rollbackRevision: Int64, revision: Int64) {
         let found: EtcdTransactionResult
         do {
-            found = try client.transaction(compare: [], success: keys.map { .range(key: $0, rangeEnd: nil) })
+            // One read-only transaction of the two keys by name: nothing else under the prefix is read.
+            found = try client.transaction(
+                compare: [],
+                success: [.range(key: manifestKey, rangeEnd: nil), .range(key: rollbackKey, rangeEnd: nil)])
         } catch {
             throw storeError(error, "cannot read its manifest from etcd")
         }
-        guard found.ranges.count == keys.count, !found.ranges.contains(where: { $0 == nil }) else {
+        guard found.ranges.count == 2, let manifest = found.ranges[0], let rollback = found.ranges[1] else {
             throw storeError(
-                EtcdError(.malformedResponse, "etcd answered a read of \(keys.count) keys without every one"),
+                EtcdError(.malformedResponse, "etcd answered a read of two keys without both"),
                 "cannot read its manifest from etcd")
         }
-        let values = zip(keys, found.ranges).map { key, range in range?.keyValues.first { $0.key == key } }
-        let head = GroupHead(
-            manifest: values[0], rollbackRevision: values[1]?.modRevision ?? 0,
-            acceptedRevision: values[2]?.modRevision ?? 0, removed: values[3] != nil, revision: found.revision,
-            readAt: readAt)
-        seen.withLock { $0.lastHead = head }
-        return head
+        return (
+            manifest.keyValues.first { $0.key == manifestKey },
+            rollback.keyValues.first { $0.key == rollbackKey }?.modRevision ?? 0, found.revision
+        )
     }
 
     /// Whether the cache is what etcd holds: with `checkingItems`, by every key's revision under the

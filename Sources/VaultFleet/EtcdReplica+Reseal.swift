@@ -133,6 +133,95 @@ extension EtcdReplica {
         return true
     }
 
+    /// Brings the cache and what this process saw to etcd's manifest (`manifestValue`, read at
+    /// `revision`), a plain step forward from the one seen, reading only the shards and items it
+    /// changed. False when it is not one (not above this machine's mark, an item changed at a counter
+    /// the mark covers, an item that does not match): a complete refresh then refuses what must be
+    /// refused.
+    private func catchUp(to manifestValue: EtcdKeyValue, at revision: Int64, _ cache: ReplicaCache)
+        throws(StoreError) -> Bool
+    {
+        guard let seenManifest = seen.withLock({ $0.manifest }), let previous = try cache.highWaterMark() else {
+            return false
+        }
+        // One that does not open under this key (another machine rotated meanwhile): a complete refresh.
+        guard let manifest = try? self.manifest(manifestValue.value, at: revision, over: seenManifest),
+            manifest.counter > previous.counter
+        else {
+            return false
+        }
+        var changed: [ItemID] = []
+        for (id, entry) in manifest.items where seenManifest.items[id] != entry {
+            guard entry.version > previous.counter else { return false }
+            changed.append(id)
+        }
+        let removed = seenManifest.items.keys.filter { manifest.items[$0] == nil }
+        var values: [(id: ItemID, value: EtcdKeyValue)] = []
+        var start = 0
+        while start < changed.count {
+            let chunk = changed[start..<min(start + Self.resealBatchCount, changed.count)]
+            start += chunk.count
+            let found: EtcdTransactionResult
+            do {
+                found = try client.transaction(
+                    compare: [], success: chunk.map { .range(key: itemKey($0), rangeEnd: nil) })
+            } catch {
+                throw storeError(error, "cannot read its items from etcd")
+            }
+            for (id, range) in zip(chunk, found.ranges) {
+                guard let value = range?.keyValues.first,
+                    try sealer.digest(of: value.value) == manifest.items[id]?.digest
+                else { return false }
+                values.append((id, value))
+            }
+        }
+        let digest = try sealer.digest(of: manifestValue.value)
+        try cache.record(FleetMark(counter: manifest.counter, digest: digest))
+        for item in values { try cache.store(item.value.value, as: item.id) }
+        for id in removed { try cache.remove(id) }
+        seen.withLock { seen in
+            for item in values { seen.revisions[itemKey(item.id)] = item.value.modRevision }
+            for id in removed { seen.revisions.removeValue(forKey: itemKey(id)) }
+            seen.revisions[manifestKey] = manifestValue.modRevision
+            seen.manifest = manifest
+            seen.shardsDeferred = false
+            seen.manifestRevision = manifestValue.modRevision
+            seen.manifestDigest = digest
+        }
+        return true
+    }
+
+    /// The manifest that the sealed root `sealed` (read at `revision`) makes, with the shards whose
+    /// digests differ from `seen`'s read at that revision and the others taken from `seen`; nil when
+    /// they cannot be read.
+    private func manifest(_ sealed: [UInt8], at revision: Int64, over seen: FleetManifest) throws(StoreError)
+        -> FleetManifest?
+    {
+        let root: FleetManifestRoot
+        switch try sealer.open(sealed) {
+        case .whole(let whole): return whole
+        case .root(let opened): root = opened
+        }
+        guard let seenDigests = seen.shardDigests else {
+            // Seen in one key: every shard is read.
+            guard let shards = readShards(Set(0..<FleetManifest.shardCount), at: revision) else { return nil }
+            return try sealer.manifest(root, shards: shards)
+        }
+        let changed = Set((0..<FleetManifest.shardCount).filter { root.shardDigests[$0] != seenDigests[$0] })
+        guard var shards = readShards(changed, at: revision) else { return nil }
+        shards.merge(seen.shardEncodings(Set(0..<FleetManifest.shardCount).subtracting(changed))) { read, _ in read }
+        return try sealer.manifest(root, shards: shards)
+    }
+
+    /// Shards `indices` as etcd held them at `revision` (an absent shard is absent here too); nil when
+    /// they cannot be read (compacted past it, or etcd out of reach: a complete refresh says which).
+    private func readShards(_ indices: Set<Int>, at revision: Int64) -> [Int: [UInt8]]? {
+        guard !indices.isEmpty else { return [:] }
+        let reads = shardReads(indices.sorted(), revision: revision)
+        guard let found = try? client.transaction(compare: [], success: reads) else { return nil }
+        return shards(in: found.ranges.compactMap { $0?.keyValues.first })
+    }
+
     /// Seals every kept version in etcd under the current generation; how many it sealed again. A
     /// version deleted or pruned meanwhile, or one that does not open, is left.
     private func resealVersions(_ cache: ReplicaCache) throws(StoreError) -> Int {

@@ -113,7 +113,6 @@ extension EtcdReplica {
             seen.manifestDigest = nil
             seen.rollbackRevision = 0
             seen.confirmedAt = nil
-            seen.lastHead = nil
         }
     }
 }

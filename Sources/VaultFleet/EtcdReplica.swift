@@ -71,9 +71,6 @@ final class EtcdReplica: Sendable {
         var watchLiveSince: ContinuousClock.Instant?
         var watchFailures = 0
         var watchRetryAt: ContinuousClock.Instant?
-        /// The head this process read last, for a step forward that follows its check
-        /// (`refreshByCatchingUp`); nil once used or forgotten.
-        var lastHead: GroupHead?
         /// The rollback accepted on another machine that this process's refresh took, said in words.
         var acceptedRollback: String?
     }

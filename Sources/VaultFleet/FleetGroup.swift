@@ -160,9 +160,7 @@ final class FleetGroup: GroupReplica {
     func refresh(_ cache: ReplicaCache, recording: Bool = false) throws(StoreError) -> Bool {
         let before = cache.changeCount
         let started = ContinuousClock.now
-        if try !replica.refreshByCatchingUp(cache, recording: recording) {
-            try replica.refresh(cache, recording: recording)
-        }
+        try replica.refresh(cache, recording: recording)
         noteRefreshed(startedAt: started)
         return cache.changeCount > before
     }

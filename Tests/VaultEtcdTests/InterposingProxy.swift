@@ -6,8 +6,7 @@ import Foundation
 /// the first key of the first transaction that reads a key without its value (`keys_only`: the read of
 /// a write's basis, whose first key is the manifest's root) again, the same value, just before it
 /// passes that transaction on: a new `mod_revision`, as another machine's write makes. Each such put
-/// is counted, as are the reads of a range of keys with their values (`/v3/kv/range` with a
-/// `range_end`: a refresh's pages of items). Armed for an oversized answer instead, it answers the first read-only transaction with
+/// is counted. Armed for an oversized answer instead, it answers the first read-only transaction with
 /// a limited range (a refresh's read of the shards' range) with more bytes than the client takes.
 final class InterposingProxy {
     // The test runner's threads block signals, and a child inherits the mask: unblocked here, or
@@ -16,7 +15,7 @@ final class InterposingProxy {
         import http.server, json, signal, sys, threading, urllib.request
         signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM])
         upstream = sys.argv[1]
-        state = {"armed": False, "puts": 0, "oversize": False, "oversized": 0, "ranges": 0}
+        state = {"armed": False, "puts": 0, "oversize": False, "oversized": 0}
         lock = threading.Lock()
         def post(path, body):
             request = urllib.request.Request(
@@ -59,8 +58,6 @@ final class InterposingProxy {
                         self.reply(200, json.dumps(state).encode())
                     return
                 with lock:
-                    if self.path == "/v3/kv/range" and b"range_end" in body and b"keys_only" not in body:
-                        state["ranges"] += 1
                     oversize = state["oversize"] and self.path == "/v3/kv/txn" and has_limited_range(body)
                     if oversize:
                         state["oversize"] = False
@@ -101,9 +98,6 @@ final class InterposingProxy {
 
     /// How many times the proxy put the key again.
     func puts() throws -> Int { try control("/count")["puts"] as? Int ?? -1 }
-
-    /// How many reads of a range of keys with their values the proxy passed on.
-    func rangeReads() throws -> Int { try control("/count")["ranges"] as? Int ?? -1 }
 
     /// How many oversized answers the proxy gave.
     func oversized() throws -> Int { try control("/count")["oversized"] as? Int ?? -1 }
