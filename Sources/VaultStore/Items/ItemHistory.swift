@@ -142,7 +142,6 @@ package enum ItemHistory {
         /// a spare left with two links is never written in place (`SpareFile`), and a version left past
         /// the bound goes at the next sweep (`pruneHistory`; the group is not stamped tidy meanwhile,
         /// `WriterMark`). False when the pruned version stays.
-        @discardableResult
         func recycle(into spareName: String, in directory: FileDescriptor) -> Bool {
             if let pruned, (try? directory.renameAt(pruned, to: spareName)) != nil { return true }
             try? directory.unlinkAt(spareName)
@@ -150,10 +149,16 @@ package enum ItemHistory {
         }
 
         /// After a write through a temp file: the pruned version goes. False when it stays.
-        @discardableResult
         func prune(in directory: FileDescriptor) -> Bool {
             guard let pruned else { return true }
             return (try? directory.unlinkAt(pruned)) != nil
+        }
+
+        /// After the exchange of a write through the spare `spareName`: `recycle` when the previous file
+        /// was kept as a version (`kept`, so the spare holds it), else `prune`. False when the pruned
+        /// version stays.
+        func dropPruned(afterKeeping kept: Bool, spareName: String, in directory: FileDescriptor) -> Bool {
+            kept ? recycle(into: spareName, in: directory) : prune(in: directory)
         }
     }
 }

@@ -37,9 +37,7 @@ struct ItemWrite {
                 throw error
             }
             try spare.exchange(with: name, in: directory, directoryPath: directoryPath)
-            let pruned =
-                kept
-                ? history?.recycle(into: spare.name, in: directory) ?? true : history?.prune(in: directory) ?? true
+            let pruned = history?.dropPruned(afterKeeping: kept, spareName: spare.name, in: directory) ?? true
             do {
                 try finish(in: directory, directoryPath: directoryPath)
             } catch {

@@ -153,10 +153,9 @@ extension WriteTransaction {
         let kept = try history?.keepPrevious(of: item.id.fileName, in: directory, directoryPath: directoryPath) ?? false
         try SpareFile.exchange(prepared.spareName, with: item.id.fileName, in: directory, directoryPath: directoryPath)
         // The slot's spare is then zeroed by `finish`, once the exchange is durable.
-        let pruned =
-            kept
-            ? history?.recycle(into: prepared.spareName, in: directory) ?? true : history?.prune(in: directory) ?? true
-        if !pruned { store.noteLeftBehind(item.group) }
+        if history?.dropPruned(afterKeeping: kept, spareName: prepared.spareName, in: directory) == false {
+            store.noteLeftBehind(item.group)
+        }
         var recordFailure: StoreError?
         let record = GenerationRecord.name(item.id)
         if prepared.hasRecord {
