@@ -17,20 +17,24 @@ extension EtcdReplica {
         }
     }
 
-    /// The group's keys as of one revision: its items in pages, then its manifest's root and shards,
-    /// reports, removal record, keyring and machines at that revision (`readHeadAndShards`). Other keys
-    /// that something else put under the group's prefix are never read; more keys under `items/` than
-    /// a group holds are refused.
-    func readGroup() throws(StoreError) -> EtcdRangeResult {
+    /// The group's keys as of one revision: its items in pages, then its manifest's root and tree,
+    /// reports, removal record, keyring and machines at that revision (`readHeadAndTree`), and whether
+    /// the tree's keys are all there. Other keys that something else put under the group's prefix are
+    /// never read; more keys under `items/` than a group holds are refused.
+    func readGroup() throws(StoreError) -> (found: EtcdRangeResult, treeComplete: Bool) {
         var attempt = 1
         while true {
             do throws(EtcdError) {
                 let items = try client.range(
                     prefix: itemsPrefix, pageSize: Self.pageSize, maximumKeys: FleetManifest.maximumItemCount)
-                let keyValues = try items.keyValues + readHeadAndShards(at: items.revision)
-                return EtcdRangeResult(
-                    revision: items.revision, keyValues: keyValues, count: Int64(keyValues.count),
-                    clusterID: items.clusterID)
+                let head = try readHeadAndTree(at: items.revision)
+                let keyValues = items.keyValues + head.keyValues
+                return (
+                    EtcdRangeResult(
+                        revision: items.revision, keyValues: keyValues, count: Int64(keyValues.count),
+                        clusterID: items.clusterID),
+                    head.treeComplete
+                )
             } catch  where error.grpcCode == EtcdClient.outOfRange && attempt < 3 {
                 attempt += 1  // compacted past the items' revision meanwhile: read again
             } catch {
@@ -39,30 +43,29 @@ extension EtcdReplica {
         }
     }
 
-    /// The group's head keys by name and its shards at `revision`, in one read-only transaction with one
-    /// range of the shards' names (`shardRangeRead`). A key that something else put between two
-    /// shards' names is left out; when that range holds more keys than there are shards, or more
-    /// bytes than an answer may hold, everything is read by name instead (bounded by the group's own
-    /// keys).
-    private func readHeadAndShards(at revision: Int64) throws(EtcdError) -> [EtcdKeyValue] {
+    /// The group's head keys by name and its tree at `revision`, in one read-only transaction with one
+    /// range of `tree/` (`treeRangeRead`). When that range holds more keys than a tree has (another
+    /// epoch's left by a writer that died, or strays), or more bytes than an answer may hold, the tree
+    /// is not in what this returns: `manifest(_:in:treeComplete:)` reads the root's epoch alone.
+    private func readHeadAndTree(at revision: Int64) throws(EtcdError) -> (
+        keyValues: [EtcdKeyValue], treeComplete: Bool
+    ) {
         let names = [acceptedKey, keyringKey, machinesKey, manifestKey, removedKey, rollbackKey]
-        func reads(_ keys: [[UInt8]]) -> [EtcdOperation] {
-            keys.map { .range(key: $0, rangeEnd: nil, revision: revision) }
-        }
-        let malformed = EtcdError(.malformedResponse, "etcd answered a read of the group's head without every range")
-        func found(_ keys: [[UInt8]], in ranges: [EtcdRangeResult?]) -> [EtcdKeyValue] {
-            zip(keys, ranges).flatMap { key, range in range?.keyValues.filter { $0.key == key } ?? [] }
-        }
         do throws(EtcdError) {
-            let head = try client.transaction(compare: [], success: reads(names) + [shardRangeRead(revision: revision)])
-            guard head.ranges.count == names.count + 1, let shards = head.ranges[names.count] else { throw malformed }
-            if shards.count <= Int64(FleetManifest.shardCount) {
-                return found(names, in: head.ranges) + shards.keyValues.filter { shardIndex[$0.key] != nil }
+            let head = try client.transaction(
+                compare: [],
+                success: names.map { .range(key: $0, rangeEnd: nil, revision: revision) }
+                    + [treeRangeRead(revision: revision)])
+            guard head.ranges.count == names.count + 1, let tree = head.ranges[names.count] else {
+                throw EtcdError(.malformedResponse, "etcd answered a read of the group's head without every range")
             }
+            let keyValues = zip(names, head.ranges).flatMap { key, range in
+                range?.keyValues.filter { $0.key == key } ?? []
+            }
+            guard tree.count <= Int64(Self.treeKeyLimit) else { return (keyValues, false) }
+            return (keyValues + tree.keyValues.filter { $0.key.starts(with: treePrefix) }, true)
         } catch  where error.code == .responseTooLarge {}
-        let byName = try client.transaction(compare: [], success: reads(names + shardKeys))
-        guard byName.ranges.count == names.count + shardKeys.count else { throw malformed }
-        return found(names + shardKeys, in: byName.ranges)
+        return (try readByName(names, at: revision), false)
     }
 
     /// The group's head in one read of the keys from `manifest` to `rollback`: the manifest's root (nil:
@@ -99,7 +102,7 @@ extension EtcdReplica {
         guard let manifest = head.manifest else { return false }
         let digest = try sealer.digest(of: manifest.value)
         let same = seen.withLock { seen in
-            guard seen.manifest != nil || seen.shardsDeferred, seen.manifestDigest == digest,
+            guard seen.manifest != nil || seen.deferredTreeEpoch != nil, seen.manifestDigest == digest,
                 seen.manifestRevision == manifest.modRevision,
                 seen.rollbackRevision == head.rollbackRevision
             else { return false }
@@ -117,8 +120,9 @@ extension EtcdReplica {
     /// revision, the rollback report that revision, and the cache holds as many items as the root counts
     /// (a cached file removed or left here since: a complete refresh, which puts it right; not counted
     /// while the group directory's modification time is the one recorded). Then the
-    /// root is taken as seen without its shards, so that the cost does not grow with the group: a write
-    /// reads its item's shard and revision when it needs them (`manifestForWrite(shard:item:)`).
+    /// root is taken as seen without its tree, so that the cost does not grow with the group: a write
+    /// reads its item's node, leaf and revision when it needs them (`writeBasis(item:leaf:)`). An
+    /// earlier build's manifest is read completely (its first write here puts a tree).
     func adoptCacheIfCurrent(_ cache: ReplicaCache) throws(StoreError) -> Bool {
         guard let record = cache.currentRecord(), let mark = try? cache.highWaterMark(),
             mark.digest == record.markDigest
@@ -129,21 +133,17 @@ extension EtcdReplica {
             head.rollbackRevision == record.rollbackRevision,
             try sealer.digest(of: manifestValue.value) == mark.digest
         else { return false }
+        guard case .root(let root) = try sealer.open(manifestValue.value) else { return false }
         // The directory unchanged since the record: no file was added or removed. Else the files are
         // counted (the kernel's listing of every item file).
         if record.directoryStamp == 0 || cache.directoryModificationTime() != record.directoryStamp {
-            let itemCount: Int
-            switch try sealer.open(manifestValue.value) {
-            case .root(let root): itemCount = root.itemCount
-            case .whole(let whole): itemCount = whole.items.count
-            }
-            guard try cache.cachedIDs().count == itemCount else { return false }
+            guard try cache.cachedIDs().count == root.itemCount else { return false }
         }
         seen.withLock { seen in
             seen.revisions = [manifestKey: manifestValue.modRevision]
             seen.itemsUnknown = true
             seen.manifest = nil
-            seen.shardsDeferred = true
+            seen.deferredTreeEpoch = root.epoch
             seen.manifestRevision = manifestValue.modRevision
             seen.manifestDigest = mark.digest
             seen.rollbackRevision = head.rollbackRevision
@@ -158,7 +158,7 @@ extension EtcdReplica {
     /// complete refresh).
     func recordCacheState(_ cache: ReplicaCache) {
         let record = seen.withLock { (seen) -> FleetCacheRecord? in
-            guard seen.manifest != nil || seen.shardsDeferred, let digest = seen.manifestDigest,
+            guard seen.manifest != nil || seen.deferredTreeEpoch != nil, let digest = seen.manifestDigest,
                 seen.manifestRevision > 0
             else { return nil }
             return FleetCacheRecord(

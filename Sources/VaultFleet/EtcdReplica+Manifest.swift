@@ -1,32 +1,220 @@
 import VaultEtcd
 import VaultStore
 
-/// Where etcd holds a fleet group's manifest: its root under `manifest`, and its shards under
-/// `shards/<index, two hex digits>`, each written by name and read by name or in one range of their
-/// names (a key that something else put under `shards/` is never taken for a shard).
+/// Where etcd holds a fleet group's manifest: its root under `manifest`, and its tree under
+/// `tree/<epoch, 16 hex digits>/`: node `n` at `<n, 2 hex digits>`, leaf `l` at
+/// `<its node>/<l's place in it, 2 hex digits>` (`FleetManifestTree`). A refresh reads the tree in one
+/// range; a key there that is not a node or leaf of the root's epoch is never taken for one. An earlier
+/// build's shards are under `shards/<index, two hex digits>`.
 extension EtcdReplica {
-    /// The key of every shard, by index.
-    static func shardKeys(under root: String) -> [[UInt8]] {
-        (0..<FleetManifest.shardCount).map { index in
-            let digits = String(index, radix: 16)
-            return Array((root + "shards/" + (digits.count < 2 ? "0" : "") + digits).utf8)
+    /// The prefix of the tree of epoch `epoch`.
+    func treeKeyPrefix(epoch: UInt64) -> [UInt8] {
+        var prefix = treePrefix
+        prefix.appendHexDigits(of: epoch, count: 16)
+        return prefix + [UInt8(ascii: "/")]
+    }
+
+    func nodeKey(_ node: Int, epoch: UInt64) -> [UInt8] {
+        var key = treeKeyPrefix(epoch: epoch)
+        key.appendHexDigits(of: UInt64(node), count: 2)
+        return key
+    }
+
+    func leafKey(_ leaf: Int, epoch: UInt64) -> [UInt8] {
+        var key = nodeKey(FleetManifestTree.node(ofLeaf: leaf), epoch: epoch) + [UInt8(ascii: "/")]
+        key.appendHexDigits(of: UInt64(leaf % FleetManifestTree.leavesPerNode), count: 2)
+        return key
+    }
+
+    /// The most keys a tree has: every node and every leaf.
+    static let treeKeyLimit = FleetManifestTree.nodeCount + FleetManifestTree.leafCount
+
+    /// One read of every key under `tree/` at `revision`, of at most as many keys as a tree has: one
+    /// operation beside the head's reads. Keys of another epoch (a tree whose writer died before its
+    /// root) are in it and left out; when it holds more keys than that, the root's epoch is read alone
+    /// (`readTree(epoch:at:)`).
+    func treeRangeRead(revision: Int64) -> EtcdOperation {
+        .range(
+            key: treePrefix, rangeEnd: EtcdClient.rangeEnd(ofPrefix: treePrefix), revision: revision,
+            limit: Self.treeKeyLimit)
+    }
+
+    /// The nodes and leaves of epoch `epoch` among `keyValues`, by index.
+    func tree(in keyValues: [EtcdKeyValue], epoch: UInt64) -> (nodes: [Int: [UInt8]], leaves: [Int: [UInt8]]) {
+        let prefix = treeKeyPrefix(epoch: epoch)
+        var nodes: [Int: [UInt8]] = [:]
+        var leaves: [Int: [UInt8]] = [:]
+        for keyValue in keyValues where keyValue.key.starts(with: prefix) {
+            let rest = keyValue.key[(keyValue.key.startIndex + prefix.count)...]
+            guard let node = Self.twoHexDigits(rest.prefix(2)), node < FleetManifestTree.nodeCount else { continue }
+            if rest.count == 2 {
+                nodes[node] = keyValue.value
+            } else if rest.count == 5, rest[rest.startIndex + 2] == UInt8(ascii: "/"),
+                let place = Self.twoHexDigits(rest.suffix(2)), place < FleetManifestTree.leavesPerNode
+            {
+                leaves[node * FleetManifestTree.leavesPerNode + place] = keyValue.value
+            }
+        }
+        return (nodes, leaves)
+    }
+
+    /// The value of two lowercase hex digits; nil when they are not.
+    private static func twoHexDigits(_ digits: ArraySlice<UInt8>) -> Int? {
+        guard digits.count == 2 else { return nil }
+        var value = 0
+        for digit in digits {
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = value << 4 | Int(digit - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = value << 4 | Int(digit - UInt8(ascii: "a") + 10)
+            default: return nil
+            }
+        }
+        return value
+    }
+
+    /// The tree of epoch `epoch` as etcd held it at `revision`: one range of its keys; when that holds
+    /// more keys than a tree has (strays put among them), or answers with more than the client takes,
+    /// its nodes by name, then the leaves they list by name (bounded by the tree's own keys).
+    func readTree(epoch: UInt64, at revision: Int64) throws(EtcdError) -> (
+        nodes: [Int: [UInt8]], leaves: [Int: [UInt8]]
+    ) {
+        let prefix = treeKeyPrefix(epoch: epoch)
+        do throws(EtcdError) {
+            let found = try client.transaction(
+                compare: [],
+                success: [
+                    .range(
+                        key: prefix, rangeEnd: EtcdClient.rangeEnd(ofPrefix: prefix), revision: revision,
+                        limit: Self.treeKeyLimit)
+                ])
+            guard let range = found.ranges.first, let range else {
+                throw EtcdError(.malformedResponse, "etcd answered a read of the manifest's tree without its range")
+            }
+            if range.count <= Int64(Self.treeKeyLimit) { return tree(in: range.keyValues, epoch: epoch) }
+        } catch  where error.code == .responseTooLarge {}
+        let nodeKeys = (0..<FleetManifestTree.nodeCount).map { nodeKey($0, epoch: epoch) }
+        let nodes = tree(in: try readByName(nodeKeys, at: revision), epoch: epoch).nodes
+        // The leaves the nodes list, read before the nodes are checked: the check of each follows.
+        var leafKeys: [[UInt8]] = []
+        for (node, bytes) in nodes {
+            guard let digests = FleetManifestTree.decodeNode(bytes, index: node) else { continue }
+            for (place, leaf) in FleetManifestTree.leaves(ofNode: node).enumerated() {
+                let start = place * FleetManifest.digestByteCount
+                if digests[start..<start + FleetManifest.digestByteCount].contains(where: { $0 != 0 }) {
+                    leafKeys.append(leafKey(leaf, epoch: epoch))
+                }
+            }
+        }
+        return (nodes, tree(in: try readByName(leafKeys, at: revision), epoch: epoch).leaves)
+    }
+
+    /// Keys `keys` read by name at `revision`, in transactions of at most `maximumOperations`.
+    func readByName(_ keys: [[UInt8]], at revision: Int64) throws(EtcdError) -> [EtcdKeyValue] {
+        var found: [EtcdKeyValue] = []
+        var start = 0
+        while start < keys.count {
+            let chunk = keys[start..<min(start + Self.maximumOperations, keys.count)]
+            start += chunk.count
+            let answer = try client.transaction(
+                compare: [], success: chunk.map { .range(key: $0, rangeEnd: nil, revision: revision) })
+            guard answer.ranges.count == chunk.count else {
+                throw EtcdError(.malformedResponse, "etcd answered a read of keys by name without every range")
+            }
+            for (key, range) in zip(chunk, answer.ranges) { found += range?.keyValues.filter { $0.key == key } ?? [] }
+        }
+        return found
+    }
+
+    /// The operations a transaction may hold (etcd's `--max-txn-ops` by default).
+    static let maximumOperations = 128
+
+    /// What a write puts of its manifest's tree with its root: the nodes and leaves it changed (an
+    /// empty one deleted); under a new epoch, the whole tree is put first here, in batches, and what is
+    /// returned deletes every other epoch's keys and an earlier build's shards with the root.
+    func treeOperations(_ write: FleetManifestTreeWrite) throws(StoreError) -> [EtcdOperation] {
+        let keyed =
+            write.nodes.map { (nodeKey($0.key, epoch: write.epoch), $0.value) }
+            + write.leaves.map { (leafKey($0.key, epoch: write.epoch), $0.value) }
+        guard write.isNewEpoch else {
+            return keyed.sorted { $0.0.lexicographicallyPrecedes($1.0) }.map { key, value in
+                value.map { .put(key: key, value: $0) } ?? .delete(key: key, rangeEnd: nil)
+            }
+        }
+        var puts = keyed.compactMap { key, value in value.map { (key: key, value: $0) } }[...]
+        while !puts.isEmpty {
+            var batch: [EtcdOperation] = []
+            var bytes = 0
+            while let next = puts.first, batch.count < Self.maximumOperations,
+                batch.isEmpty || bytes + next.value.count <= Self.maximumItemFileByteCount
+            {
+                batch.append(.put(key: next.key, value: next.value))
+                bytes += next.value.count
+                puts = puts.dropFirst()
+            }
+            do {
+                _ = try client.transaction(compare: [], success: batch)
+            } catch {
+                discardTree(write)
+                throw storeError(error, "cannot write its manifest to etcd")
+            }
+        }
+        let own = treeKeyPrefix(epoch: write.epoch)
+        return [
+            .delete(key: treePrefix, rangeEnd: own),
+            .delete(key: EtcdClient.rangeEnd(ofPrefix: own), rangeEnd: EtcdClient.rangeEnd(ofPrefix: treePrefix)),
+            .delete(key: shardsPrefix, rangeEnd: EtcdClient.rangeEnd(ofPrefix: shardsPrefix)),
+        ]
+    }
+
+    /// Deletes the keys of a tree written under a new epoch whose root did not land; best effort (what
+    /// is left is never read, and the next tree written whole deletes it).
+    func discardTree(_ write: FleetManifestTreeWrite) {
+        guard write.isNewEpoch else { return }
+        let prefix = treeKeyPrefix(epoch: write.epoch)
+        _ = try? client.transaction(
+            compare: [], success: [.delete(key: prefix, rangeEnd: EtcdClient.rangeEnd(ofPrefix: prefix))])
+    }
+
+    // MARK: An earlier build's shards
+
+    /// The key of every shard of an earlier build's manifest, by index.
+    static func shardKeys(under shardsPrefix: [UInt8]) -> [[UInt8]] {
+        (0..<FleetShardedRoot.shardCount).map { index in
+            var key = shardsPrefix
+            key.appendHexDigits(of: UInt64(index), count: 2)
+            return key
         }
     }
 
-    /// Reads of the keys of shards `indices`, at `revision` (0: the newest).
-    func shardReads(_ indices: [Int], revision: Int64 = 0) -> [EtcdOperation] {
-        indices.map { .range(key: shardKeys[$0], rangeEnd: nil, revision: revision) }
-    }
-
-    /// One read of the range from the first shard's name to the last's, at `revision`, of as many keys
-    /// as there are shards: one operation where 64 reads by name cost etcd far more. Absent shards are
-    /// not in it; a key that something else put between two shards' names is, and `shards(in:)` leaves
-    /// it out. When the range holds more keys than there are shards (its `count`), or its answer is too
-    /// large, read them by name.
-    func shardRangeRead(revision: Int64) -> EtcdOperation {
-        .range(
-            key: shardKeys[0], rangeEnd: shardKeys[shardKeys.count - 1] + [0], revision: revision,
-            limit: FleetManifest.shardCount)
+    /// The manifest that `opened` (read in `found`, which holds the tree's keys when `treeComplete`)
+    /// makes with its tree, or an earlier build's shards, checked against it.
+    func manifest(_ opened: OpenedManifest, in found: EtcdRangeResult, treeComplete: Bool) throws(StoreError)
+        -> FleetManifest
+    {
+        func read<Value>(_ body: () throws(EtcdError) -> Value) throws(StoreError) -> Value {
+            do {
+                return try body()
+            } catch {
+                throw storeError(error, "cannot read its manifest from etcd")
+            }
+        }
+        switch opened {
+        case .whole(let whole):
+            return whole
+        case .sharded(let root):
+            return try sealer.manifest(
+                root,
+                shards: shards(
+                    in: try read { () throws(EtcdError) in
+                        try readByName(shardKeys, at: found.revision)
+                    }))
+        case .root(let root):
+            let tree =
+                treeComplete
+                ? self.tree(in: found.keyValues, epoch: root.epoch)
+                : try read { () throws(EtcdError) in try readTree(epoch: root.epoch, at: found.revision) }
+            return try sealer.manifest(root, nodes: tree.nodes, leaves: tree.leaves)
+        }
     }
 
     /// The shards among `keyValues`, by index.
@@ -37,9 +225,14 @@ extension EtcdReplica {
         }
         return shards
     }
+}
 
-    /// The puts of `shards` (by index).
-    func shardPuts(_ shards: [Int: [UInt8]]) -> [EtcdOperation] {
-        shards.sorted { $0.key < $1.key }.map { .put(key: shardKeys[$0.key], value: $0.value) }
+extension [UInt8] {
+    /// Appends the last `count` lowercase hex digits of `value`.
+    fileprivate mutating func appendHexDigits(of value: UInt64, count: Int) {
+        for place in stride(from: count - 1, through: 0, by: -1) {
+            let digit = UInt8(truncatingIfNeeded: value >> (4 * UInt64(place))) & 0xf
+            append(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
+        }
     }
 }

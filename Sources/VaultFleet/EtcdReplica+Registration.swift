@@ -28,8 +28,8 @@ extension EtcdReplica {
 
     /// Registers the group under its id with an empty manifest; refused when the id is registered.
     func register(_ key: ReplicatedGroupKey) throws(StoreError) {
-        var manifest = FleetManifest(counter: 0, items: [:])
-        let empty = try sealer.seal(&manifest, over: nil).root
+        let empty = try sealer.seal(
+            FleetManifestRoot(counter: 0, itemCount: 0, tree: FleetManifestTree(epoch: FleetManifestTree.newEpoch())))
         let registration = try registration(key)
         let result: EtcdTransactionResult
         do {

@@ -103,17 +103,19 @@ extension EtcdReplica {
             next.items[item.id] = FleetManifest.Entry(
                 digest: try sealer.digest(of: item.contents), version: next.counter)
         }
-        let (sealed, shards) = try sealer.seal(&next, over: last)
+        let (sealed, tree) = try sealer.seal(&next, over: last)
+        let treeWrites = try treeOperations(tree)
         let result: EtcdTransactionResult
         do {
             result = try client.transaction(
-                compare: compare, success: puts + [.put(key: manifestKey, value: sealed)] + shardPuts(shards),
+                compare: compare, success: puts + [.put(key: manifestKey, value: sealed)] + treeWrites,
                 failure: [.range(key: manifestKey, rangeEnd: nil), .range(key: rollbackKey, rangeEnd: nil)])
         } catch {
             forget()
             throw storeError(error, "cannot seal its items again under the new key")
         }
         guard result.succeeded else {
+            discardTree(tree)
             let found = result.ranges.map { $0?.keyValues.first }
             var caughtUp = false
             if found.count == 2, found[1] == nil, let manifest = found[0] {
@@ -134,7 +136,7 @@ extension EtcdReplica {
     }
 
     /// Brings the cache and what this process saw to etcd's manifest (`manifestValue`, read at
-    /// `revision`), a plain step forward from the one seen, reading only the shards and items it
+    /// `revision`), a plain step forward from the one seen, reading only the nodes, leaves and items it
     /// changed. False when it is not one (not above this machine's mark, an item changed at a counter
     /// the mark covers, an item that does not match): a complete refresh then refuses what must be
     /// refused.
@@ -184,42 +186,54 @@ extension EtcdReplica {
             for id in removed { seen.revisions.removeValue(forKey: itemKey(id)) }
             seen.revisions[manifestKey] = manifestValue.modRevision
             seen.manifest = manifest
-            seen.shardsDeferred = false
+            seen.deferredTreeEpoch = nil
             seen.manifestRevision = manifestValue.modRevision
             seen.manifestDigest = digest
         }
         return true
     }
 
-    /// The manifest that the sealed root `sealed` (read at `revision`) makes, with the shards whose
-    /// digests differ from `seen`'s read at that revision and the others taken from `seen`; nil when
-    /// they cannot be read.
+    /// The manifest that the sealed root `sealed` (read at `revision`) makes: with the nodes and leaves
+    /// whose digests differ from `seen`'s read at that revision, the others taken from `seen`; its whole
+    /// tree read when `seen` has none of its epoch. Nil when they cannot be read.
     private func manifest(_ sealed: [UInt8], at revision: Int64, over seen: FleetManifest) throws(StoreError)
         -> FleetManifest?
     {
         let root: FleetManifestRoot
         switch try sealer.open(sealed) {
-        case .whole(let whole): return whole
         case .root(let opened): root = opened
+        default: return nil
         }
-        guard let seenDigests = seen.shardDigests else {
-            // Seen in one key: every shard is read.
-            guard let shards = readShards(Set(0..<FleetManifest.shardCount), at: revision) else { return nil }
-            return try sealer.manifest(root, shards: shards)
+        guard let seenTree = seen.tree, seenTree.epoch == root.epoch else {
+            guard let tree = try? readTree(epoch: root.epoch, at: revision) else { return nil }
+            return try sealer.manifest(root, nodes: tree.nodes, leaves: tree.leaves)
         }
-        let changed = Set((0..<FleetManifest.shardCount).filter { root.shardDigests[$0] != seenDigests[$0] })
-        guard var shards = readShards(changed, at: revision) else { return nil }
-        shards.merge(seen.shardEncodings(Set(0..<FleetManifest.shardCount).subtracting(changed))) { read, _ in read }
-        return try sealer.manifest(root, shards: shards)
-    }
-
-    /// Shards `indices` as etcd held them at `revision` (an absent shard is absent here too); nil when
-    /// they cannot be read (compacted past it, or etcd out of reach: a complete refresh says which).
-    private func readShards(_ indices: Set<Int>, at revision: Int64) -> [Int: [UInt8]]? {
-        guard !indices.isEmpty else { return [:] }
-        let reads = shardReads(indices.sorted(), revision: revision)
-        guard let found = try? client.transaction(compare: [], success: reads) else { return nil }
-        return shards(in: found.ranges.compactMap { $0?.keyValues.first })
+        let changedNodes = (0..<FleetManifestTree.nodeCount).filter {
+            root.nodeDigests[$0] != seenTree.nodeDigests[$0] && root.nodeDigests[$0] != FleetManifestTree.emptyDigest
+        }
+        guard
+            let nodes = try? tree(
+                in: readByName(changedNodes.map { nodeKey($0, epoch: root.epoch) }, at: revision),
+                epoch: root.epoch
+            ).nodes
+        else { return nil }
+        // The leaves whose digests the changed nodes list anew, read before the nodes are checked: the check
+        // of each follows.
+        var leafKeys: [[UInt8]] = []
+        for (node, bytes) in nodes {
+            guard let digests = FleetManifestTree.decodeNode(bytes, index: node) else { continue }
+            for leaf in FleetManifestTree.leaves(ofNode: node) {
+                let start = (leaf % FleetManifestTree.leavesPerNode) * FleetManifest.digestByteCount
+                let digest = Array(digests[start..<start + FleetManifest.digestByteCount])
+                if digest != FleetManifestTree.emptyDigest, digest != seenTree.leafDigest(leaf) {
+                    leafKeys.append(leafKey(leaf, epoch: root.epoch))
+                }
+            }
+        }
+        guard let leaves = try? tree(in: readByName(leafKeys, at: revision), epoch: root.epoch).leaves else {
+            return nil
+        }
+        return try sealer.manifest(root, nodes: nodes, leaves: leaves, known: seen)
     }
 
     /// Seals every kept version in etcd under the current generation; how many it sealed again. A

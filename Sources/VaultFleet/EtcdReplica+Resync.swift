@@ -16,7 +16,7 @@ extension EtcdReplica {
                 previousCounter: previous?.counter, replicaCounter: now?.counter, counter: now?.counter ?? 0,
                 itemCount: now?.items.count ?? 0, removedCount: 0)
         }
-        let found = try readGroup()
+        let found = try readGroup().found
         let contents = contents(found)
         // The group's current key first: what does not open under it is removed below.
         if let keyring = contents.keyring { try adoptRotations(keyring.value, cache: cache) }
@@ -35,11 +35,8 @@ extension EtcdReplica {
                 removals.append(.delete(key: keyValue.key, rangeEnd: nil))
             }
         }
-        // Every shard of the new manifest.
-        let (sealed, shards) = try sealer.seal(&next, over: nil)
-        let shardWrites = shardPuts(shards)
-        // etcd allows 128 operations in a transaction (`--max-txn-ops`).
-        let removable = 128 - 3 - shardWrites.count
+        // The root, the accepted record, the report's deletion and the other epochs' and shards'.
+        let removable = Self.maximumOperations - 6
         guard removals.count <= removable else {
             throw StoreError(
                 .integrity,
@@ -54,6 +51,9 @@ extension EtcdReplica {
                 seenDigest: [UInt8](repeating: 0, count: FleetManifest.digestByteCount),
                 replicaCounter: replicaManifest?.counter ?? 0,
                 newCounter: next.counter, userID: ProcessIdentity.effectiveUserID, time: FileTimestampClock.now()))
+        // A whole tree under a new epoch, put before the root that names it.
+        let (sealed, tree) = try sealer.seal(&next, over: nil)
+        let treeWrites = try treeOperations(tree)
         let result: EtcdTransactionResult
         do {
             result = try client.transaction(
@@ -66,11 +66,12 @@ extension EtcdReplica {
                 success: [
                     .put(key: manifestKey, value: sealed), .put(key: acceptedKey, value: acceptance),
                     .delete(key: rollbackKey, rangeEnd: nil),
-                ] + shardWrites + removals)
+                ] + treeWrites + removals)
         } catch {
             throw storeError(error, "cannot write the group's manifest to etcd")
         }
         guard result.succeeded else {
+            discardTree(tree)
             throw StoreError(
                 .conflict, "fleet group \(group) changed in etcd during the resync; nothing was changed: run it again")
         }

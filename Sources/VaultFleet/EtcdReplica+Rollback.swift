@@ -40,15 +40,15 @@ extension EtcdReplica {
         return contents
     }
 
-    /// The manifest of `opened` (a root, or a manifest in one key, whose sealed bytes have digest
-    /// `mark.digest`) with `shards`, refused when it is older than this machine's mark `previous` or
-    /// than a machine reported seeing, or forks from what this machine saw; a refusal against this
-    /// machine's own mark is reported in etcd for the others. Its counter is checked before its shards,
-    /// so that an older root is refused as such. With it, the words for a rollback that an operator
+    /// The manifest of `opened` (a root, or an earlier build's manifest, whose sealed bytes have digest
+    /// `mark.digest`) as `decode` reads and checks it with its tree, refused when it is older than this
+    /// machine's mark `previous` or than a machine reported seeing, or forks from what this machine saw;
+    /// a refusal against this machine's own mark is reported in etcd for the others. Its counter is
+    /// checked before its tree, so that an older root is refused as such. With it, the words for a rollback that an operator
     /// accepted on another machine, when this refresh is this machine's first past it.
     func checkHistory(
-        _ opened: OpenedManifest, shards: [Int: [UInt8]], mark: FleetMark, previous: FleetMark?,
-        contents: GroupContents, cache: ReplicaCache
+        _ opened: OpenedManifest, mark: FleetMark, previous: FleetMark?, contents: GroupContents,
+        cache: ReplicaCache, decode: (OpenedManifest) throws(StoreError) -> FleetManifest
     ) throws(StoreError) -> (manifest: FleetManifest, acceptance: String?) {
         let reported = try contents.rollback.map { (keyValue) throws(StoreError) in
             try sealer.open(keyValue.value, as: .rollback)
@@ -70,11 +70,7 @@ extension EtcdReplica {
                     + "\(UTCTimestamp.iso8601(nanosecondsSince1970: reported.time))): etcd was restored from an "
                     + "older snapshot, or a member went back" + resyncHint)
         }
-        let manifest: FleetManifest
-        switch opened {
-        case .whole(let whole): manifest = whole
-        case .root(let root): manifest = try sealer.manifest(root, shards: shards)
-        }
+        let manifest = try decode(opened)
         if let previous { try checkItemsAgainstMark(manifest, previous: previous, cache: cache) }
         guard let previous, let acceptedRecord = contents.accepted?.value else { return (manifest, nil) }
         let accepted = try sealer.open(acceptedRecord, as: .accepted)

@@ -257,18 +257,11 @@ extension EtcdReplica {
             try refresh(cache)
             throw StoreError(.integrity, "fleet group \(group): etcd went back; nothing was changed" + resyncHint)
         }
-        // A root is sealed again as it is (its shards' digests are under the key rotations keep); a manifest
-        // in one key, as builds before shards wrote it, is put as shards and a root.
-        let manifestPuts: [EtcdOperation]
-        switch manifest {
-        case .root(var root):
-            root.counter += 1
-            manifestPuts = [.put(key: manifestKey, value: try next.seal(root))]
-        case .whole(var whole):
-            whole.counter += 1
-            let (root, shards) = try next.seal(&whole, over: nil)
-            manifestPuts = [.put(key: manifestKey, value: root)] + shardPuts(shards)
-        }
+        // The manifest is sealed again as it is, at the next counter: a root's tree is digested under the
+        // key rotations keep, and an earlier build's manifest keeps its format until the next write.
+        var resealed = manifest
+        resealed.counter += 1
+        let manifestPuts: [EtcdOperation] = [.put(key: manifestKey, value: try next.sealManifest(resealed.encoded()))]
         var keyring =
             try head.first { $0.key == keyringKey }.map { (keyValue) throws(StoreError) in
                 try self.keyring(keyValue.value)

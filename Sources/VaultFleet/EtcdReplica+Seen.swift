@@ -6,7 +6,7 @@ import VaultStore
 extension EtcdReplica {
     /// What a write compares on and makes the next manifest from.
     struct WriteBasis {
-        /// The manifest seen (with the write's shard at least), its `mod_revision`, the item's
+        /// The manifest seen (with the write's leaf at least), its `mod_revision`, the item's
         /// (nil: absent) and the rollback report's (0: none).
         var manifest: FleetManifest?
         var manifestRevision: Int64
@@ -14,53 +14,56 @@ extension EtcdReplica {
         var rollbackRevision: Int64
     }
 
-    /// What a write of item key `item` (in shard `shard`) compares on, read under one lock. When this
-    /// process took the cache as current by the root alone (`adoptCacheIfCurrent`), the root, the shard
-    /// and the item's revision are read now in one read-only transaction: a root other than the one seen
-    /// is a conflict (the rerun refreshes), and the compare on it holds the write to the state this
-    /// machine verified. A manifest in one key is read whole.
-    func writeBasis(item: [UInt8], shard: Int) throws(StoreError) -> WriteBasis {
-        let (basis, deferred, digest, itemsUnknown) = seen.withLock {
+    /// What a write of item key `item` (in leaf `leaf`) compares on, read under one lock. When this
+    /// process took the cache as current by the root alone (`adoptCacheIfCurrent`), the root, the leaf,
+    /// its node and the item's revision are read now in one read-only transaction: a root other than the
+    /// one seen is a conflict (the rerun refreshes), and the compare on it holds the write to the state
+    /// this machine verified.
+    func writeBasis(item: [UInt8], leaf: Int) throws(StoreError) -> WriteBasis {
+        let (basis, epoch, digest, itemsUnknown) = seen.withLock {
             (
                 WriteBasis(
                     manifest: $0.manifest, manifestRevision: $0.manifestRevision, itemRevision: $0.revisions[item],
                     rollbackRevision: $0.rollbackRevision),
-                $0.shardsDeferred, $0.manifestDigest, $0.itemsUnknown
+                $0.deferredTreeEpoch, $0.manifestDigest, $0.itemsUnknown
             )
         }
         let readItem = itemsUnknown && basis.itemRevision == nil
-        guard basis.manifest == nil, deferred, let digest else {
+        guard basis.manifest == nil, let epoch, let digest else {
             guard readItem else { return basis }
             var read = basis
             read.itemRevision = try revision(of: item)
             return read
         }
+        let node = FleetManifestTree.node(ofLeaf: leaf)
+        let (nodeKey, leafKey) = (nodeKey(node, epoch: epoch), leafKey(leaf, epoch: epoch))
         let found: EtcdTransactionResult
         do {
             found = try client.transaction(
                 compare: [],
                 success: [
-                    .range(key: manifestKey, rangeEnd: nil), .range(key: shardKeys[shard], rangeEnd: nil),
-                    .range(key: item, rangeEnd: nil, keysOnly: true),
+                    .range(key: manifestKey, rangeEnd: nil), .range(key: nodeKey, rangeEnd: nil),
+                    .range(key: leafKey, rangeEnd: nil), .range(key: item, rangeEnd: nil, keysOnly: true),
                 ])
         } catch {
             throw storeError(error, "cannot read its manifest from etcd")
         }
-        guard found.ranges.count == 3, let root = found.ranges[0]?.keyValues.first,
-            root.modRevision == basis.manifestRevision, try sealer.digest(of: root.value) == digest
+        guard found.ranges.count == 4, let rootValue = found.ranges[0]?.keyValues.first,
+            rootValue.modRevision == basis.manifestRevision, try sealer.digest(of: rootValue.value) == digest,
+            case .root(let root) = try sealer.open(rootValue.value), root.epoch == epoch
         else {
             forget()
             throw StoreError(.conflict, "fleet group \(group): it changed on another machine meanwhile")
         }
-        var read = basis
-        switch try sealer.open(root.value) {
-        case .whole(let whole):
-            read.manifest = whole
-        case .root(let opened):
-            let bytes = found.ranges[1]?.keyValues.first { $0.key == shardKeys[shard] }?.value
-            read.manifest = try sealer.manifest(opened, shards: bytes.map { [shard: $0] } ?? [:], loading: [shard])
+        func value(_ index: Int, _ key: [UInt8]) -> [UInt8]? {
+            found.ranges[index]?.keyValues.first { $0.key == key }?.value
         }
-        if readItem { read.itemRevision = found.ranges[2]?.keyValues.first { $0.key == item }?.modRevision }
+        var read = basis
+        read.manifest = try sealer.manifest(
+            root, nodes: value(1, nodeKey).map { [node: $0] } ?? [:],
+            leaves: value(2, leafKey).map { [leaf: $0] } ?? [:],
+            loading: [leaf])
+        if readItem { read.itemRevision = found.ranges[3]?.keyValues.first { $0.key == item }?.modRevision }
         return read
     }
 
@@ -87,9 +90,9 @@ extension EtcdReplica {
             if let deleted { seen.revisions.removeValue(forKey: deleted) }
             for item in put { seen.revisions[item] = revision }
             seen.revisions[manifestKey] = revision
-            // A manifest of one shard read for the write stays out: the next write reads its own again.
-            seen.manifest = next.loadedShards == nil ? next : nil
-            seen.shardsDeferred = next.loadedShards != nil
+            // A manifest of one leaf read for the write stays out: the next write reads its own again.
+            seen.manifest = next.loadedLeaves == nil ? next : nil
+            seen.deferredTreeEpoch = next.loadedLeaves == nil ? nil : next.tree?.epoch
             seen.manifestRevision = revision
             seen.manifestDigest = digest
             // The compare held: nothing changed the group between what this process saw and this write,
@@ -108,7 +111,7 @@ extension EtcdReplica {
             seen.revisions = [:]
             seen.itemsUnknown = false
             seen.manifest = nil
-            seen.shardsDeferred = false
+            seen.deferredTreeEpoch = nil
             seen.manifestRevision = 0
             seen.manifestDigest = nil
             seen.rollbackRevision = 0

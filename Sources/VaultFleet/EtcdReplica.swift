@@ -7,7 +7,7 @@ import VaultStore
 import VaultSystem
 
 /// A fleet group's items in etcd, under `/vault/v2/<group id hex>/`: `items/<item id>` holds each
-/// item's file, byte for byte as on disk; `manifest` and `shards/` the `FleetManifest`; `meta` the
+/// item's file, byte for byte as on disk; `manifest` and `tree/` the `FleetManifest`; `meta` the
 /// registration (`EtcdReplica+Registration.swift`). Every write is one transaction that
 /// compares the item's and the manifest's `mod_revision` with what the last refresh saw
 /// (`create_revision` 0 for a new item) and puts the item with the next manifest. Item versions are
@@ -28,7 +28,10 @@ final class EtcdReplica: Sendable {
     /// seal it to (`FleetMachineRecord`; `EtcdReplica+Rotation.swift`).
     let keyringKey: [UInt8]
     let machinesKey: [UInt8]
-    /// `shards/..`: the manifest's shards (`EtcdReplica+Manifest.swift`), and each one's index by key.
+    /// `tree/`: the manifest's tree (`EtcdReplica+Manifest.swift`); `shards/..`: an earlier build's
+    /// shards, and each one's index by key.
+    let treePrefix: [UInt8]
+    let shardsPrefix: [UInt8]
     let shardKeys: [[UInt8]]
     let shardIndex: [[UInt8]: Int]
     /// The manifest key of the group's current generation: this machine takes a new one when it finds a
@@ -42,11 +45,11 @@ final class EtcdReplica: Sendable {
     struct Seen {
         /// Every key under the group's prefix with its `mod_revision`.
         var revisions: [[UInt8]: Int64] = [:]
-        /// The manifest those revisions hold (nil with `shardsDeferred`), and its `mod_revision`.
+        /// The manifest those revisions hold (nil with `deferredTreeEpoch`), and its `mod_revision`.
         var manifest: FleetManifest?
-        /// Whether the manifest's root alone was checked (`adoptCacheIfCurrent`), not its shards: a write
-        /// reads its own shard (`writeBasis(item:shard:)`).
-        var shardsDeferred = false
+        /// When the manifest's root alone was checked (`adoptCacheIfCurrent`), not its tree: the tree's
+        /// epoch, under which a write reads its own node and leaf (`writeBasis(item:leaf:)`).
+        var deferredTreeEpoch: UInt64?
         var manifestRevision: Int64 = 0
         /// `FleetManifestKey.digest(of:)` of that manifest's sealed bytes.
         var manifestDigest: [UInt8]?
@@ -89,7 +92,9 @@ final class EtcdReplica: Sendable {
         removedKey = Array((root + "removed").utf8)
         keyringKey = Array((root + "keyring").utf8)
         machinesKey = Array((root + "machines").utf8)
-        shardKeys = Self.shardKeys(under: root)
+        treePrefix = Array((root + "tree/").utf8)
+        shardsPrefix = Array((root + "shards/").utf8)
+        shardKeys = Self.shardKeys(under: shardsPrefix)
         shardIndex = Dictionary(uniqueKeysWithValues: shardKeys.enumerated().map { ($1, $0) })
         sealing = Mutex(identity.manifestKey)
         versionsPrefix = Array(("/vault/v2/" + Hex.encode(identity.groupID) + ".versions/").utf8)
@@ -164,7 +169,7 @@ final class EtcdReplica: Sendable {
     @discardableResult
     func refresh(_ cache: ReplicaCache, recording: Bool = false) throws(StoreError) -> GroupContents {
         let started = ContinuousClock.now
-        let found = try readGroup()
+        let (found, treeComplete) = try readGroup()
         let contents = contents(found)
         let items = contents.items
         if let removed = contents.removed {
@@ -181,8 +186,8 @@ final class EtcdReplica: Sendable {
         let mark = FleetMark(counter: opened.counter, digest: try sealer.digest(of: manifestValue.value))
         let previous = try cache.highWaterMark()
         let (manifest, acceptance) = try checkHistory(
-            opened, shards: shards(in: found.keyValues), mark: mark, previous: previous, contents: contents,
-            cache: cache)
+            opened, mark: mark, previous: previous, contents: contents, cache: cache
+        ) { (opened) throws(StoreError) in try self.manifest(opened, in: found, treeComplete: treeComplete) }
         for (id, keyValue) in items {
             guard let expected = manifest.items[id] else {
                 throw StoreError(
@@ -215,7 +220,7 @@ final class EtcdReplica: Sendable {
                 $0.key.starts(with: itemsPrefix) || $0.key == manifestKey || $0.key == rollbackKey
             }
             seen.manifest = manifest
-            seen.shardsDeferred = false
+            seen.deferredTreeEpoch = nil
             seen.manifestRevision = manifestValue.modRevision
             seen.manifestDigest = mark.digest
             seen.rollbackRevision = contents.rollback?.modRevision ?? 0
@@ -243,7 +248,7 @@ final class EtcdReplica: Sendable {
     // MARK: Writes
 
     /// The largest item file a fleet group takes: etcd refuses requests over 1.5 MiB by default
-    /// (`--max-request-bytes`), a write carries the manifest's root and the item's shard too, and the
+    /// (`--max-request-bytes`), a write carries the manifest's root, the item's node and leaf too, and the
     /// JSON carries them in base64 (4/3 of their size).
     static let maximumItemFileByteCount = 786_432
 
@@ -258,7 +263,7 @@ final class EtcdReplica: Sendable {
         let key = itemKey(id)
         let digest = try sealer.digest(of: contents)
         try commit(
-            item: key, shard: FleetManifest.shard(of: id),
+            item: key, leaf: FleetManifest.leaf(of: id),
             change: .put(key: key, value: contents),
             history: try historyOperations(id, history, beside: contents.count),
             cache: cache,
@@ -282,7 +287,7 @@ final class EtcdReplica: Sendable {
             throw StoreError(.conflict, "fleet group \(group): the item was added on another machine meanwhile")
         }
         try commit(
-            item: key, shard: FleetManifest.shard(of: id),
+            item: key, leaf: FleetManifest.leaf(of: id),
             change: .delete(key: key, rangeEnd: nil), history: try historyOperations(id, history, beside: 0),
             cache: cache,
             manifest: { _ = $0.items.removeValue(forKey: id) },
@@ -290,17 +295,17 @@ final class EtcdReplica: Sendable {
     }
 
     /// One write of the group: `change` to item key `item` with the next manifest (`manifest` applied
-    /// to the last one seen, of which the item's `shard` at least is read) and the `history` operations
+    /// to the last one seen, of which the item's `leaf` at least is read) and the `history` operations
     /// on the item's versions, compared on the item's and the manifest's revisions (an item not seen:
     /// on its absence, `create_revision` 0). A failed compare whose item (`isOwn`) and manifest are this
     /// write's own (its answer was lost, and it was applied: manifests carry a random nonce) is its
     /// success. The mark is raised before the
     /// cache changes.
     private func commit(
-        item: [UInt8], shard: Int, change: EtcdOperation, history: [EtcdOperation], cache: ReplicaCache,
+        item: [UInt8], leaf: Int, change: EtcdOperation, history: [EtcdOperation], cache: ReplicaCache,
         manifest update: (inout FleetManifest) -> Void, isOwn: (EtcdKeyValue?) -> Bool
     ) throws(StoreError) {
-        let basis = try writeBasis(item: item, shard: shard)
+        let basis = try writeBasis(item: item, leaf: leaf)
         let (last, manifestRevision, itemRevision) = (basis.manifest, basis.manifestRevision, basis.itemRevision)
         let rollbackRevision = basis.rollbackRevision
         guard var next = last else {
@@ -308,7 +313,8 @@ final class EtcdReplica: Sendable {
         }
         next.counter += 1
         update(&next)
-        let (sealed, shards) = try sealer.seal(&next, over: last)
+        let (sealed, tree) = try sealer.seal(&next, over: last)
+        let treeWrites = try treeOperations(tree)
         let result: EtcdTransactionResult
         do {
             result = try client.transaction(
@@ -318,9 +324,10 @@ final class EtcdReplica: Sendable {
                     // A rollback report made since (by a machine that found etcd gone back) stops the write.
                     .modRevision(key: rollbackKey, equals: rollbackRevision),
                 ],
-                success: [change, .put(key: manifestKey, value: sealed)] + shardPuts(shards) + history,
+                success: [change, .put(key: manifestKey, value: sealed)] + treeWrites + history,
                 failure: [.range(key: item, rangeEnd: nil), .range(key: manifestKey, rangeEnd: nil)])
         } catch {
+            // Its outcome unknown: a new tree is left (never read unless its root landed).
             throw storeError(error, "cannot write an item to etcd")
         }
         var revision = result.revision
@@ -337,6 +344,7 @@ final class EtcdReplica: Sendable {
                 isOwn(itemRange.keyValues.first)
             else {
                 // What this process saw is stale: the rerun refreshes.
+                discardTree(tree)
                 forget()
                 throw StoreError(.conflict, "fleet group \(group): it changed on another machine meanwhile")
             }

@@ -13,6 +13,8 @@ struct FleetManifestKey: Sendable {
     static let rotatedSealDomain = KeyDerivation.Domain("vault.fman.v3")
     static let digestDomain = KeyDerivation.Domain("vault.fdig.v2")
     static let shardDigestDomain = KeyDerivation.Domain("vault.fshd.v1")
+    static let nodeDigestDomain = KeyDerivation.Domain("vault.fnod.v1")
+    static let leafDigestDomain = KeyDerivation.Domain("vault.flef.v1")
 
     let key: SymmetricKey
     /// What items and manifests are digested under.
@@ -60,102 +62,20 @@ struct FleetManifestKey: Sendable {
     /// another group fails to open).
     var manifestAssociatedData: [UInt8] { Array("vault fleet manifest".utf8) + groupID }
 
-    /// `manifest` sealed as a root (a random nonce, then its bytes encrypted), with the shards that etcd
-    /// must be given beside it: those that differ from `previous`'s, or every shard when etcd holds no
-    /// shards of `previous` (nil, or a manifest in one key, which an earlier build may have written over
-    /// shards). Sets the manifest's shard digests.
-    func seal(_ manifest: inout FleetManifest, over previous: FleetManifest?) throws(StoreError)
-        -> (root: [UInt8], shards: [Int: [UInt8]])
-    {
-        guard manifest.itemCount <= FleetManifest.maximumItemCount else {
-            throw StoreError(
-                .invalidName,
-                "fleet group \(group) would hold \(manifest.itemCount) items; a fleet group holds at most "
-                    + "\(FleetManifest.maximumItemCount); nothing was changed")
-        }
-        var digests: [[UInt8]]
-        var shards: [Int: [UInt8]]
-        if let previous, let previousDigests = previous.shardDigests {
-            digests = previousDigests
-            let changed = manifest.shards(differingFrom: previous)
-            if let loaded = manifest.loadedShards, !changed.isSubset(of: loaded) {
-                throw StoreError(
-                    .io,
-                    "fleet group \(group): a write changed a shard of its manifest that it did not read; nothing was changed"
-                )
-            }
-            shards = manifest.shardEncodings(changed)
-            for (index, bytes) in shards { digests[index] = try shardDigest(of: bytes) }
-        } else if manifest.loadedShards != nil {
-            throw StoreError(
-                .io, "fleet group \(group): a write of part of its manifest over none; nothing was changed")
-        } else {
-            digests = []
-            shards = [:]
-            let all = manifest.shardEncodings(Set(0..<FleetManifest.shardCount))
-            for index in 0..<FleetManifest.shardCount {
-                let bytes = all[index] ?? FleetManifest.emptyShard(index)
-                digests.append(try shardDigest(of: bytes))
-                shards[index] = bytes
-            }
-        }
-        manifest.shardDigests = digests
-        return (
-            try seal(
-                FleetManifestRoot(counter: manifest.counter, itemCount: manifest.itemCount, shardDigests: digests)),
-            shards
-        )
-    }
-
     /// `root` sealed: a random nonce, then its bytes encrypted and authenticated with the group's id.
     func seal(_ root: FleetManifestRoot) throws(StoreError) -> [UInt8] {
-        try seal(root.encoded(), associatedData: manifestAssociatedData, what: "the manifest")
+        try sealManifest(root.encoded())
     }
 
-    /// Opens a group's sealed `manifest` key: a root, or a whole manifest; `integrity` when it does not
-    /// open under this group's key or is neither (replaced, or another group's).
+    /// A manifest's bytes, in any of its formats, sealed as `seal(_:)` seals a root.
+    func sealManifest(_ bytes: [UInt8]) throws(StoreError) -> [UInt8] {
+        try seal(bytes, associatedData: manifestAssociatedData, what: "the manifest")
+    }
+
+    /// Opens a group's sealed `manifest` key: a root, or an earlier build's manifest; `integrity` when it
+    /// does not open under this group's key or is none of them (replaced, or another group's).
     func open(_ sealed: [UInt8]) throws(StoreError) -> OpenedManifest {
         try open(sealed, associatedData: manifestAssociatedData, what: "its manifest", decode: OpenedManifest.decode)
-    }
-
-    /// The manifest that `sealed` opens to, with `shards` (by index; an absent shard is empty) checked
-    /// against its root's digests.
-    func manifest(_ sealed: [UInt8], shards: [Int: [UInt8]]) throws(StoreError) -> FleetManifest {
-        switch try open(sealed) {
-        case .whole(let manifest): return manifest
-        case .root(let root): return try manifest(root, shards: shards)
-        }
-    }
-
-    /// The manifest of `root` and `shards` (by index; an absent shard is empty); `integrity` naming the
-    /// first shard that is not the one the root lists. With `loading`, those shards alone (the items of
-    /// the others counted, not listed).
-    func manifest(_ root: FleetManifestRoot, shards: [Int: [UInt8]], loading: Set<Int>? = nil) throws(StoreError)
-        -> FleetManifest
-    {
-        var items: [ItemID: FleetManifest.Entry] = [:]
-        items.reserveCapacity(loading == nil ? root.itemCount : 0)
-        for index in loading?.sorted() ?? Array(0..<FleetManifest.shardCount) {
-            let bytes = shards[index] ?? FleetManifest.emptyShard(index)
-            guard try shardDigest(of: bytes) == root.shardDigests[index],
-                FleetManifest.decodeShard(bytes, index: index, into: &items), items.count <= root.itemCount
-            else {
-                throw StoreError(
-                    .integrity,
-                    "fleet group \(group): shard \(index) of its manifest in etcd is not the one the manifest's root "
-                        + "lists (replaced, deleted, or an older one)" + Self.resyncHint(group))
-            }
-        }
-        guard loading != nil || items.count == root.itemCount else {
-            throw StoreError(
-                .integrity,
-                "fleet group \(group): its manifest's shards in etcd list \(items.count) items where its root says "
-                    + "\(root.itemCount)" + Self.resyncHint(group))
-        }
-        var manifest = FleetManifest(counter: root.counter, items: items, shardDigests: root.shardDigests)
-        manifest.loadedShards = loading
-        manifest.unloadedItemCount = root.itemCount - items.count
-        return manifest
     }
 
     /// `plaintext` sealed under the manifest key: a random nonce, then the bytes encrypted and
@@ -198,8 +118,18 @@ struct FleetManifestKey: Sendable {
         try keyedDigest(contents, domain: Self.digestDomain, what: "an item")
     }
 
-    /// The digest of a manifest's shard that its root lists: a keyed hash under the digest key, which
-    /// rotations keep, so that a rotation seals the root again without touching the shards.
+    /// The digest of a node of a manifest's tree that its root lists, and of a leaf that its node lists:
+    /// keyed hashes under the digest key, which rotations keep, so that a rotation seals the root again
+    /// without touching the tree.
+    func nodeDigest(of bytes: [UInt8]) throws(StoreError) -> [UInt8] {
+        try keyedDigest(bytes, domain: Self.nodeDigestDomain, what: "a node of the manifest")
+    }
+
+    func leafDigest(of bytes: [UInt8]) throws(StoreError) -> [UInt8] {
+        try keyedDigest(bytes, domain: Self.leafDigestDomain, what: "a leaf of the manifest")
+    }
+
+    /// The digest of a shard of an earlier build's manifest (`FleetShardedRoot`).
     func shardDigest(of bytes: [UInt8]) throws(StoreError) -> [UInt8] {
         try keyedDigest(bytes, domain: Self.shardDigestDomain, what: "a shard of the manifest")
     }

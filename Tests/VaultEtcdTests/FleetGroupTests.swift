@@ -439,10 +439,10 @@ import VaultTestSupport
     /// Keys that something else put under a group's prefix (here 6,000, more than a group can hold,
     /// outside `items/` and between the group's own keys) are never read: a command's read, a complete
     /// refresh (a resync, a join) and a fresh-only read all go on, where a complete refresh was refused.
-    /// A refresh's read of the shards' range answered with more than the client takes (keys that
-    /// something else put between the shards' names, with large values: a proxy gives the answer here)
-    /// is read again by name, not taken for etcd being out of reach.
-    @Test func aShardRangeTooLargeToReadIsReadByName() throws {
+    /// A refresh's read of the tree's range answered with more than the client takes (keys that
+    /// something else put under `tree/`, with large values: a proxy gives the answer here) is read
+    /// again, not taken for etcd being out of reach.
+    @Test func aTreeRangeTooLargeToReadIsReadAgain() throws {
         let endpoints = try TestCluster.require()
         let proxy = try InterposingProxy(upstream: endpoints[0])
         let group = try AccessGroup("oversize-\(UUID().uuidString.prefix(8).lowercased())")
@@ -477,15 +477,23 @@ import VaultTestSupport
                     })
             }
             try etcd.put(root + Array("n-junk".utf8), Array("between the group's own keys".utf8))
-            // Beside the manifest's shards (00 to 3f), and one between two shards' names, which the read of
-            // their range brings and leaves out.
-            for name in ["shards/0", "shards/40", "shards/3f-junk", "shards/00-junk"] {
+            // Among the manifest's tree (under its epoch, and another's), which the read of its range brings
+            // and leaves out.
+            let epoch = String(
+                decoding: try #require(
+                    try etcd.range(prefix: root + Array("tree/".utf8), keysOnly: true).keyValues.first?.key.dropFirst(
+                        root.count + 5
+                    ).prefix(16)), as: UTF8.self)
+            for name in ["tree/x", "tree/\(epoch)/zz", "tree/\(epoch)/00-junk", "tree/\(epoch)/00/zz", "tree/0/00"] {
                 try etcd.put(root + Array(name.utf8), Array(repeating: 0x6a, count: 64))
             }
             defer {
                 _ = try? etcd.transaction(
                     compare: [],
                     success: [.delete(key: root + Array("junk/".utf8), rangeEnd: root + Array("junk0".utf8))])
+                _ = try? etcd.transaction(
+                    compare: [],
+                    success: [.delete(key: root + Array("tree/".utf8), rangeEnd: root + Array("tree0".utf8))])
             }
             b.requireFreshFleetReads(true)
             #expect(try b.data(for: db) == Data("kept".utf8), "a fresh-only read")
@@ -500,26 +508,23 @@ import VaultTestSupport
             try a.set(Data("newer".utf8), for: db)
             b.requireFreshFleetReads(true)
             #expect(try b.data(for: db) == Data("newer".utf8))
-            // More keys between the shards' names than there are shards (64), sorting before the last of
-            // the group's shards (made one other than 00 first): the shards are read by name.
-            func lastShard() throws -> Int {
-                let keys = try etcd.range(prefix: root + Array("shards/".utf8), keysOnly: true).keyValues.map(\.key)
-                return keys.compactMap { Int(String(decoding: $0.suffix(2), as: UTF8.self), radix: 16) }.max() ?? 0
-            }
+            // More keys under `tree/` than a tree has, of another epoch: the root's epoch is read alone; then
+            // more under the root's epoch too: its nodes and leaves are read by name.
             var extra = 0
-            while try lastShard() == 0 {
+            for prefix in ["tree/0000000000000000/", "tree/\(epoch)/"] {
                 extra += 1
                 try a.set(Data("more".utf8), for: try ItemKey(service: "db\(extra)", account: "app", group: stray))
+                for batch in 0..<42 {  // 4,200 keys: more than a tree has (64 nodes and 4,096 leaves)
+                    _ = try etcd.transaction(
+                        compare: [],
+                        success: (0..<100).map { index in
+                            .put(
+                                key: root + Array("\(prefix)zz-\(batch)-\(index)".utf8),
+                                value: Array(repeating: 0x6a, count: 8))
+                        })
+                }
+                #expect(try b.resyncFleetGroup(stray, acceptingRollback: false).itemCount == 1 + extra)
             }
-            let before = String(format: "%02x", try lastShard() - 1)
-            _ = try etcd.transaction(
-                compare: [],
-                success: (0..<64).map { index in
-                    .put(
-                        key: root + Array("shards/\(before)-junk-\(index)".utf8),
-                        value: Array(repeating: 0x6a, count: 64))
-                })
-            #expect(try b.resyncFleetGroup(stray, acceptingRollback: false).itemCount == 1 + extra)
             try a.set(Data("newest".utf8), for: db)
             #expect(try b.data(for: db) == Data("newest".utf8))
         }

@@ -33,14 +33,20 @@ import VaultTestSupport
 
         var manifest: [UInt8] { root + Array("manifest".utf8) }
 
-        /// The manifest's root and shards as etcd holds them: what a member that went back would hold.
+        var tree: [UInt8] { root + Array("tree/".utf8) }
+
+        /// The manifest's root and tree as etcd holds them: what a member that went back would hold.
         func manifestState() throws -> [EtcdKeyValue] {
-            try etcd.range(manifest).keyValues + etcd.range(prefix: root + Array("shards/".utf8)).keyValues
+            try etcd.range(manifest).keyValues + etcd.range(prefix: tree).keyValues
         }
 
-        /// The puts that bring the manifest back to `state` (a write never deletes a shard).
-        func replay(_ state: [EtcdKeyValue]) -> [EtcdOperation] {
-            state.map { .put(key: $0.key, value: $0.value) }
+        /// The operations that bring the manifest back to `state`: its keys put as they were, and the tree's
+        /// keys that it did not hold deleted (a write deletes a leaf it empties, and a whole tree written
+        /// anew is under another epoch).
+        func replay(_ state: [EtcdKeyValue]) throws -> [EtcdOperation] {
+            let kept = Set(state.map(\.key))
+            let added = try etcd.range(prefix: tree, keysOnly: true).keyValues.filter { !kept.contains($0.key) }
+            return added.map { .delete(key: $0.key, rangeEnd: nil) } + state.map { .put(key: $0.key, value: $0.value) }
         }
 
         /// Every item key and value of the group.
@@ -142,7 +148,7 @@ import VaultTestSupport
             #expect(try b.data(for: db) == Data("v2".utf8))
             _ = try keys.etcd.transaction(
                 compare: [],
-                success: keys.replay(oldManifest) + [.put(key: oldItem.key, value: oldItem.value)])
+                success: try keys.replay(oldManifest) + [.put(key: oldItem.key, value: oldItem.value)])
             let vault = FleetCommandTests.binaries.appendingPathComponent("vault").path
             for (arguments, input) in [
                 (["get", "db", "app"], ""), (["ls"], ""), (["put", "new", "app"], "added"),
@@ -172,7 +178,7 @@ import VaultTestSupport
             // A member that went back: the whole state of before, consistent in itself.
             _ = try keys.etcd.transaction(
                 compare: [],
-                success: keys.replay(oldManifest) + [.put(key: oldItem.key, value: oldItem.value)])
+                success: try keys.replay(oldManifest) + [.put(key: oldItem.key, value: oldItem.value)])
             expectIntegrityError("older than this machine has seen") { _ = try b.data(for: db) }
             expectIntegrityError("older than this machine has seen") {
                 try b.set(Data("v3".utf8), for: db)
@@ -198,7 +204,7 @@ import VaultTestSupport
             // etcd goes back to the state b saw last; b writes other items past a's mark.
             _ = try keys.etcd.transaction(
                 compare: [],
-                success: keys.replay(oldManifest) + [.put(key: oldItem.key, value: oldItem.value)])
+                success: try keys.replay(oldManifest) + [.put(key: oldItem.key, value: oldItem.value)])
             for round in 1...3 { try b.set(Data("other \(round)".utf8), for: try key("other", group)) }
             #expect(try b.data(for: db) == Data("P1".utf8), "b never saw more")
             expectIntegrityError("went back to an older state") { _ = try a.data(for: db) }
@@ -219,7 +225,7 @@ import VaultTestSupport
             try a.set(Data("P2, the rotated password".utf8), for: db)
             _ = try keys.etcd.transaction(
                 compare: [],
-                success: keys.replay(oldManifest) + [.put(key: oldItem.key, value: oldItem.value)])
+                success: try keys.replay(oldManifest) + [.put(key: oldItem.key, value: oldItem.value)])
             expectIntegrityError("older than this machine has seen") { _ = try a.data(for: db) }
             expectIntegrityError("older than another machine has seen") { _ = try b.data(for: db) }
             expectIntegrityError("older than another machine has seen") {

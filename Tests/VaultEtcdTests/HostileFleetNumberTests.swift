@@ -10,12 +10,16 @@ import VaultStore
         let digest = [UInt8](repeating: 1, count: FleetManifest.digestByteCount)
         #expect(FleetManifest.decodeWhole(FleetManifest(counter: 7, items: [:]).encodedWhole())?.counter == 7)
         #expect(FleetManifest.decodeWhole(FleetManifest(counter: .max, items: [:]).encodedWhole()) == nil)
-        let digests = [[UInt8]](repeating: digest, count: FleetManifest.shardCount)
+        let tree = FleetManifestTree(epoch: 9)
         #expect(
-            FleetManifestRoot.decode(FleetManifestRoot(counter: 7, itemCount: 0, shardDigests: digests).encoded())?
+            FleetManifestRoot.decode(FleetManifestRoot(counter: 7, itemCount: 0, tree: tree).encoded())?.counter == 7)
+        #expect(FleetManifestRoot.decode(FleetManifestRoot(counter: .max, itemCount: 0, tree: tree).encoded()) == nil)
+        let digests = [[UInt8]](repeating: digest, count: FleetShardedRoot.shardCount)
+        #expect(
+            FleetShardedRoot.decode(FleetShardedRoot(counter: 7, itemCount: 0, shardDigests: digests).encoded())?
                 .counter == 7)
         #expect(
-            FleetManifestRoot.decode(FleetManifestRoot(counter: .max, itemCount: 0, shardDigests: digests).encoded())
+            FleetShardedRoot.decode(FleetShardedRoot(counter: .max, itemCount: 0, shardDigests: digests).encoded())
                 == nil)
         #expect(FleetMark.decode(FleetMark(counter: 7, digest: digest).encoded())?.counter == 7)
         #expect(FleetMark.decode(FleetMark(counter: .max, digest: digest).encoded()) == nil)
