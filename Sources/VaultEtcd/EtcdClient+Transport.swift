@@ -58,11 +58,13 @@ extension EtcdClient {
     }
 
     func options(token: String?) -> TransportOptions {
-        TransportOptions(
+        var options = TransportOptions(
             caFile: configuration.caFile, certificateFile: configuration.certificateFile,
             keyFile: configuration.keyFile, authorization: token,
             timeoutMilliseconds: configuration.requestTimeoutMilliseconds,
             connectTimeoutMilliseconds: configuration.connectTimeoutMilliseconds)
+        options.maximumBodyByteCount = configuration.maximumAnswerByteCount
+        return options
     }
 
     /// `answer` as etcd's gateway sends every answer, a JSON object; nil for anything else (a proxy's

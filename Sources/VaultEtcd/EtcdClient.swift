@@ -33,6 +33,8 @@ package final class EtcdClient: Sendable {
         /// The time a read may take in all, over every endpoint it tries (each gets a share of what is
         /// left); a read's caller answers from its cache after it.
         package var readDeadlineMilliseconds = 1000
+        /// The largest answer the client takes (a larger one is `responseTooLarge`).
+        package var maximumAnswerByteCount = TransportOptions.defaultMaximumBodyByteCount
 
         /// A configuration for `endpoints`; refused when one is not an http or https URL with a host.
         package init(endpoints: [String]) throws(EtcdError) {
@@ -101,15 +103,23 @@ package final class EtcdClient: Sendable {
 
     /// Every key that starts with `prefix`, read in pages of at most `pageSize` keys (so that no one
     /// response grows with the range): the first page linearizable, the others at its revision, so
-    /// that together they are one consistent view. When etcd compacts past that revision between two
-    /// pages, the read starts again at a new revision (three times at most, then `rejected`).
-    /// More than `maximumKeys` keys under the prefix is refused as an answer no caller can use (an
-    /// endpoint that says "more" for ever, or keys nobody should have put there).
-    package func range(prefix: [UInt8], pageSize: Int, maximumKeys: Int = .max) throws(EtcdError) -> EtcdRangeResult {
+    /// that together they are one consistent view. With a larger `maximumPageSize`, each later page
+    /// takes as many keys as `pageValueBytes` holds at the largest value read so far (at least 1 KiB),
+    /// up to that size: a round trip costs more than a small key, and a range of small values is read in
+    /// few. A page whose answer is larger than the client takes is read again at `pageSize`, and no
+    /// page grows after it. When etcd compacts past that revision between two pages, the read starts
+    /// again at a new revision (three times at most, then `rejected`). More than `maximumKeys` keys
+    /// under the prefix is refused as an answer no caller can use (an endpoint that says "more" for
+    /// ever, or keys nobody should have put there).
+    package func range(prefix: [UInt8], pageSize: Int, maximumPageSize: Int? = nil, maximumKeys: Int = .max)
+        throws(EtcdError) -> EtcdRangeResult
+    {
         var attempt = 1
         while true {
             do {
-                return try pagedRange(prefix: prefix, pageSize: pageSize, maximumKeys: maximumKeys)
+                return try pagedRange(
+                    prefix: prefix, pageSize: pageSize, maximumPageSize: max(pageSize, maximumPageSize ?? pageSize),
+                    maximumKeys: maximumKeys)
             } catch  where error.grpcCode == Self.outOfRange && attempt < 3 {
                 attempt += 1
             }
@@ -119,32 +129,48 @@ package final class EtcdClient: Sendable {
     /// gRPC's OUT_OF_RANGE: what etcd answers a read at a revision it has compacted.
     package static let outOfRange = 11
 
-    /// One attempt of `range(prefix:pageSize:)`.
-    private func pagedRange(prefix: [UInt8], pageSize: Int, maximumKeys: Int) throws(EtcdError) -> EtcdRangeResult {
+    /// The bytes of values a page that grows is sized for (`range(prefix:pageSize:maximumPageSize:)`).
+    package static let pageValueBytes = 4 << 20
+
+    /// One attempt of `range(prefix:pageSize:maximumPageSize:maximumKeys:)`.
+    private func pagedRange(prefix: [UInt8], pageSize: Int, maximumPageSize: Int, maximumKeys: Int) throws(EtcdError)
+        -> EtcdRangeResult
+    {
         let end = EtcdJSON.prefixEnd(prefix)
         var start = prefix
         var revision: Int64 = 0
         var keyValues: [EtcdKeyValue] = []
         var clusterID = ""
         var pages = 0
+        var limit = pageSize
+        var largestValue = 1 << 10
+        var growing = maximumPageSize > pageSize
         while true {
-            let (page, more) = try call(
-                "/v3/kv/range", EtcdJSON.rangeRequest(start, rangeEnd: end, limit: pageSize, revision: revision),
-                // The first page waits at most the read deadline (with etcd out of reach, the caller answers
-                // from its cache after it); the others follow a page etcd answered.
-                idempotent: true, bulk: pages > 0
-            ) { answer throws(EtcdError) in
-                let page = try EtcdJSON.rangeResult(answer, header: try EtcdJSON.header(answer))
-                let more = try EtcdJSON.flag(answer, "more")
-                if more, page.keyValues.isEmpty {
-                    throw EtcdError(.malformedResponse, "etcd said more keys follow a page that had none")
+            let page: EtcdRangeResult
+            let more: Bool
+            do {
+                (page, more) = try call(
+                    "/v3/kv/range", EtcdJSON.rangeRequest(start, rangeEnd: end, limit: limit, revision: revision),
+                    // The first page waits at most the read deadline (with etcd out of reach, the caller answers
+                    // from its cache after it); the others follow a page etcd answered.
+                    idempotent: true, bulk: pages > 0
+                ) { answer throws(EtcdError) in
+                    let page = try EtcdJSON.rangeResult(answer, header: try EtcdJSON.header(answer))
+                    let more = try EtcdJSON.flag(answer, "more")
+                    if more, page.keyValues.isEmpty {
+                        throw EtcdError(.malformedResponse, "etcd said more keys follow a page that had none")
+                    }
+                    // Each page starts at or after `start` (so the next one does too): a page that does not
+                    // would be read again and again.
+                    if let first = page.keyValues.first, first.key.lexicographicallyPrecedes(start) {
+                        throw EtcdError(.malformedResponse, "a page of keys started before the key it was asked from")
+                    }
+                    return (page, more)
                 }
-                // Each page starts at or after `start` (so the next one does too): a page that does not
-                // would be read again and again.
-                if let first = page.keyValues.first, first.key.lexicographicallyPrecedes(start) {
-                    throw EtcdError(.malformedResponse, "a page of keys started before the key it was asked from")
-                }
-                return (page, more)
+            } catch  where error.code == .responseTooLarge && limit > pageSize {
+                growing = false
+                limit = pageSize
+                continue
             }
             if revision == 0 {
                 revision = page.revision
@@ -161,6 +187,10 @@ package final class EtcdClient: Sendable {
             if let afterPage = afterPage.withLock({ $0 }) { afterPage(pages) }
             guard more, let last = page.keyValues.last else { break }
             start = last.key + [0]
+            if growing {
+                largestValue = page.keyValues.reduce(largestValue) { max($0, $1.value.count) }
+                limit = min(maximumPageSize, max(pageSize, Self.pageValueBytes / largestValue))
+            }
         }
         return EtcdRangeResult(
             revision: revision, keyValues: keyValues, count: Int64(keyValues.count), clusterID: clusterID)

@@ -17,24 +17,21 @@ extension EtcdReplica {
         }
     }
 
-    /// The group's keys as of one revision: its items in pages, then its manifest's root and tree,
-    /// reports, removal record, keyring and machines at that revision (`readHeadAndTree`), and whether
-    /// the tree's keys are all there. Other keys that something else put under the group's prefix are
-    /// never read; more keys under `items/` than a group holds are refused.
-    func readGroup() throws(StoreError) -> (found: EtcdRangeResult, treeComplete: Bool) {
+    /// The group's keys as of one revision: its items in pages, then its manifest's root and tree (or
+    /// an earlier build's shards), reports, removal record, keyring and machines at that revision
+    /// (`readHeadAndTree`). Other keys that something else put under the group's prefix are never
+    /// read; more keys under `items/` than a group holds are refused.
+    func readGroup() throws(StoreError) -> EtcdRangeResult {
         var attempt = 1
         while true {
             do throws(EtcdError) {
                 let items = try client.range(
-                    prefix: itemsPrefix, pageSize: Self.pageSize, maximumKeys: FleetManifest.maximumItemCount)
-                let head = try readHeadAndTree(at: items.revision)
-                let keyValues = items.keyValues + head.keyValues
-                return (
-                    EtcdRangeResult(
-                        revision: items.revision, keyValues: keyValues, count: Int64(keyValues.count),
-                        clusterID: items.clusterID),
-                    head.treeComplete
-                )
+                    prefix: itemsPrefix, pageSize: Self.pageSize, maximumPageSize: Self.maximumPageSize,
+                    maximumKeys: FleetManifest.maximumItemCount)
+                let keyValues = try items.keyValues + readHeadAndTree(at: items.revision)
+                return EtcdRangeResult(
+                    revision: items.revision, keyValues: keyValues, count: Int64(keyValues.count),
+                    clusterID: items.clusterID)
             } catch  where error.grpcCode == EtcdClient.outOfRange && attempt < 3 {
                 attempt += 1  // compacted past the items' revision meanwhile: read again
             } catch {
@@ -45,27 +42,38 @@ extension EtcdReplica {
 
     /// The group's head keys by name and its tree at `revision`, in one read-only transaction with one
     /// range of `tree/` (`treeRangeRead`). When that range holds more keys than a tree has (another
-    /// epoch's left by a writer that died, or strays), or more bytes than an answer may hold, the tree
-    /// is not in what this returns: `manifest(_:in:treeComplete:)` reads the root's epoch alone.
-    private func readHeadAndTree(at revision: Int64) throws(EtcdError) -> (
-        keyValues: [EtcdKeyValue], treeComplete: Bool
-    ) {
+    /// epoch's left by a writer that died, or strays), or more bytes than an answer may hold, the root's
+    /// epoch is read alone (`readTree(epoch:at:)`); an earlier build's root is read with its shards.
+    private func readHeadAndTree(at revision: Int64) throws(EtcdError) -> [EtcdKeyValue] {
         let names = [acceptedKey, keyringKey, machinesKey, manifestKey, removedKey, rollbackKey]
+        var head: [EtcdKeyValue]
+        var tree: [EtcdKeyValue]?
         do throws(EtcdError) {
-            let head = try client.transaction(
+            let found = try client.transaction(
                 compare: [],
                 success: names.map { .range(key: $0, rangeEnd: nil, revision: revision) }
                     + [treeRangeRead(revision: revision)])
-            guard head.ranges.count == names.count + 1, let tree = head.ranges[names.count] else {
+            guard found.ranges.count == names.count + 1, let range = found.ranges[names.count] else {
                 throw EtcdError(.malformedResponse, "etcd answered a read of the group's head without every range")
             }
-            let keyValues = zip(names, head.ranges).flatMap { key, range in
-                range?.keyValues.filter { $0.key == key } ?? []
+            head = zip(names, found.ranges).flatMap { key, range in range?.keyValues.filter { $0.key == key } ?? [] }
+            if range.count <= Int64(Self.treeKeyLimit) {
+                tree = range.keyValues.filter { $0.key.starts(with: treePrefix) }
             }
-            guard tree.count <= Int64(Self.treeKeyLimit) else { return (keyValues, false) }
-            return (keyValues + tree.keyValues.filter { $0.key.starts(with: treePrefix) }, true)
-        } catch  where error.code == .responseTooLarge {}
-        return (try readByName(names, at: revision), false)
+        } catch  where error.code == .responseTooLarge {
+            head = try readByName(names, at: revision)
+        }
+        // A root that does not open is refused by the refresh, which says why.
+        guard let root = head.first(where: { $0.key == manifestKey }), let opened = try? sealer.open(root.value) else {
+            return head + (tree ?? [])
+        }
+        switch opened {
+        case .root(let root):
+            if let tree { return head + tree }
+            return try head + readTree(epoch: root.epoch, at: revision)
+        case .sharded: return try head + readByName(shardKeys, at: revision)
+        case .whole: return head
+        }
     }
 
     /// The group's head in one read of the keys from `manifest` to `rollback`: the manifest's root (nil:

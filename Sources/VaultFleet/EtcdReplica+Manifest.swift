@@ -72,12 +72,11 @@ extension EtcdReplica {
         return value
     }
 
-    /// The tree of epoch `epoch` as etcd held it at `revision`: one range of its keys; when that holds
-    /// more keys than a tree has (strays put among them), or answers with more than the client takes,
-    /// its nodes by name, then the leaves they list by name (bounded by the tree's own keys).
-    func readTree(epoch: UInt64, at revision: Int64) throws(EtcdError) -> (
-        nodes: [Int: [UInt8]], leaves: [Int: [UInt8]]
-    ) {
+    /// The keys of the tree of epoch `epoch` as etcd held them at `revision`: one range of them; when
+    /// that holds more keys than a tree has (strays put among them), or answers with more than the
+    /// client takes, its nodes by name, then the leaves they list by name (bounded by the tree's own
+    /// keys).
+    func readTree(epoch: UInt64, at revision: Int64) throws(EtcdError) -> [EtcdKeyValue] {
         let prefix = treeKeyPrefix(epoch: epoch)
         do throws(EtcdError) {
             let found = try client.transaction(
@@ -90,13 +89,12 @@ extension EtcdReplica {
             guard let range = found.ranges.first, let range else {
                 throw EtcdError(.malformedResponse, "etcd answered a read of the manifest's tree without its range")
             }
-            if range.count <= Int64(Self.treeKeyLimit) { return tree(in: range.keyValues, epoch: epoch) }
+            if range.count <= Int64(Self.treeKeyLimit) { return range.keyValues }
         } catch  where error.code == .responseTooLarge {}
-        let nodeKeys = (0..<FleetManifestTree.nodeCount).map { nodeKey($0, epoch: epoch) }
-        let nodes = tree(in: try readByName(nodeKeys, at: revision), epoch: epoch).nodes
+        let nodes = try readByName((0..<FleetManifestTree.nodeCount).map { nodeKey($0, epoch: epoch) }, at: revision)
         // The leaves the nodes list, read before the nodes are checked: the check of each follows.
         var leafKeys: [[UInt8]] = []
-        for (node, bytes) in nodes {
+        for (node, bytes) in tree(in: nodes, epoch: epoch).nodes {
             guard let digests = FleetManifestTree.decodeNode(bytes, index: node) else { continue }
             for (place, leaf) in FleetManifestTree.leaves(ofNode: node).enumerated() {
                 let start = place * FleetManifest.digestByteCount
@@ -105,7 +103,7 @@ extension EtcdReplica {
                 }
             }
         }
-        return (nodes, tree(in: try readByName(leafKeys, at: revision), epoch: epoch).leaves)
+        return try nodes + readByName(leafKeys, at: revision)
     }
 
     /// Keys `keys` read by name at `revision`, in transactions of at most `maximumOperations`.
@@ -129,16 +127,23 @@ extension EtcdReplica {
     static let maximumOperations = 128
 
     /// What a write puts of its manifest's tree with its root: the nodes and leaves it changed (an
-    /// empty one deleted); under a new epoch, the whole tree is put first here, in batches, and what is
-    /// returned deletes every other epoch's keys and an earlier build's shards with the root.
+    /// empty one deleted), and the deletion of every other epoch's keys; under a new epoch, the whole
+    /// tree is put first here, in batches, and an earlier build's shards are deleted with the root.
     func treeOperations(_ write: FleetManifestTreeWrite) throws(StoreError) -> [EtcdOperation] {
         let keyed =
             write.nodes.map { (nodeKey($0.key, epoch: write.epoch), $0.value) }
             + write.leaves.map { (leafKey($0.key, epoch: write.epoch), $0.value) }
+        let own = treeKeyPrefix(epoch: write.epoch)
+        // Every other epoch's keys (a writer's that died before its root) go with each write.
+        let others: [EtcdOperation] = [
+            .delete(key: treePrefix, rangeEnd: own),
+            .delete(key: EtcdClient.rangeEnd(ofPrefix: own), rangeEnd: EtcdClient.rangeEnd(ofPrefix: treePrefix)),
+        ]
         guard write.isNewEpoch else {
-            return keyed.sorted { $0.0.lexicographicallyPrecedes($1.0) }.map { key, value in
-                value.map { .put(key: key, value: $0) } ?? .delete(key: key, rangeEnd: nil)
-            }
+            return others
+                + keyed.sorted { $0.0.lexicographicallyPrecedes($1.0) }.map { key, value in
+                    value.map { .put(key: key, value: $0) } ?? .delete(key: key, rangeEnd: nil)
+                }
         }
         var puts = keyed.compactMap { key, value in value.map { (key: key, value: $0) } }[...]
         while !puts.isEmpty {
@@ -154,23 +159,28 @@ extension EtcdReplica {
             do {
                 _ = try client.transaction(compare: [], success: batch)
             } catch {
-                discardTree(write)
+                // No root names the epoch yet.
+                discardTree(epoch: write.epoch)
                 throw storeError(error, "cannot write its manifest to etcd")
             }
         }
-        let own = treeKeyPrefix(epoch: write.epoch)
-        return [
-            .delete(key: treePrefix, rangeEnd: own),
-            .delete(key: EtcdClient.rangeEnd(ofPrefix: own), rangeEnd: EtcdClient.rangeEnd(ofPrefix: treePrefix)),
-            .delete(key: shardsPrefix, rangeEnd: EtcdClient.rangeEnd(ofPrefix: shardsPrefix)),
-        ]
+        return others + [.delete(key: shardsPrefix, rangeEnd: EtcdClient.rangeEnd(ofPrefix: shardsPrefix))]
     }
 
-    /// Deletes the keys of a tree written under a new epoch whose root did not land; best effort (what
-    /// is left is never read, and the next tree written whole deletes it).
-    func discardTree(_ write: FleetManifestTreeWrite) {
+    /// Deletes the keys of a tree written under a new epoch whose root did not land, given the root etcd
+    /// holds now (`current`, nil: none), which must name another epoch: a root of this write's that
+    /// landed on an attempt whose answer was lost, and was written over since, names it, and its tree is
+    /// the group's. Best effort: what is left is never read, and the next write deletes it.
+    func discardTree(_ write: FleetManifestTreeWrite, current: [UInt8]?) {
         guard write.isNewEpoch else { return }
-        let prefix = treeKeyPrefix(epoch: write.epoch)
+        if let current {
+            guard case .root(let root) = try? sealer.open(current), root.epoch != write.epoch else { return }
+        }
+        discardTree(epoch: write.epoch)
+    }
+
+    private func discardTree(epoch: UInt64) {
+        let prefix = treeKeyPrefix(epoch: epoch)
         _ = try? client.transaction(
             compare: [], success: [.delete(key: prefix, rangeEnd: EtcdClient.rangeEnd(ofPrefix: prefix))])
     }
@@ -186,33 +196,16 @@ extension EtcdReplica {
         }
     }
 
-    /// The manifest that `opened` (read in `found`, which holds the tree's keys when `treeComplete`)
-    /// makes with its tree, or an earlier build's shards, checked against it.
-    func manifest(_ opened: OpenedManifest, in found: EtcdRangeResult, treeComplete: Bool) throws(StoreError)
-        -> FleetManifest
-    {
-        func read<Value>(_ body: () throws(EtcdError) -> Value) throws(StoreError) -> Value {
-            do {
-                return try body()
-            } catch {
-                throw storeError(error, "cannot read its manifest from etcd")
-            }
-        }
+    /// The manifest that `opened` makes with its tree (or an earlier build's shards) among `keyValues`
+    /// (`readGroup`), checked against it.
+    func manifest(_ opened: OpenedManifest, in keyValues: [EtcdKeyValue]) throws(StoreError) -> FleetManifest {
         switch opened {
         case .whole(let whole):
             return whole
         case .sharded(let root):
-            return try sealer.manifest(
-                root,
-                shards: shards(
-                    in: try read { () throws(EtcdError) in
-                        try readByName(shardKeys, at: found.revision)
-                    }))
+            return try sealer.manifest(root, shards: shards(in: keyValues))
         case .root(let root):
-            let tree =
-                treeComplete
-                ? self.tree(in: found.keyValues, epoch: root.epoch)
-                : try read { () throws(EtcdError) in try readTree(epoch: root.epoch, at: found.revision) }
+            let tree = self.tree(in: keyValues, epoch: root.epoch)
             return try sealer.manifest(root, nodes: tree.nodes, leaves: tree.leaves)
         }
     }

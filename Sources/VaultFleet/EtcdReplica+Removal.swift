@@ -10,7 +10,7 @@ extension EtcdReplica {
     /// revision: a write of another machine meanwhile makes it read again (three times at most).
     func removeFromEtcd(_ cache: ReplicaCache) throws(StoreError) -> Int {
         for _ in 0..<3 {
-            let contents = contents(try readGroup().found)
+            let contents = contents(try readGroup())
             if let removed = contents.removed {
                 throw try removal(removed.value, groupKeysRemain: contents.manifest != nil)
             }

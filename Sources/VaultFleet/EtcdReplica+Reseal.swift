@@ -115,8 +115,8 @@ extension EtcdReplica {
             throw storeError(error, "cannot seal its items again under the new key")
         }
         guard result.succeeded else {
-            discardTree(tree)
             let found = result.ranges.map { $0?.keyValues.first }
+            discardTree(tree, current: found.first??.value)
             var caughtUp = false
             if found.count == 2, found[1] == nil, let manifest = found[0] {
                 caughtUp = try catchUp(to: manifest, at: result.revision, cache)
@@ -205,7 +205,8 @@ extension EtcdReplica {
         default: return nil
         }
         guard let seenTree = seen.tree, seenTree.epoch == root.epoch else {
-            guard let tree = try? readTree(epoch: root.epoch, at: revision) else { return nil }
+            guard let keyValues = try? readTree(epoch: root.epoch, at: revision) else { return nil }
+            let tree = self.tree(in: keyValues, epoch: root.epoch)
             return try sealer.manifest(root, nodes: tree.nodes, leaves: tree.leaves)
         }
         let changedNodes = (0..<FleetManifestTree.nodeCount).filter {

@@ -16,7 +16,7 @@ extension EtcdReplica {
                 previousCounter: previous?.counter, replicaCounter: now?.counter, counter: now?.counter ?? 0,
                 itemCount: now?.items.count ?? 0, removedCount: 0)
         }
-        let found = try readGroup().found
+        let found = try readGroup()
         let contents = contents(found)
         // The group's current key first: what does not open under it is removed below.
         if let keyring = contents.keyring { try adoptRotations(keyring.value, cache: cache) }
@@ -66,12 +66,13 @@ extension EtcdReplica {
                 success: [
                     .put(key: manifestKey, value: sealed), .put(key: acceptedKey, value: acceptance),
                     .delete(key: rollbackKey, rangeEnd: nil),
-                ] + treeWrites + removals)
+                ] + treeWrites + removals,
+                failure: [.range(key: manifestKey, rangeEnd: nil)])
         } catch {
             throw storeError(error, "cannot write the group's manifest to etcd")
         }
         guard result.succeeded else {
-            discardTree(tree)
+            discardTree(tree, current: result.ranges.first??.keyValues.first?.value)
             throw StoreError(
                 .conflict, "fleet group \(group) changed in etcd during the resync; nothing was changed: run it again")
         }

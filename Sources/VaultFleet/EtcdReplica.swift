@@ -169,13 +169,21 @@ final class EtcdReplica: Sendable {
     @discardableResult
     func refresh(_ cache: ReplicaCache, recording: Bool = false) throws(StoreError) -> GroupContents {
         let started = ContinuousClock.now
-        let (found, treeComplete) = try readGroup()
-        let contents = contents(found)
-        let items = contents.items
+        var found = try readGroup()
+        var contents = contents(found)
         if let removed = contents.removed {
             throw try removal(removed.value, groupKeysRemain: contents.manifest != nil)
         }
-        if let keyring = contents.keyring { try adoptRotations(keyring.value, cache: cache) }
+        if let keyring = contents.keyring {
+            let generation = sealer.generation
+            try adoptRotations(keyring.value, cache: cache)
+            if sealer.generation != generation {
+                // Read under the key of before, the root did not open to say where its tree is: read again.
+                found = try readGroup()
+                contents = self.contents(found)
+            }
+        }
+        let items = contents.items
         guard let manifestValue = contents.manifest else {
             throw StoreError(
                 .integrity,
@@ -187,7 +195,7 @@ final class EtcdReplica: Sendable {
         let previous = try cache.highWaterMark()
         let (manifest, acceptance) = try checkHistory(
             opened, mark: mark, previous: previous, contents: contents, cache: cache
-        ) { (opened) throws(StoreError) in try self.manifest(opened, in: found, treeComplete: treeComplete) }
+        ) { (opened) throws(StoreError) in try self.manifest(opened, in: found.keyValues) }
         for (id, keyValue) in items {
             guard let expected = manifest.items[id] else {
                 throw StoreError(
@@ -241,9 +249,11 @@ final class EtcdReplica: Sendable {
         return contents
     }
 
-    /// Keys per page of a refresh: at most 32 item files of up to 768 KiB, 32 MiB of response in base64,
-    /// under the transport's 64 MiB limit.
+    /// Keys per page of a refresh: at first at most 32 item files of up to 768 KiB, 32 MiB of response
+    /// in base64, under the transport's 64 MiB limit; then as many as the largest file read so far
+    /// allows in `EtcdClient.pageValueBytes`, up to `maximumPageSize`.
     static let pageSize = 32
+    static let maximumPageSize = 1024
 
     // MARK: Writes
 
@@ -344,7 +354,7 @@ final class EtcdReplica: Sendable {
                 isOwn(itemRange.keyValues.first)
             else {
                 // What this process saw is stale: the rerun refreshes.
-                discardTree(tree)
+                discardTree(tree, current: manifestRange.keyValues.first?.value)
                 forget()
                 throw StoreError(.conflict, "fleet group \(group): it changed on another machine meanwhile")
             }

@@ -106,13 +106,17 @@ extension FleetManifestKey {
         var items: [ItemID: FleetManifest.Entry] = [:]
         items.reserveCapacity(loading == nil ? root.itemCount : 0)
         let knownIDs = knownTree == nil ? [:] : known?.idsByLeaf(loading) ?? [:]
-        for leaf in loading?.sorted() ?? Array(0..<FleetManifestTree.leafCount) {
-            guard let digest = tree.leafDigest(leaf), digest != FleetManifestTree.emptyDigest else { continue }
-            if let knownTree, let known, knownTree.leafDigest(leaf) == digest {
+        // The leaves of the nodes that are not empty, their digests looked at in place (most are empty).
+        let leafIndices =
+            loading?.sorted()
+            ?? tree.nodes.keys.sorted().flatMap { FleetManifestTree.leaves(ofNode: $0) }
+        for leaf in leafIndices {
+            guard let digest = tree.leafDigestBytes(leaf), digest.contains(where: { $0 != 0 }) else { continue }
+            if let knownTree, let known, knownTree.leafDigestBytes(leaf)?.elementsEqual(digest) == true {
                 for id in knownIDs[leaf] ?? [] { items[id] = known.items[id] }
                 continue
             }
-            guard let bytes = leaves[leaf], try leafDigest(of: bytes) == digest,
+            guard let bytes = leaves[leaf], try leafDigest(of: bytes).elementsEqual(digest),
                 FleetManifest.decodeLeaf(bytes, index: leaf, into: &items), items.count <= root.itemCount
             else {
                 throw StoreError(

@@ -44,11 +44,14 @@ struct FleetManifestTree: Sendable, Equatable {
     static let emptyNode = [UInt8](repeating: 0, count: leavesPerNode * FleetManifest.digestByteCount)
 
     /// The digest of leaf `leaf` that its node lists; nil when its node was not read.
-    func leafDigest(_ leaf: Int) -> [UInt8]? {
+    func leafDigest(_ leaf: Int) -> [UInt8]? { leafDigestBytes(leaf).map(Array.init) }
+
+    /// `leafDigest(_:)` in its node's bytes.
+    func leafDigestBytes(_ leaf: Int) -> ArraySlice<UInt8>? {
         let node = Self.node(ofLeaf: leaf)
         guard let digests = nodeDigests[node] == Self.emptyDigest ? Self.emptyNode : nodes[node] else { return nil }
         let start = (leaf % Self.leavesPerNode) * FleetManifest.digestByteCount
-        return Array(digests[start..<start + FleetManifest.digestByteCount])
+        return digests[start..<start + FleetManifest.digestByteCount]
     }
 
     /// The bytes of node `index` listing `leafDigests` (64 of them, one after another); nil when every

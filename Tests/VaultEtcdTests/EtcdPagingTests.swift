@@ -49,4 +49,32 @@ import Testing
             #expect(pagesRead.withLock { $0 } == [1, 1, 2, 3, 4], "pages read: \(pagesRead.withLock { $0 })")
         }
     }
+
+    /// Pages that grow: after the first, each takes as many keys as small values allow (up to the
+    /// maximum), fewer after a large value, and a page whose answer is larger than the client takes is
+    /// read again at the first page's size, with no page growing after it.
+    @Test func pagesGrowWithSmallValuesAndShrinkAfterAnAnswerTooLarge() throws {
+        var configuration = try EtcdClient.Configuration(endpoints: try TestCluster.require())
+        configuration.maximumAnswerByteCount = 400 << 10
+        let etcd = EtcdClient(configuration)
+        let prefix = TestCluster.prefix("growing")
+        var names = (0..<60).map { String(format: "key-%02d", $0) }
+        for name in names { try etcd.put(prefix + Array(name.utf8), Array(name.utf8)) }
+        let pagesRead = Mutex(0)
+        etcd.afterPage.withLock { $0 = { page in pagesRead.withLock { $0 = page } } }
+        let small = try etcd.range(prefix: prefix, pageSize: 2, maximumPageSize: 50)
+        #expect(small.keyValues.map { String(decoding: $0.value, as: UTF8.self) } == names)
+        #expect(pagesRead.withLock { $0 } == 3, "2, 50 and 8 keys")
+        // Three values of 150 KiB (200 KiB in base64: two of them pass the 400 KiB the client takes).
+        let large = (0..<3).map { String(format: "key-60-large-%d", $0) }
+        for name in large { try etcd.put(prefix + Array(name.utf8), Array(repeating: 0x61, count: 150 << 10)) }
+        names += large
+        let mixed = try etcd.range(prefix: prefix, pageSize: 1, maximumPageSize: 50)
+        #expect(mixed.keyValues.map(\.key) == names.map { prefix + Array($0.utf8) })
+        // 1 key, then 50 (small values), then a page of 50 with the large ones, too large: read again a key a
+        // page, the 12 keys left.
+        #expect(pagesRead.withLock { $0 } == 14)
+        let refused = #expect(throws: EtcdError.self) { _ = try etcd.range(prefix: prefix, pageSize: 3) }
+        #expect(refused?.code == .responseTooLarge, "pages of 3 keys hold two large values")
+    }
 }
