@@ -65,7 +65,7 @@ package final class EtcdClient: Sendable {
     /// Where the cluster is and how to reach it.
     package let configuration: Configuration
     let state = Mutex(State())
-    /// Called after each page that `range(prefix:pageSize:)` reads, with its number from 1 (tests
+    /// Called after each page that `range(prefix:pageSize:maximumPageSize:maximumKeys:)` reads, with its number from 1 (tests
     /// compact etcd there).
     let afterPage = Mutex<(@Sendable (Int) -> Void)?>(nil)
 
@@ -104,10 +104,10 @@ package final class EtcdClient: Sendable {
     /// Every key that starts with `prefix`, read in pages of at most `pageSize` keys (so that no one
     /// response grows with the range): the first page linearizable, the others at its revision, so
     /// that together they are one consistent view. With a larger `maximumPageSize`, each later page
-    /// takes as many keys as `pageValueBytes` holds at the largest value read so far (at least 1 KiB),
-    /// up to that size: a round trip costs more than a small key, and a range of small values is read in
-    /// few. A page whose answer is larger than the client takes is read again at `pageSize`, and no
-    /// page grows after it. When etcd compacts past that revision between two pages, the read starts
+    /// takes twice as many keys as the one before, as far as `pageValueBytes` holds at the largest value
+    /// read so far (at least 1 KiB), up to that size: a round trip costs more than a small key, and a
+    /// range of small values is read in few. A page that grew and failed (an answer larger than the
+    /// client takes, or too slow) is read again at `pageSize`, and no page grows after it. When etcd compacts past that revision between two pages, the read starts
     /// again at a new revision (three times at most, then `rejected`). More than `maximumKeys` keys
     /// under the prefix is refused as an answer no caller can use (an endpoint that says "more" for
     /// ever, or keys nobody should have put there).
@@ -129,7 +129,7 @@ package final class EtcdClient: Sendable {
     /// gRPC's OUT_OF_RANGE: what etcd answers a read at a revision it has compacted.
     package static let outOfRange = 11
 
-    /// The bytes of values a page that grows is sized for (`range(prefix:pageSize:maximumPageSize:)`).
+    /// The bytes of values a page that grows is sized for (`range(prefix:pageSize:maximumPageSize:maximumKeys:)`).
     package static let pageValueBytes = 4 << 20
 
     /// One attempt of `range(prefix:pageSize:maximumPageSize:maximumKeys:)`.
@@ -167,7 +167,9 @@ package final class EtcdClient: Sendable {
                     }
                     return (page, more)
                 }
-            } catch  where error.code == .responseTooLarge && limit > pageSize {
+            } catch  where limit > pageSize {
+                // Too large, or too slow (large values the page's size did not foresee): read again at the
+                // first page's size, once.
                 growing = false
                 limit = pageSize
                 continue
@@ -189,7 +191,7 @@ package final class EtcdClient: Sendable {
             start = last.key + [0]
             if growing {
                 largestValue = page.keyValues.reduce(largestValue) { max($0, $1.value.count) }
-                limit = min(maximumPageSize, max(pageSize, Self.pageValueBytes / largestValue))
+                limit = min(2 * limit, maximumPageSize, max(pageSize, Self.pageValueBytes / largestValue))
             }
         }
         return EtcdRangeResult(

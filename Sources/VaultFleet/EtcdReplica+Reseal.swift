@@ -137,9 +137,9 @@ extension EtcdReplica {
 
     /// Brings the cache and what this process saw to etcd's manifest (`manifestValue`, read at
     /// `revision`), a plain step forward from the one seen, reading only the nodes, leaves and items it
-    /// changed. False when it is not one (not above this machine's mark, an item changed at a counter
-    /// the mark covers, an item that does not match): a complete refresh then refuses what must be
-    /// refused.
+    /// changed. False when it is not one (not above this machine's mark, a tree written whole since,
+    /// an item changed at a counter the mark covers, an item that does not match): a complete refresh
+    /// then refuses what must be refused, and says that a rollback was accepted.
     private func catchUp(to manifestValue: EtcdKeyValue, at revision: Int64, _ cache: ReplicaCache)
         throws(StoreError) -> Bool
     {
@@ -194,8 +194,8 @@ extension EtcdReplica {
     }
 
     /// The manifest that the sealed root `sealed` (read at `revision`) makes: with the nodes and leaves
-    /// whose digests differ from `seen`'s read at that revision, the others taken from `seen`; its whole
-    /// tree read when `seen` has none of its epoch. Nil when they cannot be read.
+    /// whose digests differ from `seen`'s read at that revision, the others taken from `seen`. Nil when
+    /// `seen` has no tree of its epoch, or they cannot be read.
     private func manifest(_ sealed: [UInt8], at revision: Int64, over seen: FleetManifest) throws(StoreError)
         -> FleetManifest?
     {
@@ -204,11 +204,9 @@ extension EtcdReplica {
         case .root(let opened): root = opened
         default: return nil
         }
-        guard let seenTree = seen.tree, seenTree.epoch == root.epoch else {
-            guard let keyValues = try? readTree(epoch: root.epoch, at: revision) else { return nil }
-            let tree = self.tree(in: keyValues, epoch: root.epoch)
-            return try sealer.manifest(root, nodes: tree.nodes, leaves: tree.leaves)
-        }
+        // A tree written whole since (a resynchronisation, which may have accepted a rollback, or an
+        // upgrade) is no step forward: a complete refresh says what it was.
+        guard let seenTree = seen.tree, seenTree.epoch == root.epoch else { return nil }
         let changedNodes = (0..<FleetManifestTree.nodeCount).filter {
             root.nodeDigests[$0] != seenTree.nodeDigests[$0] && root.nodeDigests[$0] != FleetManifestTree.emptyDigest
         }

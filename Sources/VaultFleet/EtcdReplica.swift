@@ -171,17 +171,19 @@ final class EtcdReplica: Sendable {
         let started = ContinuousClock.now
         var found = try readGroup()
         var contents = contents(found)
-        if let removed = contents.removed {
-            throw try removal(removed.value, groupKeysRemain: contents.manifest != nil)
-        }
-        if let keyring = contents.keyring {
-            let generation = sealer.generation
-            try adoptRotations(keyring.value, cache: cache)
-            if sealer.generation != generation {
-                // Read under the key of before, the root did not open to say where its tree is: read again.
-                found = try readGroup()
-                contents = self.contents(found)
+        for _ in 0..<3 {
+            if let removed = contents.removed {
+                throw try removal(removed.value, groupKeysRemain: contents.manifest != nil)
             }
+            guard let keyring = contents.keyring else { break }
+            let opens = { (sealer: FleetManifestKey) in contents.manifest.map { (try? sealer.open($0.value)) != nil } }
+            let openedWhenRead = opens(sealer)
+            try adoptRotations(keyring.value, cache: cache)
+            // A root that did not open under the key of before could not say where its tree is: read again
+            // under the new one.
+            guard openedWhenRead == false, opens(sealer) == true else { break }
+            found = try readGroup()
+            contents = self.contents(found)
         }
         let items = contents.items
         guard let manifestValue = contents.manifest else {

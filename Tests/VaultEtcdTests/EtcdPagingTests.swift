@@ -50,9 +50,9 @@ import Testing
         }
     }
 
-    /// Pages that grow: after the first, each takes as many keys as small values allow (up to the
-    /// maximum), fewer after a large value, and a page whose answer is larger than the client takes is
-    /// read again at the first page's size, with no page growing after it.
+    /// Pages that grow: after the first, each takes twice as many keys as the one before while the values
+    /// are small (up to the maximum), and a page whose answer is larger than the client takes is read
+    /// again at the first page's size, with no page growing after it.
     @Test func pagesGrowWithSmallValuesAndShrinkAfterAnAnswerTooLarge() throws {
         var configuration = try EtcdClient.Configuration(endpoints: try TestCluster.require())
         configuration.maximumAnswerByteCount = 400 << 10
@@ -64,16 +64,16 @@ import Testing
         etcd.afterPage.withLock { $0 = { page in pagesRead.withLock { $0 = page } } }
         let small = try etcd.range(prefix: prefix, pageSize: 2, maximumPageSize: 50)
         #expect(small.keyValues.map { String(decoding: $0.value, as: UTF8.self) } == names)
-        #expect(pagesRead.withLock { $0 } == 3, "2, 50 and 8 keys")
+        #expect(pagesRead.withLock { $0 } == 5, "2, 4, 8, 16 and 30 keys")
         // Three values of 150 KiB (200 KiB in base64: two of them pass the 400 KiB the client takes).
         let large = (0..<3).map { String(format: "key-60-large-%d", $0) }
         for name in large { try etcd.put(prefix + Array(name.utf8), Array(repeating: 0x61, count: 150 << 10)) }
         names += large
         let mixed = try etcd.range(prefix: prefix, pageSize: 1, maximumPageSize: 50)
         #expect(mixed.keyValues.map(\.key) == names.map { prefix + Array($0.utf8) })
-        // 1 key, then 50 (small values), then a page of 50 with the large ones, too large: read again a key a
-        // page, the 12 keys left.
-        #expect(pagesRead.withLock { $0 } == 14)
+        // 1, 2, 4, 8 and 16 keys (small values), then a page of 32 with the large ones, too large: read again
+        // a key a page.
+        #expect(pagesRead.withLock { $0 } == 5 + 32)
         let refused = #expect(throws: EtcdError.self) { _ = try etcd.range(prefix: prefix, pageSize: 3) }
         #expect(refused?.code == .responseTooLarge, "pages of 3 keys hold two large values")
     }
