@@ -96,10 +96,7 @@ extension FleetManifestKey {
             guard let bytes = nodes[node], try nodeDigest(of: bytes) == tree.nodeDigests[node],
                 let digests = FleetManifestTree.decodeNode(bytes, index: node)
             else {
-                throw StoreError(
-                    .integrity,
-                    "fleet group \(group): node \(node) of its manifest in etcd is not the one the manifest's root "
-                        + "lists (replaced, deleted, or an older one)" + Self.resyncHint(group))
+                throw notListed("node \(node)", by: "the manifest's root")
             }
             tree.nodes[node] = digests
         }
@@ -119,17 +116,11 @@ extension FleetManifestKey {
             guard let bytes = leaves[leaf], try leafDigest(of: bytes).elementsEqual(digest),
                 FleetManifest.decodeLeaf(bytes, index: leaf, into: &items), items.count <= root.itemCount
             else {
-                throw StoreError(
-                    .integrity,
-                    "fleet group \(group): leaf \(leaf) of its manifest in etcd is not the one its node lists "
-                        + "(replaced, deleted, or an older one)" + Self.resyncHint(group))
+                throw notListed("leaf \(leaf)", by: "its node")
             }
         }
         guard loading != nil || items.count == root.itemCount else {
-            throw StoreError(
-                .integrity,
-                "fleet group \(group): its manifest's leaves in etcd list \(items.count) items where its root says "
-                    + "\(root.itemCount)" + Self.resyncHint(group))
+            throw miscounted(items.count, in: "leaves", where: root.itemCount)
         }
         var manifest = FleetManifest(counter: root.counter, items: items, tree: tree)
         manifest.loadedLeaves = loading
@@ -147,18 +138,26 @@ extension FleetManifestKey {
             guard try shardDigest(of: bytes) == root.shardDigests[index],
                 FleetShardedRoot.decodeShard(bytes, index: index, into: &items), items.count <= root.itemCount
             else {
-                throw StoreError(
-                    .integrity,
-                    "fleet group \(group): shard \(index) of its manifest in etcd is not the one the manifest's root "
-                        + "lists (replaced, deleted, or an older one)" + Self.resyncHint(group))
+                throw notListed("shard \(index)", by: "the manifest's root")
             }
         }
-        guard items.count == root.itemCount else {
-            throw StoreError(
-                .integrity,
-                "fleet group \(group): its manifest's shards in etcd list \(items.count) items where its root says "
-                    + "\(root.itemCount)" + Self.resyncHint(group))
-        }
+        guard items.count == root.itemCount else { throw miscounted(items.count, in: "shards", where: root.itemCount) }
         return FleetManifest(counter: root.counter, items: items)
+    }
+
+    /// The refusal of `part` of the manifest in etcd that is not the one `lister` lists.
+    private func notListed(_ part: String, by lister: String) -> StoreError {
+        StoreError(
+            .integrity,
+            "fleet group \(group): \(part) of its manifest in etcd is not the one \(lister) lists (replaced, "
+                + "deleted, or an older one)" + Self.resyncHint(group))
+    }
+
+    /// The refusal of a manifest whose `parts` list `count` items where its root says `rootCount`.
+    private func miscounted(_ count: Int, in parts: String, where rootCount: Int) -> StoreError {
+        StoreError(
+            .integrity,
+            "fleet group \(group): its manifest's \(parts) in etcd list \(count) items where its root says "
+                + "\(rootCount)" + Self.resyncHint(group))
     }
 }
