@@ -9,20 +9,22 @@ import VaultStore
 extension EtcdReplica {
     /// The prefix of the tree of epoch `epoch`.
     func treeKeyPrefix(epoch: UInt64) -> [UInt8] {
+        var epochBytes: [UInt8] = []
+        epochBytes.appendBigEndian(epoch)
         var prefix = treePrefix
-        prefix.appendHexDigits(of: epoch, count: 16)
+        for byte in epochBytes { Hex.append(byte, to: &prefix) }
         return prefix + [UInt8(ascii: "/")]
     }
 
     func nodeKey(_ node: Int, epoch: UInt64) -> [UInt8] {
         var key = treeKeyPrefix(epoch: epoch)
-        key.appendHexDigits(of: UInt64(node), count: 2)
+        Hex.append(UInt8(node), to: &key)
         return key
     }
 
     func leafKey(_ leaf: Int, epoch: UInt64) -> [UInt8] {
         var key = nodeKey(FleetManifestTree.node(ofLeaf: leaf), epoch: epoch) + [UInt8(ascii: "/")]
-        key.appendHexDigits(of: UInt64(leaf % FleetManifestTree.leavesPerNode), count: 2)
+        Hex.append(UInt8(leaf % FleetManifestTree.leavesPerNode), to: &key)
         return key
     }
 
@@ -46,11 +48,13 @@ extension EtcdReplica {
         var leaves: [Int: [UInt8]] = [:]
         for keyValue in keyValues where keyValue.key.starts(with: prefix) {
             let rest = keyValue.key[(keyValue.key.startIndex + prefix.count)...]
-            guard let node = Self.twoHexDigits(rest.prefix(2)), node < FleetManifestTree.nodeCount else { continue }
+            guard let node = Self.byte(ofHexDigits: rest.prefix(2)), node < FleetManifestTree.nodeCount else {
+                continue
+            }
             if rest.count == 2 {
                 nodes[node] = keyValue.value
             } else if rest.count == 5, rest[rest.startIndex + 2] == UInt8(ascii: "/"),
-                let place = Self.twoHexDigits(rest.suffix(2)), place < FleetManifestTree.leavesPerNode
+                let place = Self.byte(ofHexDigits: rest.suffix(2)), place < FleetManifestTree.leavesPerNode
             {
                 leaves[node * FleetManifestTree.leavesPerNode + place] = keyValue.value
             }
@@ -58,18 +62,31 @@ extension EtcdReplica {
         return (nodes, leaves)
     }
 
-    /// The value of two lowercase hex digits; nil when they are not.
-    private static func twoHexDigits(_ digits: ArraySlice<UInt8>) -> Int? {
-        guard digits.count == 2 else { return nil }
-        var value = 0
-        for digit in digits {
-            switch digit {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = value << 4 | Int(digit - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): value = value << 4 | Int(digit - UInt8(ascii: "a") + 10)
-            default: return nil
+    /// The byte that two lowercase hex digits spell; nil when they are not two such digits.
+    private static func byte(ofHexDigits digits: ArraySlice<UInt8>) -> Int? {
+        guard digits.count == 2, let high = digits.first.flatMap(Hex.value(ofDigit:)),
+            let low = digits.last.flatMap(Hex.value(ofDigit:))
+        else { return nil }
+        return Int(high << 4 | low)
+    }
+
+    /// The keys of the leaves that `nodes` (by index, as etcd holds them under `epoch`) list as not
+    /// empty, but for those that `known` lists with the same digest: what a read of them by name asks
+    /// for, before the nodes are checked (the check of each follows).
+    func keysOfLeaves(listedBy nodes: [Int: [UInt8]], epoch: UInt64, besides known: FleetManifestTree? = nil)
+        -> [[UInt8]]
+    {
+        var keys: [[UInt8]] = []
+        for (node, bytes) in nodes {
+            guard let digests = FleetManifestTree.decodeNode(bytes, index: node) else { continue }
+            for leaf in FleetManifestTree.leaves(ofNode: node) {
+                let digest = digests[FleetManifestTree.digestRange(ofLeaf: leaf)]
+                guard digest.contains(where: { $0 != 0 }) else { continue }
+                if let known, known.leafDigestBytes(leaf)?.elementsEqual(digest) == true { continue }
+                keys.append(leafKey(leaf, epoch: epoch))
             }
         }
-        return value
+        return keys
     }
 
     /// The keys of the tree of epoch `epoch` as etcd held them at `revision`: one range of them; when
@@ -92,17 +109,7 @@ extension EtcdReplica {
             if range.count <= Int64(Self.treeKeyLimit) { return range.keyValues }
         } catch  where error.code == .responseTooLarge {}
         let nodes = try readByName((0..<FleetManifestTree.nodeCount).map { nodeKey($0, epoch: epoch) }, at: revision)
-        // The leaves the nodes list, read before the nodes are checked: the check of each follows.
-        var leafKeys: [[UInt8]] = []
-        for (node, bytes) in tree(in: nodes, epoch: epoch).nodes {
-            guard let digests = FleetManifestTree.decodeNode(bytes, index: node) else { continue }
-            for (place, leaf) in FleetManifestTree.leaves(ofNode: node).enumerated() {
-                let start = place * FleetManifest.digestByteCount
-                if digests[start..<start + FleetManifest.digestByteCount].contains(where: { $0 != 0 }) {
-                    leafKeys.append(leafKey(leaf, epoch: epoch))
-                }
-            }
-        }
+        let leafKeys = keysOfLeaves(listedBy: tree(in: nodes, epoch: epoch).nodes, epoch: epoch)
         return try nodes + readByName(leafKeys, at: revision)
     }
 
@@ -191,7 +198,7 @@ extension EtcdReplica {
     static func shardKeys(under shardsPrefix: [UInt8]) -> [[UInt8]] {
         (0..<FleetShardedRoot.shardCount).map { index in
             var key = shardsPrefix
-            key.appendHexDigits(of: UInt64(index), count: 2)
+            Hex.append(UInt8(index), to: &key)
             return key
         }
     }
@@ -217,15 +224,5 @@ extension EtcdReplica {
             if let index = shardIndex[keyValue.key] { shards[index] = keyValue.value }
         }
         return shards
-    }
-}
-
-extension [UInt8] {
-    /// Appends the last `count` lowercase hex digits of `value`.
-    fileprivate mutating func appendHexDigits(of value: UInt64, count: Int) {
-        for place in stride(from: count - 1, through: 0, by: -1) {
-            let digit = UInt8(truncatingIfNeeded: value >> (4 * UInt64(place))) & 0xf
-            append(digit < 10 ? UInt8(ascii: "0") + digit : UInt8(ascii: "a") + digit - 10)
-        }
     }
 }

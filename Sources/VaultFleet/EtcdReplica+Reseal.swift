@@ -216,19 +216,7 @@ extension EtcdReplica {
                 epoch: root.epoch
             ).nodes
         else { return nil }
-        // The leaves whose digests the changed nodes list anew, read before the nodes are checked: the check
-        // of each follows.
-        var leafKeys: [[UInt8]] = []
-        for (node, bytes) in nodes {
-            guard let digests = FleetManifestTree.decodeNode(bytes, index: node) else { continue }
-            for leaf in FleetManifestTree.leaves(ofNode: node) {
-                let start = (leaf % FleetManifestTree.leavesPerNode) * FleetManifest.digestByteCount
-                let digest = Array(digests[start..<start + FleetManifest.digestByteCount])
-                if digest != FleetManifestTree.emptyDigest, digest != seenTree.leafDigest(leaf) {
-                    leafKeys.append(leafKey(leaf, epoch: root.epoch))
-                }
-            }
-        }
+        let leafKeys = keysOfLeaves(listedBy: nodes, epoch: root.epoch, besides: seenTree)
         guard let leaves = try? tree(in: readByName(leafKeys, at: revision), epoch: root.epoch).leaves else {
             return nil
         }

@@ -71,12 +71,8 @@ struct FleetManifest: Sendable {
     static func leaf(of id: ItemID) -> Int {
         var digits = id.fileName.utf8.makeIterator()
         var leaf = 0
-        for _ in 0..<3 { leaf = leaf << 4 | hexValue(digits.next() ?? 0) }
+        for _ in 0..<3 { leaf = leaf << 4 | Int(digits.next().flatMap(Hex.value(ofDigit:)) ?? 0) }
         return leaf
-    }
-
-    private static func hexValue(_ digit: UInt8) -> Int {
-        digit >= UInt8(ascii: "a") ? Int(digit - UInt8(ascii: "a")) + 10 : Int(digit - UInt8(ascii: "0"))
     }
 
     /// The leaves whose entries differ between this manifest and `previous`.

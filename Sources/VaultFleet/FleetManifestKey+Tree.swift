@@ -39,7 +39,6 @@ extension FleetManifestKey {
         let ids = manifest.idsByLeaf(write.isNewEpoch ? nil : changedLeaves)
         if write.isNewEpoch { changedLeaves = Set(ids.keys) }
         var changedNodes = Set<Int>()
-        let digestCount = FleetManifest.digestByteCount
         for leaf in changedLeaves {
             let node = FleetManifestTree.node(ofLeaf: leaf)
             guard
@@ -53,8 +52,8 @@ extension FleetManifestKey {
             }
             let bytes = manifest.leafEncoding(leaf, ids: ids[leaf] ?? [])
             let digest = try bytes.map { (bytes) throws(StoreError) in try leafDigest(of: bytes) }
-            let start = (leaf % FleetManifestTree.leavesPerNode) * digestCount
-            digests.replaceSubrange(start..<start + digestCount, with: digest ?? FleetManifestTree.emptyDigest)
+            digests.replaceSubrange(
+                FleetManifestTree.digestRange(ofLeaf: leaf), with: digest ?? FleetManifestTree.emptyDigest)
             tree.nodes[node] = digests
             write.leaves.updateValue(bytes, forKey: leaf)
             changedNodes.insert(node)

@@ -43,15 +43,18 @@ struct FleetManifestTree: Sendable, Equatable {
     /// The 64 leaf digests of an empty node.
     static let emptyNode = [UInt8](repeating: 0, count: leavesPerNode * FleetManifest.digestByteCount)
 
-    /// The digest of leaf `leaf` that its node lists; nil when its node was not read.
-    func leafDigest(_ leaf: Int) -> [UInt8]? { leafDigestBytes(leaf).map(Array.init) }
+    /// Where leaf `leaf`'s digest is among its node's 64.
+    static func digestRange(ofLeaf leaf: Int) -> Range<Int> {
+        let start = (leaf % leavesPerNode) * FleetManifest.digestByteCount
+        return start..<start + FleetManifest.digestByteCount
+    }
 
-    /// `leafDigest(_:)` in its node's bytes.
+    /// The digest of leaf `leaf` that its node lists, in the node's digests; nil when its node was not
+    /// read.
     func leafDigestBytes(_ leaf: Int) -> ArraySlice<UInt8>? {
         let node = Self.node(ofLeaf: leaf)
         guard let digests = nodeDigests[node] == Self.emptyDigest ? Self.emptyNode : nodes[node] else { return nil }
-        let start = (leaf % Self.leavesPerNode) * FleetManifest.digestByteCount
-        return digests[start..<start + FleetManifest.digestByteCount]
+        return digests[Self.digestRange(ofLeaf: leaf)]
     }
 
     /// The bytes of node `index` listing `leafDigests` (64 of them, one after another); nil when every

@@ -11,7 +11,7 @@ package enum Hex {
     }
 
     /// Appends the two lowercase hex digits of `byte` to `text`.
-    static func append(_ byte: UInt8, to text: inout [UInt8]) {
+    package static func append(_ byte: UInt8, to text: inout [UInt8]) {
         text.append(digits[Int(byte >> 4)])
         text.append(digits[Int(byte & 0x0f)])
     }
