@@ -45,7 +45,7 @@ extension EtcdReplica {
     /// epoch's left by a writer that died, or strays), or more bytes than an answer may hold, the root's
     /// epoch is read alone (`readTree(epoch:at:)`); an earlier build's root is read with its shards.
     private func readHeadAndTree(at revision: Int64) throws(EtcdError) -> [EtcdKeyValue] {
-        let names = [acceptedKey, keyringKey, machinesKey, manifestKey, removedKey, rollbackKey]
+        let names = headKeys
         var head: [EtcdKeyValue]
         var tree: [EtcdKeyValue]?
         do throws(EtcdError) {
@@ -75,6 +75,9 @@ extension EtcdReplica {
         case .whole: return head
         }
     }
+
+    /// The keys of the group's head: its manifest's root and its records, read by name.
+    var headKeys: [[UInt8]] { [acceptedKey, keyringKey, machinesKey, manifestKey, removedKey, rollbackKey] }
 
     /// The group's head in one read of the keys from `manifest` to `rollback`: the manifest's root (nil:
     /// none), the `mod_revision` of the rollback report (0: none), and the store's revision. Every change

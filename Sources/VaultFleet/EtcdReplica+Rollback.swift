@@ -19,9 +19,12 @@ extension EtcdReplica {
 
     /// The manifest, the items and the witness records of a range of the group's prefix (keys under
     /// `items/` that name no item id are left out: a stray key makes nothing fail).
-    func contents(_ found: EtcdRangeResult) -> GroupContents {
+    func contents(_ found: EtcdRangeResult) -> GroupContents { contents(of: found.keyValues) }
+
+    /// The manifest, the items and the witness records among `keyValues`.
+    func contents(of keyValues: [EtcdKeyValue]) -> GroupContents {
         var contents = GroupContents()
-        for keyValue in found.keyValues {
+        for keyValue in keyValues {
             switch keyValue.key {
             case manifestKey: contents.manifest = keyValue
             case rollbackKey: contents.rollback = keyValue

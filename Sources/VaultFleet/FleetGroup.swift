@@ -160,7 +160,11 @@ final class FleetGroup: GroupReplica {
     func refresh(_ cache: ReplicaCache, recording: Bool = false) throws(StoreError) -> Bool {
         let before = cache.changeCount
         let started = ContinuousClock.now
-        try replica.refresh(cache, recording: recording)
+        // What changed since the state this machine verified, when that is all that needs reading; else
+        // every item. Fresh reads only read every item's revision, and so every item.
+        var stepped = false
+        if !fleet.freshReadsOnly { stepped = try replica.stepForward(cache, recording: recording) }
+        if !stepped { try replica.refresh(cache, recording: recording) }
         noteRefreshed(startedAt: started)
         return cache.changeCount > before
     }

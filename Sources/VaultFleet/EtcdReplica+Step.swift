@@ -1,0 +1,266 @@
+import FoundationEssentials
+import VaultEtcd
+import VaultStore
+import VaultSystem
+
+/// A refresh that reads what changed, not the whole group: from the manifest this process (or this
+/// machine's last command, `fleet.cached`) verified to the one etcd holds now. Another machine's write
+/// changes one node, one leaf and one item: those are read and checked (the new ones against the new
+/// root, the old ones against the root of before, held in memory or read as etcd held them at its
+/// revision), and the items whose entries changed are read, checked and cached. Anything else (a
+/// rotation, a removal, a rollback report, a tree written whole, a compacted revision, a change too
+/// large to step, anything that does not check) is left to the complete refresh, which says what is
+/// wrong.
+extension EtcdReplica {
+    /// The smallest group a step serves: below it a complete refresh reads about as much.
+    static let stepMinimumItemCount = 128
+    /// The most nodes, leaves and items a step reads: more is left to the complete refresh.
+    static let stepMaximumChangedNodes = 32
+    static let stepMaximumChangedLeaves = 64
+    static let stepMaximumChangedItems = maximumOperations
+
+    /// What a step starts from: the root's `mod_revision` and sealed digest (this machine's mark), the
+    /// rollback report's revision then, and the manifest when this process holds it whole.
+    private struct StepBasis {
+        var revision: Int64
+        var digest: [UInt8]
+        var rollbackRevision: Int64
+        var manifest: FleetManifest?
+        /// From `fleet.cached`: its directory stamp, for the count of the cache's files.
+        var directoryStamp: Int64
+    }
+
+    /// Brings the cache to etcd's state by what changed since the state this machine's mark holds;
+    /// false when it cannot (nothing was changed): a complete refresh follows. With `recording`, as
+    /// `refresh(_:recording:)`.
+    func stepForward(_ cache: ReplicaCache, recording: Bool) throws(StoreError) -> Bool {
+        let started = ContinuousClock.now
+        guard let previous = try cache.highWaterMark(), let basis = stepBasis(cache, mark: previous) else {
+            return false
+        }
+        if let count = basis.manifest?.itemCount, count < Self.stepMinimumItemCount { return false }
+
+        // The head as it is now, and the root of before when this process does not hold it.
+        let headKeys = self.headKeys
+        var operations: [EtcdOperation] = headKeys.map { .range(key: $0, rangeEnd: nil) }
+        if basis.manifest == nil {
+            operations.append(.range(key: manifestKey, rangeEnd: nil, revision: basis.revision))
+        }
+        guard let found = try stepRead(operations) else { return false }
+        let revision = found.revision
+        let head = zip(headKeys, found.ranges).flatMap { key, range in range?.keyValues.filter { $0.key == key } ?? [] }
+        let contents = contents(of: head)
+        guard contents.removed == nil, let rootValue = contents.manifest, rootValue.modRevision > basis.revision,
+            (contents.rollback?.modRevision ?? 0) == basis.rollbackRevision
+        else { return false }
+        if let keyring = contents.keyring {
+            let generation = sealer.generation
+            try adoptRotations(keyring.value, cache: cache)
+            guard sealer.generation == generation else { return false }
+        }
+        guard case .root(let root) = try? sealer.open(rootValue.value) else { return false }
+        let old: FleetManifestRoot
+        if let manifest = basis.manifest {
+            guard let tree = manifest.tree else { return false }
+            old = FleetManifestRoot(counter: manifest.counter, itemCount: manifest.itemCount, tree: tree)
+        } else {
+            guard let oldValue = found.ranges[headKeys.count]?.keyValues.first(where: { $0.key == manifestKey }),
+                oldValue.modRevision == basis.revision, try sealer.digest(of: oldValue.value) == basis.digest,
+                case .root(let opened) = try? sealer.open(oldValue.value)
+            else { return false }
+            old = opened
+        }
+        guard root.epoch == old.epoch, root.counter > old.counter, old.counter == previous.counter,
+            try cacheHoldsCount(old.itemCount, cache: cache, stamp: basis.directoryStamp)
+        else { return false }
+
+        // The nodes that changed, then the leaves that changed in them.
+        let changedNodes = (0..<FleetManifestTree.nodeCount).filter { root.nodeDigests[$0] != old.nodeDigests[$0] }
+        guard changedNodes.count <= Self.stepMaximumChangedNodes else { return false }
+        let oldTree = basis.manifest?.tree
+        guard
+            let (newNodes, oldNodes) = try readPairs(
+                changedNodes, keyOf: { nodeKey($0, epoch: root.epoch) }, at: revision, basis: basis.revision,
+                new: { root.nodeDigests[$0] != FleetManifestTree.emptyDigest },
+                old: { oldTree == nil && old.nodeDigests[$0] != FleetManifestTree.emptyDigest })
+        else { return false }
+        var changedLeaves = Set<Int>()
+        for node in changedNodes {
+            guard let newDigests = Self.leafDigests(of: node, in: newNodes, listed: root.nodeDigests[node]),
+                let oldDigests = oldTree.map({ $0.nodes[node] ?? FleetManifestTree.emptyNode })
+                    ?? Self.leafDigests(of: node, in: oldNodes, listed: old.nodeDigests[node])
+            else { return false }
+            for leaf in FleetManifestTree.leaves(ofNode: node) {
+                let range = FleetManifestTree.digestRange(ofLeaf: leaf)
+                if newDigests[range] != oldDigests[range] { changedLeaves.insert(leaf) }
+            }
+        }
+        guard changedLeaves.count <= Self.stepMaximumChangedLeaves else { return false }
+        let sortedLeaves = changedLeaves.sorted()
+        guard
+            let (newLeaves, oldLeaves) = try readPairs(
+                sortedLeaves, keyOf: { leafKey($0, epoch: root.epoch) }, at: revision, basis: basis.revision,
+                new: { _ in true }, old: { _ in oldTree == nil })
+        else { return false }
+
+        // The entries of those leaves, new and old, each checked against its root.
+        guard
+            let next = try? sealer.manifest(root, nodes: newNodes, leaves: newLeaves, loading: changedLeaves),
+            let before = basis.manifest.map({ Self.entries(of: $0, in: changedLeaves) })
+                ?? (try? sealer.manifest(old, nodes: oldNodes, leaves: oldLeaves, loading: changedLeaves))?.items,
+            root.itemCount - next.items.count == old.itemCount - before.count
+        else { return false }
+        let changed = next.items.filter { before[$0.key] != $0.value }
+        let removed = before.keys.filter { next.items[$0] == nil }
+        guard changed.count + removed.count <= Self.stepMaximumChangedItems else { return false }
+
+        // The items: each changed one with the bytes its entry lists, each removed one gone.
+        let itemKeys = changed.keys.map(itemKey) + removed.map(itemKey)
+        let items: [[UInt8]: EtcdKeyValue]
+        do throws(EtcdError) {
+            items = Dictionary(
+                try readByName(itemKeys, at: revision).map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
+        } catch  where error.grpcCode == EtcdClient.outOfRange {
+            return false
+        } catch {
+            throw storeError(error, "cannot read its items from etcd")
+        }
+        var values: [(id: ItemID, keyValue: EtcdKeyValue)] = []
+        for (id, entry) in changed {
+            guard let keyValue = items[itemKey(id)], try sealer.digest(of: keyValue.value) == entry.digest else {
+                return false
+            }
+            values.append((id, keyValue))
+        }
+        guard removed.allSatisfy({ items[itemKey($0)] == nil }) else { return false }
+        // What this process sees next: the whole manifest when it held the one of before, else the root.
+        var whole: FleetManifest?
+        if let known = basis.manifest {
+            guard let built = try? sealer.manifest(root, nodes: newNodes, leaves: newLeaves, known: known) else {
+                return false
+            }
+            whole = built
+        }
+
+        let mark = FleetMark(counter: root.counter, digest: try sealer.digest(of: rootValue.value))
+        let (_, acceptance) = try checkHistory(
+            .root(root), mark: mark, previous: previous, contents: contents, cache: cache
+        ) { (_) throws(StoreError) in next }
+        // The mark first: a crash never leaves cached items newer than it.
+        try cache.record(mark)
+        for (id, keyValue) in values { try cache.store(keyValue.value, as: id) }
+        for id in removed { try cache.remove(id) }
+        seen.withLock { seen in
+            if whole != nil {
+                for id in removed { seen.revisions.removeValue(forKey: itemKey(id)) }
+                for (id, keyValue) in values { seen.revisions[itemKey(id)] = keyValue.modRevision }
+                seen.revisions[manifestKey] = rootValue.modRevision
+                seen.itemsUnknown = false
+            } else {
+                seen.revisions = [manifestKey: rootValue.modRevision]
+                seen.itemsUnknown = true
+            }
+            seen.manifest = whole
+            seen.deferredTreeEpoch = whole == nil ? root.epoch : nil
+            seen.manifestRevision = rootValue.modRevision
+            seen.manifestDigest = mark.digest
+            seen.confirmedRevision = max(seen.confirmedRevision, revision)
+            seen.confirmedAt = started
+            if let acceptance { seen.acceptedRollback = acceptance }
+        }
+        if let acceptance { SystemLog.notice("vault: \(acceptance) (vault at \(cache.vaultPath))") }
+        if recording {
+            try cache.recordCurrent(
+                FleetCacheRecord(
+                    manifestRevision: rootValue.modRevision, rollbackRevision: basis.rollbackRevision,
+                    markDigest: mark.digest))
+        }
+        watchIfNeeded(from: revision + 1)
+        try registerIfNeeded(contents.machines, cache: cache)
+        return true
+    }
+
+    /// What this machine verified last, whose state its cache holds: this process's manifest when the
+    /// mark is still its own (no other process of this machine went further), else what `fleet.cached`
+    /// records under the present mark.
+    private func stepBasis(_ cache: ReplicaCache, mark: FleetMark) -> StepBasis? {
+        let record = cache.currentRecord()
+        let stamp = record.map { $0.markDigest == mark.digest ? $0.directoryStamp : 0 } ?? 0
+        let own = seen.withLock { (seen) -> StepBasis? in
+            guard let digest = seen.manifestDigest, digest == mark.digest, seen.manifestRevision > 0,
+                seen.manifest.map({ $0.loadedLeaves == nil && $0.tree != nil }) ?? (seen.deferredTreeEpoch != nil)
+            else { return nil }
+            return StepBasis(
+                revision: seen.manifestRevision, digest: digest, rollbackRevision: seen.rollbackRevision,
+                manifest: seen.manifest,
+                directoryStamp: record?.manifestRevision == seen.manifestRevision ? stamp : 0)
+        }
+        if let own { return own }
+        guard let record, record.markDigest == mark.digest else { return nil }
+        return StepBasis(
+            revision: record.manifestRevision, digest: record.markDigest, rollbackRevision: record.rollbackRevision,
+            manifest: nil, directoryStamp: record.directoryStamp)
+    }
+
+    /// Whether the cache holds `count` item files: no file added or removed since `stamp` (the group
+    /// directory's modification time then; 0: unknown), else counted.
+    private func cacheHoldsCount(_ count: Int, cache: ReplicaCache, stamp: Int64) throws(StoreError) -> Bool {
+        if stamp != 0, cache.directoryModificationTime() == stamp { return true }
+        return try cache.cachedIDs().count == count
+    }
+
+    /// One read-only transaction of `operations`; nil when etcd compacted a revision it asks for.
+    private func stepRead(_ operations: [EtcdOperation]) throws(StoreError) -> EtcdTransactionResult? {
+        let found: EtcdTransactionResult
+        do {
+            found = try client.transaction(compare: [], success: operations)
+        } catch  where error.grpcCode == EtcdClient.outOfRange {
+            return nil
+        } catch {
+            throw storeError(error, "cannot read its manifest from etcd")
+        }
+        guard found.ranges.count == operations.count else {
+            throw storeError(
+                EtcdError(.malformedResponse, "etcd answered a read of the group's head without every range"),
+                "cannot read its manifest from etcd")
+        }
+        return found
+    }
+
+    /// The values of the keys of `indices` (`keyOf`) at `revision` where `new` says one is stored, and
+    /// at `basis` where `old` does, in one transaction, by index; nil when etcd compacted `basis`.
+    private func readPairs(
+        _ indices: [Int], keyOf: (Int) -> [UInt8], at revision: Int64, basis: Int64, new: (Int) -> Bool,
+        old: (Int) -> Bool
+    ) throws(StoreError) -> (new: [Int: [UInt8]], old: [Int: [UInt8]])? {
+        let wanted = indices.filter(new).map { ($0, revision) } + indices.filter(old).map { ($0, basis) }
+        guard !wanted.isEmpty else { return ([:], [:]) }
+        guard
+            let found = try stepRead(
+                wanted.map { index, at in .range(key: keyOf(index), rangeEnd: nil, revision: at) })
+        else { return nil }
+        var pairs: (new: [Int: [UInt8]], old: [Int: [UInt8]]) = ([:], [:])
+        for ((index, at), range) in zip(wanted, found.ranges) {
+            let key = keyOf(index)
+            guard let value = range?.keyValues.first(where: { $0.key == key })?.value else { continue }
+            if at == revision { pairs.new[index] = value } else { pairs.old[index] = value }
+        }
+        return pairs
+    }
+
+    /// Node `node`'s leaf digests from `nodes` (its bytes as etcd holds them), or every one empty when
+    /// its listed digest is zero; nil when it does not decode (the manifest's check says why).
+    private static func leafDigests(of node: Int, in nodes: [Int: [UInt8]], listed: [UInt8]) -> [UInt8]? {
+        guard listed != FleetManifestTree.emptyDigest else { return FleetManifestTree.emptyNode }
+        return nodes[node].flatMap { FleetManifestTree.decodeNode($0, index: node) }
+    }
+
+    /// The entries of `manifest` whose ids are in `leaves`.
+    private static func entries(of manifest: FleetManifest, in leaves: Set<Int>) -> [ItemID: FleetManifest.Entry] {
+        var entries: [ItemID: FleetManifest.Entry] = [:]
+        for ids in manifest.idsByLeaf(leaves).values {
+            for id in ids { entries[id] = manifest.items[id] }
+        }
+        return entries
+    }
+}

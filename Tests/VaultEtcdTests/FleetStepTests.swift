@@ -1,0 +1,170 @@
+import Foundation
+import Testing
+import Vault
+import VaultEtcd
+import VaultStore
+import VaultSystem
+import VaultTestSupport
+
+@testable import VaultFleet
+
+/// Another machine's writes reach a machine that verified the group before by what they changed: the
+/// changed nodes, leaves and items are read and checked, not the whole group. To tell the two apart, a
+/// test replaces an item that did not change with another item's bytes in etcd: a complete refresh
+/// refuses the group for it, a step never reads it (the cache keeps the bytes it verified).
+@Suite(.serialized) struct FleetStepTests {
+    /// More items than the smallest group a long-lived handle steps in.
+    static let itemCount = EtcdReplica.stepMinimumItemCount + 12
+
+    func key(_ service: String, _ group: AccessGroup) throws -> ItemKey {
+        try ItemKey(service: service, account: "app", group: group)
+    }
+
+    /// A group of `itemCount` items (`s0`...) written by a, with etcd's view of it.
+    func withFilledGroup<R>(
+        on endpoints: [String],
+        _ body: (_ a: Vault, _ b: Vault, _ group: AccessGroup, _ etcd: FleetManifestTests.GroupState)
+            throws -> R
+    ) throws -> R {
+        let group = try AccessGroup("step-\(UUID().uuidString.prefix(8).lowercased())")
+        return try FleetTestSupport.withTwoHosts(group, a: endpoints, b: endpoints, label: "fleet-st") { a, b in
+            for n in 0..<Self.itemCount { try a.set(Data("v\(n)".utf8), for: try key("s\(n)", group)) }
+            return try body(a, b, group, try FleetManifestTests.GroupState(group, of: a, endpoints: endpoints))
+        }
+    }
+
+    /// a's update of `s5`, addition of `new` and removal of `s6`; returns the ids they changed.
+    func changeThree(on a: Vault, _ group: AccessGroup, _ etcd: FleetManifestTests.GroupState) throws -> Set<ItemID> {
+        let before = try etcd.manifest().items
+        try a.set(Data("updated".utf8), for: try key("s5", group))
+        try a.set(Data("added".utf8), for: try key("new", group))
+        #expect(try a.remove(try key("s6", group)))
+        let after = try etcd.manifest().items
+        let changed = Set(after.keys).symmetricDifference(before.keys).union(
+            after.filter { before[$0.key] != $0.value }.keys)
+        #expect(changed.count == 3)
+        return changed
+    }
+
+    /// Puts another unchanged item's bytes in the place of an item that `changed` does not hold; returns
+    /// how to put it back.
+    func replaceAnUnchangedItem(
+        besides changed: Set<ItemID>, _ etcd: FleetManifestTests.GroupState
+    ) throws -> () throws -> Void {
+        let items = try etcd.etcd.range(prefix: etcd.root + Array("items/".utf8)).keyValues.filter { keyValue in
+            !changed.contains { keyValue.key.elementsEqual(etcd.root + Array("items/\($0.rawValue)".utf8)) }
+        }
+        let (target, other) = (items[0], items[1])
+        try etcd.etcd.put(target.key, other.value)
+        return { try etcd.etcd.put(target.key, target.value) }
+    }
+
+    /// Expects `body` to be refused as an integrity failure: etcd holds other bytes for an item than
+    /// the group's manifest lists.
+    func expectReplacedItemRefused(sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) {
+        let refused = #expect(throws: VaultError.self, sourceLocation: sourceLocation) { try body() }
+        let words = String(describing: refused)
+        #expect(
+            refused?.status == .decode && words.contains("is not the version the group's manifest lists"),
+            "\(words)", sourceLocation: sourceLocation)
+    }
+
+    /// The item files in b's cache of the group.
+    func cachedFileCount(_ b: Vault, _ group: AccessGroup) throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: b.path + "/groups/\(group.rawValue)")
+            .filter { $0.hasSuffix(".item") }.count
+    }
+
+    @Test func aLongLivedHandleTakesAnotherMachinesWritesByWhatTheyChanged() throws {
+        let endpoints = try TestCluster.require()
+        try withFilledGroup(on: endpoints) { a, b, group, etcd in
+            #expect(try b.data(for: try key("s0", group)) == Data("v0".utf8), "a complete refresh")
+            let changed = try changeThree(on: a, group, etcd)
+            let putBack = try replaceAnUnchangedItem(besides: changed, etcd)
+            // The watch reports a's writes within milliseconds; until then b may answer from its cache.
+            let deadline = Date().addingTimeInterval(10)
+            while try b.data(for: try key("s5", group)) != Data("updated".utf8), Date() < deadline {
+                usleep(2000)
+            }
+            #expect(try b.data(for: try key("s5", group)) == Data("updated".utf8))
+            #expect(try b.data(for: try key("new", group)) == Data("added".utf8))
+            #expect(try b.data(for: try key("s6", group)) == nil)
+            #expect(try b.data(for: try key("s7", group)) == Data("v7".utf8))
+            #expect(try cachedFileCount(b, group) == Self.itemCount)
+            // b's next write, from the manifest it stepped to, is taken by etcd and a.
+            try b.set(Data("from b".utf8), for: try key("s8", group))
+            #expect(try a.data(for: try key("s8", group)) == Data("from b".utf8))
+            // A read that must be fresh reads every item, and finds the replaced one.
+            b.requireFreshFleetReads(true)
+            expectReplacedItemRefused {
+                _ = try b.data(for: try key("s9", group))
+            }
+            try putBack()
+            #expect(try b.data(for: try key("s9", group)) == Data("v9".utf8))
+        }
+    }
+
+    @Test func aCommandStepsFromWhatItsMachinesLastCommandRecorded() throws {
+        let endpoints = try TestCluster.require()
+        try withFilledGroup(on: endpoints) { a, b, group, etcd in
+            let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
+            func command() throws -> Vault { try Vault.open(at: b.path, client: client, fleet: .etcd(watching: false)) }
+            #expect(try command().data(for: try key("s0", group)) == Data("v0".utf8), "a complete refresh, recorded")
+            let changed = try changeThree(on: a, group, etcd)
+            let putBack = try replaceAnUnchangedItem(besides: changed, etcd)
+            defer { try? putBack() }
+            #expect(try command().data(for: try key("s5", group)) == Data("updated".utf8))
+            #expect(try cachedFileCount(b, group) == Self.itemCount)
+            let next = try command()
+            #expect(try next.data(for: try key("new", group)) == Data("added".utf8))
+            #expect(try next.data(for: try key("s6", group)) == nil)
+            // A write from the root it stepped to (its leaf read for it).
+            try next.set(Data("from b".utf8), for: try key("s8", group))
+            #expect(try a.data(for: try key("s8", group)) == Data("from b".utf8))
+            try a.set(Data("again".utf8), for: try key("s5", group))
+            #expect(try command().data(for: try key("s5", group)) == Data("again".utf8))
+        }
+    }
+
+    @Test func aChangedItemOrLeafThatDoesNotCheckIsRefusedByTheCompleteRefresh() throws {
+        let endpoints = try TestCluster.require()
+        try withFilledGroup(on: endpoints) { a, b, group, etcd in
+            let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
+            func command() throws -> Vault { try Vault.open(at: b.path, client: client, fleet: .etcd(watching: false)) }
+            #expect(try command().data(for: try key("s0", group)) == Data("v0".utf8), "a complete refresh, recorded")
+            // a's update, whose new bytes etcd then holds in place of the old ones (the manifest lists the new).
+            let itemsPrefix = etcd.root + Array("items/".utf8)
+            let before = Dictionary(
+                uniqueKeysWithValues: try etcd.etcd.range(prefix: itemsPrefix).keyValues.map { ($0.key, $0.value) })
+            try a.set(Data("updated".utf8), for: try key("s5", group))
+            let updated = try #require(
+                try etcd.etcd.range(prefix: itemsPrefix).keyValues.first { before[$0.key] != $0.value })
+            try etcd.etcd.put(updated.key, try #require(before[updated.key]))
+            expectReplacedItemRefused {
+                _ = try command().data(for: try key("s5", group))
+            }
+            try etcd.etcd.put(updated.key, updated.value)
+            #expect(try command().data(for: try key("s5", group)) == Data("updated".utf8))
+        }
+    }
+
+    /// A command whose machine's record is older than etcd's compaction cannot read the tree of before:
+    /// it reads the group completely (which finds the replaced item, where a step would not).
+    @Test func aCompactedRevisionIsReadCompletely() throws {
+        try FleetTestSupport.withCluster("step", members: 1) { cluster in
+            try withFilledGroup(on: cluster.endpoints) { a, b, group, etcd in
+                let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
+                func command() throws -> Vault {
+                    try Vault.open(at: b.path, client: client, fleet: .etcd(watching: false))
+                }
+                #expect(try command().data(for: try key("s0", group)) == Data("v0".utf8), "recorded")
+                let changed = try changeThree(on: a, group, etcd)
+                _ = try replaceAnUnchangedItem(besides: changed, etcd)
+                try etcd.etcd.compact(try etcd.etcd.range(etcd.manifestKey).revision)
+                expectReplacedItemRefused {
+                    _ = try command().data(for: try key("s5", group))
+                }
+            }
+        }
+    }
+}
