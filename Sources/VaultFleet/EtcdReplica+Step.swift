@@ -50,7 +50,7 @@ extension EtcdReplica {
         let revision = found.revision
         let head = zip(headKeys, found.ranges).flatMap { key, range in range?.keyValues.filter { $0.key == key } ?? [] }
         let contents = contents(of: head)
-        guard contents.removed == nil, let rootValue = contents.manifest, rootValue.modRevision > basis.revision,
+        guard contents.removed == nil, let rootValue = contents.manifest, rootValue.modRevision >= basis.revision,
             (contents.rollback?.modRevision ?? 0) == basis.rollbackRevision
         else { return false }
         if let keyring = contents.keyring {
@@ -70,7 +70,8 @@ extension EtcdReplica {
             else { return false }
             old = opened
         }
-        guard root.epoch == old.epoch, root.counter > old.counter, old.counter == previous.counter,
+        guard old.itemCount >= Self.stepMinimumItemCount, root.epoch == old.epoch, root.counter >= old.counter,
+            old.counter == previous.counter,
             try cacheHoldsCount(old.itemCount, cache: cache, stamp: basis.directoryStamp)
         else { return false }
 
@@ -86,9 +87,14 @@ extension EtcdReplica {
         else { return false }
         var changedLeaves = Set<Int>()
         for node in changedNodes {
-            guard let newDigests = Self.leafDigests(of: node, in: newNodes, listed: root.nodeDigests[node]),
-                let oldDigests = oldTree.map({ $0.nodes[node] ?? FleetManifestTree.emptyNode })
-                    ?? Self.leafDigests(of: node, in: oldNodes, listed: old.nodeDigests[node])
+            let oldDigests: [UInt8]?
+            if let oldTree {
+                oldDigests = oldTree.nodes[node] ?? FleetManifestTree.emptyNode
+            } else {
+                oldDigests = try leafDigests(of: node, in: oldNodes, listed: old.nodeDigests[node])
+            }
+            guard let oldDigests,
+                let newDigests = try leafDigests(of: node, in: newNodes, listed: root.nodeDigests[node])
             else { return false }
             for leaf in FleetManifestTree.leaves(ofNode: node) {
                 let range = FleetManifestTree.digestRange(ofLeaf: leaf)
@@ -120,8 +126,8 @@ extension EtcdReplica {
         do throws(EtcdError) {
             items = Dictionary(
                 try readByName(itemKeys, at: revision).map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
-        } catch  where error.grpcCode == EtcdClient.outOfRange {
-            return false
+        } catch  where error.grpcCode == EtcdClient.outOfRange || error.code == .responseTooLarge {
+            return false  // compacted, or items too large for one answer: the complete refresh reads in pages
         } catch {
             throw storeError(error, "cannot read its items from etcd")
         }
@@ -147,7 +153,7 @@ extension EtcdReplica {
             .root(root), mark: mark, previous: previous, contents: contents, cache: cache
         ) { (_) throws(StoreError) in next }
         // The mark first: a crash never leaves cached items newer than it.
-        try cache.record(mark)
+        if previous != mark { try cache.record(mark) }
         for (id, keyValue) in values { try cache.store(keyValue.value, as: id) }
         for id in removed { try cache.remove(id) }
         seen.withLock { seen in
@@ -164,6 +170,7 @@ extension EtcdReplica {
             seen.deferredTreeEpoch = whole == nil ? root.epoch : nil
             seen.manifestRevision = rootValue.modRevision
             seen.manifestDigest = mark.digest
+            seen.rollbackRevision = contents.rollback?.modRevision ?? 0
             seen.confirmedRevision = max(seen.confirmedRevision, revision)
             seen.confirmedAt = started
             if let acceptance { seen.acceptedRollback = acceptance }
@@ -209,12 +216,13 @@ extension EtcdReplica {
         return try cache.cachedIDs().count == count
     }
 
-    /// One read-only transaction of `operations`; nil when etcd compacted a revision it asks for.
+    /// One read-only transaction of `operations`; nil when etcd compacted a revision it asks for, or
+    /// the answer is larger than the client takes.
     private func stepRead(_ operations: [EtcdOperation]) throws(StoreError) -> EtcdTransactionResult? {
         let found: EtcdTransactionResult
         do {
             found = try client.transaction(compare: [], success: operations)
-        } catch  where error.grpcCode == EtcdClient.outOfRange {
+        } catch  where error.grpcCode == EtcdClient.outOfRange || error.code == .responseTooLarge {
             return nil
         } catch {
             throw storeError(error, "cannot read its manifest from etcd")
@@ -248,11 +256,13 @@ extension EtcdReplica {
         return pairs
     }
 
-    /// Node `node`'s leaf digests from `nodes` (its bytes as etcd holds them), or every one empty when
-    /// its listed digest is zero; nil when it does not decode (the manifest's check says why).
-    private static func leafDigests(of node: Int, in nodes: [Int: [UInt8]], listed: [UInt8]) -> [UInt8]? {
+    /// Node `node`'s leaf digests from `nodes` (its bytes as etcd holds them), checked against the
+    /// digest its root lists (`listed`; zero: every leaf empty); nil when they are not that node's (a
+    /// node put back from before would hide its leaf's change).
+    private func leafDigests(of node: Int, in nodes: [Int: [UInt8]], listed: [UInt8]) throws(StoreError) -> [UInt8]? {
         guard listed != FleetManifestTree.emptyDigest else { return FleetManifestTree.emptyNode }
-        return nodes[node].flatMap { FleetManifestTree.decodeNode($0, index: node) }
+        guard let bytes = nodes[node], try sealer.nodeDigest(of: bytes) == listed else { return nil }
+        return FleetManifestTree.decodeNode(bytes, index: node)
     }
 
     /// The entries of `manifest` whose ids are in `leaves`.

@@ -75,12 +75,12 @@ extension ReplicaCache {
     var highWaterMarkTime: Int64? { modificationTime(of: FleetMark.fileName) }
 }
 
-/// The revisions of etcd's keys that a complete refresh of the group brought this machine's cache to
+/// The revisions of etcd's keys that a refresh of the group brought this machine's cache to
 /// (`fleet.cached`), and the mark it was made under: a process's first read or write finds the cache
 /// current by reading the manifest and the rollback report alone (`EtcdReplica.adoptCacheIfCurrent`),
-/// not every item. Every change of the group's state changes its manifest or its rollback report; an
-/// item changed in etcd behind the manifest's back is found by the next complete refresh (a fresh-only
-/// read's, a resync, one after the manifest changed).
+/// or steps from it by what changed since (`EtcdReplica.stepForward`), not reading every item. Every
+/// change of the group's state changes its manifest or its rollback report; an item changed in etcd
+/// behind the manifest's back is found by the next complete refresh (a fresh-only read's, a resync).
 struct FleetCacheRecord: Sendable, Equatable {
     var manifestRevision: Int64
     var rollbackRevision: Int64

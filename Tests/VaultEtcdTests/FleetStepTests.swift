@@ -59,14 +59,15 @@ import VaultTestSupport
         return { try etcd.etcd.put(target.key, target.value) }
     }
 
-    /// Expects `body` to be refused as an integrity failure: etcd holds other bytes for an item than
-    /// the group's manifest lists.
-    func expectReplacedItemRefused(sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void) {
+    /// Expects `body` to be refused as an integrity failure whose message holds `words` (by default:
+    /// etcd holds other bytes for an item than the group's manifest lists).
+    func expectRefused(
+        _ words: String = "is not the version the group's manifest lists",
+        sourceLocation: SourceLocation = #_sourceLocation, _ body: () throws -> Void
+    ) {
         let refused = #expect(throws: VaultError.self, sourceLocation: sourceLocation) { try body() }
-        let words = String(describing: refused)
-        #expect(
-            refused?.status == .decode && words.contains("is not the version the group's manifest lists"),
-            "\(words)", sourceLocation: sourceLocation)
+        let message = String(describing: refused)
+        #expect(refused?.status == .decode && message.contains(words), "\(message)", sourceLocation: sourceLocation)
     }
 
     /// The item files in b's cache of the group.
@@ -96,7 +97,7 @@ import VaultTestSupport
             #expect(try a.data(for: try key("s8", group)) == Data("from b".utf8))
             // A read that must be fresh reads every item, and finds the replaced one.
             b.requireFreshFleetReads(true)
-            expectReplacedItemRefused {
+            expectRefused {
                 _ = try b.data(for: try key("s9", group))
             }
             try putBack()
@@ -140,10 +141,35 @@ import VaultTestSupport
             let updated = try #require(
                 try etcd.etcd.range(prefix: itemsPrefix).keyValues.first { before[$0.key] != $0.value })
             try etcd.etcd.put(updated.key, try #require(before[updated.key]))
-            expectReplacedItemRefused {
+            expectRefused {
                 _ = try command().data(for: try key("s5", group))
             }
             try etcd.etcd.put(updated.key, updated.value)
+            #expect(try command().data(for: try key("s5", group)) == Data("updated".utf8))
+        }
+    }
+
+    /// The node of a's write put back from before lists its leaves as they were: taken for the root's,
+    /// it would show no change, and the old value would be served. It does not check, and the complete
+    /// read refuses the group, naming the node.
+    @Test func aNodePutBackFromBeforeIsRefused() throws {
+        let endpoints = try TestCluster.require()
+        try withFilledGroup(on: endpoints) { a, b, group, etcd in
+            let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
+            func command() throws -> Vault { try Vault.open(at: b.path, client: client, fleet: .etcd(watching: false)) }
+            #expect(try command().data(for: try key("s0", group)) == Data("v0".utf8), "a complete refresh, recorded")
+            let before = try etcd.read().tree
+            try a.set(Data("updated".utf8), for: try key("s5", group))
+            let nodeKeyLength = etcd.keys(ofLeaf: 0, epoch: try etcd.treeRoot().epoch).node.count
+            let node = try #require(
+                try etcd.read().tree.values.first { $0.key.count == nodeKeyLength && before[$0.key]?.value != $0.value }
+            )
+            let old = try #require(before[node.key])
+            try etcd.etcd.put(node.key, old.value)
+            expectRefused("of its manifest in etcd is not the one the manifest's root lists") {
+                _ = try command().data(for: try key("s5", group))
+            }
+            try etcd.etcd.put(node.key, node.value)
             #expect(try command().data(for: try key("s5", group)) == Data("updated".utf8))
         }
     }
@@ -161,7 +187,7 @@ import VaultTestSupport
                 let changed = try changeThree(on: a, group, etcd)
                 _ = try replaceAnUnchangedItem(besides: changed, etcd)
                 try etcd.etcd.compact(try etcd.etcd.range(etcd.manifestKey).revision)
-                expectReplacedItemRefused {
+                expectRefused {
                     _ = try command().data(for: try key("s5", group))
                 }
             }

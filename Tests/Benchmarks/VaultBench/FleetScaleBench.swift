@@ -6,8 +6,9 @@ import VaultSystem
 
 /// Fleet groups at scale (`vault-bench --fleet --fleet-items N[,N...]`): for each N, a group of N items
 /// made on vault A and joined by B, next to a local group of N items on B, measured in one run:
-/// - a warm machine's CLI get (B's cache current) next to the local group's CLI get, and the same get
-///   with `fleet.cached` removed first (a complete refresh, as every command's first read did before);
+/// - a warm machine's CLI get (B's cache current) next to the local group's CLI get, the same get
+///   with `fleet.cached` removed first (a complete refresh, as every command's first read did before),
+///   and the same get after each of A's puts (B's command reads what the put changed);
 /// - a CLI put (an update) next to `etcdctl put` of the item file's bytes;
 /// - a CLI `ls` of the group (absolute: the goal is a time);
 /// - etcd's growth per write: its database size (`etcdctl endpoint status`) over the puts, per put.
@@ -98,6 +99,20 @@ struct FleetScaleBench {
             try? FileManager.default.removeItem(atPath: record)
             try checked(cli, get)
         }
+
+        // Another machine's write, then this machine's next command: it reads what the write changed (the
+        // root, a node, a leaf, the item), not the group.
+        progress.show("fleet at \(items) items: CLI get after the other machine's put…")
+        var afterPut: [Double] = []
+        for round in 0..<(quick ? 3 : 20) {
+            let changed = try ItemKey(service: "bench", account: "item\(round * 37 % items)", group: fleetGroup)
+            try a.set(Data("round \(round)".utf8), for: changed)
+            afterPut += try time(1) { _ in try checked(cli, get) }
+        }
+        recorder.add(
+            OperationTiming(
+                operation: "fleet at \(items) items, CLI: vault get after the other machine's put", items: items,
+                nanoseconds: afterPut))
 
         // A filled the group through a long-lived handle, which records nothing for commands: its first
         // command reads the group completely, and is a warm-up here.
