@@ -71,18 +71,14 @@ extension EtcdReplica {
     }
 
     /// The keys of the leaves that `nodes` (by index, as etcd holds them under `epoch`) list as not
-    /// empty, but for those that `known` lists with the same digest: what a read of them by name asks
-    /// for, before the nodes are checked (the check of each follows).
-    func keysOfLeaves(listedBy nodes: [Int: [UInt8]], epoch: UInt64, besides known: FleetManifestTree? = nil)
-        -> [[UInt8]]
-    {
+    /// empty: what a read of them by name asks for, before the nodes are checked (the check of each
+    /// follows).
+    func keysOfLeaves(listedBy nodes: [Int: [UInt8]], epoch: UInt64) -> [[UInt8]] {
         var keys: [[UInt8]] = []
         for (node, bytes) in nodes {
             guard let digests = FleetManifestTree.decodeNode(bytes, index: node) else { continue }
-            for leaf in FleetManifestTree.leaves(ofNode: node) {
-                let digest = digests[FleetManifestTree.digestRange(ofLeaf: leaf)]
-                guard digest.contains(where: { $0 != 0 }) else { continue }
-                if let known, known.leafDigestBytes(leaf)?.elementsEqual(digest) == true { continue }
+            for leaf in FleetManifestTree.leaves(ofNode: node)
+            where digests[FleetManifestTree.digestRange(ofLeaf: leaf)].contains(where: { $0 != 0 }) {
                 keys.append(leafKey(leaf, epoch: epoch))
             }
         }

@@ -75,7 +75,7 @@ extension EtcdReplica {
 
     /// Puts `batch`'s item files with the next manifest, compared on what this process saw (a new file,
     /// written at the next counter as far as a machine's mark is concerned). False when the compare
-    /// failed: the cache is then brought to etcd's manifest (`catchUp`, or a complete refresh).
+    /// failed: the cache is then brought to etcd's manifest (`stepForward`, or a complete refresh).
     private func commitReseal(_ batch: [(id: ItemID, contents: [UInt8])], _ cache: ReplicaCache) throws(StoreError)
         -> Bool
     {
@@ -115,13 +115,10 @@ extension EtcdReplica {
             throw storeError(error, "cannot seal its items again under the new key")
         }
         guard result.succeeded else {
-            let found = result.ranges.map { $0?.keyValues.first }
-            discardTree(tree, current: found.first??.value)
-            var caughtUp = false
-            if found.count == 2, found[1] == nil, let manifest = found[0] {
-                caughtUp = try catchUp(to: manifest, at: result.revision, cache)
-            }
-            if !caughtUp { try refresh(cache) }
+            discardTree(tree, current: result.ranges.first??.keyValues.first?.value)
+            // Another machine's write: a step to it when it is one, else a complete refresh (which refuses
+            // what must be refused, and says that a rollback was accepted).
+            if try !stepForward(cache, recording: false) { try refresh(cache) }
             return false
         }
         let digest = try recordMark(of: next, sealed: sealed, cache: cache)
@@ -133,94 +130,6 @@ extension EtcdReplica {
         }
         noteCommitted(next, digest: digest, at: result.revision, over: manifestRevision, put: keys)
         return true
-    }
-
-    /// Brings the cache and what this process saw to etcd's manifest (`manifestValue`, read at
-    /// `revision`), a plain step forward from the one seen, reading only the nodes, leaves and items it
-    /// changed. False when it is not one (not above this machine's mark, a tree written whole since,
-    /// an item changed at a counter the mark covers, an item that does not match): a complete refresh
-    /// then refuses what must be refused, and says that a rollback was accepted.
-    private func catchUp(to manifestValue: EtcdKeyValue, at revision: Int64, _ cache: ReplicaCache)
-        throws(StoreError) -> Bool
-    {
-        guard let seenManifest = seen.withLock({ $0.manifest }), let previous = try cache.highWaterMark() else {
-            return false
-        }
-        // One that does not open under this key (another machine rotated meanwhile): a complete refresh.
-        guard let manifest = try? self.manifest(manifestValue.value, at: revision, over: seenManifest),
-            manifest.counter > previous.counter
-        else {
-            return false
-        }
-        var changed: [ItemID] = []
-        for (id, entry) in manifest.items where seenManifest.items[id] != entry {
-            guard entry.version > previous.counter else { return false }
-            changed.append(id)
-        }
-        let removed = seenManifest.items.keys.filter { manifest.items[$0] == nil }
-        var values: [(id: ItemID, value: EtcdKeyValue)] = []
-        var start = 0
-        while start < changed.count {
-            let chunk = changed[start..<min(start + Self.resealBatchCount, changed.count)]
-            start += chunk.count
-            let found: EtcdTransactionResult
-            do {
-                found = try client.transaction(
-                    compare: [], success: chunk.map { .range(key: itemKey($0), rangeEnd: nil) })
-            } catch {
-                throw storeError(error, "cannot read its items from etcd")
-            }
-            for (id, range) in zip(chunk, found.ranges) {
-                guard let value = range?.keyValues.first,
-                    try sealer.digest(of: value.value) == manifest.items[id]?.digest
-                else { return false }
-                values.append((id, value))
-            }
-        }
-        let digest = try sealer.digest(of: manifestValue.value)
-        try cache.record(FleetMark(counter: manifest.counter, digest: digest))
-        for item in values { try cache.store(item.value.value, as: item.id) }
-        for id in removed { try cache.remove(id) }
-        seen.withLock { seen in
-            for item in values { seen.revisions[itemKey(item.id)] = item.value.modRevision }
-            for id in removed { seen.revisions.removeValue(forKey: itemKey(id)) }
-            seen.revisions[manifestKey] = manifestValue.modRevision
-            seen.manifest = manifest
-            seen.deferredTreeEpoch = nil
-            seen.manifestRevision = manifestValue.modRevision
-            seen.manifestDigest = digest
-        }
-        return true
-    }
-
-    /// The manifest that the sealed root `sealed` (read at `revision`) makes: with the nodes and leaves
-    /// whose digests differ from `seen`'s read at that revision, the others taken from `seen`. Nil when
-    /// `seen` has no tree of its epoch, or they cannot be read.
-    private func manifest(_ sealed: [UInt8], at revision: Int64, over seen: FleetManifest) throws(StoreError)
-        -> FleetManifest?
-    {
-        let root: FleetManifestRoot
-        switch try sealer.open(sealed) {
-        case .root(let opened): root = opened
-        default: return nil
-        }
-        // A tree written whole since (a resynchronisation, which may have accepted a rollback, or an
-        // upgrade) is no step forward: a complete refresh says what it was.
-        guard let seenTree = seen.tree, seenTree.epoch == root.epoch else { return nil }
-        let changedNodes = (0..<FleetManifestTree.nodeCount).filter {
-            root.nodeDigests[$0] != seenTree.nodeDigests[$0] && root.nodeDigests[$0] != FleetManifestTree.emptyDigest
-        }
-        guard
-            let nodes = try? tree(
-                in: readByName(changedNodes.map { nodeKey($0, epoch: root.epoch) }, at: revision),
-                epoch: root.epoch
-            ).nodes
-        else { return nil }
-        let leafKeys = keysOfLeaves(listedBy: nodes, epoch: root.epoch, besides: seenTree)
-        guard let leaves = try? tree(in: readByName(leafKeys, at: revision), epoch: root.epoch).leaves else {
-            return nil
-        }
-        return try sealer.manifest(root, nodes: nodes, leaves: leaves, known: seen)
     }
 
     /// Seals every kept version in etcd under the current generation; how many it sealed again. A

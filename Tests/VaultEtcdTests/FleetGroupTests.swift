@@ -283,11 +283,10 @@ import VaultTestSupport
                 #expect(!text.contains(secret) && !text.contains("service-name-visible"), "plaintext in etcd")
             }
             // One item's value put under the other's key: it fails authentication on the next refresh.
-            // The two most recent writes in the cluster are this test's two items.
-            let mine = Array(
-                everything.keyValues.filter { String(decoding: $0.key, as: UTF8.self).contains("/items/") }
-                    .sorted { $0.modRevision > $1.modRevision }.prefix(2))
-            try #require(mine.count >= 2)
+            // The group's own two items (other tests write to the cluster meanwhile).
+            let items = try FleetTestSupport.etcdRoot(of: try AccessGroup("fleet"), in: a) + Array("items/".utf8)
+            let mine = everything.keyValues.filter { $0.key.starts(with: items) }
+            try #require(mine.count == 2)
             try etcd.put(mine[0].key, mine[1].value)
             let error = #expect(throws: VaultError.self) { _ = try b.allKeys() }
             #expect(error?.status == .decode, "\(String(describing: error))")
