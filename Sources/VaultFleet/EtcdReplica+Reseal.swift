@@ -109,16 +109,17 @@ extension EtcdReplica {
         do {
             result = try client.transaction(
                 compare: compare, success: puts + [.put(key: manifestKey, value: sealed)] + treeWrites,
-                failure: [.range(key: manifestKey, rangeEnd: nil), .range(key: rollbackKey, rangeEnd: nil)])
+                failure: headKeys.map { .range(key: $0, rangeEnd: nil) })
         } catch {
             forget()
             throw storeError(error, "cannot seal its items again under the new key")
         }
         guard result.succeeded else {
-            discardTree(tree, current: result.ranges.first??.keyValues.first?.value)
-            // Another machine's write: a step to it when it is one, else a complete refresh (which refuses
-            // what must be refused, and says that a rollback was accepted).
-            if try !stepForward(cache, recording: false) { try refresh(cache) }
+            let current = zip(headKeys, result.ranges).first { $0.0 == manifestKey }?.1?.keyValues.first
+            discardTree(tree, current: current?.value)
+            // Another machine's write: a step to it from the head the answer holds, when it is one; else a
+            // complete refresh (which refuses what must be refused, and says that a rollback was accepted).
+            if try !stepForward(cache, recording: false, head: result) { try refresh(cache) }
             return false
         }
         let digest = try recordMark(of: next, sealed: sealed, cache: cache)

@@ -32,8 +32,11 @@ extension EtcdReplica {
 
     /// Brings the cache to etcd's state by what changed since the state this machine's mark holds;
     /// false when it cannot (nothing was changed): a complete refresh follows. With `recording`, as
-    /// `refresh(_:recording:)`.
-    func stepForward(_ cache: ReplicaCache, recording: Bool) throws(StoreError) -> Bool {
+    /// `refresh(_:recording:)`. `head`: the ranges of `headKeys`, in order, that a failed write's answer
+    /// holds, taken for the head when this process holds the manifest of before.
+    func stepForward(_ cache: ReplicaCache, recording: Bool, head given: EtcdTransactionResult? = nil)
+        throws(StoreError) -> Bool
+    {
         let started = ContinuousClock.now
         guard let previous = try cache.highWaterMark(), let basis = stepBasis(cache, mark: previous) else {
             return false
@@ -46,7 +49,13 @@ extension EtcdReplica {
         if basis.manifest == nil {
             operations.append(.range(key: manifestKey, rangeEnd: nil, revision: basis.revision))
         }
-        guard let found = try stepRead(operations) else { return false }
+        let found: EtcdTransactionResult
+        if let given, basis.manifest != nil, given.ranges.count == headKeys.count {
+            found = given
+        } else {
+            guard let read = try stepRead(operations) else { return false }
+            found = read
+        }
         let revision = found.revision
         let head = zip(headKeys, found.ranges).flatMap { key, range in range?.keyValues.filter { $0.key == key } ?? [] }
         let contents = contents(of: head)
