@@ -12,7 +12,8 @@ import VaultSystem
 /// large to step, anything that does not check) is left to the complete refresh, which says what is
 /// wrong.
 extension EtcdReplica {
-    /// The smallest group a step serves: below it a complete refresh reads about as much.
+    /// The smallest group a step serves (unless the head is given): below it a complete refresh reads
+    /// about as much.
     static let stepMinimumItemCount = 128
     /// The most nodes, leaves and items a step reads: more is left to the complete refresh.
     static let stepMaximumChangedNodes = 32
@@ -41,7 +42,9 @@ extension EtcdReplica {
         guard let previous = try cache.highWaterMark(), let basis = stepBasis(cache, mark: previous) else {
             return false
         }
-        if let count = basis.manifest?.itemCount, count < Self.stepMinimumItemCount { return false }
+        // With the head given, the step reads less than a complete refresh at any size.
+        let minimumItemCount = given == nil ? Self.stepMinimumItemCount : 0
+        if let count = basis.manifest?.itemCount, count < minimumItemCount { return false }
 
         // The head as it is now, and the root of before when this process does not hold it.
         let headKeys = self.headKeys
@@ -59,7 +62,12 @@ extension EtcdReplica {
         let revision = found.revision
         let head = zip(headKeys, found.ranges).flatMap { key, range in range?.keyValues.filter { $0.key == key } ?? [] }
         let contents = contents(of: head)
-        guard contents.removed == nil, let rootValue = contents.manifest, rootValue.modRevision >= basis.revision,
+        // A root unchanged since a manifest this process holds is no step: it refreshes for another reason
+        // (an item's compare failed: an item put behind the manifest's back), which the complete refresh
+        // finds. Unchanged since the record, it is the cache's state, taken as current.
+        guard contents.removed == nil, let rootValue = contents.manifest,
+            rootValue.modRevision > basis.revision
+                || basis.manifest == nil && rootValue.modRevision == basis.revision,
             (contents.rollback?.modRevision ?? 0) == basis.rollbackRevision
         else { return false }
         if let keyring = contents.keyring {
@@ -79,7 +87,7 @@ extension EtcdReplica {
             else { return false }
             old = opened
         }
-        guard old.itemCount >= Self.stepMinimumItemCount, root.epoch == old.epoch, root.counter >= old.counter,
+        guard old.itemCount >= minimumItemCount, root.epoch == old.epoch, root.counter >= old.counter,
             old.counter == previous.counter,
             try cacheHoldsCount(old.itemCount, cache: cache, stamp: basis.directoryStamp)
         else { return false }

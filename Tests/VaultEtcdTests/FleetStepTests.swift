@@ -176,9 +176,10 @@ import VaultTestSupport
     }
 
     /// A rotation of a group of more items than a step needs, with the other machine writing all
-    /// through it (every 20 ms): each reseal batch that loses its compare steps from the head its answer
-    /// holds, and nothing is lost. (Items that a writer beat 200 times in a row are left under the key
-    /// of before, readable, for the next rotation: FLEET.md; not asserted, as a loaded machine may.)
+    /// through it (every 20 ms), so that reseal batches lose compares and step from the head their
+    /// answers hold: nothing is lost. What it asserts is the outcome, not that steps were taken. (Items
+    /// that a writer beat 200 times in a row are left under the key of before, readable, for the next
+    /// rotation: FLEET.md; not asserted, as a loaded machine may.)
     @Test func aRotationBeatenByAnotherMachinesWritesStepsToThem() throws {
         let endpoints = try TestCluster.require()
         try withFilledGroup(on: endpoints) { a, b, group, _ in
@@ -214,6 +215,23 @@ import VaultTestSupport
                 #expect(try b.data(for: try key("s\(n)", group)) == Data("v\(n)".utf8))
             }
             #expect(try a.allKeys().count == Self.itemCount + 1 && b.allKeys().count == Self.itemCount + 1)
+        }
+    }
+
+    /// An item put again in etcd behind the manifest's back (the same bytes, as a mirror would) makes a
+    /// reseal batch's compare on it fail with the root unchanged: that is no step, and the complete
+    /// refresh reads the item's new revision, so the rotation finishes.
+    @Test func aRotationOverAnItemPutAgainBehindTheManifestFinishes() throws {
+        let endpoints = try TestCluster.require()
+        try withFilledGroup(on: endpoints) { a, b, group, etcd in
+            #expect(try a.data(for: try key("s0", group)) == Data("v0".utf8))
+            let item = try #require(try etcd.etcd.range(prefix: etcd.root + Array("items/".utf8)).keyValues.first)
+            try etcd.etcd.put(item.key, item.value)
+            let rotation = try a.rotateFleetGroup(group)
+            #expect(rotation.generation == 2 && rotation.itemsLeft == 0, "\(rotation)")
+            for n in [0, 5, Self.itemCount - 1] {
+                #expect(try b.data(for: try key("s\(n)", group)) == Data("v\(n)".utf8))
+            }
         }
     }
 
