@@ -92,16 +92,17 @@ extension EtcdReplica {
             try cacheHoldsCount(old.itemCount, cache: cache, stamp: basis.directoryStamp)
         else { return false }
 
-        // The nodes that changed, then the leaves that changed in them.
+        // The nodes that changed, each with its leaves; then the leaves that changed in them.
         let changedNodes = (0..<FleetManifestTree.nodeCount).filter { root.nodeDigests[$0] != old.nodeDigests[$0] }
         guard changedNodes.count <= Self.stepMaximumChangedNodes else { return false }
         let oldTree = basis.manifest?.tree
         guard
-            let (newNodes, oldNodes) = try readPairs(
-                changedNodes, keyOf: { nodeKey($0, epoch: root.epoch) }, at: revision, basis: basis.revision,
+            let (new, before) = try readSubtrees(
+                changedNodes, epoch: root.epoch, at: revision, basis: basis.revision,
                 new: { root.nodeDigests[$0] != FleetManifestTree.emptyDigest },
                 old: { oldTree == nil && old.nodeDigests[$0] != FleetManifestTree.emptyDigest })
         else { return false }
+        let (newNodes, newLeaves, oldNodes, oldLeaves) = (new.nodes, new.leaves, before.nodes, before.leaves)
         var changedLeaves = Set<Int>()
         for node in changedNodes {
             let oldDigests: [UInt8]?
@@ -119,12 +120,6 @@ extension EtcdReplica {
             }
         }
         guard changedLeaves.count <= Self.stepMaximumChangedLeaves else { return false }
-        let sortedLeaves = changedLeaves.sorted()
-        guard
-            let (newLeaves, oldLeaves) = try readPairs(
-                sortedLeaves, keyOf: { leafKey($0, epoch: root.epoch) }, at: revision, basis: basis.revision,
-                new: { _ in true }, old: { _ in oldTree == nil })
-        else { return false }
 
         // The entries of those leaves, new and old, each checked against its root.
         guard
@@ -252,25 +247,32 @@ extension EtcdReplica {
         return found
     }
 
-    /// The values of the keys of `indices` (`keyOf`) at `revision` where `new` says one is stored, and
-    /// at `basis` where `old` does, in one transaction, by index; nil when etcd compacted `basis`.
-    private func readPairs(
-        _ indices: [Int], keyOf: (Int) -> [UInt8], at revision: Int64, basis: Int64, new: (Int) -> Bool,
-        old: (Int) -> Bool
-    ) throws(StoreError) -> (new: [Int: [UInt8]], old: [Int: [UInt8]])? {
-        let wanted = indices.filter(new).map { ($0, revision) } + indices.filter(old).map { ($0, basis) }
-        guard !wanted.isEmpty else { return ([:], [:]) }
+    /// The keys under each of `nodes` (a node and its leaves, at most `treeKeyLimit`'s share) at
+    /// `revision` where `new` says the node is stored, and at `basis` where `old` does, in one
+    /// transaction; nil when etcd compacted `basis`, or a node holds more keys than a node and its
+    /// leaves (strays: the complete refresh reads by name).
+    private func readSubtrees(
+        _ nodes: [Int], epoch: UInt64, at revision: Int64, basis: Int64, new: (Int) -> Bool, old: (Int) -> Bool
+    ) throws(StoreError) -> (
+        new: (nodes: [Int: [UInt8]], leaves: [Int: [UInt8]]), old: (nodes: [Int: [UInt8]], leaves: [Int: [UInt8]])
+    )? {
+        let wanted = nodes.filter(new).map { ($0, revision) } + nodes.filter(old).map { ($0, basis) }
+        guard !wanted.isEmpty else { return (([:], [:]), ([:], [:])) }
+        let limit = 1 + FleetManifestTree.leavesPerNode
         guard
             let found = try stepRead(
-                wanted.map { index, at in .range(key: keyOf(index), rangeEnd: nil, revision: at) })
+                wanted.map { node, at in
+                    let key = nodeKey(node, epoch: epoch)
+                    return .range(key: key, rangeEnd: EtcdClient.rangeEnd(ofPrefix: key), revision: at, limit: limit)
+                })
         else { return nil }
-        var pairs: (new: [Int: [UInt8]], old: [Int: [UInt8]]) = ([:], [:])
-        for ((index, at), range) in zip(wanted, found.ranges) {
-            let key = keyOf(index)
-            guard let value = range?.keyValues.first(where: { $0.key == key })?.value else { continue }
-            if at == revision { pairs.new[index] = value } else { pairs.old[index] = value }
+        var newKeys: [EtcdKeyValue] = []
+        var oldKeys: [EtcdKeyValue] = []
+        for ((_, at), range) in zip(wanted, found.ranges) {
+            guard let range, range.count <= Int64(limit) else { return nil }
+            if at == revision { newKeys += range.keyValues } else { oldKeys += range.keyValues }
         }
-        return pairs
+        return (tree(in: newKeys, epoch: epoch), tree(in: oldKeys, epoch: epoch))
     }
 
     /// Node `node`'s leaf digests from `nodes` (its bytes as etcd holds them), checked against the
