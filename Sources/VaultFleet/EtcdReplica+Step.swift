@@ -39,11 +39,13 @@ extension EtcdReplica {
         throws(StoreError) -> Bool
     {
         let started = ContinuousClock.now
+        // With the head given, the step reads less than a complete refresh at any size. A small group
+        // this process holds whole is refreshed completely before any file is read for the step.
+        let minimumItemCount = given == nil ? Self.stepMinimumItemCount : 0
+        if let count = seen.withLock({ $0.manifest?.itemCount }), count < minimumItemCount { return false }
         guard let previous = try cache.highWaterMark(), let basis = stepBasis(cache, mark: previous) else {
             return false
         }
-        // With the head given, the step reads less than a complete refresh at any size.
-        let minimumItemCount = given == nil ? Self.stepMinimumItemCount : 0
         if let count = basis.manifest?.itemCount, count < minimumItemCount { return false }
 
         // The head as it is now, and the root of before when this process does not hold it.
