@@ -1,7 +1,6 @@
 import FoundationEssentials
 import VaultEtcd
 import VaultStore
-import VaultSystem
 
 /// A refresh that reads what changed, not the whole group: from the manifest this process (or this
 /// machine's last command, `fleet.cached`) verified to the one etcd holds now. Another machine's write
@@ -189,15 +188,12 @@ extension EtcdReplica {
             seen.confirmedAt = started
             if let acceptance { seen.acceptedRollback = acceptance }
         }
-        if let acceptance { SystemLog.notice("vault: \(acceptance) (vault at \(cache.vaultPath))") }
-        if recording {
-            try cache.recordCurrent(
-                FleetCacheRecord(
-                    manifestRevision: rootValue.modRevision, rollbackRevision: basis.rollbackRevision,
-                    markDigest: mark.digest))
-        }
-        watchIfNeeded(from: revision + 1)
-        try registerIfNeeded(contents.machines, cache: cache)
+        try finishRefresh(
+            cache,
+            reaching: FleetCacheRecord(
+                manifestRevision: rootValue.modRevision, rollbackRevision: basis.rollbackRevision,
+                markDigest: mark.digest),
+            at: revision, recording: recording, acceptance: acceptance, machines: contents.machines)
         return true
     }
 

@@ -239,16 +239,27 @@ final class EtcdReplica: Sendable {
             seen.confirmedAt = now
             if let acceptance { seen.acceptedRollback = acceptance }
         }
-        if let acceptance { SystemLog.notice("vault: \(acceptance) (vault at \(cache.vaultPath))") }
-        if recording {
-            try cache.recordCurrent(
-                FleetCacheRecord(
-                    manifestRevision: manifestValue.modRevision, rollbackRevision: contents.rollback?.modRevision ?? 0,
-                    markDigest: mark.digest))
-        }
-        watchIfNeeded(from: found.revision + 1)
-        try registerIfNeeded(contents.machines, cache: cache)
+        try finishRefresh(
+            cache,
+            reaching: FleetCacheRecord(
+                manifestRevision: manifestValue.modRevision, rollbackRevision: contents.rollback?.modRevision ?? 0,
+                markDigest: mark.digest),
+            at: found.revision, recording: recording, acceptance: acceptance, machines: contents.machines)
         return contents
+    }
+
+    /// What a refresh (complete, or a step) that brought the cache to `record`'s state, read at
+    /// `revision`, does last: says that a rollback accepted elsewhere was taken, records the state for
+    /// this machine's next processes (`recording`), watches from the next revision, and registers this
+    /// machine in `machines`.
+    func finishRefresh(
+        _ cache: ReplicaCache, reaching record: FleetCacheRecord, at revision: Int64, recording: Bool,
+        acceptance: String?, machines: EtcdKeyValue?
+    ) throws(StoreError) {
+        if let acceptance { SystemLog.notice("vault: \(acceptance) (vault at \(cache.vaultPath))") }
+        if recording { try cache.recordCurrent(record) }
+        watchIfNeeded(from: revision + 1)
+        try registerIfNeeded(machines, cache: cache)
     }
 
     /// Keys per page of a refresh: at first at most 32 item files of up to 768 KiB, 32 MiB of response

@@ -148,34 +148,15 @@ import VaultTestSupport
             for (n, item) in items.enumerated() { try a.set(Data("value \(n)".utf8), for: item) }
             let counter = try key("counter", group)
             try b.set(Data("0".utf8), for: counter)
-            let stop = Mutex(false)
-            let outcome = Mutex<(last: Int, errors: [String])>((0, []))
-            let finished = DispatchSemaphore(value: 0)
-            DispatchQueue.global().async {
-                var n = 0
-                while !stop.withLock({ $0 }) {
-                    n += 1
-                    do {
-                        try b.set(Data(String(n).utf8), for: counter)
-                        outcome.withLock { $0.last = n }
-                        usleep(10_000)
-                    } catch {
-                        outcome.withLock { $0.errors.append("\(error)") }
-                    }
-                }
-                finished.signal()
-            }
+            let writer = FleetTestSupport.ContinuousWriter(b, item: counter, interval: 10_000)
             // The writer under way before the rotations, and still after them (on a loaded machine its
             // first write can take longer than both rotations).
-            let written = { outcome.withLock { $0.last } }
-            #expect(FleetTestSupport.eventually(within: 30) { written() > 0 }, "b wrote before the rotations")
+            #expect(FleetTestSupport.eventually(within: 30) { writer.written() > 0 }, "b wrote before the rotations")
             let first = try a.rotateFleetGroup(group)
             let second = try a.rotateFleetGroup(group)
-            let afterRotations = written()
-            #expect(FleetTestSupport.eventually(within: 30) { written() > afterRotations + 1 })
-            stop.withLock { $0 = true }
-            finished.wait()
-            let (last, errors) = outcome.withLock { $0 }
+            let afterRotations = writer.written()
+            #expect(FleetTestSupport.eventually(within: 30) { writer.written() > afterRotations + 1 })
+            let (last, errors) = writer.stop()
             #expect(errors.isEmpty, "\(errors)")
             #expect(first.generation == 2 && second.generation == 3)
             #expect(first.itemsLeft == 0 && second.itemsLeft == 0, "\(first) \(second)")

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import Testing
 import Vault
 import VaultEtcd
@@ -71,6 +70,12 @@ import VaultTestSupport
         #expect(refused?.status == .decode && message.contains(words), "\(message)", sourceLocation: sourceLocation)
     }
 
+    /// A process that does not watch (a command) opening b's vault.
+    static func command(_ b: Vault, _ group: AccessGroup) throws -> Vault {
+        let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
+        return try Vault.open(at: b.path, client: client, fleet: .etcd(watching: false))
+    }
+
     /// The item files in b's cache of the group.
     func cachedFileCount(_ b: Vault, _ group: AccessGroup) throws -> Int {
         try FileManager.default.contentsOfDirectory(atPath: b.path + "/groups/\(group.rawValue)")
@@ -109,8 +114,7 @@ import VaultTestSupport
     @Test func aCommandStepsFromWhatItsMachinesLastCommandRecorded() throws {
         let endpoints = try TestCluster.require()
         try withFilledGroup(on: endpoints) { a, b, group, etcd in
-            let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
-            func command() throws -> Vault { try Vault.open(at: b.path, client: client, fleet: .etcd(watching: false)) }
+            func command() throws -> Vault { try Self.command(b, group) }
             #expect(try command().data(for: try key("s0", group)) == Data("v0".utf8), "a complete refresh, recorded")
             let changed = try changeThree(on: a, group, etcd)
             let putBack = try replaceAnUnchangedItem(besides: changed, etcd)
@@ -131,8 +135,7 @@ import VaultTestSupport
     @Test func aChangedItemOrLeafThatDoesNotCheckIsRefusedByTheCompleteRefresh() throws {
         let endpoints = try TestCluster.require()
         try withFilledGroup(on: endpoints) { a, b, group, etcd in
-            let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
-            func command() throws -> Vault { try Vault.open(at: b.path, client: client, fleet: .etcd(watching: false)) }
+            func command() throws -> Vault { try Self.command(b, group) }
             #expect(try command().data(for: try key("s0", group)) == Data("v0".utf8), "a complete refresh, recorded")
             // a's update, whose new bytes etcd then holds in place of the old ones (the manifest lists the new).
             let itemsPrefix = etcd.root + Array("items/".utf8)
@@ -156,8 +159,7 @@ import VaultTestSupport
     @Test func aNodePutBackFromBeforeIsRefused() throws {
         let endpoints = try TestCluster.require()
         try withFilledGroup(on: endpoints) { a, b, group, etcd in
-            let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
-            func command() throws -> Vault { try Vault.open(at: b.path, client: client, fleet: .etcd(watching: false)) }
+            func command() throws -> Vault { try Self.command(b, group) }
             #expect(try command().data(for: try key("s0", group)) == Data("v0".utf8), "a complete refresh, recorded")
             let before = try etcd.read().tree
             try a.set(Data("updated".utf8), for: try key("s5", group))
@@ -185,28 +187,10 @@ import VaultTestSupport
         try withFilledGroup(on: endpoints) { a, b, group, _ in
             let counter = try key("counter", group)
             try b.set(Data("0".utf8), for: counter)
-            let stop = Mutex(false)
-            let outcome = Mutex<(last: Int, errors: [String])>((0, []))
-            let finished = DispatchSemaphore(value: 0)
-            DispatchQueue.global().async {
-                var n = 0
-                while !stop.withLock({ $0 }) {
-                    n += 1
-                    do {
-                        try b.set(Data(String(n).utf8), for: counter)
-                        outcome.withLock { $0.last = n }
-                        usleep(20_000)
-                    } catch {
-                        outcome.withLock { $0.errors.append("\(error)") }
-                    }
-                }
-                finished.signal()
-            }
-            #expect(FleetTestSupport.eventually(within: 30) { outcome.withLock { $0.last } > 0 })
+            let writer = FleetTestSupport.ContinuousWriter(b, item: counter, interval: 20_000)
+            #expect(FleetTestSupport.eventually(within: 30) { writer.written() > 0 })
             let rotation = try a.rotateFleetGroup(group)
-            stop.withLock { $0 = true }
-            finished.wait()
-            let (last, errors) = outcome.withLock { $0 }
+            let (last, errors) = writer.stop()
             #expect(errors.isEmpty, "\(errors)")
             #expect(rotation.generation == 2, "\(rotation)")
             #expect(try a.data(for: counter) == Data(String(last).utf8))
@@ -240,10 +224,7 @@ import VaultTestSupport
     @Test func aCompactedRevisionIsReadCompletely() throws {
         try FleetTestSupport.withCluster("step", members: 1) { cluster in
             try withFilledGroup(on: cluster.endpoints) { a, b, group, etcd in
-                let client = try Client(applicationIdentifier: "svc", accessGroups: [group.rawValue])
-                func command() throws -> Vault {
-                    try Vault.open(at: b.path, client: client, fleet: .etcd(watching: false))
-                }
+                func command() throws -> Vault { try Self.command(b, group) }
                 #expect(try command().data(for: try key("s0", group)) == Data("v0".utf8), "recorded")
                 let changed = try changeThree(on: a, group, etcd)
                 _ = try replaceAnUnchangedItem(besides: changed, etcd)

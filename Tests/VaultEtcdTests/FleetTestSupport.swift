@@ -315,6 +315,40 @@ enum FleetTestSupport {
     }
 
     /// Repeats `attempt` every 0.1 s until it returns true or `seconds` pass; whether it did.
+    /// A thread that writes 1, 2, 3… to `item` through `vault`, pausing `interval` microseconds after each
+    /// write, until stopped; `written()` is the last value written so far, and `stop()` waits for the
+    /// thread and returns the last value with every write's error.
+    final class ContinuousWriter: Sendable {
+        private let stopping = Mutex(false)
+        private let outcome = Mutex<(last: Int, errors: [String])>((0, []))
+        private let finished = DispatchSemaphore(value: 0)
+
+        init(_ vault: Vault, item: ItemKey, interval: UInt32) {
+            DispatchQueue.global().async { [self] in
+                var n = 0
+                while !stopping.withLock({ $0 }) {
+                    n += 1
+                    do {
+                        try vault.set(Data(String(n).utf8), for: item)
+                        outcome.withLock { $0.last = n }
+                        usleep(interval)
+                    } catch {
+                        outcome.withLock { $0.errors.append("\(error)") }
+                    }
+                }
+                finished.signal()
+            }
+        }
+
+        func written() -> Int { outcome.withLock { $0.last } }
+
+        func stop() -> (last: Int, errors: [String]) {
+            stopping.withLock { $0 = true }
+            finished.wait()
+            return outcome.withLock { $0 }
+        }
+    }
+
     static func eventually(within seconds: Double, _ attempt: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
