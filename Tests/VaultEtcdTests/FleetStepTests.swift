@@ -132,47 +132,37 @@ import VaultTestSupport
         }
     }
 
-    @Test func aChangedItemOrLeafThatDoesNotCheckIsRefusedByTheCompleteRefresh() throws {
+    /// A part of a's write put back from before in etcd: the item (bytes that are not its entry's), its
+    /// leaf, or its node (which, taken for the root's, would show no change: the old value would be
+    /// served). None checks, and the complete read refuses the group, naming it.
+    @Test(arguments: ["item", "leaf", "node"])
+    func aPartOfAWritePutBackFromBeforeIsRefused(_ part: String) throws {
         let endpoints = try TestCluster.require()
         try withFilledGroup(on: endpoints) { a, b, group, etcd in
             func command() throws -> Vault { try Self.command(b, group) }
             #expect(try command().data(for: try key("s0", group)) == Data("v0".utf8), "a complete refresh, recorded")
-            // a's update, whose new bytes etcd then holds in place of the old ones (the manifest lists the new).
-            let itemsPrefix = etcd.root + Array("items/".utf8)
-            let before = Dictionary(
-                uniqueKeysWithValues: try etcd.etcd.range(prefix: itemsPrefix).keyValues.map { ($0.key, $0.value) })
+            let keys = etcd.keys(ofLeaf: 0, epoch: try etcd.treeRoot().epoch)
+            let (prefix, length, words): ([UInt8], Int?, String) =
+                switch part {
+                case "item": (etcd.root + Array("items/".utf8), nil, "is not the version the group's manifest lists")
+                case "leaf": (etcd.treePrefix, keys.leaf.count, "of its manifest in etcd is not the one its node lists")
+                default:
+                    (
+                        etcd.treePrefix, keys.node.count,
+                        "of its manifest in etcd is not the one the manifest's root lists"
+                    )
+                }
+            func read() throws -> [EtcdKeyValue] {
+                try etcd.etcd.range(prefix: prefix).keyValues.filter { length == nil || $0.key.count == length }
+            }
+            let before = Dictionary(uniqueKeysWithValues: try read().map { ($0.key, $0.value) })
             try a.set(Data("updated".utf8), for: try key("s5", group))
-            let updated = try #require(
-                try etcd.etcd.range(prefix: itemsPrefix).keyValues.first { before[$0.key] != $0.value })
-            try etcd.etcd.put(updated.key, try #require(before[updated.key]))
-            expectRefused {
+            let changed = try #require(try read().first { before[$0.key] != $0.value })
+            try etcd.etcd.put(changed.key, try #require(before[changed.key]))
+            expectRefused(words) {
                 _ = try command().data(for: try key("s5", group))
             }
-            try etcd.etcd.put(updated.key, updated.value)
-            #expect(try command().data(for: try key("s5", group)) == Data("updated".utf8))
-        }
-    }
-
-    /// The node of a's write put back from before lists its leaves as they were: taken for the root's,
-    /// it would show no change, and the old value would be served. It does not check, and the complete
-    /// read refuses the group, naming the node.
-    @Test func aNodePutBackFromBeforeIsRefused() throws {
-        let endpoints = try TestCluster.require()
-        try withFilledGroup(on: endpoints) { a, b, group, etcd in
-            func command() throws -> Vault { try Self.command(b, group) }
-            #expect(try command().data(for: try key("s0", group)) == Data("v0".utf8), "a complete refresh, recorded")
-            let before = try etcd.read().tree
-            try a.set(Data("updated".utf8), for: try key("s5", group))
-            let nodeKeyLength = etcd.keys(ofLeaf: 0, epoch: try etcd.treeRoot().epoch).node.count
-            let node = try #require(
-                try etcd.read().tree.values.first { $0.key.count == nodeKeyLength && before[$0.key]?.value != $0.value }
-            )
-            let old = try #require(before[node.key])
-            try etcd.etcd.put(node.key, old.value)
-            expectRefused("of its manifest in etcd is not the one the manifest's root lists") {
-                _ = try command().data(for: try key("s5", group))
-            }
-            try etcd.etcd.put(node.key, node.value)
+            try etcd.etcd.put(changed.key, changed.value)
             #expect(try command().data(for: try key("s5", group)) == Data("updated".utf8))
         }
     }
