@@ -119,7 +119,12 @@ extension EtcdReplica {
             discardTree(tree, current: current?.value)
             // Another machine's write: a step to it from the head the answer holds, when it is one; else a
             // complete refresh (which refuses what must be refused, and says that a rollback was accepted).
-            if try !stepForward(cache, recording: false, head: result) { try refresh(cache) }
+            // Under the same root, an item of the batch changed behind the manifest's back: a complete
+            // refresh reads its revision (or refuses it).
+            let rootMoved = current.map { $0.modRevision != manifestRevision } ?? true
+            var stepped = false
+            if rootMoved { stepped = try stepForward(cache, recording: false, head: result) }
+            if !stepped { try refresh(cache) }
             return false
         }
         let digest = try recordMark(of: next, sealed: sealed, cache: cache)

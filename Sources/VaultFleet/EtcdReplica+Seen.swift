@@ -106,6 +106,12 @@ extension EtcdReplica {
     /// The manifest the last refresh (or this process's last write) saw.
     var seenManifest: FleetManifest? { seen.withLock { $0.manifest } }
 
+    /// What this process saw is no longer taken for current, but kept: the next use checks etcd, and a
+    /// refresh steps from it (`stepForward`).
+    func unconfirm() {
+        seen.withLock { $0.confirmedAt = nil }
+    }
+
     func forget() {
         seen.withLock { seen in
             seen.revisions = [:]

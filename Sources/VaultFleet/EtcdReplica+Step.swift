@@ -63,12 +63,9 @@ extension EtcdReplica {
         let revision = found.revision
         let head = zip(headKeys, found.ranges).flatMap { key, range in range?.keyValues.filter { $0.key == key } ?? [] }
         let contents = contents(of: head)
-        // A root unchanged since a manifest this process holds is no step: it refreshes for another reason
-        // (an item's compare failed: an item put behind the manifest's back), which the complete refresh
-        // finds. Unchanged since the record, it is the cache's state, taken as current.
-        guard contents.removed == nil, let rootValue = contents.manifest,
-            rootValue.modRevision > basis.revision
-                || basis.manifest == nil && rootValue.modRevision == basis.revision,
+        // A root unchanged since the basis is its state, confirmed (a key changed under the prefix behind the
+        // manifest's back is not read).
+        guard contents.removed == nil, let rootValue = contents.manifest, rootValue.modRevision >= basis.revision,
             (contents.rollback?.modRevision ?? 0) == basis.rollbackRevision
         else { return false }
         if let keyring = contents.keyring {

@@ -366,9 +366,14 @@ final class EtcdReplica: Sendable {
             guard let current = manifestRange.keyValues.first, current.value == sealed,
                 isOwn(itemRange.keyValues.first)
             else {
-                // What this process saw is stale: the rerun refreshes.
+                // What this process saw is stale: the rerun refreshes. Past another machine's write (the root
+                // moved on) it steps from what it saw; an item changed under the same root is read anew whole.
                 discardTree(tree, current: manifestRange.keyValues.first?.value)
-                forget()
+                if let current = manifestRange.keyValues.first, current.modRevision != manifestRevision {
+                    unconfirm()
+                } else {
+                    forget()
+                }
                 throw StoreError(.conflict, "fleet group \(group): it changed on another machine meanwhile")
             }
             revision = current.modRevision

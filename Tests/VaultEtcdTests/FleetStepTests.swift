@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import Vault
 import VaultEtcd
@@ -108,6 +109,46 @@ import VaultTestSupport
             }
             try putBack()
             #expect(try b.data(for: try key("s9", group)) == Data("v9".utf8))
+        }
+    }
+
+    /// Two machines' long-lived handles writing at the same moment: the one whose compare fails runs
+    /// its write again after a step, not a complete read (the replaced unchanged item stays unread),
+    /// and every write lands.
+    @Test func writesThatLoseTheirCompareRunAgainAfterAStep() throws {
+        let endpoints = try TestCluster.require()
+        try withFilledGroup(on: endpoints) { a, b, group, etcd in
+            #expect(try b.data(for: try key("s0", group)) == Data("v0".utf8), "a complete refresh")
+            // The two items the rounds write, by their entries' change, are not the one replaced.
+            let before = try etcd.manifest().items
+            try a.set(Data("a".utf8), for: try key("s5", group))
+            try b.set(Data("b".utf8), for: try key("s6", group))
+            let written = Set(try etcd.manifest().items.filter { before[$0.key] != $0.value }.keys)
+            #expect(written.count == 2)
+            let putBack = try replaceAnUnchangedItem(besides: written, etcd)
+            let errors = Mutex<[String]>([])
+            for round in 0..<30 {
+                DispatchQueue.concurrentPerform(iterations: 2) { host in
+                    do {
+                        if host == 0 {
+                            try a.set(Data("a\(round)".utf8), for: try key("s5", group))
+                        } else {
+                            try b.set(Data("b\(round)".utf8), for: try key("s6", group))
+                        }
+                    } catch {
+                        errors.withLock { $0.append("round \(round), host \(host): \(error)") }
+                    }
+                }
+            }
+            #expect(errors.withLock { $0 }.isEmpty, "\(errors.withLock { $0 })")
+            try putBack()
+            for (vault, name) in [(a, "a"), (b, "b")] {
+                #expect(
+                    FleetTestSupport.eventually(within: 10) {
+                        (try? vault.data(for: try key("s5", group))) == Data("a29".utf8)
+                            && (try? vault.data(for: try key("s6", group))) == Data("b29".utf8)
+                    }, "\(name)")
+            }
         }
     }
 
