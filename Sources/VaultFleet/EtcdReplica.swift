@@ -366,10 +366,13 @@ final class EtcdReplica: Sendable {
             guard let current = manifestRange.keyValues.first, current.value == sealed,
                 isOwn(itemRange.keyValues.first)
             else {
-                // What this process saw is stale: the rerun refreshes. Past another machine's write (the root
-                // moved on) it steps from what it saw; an item changed under the same root is read anew whole.
+                // What this process saw is stale: the rerun refreshes. Past another machine's write of another
+                // item (the root moved on, the item is as seen) it steps from what it saw; else (the item
+                // changed too, perhaps behind the manifest's back) it refreshes without it.
                 discardTree(tree, current: manifestRange.keyValues.first?.value)
-                if let current = manifestRange.keyValues.first, current.modRevision != manifestRevision {
+                if let current = manifestRange.keyValues.first, current.modRevision != manifestRevision,
+                    itemRange.keyValues.first?.modRevision == itemRevision
+                {
                     unconfirm()
                 } else {
                     forget()
