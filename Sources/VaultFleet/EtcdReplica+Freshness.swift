@@ -56,7 +56,7 @@ extension EtcdReplica {
             guard found.ranges.count == names.count + 1, let range = found.ranges[names.count] else {
                 throw EtcdError(.malformedResponse, "etcd answered a read of the group's head without every range")
             }
-            head = zip(names, found.ranges).flatMap { key, range in range?.keyValues.filter { $0.key == key } ?? [] }
+            head = Self.keyValues(named: names, in: found.ranges)
             if range.count <= Int64(Self.treeKeyLimit) {
                 tree = range.keyValues.filter { $0.key.starts(with: treePrefix) }
             }

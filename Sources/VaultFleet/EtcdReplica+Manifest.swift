@@ -121,9 +121,15 @@ extension EtcdReplica {
             guard answer.ranges.count == chunk.count else {
                 throw EtcdError(.malformedResponse, "etcd answered a read of keys by name without every range")
             }
-            for (key, range) in zip(chunk, answer.ranges) { found += range?.keyValues.filter { $0.key == key } ?? [] }
+            found += Self.keyValues(named: chunk, in: answer.ranges)
         }
         return found
+    }
+
+    /// The values of `keys` in `ranges`, a transaction's answers to reads of those keys by name, in
+    /// order: a key in a range that is not the one it read is left out.
+    static func keyValues(named keys: some Sequence<[UInt8]>, in ranges: [EtcdRangeResult?]) -> [EtcdKeyValue] {
+        zip(keys, ranges).flatMap { key, range in range?.keyValues.filter { $0.key == key } ?? [] }
     }
 
     /// The operations a transaction may hold (etcd's `--max-txn-ops` by default).

@@ -115,7 +115,7 @@ extension EtcdReplica {
             throw storeError(error, "cannot seal its items again under the new key")
         }
         guard result.succeeded else {
-            let current = zip(headKeys, result.ranges).first { $0.0 == manifestKey }?.1?.keyValues.first
+            let current = Self.keyValues(named: headKeys, in: result.ranges).first { $0.key == manifestKey }
             discardTree(tree, current: current?.value)
             // Another machine's write: a step to it from the head the answer holds, when it is one; else a
             // complete refresh (which refuses what must be refused, and says that a rollback was accepted).

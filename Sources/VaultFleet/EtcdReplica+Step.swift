@@ -61,7 +61,7 @@ extension EtcdReplica {
             found = read
         }
         let revision = found.revision
-        let head = zip(headKeys, found.ranges).flatMap { key, range in range?.keyValues.filter { $0.key == key } ?? [] }
+        let head = Self.keyValues(named: headKeys, in: found.ranges)
         let contents = contents(of: head)
         // A root unchanged since the basis is its state, confirmed (a key changed under the prefix behind the
         // manifest's back is not read).
@@ -107,10 +107,11 @@ extension EtcdReplica {
             if let oldTree {
                 oldDigests = oldTree.nodes[node] ?? FleetManifestTree.emptyNode
             } else {
-                oldDigests = try leafDigests(of: node, in: oldNodes, listed: old.nodeDigests[node])
+                oldDigests = try sealer.leafDigests(ofNode: node, bytes: oldNodes[node], listed: old.nodeDigests[node])
             }
             guard let oldDigests,
-                let newDigests = try leafDigests(of: node, in: newNodes, listed: root.nodeDigests[node])
+                let newDigests = try sealer.leafDigests(
+                    ofNode: node, bytes: newNodes[node], listed: root.nodeDigests[node])
             else { return false }
             for leaf in FleetManifestTree.leaves(ofNode: node) {
                 let range = FleetManifestTree.digestRange(ofLeaf: leaf)
@@ -132,15 +133,10 @@ extension EtcdReplica {
 
         // The items: each changed one with the bytes its entry lists, each removed one gone.
         let itemKeys = changed.keys.map(itemKey) + removed.map(itemKey)
-        let items: [[UInt8]: EtcdKeyValue]
-        do throws(EtcdError) {
-            items = Dictionary(
-                try readByName(itemKeys, at: revision).map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
-        } catch  where error.grpcCode == EtcdClient.outOfRange || error.code == .responseTooLarge {
-            return false  // compacted, or items too large for one answer: the complete refresh reads in pages
-        } catch {
-            throw storeError(error, "cannot read its items from etcd")
-        }
+        guard
+            let read = try stepReading("its items", { () throws(EtcdError) in try readByName(itemKeys, at: revision) })
+        else { return false }
+        let items = Dictionary(read.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         var values: [(id: ItemID, keyValue: EtcdKeyValue)] = []
         for (id, entry) in changed {
             guard let keyValue = items[itemKey(id)], try sealer.digest(of: keyValue.value) == entry.digest else {
@@ -223,17 +219,27 @@ extension EtcdReplica {
         return try cache.cachedIDs().count == count
     }
 
-    /// One read-only transaction of `operations`; nil when etcd compacted a revision it asks for, or
-    /// the answer is larger than the client takes.
-    private func stepRead(_ operations: [EtcdOperation]) throws(StoreError) -> EtcdTransactionResult? {
-        let found: EtcdTransactionResult
-        do {
-            found = try client.transaction(compare: [], success: operations)
+    /// What `read` (one of the step's reads of `what`) returns; nil when etcd compacted a revision it
+    /// asks for, or an answer is larger than the client takes: the complete refresh reads at the present
+    /// revision, in pages.
+    private func stepReading<Value>(_ what: String, _ read: () throws(EtcdError) -> Value) throws(StoreError)
+        -> Value?
+    {
+        do throws(EtcdError) {
+            return try read()
         } catch  where error.grpcCode == EtcdClient.outOfRange || error.code == .responseTooLarge {
             return nil
         } catch {
-            throw storeError(error, "cannot read its manifest from etcd")
+            throw storeError(error, "cannot read \(what) from etcd")
         }
+    }
+
+    /// One read-only transaction of `operations`, as `stepReading` reads.
+    private func stepRead(_ operations: [EtcdOperation]) throws(StoreError) -> EtcdTransactionResult? {
+        guard
+            let found = try stepReading(
+                "its manifest", { () throws(EtcdError) in try client.transaction(compare: [], success: operations) })
+        else { return nil }
         guard found.ranges.count == operations.count else {
             throw storeError(
                 EtcdError(.malformedResponse, "etcd answered a read of the group's head without every range"),
@@ -268,15 +274,6 @@ extension EtcdReplica {
             if at == revision { newKeys += range.keyValues } else { oldKeys += range.keyValues }
         }
         return (tree(in: newKeys, epoch: epoch), tree(in: oldKeys, epoch: epoch))
-    }
-
-    /// Node `node`'s leaf digests from `nodes` (its bytes as etcd holds them), checked against the
-    /// digest its root lists (`listed`; zero: every leaf empty); nil when they are not that node's (a
-    /// node put back from before would hide its leaf's change).
-    private func leafDigests(of node: Int, in nodes: [Int: [UInt8]], listed: [UInt8]) throws(StoreError) -> [UInt8]? {
-        guard listed != FleetManifestTree.emptyDigest else { return FleetManifestTree.emptyNode }
-        guard let bytes = nodes[node], try sealer.nodeDigest(of: bytes) == listed else { return nil }
-        return FleetManifestTree.decodeNode(bytes, index: node)
     }
 
     /// The entries of `manifest` whose ids are in `leaves`.

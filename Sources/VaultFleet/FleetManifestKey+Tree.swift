@@ -92,9 +92,7 @@ extension FleetManifestKey {
                 tree.nodes[node] = digests
                 continue
             }
-            guard let bytes = nodes[node], try nodeDigest(of: bytes) == tree.nodeDigests[node],
-                let digests = FleetManifestTree.decodeNode(bytes, index: node)
-            else {
+            guard let digests = try leafDigests(ofNode: node, bytes: nodes[node], listed: tree.nodeDigests[node]) else {
                 throw notListed("node \(node)", by: "the manifest's root")
             }
             tree.nodes[node] = digests
@@ -125,6 +123,15 @@ extension FleetManifestKey {
         manifest.loadedLeaves = loading
         manifest.unloadedItemCount = root.itemCount - items.count
         return manifest
+    }
+
+    /// Node `node`'s leaf digests when `bytes` (as etcd holds them; nil: absent) are the node whose digest
+    /// its root lists (`listed`; the empty digest: every leaf empty); nil when they are not (a node
+    /// replaced, or put back from before, would hide its leaves' changes).
+    func leafDigests(ofNode node: Int, bytes: [UInt8]?, listed: [UInt8]) throws(StoreError) -> [UInt8]? {
+        guard listed != FleetManifestTree.emptyDigest else { return FleetManifestTree.emptyNode }
+        guard let bytes, try nodeDigest(of: bytes) == listed else { return nil }
+        return FleetManifestTree.decodeNode(bytes, index: node)
     }
 
     /// The manifest of an earlier build's root over `shards` (by index; an absent shard is empty);
