@@ -28,9 +28,10 @@ import VaultTestSupport
             #expect(create.errors.contains("created fleet group fleet"))
             // The key file is sealed under a transport key (or a passphrase, below), never in the clear.
             let transport = t.root + "/transport.key"
-            FileManager.default.createFile(
-                atPath: transport, contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }),
-                attributes: [.posixPermissions: 0o600])
+            try #require(
+                FileManager.default.createFile(
+                    atPath: transport, contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }),
+                    attributes: [.posixPermissions: 0o600]))
             let export = try vault(
                 ["--vault", a, "group", "export-key", "fleet", keyFile, "--backup-key-file", transport])
             #expect(export.status == 0 && export.errors.contains("sealed under \(transport)"), "\(export.errors)")
@@ -173,9 +174,10 @@ import VaultTestSupport
             for path in [a, b, r, d] { #expect(try vault(["--vault", path, "init"]).status == 0) }
             #expect(try vault(["--vault", a, "group", "create", "rot", "--etcd", endpoints]).status == 0)
             let transport = t.root + "/transport.key"
-            FileManager.default.createFile(
-                atPath: transport, contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }),
-                attributes: [.posixPermissions: 0o600])
+            try #require(
+                FileManager.default.createFile(
+                    atPath: transport, contents: Data((0..<32).map { _ in UInt8.random(in: 0...255) }),
+                    attributes: [.posixPermissions: 0o600]))
             let keyFile = t.root + "/rot.key"
             #expect(
                 try vault(["--vault", a, "group", "export-key", "rot", keyFile, "--backup-key-file", transport])

@@ -355,8 +355,9 @@ import VaultTestSupport
                 #expect(try c.data(for: try key("db")) == Data("sealed".utf8))
                 // An earlier build's export: the keys in the clear, 0600.
                 let clearPath = t.root + "/clear.key"
-                FileManager.default.createFile(
-                    atPath: clearPath, contents: Data(clear), attributes: [.posixPermissions: 0o600])
+                try #require(
+                    FileManager.default.createFile(
+                        atPath: clearPath, contents: Data(clear), attributes: [.posixPermissions: 0o600]))
                 #expect(try Vault.sealingOfFleetGroupKeyFile(at: clearPath) == nil)
                 let d = try Vault.create(at: t.path + "-d", client: try client(), fleet: .etcd())
                 defer { try? FileManager.default.removeItem(atPath: t.path + "-d") }
