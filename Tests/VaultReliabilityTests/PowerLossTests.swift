@@ -111,6 +111,9 @@ import VaultTestSupport
                 let children = try writers.enumerated().map { index, writer in
                     try Helper(["crash-writer", path, testApp, writer, String(round * 1_000_000 + index * 100_000)])
                 }
+                // Both writers writing before the cut is timed, so that their sets meet in group commit
+                // (a writer slow to start on a loaded machine would otherwise write alone).
+                let started = children.map { $0.waitFor("ack ") }
                 usleep(UInt32.random(in: 150_000...500_000))
                 // A power cut also stops the programs: freeze the writers first, so that nothing they do
                 // after the cut can be acknowledged. (Without this, xfs lost an acknowledged add: after a
@@ -120,7 +123,7 @@ import VaultTestSupport
                 for child in children { Self.waitUntilStopped(child.pid) }
                 try image.shutdown()
                 for child in children { child.kill() }
-                let journals = children.map { WriterJournal(output: $0.finish().output) }
+                let journals = zip(started, children).map { WriterJournal(output: $0 + $1.finish().output) }
                 try image.unmount()
                 guard try image.mount() else {
                     Issue.record("cannot mount the \(kind) image again")
