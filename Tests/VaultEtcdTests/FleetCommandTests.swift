@@ -164,9 +164,10 @@ import VaultTestSupport
         }
     }
 
-    /// A machine whose libcurl cannot be loaded (here a libcurl.so.4 without its functions, found first
-    /// through LD_LIBRARY_PATH) cannot reach etcd at all: a read of a fleet group fails naming libcurl,
-    /// instead of answering from the cache as if etcd were down.
+    /// `group rotate` and `group revoke` from the CLI: the rotation seals the group's key to the 3 machines
+    /// and its item again; the revocation (by an id prefix from `group machines`) seals it to the other
+    /// 2, which go on reading and writing, while the revoked machine is refused and a key file exported
+    /// before the rotations no longer joins.
     @Test func aFleetGroupsKeyIsRotatedAndAMachineRevokedFromTheCLI() throws {
         let endpoints = try TestCluster.require().joined(separator: ",")
         try withTemporaryVault("fleet-cli-rot") { t in
@@ -216,6 +217,9 @@ import VaultTestSupport
         }
     }
 
+    /// A machine whose libcurl cannot be loaded (here a libcurl.so.4 without its functions, found first
+    /// through LD_LIBRARY_PATH) cannot reach etcd at all: a read of a fleet group fails naming libcurl,
+    /// instead of answering from the cache as if etcd were down.
     @Test func withoutAUsableLibcurlAFleetReadFailsNamingIt() throws {
         let endpoints = try TestCluster.require().joined(separator: ",")
         try withTemporaryVault("fleet-no-curl") { t in

@@ -113,7 +113,8 @@ import VaultTestSupport
                 }
                 // Both writers writing before the cut is timed, so that their sets meet in group commit
                 // (a writer slow to start on a loaded machine would otherwise write alone).
-                let started = children.map { $0.waitFor("ack ") }
+                let started = children.map { $0.waitFor("ack ", killingAfter: 60) }
+                #expect(started.allSatisfy { $0.contains("ack ") }, "a writer wrote nothing: \(started)")
                 usleep(UInt32.random(in: 150_000...500_000))
                 // A power cut also stops the programs: freeze the writers first, so that nothing they do
                 // after the cut can be acknowledged. (Without this, xfs lost an acknowledged add: after a

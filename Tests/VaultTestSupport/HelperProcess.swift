@@ -68,14 +68,24 @@ package final class Helper {
         return (process.terminationStatus, String(decoding: out, as: UTF8.self), String(decoding: err, as: UTF8.self))
     }
 
-    /// Reads standard output until it contains `marker` (or the process ends).
-    package func waitFor(_ marker: String) -> String {
+    /// Reads standard output until it contains `marker` (or the process ends); with `seconds`, a process
+    /// that has not written it by then is killed (its output then ends), so that a test fails instead of
+    /// hanging.
+    package func waitFor(_ marker: String, killingAfter seconds: Double? = nil) -> String {
+        let found = Atomic(false)
+        if let seconds {
+            let pid = process.processIdentifier
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+                if !found.load(ordering: .acquiring) { _ = Glibc.kill(pid, SIGKILL) }
+            }
+        }
         var seen = ""
         while !seen.contains(marker) {
             let data = output.fileHandleForReading.availableData
             if data.isEmpty { break }
             seen += String(decoding: data, as: UTF8.self)
         }
+        found.store(true, ordering: .releasing)
         return seen
     }
 }
