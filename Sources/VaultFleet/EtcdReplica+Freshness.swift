@@ -145,11 +145,7 @@ extension EtcdReplica {
             try sealer.digest(of: manifestValue.value) == mark.digest
         else { return false }
         guard case .root(let root) = try sealer.open(manifestValue.value) else { return false }
-        // The directory unchanged since the record: no file was added or removed. Else the files are
-        // counted (the kernel's listing of every item file).
-        if record.directoryStamp == 0 || cache.directoryModificationTime() != record.directoryStamp {
-            guard try cache.cachedIDs().count == root.itemCount else { return false }
-        }
+        guard try cacheHoldsCount(root.itemCount, cache: cache, stamp: record.directoryStamp) else { return false }
         seen.withLock { seen in
             seen.revisions = [manifestKey: manifestValue.modRevision]
             seen.itemsUnknown = true
@@ -162,6 +158,14 @@ extension EtcdReplica {
             seen.confirmedAt = now
         }
         return true
+    }
+
+    /// Whether the cache holds `count` item files: none added or removed since `stamp` (the group
+    /// directory's modification time then; 0: unknown), else counted (the kernel's listing of every item
+    /// file).
+    func cacheHoldsCount(_ count: Int, cache: ReplicaCache, stamp: Int64) throws(StoreError) -> Bool {
+        if stamp != 0, cache.directoryModificationTime() == stamp { return true }
+        return try cache.cachedIDs().count == count
     }
 
     /// Records the state this process last saw (a complete refresh, an adopted cache, its own writes) as

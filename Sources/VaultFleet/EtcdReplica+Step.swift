@@ -45,7 +45,6 @@ extension EtcdReplica {
         guard let previous = try cache.highWaterMark(), let basis = stepBasis(cache, mark: previous) else {
             return false
         }
-        if let count = basis.manifest?.itemCount, count < minimumItemCount { return false }
 
         // The head as it is now, and the root of before when this process does not hold it.
         let headKeys = self.headKeys
@@ -210,13 +209,6 @@ extension EtcdReplica {
         return StepBasis(
             revision: record.manifestRevision, digest: record.markDigest, rollbackRevision: record.rollbackRevision,
             manifest: nil, directoryStamp: record.directoryStamp)
-    }
-
-    /// Whether the cache holds `count` item files: no file added or removed since `stamp` (the group
-    /// directory's modification time then; 0: unknown), else counted.
-    private func cacheHoldsCount(_ count: Int, cache: ReplicaCache, stamp: Int64) throws(StoreError) -> Bool {
-        if stamp != 0, cache.directoryModificationTime() == stamp { return true }
-        return try cache.cachedIDs().count == count
     }
 
     /// What `read` (one of the step's reads of `what`) returns; nil when etcd compacted a revision it

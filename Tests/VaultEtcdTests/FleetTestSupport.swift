@@ -314,7 +314,6 @@ enum FleetTestSupport {
         return files
     }
 
-    /// Repeats `attempt` every 0.1 s until it returns true or `seconds` pass; whether it did.
     /// A thread that writes 1, 2, 3… to `item` through `vault`, pausing `interval` microseconds after each
     /// write, until stopped; `written()` is the last value written so far, and `stop()` waits for the
     /// thread and returns the last value with every write's error.
@@ -349,6 +348,7 @@ enum FleetTestSupport {
         }
     }
 
+    /// Repeats `attempt` every 0.1 s until it returns true or `seconds` pass; whether it did.
     static func eventually(within seconds: Double, _ attempt: () -> Bool) -> Bool {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
